@@ -1,0 +1,449 @@
+//! The SLO search: the highest requested rate whose measured latency
+//! percentile stays within a target while the server completes what it was
+//! asked.
+//!
+//! FeedSim's search warms up unthrottled, measures an unthrottled peak, then
+//! bisects between 1.8 x peak and 1 QPS until high <= 1.02 x low, fine-tunes,
+//! and confirms with a 300 s run: about 30 minutes. Ours:
+//!
+//! 1. a short unthrottled warm-up and an unthrottled (closed-loop) peak probe;
+//! 2. bracketing from the peak: probe at the peak; if it passes, step up by
+//!    1.5x until a probe fails; if not, halve until one passes;
+//! 3. bisection with short probes until `high <= low * (1 + tolerance)`;
+//! 4. one longer final run at the highest passing rate. If the final run
+//!    fails, the rate steps down and the final run is repeated (at most three
+//!    times): a rate that failed is never reported.
+//!
+//! A probe passes only when (a) the target percentile is within the target,
+//! and (b) at least `min_completion` (98%) of the requests scheduled in the
+//! window got a successful reply. Comparing against the *scheduled* count
+//! rather than `rate x duration` keeps Poisson noise out of the verdict while
+//! still failing a client or server that cannot keep up.
+
+use crate::arrival::Arrival;
+use crate::driver::{Mode, RunResult};
+use crate::recorder::{LatencySummary, Percentile, SecondSummary};
+use serde::Serialize;
+use std::future::Future;
+use std::time::Duration;
+
+/// A latency target: `percentile <= latency`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SloTarget {
+    pub percentile: Percentile,
+    pub latency_ms: f64,
+}
+
+impl std::str::FromStr for SloTarget {
+    type Err = String;
+    /// Parses FeedSim's `-s metric:ms` form, e.g. `95p:500`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (p, ms) = s
+            .split_once(':')
+            .ok_or_else(|| format!("latency target '{s}' must be METRIC:MS, e.g. 95p:500"))?;
+        let percentile = p.parse()?;
+        let latency_ms: f64 = ms
+            .parse()
+            .map_err(|_| format!("latency '{ms}' in target '{s}' is not a number of milliseconds"))?;
+        if !(latency_ms.is_finite() && latency_ms > 0.0) {
+            return Err(format!("latency in target '{s}' must be positive"));
+        }
+        Ok(SloTarget { percentile, latency_ms })
+    }
+}
+
+/// Which step of the search a probe belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    Peak,
+    Bracket,
+    Bisect,
+    Final,
+    Fixed,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warm-up",
+            Phase::Peak => "peak",
+            Phase::Bracket => "bracket",
+            Phase::Bisect => "bisect",
+            Phase::Final => "final",
+            Phase::Fixed => "fixed",
+        }
+    }
+}
+
+/// One probe's measurement and verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRecord {
+    pub seq: usize,
+    pub phase: Phase,
+    /// `open:<arrival>` or `closed:<concurrency>`.
+    pub mode: String,
+    /// 0 for unthrottled (closed-loop) probes.
+    pub requested_qps: f64,
+    pub duration_secs: f64,
+    /// Successful replies in the window.
+    pub total_queries: u64,
+    pub scheduled: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    pub unfinished: u64,
+    pub achieved_qps: f64,
+    pub total_bytes_rx: u64,
+    pub total_bytes_tx: u64,
+    pub latency: LatencySummary,
+    /// The measured value of the target percentile.
+    pub target_value_ms: f64,
+    pub passed: bool,
+    /// "ok" or why the probe failed.
+    pub verdict: String,
+}
+
+/// Something that can run a probe: usually [`crate::driver::run`] against a
+/// service, wrapped by the workload.
+pub trait Prober {
+    /// Runs `mode` for `warmup` (unrecorded) plus `duration`; an `Err` is a
+    /// fault that ends the search (the server died, the client cannot connect).
+    fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> impl Future<Output = Result<RunResult, String>>;
+}
+
+/// What the search reports as it goes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A probe is about to start; `elapsed_planned` is the planned time used
+    /// so far and `total_planned` the whole plan (for an ETA).
+    Start { phase: Phase, requested_qps: f64, duration: Duration },
+    /// A probe finished.
+    Done(&'a ProbeRecord),
+}
+
+/// Tunables of the search.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchConfig {
+    pub target: SloTarget,
+    pub arrival: Arrival,
+    /// Minimum fraction of scheduled requests that must succeed (0.98).
+    pub min_completion: f64,
+    /// Stop bisecting when `high <= low * (1 + tolerance)`.
+    pub tolerance: f64,
+    pub warmup: Duration,
+    pub peak: Duration,
+    /// In-flight requests of the unthrottled probes.
+    pub peak_concurrency: usize,
+    pub probe: Duration,
+    pub probe_warmup: Duration,
+    pub final_duration: Duration,
+    pub min_qps: f64,
+    pub max_qps: Option<f64>,
+    pub max_probes: usize,
+}
+
+impl SearchConfig {
+    /// Defaults for a target: 5 s warm-up, 5 s peak, 5 s probes (1 s warm-up),
+    /// 2% tolerance, 30 s final run.
+    pub fn new(target: SloTarget) -> Self {
+        SearchConfig {
+            target,
+            arrival: Arrival::Poisson,
+            min_completion: 0.98,
+            tolerance: 0.02,
+            warmup: Duration::from_secs(5),
+            peak: Duration::from_secs(5),
+            peak_concurrency: 64,
+            probe: Duration::from_secs(5),
+            probe_warmup: Duration::from_secs(1),
+            final_duration: Duration::from_secs(30),
+            min_qps: 1.0,
+            max_qps: None,
+            max_probes: 40,
+        }
+    }
+
+    /// A rough plan of the search's length, for progress bars.
+    pub fn planned(&self) -> Duration {
+        let steps = (1.0 / self.tolerance).log2().ceil() as u32 + 3;
+        self.warmup + self.peak + (self.probe + self.probe_warmup) * steps + self.final_duration
+    }
+
+    /// Judges a probe against the target and the completion rule.
+    pub fn judge(&self, r: &RunResult) -> (bool, String) {
+        let s = r.recorder.summary();
+        let value = s.get(self.target.percentile);
+        if r.interrupted {
+            return (false, "interrupted".into());
+        }
+        if s.count == 0 {
+            let why = r.recorder.first_error.as_deref().unwrap_or("no reply");
+            return (false, format!("no successful replies ({why})"));
+        }
+        let completion = r.completion_ratio();
+        if completion < self.min_completion {
+            let rec = &r.recorder;
+            return (
+                false,
+                format!(
+                    "completed {} of {} scheduled requests ({:.1}% < {:.0}%; {} errors, {} dropped, {} unfinished)",
+                    rec.ok,
+                    rec.scheduled,
+                    completion * 100.0,
+                    self.min_completion * 100.0,
+                    rec.errors,
+                    rec.dropped,
+                    rec.unfinished
+                ),
+            );
+        }
+        if value > self.target.latency_ms {
+            return (
+                false,
+                format!(
+                    "{} latency {:.3} ms > target {} ms",
+                    self.target.percentile.label(),
+                    value,
+                    self.target.latency_ms
+                ),
+            );
+        }
+        (true, "ok".into())
+    }
+}
+
+/// Everything the search did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchOutcome {
+    pub probes: Vec<ProbeRecord>,
+    /// The confirming final run, when one passed.
+    pub final_probe: Option<ProbeRecord>,
+    /// Per-second series of the final run.
+    pub final_series: Vec<SecondSummary>,
+    /// Unthrottled throughput measured before the search.
+    pub peak_qps: f64,
+    /// True when a final run at a rate that meets the target passed.
+    pub success: bool,
+    pub interrupted: bool,
+    /// Why the search ended without success, if it did.
+    pub failure: Option<String>,
+}
+
+/// Runs a search; `on_event` sees each probe start and finish.
+pub struct Search<'a, P> {
+    cfg: SearchConfig,
+    prober: P,
+    on_event: &'a mut dyn FnMut(Event<'_>),
+    out: SearchOutcome,
+}
+
+/// Stops the search (probe fault or Ctrl-C) carrying the reason.
+struct Halt(String);
+
+impl<'a, P: Prober> Search<'a, P> {
+    pub fn new(cfg: SearchConfig, prober: P, on_event: &'a mut dyn FnMut(Event<'_>)) -> Self {
+        Search {
+            cfg,
+            prober,
+            on_event,
+            out: SearchOutcome {
+                probes: Vec::new(),
+                final_probe: None,
+                final_series: Vec::new(),
+                peak_qps: 0.0,
+                success: false,
+                interrupted: false,
+                failure: None,
+            },
+        }
+    }
+
+    async fn run_probe(
+        &mut self,
+        phase: Phase,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<(bool, RunResult), Halt> {
+        let requested = match mode {
+            Mode::Open { rate, .. } => rate,
+            Mode::Closed { .. } => 0.0,
+        };
+        (self.on_event)(Event::Start { phase, requested_qps: requested, duration: warmup + duration });
+        let r = self.prober.probe(mode, warmup, duration).await.map_err(Halt)?;
+        let (passed, verdict) = match phase {
+            // Unthrottled probes have no rate to meet; they only measure.
+            Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
+            _ => self.cfg.judge(&r),
+        };
+        let summary = r.recorder.summary();
+        let rec = ProbeRecord {
+            seq: self.out.probes.len(),
+            phase,
+            mode: match mode {
+                Mode::Open { arrival, .. } => format!("open:{arrival}"),
+                Mode::Closed { concurrency } => format!("closed:{concurrency}"),
+            },
+            requested_qps: requested,
+            duration_secs: r.window.as_secs_f64(),
+            total_queries: r.recorder.ok,
+            scheduled: r.recorder.scheduled,
+            errors: r.recorder.errors,
+            dropped: r.recorder.dropped,
+            unfinished: r.recorder.unfinished,
+            achieved_qps: r.achieved_qps(),
+            total_bytes_rx: r.recorder.bytes_rx,
+            total_bytes_tx: r.recorder.bytes_tx,
+            latency: summary,
+            target_value_ms: summary.get(self.cfg.target.percentile),
+            passed,
+            verdict,
+        };
+        (self.on_event)(Event::Done(&rec));
+        self.out.probes.push(rec);
+        if r.interrupted {
+            self.out.interrupted = true;
+            return Err(Halt("interrupted".into()));
+        }
+        Ok((passed, r))
+    }
+
+    async fn rate(&mut self, phase: Phase, rate: f64) -> Result<bool, Halt> {
+        if self.out.probes.len() >= self.cfg.max_probes {
+            return Err(Halt(format!("probe budget of {} exhausted", self.cfg.max_probes)));
+        }
+        let mode = Mode::Open { rate, arrival: self.cfg.arrival };
+        let (ok, _) = self.run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe).await?;
+        Ok(ok)
+    }
+
+    /// Runs the whole search.
+    pub async fn run(mut self) -> SearchOutcome {
+        match self.search().await {
+            Ok(()) => {}
+            Err(Halt(why)) => self.out.failure = Some(why),
+        }
+        self.out
+    }
+
+    async fn search(&mut self) -> Result<(), Halt> {
+        let c = self.cfg.clone();
+        let unthrottled = Mode::Closed { concurrency: c.peak_concurrency };
+        if !c.warmup.is_zero() {
+            self.run_probe(Phase::Warmup, unthrottled, Duration::ZERO, c.warmup).await?;
+        }
+        let (_, peak) = self.run_probe(Phase::Peak, unthrottled, Duration::ZERO, c.peak).await?;
+        self.out.peak_qps = peak.achieved_qps();
+        let cap = c.max_qps.unwrap_or(f64::INFINITY);
+        let start = self.out.peak_qps.max(c.min_qps).min(cap);
+
+        // Bracket: lo passes, hi fails (hi = None: nothing failed up to the cap).
+        let (mut lo, mut hi);
+        if self.rate(Phase::Bracket, start).await? {
+            lo = start;
+            hi = None;
+            for _ in 0..6 {
+                if lo >= cap {
+                    break;
+                }
+                let up = (lo * 1.5).min(cap);
+                if self.rate(Phase::Bracket, up).await? {
+                    lo = up;
+                } else {
+                    hi = Some(up);
+                    break;
+                }
+            }
+        } else {
+            hi = Some(start);
+            let mut cand = start / 2.0;
+            loop {
+                if cand < c.min_qps {
+                    return Err(Halt(format!(
+                        "no rate down to {} QPS meets {} <= {} ms",
+                        c.min_qps,
+                        c.target.percentile.label(),
+                        c.target.latency_ms
+                    )));
+                }
+                if self.rate(Phase::Bracket, cand).await? {
+                    lo = cand;
+                    break;
+                }
+                hi = Some(cand);
+                cand /= 2.0;
+            }
+        }
+
+        // Bisection.
+        while let Some(h) = hi {
+            if h <= lo * (1.0 + c.tolerance) {
+                break;
+            }
+            let mid = (lo + h) / 2.0;
+            if self.rate(Phase::Bisect, mid).await? {
+                lo = mid;
+            } else {
+                hi = Some(mid);
+            }
+        }
+
+        // Confirmation: never report a rate whose final run failed.
+        let mut rate = lo;
+        for _ in 0..3 {
+            let mode = Mode::Open { rate, arrival: c.arrival };
+            let (ok, r) = self.run_probe(Phase::Final, mode, c.probe_warmup, c.final_duration).await?;
+            if ok {
+                self.out.final_series = r.recorder.series_summary();
+                self.out.final_probe = self.out.probes.last().cloned();
+                self.out.success = true;
+                return Ok(());
+            }
+            rate *= 1.0 - 2.0 * c.tolerance.max(0.01);
+            if rate < c.min_qps {
+                break;
+            }
+        }
+        Err(Halt("the final run failed at every rate tried".into()))
+    }
+}
+
+/// Runs fixed-rate experiments (FeedSim's `-q`): one probe per rate, each
+/// judged against the target; stops early only on a fault or Ctrl-C.
+pub async fn run_fixed<P: Prober>(
+    cfg: SearchConfig,
+    prober: P,
+    rates: &[f64],
+    warmup: Duration,
+    duration: Duration,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> SearchOutcome {
+    let mut s = Search::new(cfg, prober, on_event);
+    for &rate in rates {
+        let mode = Mode::Open { rate, arrival: s.cfg.arrival };
+        match s.run_probe(Phase::Fixed, mode, warmup, duration).await {
+            Ok((_, r)) => s.out.final_series = r.recorder.series_summary(),
+            Err(Halt(why)) => {
+                s.out.failure = Some(why);
+                break;
+            }
+        }
+    }
+    let all_passed = !s.out.probes.is_empty() && s.out.probes.iter().all(|p| p.passed);
+    s.out.success = s.out.failure.is_none() && all_passed;
+    // The "final" of a fixed run is its highest passing rate.
+    s.out.final_probe = s
+        .out
+        .probes
+        .iter()
+        .filter(|p| p.passed)
+        .max_by(|a, b| a.requested_qps.total_cmp(&b.requested_qps))
+        .cloned();
+    s.out
+}

@@ -1,0 +1,18 @@
+//! Shared gRPC plumbing for every rackbench workload.
+//!
+//! - [`proto`]: code generated from `proto/` at build time (no `protoc` needed).
+//! - [`server`]: binding listeners (loopback by default) and serving tonic
+//!   routers with TCP_NODELAY on every accepted connection.
+//! - [`client`]: connecting channels with TCP_NODELAY and spreading requests
+//!   over several HTTP/2 connections ([`client::Pool`]).
+
+pub mod client;
+pub mod server;
+
+/// Generated protobuf messages and gRPC services.
+pub mod proto {
+    /// The calibration service (`proto/rackbench/calibrate.proto`).
+    pub mod calibrate {
+        tonic::include_proto!("rackbench.calibrate");
+    }
+}
