@@ -1,1 +1,26 @@
-//! placeholder
+//! The harness: what benchpress does, in one binary.
+//!
+//! A job catalogue ([`job`]) maps job names to a workload and argument
+//! templates; [`vars`] resolves them with user input; [`runner`] runs hooks
+//! ([`hooks`]) around the workload and writes one report format
+//! ([`report`], with [`machine`] info) into `benchmark_metrics_<run_id>/` and
+//! the SQLite results store ([`store`]); [`score`] turns stored runs into
+//! scores and comparisons. [`progress`] and [`cancel`] give long runs a
+//! progress display and a clean Ctrl-C.
+
+pub mod cancel;
+pub mod fsutil;
+pub mod hooks;
+pub mod job;
+pub mod machine;
+pub mod progress;
+pub mod report;
+pub mod runner;
+pub mod score;
+pub mod store;
+pub mod vars;
+
+pub use cancel::Cancel;
+pub use job::{Catalogue, Job};
+pub use progress::Progress;
+pub use runner::{Invocation, Outcome, Registry, RunContext, Workload};

@@ -447,3 +447,14 @@ pub async fn run_fixed<P: Prober>(
         .cloned();
     s.out
 }
+
+impl<P: Prober> Prober for &mut P {
+    fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> impl Future<Output = Result<RunResult, String>> {
+        (**self).probe(mode, warmup, duration)
+    }
+}

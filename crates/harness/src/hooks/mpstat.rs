@@ -1,0 +1,199 @@
+//! `cpu-mpstat`: per-CPU utilisation sampled from /proc/stat (what `mpstat -P
+//! ALL 1` shows, without sysstat installed).
+
+use super::{Hook, HookContext, number};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const OPTIONS: &[&str] = &["interval_secs"];
+
+/// Jiffies of one CPU line: user nice system idle iowait irq softirq steal guest guest_nice.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Times([u64; 10]);
+
+/// Parses the `cpu*` lines of /proc/stat.
+pub fn parse_stat(text: &str) -> BTreeMap<String, Times> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("cpu")) {
+        let mut it = line.split_whitespace();
+        let name = it.next().unwrap_or_default();
+        let name = if name == "cpu" { "all".to_string() } else { name.to_string() };
+        let mut t = [0u64; 10];
+        for (slot, v) in t.iter_mut().zip(it) {
+            *slot = v.parse().unwrap_or(0);
+        }
+        out.insert(name, Times(t));
+    }
+    out
+}
+
+/// Percentages between two samples: usr nice sys iowait irq soft steal guest idle.
+pub fn percentages(a: &Times, b: &Times) -> [f64; 9] {
+    let d: Vec<f64> = (0..10).map(|i| b.0[i].saturating_sub(a.0[i]) as f64).collect();
+    // /proc/stat's user and nice include guest time; mpstat subtracts it.
+    let usr = (d[0] - d[8]).max(0.0);
+    let nice = (d[1] - d[9]).max(0.0);
+    let total = usr + nice + d[2] + d[3] + d[4] + d[5] + d[6] + d[7] + d[8] + d[9];
+    if total == 0.0 {
+        return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 100.0];
+    }
+    let p = |x: f64| x / total * 100.0;
+    [p(usr), p(nice), p(d[2]), p(d[4]), p(d[5]), p(d[6]), p(d[7]), p(d[8] + d[9]), p(d[3])]
+}
+
+pub struct Mpstat {
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    worker: Option<JoinHandle<Result<Value, String>>>,
+}
+
+impl Mpstat {
+    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+        let interval = Duration::from_secs_f64(number(o, "interval_secs", 1.0)?);
+        Ok(Mpstat { interval, stop: Arc::new(AtomicBool::new(false)), worker: None })
+    }
+}
+
+const HEADER: &str = "timestamp,cpu,usr,nice,sys,iowait,irq,soft,steal,guest,idle";
+
+fn sample_loop(path: std::path::PathBuf, interval: Duration, stop: Arc<AtomicBool>) -> Result<Value, String> {
+    let mut f = std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
+    let read = || std::fs::read_to_string("/proc/stat").map(|t| parse_stat(&t)).map_err(|e| format!("/proc/stat: {e}"));
+    let mut prev = read()?;
+    // Busy% sums per CPU for the summary.
+    let mut busy: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+    let mut all_usr = 0.0;
+    let mut all_sys = 0.0;
+    let mut all_iowait = 0.0;
+    let mut max_busy: f64 = 0.0;
+    let mut samples = 0usize;
+    let mut last = std::time::Instant::now();
+    loop {
+        // Sleep in short steps so the hook stops promptly.
+        while last.elapsed() < interval {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20).min(interval));
+        }
+        let stopping = stop.load(Ordering::Relaxed);
+        let elapsed = last.elapsed();
+        last = std::time::Instant::now();
+        // A final partial interval shorter than 20% is noise; skip it.
+        if stopping && elapsed < interval / 5 {
+            break;
+        }
+        let cur = read()?;
+        let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        for (cpu, b) in &cur {
+            let Some(a) = prev.get(cpu) else { continue };
+            let p = percentages(a, b);
+            writeln!(
+                f,
+                "{ts:.3},{cpu},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2}",
+                p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
+            )
+            .map_err(|e| e.to_string())?;
+            let b = 100.0 - p[8];
+            let e = busy.entry(cpu.clone()).or_insert((0.0, 0.0, 0));
+            e.0 += b;
+            e.1 = e.1.max(b);
+            e.2 += 1;
+            if cpu == "all" {
+                all_usr += p[0];
+                all_sys += p[2];
+                all_iowait += p[3];
+                max_busy = max_busy.max(b);
+                samples += 1;
+            }
+        }
+        prev = cur;
+        if stopping {
+            break;
+        }
+    }
+    f.flush().map_err(|e| e.to_string())?;
+    let n = samples.max(1) as f64;
+    let per_cpu: Map<String, Value> = busy
+        .iter()
+        .filter(|(k, _)| *k != "all")
+        .map(|(k, (sum, _, c))| (k.clone(), json!(round2(sum / (*c).max(1) as f64))))
+        .collect();
+    Ok(json!({
+        "csv": path.file_name().map(|n| n.to_string_lossy().to_string()),
+        "interval_secs": interval.as_secs_f64(),
+        "samples": samples,
+        "avg_busy_pct": round2(busy.get("all").map(|b| b.0 / n).unwrap_or(0.0)),
+        "max_busy_pct": round2(max_busy),
+        "avg_usr_pct": round2(all_usr / n),
+        "avg_sys_pct": round2(all_sys / n),
+        "avg_iowait_pct": round2(all_iowait / n),
+        "per_cpu_avg_busy_pct": per_cpu,
+    }))
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+impl Hook for Mpstat {
+    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+        let path = ctx.out_dir.join(format!("{}_cpu_mpstat_iter_{}.csv", ctx.job, ctx.iteration));
+        let (interval, stop) = (self.interval, self.stop.clone());
+        self.worker = Some(std::thread::spawn(move || sample_loop(path, interval, stop)));
+        Ok(())
+    }
+
+    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.worker.take() {
+            Some(h) => h.join().map_err(|_| "sampler thread panicked".to_string())?,
+            None => Err("not started".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_like_mpstat() {
+        let a = parse_stat("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\n");
+        let b = parse_stat("cpu  160 0 70 900 70 0 0 0 0 0\ncpu0 160 0 70 900 70 0 0 0 0 0\n");
+        let p = percentages(&a["all"], &b["all"]);
+        // deltas: usr 60, sys 20, idle 100, iowait 20 of 200.
+        assert_eq!(p[0], 30.0);
+        assert_eq!(p[2], 10.0);
+        assert_eq!(p[3], 10.0);
+        assert_eq!(p[8], 50.0);
+        assert!(a.contains_key("cpu0"));
+    }
+
+    #[test]
+    fn samples_this_machine_into_a_csv() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = Mpstat::new(&serde_json::from_str(r#"{"interval_secs": 0.1}"#).unwrap()).unwrap();
+        let ctx = HookContext { out_dir: d.path().into(), job: "j".into(), iteration: 1 };
+        h.before(&ctx).unwrap();
+        // Keep one CPU busy so the summary is not all idle.
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(450) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let s = h.after(&ctx).unwrap();
+        assert!(s["samples"].as_u64().unwrap() >= 3, "{s}");
+        assert!(s["avg_busy_pct"].as_f64().unwrap() > 5.0, "{s}");
+        let csv = std::fs::read_to_string(d.path().join("j_cpu_mpstat_iter_1.csv")).unwrap();
+        assert!(csv.starts_with(HEADER));
+        assert!(csv.lines().count() > 3);
+    }
+}

@@ -1,0 +1,446 @@
+//! What machine a run happened on, read from procfs and sysfs (no lscpu, no
+//! sysstat, nothing to install).
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+fn read(path: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// benchpress' `machines[0]` block.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MachineInfo {
+    pub cpu_architecture: String,
+    pub cpu_model: String,
+    pub hostname: String,
+    pub kernel_version: String,
+    /// "N KiB".
+    pub mem_total_kib: String,
+    /// Online logical CPUs, as a string (benchpress' type).
+    pub num_logical_cpus: String,
+    /// CPUs in this process' affinity mask.
+    pub num_cpus_usable: usize,
+    pub os_distro: String,
+    pub os_release_name: String,
+    pub threads_per_core: usize,
+}
+
+struct Uname {
+    machine: String,
+    nodename: String,
+    release: String,
+}
+
+fn uname() -> Uname {
+    // SAFETY: uname fills a zeroed struct; fields are NUL-terminated.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::uname(&mut u) } == 0;
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    if ok {
+        Uname { machine: field(&u.machine), nodename: field(&u.nodename), release: field(&u.release) }
+    } else {
+        Uname {
+            machine: std::env::consts::ARCH.to_string(),
+            nodename: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        }
+    }
+}
+
+/// `key: value` lines of /proc/cpuinfo for the first processor.
+fn cpuinfo_first() -> BTreeMap<String, String> {
+    let text = read("/proc/cpuinfo").unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            out.insert(k.trim().to_string(), v.trim().to_string());
+        }
+    }
+    out
+}
+
+fn os_release() -> BTreeMap<String, String> {
+    let text = read("/etc/os-release").or_else(|| read("/usr/lib/os-release")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').trim_matches('\'').to_string()))
+        .collect()
+}
+
+fn meminfo() -> BTreeMap<String, u64> {
+    read("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let n = v.split_whitespace().next()?.parse().ok()?;
+            Some((k.to_string(), n))
+        })
+        .collect()
+}
+
+/// Parses a CPU list like `0-3,8,10-11`.
+pub fn parse_cpu_list(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => {
+                if let Ok(a) = part.parse() {
+                    out.push(a);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn online_cpus() -> Vec<usize> {
+    read("/sys/devices/system/cpu/online")
+        .map(|s| parse_cpu_list(&s))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect())
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn usable_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t filled by the kernel for this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as usize;
+            }
+        }
+    }
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn threads_per_core() -> usize {
+    read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+        .map(|s| parse_cpu_list(&s).len())
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
+}
+
+/// One cache level as lscpu summarises it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CacheSummary {
+    /// "L1d", "L1i", "L2", "L3".
+    pub name: String,
+    pub size_per_instance_bytes: u64,
+    pub instances: usize,
+}
+
+impl CacheSummary {
+    /// lscpu's wording: total size and instance count, e.g. "6 MiB (192 instances)".
+    pub fn lscpu(&self) -> String {
+        let total = self.size_per_instance_bytes * self.instances as u64;
+        let plural = if self.instances == 1 { "instance" } else { "instances" };
+        format!("{} ({} {plural})", human_size(total), self.instances)
+    }
+}
+
+/// Sizes in lscpu's style: binary units, one decimal only when needed.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    let rounded = (v * 10.0).round() / 10.0;
+    if rounded.fract() == 0.0 {
+        format!("{} {}", rounded as u64, UNITS[u])
+    } else {
+        format!("{rounded:.1} {}", UNITS[u])
+    }
+}
+
+fn parse_cache_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix('K') {
+        (n, 1024)
+    } else if let Some(n) = s.strip_suffix('M') {
+        (n, 1024 * 1024)
+    } else if let Some(n) = s.strip_suffix('G') {
+        (n, 1024 * 1024 * 1024)
+    } else {
+        (s, 1)
+    };
+    num.parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// Caches from `/sys/devices/system/cpu/cpu*/cache/index*`, instances counted
+/// as distinct `shared_cpu_list`s, as lscpu does.
+pub fn caches_from(sys_cpu: &Path) -> Vec<CacheSummary> {
+    // (name) -> (size, set of sharing lists)
+    let mut by_name: BTreeMap<String, (u64, BTreeSet<String>)> = BTreeMap::new();
+    let Ok(entries) = fs::read_dir(sys_cpu) else { return Vec::new() };
+    for e in entries.flatten() {
+        let fname = e.file_name().to_string_lossy().to_string();
+        if !(fname.starts_with("cpu") && fname[3..].chars().all(|c| c.is_ascii_digit()) && fname.len() > 3) {
+            continue;
+        }
+        let Ok(idx) = fs::read_dir(e.path().join("cache")) else { continue };
+        for i in idx.flatten() {
+            let p = i.path();
+            if !i.file_name().to_string_lossy().starts_with("index") {
+                continue;
+            }
+            let (Some(level), Some(kind), Some(size)) = (read(p.join("level")), read(p.join("type")), read(p.join("size")))
+            else {
+                continue;
+            };
+            let name = match kind.as_str() {
+                "Data" => format!("L{level}d"),
+                "Instruction" => format!("L{level}i"),
+                _ => format!("L{level}"),
+            };
+            let shared = read(p.join("shared_cpu_list")).unwrap_or_else(|| fname.clone());
+            let size = parse_cache_size(&size).unwrap_or(0);
+            let entry = by_name.entry(name).or_insert((size, BTreeSet::new()));
+            entry.1.insert(shared);
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, (size, sets))| CacheSummary { name, size_per_instance_bytes: size, instances: sets.len() })
+        .collect()
+}
+
+/// The report's `metadata` block: `L1d cache` .. `L3 cache` in lscpu wording.
+pub fn cache_metadata() -> BTreeMap<String, String> {
+    caches_from(Path::new("/sys/devices/system/cpu"))
+        .into_iter()
+        .map(|c| (format!("{} cache", c.name), c.lscpu()))
+        .collect()
+}
+
+impl MachineInfo {
+    /// Reads this machine.
+    pub fn collect() -> Self {
+        let u = uname();
+        let cpu = cpuinfo_first();
+        let os = os_release();
+        let mem = meminfo();
+        let model = cpu
+            .get("model name")
+            .or_else(|| cpu.get("Model"))
+            .or_else(|| cpu.get("CPU part"))
+            .cloned()
+            .unwrap_or_else(|| "unknown".into());
+        MachineInfo {
+            cpu_architecture: u.machine,
+            cpu_model: model,
+            hostname: u.nodename,
+            kernel_version: u.release,
+            mem_total_kib: format!("{} KiB", mem.get("MemTotal").copied().unwrap_or(0)),
+            num_logical_cpus: online_cpus().len().to_string(),
+            num_cpus_usable: usable_cpus(),
+            os_distro: os.get("ID").cloned().unwrap_or_else(|| "unknown".into()),
+            os_release_name: os
+                .get("PRETTY_NAME")
+                .or_else(|| os.get("NAME"))
+                .cloned()
+                .unwrap_or_else(|| "unknown".into()),
+            threads_per_core: threads_per_core(),
+        }
+    }
+}
+
+fn dir_names(p: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(p)
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The full specification written beside each report (`machine_specs.json`):
+/// CPU identity and flags, topology, caches, memory, NUMA, OS, kernel command
+/// line and tunables, block devices and network interfaces.
+pub fn full_specs() -> Value {
+    let info = MachineInfo::collect();
+    let cpu = cpuinfo_first();
+    let online = online_cpus();
+    let mut sockets = BTreeSet::new();
+    let mut cores = BTreeSet::new();
+    for c in &online {
+        let base = format!("/sys/devices/system/cpu/cpu{c}/topology");
+        let pkg = read(format!("{base}/physical_package_id")).unwrap_or_default();
+        let core = read(format!("{base}/core_id")).unwrap_or_default();
+        sockets.insert(pkg.clone());
+        cores.insert((pkg, core));
+    }
+    let numa: Map<String, Value> = dir_names("/sys/devices/system/node")
+        .into_iter()
+        .filter(|n| n.starts_with("node"))
+        .map(|n| {
+            let cpus = read(format!("/sys/devices/system/node/{n}/cpulist")).unwrap_or_default();
+            (n, json!({ "cpus": cpus }))
+        })
+        .collect();
+    let disks: Map<String, Value> = dir_names("/sys/block")
+        .into_iter()
+        .filter(|d| !d.starts_with("loop") && !d.starts_with("ram"))
+        .map(|d| {
+            let base = format!("/sys/block/{d}");
+            let sectors: u64 = read(format!("{base}/size")).and_then(|s| s.parse().ok()).unwrap_or(0);
+            (
+                d.clone(),
+                json!({
+                    "size_bytes": sectors * 512,
+                    "rotational": read(format!("{base}/queue/rotational")) == Some("1".into()),
+                    "model": read(format!("{base}/device/model")),
+                    "scheduler": read(format!("{base}/queue/scheduler")),
+                    "logical_block_size": read(format!("{base}/queue/logical_block_size")),
+                }),
+            )
+        })
+        .collect();
+    let nics: Map<String, Value> = dir_names("/sys/class/net")
+        .into_iter()
+        .map(|n| {
+            let base = format!("/sys/class/net/{n}");
+            let driver = fs::read_link(format!("{base}/device/driver"))
+                .ok()
+                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().to_string()));
+            (
+                n,
+                json!({
+                    "mtu": read(format!("{base}/mtu")),
+                    "speed_mbps": read(format!("{base}/speed")),
+                    "operstate": read(format!("{base}/operstate")),
+                    "driver": driver,
+                }),
+            )
+        })
+        .collect();
+    let caches: Vec<Value> = caches_from(Path::new("/sys/devices/system/cpu"))
+        .into_iter()
+        .map(|c| json!({ "name": c.name, "size_per_instance_bytes": c.size_per_instance_bytes, "instances": c.instances, "lscpu": c.lscpu() }))
+        .collect();
+    json!({
+        "machine": info,
+        "cpu": {
+            "vendor": cpu.get("vendor_id"),
+            "family": cpu.get("cpu family"),
+            "model": cpu.get("model"),
+            "stepping": cpu.get("stepping"),
+            "microcode": cpu.get("microcode"),
+            "mhz": cpu.get("cpu MHz"),
+            "flags": cpu.get("flags").map(|f| f.split_whitespace().collect::<Vec<_>>()),
+            "online": read("/sys/devices/system/cpu/online"),
+            "sockets": sockets.len(),
+            "cores": cores.len(),
+            "governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            "max_khz": read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
+        },
+        "caches": caches,
+        "memory_kib": meminfo(),
+        "numa_nodes": numa,
+        "os_release": os_release(),
+        "kernel": {
+            "release": info.kernel_version,
+            "cmdline": read("/proc/cmdline"),
+            "transparent_hugepage": read("/sys/kernel/mm/transparent_hugepage/enabled"),
+            "swappiness": read("/proc/sys/vm/swappiness"),
+        },
+        "block_devices": disks,
+        "network_interfaces": nics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse_cpu_list(""), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn lscpu_wording() {
+        let c = CacheSummary { name: "L1d".into(), size_per_instance_bytes: 32 * 1024, instances: 192 };
+        assert_eq!(c.lscpu(), "6 MiB (192 instances)");
+        let c = CacheSummary { name: "L3".into(), size_per_instance_bytes: 32 << 20, instances: 1 };
+        assert_eq!(c.lscpu(), "32 MiB (1 instance)");
+        assert_eq!(human_size(1280 * 1024 * 2), "2.5 MiB");
+        assert_eq!(human_size(48 * 1024 * 2), "96 KiB");
+    }
+
+    #[test]
+    fn caches_from_a_fake_sysfs_tree() {
+        let d = tempfile::tempdir().unwrap();
+        for cpu in 0..4 {
+            for (i, (level, kind, size, shared)) in [
+                ("1", "Data", "48K", format!("{cpu}")),
+                ("2", "Unified", "1024K", format!("{}-{}", cpu / 2 * 2, cpu / 2 * 2 + 1)),
+                ("3", "Unified", "32768K", "0-3".to_string()),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let p = d.path().join(format!("cpu{cpu}/cache/index{i}"));
+                fs::create_dir_all(&p).unwrap();
+                fs::write(p.join("level"), level).unwrap();
+                fs::write(p.join("type"), kind).unwrap();
+                fs::write(p.join("size"), size).unwrap();
+                fs::write(p.join("shared_cpu_list"), shared).unwrap();
+            }
+        }
+        let c = caches_from(d.path());
+        let by: BTreeMap<_, _> = c.iter().map(|c| (c.name.as_str(), c.lscpu())).collect();
+        assert_eq!(by["L1d"], "192 KiB (4 instances)");
+        assert_eq!(by["L2"], "2 MiB (2 instances)");
+        assert_eq!(by["L3"], "32 MiB (1 instance)");
+    }
+
+    /// On a host with lscpu, our wording must equal its own.
+    #[test]
+    fn agrees_with_lscpu_when_installed() {
+        let Ok(out) = std::process::Command::new("lscpu").env("LC_ALL", "C").output() else {
+            eprintln!("lscpu not installed; the fake-sysfs test covers the format");
+            return;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ours = cache_metadata();
+        for line in text.lines() {
+            if let Some((k, v)) = line.split_once(':') {
+                if let Some(mine) = ours.get(k.trim()) {
+                    assert_eq!(mine, v.trim(), "{k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn collects_this_machine() {
+        let m = MachineInfo::collect();
+        assert!(m.mem_total_kib.ends_with(" KiB"));
+        assert!(m.num_cpus_usable >= 1);
+        assert!(m.num_logical_cpus.parse::<usize>().unwrap() >= m.num_cpus_usable);
+        assert!(!m.hostname.is_empty());
+        let full = full_specs();
+        assert!(full["cpu"]["cores"].as_u64().unwrap() >= 1);
+    }
+}

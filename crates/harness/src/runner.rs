@@ -1,0 +1,363 @@
+//! Running jobs: resolve, hooks before, the workload, hooks after, the
+//! report, the results store.
+
+use crate::cancel::{Cancel, StopReason};
+use crate::fsutil::write_atomic;
+use crate::hooks::{self, Hook, HookContext};
+use crate::job::{Catalogue, HookSpec, Job};
+use crate::machine::{self, MachineInfo};
+use crate::report::{Report, new_run_id};
+use crate::store::{RunRow, Store};
+use crate::vars::{Resolved, resolve};
+use serde_json::{Map, Value, json};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What a workload gets to run with.
+pub struct RunContext {
+    /// The invocation's `benchmark_metrics_<run_id>` folder; relative output
+    /// paths of a workload go here.
+    pub out_dir: PathBuf,
+    pub job: String,
+    pub iteration: u32,
+    /// Poll it (or hand `cancel.flag()` to the load core): set on Ctrl-C or
+    /// when the job's timeout expires.
+    pub cancel: Cancel,
+}
+
+impl RunContext {
+    /// Resolves a workload output path against the metrics folder.
+    pub fn output_path(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() { p.to_path_buf() } else { self.out_dir.join(p) }
+    }
+}
+
+/// What a workload returns: its metrics and whether it met its own definition
+/// of success. A workload that is stopped returns what it measured so far.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub metrics: Map<String, Value>,
+    pub success: bool,
+}
+
+/// A benchmark rackbench can run.
+pub trait Workload: Send + Sync {
+    /// The `benchmark` name jobs refer to.
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// Checks the argv without running (so bad args fail before any hook).
+    fn validate(&self, args: &[String]) -> anyhow::Result<()>;
+    /// Runs; an `Err` is a failure whose message goes into the report.
+    fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome>;
+}
+
+/// The workloads compiled into the binary.
+#[derive(Default)]
+pub struct Registry {
+    workloads: Vec<Box<dyn Workload>>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, w: Box<dyn Workload>) {
+        self.workloads.push(w);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Workload> {
+        self.workloads.iter().find(|w| w.name() == name).map(|w| w.as_ref())
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.workloads.iter().map(|w| w.name()).collect()
+    }
+}
+
+/// One `rackbench run`.
+#[derive(Debug, Clone, Default)]
+pub struct Invocation {
+    pub jobs: Vec<String>,
+    pub role: Option<String>,
+    pub input: Map<String, Value>,
+    pub extra_hooks: Vec<HookSpec>,
+    pub dry_run: bool,
+    pub iterations: u32,
+    /// Where `benchmark_metrics_<run_id>/` is created.
+    pub out_root: PathBuf,
+    /// The results store; `None` skips recording.
+    pub store: Option<PathBuf>,
+}
+
+/// A job resolved and checked, ready to run.
+struct Planned<'a> {
+    job: &'a Job,
+    workload: &'a dyn Workload,
+    resolved: Resolved,
+}
+
+/// The end of an invocation.
+#[derive(Debug)]
+pub struct Summary {
+    pub run_id: Option<String>,
+    pub out_dir: Option<PathBuf>,
+    pub reports: Vec<PathBuf>,
+    pub all_succeeded: bool,
+    pub interrupted: bool,
+}
+
+/// A problem found before anything ran.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Job(#[from] crate::job::JobError),
+    #[error(transparent)]
+    Resolve(#[from] crate::vars::ResolveError),
+    #[error("job '{job}' ({file}): {message}")]
+    Hook { job: String, file: String, message: String },
+    #[error("job '{job}' ({file}) names benchmark '{benchmark}', which this binary does not have (it has: {known})")]
+    NoWorkload { job: String, file: String, benchmark: String, known: String },
+    #[error("job '{job}': invalid benchmark arguments {args:?}: {message}")]
+    Args { job: String, args: Vec<String>, message: String },
+    #[error("cannot create the metrics folder {path}: {message}")]
+    Output { path: PathBuf, message: String },
+}
+
+fn plan<'a>(cat: &'a Catalogue, reg: &'a Registry, inv: &Invocation) -> Result<Vec<Planned<'a>>, PlanError> {
+    let mut out = Vec::new();
+    for name in &inv.jobs {
+        let job = cat.get(name)?;
+        let mut resolved = resolve(job, inv.role.as_deref(), &inv.input)?;
+        resolved.hooks.extend(inv.extra_hooks.iter().cloned());
+        for h in &resolved.hooks {
+            hooks::validate(h).map_err(|message| PlanError::Hook {
+                job: job.name.clone(),
+                file: job.source.display().to_string(),
+                message,
+            })?;
+        }
+        let workload = reg.get(&job.benchmark).ok_or_else(|| PlanError::NoWorkload {
+            job: job.name.clone(),
+            file: job.source.display().to_string(),
+            benchmark: job.benchmark.clone(),
+            known: reg.names().join(", "),
+        })?;
+        workload.validate(&resolved.argv).map_err(|e| PlanError::Args {
+            job: job.name.clone(),
+            args: resolved.argv.clone(),
+            message: format!("{e:#}"),
+        })?;
+        out.push(Planned { job, workload, resolved });
+    }
+    Ok(out)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Runs an invocation. Planning errors return `Err` before anything runs;
+/// after that every job produces a report, successful or not.
+pub fn execute(cat: &Catalogue, reg: &Registry, inv: &Invocation, cancel: &Cancel) -> Result<Summary, PlanError> {
+    let planned = plan(cat, reg, inv)?;
+    for p in &planned {
+        for w in &p.resolved.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if inv.dry_run {
+        for p in &planned {
+            println!("job {} (benchmark {}):", p.job.name, p.job.benchmark);
+            println!("  argv: {}", shell_words::join(&p.resolved.argv));
+            for h in &p.resolved.hooks {
+                println!("  hook: {}", h.describe());
+            }
+            if let Some(t) = p.job.timeout {
+                println!("  timeout: {}s", t.as_secs());
+            }
+        }
+        return Ok(Summary { run_id: None, out_dir: None, reports: vec![], all_succeeded: true, interrupted: false });
+    }
+    let run_id = new_run_id();
+    let out_dir = inv.out_root.join(format!("benchmark_metrics_{run_id}"));
+    std::fs::create_dir_all(&out_dir).map_err(|e| PlanError::Output { path: out_dir.clone(), message: e.to_string() })?;
+    let specs = serde_json::to_vec_pretty(&machine::full_specs()).expect("json");
+    write_atomic(&out_dir.join("machine_specs.json"), &specs)
+        .map_err(|e| PlanError::Output { path: out_dir.clone(), message: e.to_string() })?;
+    let store = match &inv.store {
+        None => None,
+        Some(p) => match Store::open(p) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("warning: {e}; reports are still written to {}", out_dir.display());
+                None
+            }
+        },
+    };
+    let machine = MachineInfo::collect();
+    let metadata = machine::cache_metadata();
+    let pretty = std::io::stdout().is_terminal();
+    let mut summary = Summary {
+        run_id: Some(run_id.clone()),
+        out_dir: Some(out_dir.clone()),
+        reports: vec![],
+        all_succeeded: store.is_some() || inv.store.is_none(),
+        interrupted: false,
+    };
+    'jobs: for p in &planned {
+        for iteration in 1..=inv.iterations.max(1) {
+            if cancel.reason() == Some(StopReason::Interrupted) {
+                summary.interrupted = true;
+                break 'jobs;
+            }
+            cancel.reset();
+            let ctx = RunContext { out_dir: out_dir.clone(), job: p.job.name.clone(), iteration, cancel: cancel.clone() };
+            let (metrics, success) = run_one(p, &ctx);
+            let report = Report {
+                benchmark_args: p.resolved.argv.clone(),
+                benchmark_desc: p.job.description.clone(),
+                benchmark_hooks: p.resolved.hooks.iter().map(HookSpec::describe).collect(),
+                benchmark_name: p.job.name.clone(),
+                machines: vec![machine.clone()],
+                metadata: metadata.clone(),
+                metrics: Value::Object(metrics),
+                run_id: run_id.clone(),
+                timestamp: now_secs(),
+                success,
+            };
+            let path = out_dir.join(report.file_name(iteration));
+            match write_atomic(&path, report.render(true).as_bytes()) {
+                Ok(()) => summary.reports.push(path.clone()),
+                Err(e) => {
+                    eprintln!("error: cannot write the report {}: {e}", path.display());
+                    summary.all_succeeded = false;
+                }
+            }
+            println!("{}", report.render(pretty));
+            if let Some(s) = &store {
+                let row = RunRow {
+                    id: 0,
+                    run_id: run_id.clone(),
+                    job: p.job.name.clone(),
+                    benchmark: p.job.benchmark.clone(),
+                    role: inv.role.clone(),
+                    iteration,
+                    timestamp: report.timestamp,
+                    success,
+                    hostname: machine.hostname.clone(),
+                    args: report.benchmark_args.clone(),
+                    machine: serde_json::to_value(&machine).expect("json"),
+                    metrics: report.metrics.clone(),
+                    report_path: Some(path.display().to_string()),
+                    artifacts_dir: Some(out_dir.display().to_string()),
+                };
+                if let Err(e) = s.record(&row) {
+                    eprintln!("error: {e}; the report is in {}", path.display());
+                    summary.all_succeeded = false;
+                }
+            }
+            summary.all_succeeded &= success;
+            if cancel.reason() == Some(StopReason::Interrupted) {
+                summary.interrupted = true;
+                break 'jobs;
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// Hooks before, the workload under its timeout, hooks after (reverse order,
+/// always). Returns the metrics and the success flag.
+fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
+    let hctx = HookContext { out_dir: ctx.out_dir.clone(), job: ctx.job.clone(), iteration: ctx.iteration };
+    let mut started: Vec<(String, Box<dyn Hook>)> = Vec::new();
+    let mut failure: Option<String> = None;
+    for spec in &p.resolved.hooks {
+        match hooks::build(spec).and_then(|mut h| h.before(&hctx).map(|_| h)) {
+            Ok(h) => started.push((spec.hook.clone(), h)),
+            Err(e) => {
+                failure = Some(format!("hook '{}' before the job: {e}", spec.hook));
+                break;
+            }
+        }
+    }
+    let mut metrics = Map::new();
+    let mut success = false;
+    if failure.is_none() {
+        eprintln!("running job {} (iteration {}): {} {}", p.job.name, ctx.iteration, p.job.benchmark, shell_words::join(&p.resolved.argv));
+        let watchdog = p.job.timeout.map(|t| Watchdog::start(t, ctx.cancel.clone()));
+        let result = p.workload.run(ctx, &p.resolved.argv);
+        drop(watchdog);
+        match result {
+            Ok(o) => {
+                metrics = o.metrics;
+                success = o.success;
+            }
+            Err(e) => failure = Some(format!("{e:#}")),
+        }
+        match ctx.cancel.reason() {
+            Some(StopReason::Interrupted) => {
+                success = false;
+                metrics.insert("interrupted".into(), json!(true));
+            }
+            Some(StopReason::TimedOut) => {
+                success = false;
+                let t = p.job.timeout.unwrap_or_default().as_secs();
+                failure.get_or_insert(format!("timed out after {t} s (the job's timeout)"));
+                metrics.insert("timed_out".into(), json!(true));
+            }
+            None => {}
+        }
+    }
+    let mut hook_summaries = Map::new();
+    for (name, mut h) in started.into_iter().rev() {
+        match h.after(&hctx) {
+            Ok(v) => {
+                hook_summaries.insert(name, v);
+            }
+            Err(e) => {
+                eprintln!("warning: hook '{name}' after the job: {e}");
+                hook_summaries.insert(name, json!({ "error": e }));
+            }
+        }
+    }
+    if !hook_summaries.is_empty() {
+        metrics.insert("hooks".into(), Value::Object(hook_summaries));
+    }
+    if let Some(f) = failure {
+        eprintln!("job {} failed: {f}", p.job.name);
+        metrics.insert("error".into(), json!(f));
+        success = false;
+    }
+    (metrics, success)
+}
+
+/// Raises the stop flag when a job runs past its timeout.
+struct Watchdog {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    fn start(timeout: Duration, cancel: Cancel) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(timeout) {
+                eprintln!("job timeout of {}s reached: stopping", timeout.as_secs());
+                cancel.stop(StopReason::TimedOut);
+            }
+        });
+        Watchdog { done: Some(tx), handle: Some(handle) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The SLO search against a model server whose behaviour at each rate is
+//! known exactly, so the algorithm's choices can be checked.
+
+use load::driver::{Mode, RunResult};
+use load::search::{Event, Phase, Search, run_fixed};
+use load::{Percentile, Recorder, SearchConfig, SloTarget};
+use std::time::Duration;
+
+/// A server with a latency knee: p95 is 10 ms up to `knee` QPS and 900 ms
+/// above; above `capacity` it completes only `capacity` QPS.
+struct Model {
+    knee: f64,
+    capacity: f64,
+    /// Rates whose *final-length* run fails once (noise near the knee).
+    flaky_final_above: Option<f64>,
+    calls: Vec<(Mode, Duration)>,
+    fail_after: Option<usize>,
+}
+
+impl Model {
+    fn new(knee: f64, capacity: f64) -> Self {
+        Model { knee, capacity, flaky_final_above: None, calls: Vec::new(), fail_after: None }
+    }
+}
+
+impl load::Prober for Model {
+    async fn probe(&mut self, mode: Mode, warmup: Duration, duration: Duration) -> Result<RunResult, String> {
+        self.calls.push((mode, duration));
+        if self.fail_after.is_some_and(|n| self.calls.len() > n) {
+            return Err("leaf died".into());
+        }
+        let secs = duration.as_secs_f64();
+        let (rate, lat_ms) = match mode {
+            Mode::Closed { .. } => (self.capacity, 900.0),
+            Mode::Open { rate, .. } => {
+                let slow = rate > self.knee
+                    || (secs >= 10.0 && self.flaky_final_above.is_some_and(|f| rate > f));
+                (rate, if slow { 900.0 } else { 10.0 })
+            }
+        };
+        let mut rec = Recorder::new();
+        let scheduled = (rate * secs).round() as u64;
+        let completed = (rate.min(self.capacity) * secs).round() as u64;
+        rec.scheduled = if matches!(mode, Mode::Closed { .. }) { completed } else { scheduled };
+        for _ in 0..completed {
+            let d = Duration::from_secs_f64(lat_ms / 1000.0);
+            rec.record_ok(d, d, Duration::ZERO, 100);
+        }
+        rec.unfinished = rec.scheduled - completed;
+        Ok(RunResult {
+            mode,
+            window: duration,
+            warmup,
+            recorder: rec,
+            interrupted: false,
+            precise_pacing: true,
+        })
+    }
+}
+
+fn cfg() -> SearchConfig {
+    let mut c = SearchConfig::new(SloTarget { percentile: Percentile::P95, latency_ms: 500.0 });
+    c.final_duration = Duration::from_secs(10);
+    c.probe = Duration::from_secs(2);
+    c
+}
+
+#[tokio::test]
+async fn finds_the_knee_within_tolerance_and_never_above_it() {
+    let mut model = Model::new(700.0, 1000.0);
+    let mut events = Vec::new();
+    let mut on = |e: Event<'_>| {
+        if let Event::Done(p) = e {
+            events.push((p.phase, p.requested_qps, p.passed));
+        }
+    };
+    let out = Search::new(cfg(), &mut model, &mut on).run().await;
+    assert!(out.success, "{:?}", out.failure);
+    let f = out.final_probe.unwrap();
+    assert_eq!(f.phase, Phase::Final);
+    assert!(f.requested_qps <= 700.0, "reported a failing rate {}", f.requested_qps);
+    assert!(f.requested_qps >= 700.0 / 1.02, "not within 2%: {}", f.requested_qps);
+    assert!((out.peak_qps - 1000.0).abs() < 1.0);
+    // warm-up, peak, bracket from the peak, bisection, one final.
+    assert_eq!(events[0].0, Phase::Warmup);
+    assert_eq!(events[1].0, Phase::Peak);
+    assert_eq!(events[2], (Phase::Bracket, 1000.0, false));
+    assert_eq!(events[3], (Phase::Bracket, 500.0, true));
+    assert!(events.len() < 16, "{} probes", events.len());
+    assert_eq!(out.probes.len(), events.len());
+}
+
+#[tokio::test]
+async fn a_failing_final_steps_down_instead_of_being_reported() {
+    let mut model = Model::new(700.0, 1000.0);
+    model.flaky_final_above = Some(690.0);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(cfg(), &mut model, &mut on).run().await;
+    assert!(out.success);
+    let finals: Vec<_> = out.probes.iter().filter(|p| p.phase == Phase::Final).collect();
+    assert!(finals.len() >= 2);
+    assert!(!finals[0].passed);
+    let f = out.final_probe.unwrap();
+    assert!(f.passed && f.requested_qps <= 690.0);
+}
+
+#[tokio::test]
+async fn expands_upward_when_the_peak_passes() {
+    // Latency never exceeds the target; the limit is completion (capacity).
+    let mut model = Model::new(f64::INFINITY, 1000.0);
+    let mut on = |_: Event<'_>| {};
+    let mut c = cfg();
+    c.peak_concurrency = 8;
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    let f = out.final_probe.unwrap();
+    // 98% completion rule: anything up to 1000/0.98 passes.
+    assert!(f.requested_qps >= 1000.0 && f.requested_qps <= 1000.0 / 0.98 + 1.0, "{}", f.requested_qps);
+}
+
+#[tokio::test]
+async fn reports_failure_when_nothing_meets_the_target() {
+    let mut model = Model::new(0.5, 1000.0);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(cfg(), &mut model, &mut on).run().await;
+    assert!(!out.success);
+    assert!(out.final_probe.is_none());
+    assert!(out.failure.unwrap().contains("no rate down to 1 QPS"));
+}
+
+#[tokio::test]
+async fn a_fault_ends_the_search_with_the_probes_so_far() {
+    let mut model = Model::new(700.0, 1000.0);
+    model.fail_after = Some(4);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(cfg(), &mut model, &mut on).run().await;
+    assert!(!out.success);
+    assert_eq!(out.probes.len(), 4);
+    assert_eq!(out.failure.as_deref(), Some("leaf died"));
+}
+
+#[tokio::test]
+async fn fixed_rates_are_each_judged() {
+    let mut model = Model::new(700.0, 1000.0);
+    let mut on = |_: Event<'_>| {};
+    let out = run_fixed(cfg(), &mut model, &[100.0, 650.0, 800.0], Duration::ZERO, Duration::from_secs(1), &mut on).await;
+    let verdicts: Vec<bool> = out.probes.iter().map(|p| p.passed).collect();
+    assert_eq!(verdicts, vec![true, true, false]);
+    assert!(!out.success);
+    assert_eq!(out.final_probe.unwrap().requested_qps, 650.0);
+    assert!(out.probes[2].verdict.contains("95p latency 900"));
+}
+
+#[test]
+fn target_parsing() {
+    let t: SloTarget = "99p:100".parse().unwrap();
+    assert_eq!(t.percentile, Percentile::P99);
+    assert_eq!(t.latency_ms, 100.0);
+    assert!("99p".parse::<SloTarget>().unwrap_err().contains("METRIC:MS"));
+    assert!("99p:abc".parse::<SloTarget>().is_err());
+    assert!("42p:10".parse::<SloTarget>().is_err());
+}
