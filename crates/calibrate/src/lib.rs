@@ -1,1 +1,15 @@
+//! The `calibrate` workload: proof that the measuring chain is right.
+//!
+//! A built-in gRPC service whose handler holds each request for a fixed
+//! service time on one of a fixed number of workers ([`server`]) is, under
+//! Poisson arrivals, an M/D/c queue whose latency percentiles are known
+//! exactly ([`mdc`]). The job runs the load core's SLO search against it on
+//! loopback ([`workload`]) and reports the measured maximum rate next to the
+//! analytic one: a ratio near 1 means the generator, the recorder and the
+//! search measure what they claim.
+
 pub mod mdc;
+pub mod server;
+pub mod workload;
+
+pub use workload::Calibrate;

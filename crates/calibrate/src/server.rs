@@ -65,7 +65,10 @@ impl Service {
                 .spawn(move || worker(rx, service, stats))
                 .expect("spawning a worker thread");
         }
-        Service { queue: Some(tx), stats }
+        Service {
+            queue: Some(tx),
+            stats,
+        }
     }
 
     /// The tonic server wrapper.
@@ -89,7 +92,9 @@ fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stats: Arc<Sta
         sleep_until(start + service);
         let took = start.elapsed();
         stats.served.fetch_add(1, Ordering::Relaxed);
-        stats.service_ns.fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+        stats
+            .service_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
         let _ = job.done.send(WorkReply {
             payload: vec![0u8; job.reply_bytes as usize],
             queue_us: start.duration_since(job.queued).as_micros() as u64,
@@ -121,7 +126,11 @@ impl Calibrate for Service {
             }));
         };
         let (done, rx) = oneshot::channel();
-        let job = Job { queued: Instant::now(), reply_bytes: req.reply_bytes, done };
+        let job = Job {
+            queued: Instant::now(),
+            reply_bytes: req.reply_bytes,
+            done,
+        };
         queue
             .try_send(job)
             .map_err(|_| Status::resource_exhausted("calibration queue is full"))?;

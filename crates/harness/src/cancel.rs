@@ -27,7 +27,10 @@ static PRESSES: AtomicU8 = AtomicU8::new(0);
 impl Cancel {
     /// A flag not tied to signals (tests, nested runs).
     pub fn new() -> Self {
-        Cancel { flag: Arc::new(AtomicBool::new(false)), reason: Arc::new(Mutex::new(None)) }
+        Cancel {
+            flag: Arc::new(AtomicBool::new(false)),
+            reason: Arc::new(Mutex::new(None)),
+        }
     }
 
     /// The process-wide flag, with the Ctrl-C/SIGTERM handler installed on

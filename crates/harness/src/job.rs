@@ -31,13 +31,24 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     #[error("cannot read job file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid job file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("job file {path}, job '{job}': {message}")]
-    Invalid { path: PathBuf, job: String, message: String },
+    Invalid {
+        path: PathBuf,
+        job: String,
+        message: String,
+    },
     #[error("job '{name}' is defined twice: in {first} and {second}")]
-    Duplicate { name: String, first: PathBuf, second: PathBuf },
+    Duplicate {
+        name: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
     #[error("unknown job '{name}'{hint}; `rackbench list` shows the catalogue")]
     Unknown { name: String, hint: String },
 }
@@ -56,9 +67,14 @@ impl VarDecl {
             None => (s.trim(), None),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("var '{s}': a var is `name` or `name=default`, name made of letters, digits and _"));
+            return Err(format!(
+                "var '{s}': a var is `name` or `name=default`, name made of letters, digits and _"
+            ));
         }
-        Ok(VarDecl { name: name.to_string(), default })
+        Ok(VarDecl {
+            name: name.to_string(),
+            default,
+        })
     }
 }
 
@@ -91,16 +107,27 @@ impl HookSpec {
             None => serde_json::Map::new(),
             Some(o) => match serde_json::from_str::<serde_json::Value>(o) {
                 Ok(serde_json::Value::Object(m)) => m,
-                Ok(_) => return Err(format!("hook '{name}': options must be a JSON object, e.g. {name}:{{\"key\": 1}}")),
+                Ok(_) => {
+                    return Err(format!(
+                        "hook '{name}': options must be a JSON object, e.g. {name}:{{\"key\": 1}}"
+                    ));
+                }
                 Err(e) => return Err(format!("hook '{name}': options are not valid JSON ({e})")),
             },
         };
-        Ok(HookSpec { hook: name.to_string(), options })
+        Ok(HookSpec {
+            hook: name.to_string(),
+            options,
+        })
     }
 
     /// benchpress' `"name: options"` rendering for the report.
     pub fn describe(&self) -> String {
-        format!("{}: {}", self.hook, serde_json::Value::Object(self.options.clone()))
+        format!(
+            "{}: {}",
+            self.hook,
+            serde_json::Value::Object(self.options.clone())
+        )
     }
 }
 
@@ -221,14 +248,22 @@ fn parse_vars(path: &Path, job: &str, vars: &[String]) -> Result<Vec<VarDecl>, J
     Ok(out)
 }
 
-fn check_placeholders(path: &Path, job: &str, args: &[String], vars: &[&VarDecl], where_: &str) -> Result<(), JobError> {
+fn check_placeholders(
+    path: &Path,
+    job: &str,
+    args: &[String],
+    vars: &[&VarDecl],
+    where_: &str,
+) -> Result<(), JobError> {
     for a in args {
         for p in placeholders(a) {
             if !vars.iter().any(|v| v.name == p) {
                 return Err(JobError::Invalid {
                     path: path.into(),
                     job: job.into(),
-                    message: format!("{where_}arg '{a}' uses {{{p}}}, which is not declared in vars"),
+                    message: format!(
+                        "{where_}arg '{a}' uses {{{p}}}, which is not declared in vars"
+                    ),
                 });
             }
         }
@@ -244,9 +279,16 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Job>, JobError> {
     })?;
     let mut jobs = Vec::new();
     for r in raw.job {
-        let invalid = |message: String| JobError::Invalid { path: path.into(), job: r.name.clone(), message };
+        let invalid = |message: String| JobError::Invalid {
+            path: path.into(),
+            job: r.name.clone(),
+            message,
+        };
         if r.name.trim().is_empty() || r.name.contains(char::is_whitespace) {
-            return Err(JobError::Parse { path: path.into(), message: format!("job name '{}' must be a non-empty word", r.name) });
+            return Err(JobError::Parse {
+                path: path.into(),
+                message: format!("job name '{}' must be a non-empty word", r.name),
+            });
         }
         let vars = parse_vars(path, &r.name, &r.vars)?;
         let job_vars: Vec<&VarDecl> = vars.iter().collect();
@@ -258,12 +300,25 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Job>, JobError> {
             }
             let rvars = parse_vars(path, &r.name, &rr.vars)?;
             let all: Vec<&VarDecl> = vars.iter().chain(&rvars).collect();
-            check_placeholders(path, &r.name, &rr.args, &all, &format!("role '{}': ", rr.role))?;
+            check_placeholders(
+                path,
+                &r.name,
+                &rr.args,
+                &all,
+                &format!("role '{}': ", rr.role),
+            )?;
             check_placeholders(path, &r.name, &r.args, &all, "")?;
-            roles.push(Role { name: rr.role, args: rr.args, vars: rvars, hooks: rr.hooks });
+            roles.push(Role {
+                name: rr.role,
+                args: rr.args,
+                vars: rvars,
+                hooks: rr.hooks,
+            });
         }
         if r.timeout == Some(0) {
-            return Err(invalid("timeout must be a positive number of seconds".into()));
+            return Err(invalid(
+                "timeout must be a positive number of seconds".into(),
+            ));
         }
         jobs.push(Job {
             name: r.name,
@@ -301,14 +356,20 @@ impl Catalogue {
             }
         }
         for dir in dirs {
-            let entries = std::fs::read_dir(dir).map_err(|source| JobError::Read { path: dir.clone(), source })?;
+            let entries = std::fs::read_dir(dir).map_err(|source| JobError::Read {
+                path: dir.clone(),
+                source,
+            })?;
             let mut files: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))
                 .collect();
             files.sort();
             for f in files {
-                let text = std::fs::read_to_string(&f).map_err(|source| JobError::Read { path: f.clone(), source })?;
+                let text = std::fs::read_to_string(&f).map_err(|source| JobError::Read {
+                    path: f.clone(),
+                    source,
+                })?;
                 for j in parse_file(&f, &text)? {
                     cat.insert(j, false)?;
                 }
@@ -321,11 +382,41 @@ impl Catalogue {
         if let Some(prev) = self.jobs.get(&job.name) {
             let prev_embedded = prev.source.starts_with("<embedded>");
             if embedded || !prev_embedded {
-                return Err(JobError::Duplicate { name: job.name, first: prev.source.clone(), second: job.source });
+                return Err(JobError::Duplicate {
+                    name: job.name,
+                    first: prev.source.clone(),
+                    second: job.source,
+                });
             }
         }
         self.jobs.insert(job.name.clone(), job);
         Ok(())
+    }
+
+    /// A one-job catalogue running `benchmark` with literal `args`, for
+    /// `rackbench <benchmark> ARGS...`.
+    pub fn adhoc(benchmark: &str, description: &str, args: &[String]) -> Self {
+        let job = Job {
+            name: benchmark.into(),
+            benchmark: benchmark.into(),
+            description: description.into(),
+            tags: vec![],
+            // Quoted so the resolver's shell-style split gives the words back,
+            // and braces escaped from substitution by having no vars.
+            args: args
+                .iter()
+                .map(|a| shell_words::quote(a).into_owned())
+                .collect(),
+            vars: vec![],
+            hooks: vec![],
+            roles: vec![],
+            timeout: None,
+            baseline: None,
+            source: PathBuf::from("<command line>"),
+        };
+        let mut cat = Catalogue::default();
+        cat.jobs.insert(job.name.clone(), job);
+        cat
     }
 
     pub fn get(&self, name: &str) -> Result<&Job, JobError> {
@@ -333,11 +424,20 @@ impl Catalogue {
             let close = self
                 .jobs
                 .keys()
-                .filter(|k| k.contains(name) || name.contains(k.as_str()) || edit_distance(k, name) <= 2)
+                .filter(|k| {
+                    k.contains(name) || name.contains(k.as_str()) || edit_distance(k, name) <= 2
+                })
                 .cloned()
                 .collect::<Vec<_>>();
-            let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
-            JobError::Unknown { name: name.into(), hint }
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!(" (did you mean {}?)", close.join(", "))
+            };
+            JobError::Unknown {
+                name: name.into(),
+                hint,
+            }
         })
     }
 
@@ -353,7 +453,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -394,7 +496,13 @@ role = "server"
         let jobs = parse_file(Path::new("jobs/demo.toml"), GOOD).unwrap();
         assert_eq!(jobs.len(), 2);
         let d = &jobs[0];
-        assert_eq!(d.vars[0], VarDecl { name: "port".into(), default: Some("11222".into()) });
+        assert_eq!(
+            d.vars[0],
+            VarDecl {
+                name: "port".into(),
+                default: Some("11222".into())
+            }
+        );
         assert_eq!(d.hooks[0].describe(), "cpu-mpstat: {\"interval_secs\":2}");
         assert_eq!(d.timeout, Some(std::time::Duration::from_secs(60)));
         assert_eq!(d.baseline.as_ref().unwrap().value, 57.0);
@@ -406,7 +514,9 @@ role = "server"
     #[test]
     fn unknown_keys_name_the_file_and_line() {
         let text = "[[job]]\nname = \"x\"\nbenchmark = \"calibrate\"\ndescripton = \"typo\"\n";
-        let e = parse_file(Path::new("jobs/x.toml"), text).unwrap_err().to_string();
+        let e = parse_file(Path::new("jobs/x.toml"), text)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("jobs/x.toml"), "{e}");
         assert!(e.contains("line 4"), "{e}");
         assert!(e.contains("descripton"), "{e}");
@@ -414,14 +524,18 @@ role = "server"
 
     #[test]
     fn invalid_toml_names_the_line() {
-        let e = parse_file(Path::new("j.toml"), "[[job]]\nname = \n").unwrap_err().to_string();
+        let e = parse_file(Path::new("j.toml"), "[[job]]\nname = \n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("j.toml") && e.contains("line 2"), "{e}");
     }
 
     #[test]
     fn undeclared_placeholders_are_rejected() {
         let text = "[[job]]\nname = \"x\"\nbenchmark = \"b\"\nargs = [\"--p {prot}\"]\nvars = [\"port=1\"]\n";
-        let e = parse_file(Path::new("j.toml"), text).unwrap_err().to_string();
+        let e = parse_file(Path::new("j.toml"), text)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("{prot}") && e.contains("job 'x'"), "{e}");
     }
 
@@ -438,7 +552,11 @@ role = "server"
         let h = HookSpec::parse_cli("perf:{\"events\":[\"cycles\"]}").unwrap();
         assert_eq!(h.hook, "perf");
         assert!(h.options.contains_key("events"));
-        assert!(HookSpec::parse_cli("perf:[1]").unwrap_err().contains("JSON object"));
+        assert!(
+            HookSpec::parse_cli("perf:[1]")
+                .unwrap_err()
+                .contains("JSON object")
+        );
         assert_eq!(HookSpec::parse_cli("cpu-mpstat").unwrap().options.len(), 0);
     }
 }

@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod hooks;
 pub mod job;
 pub mod machine;
+pub mod present;
 pub mod progress;
 pub mod report;
 pub mod runner;

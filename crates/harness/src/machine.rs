@@ -40,11 +40,19 @@ fn uname() -> Uname {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     let ok = unsafe { libc::uname(&mut u) } == 0;
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     if ok {
-        Uname { machine: field(&u.machine), nodename: field(&u.nodename), release: field(&u.release) }
+        Uname {
+            machine: field(&u.machine),
+            nodename: field(&u.nodename),
+            release: field(&u.release),
+        }
     } else {
         Uname {
             machine: std::env::consts::ARCH.to_string(),
@@ -70,10 +78,17 @@ fn cpuinfo_first() -> BTreeMap<String, String> {
 }
 
 fn os_release() -> BTreeMap<String, String> {
-    let text = read("/etc/os-release").or_else(|| read("/usr/lib/os-release")).unwrap_or_default();
+    let text = read("/etc/os-release")
+        .or_else(|| read("/usr/lib/os-release"))
+        .unwrap_or_default();
     text.lines()
         .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches('"').trim_matches('\'').to_string()))
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                v.trim_matches('"').trim_matches('\'').to_string(),
+            )
+        })
         .collect()
 }
 
@@ -113,7 +128,12 @@ fn online_cpus() -> Vec<usize> {
     read("/sys/devices/system/cpu/online")
         .map(|s| parse_cpu_list(&s))
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect())
+        .unwrap_or_else(|| {
+            (0..std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1))
+                .collect()
+        })
 }
 
 /// CPUs this process may run on (its affinity mask).
@@ -128,7 +148,9 @@ pub fn usable_cpus() -> usize {
             }
         }
     }
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn threads_per_core() -> usize {
@@ -151,7 +173,11 @@ impl CacheSummary {
     /// lscpu's wording: total size and instance count, e.g. "6 MiB (192 instances)".
     pub fn lscpu(&self) -> String {
         let total = self.size_per_instance_bytes * self.instances as u64;
-        let plural = if self.instances == 1 { "instance" } else { "instances" };
+        let plural = if self.instances == 1 {
+            "instance"
+        } else {
+            "instances"
+        };
         format!("{} ({} {plural})", human_size(total), self.instances)
     }
 }
@@ -192,20 +218,30 @@ fn parse_cache_size(s: &str) -> Option<u64> {
 pub fn caches_from(sys_cpu: &Path) -> Vec<CacheSummary> {
     // (name) -> (size, set of sharing lists)
     let mut by_name: BTreeMap<String, (u64, BTreeSet<String>)> = BTreeMap::new();
-    let Ok(entries) = fs::read_dir(sys_cpu) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(sys_cpu) else {
+        return Vec::new();
+    };
     for e in entries.flatten() {
         let fname = e.file_name().to_string_lossy().to_string();
-        if !(fname.starts_with("cpu") && fname[3..].chars().all(|c| c.is_ascii_digit()) && fname.len() > 3) {
+        if !(fname.starts_with("cpu")
+            && fname[3..].chars().all(|c| c.is_ascii_digit())
+            && fname.len() > 3)
+        {
             continue;
         }
-        let Ok(idx) = fs::read_dir(e.path().join("cache")) else { continue };
+        let Ok(idx) = fs::read_dir(e.path().join("cache")) else {
+            continue;
+        };
         for i in idx.flatten() {
             let p = i.path();
             if !i.file_name().to_string_lossy().starts_with("index") {
                 continue;
             }
-            let (Some(level), Some(kind), Some(size)) = (read(p.join("level")), read(p.join("type")), read(p.join("size")))
-            else {
+            let (Some(level), Some(kind), Some(size)) = (
+                read(p.join("level")),
+                read(p.join("type")),
+                read(p.join("size")),
+            ) else {
                 continue;
             };
             let name = match kind.as_str() {
@@ -221,7 +257,11 @@ pub fn caches_from(sys_cpu: &Path) -> Vec<CacheSummary> {
     }
     by_name
         .into_iter()
-        .map(|(name, (size, sets))| CacheSummary { name, size_per_instance_bytes: size, instances: sets.len() })
+        .map(|(name, (size, sets))| CacheSummary {
+            name,
+            size_per_instance_bytes: size,
+            instances: sets.len(),
+        })
         .collect()
 }
 
@@ -267,7 +307,11 @@ impl MachineInfo {
 
 fn dir_names(p: &str) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(p)
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -302,7 +346,9 @@ pub fn full_specs() -> Value {
         .filter(|d| !d.starts_with("loop") && !d.starts_with("ram"))
         .map(|d| {
             let base = format!("/sys/block/{d}");
-            let sectors: u64 = read(format!("{base}/size")).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let sectors: u64 = read(format!("{base}/size"))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
             (
                 d.clone(),
                 json!({
@@ -380,9 +426,17 @@ mod tests {
 
     #[test]
     fn lscpu_wording() {
-        let c = CacheSummary { name: "L1d".into(), size_per_instance_bytes: 32 * 1024, instances: 192 };
+        let c = CacheSummary {
+            name: "L1d".into(),
+            size_per_instance_bytes: 32 * 1024,
+            instances: 192,
+        };
         assert_eq!(c.lscpu(), "6 MiB (192 instances)");
-        let c = CacheSummary { name: "L3".into(), size_per_instance_bytes: 32 << 20, instances: 1 };
+        let c = CacheSummary {
+            name: "L3".into(),
+            size_per_instance_bytes: 32 << 20,
+            instances: 1,
+        };
         assert_eq!(c.lscpu(), "32 MiB (1 instance)");
         assert_eq!(human_size(1280 * 1024 * 2), "2.5 MiB");
         assert_eq!(human_size(48 * 1024 * 2), "96 KiB");
@@ -394,7 +448,12 @@ mod tests {
         for cpu in 0..4 {
             for (i, (level, kind, size, shared)) in [
                 ("1", "Data", "48K", format!("{cpu}")),
-                ("2", "Unified", "1024K", format!("{}-{}", cpu / 2 * 2, cpu / 2 * 2 + 1)),
+                (
+                    "2",
+                    "Unified",
+                    "1024K",
+                    format!("{}-{}", cpu / 2 * 2, cpu / 2 * 2 + 1),
+                ),
                 ("3", "Unified", "32768K", "0-3".to_string()),
             ]
             .into_iter()
@@ -418,7 +477,10 @@ mod tests {
     /// On a host with lscpu, our wording must equal its own.
     #[test]
     fn agrees_with_lscpu_when_installed() {
-        let Ok(out) = std::process::Command::new("lscpu").env("LC_ALL", "C").output() else {
+        let Ok(out) = std::process::Command::new("lscpu")
+            .env("LC_ALL", "C")
+            .output()
+        else {
             eprintln!("lscpu not installed; the fake-sysfs test covers the format");
             return;
         };

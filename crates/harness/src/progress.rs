@@ -24,12 +24,18 @@ struct Inner {
 impl Progress {
     /// A progress display for `label`, planned to take about `total`.
     pub fn new(label: &str, total: Duration) -> Self {
-        let tty = std::io::stderr().is_terminal() && std::env::var_os("RACKBENCH_PLAIN_PROGRESS").is_none();
+        let tty = std::io::stderr().is_terminal()
+            && std::env::var_os("RACKBENCH_PLAIN_PROGRESS").is_none();
         let bar = tty.then(|| {
-            let b = ProgressBar::with_draw_target(Some(total.as_secs().max(1)), ProgressDrawTarget::stderr());
+            let b = ProgressBar::with_draw_target(
+                Some(total.as_secs().max(1)),
+                ProgressDrawTarget::stderr(),
+            );
             b.set_style(
-                ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}")
-                    .expect("valid template"),
+                ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
+                )
+                .expect("valid template"),
             );
             b.set_prefix(label.to_string());
             b.enable_steady_tick(Duration::from_millis(250));
@@ -99,7 +105,13 @@ impl Progress {
                 let el = i.start.elapsed();
                 let pct = (el.as_secs_f64() / i.total.as_secs_f64().max(1e-9) * 100.0).min(99.0);
                 let eta = i.total.saturating_sub(el).as_secs();
-                eprintln!("[{}] {:>3.0}% elapsed {}s ETA {}s: {msg}", i.label, pct, el.as_secs(), eta);
+                eprintln!(
+                    "[{}] {:>3.0}% elapsed {}s ETA {}s: {msg}",
+                    i.label,
+                    pct,
+                    el.as_secs(),
+                    eta
+                );
             }
         }
     }

@@ -31,7 +31,8 @@ pub struct Report {
 pub fn sort_keys(v: Value) -> Value {
     match v {
         Value::Object(m) => {
-            let sorted: BTreeMap<String, Value> = m.into_iter().map(|(k, v)| (k, sort_keys(v))).collect();
+            let sorted: BTreeMap<String, Value> =
+                m.into_iter().map(|(k, v)| (k, sort_keys(v))).collect();
             Value::Object(sorted.into_iter().collect::<Map<_, _>>())
         }
         Value::Array(a) => Value::Array(a.into_iter().map(sort_keys).collect()),
@@ -57,7 +58,10 @@ impl Report {
 
     /// `<job>_metrics_<ts>_iter_<n>.json`.
     pub fn file_name(&self, iteration: u32) -> String {
-        format!("{}_metrics_{}_iter_{}.json", self.benchmark_name, self.timestamp, iteration)
+        format!(
+            "{}_metrics_{}_iter_{}.json",
+            self.benchmark_name, self.timestamp, iteration
+        )
     }
 }
 
@@ -78,7 +82,10 @@ mod tests {
             benchmark_hooks: vec!["cpu-mpstat: {}".into()],
             benchmark_name: "calibrate".into(),
             machines: vec![MachineInfo::collect()],
-            metadata: BTreeMap::from([("L1d cache".to_string(), "96 KiB (2 instances)".to_string())]),
+            metadata: BTreeMap::from([(
+                "L1d cache".to_string(),
+                "96 KiB (2 instances)".to_string(),
+            )]),
             metrics: json!({"z": 1, "a": {"y": 2, "b": 3}}),
             run_id: "0badc0de".into(),
             timestamp: 1_700_000_000,
@@ -105,7 +112,9 @@ mod tests {
         .to_vec();
         let mut last = 0;
         for k in keys {
-            let at = text.find(&format!("\"{k}\"")).unwrap_or_else(|| panic!("missing {k}"));
+            let at = text
+                .find(&format!("\"{k}\""))
+                .unwrap_or_else(|| panic!("missing {k}"));
             assert!(at >= last, "{k} out of order");
             last = at;
         }
@@ -129,7 +138,10 @@ mod tests {
         assert!(m["num_logical_cpus"].is_string());
         assert!(m["num_cpus_usable"].is_u64());
         assert!(sample().render(true).contains("\n  \"benchmark_args\""));
-        assert_eq!(sample().file_name(2), "calibrate_metrics_1700000000_iter_2.json");
+        assert_eq!(
+            sample().file_name(2),
+            "calibrate_metrics_1700000000_iter_2.json"
+        );
     }
 
     #[test]

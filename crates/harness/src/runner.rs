@@ -29,7 +29,11 @@ pub struct RunContext {
 impl RunContext {
     /// Resolves a workload output path against the metrics folder.
     pub fn output_path(&self, p: &Path) -> PathBuf {
-        if p.is_absolute() { p.to_path_buf() } else { self.out_dir.join(p) }
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.out_dir.join(p)
+        }
     }
 }
 
@@ -46,6 +50,8 @@ pub trait Workload: Send + Sync {
     /// The `benchmark` name jobs refer to.
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
+    /// The workload's own usage text (`rackbench NAME --help`).
+    fn help(&self) -> String;
     /// Checks the argv without running (so bad args fail before any hook).
     fn validate(&self, args: &[String]) -> anyhow::Result<()>;
     /// Runs; an `Err` is a failure whose message goes into the report.
@@ -68,7 +74,10 @@ impl Registry {
     }
 
     pub fn get(&self, name: &str) -> Option<&dyn Workload> {
-        self.workloads.iter().find(|w| w.name() == name).map(|w| w.as_ref())
+        self.workloads
+            .iter()
+            .find(|w| w.name() == name)
+            .map(|w| w.as_ref())
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -116,16 +125,35 @@ pub enum PlanError {
     #[error(transparent)]
     Resolve(#[from] crate::vars::ResolveError),
     #[error("job '{job}' ({file}): {message}")]
-    Hook { job: String, file: String, message: String },
-    #[error("job '{job}' ({file}) names benchmark '{benchmark}', which this binary does not have (it has: {known})")]
-    NoWorkload { job: String, file: String, benchmark: String, known: String },
+    Hook {
+        job: String,
+        file: String,
+        message: String,
+    },
+    #[error(
+        "job '{job}' ({file}) names benchmark '{benchmark}', which this binary does not have (it has: {known})"
+    )]
+    NoWorkload {
+        job: String,
+        file: String,
+        benchmark: String,
+        known: String,
+    },
     #[error("job '{job}': invalid benchmark arguments {args:?}: {message}")]
-    Args { job: String, args: Vec<String>, message: String },
+    Args {
+        job: String,
+        args: Vec<String>,
+        message: String,
+    },
     #[error("cannot create the metrics folder {path}: {message}")]
     Output { path: PathBuf, message: String },
 }
 
-fn plan<'a>(cat: &'a Catalogue, reg: &'a Registry, inv: &Invocation) -> Result<Vec<Planned<'a>>, PlanError> {
+fn plan<'a>(
+    cat: &'a Catalogue,
+    reg: &'a Registry,
+    inv: &Invocation,
+) -> Result<Vec<Planned<'a>>, PlanError> {
     let mut out = Vec::new();
     for name in &inv.jobs {
         let job = cat.get(name)?;
@@ -138,29 +166,45 @@ fn plan<'a>(cat: &'a Catalogue, reg: &'a Registry, inv: &Invocation) -> Result<V
                 message,
             })?;
         }
-        let workload = reg.get(&job.benchmark).ok_or_else(|| PlanError::NoWorkload {
-            job: job.name.clone(),
-            file: job.source.display().to_string(),
-            benchmark: job.benchmark.clone(),
-            known: reg.names().join(", "),
-        })?;
-        workload.validate(&resolved.argv).map_err(|e| PlanError::Args {
-            job: job.name.clone(),
-            args: resolved.argv.clone(),
-            message: format!("{e:#}"),
-        })?;
-        out.push(Planned { job, workload, resolved });
+        let workload = reg
+            .get(&job.benchmark)
+            .ok_or_else(|| PlanError::NoWorkload {
+                job: job.name.clone(),
+                file: job.source.display().to_string(),
+                benchmark: job.benchmark.clone(),
+                known: reg.names().join(", "),
+            })?;
+        workload
+            .validate(&resolved.argv)
+            .map_err(|e| PlanError::Args {
+                job: job.name.clone(),
+                args: resolved.argv.clone(),
+                message: format!("{e:#}"),
+            })?;
+        out.push(Planned {
+            job,
+            workload,
+            resolved,
+        });
     }
     Ok(out)
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// Runs an invocation. Planning errors return `Err` before anything runs;
 /// after that every job produces a report, successful or not.
-pub fn execute(cat: &Catalogue, reg: &Registry, inv: &Invocation, cancel: &Cancel) -> Result<Summary, PlanError> {
+pub fn execute(
+    cat: &Catalogue,
+    reg: &Registry,
+    inv: &Invocation,
+    cancel: &Cancel,
+) -> Result<Summary, PlanError> {
     let planned = plan(cat, reg, inv)?;
     for p in &planned {
         for w in &p.resolved.warnings {
@@ -178,20 +222,34 @@ pub fn execute(cat: &Catalogue, reg: &Registry, inv: &Invocation, cancel: &Cance
                 println!("  timeout: {}s", t.as_secs());
             }
         }
-        return Ok(Summary { run_id: None, out_dir: None, reports: vec![], all_succeeded: true, interrupted: false });
+        return Ok(Summary {
+            run_id: None,
+            out_dir: None,
+            reports: vec![],
+            all_succeeded: true,
+            interrupted: false,
+        });
     }
     let run_id = new_run_id();
     let out_dir = inv.out_root.join(format!("benchmark_metrics_{run_id}"));
-    std::fs::create_dir_all(&out_dir).map_err(|e| PlanError::Output { path: out_dir.clone(), message: e.to_string() })?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| PlanError::Output {
+        path: out_dir.clone(),
+        message: e.to_string(),
+    })?;
     let specs = serde_json::to_vec_pretty(&machine::full_specs()).expect("json");
-    write_atomic(&out_dir.join("machine_specs.json"), &specs)
-        .map_err(|e| PlanError::Output { path: out_dir.clone(), message: e.to_string() })?;
+    write_atomic(&out_dir.join("machine_specs.json"), &specs).map_err(|e| PlanError::Output {
+        path: out_dir.clone(),
+        message: e.to_string(),
+    })?;
     let store = match &inv.store {
         None => None,
         Some(p) => match Store::open(p) {
             Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("warning: {e}; reports are still written to {}", out_dir.display());
+                eprintln!(
+                    "warning: {e}; reports are still written to {}",
+                    out_dir.display()
+                );
                 None
             }
         },
@@ -213,7 +271,12 @@ pub fn execute(cat: &Catalogue, reg: &Registry, inv: &Invocation, cancel: &Cance
                 break 'jobs;
             }
             cancel.reset();
-            let ctx = RunContext { out_dir: out_dir.clone(), job: p.job.name.clone(), iteration, cancel: cancel.clone() };
+            let ctx = RunContext {
+                out_dir: out_dir.clone(),
+                job: p.job.name.clone(),
+                iteration,
+                cancel: cancel.clone(),
+            };
             let (metrics, success) = run_one(p, &ctx);
             let report = Report {
                 benchmark_args: p.resolved.argv.clone(),
@@ -271,7 +334,11 @@ pub fn execute(cat: &Catalogue, reg: &Registry, inv: &Invocation, cancel: &Cance
 /// Hooks before, the workload under its timeout, hooks after (reverse order,
 /// always). Returns the metrics and the success flag.
 fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
-    let hctx = HookContext { out_dir: ctx.out_dir.clone(), job: ctx.job.clone(), iteration: ctx.iteration };
+    let hctx = HookContext {
+        out_dir: ctx.out_dir.clone(),
+        job: ctx.job.clone(),
+        iteration: ctx.iteration,
+    };
     let mut started: Vec<(String, Box<dyn Hook>)> = Vec::new();
     let mut failure: Option<String> = None;
     for spec in &p.resolved.hooks {
@@ -286,8 +353,17 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
     let mut metrics = Map::new();
     let mut success = false;
     if failure.is_none() {
-        eprintln!("running job {} (iteration {}): {} {}", p.job.name, ctx.iteration, p.job.benchmark, shell_words::join(&p.resolved.argv));
-        let watchdog = p.job.timeout.map(|t| Watchdog::start(t, ctx.cancel.clone()));
+        eprintln!(
+            "running job {} (iteration {}): {} {}",
+            p.job.name,
+            ctx.iteration,
+            p.job.benchmark,
+            shell_words::join(&p.resolved.argv)
+        );
+        let watchdog = p
+            .job
+            .timeout
+            .map(|t| Watchdog::start(t, ctx.cancel.clone()));
         let result = p.workload.run(ctx, &p.resolved.argv);
         drop(watchdog);
         match result {
@@ -349,7 +425,10 @@ impl Watchdog {
                 cancel.stop(StopReason::TimedOut);
             }
         });
-        Watchdog { done: Some(tx), handle: Some(handle) }
+        Watchdog {
+            done: Some(tx),
+            handle: Some(handle),
+        }
     }
 }
 

@@ -31,7 +31,11 @@ pub fn central(values: &[f64]) -> Option<f64> {
         n => {
             let mut v = values.to_vec();
             v.sort_by(f64::total_cmp);
-            Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+            Some(if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            })
         }
     }
 }
@@ -44,7 +48,11 @@ pub fn stdev_pct(values: &[f64]) -> f64 {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    if mean == 0.0 { 0.0 } else { var.sqrt() / mean.abs() * 100.0 }
+    if mean == 0.0 {
+        0.0
+    } else {
+        var.sqrt() / mean.abs() * 100.0
+    }
 }
 
 /// Scores one job from its runs; runs missing the metric are skipped.
@@ -97,7 +105,14 @@ pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<Delta> {
             }
         }
         per.into_iter()
-            .map(|(j, m)| (j, m.into_iter().filter_map(|(k, v)| central(&v).map(|c| (k, c))).collect()))
+            .map(|(j, m)| {
+                (
+                    j,
+                    m.into_iter()
+                        .filter_map(|(k, v)| central(&v).map(|c| (k, c)))
+                        .collect(),
+                )
+            })
             .collect()
     }
     let (ra, rb) = (reduce(a), reduce(b));
@@ -135,7 +150,11 @@ mod tests {
 
     #[test]
     fn job_scores_and_overall() {
-        let runs = vec![row("a", "j", 114.0, true), row("b", "j", 57.0, true), row("c", "j", 85.5, true)];
+        let runs = vec![
+            row("a", "j", 114.0, true),
+            row("b", "j", 57.0, true),
+            row("c", "j", 85.5, true),
+        ];
         let s = score_job("j", "final_achieved_qps", 57.0, &runs).unwrap();
         assert_eq!(s.runs, 3);
         assert!((s.score - 1.5).abs() < 1e-12);

@@ -76,18 +76,27 @@ impl Store {
 
     /// Opens (creating if needed) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let err = |message: String| StoreError { path: path.to_path_buf(), message };
+        let err = |message: String| StoreError {
+            path: path.to_path_buf(),
+            message,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create its directory: {e}")))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| err(format!("cannot create its directory: {e}")))?;
         }
         let conn = Connection::open(path).map_err(|e| err(e.to_string()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| err(e.to_string()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| err(e.to_string()))?;
         // WAL lets parallel instances (e.g. autoscale) record concurrently.
         let _: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| err(format!("not a usable SQLite database ({e})")))?;
-        conn.execute_batch(SCHEMA).map_err(|e| err(format!("cannot create the schema: {e}")))?;
-        Ok(Store { conn, path: path.to_path_buf() })
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| err(format!("cannot create the schema: {e}")))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -95,7 +104,10 @@ impl Store {
     }
 
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError { path: self.path.clone(), message: e.to_string() }
+        StoreError {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
     }
 
     /// Records a run; returns its row id.
@@ -156,18 +168,30 @@ impl Store {
 
     /// The most recent `limit` rows, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-        self.query(&format!("SELECT {} FROM runs ORDER BY id DESC LIMIT ?1", Self::COLS), params![limit as i64])
+        self.query(
+            &format!("SELECT {} FROM runs ORDER BY id DESC LIMIT ?1", Self::COLS),
+            params![limit as i64],
+        )
     }
 
     /// Every row of one invocation, in order.
     pub fn by_run_id(&self, run_id: &str) -> Result<Vec<RunRow>, StoreError> {
-        self.query(&format!("SELECT {} FROM runs WHERE run_id = ?1 ORDER BY id", Self::COLS), params![run_id])
+        self.query(
+            &format!(
+                "SELECT {} FROM runs WHERE run_id = ?1 ORDER BY id",
+                Self::COLS
+            ),
+            params![run_id],
+        )
     }
 
     /// Successful rows of a job, newest first.
     pub fn successes(&self, job: &str, limit: Option<usize>) -> Result<Vec<RunRow>, StoreError> {
         self.query(
-            &format!("SELECT {} FROM runs WHERE job = ?1 AND success = 1 ORDER BY id DESC LIMIT ?2", Self::COLS),
+            &format!(
+                "SELECT {} FROM runs WHERE job = ?1 AND success = 1 ORDER BY id DESC LIMIT ?2",
+                Self::COLS
+            ),
             params![job, limit.map(|l| l as i64).unwrap_or(-1)],
         )
     }
@@ -175,7 +199,11 @@ impl Store {
     /// True when some row has this run id.
     pub fn has_run(&self, run_id: &str) -> Result<bool, StoreError> {
         self.conn
-            .query_row("SELECT 1 FROM runs WHERE run_id = ?1 LIMIT 1", params![run_id], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM runs WHERE run_id = ?1 LIMIT 1",
+                params![run_id],
+                |_| Ok(()),
+            )
             .optional()
             .map(|o| o.is_some())
             .map_err(|e| self.err(e))
@@ -189,7 +217,11 @@ pub fn flatten_numbers(v: &Value) -> std::collections::BTreeMap<String, f64> {
         match v {
             Value::Object(m) => {
                 for (k, v) in m {
-                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
                     walk(&key, v, out);
                 }
             }
@@ -253,7 +285,11 @@ pub(crate) mod tests {
     fn a_file_that_is_not_a_database_is_a_clear_error() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("results.db");
-        std::fs::write(&path, "this is not sqlite, just some text that is long enough to matter").unwrap();
+        std::fs::write(
+            &path,
+            "this is not sqlite, just some text that is long enough to matter",
+        )
+        .unwrap();
         let e = Store::open(&path).err().unwrap().to_string();
         assert!(e.contains("results.db"), "{e}");
     }

@@ -17,13 +17,29 @@ pub enum ResolveError {
     #[error("job '{job}' has no roles, but -r {role} was given")]
     NoRoles { job: String, role: String },
     #[error("job '{job}' has no role '{role}'; its roles are: {roles}")]
-    UnknownRole { job: String, role: String, roles: String },
+    UnknownRole {
+        job: String,
+        role: String,
+        roles: String,
+    },
     #[error("job '{job}'{role} requires var '{var}': pass it with -i '{{\"{var}\": \"...\"}}'")]
-    MissingVar { job: String, role: String, var: String },
+    MissingVar {
+        job: String,
+        role: String,
+        var: String,
+    },
     #[error("job '{job}': input var '{var}' must be a string, number or boolean, not {kind}")]
-    BadValue { job: String, var: String, kind: String },
+    BadValue {
+        job: String,
+        var: String,
+        kind: String,
+    },
     #[error("job '{job}': arg '{arg}' is not valid shell syntax after substitution ({why})")]
-    BadArg { job: String, arg: String, why: String },
+    BadArg {
+        job: String,
+        arg: String,
+        why: String,
+    },
 }
 
 /// A job ready to run.
@@ -48,7 +64,11 @@ fn value_string(job: &str, var: &str, v: &Value) -> Result<String, ResolveError>
                 Value::Array(_) => "an array",
                 _ => "an object",
             };
-            return Err(ResolveError::BadValue { job: job.into(), var: var.into(), kind: kind.into() });
+            return Err(ResolveError::BadValue {
+                job: job.into(),
+                var: var.into(),
+                kind: kind.into(),
+            });
         }
     })
 }
@@ -65,11 +85,31 @@ fn substitute(template: &str, values: &BTreeMap<String, String>) -> String {
 }
 
 /// Resolves `job` for `role` with `input`.
-pub fn resolve(job: &Job, role: Option<&str>, input: &Map<String, Value>) -> Result<Resolved, ResolveError> {
-    let role_names = || job.roles.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
+pub fn resolve(
+    job: &Job,
+    role: Option<&str>,
+    input: &Map<String, Value>,
+) -> Result<Resolved, ResolveError> {
+    let role_names = || {
+        job.roles
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let role = match (role, job.roles.is_empty()) {
-        (None, false) => return Err(ResolveError::RoleRequired { job: job.name.clone(), roles: role_names() }),
-        (Some(r), true) => return Err(ResolveError::NoRoles { job: job.name.clone(), role: r.into() }),
+        (None, false) => {
+            return Err(ResolveError::RoleRequired {
+                job: job.name.clone(),
+                roles: role_names(),
+            });
+        }
+        (Some(r), true) => {
+            return Err(ResolveError::NoRoles {
+                job: job.name.clone(),
+                role: r.into(),
+            });
+        }
         (None, true) => None,
         (Some(r), false) => Some(job.role(r).ok_or_else(|| ResolveError::UnknownRole {
             job: job.name.clone(),
@@ -93,7 +133,9 @@ pub fn resolve(job: &Job, role: Option<&str>, input: &Map<String, Value>) -> Res
                 None => {
                     return Err(ResolveError::MissingVar {
                         job: job.name.clone(),
-                        role: role.map(|r| format!(" (role '{}')", r.name)).unwrap_or_default(),
+                        role: role
+                            .map(|r| format!(" (role '{}')", r.name))
+                            .unwrap_or_default(),
                         var: d.name.clone(),
                     });
                 }
@@ -104,9 +146,17 @@ pub fn resolve(job: &Job, role: Option<&str>, input: &Map<String, Value>) -> Res
     let warnings = input
         .keys()
         .filter(|k| !values.contains_key(*k))
-        .map(|k| format!("job '{}' does not use input var '{k}'; it is ignored", job.name))
+        .map(|k| {
+            format!(
+                "job '{}' does not use input var '{k}'; it is ignored",
+                job.name
+            )
+        })
         .collect();
-    let templates = job.args.iter().chain(role.iter().flat_map(|r| r.args.iter()));
+    let templates = job
+        .args
+        .iter()
+        .chain(role.iter().flat_map(|r| r.args.iter()));
     let mut argv = Vec::new();
     for t in templates {
         let s = substitute(t, &values);
@@ -121,7 +171,12 @@ pub fn resolve(job: &Job, role: Option<&str>, input: &Map<String, Value>) -> Res
     if let Some(r) = role {
         hooks.extend(r.hooks.iter().cloned());
     }
-    Ok(Resolved { argv, hooks, values, warnings })
+    Ok(Resolved {
+        argv,
+        hooks,
+        values,
+        warnings,
+    })
 }
 
 #[cfg(test)]
@@ -168,8 +223,18 @@ vars = ["port=2"]
         let j = &jobs()[0];
         let r = resolve(j, None, &Map::new()).unwrap();
         assert_eq!(r.argv, ["-p", "11222", "-o", "out.txt", "--name", "a b"]);
-        let r = resolve(j, None, &map(json!({"port": 9000, "extra_args": "-q 10,20"}))).unwrap();
-        assert_eq!(r.argv, ["-p", "9000", "-o", "out.txt", "-q", "10,20", "--name", "a b"]);
+        let r = resolve(
+            j,
+            None,
+            &map(json!({"port": 9000, "extra_args": "-q 10,20"})),
+        )
+        .unwrap();
+        assert_eq!(
+            r.argv,
+            [
+                "-p", "9000", "-o", "out.txt", "-q", "10,20", "--name", "a b"
+            ]
+        );
     }
 
     #[test]
@@ -182,12 +247,25 @@ vars = ["port=2"]
     #[test]
     fn roles_are_enforced() {
         let d = &jobs()[1];
-        assert!(matches!(resolve(d, None, &Map::new()), Err(ResolveError::RoleRequired { .. })));
-        assert!(matches!(resolve(&jobs()[0], Some("client"), &Map::new()), Err(ResolveError::NoRoles { .. })));
-        let e = resolve(d, Some("proxy"), &Map::new()).unwrap_err().to_string();
+        assert!(matches!(
+            resolve(d, None, &Map::new()),
+            Err(ResolveError::RoleRequired { .. })
+        ));
+        assert!(matches!(
+            resolve(&jobs()[0], Some("client"), &Map::new()),
+            Err(ResolveError::NoRoles { .. })
+        ));
+        let e = resolve(d, Some("proxy"), &Map::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("client, server"), "{e}");
-        let e = resolve(d, Some("client"), &Map::new()).unwrap_err().to_string();
-        assert_eq!(e, "job 'duo' (role 'client') requires var 'server_ip': pass it with -i '{\"server_ip\": \"...\"}'");
+        let e = resolve(d, Some("client"), &Map::new())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "job 'duo' (role 'client') requires var 'server_ip': pass it with -i '{\"server_ip\": \"...\"}'"
+        );
         let r = resolve(d, Some("client"), &map(json!({"server_ip": "::1"}))).unwrap();
         assert_eq!(r.argv, ["--common", "--server", "::1", "--port", "1"]);
         // A role's var default overrides the job's.

@@ -80,14 +80,22 @@ impl Schedule {
     pub fn new(arrival: Arrival, rate: f64, worker: usize, workers: usize, seed: u64) -> Self {
         let workers = workers.max(1);
         if !(rate.is_finite() && rate > 0.0) {
-            return Schedule { kind: Kind::Idle, next: f64::INFINITY, pending_in_burst: 0 };
+            return Schedule {
+                kind: Kind::Idle,
+                next: f64::INFINITY,
+                pending_in_burst: 0,
+            };
         }
         match arrival {
             Arrival::Constant => {
                 let gap = workers as f64 / rate;
                 // Phase-shift the streams so their union is evenly spaced.
                 let next = worker as f64 / rate;
-                Schedule { kind: Kind::Constant { gap }, next, pending_in_burst: 0 }
+                Schedule {
+                    kind: Kind::Constant { gap },
+                    next,
+                    pending_in_burst: 0,
+                }
             }
             Arrival::Poisson => {
                 let lambda = rate / workers as f64;
@@ -96,7 +104,11 @@ impl Schedule {
                     seed ^ (worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                 );
                 let next = exp.sample(&mut rng);
-                Schedule { kind: Kind::Poisson { exp, rng }, next, pending_in_burst: 0 }
+                Schedule {
+                    kind: Kind::Poisson { exp, rng },
+                    next,
+                    pending_in_burst: 0,
+                }
             }
             Arrival::Burst { size } => {
                 let period = size as f64 / rate;
@@ -106,16 +118,26 @@ impl Schedule {
                 let extra = u32::from((worker as u32) < size % workers as u32);
                 let share = base + extra;
                 if share == 0 {
-                    return Schedule { kind: Kind::Idle, next: f64::INFINITY, pending_in_burst: 0 };
+                    return Schedule {
+                        kind: Kind::Idle,
+                        next: f64::INFINITY,
+                        pending_in_burst: 0,
+                    };
                 }
-                Schedule { kind: Kind::Burst { period, share }, next: 0.0, pending_in_burst: share }
+                Schedule {
+                    kind: Kind::Burst { period, share },
+                    next: 0.0,
+                    pending_in_burst: share,
+                }
             }
         }
     }
 
     /// Offset of the next intended start, without consuming it.
     pub fn peek(&self) -> Option<Duration> {
-        self.next.is_finite().then(|| Duration::from_secs_f64(self.next))
+        self.next
+            .is_finite()
+            .then(|| Duration::from_secs_f64(self.next))
     }
 
     /// Consumes the next intended start.
@@ -168,7 +190,11 @@ mod tests {
     fn poisson_rate_and_dispersion() {
         let t = offsets(Arrival::Poisson, 2000.0, 4, 50.0);
         let n = t.len() as f64;
-        assert!((n / 50.0 - 2000.0).abs() < 2000.0 * 0.02, "rate {}", n / 50.0);
+        assert!(
+            (n / 50.0 - 2000.0).abs() < 2000.0 * 0.02,
+            "rate {}",
+            n / 50.0
+        );
         // Exponential gaps: coefficient of variation close to 1.
         let gaps: Vec<f64> = t.windows(2).map(|p| p[1] - p[0]).collect();
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
@@ -191,8 +217,16 @@ mod tests {
     #[test]
     fn parse_arrivals() {
         assert_eq!("poisson".parse::<Arrival>().unwrap(), Arrival::Poisson);
-        assert_eq!("burst:8".parse::<Arrival>().unwrap(), Arrival::Burst { size: 8 });
+        assert_eq!(
+            "burst:8".parse::<Arrival>().unwrap(),
+            Arrival::Burst { size: 8 }
+        );
         assert!("burst:0".parse::<Arrival>().is_err());
-        assert!("uniform".parse::<Arrival>().unwrap_err().contains("constant, poisson"));
+        assert!(
+            "uniform"
+                .parse::<Arrival>()
+                .unwrap_err()
+                .contains("constant, poisson")
+        );
     }
 }

@@ -11,7 +11,13 @@ pub const HEADER: &str = "duration_secs,total_queries,requested_qps,achieved_qps
 
 /// Formats one probe as a CSV row (no newline). MB is 10^6 bytes.
 pub fn row(p: &ProbeRecord) -> String {
-    let mbps = |b: u64| if p.duration_secs > 0.0 { b as f64 / p.duration_secs / 1e6 } else { 0.0 };
+    let mbps = |b: u64| {
+        if p.duration_secs > 0.0 {
+            b as f64 / p.duration_secs / 1e6
+        } else {
+            0.0
+        }
+    };
     let l = &p.latency;
     format!(
         "{:.3},{},{:.3},{:.3},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
@@ -46,7 +52,10 @@ impl ProbeCsv {
         let mut out = BufWriter::new(file);
         writeln!(out, "{HEADER}")?;
         out.flush()?;
-        Ok(ProbeCsv { path: path.to_path_buf(), out })
+        Ok(ProbeCsv {
+            path: path.to_path_buf(),
+            out,
+        })
     }
 
     /// Appends one probe and flushes it to the file.
@@ -83,7 +92,11 @@ mod tests {
             achieved_qps: 100.0,
             total_bytes_rx: 4_000_000,
             total_bytes_tx: 2_000_000,
-            latency: LatencySummary { count: 200, p95_ms: 12.5, ..Default::default() },
+            latency: LatencySummary {
+                count: 200,
+                p95_ms: 12.5,
+                ..Default::default()
+            },
             target_value_ms: 12.5,
             passed: true,
             verdict: "ok".into(),

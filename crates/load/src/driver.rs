@@ -69,7 +69,10 @@ impl RunConfig {
 
     /// A closed-loop run.
     pub fn closed(concurrency: usize, duration: Duration) -> Self {
-        RunConfig { mode: Mode::Closed { concurrency }, ..RunConfig::open(0.0, Arrival::Constant, duration) }
+        RunConfig {
+            mode: Mode::Closed { concurrency },
+            ..RunConfig::open(0.0, Arrival::Constant, duration)
+        }
     }
 }
 
@@ -91,7 +94,11 @@ impl RunResult {
     /// Successful replies per second of the measured window.
     pub fn achieved_qps(&self) -> f64 {
         let s = self.window.as_secs_f64();
-        if s > 0.0 { self.recorder.ok as f64 / s } else { 0.0 }
+        if s > 0.0 {
+            self.recorder.ok as f64 / s
+        } else {
+            0.0
+        }
     }
 
     /// The rate that was asked for (open loop), if any.
@@ -105,7 +112,11 @@ impl RunResult {
     /// Fraction of the scheduled requests that got a successful reply.
     pub fn completion_ratio(&self) -> f64 {
         let r = &self.recorder;
-        if r.scheduled == 0 { 1.0 } else { r.ok as f64 / r.scheduled as f64 }
+        if r.scheduled == 0 {
+            1.0
+        } else {
+            r.ok as f64 / r.scheduled as f64
+        }
     }
 
     /// Fraction of the scheduled requests that failed (errors, drops, cut off).
@@ -171,7 +182,9 @@ where
     }
     let measure_from = start + cfg.warmup;
     let window = if interrupted {
-        Instant::now().saturating_duration_since(measure_from).min(cfg.duration)
+        Instant::now()
+            .saturating_duration_since(measure_from)
+            .min(cfg.duration)
     } else {
         cfg.duration
     };
@@ -229,13 +242,21 @@ where
             let result = match svc.ready_oneshot().await {
                 Ok(mut ready) => {
                     sent = Instant::now();
-                    ready.call(req).await.map(|r| r.wire_size()).map_err(|e| e.to_string())
+                    ready
+                        .call(req)
+                        .await
+                        .map(|r| r.wire_size())
+                        .map_err(|e| e.to_string())
                 }
                 Err(e) => Err(e.to_string()),
             };
             (intended, sent, Instant::now(), result)
         });
-        InFlight { measuring, intended, fut }
+        InFlight {
+            measuring,
+            intended,
+            fut,
+        }
     }
 
     fn record(&self, outcome: Outcome<String>, rec: &mut Recorder) {
@@ -309,7 +330,8 @@ where
 
     async fn run_closed(mut self, concurrency: usize) -> (Recorder, bool, bool) {
         let mut rec = Recorder::new();
-        let share = concurrency / self.workers + usize::from(self.index < concurrency % self.workers);
+        let share =
+            concurrency / self.workers + usize::from(self.index < concurrency % self.workers);
         let measure_from = self.start + self.cfg.warmup;
         let end = measure_from + self.cfg.duration;
         tokio::time::sleep_until(self.start.into()).await;
@@ -391,7 +413,10 @@ struct InFlight {
 
 impl Future for InFlight {
     type Output = (bool, Outcome<String>);
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
         let measuring = self.measuring;
         self.fut.as_mut().poll(cx).map(|o| (measuring, o))
     }

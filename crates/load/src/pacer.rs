@@ -59,9 +59,8 @@ impl Pacer {
             let mut buf = [0u8; 8];
             // SAFETY: reading 8 bytes (the expiration count) into a valid buffer
             // from a non-blocking timerfd we own.
-            let n = unsafe {
-                libc::read(fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
-            };
+            let n =
+                unsafe { libc::read(fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             if n < 0 {
                 guard.clear_ready();
             } else {
@@ -80,7 +79,10 @@ impl Default for Pacer {
 fn create_timerfd() -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; the returned descriptor is owned below.
     let fd = unsafe {
-        libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
     };
     if fd < 0 {
         return Err(io::Error::last_os_error());
@@ -93,27 +95,44 @@ fn create_timerfd() -> io::Result<OwnedFd> {
 /// (std's `Instant` uses CLOCK_MONOTONIC on Linux).
 fn arm(fd: &OwnedFd, deadline: Instant) -> io::Result<()> {
     let now = Instant::now();
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let wait = deadline.saturating_duration_since(now);
     let total_ns = ts.tv_nsec as u128 + wait.subsec_nanos() as u128;
     let mut when = libc::timespec {
-        tv_sec: ts.tv_sec + wait.as_secs() as libc::time_t + (total_ns / 1_000_000_000) as libc::time_t,
+        tv_sec: ts.tv_sec
+            + wait.as_secs() as libc::time_t
+            + (total_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (total_ns % 1_000_000_000) as libc::c_long,
     };
     if when.tv_sec == 0 && when.tv_nsec == 0 {
         when.tv_nsec = 1; // zero would disarm
     }
     let spec = libc::itimerspec {
-        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
         it_value: when,
     };
     // SAFETY: valid descriptor and spec.
     let rc = unsafe {
-        libc::timerfd_settime(fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        libc::timerfd_settime(
+            fd.as_raw_fd(),
+            libc::TFD_TIMER_ABSTIME,
+            &spec,
+            std::ptr::null_mut(),
+        )
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -135,7 +154,10 @@ mod tests {
         }
         // tokio's own timer would be up to 1 ms late; timerfd stays well under
         // that even on a loaded 2-core machine (generous bound against flakes).
-        assert!(worst < Duration::from_millis(20), "worst lateness {worst:?}");
+        assert!(
+            worst < Duration::from_millis(20),
+            "worst lateness {worst:?}"
+        );
     }
 
     #[tokio::test]

@@ -135,7 +135,11 @@ pub struct Second {
 
 impl Second {
     fn new() -> Self {
-        Second { completed: 0, errors: 0, latency: histogram(SERIES_HIGH_US, 2) }
+        Second {
+            completed: 0,
+            errors: 0,
+            latency: histogram(SERIES_HIGH_US, 2),
+        }
     }
 }
 
@@ -237,8 +241,12 @@ impl Recorder {
 
     /// Folds another worker's recording into this one.
     pub fn merge(&mut self, other: &Recorder) {
-        self.latency.add(&other.latency).expect("same histogram bounds");
-        self.service.add(&other.service).expect("same histogram bounds");
+        self.latency
+            .add(&other.latency)
+            .expect("same histogram bounds");
+        self.service
+            .add(&other.service)
+            .expect("same histogram bounds");
         self.scheduled += other.scheduled;
         self.ok += other.ok;
         self.errors += other.errors;
@@ -255,7 +263,9 @@ impl Recorder {
         for (mine, theirs) in self.series.iter_mut().zip(&other.series) {
             mine.completed += theirs.completed;
             mine.errors += theirs.errors;
-            mine.latency.add(&theirs.latency).expect("same histogram bounds");
+            mine.latency
+                .add(&theirs.latency)
+                .expect("same histogram bounds");
         }
     }
 
@@ -300,7 +310,12 @@ mod tests {
         let mut a = Recorder::new();
         let mut b = Recorder::new();
         for i in 1..=500u64 {
-            a.record_ok(Duration::from_millis(i), Duration::from_millis(i), Duration::ZERO, 10);
+            a.record_ok(
+                Duration::from_millis(i),
+                Duration::from_millis(i),
+                Duration::ZERO,
+                10,
+            );
             b.record_ok(
                 Duration::from_millis(i + 500),
                 Duration::from_millis(i + 500),
@@ -323,7 +338,12 @@ mod tests {
     fn unfinished_requests_raise_the_tail() {
         let mut r = Recorder::new();
         for _ in 0..98 {
-            r.record_ok(Duration::from_millis(1), Duration::from_millis(1), Duration::ZERO, 0);
+            r.record_ok(
+                Duration::from_millis(1),
+                Duration::from_millis(1),
+                Duration::ZERO,
+                0,
+            );
         }
         r.record_unfinished(Duration::from_secs(2));
         r.record_unfinished(Duration::from_secs(2));

@@ -42,13 +42,16 @@ impl std::str::FromStr for SloTarget {
             .split_once(':')
             .ok_or_else(|| format!("latency target '{s}' must be METRIC:MS, e.g. 95p:500"))?;
         let percentile = p.parse()?;
-        let latency_ms: f64 = ms
-            .parse()
-            .map_err(|_| format!("latency '{ms}' in target '{s}' is not a number of milliseconds"))?;
+        let latency_ms: f64 = ms.parse().map_err(|_| {
+            format!("latency '{ms}' in target '{s}' is not a number of milliseconds")
+        })?;
         if !(latency_ms.is_finite() && latency_ms > 0.0) {
             return Err(format!("latency in target '{s}' must be positive"));
         }
-        Ok(SloTarget { percentile, latency_ms })
+        Ok(SloTarget {
+            percentile,
+            latency_ms,
+        })
     }
 }
 
@@ -122,7 +125,11 @@ pub trait Prober {
 pub enum Event<'a> {
     /// A probe is about to start; `elapsed_planned` is the planned time used
     /// so far and `total_planned` the whole plan (for an ETA).
-    Start { phase: Phase, requested_qps: f64, duration: Duration },
+    Start {
+        phase: Phase,
+        requested_qps: f64,
+        duration: Duration,
+    },
     /// A probe finished.
     Done(&'a ProbeRecord),
 }
@@ -275,8 +282,16 @@ impl<'a, P: Prober> Search<'a, P> {
             Mode::Open { rate, .. } => rate,
             Mode::Closed { .. } => 0.0,
         };
-        (self.on_event)(Event::Start { phase, requested_qps: requested, duration: warmup + duration });
-        let r = self.prober.probe(mode, warmup, duration).await.map_err(Halt)?;
+        (self.on_event)(Event::Start {
+            phase,
+            requested_qps: requested,
+            duration: warmup + duration,
+        });
+        let r = self
+            .prober
+            .probe(mode, warmup, duration)
+            .await
+            .map_err(Halt)?;
         let (passed, verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
@@ -316,10 +331,18 @@ impl<'a, P: Prober> Search<'a, P> {
 
     async fn rate(&mut self, phase: Phase, rate: f64) -> Result<bool, Halt> {
         if self.out.probes.len() >= self.cfg.max_probes {
-            return Err(Halt(format!("probe budget of {} exhausted", self.cfg.max_probes)));
+            return Err(Halt(format!(
+                "probe budget of {} exhausted",
+                self.cfg.max_probes
+            )));
         }
-        let mode = Mode::Open { rate, arrival: self.cfg.arrival };
-        let (ok, _) = self.run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe).await?;
+        let mode = Mode::Open {
+            rate,
+            arrival: self.cfg.arrival,
+        };
+        let (ok, _) = self
+            .run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe)
+            .await?;
         Ok(ok)
     }
 
@@ -334,11 +357,16 @@ impl<'a, P: Prober> Search<'a, P> {
 
     async fn search(&mut self) -> Result<(), Halt> {
         let c = self.cfg.clone();
-        let unthrottled = Mode::Closed { concurrency: c.peak_concurrency };
+        let unthrottled = Mode::Closed {
+            concurrency: c.peak_concurrency,
+        };
         if !c.warmup.is_zero() {
-            self.run_probe(Phase::Warmup, unthrottled, Duration::ZERO, c.warmup).await?;
+            self.run_probe(Phase::Warmup, unthrottled, Duration::ZERO, c.warmup)
+                .await?;
         }
-        let (_, peak) = self.run_probe(Phase::Peak, unthrottled, Duration::ZERO, c.peak).await?;
+        let (_, peak) = self
+            .run_probe(Phase::Peak, unthrottled, Duration::ZERO, c.peak)
+            .await?;
         self.out.peak_qps = peak.achieved_qps();
         let cap = c.max_qps.unwrap_or(f64::INFINITY);
         let start = self.out.peak_qps.max(c.min_qps).min(cap);
@@ -397,8 +425,13 @@ impl<'a, P: Prober> Search<'a, P> {
         // Confirmation: never report a rate whose final run failed.
         let mut rate = lo;
         for _ in 0..3 {
-            let mode = Mode::Open { rate, arrival: c.arrival };
-            let (ok, r) = self.run_probe(Phase::Final, mode, c.probe_warmup, c.final_duration).await?;
+            let mode = Mode::Open {
+                rate,
+                arrival: c.arrival,
+            };
+            let (ok, r) = self
+                .run_probe(Phase::Final, mode, c.probe_warmup, c.final_duration)
+                .await?;
             if ok {
                 self.out.final_series = r.recorder.series_summary();
                 self.out.final_probe = self.out.probes.last().cloned();
@@ -426,7 +459,10 @@ pub async fn run_fixed<P: Prober>(
 ) -> SearchOutcome {
     let mut s = Search::new(cfg, prober, on_event);
     for &rate in rates {
-        let mode = Mode::Open { rate, arrival: s.cfg.arrival };
+        let mode = Mode::Open {
+            rate,
+            arrival: s.cfg.arrival,
+        };
         match s.run_probe(Phase::Fixed, mode, warmup, duration).await {
             Ok((_, r)) => s.out.final_series = r.recorder.series_summary(),
             Err(Halt(why)) => {

@@ -13,7 +13,8 @@ fn no_stop() -> Arc<AtomicBool> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_sends_the_schedule_and_counts_bytes() {
-    let svc = service_fn(|req: Vec<u8>| async move { Ok::<_, Infallible>(vec![0u8; req.len() * 2]) });
+    let svc =
+        service_fn(|req: Vec<u8>| async move { Ok::<_, Infallible>(vec![0u8; req.len() * 2]) });
     let mut cfg = RunConfig::open(500.0, Arrival::Constant, Duration::from_secs(1));
     cfg.workers = 2;
     let r = run(svc, |_| vec![1u8; 100], &cfg, no_stop()).await;
@@ -24,7 +25,11 @@ async fn open_loop_sends_the_schedule_and_counts_bytes() {
     assert!((r.achieved_qps() - 500.0).abs() < 1.0);
     assert!(r.precise_pacing);
     // An instant service on a precise pacer: the median is well under 1 ms.
-    assert!(r.recorder.summary().p50_ms < 1.0, "{:?}", r.recorder.summary());
+    assert!(
+        r.recorder.summary().p50_ms < 1.0,
+        "{:?}",
+        r.recorder.summary()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +99,11 @@ async fn closed_loop_throughput_follows_concurrency() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_counted_not_timed() {
     let svc = service_fn(|n: u64| async move {
-        if n % 4 == 0 { Err("boom".to_string()) } else { Ok(()) }
+        if n % 4 == 0 {
+            Err("boom".to_string())
+        } else {
+            Ok(())
+        }
     });
     let cfg = RunConfig::open(400.0, Arrival::Poisson, Duration::from_millis(500));
     let r = run(svc, |n| n, &cfg, no_stop()).await;
@@ -103,7 +112,6 @@ async fn errors_are_counted_not_timed() {
     assert!(rec.errors > 0);
     assert_eq!(rec.first_error.as_deref(), Some("boom"));
 }
-
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_flag_ends_the_run_early() {

@@ -19,12 +19,23 @@ struct Model {
 
 impl Model {
     fn new(knee: f64, capacity: f64) -> Self {
-        Model { knee, capacity, flaky_final_above: None, calls: Vec::new(), fail_after: None }
+        Model {
+            knee,
+            capacity,
+            flaky_final_above: None,
+            calls: Vec::new(),
+            fail_after: None,
+        }
     }
 }
 
 impl load::Prober for Model {
-    async fn probe(&mut self, mode: Mode, warmup: Duration, duration: Duration) -> Result<RunResult, String> {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
         self.calls.push((mode, duration));
         if self.fail_after.is_some_and(|n| self.calls.len() > n) {
             return Err("leaf died".into());
@@ -41,7 +52,11 @@ impl load::Prober for Model {
         let mut rec = Recorder::new();
         let scheduled = (rate * secs).round() as u64;
         let completed = (rate.min(self.capacity) * secs).round() as u64;
-        rec.scheduled = if matches!(mode, Mode::Closed { .. }) { completed } else { scheduled };
+        rec.scheduled = if matches!(mode, Mode::Closed { .. }) {
+            completed
+        } else {
+            scheduled
+        };
         for _ in 0..completed {
             let d = Duration::from_secs_f64(lat_ms / 1000.0);
             rec.record_ok(d, d, Duration::ZERO, 100);
@@ -59,7 +74,10 @@ impl load::Prober for Model {
 }
 
 fn cfg() -> SearchConfig {
-    let mut c = SearchConfig::new(SloTarget { percentile: Percentile::P95, latency_ms: 500.0 });
+    let mut c = SearchConfig::new(SloTarget {
+        percentile: Percentile::P95,
+        latency_ms: 500.0,
+    });
     c.final_duration = Duration::from_secs(10);
     c.probe = Duration::from_secs(2);
     c
@@ -78,8 +96,16 @@ async fn finds_the_knee_within_tolerance_and_never_above_it() {
     assert!(out.success, "{:?}", out.failure);
     let f = out.final_probe.unwrap();
     assert_eq!(f.phase, Phase::Final);
-    assert!(f.requested_qps <= 700.0, "reported a failing rate {}", f.requested_qps);
-    assert!(f.requested_qps >= 700.0 / 1.02, "not within 2%: {}", f.requested_qps);
+    assert!(
+        f.requested_qps <= 700.0,
+        "reported a failing rate {}",
+        f.requested_qps
+    );
+    assert!(
+        f.requested_qps >= 700.0 / 1.02,
+        "not within 2%: {}",
+        f.requested_qps
+    );
     assert!((out.peak_qps - 1000.0).abs() < 1.0);
     // warm-up, peak, bracket from the peak, bisection, one final.
     assert_eq!(events[0].0, Phase::Warmup);
@@ -97,7 +123,11 @@ async fn a_failing_final_steps_down_instead_of_being_reported() {
     let mut on = |_: Event<'_>| {};
     let out = Search::new(cfg(), &mut model, &mut on).run().await;
     assert!(out.success);
-    let finals: Vec<_> = out.probes.iter().filter(|p| p.phase == Phase::Final).collect();
+    let finals: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .collect();
     assert!(finals.len() >= 2);
     assert!(!finals[0].passed);
     let f = out.final_probe.unwrap();
@@ -114,7 +144,11 @@ async fn expands_upward_when_the_peak_passes() {
     let out = Search::new(c, &mut model, &mut on).run().await;
     let f = out.final_probe.unwrap();
     // 98% completion rule: anything up to 1000/0.98 passes.
-    assert!(f.requested_qps >= 1000.0 && f.requested_qps <= 1000.0 / 0.98 + 1.0, "{}", f.requested_qps);
+    assert!(
+        f.requested_qps >= 1000.0 && f.requested_qps <= 1000.0 / 0.98 + 1.0,
+        "{}",
+        f.requested_qps
+    );
 }
 
 #[tokio::test]
@@ -142,7 +176,15 @@ async fn a_fault_ends_the_search_with_the_probes_so_far() {
 async fn fixed_rates_are_each_judged() {
     let mut model = Model::new(700.0, 1000.0);
     let mut on = |_: Event<'_>| {};
-    let out = run_fixed(cfg(), &mut model, &[100.0, 650.0, 800.0], Duration::ZERO, Duration::from_secs(1), &mut on).await;
+    let out = run_fixed(
+        cfg(),
+        &mut model,
+        &[100.0, 650.0, 800.0],
+        Duration::ZERO,
+        Duration::from_secs(1),
+        &mut on,
+    )
+    .await;
     let verdicts: Vec<bool> = out.probes.iter().map(|p| p.passed).collect();
     assert_eq!(verdicts, vec![true, true, false]);
     assert!(!out.success);
@@ -155,7 +197,12 @@ fn target_parsing() {
     let t: SloTarget = "99p:100".parse().unwrap();
     assert_eq!(t.percentile, Percentile::P99);
     assert_eq!(t.latency_ms, 100.0);
-    assert!("99p".parse::<SloTarget>().unwrap_err().contains("METRIC:MS"));
+    assert!(
+        "99p"
+            .parse::<SloTarget>()
+            .unwrap_err()
+            .contains("METRIC:MS")
+    );
     assert!("99p:abc".parse::<SloTarget>().is_err());
     assert!("42p:10".parse::<SloTarget>().is_err());
 }

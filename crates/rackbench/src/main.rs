@@ -1,1 +1,304 @@
-fn main() {}
+//! `rackbench`: command-line parsing and dispatch only. Every behaviour lives
+//! in the harness and workload crates.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use harness::job::HookSpec;
+use harness::{Cancel, Catalogue, Invocation, Registry, present, score, store::Store};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+include!(concat!(env!("OUT_DIR"), "/embedded_jobs.rs"));
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench",
+    version,
+    about = "Datacenter benchmarks in one binary, run through a benchpress-style harness"
+)]
+struct Cli {
+    /// Extra job folders (*.toml); their jobs replace embedded ones of the same name.
+    #[arg(
+        long = "jobs-dir",
+        global = true,
+        env = "RACKBENCH_JOBS_DIR",
+        value_delimiter = ':'
+    )]
+    jobs_dir: Vec<PathBuf>,
+    /// The results database (default: $RACKBENCH_DB or ~/.local/share/rackbench/results.db).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// List the jobs of the catalogue.
+    List {
+        /// Only jobs with any of these tags.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+    },
+    /// Show one job: benchmark, args, vars, roles, hooks.
+    Info { job: String },
+    /// Run jobs; each writes a report to benchmark_metrics_<run_id>/ and the results store.
+    Run {
+        #[arg(required = true)]
+        jobs: Vec<String>,
+        /// The role to run, for jobs that have roles.
+        #[arg(short = 'r', long)]
+        role: Option<String>,
+        /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'.
+        #[arg(short = 'i', long = "role-input")]
+        input: Option<String>,
+        /// Extra hooks: NAME or NAME:{json options}.
+        #[arg(short = 'k', long = "hook")]
+        hooks: Vec<String>,
+        /// Print what would run, run nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Runs of each job (reports are numbered _iter_<n>).
+        #[arg(short = 'n', long, default_value_t = 1)]
+        iterations: u32,
+        /// Where benchmark_metrics_<run_id>/ is created.
+        #[arg(long, default_value = ".")]
+        output_dir: PathBuf,
+        /// Do not record in the results store.
+        #[arg(long)]
+        no_store: bool,
+    },
+    /// Reports over the results store.
+    Report {
+        #[command(subcommand)]
+        what: ReportCmd,
+    },
+    /// The results store: list, show, compare.
+    Results {
+        #[command(subcommand)]
+        what: ResultsCmd,
+    },
+    /// Run a benchmark directly with its own arguments (`rackbench calibrate --help`).
+    #[command(external_subcommand)]
+    Workload(Vec<String>),
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCmd {
+    /// Scores (metric / baseline) of jobs over their recorded successful runs.
+    Score {
+        /// Jobs to score (default: every job with a baseline).
+        jobs: Vec<String>,
+        /// Only the newest N runs of each job.
+        #[arg(long)]
+        last: Option<usize>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ResultsCmd {
+    /// The newest runs.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The reports of one run id.
+    Show { run_id: String },
+    /// Each shared metric of two runs side by side, with the relative change.
+    Compare { run_a: String, run_b: String },
+}
+
+fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register(Box::new(calibrate::Calibrate));
+    r
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
+    cli_db.clone().unwrap_or_else(Store::default_path)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let reg = registry();
+    let catalogue = || Catalogue::load(EMBEDDED_JOBS, &cli.jobs_dir);
+    match cli.cmd {
+        Cmd::List { tags } => print!("{}", present::list(&catalogue()?, &tags)),
+        Cmd::Info { job } => {
+            let cat = catalogue()?;
+            print!("{}", present::info(cat.get(&job)?, &reg));
+        }
+        Cmd::Run {
+            jobs,
+            role,
+            input,
+            hooks,
+            dry_run,
+            iterations,
+            output_dir,
+            no_store,
+        } => {
+            let cat = catalogue()?;
+            let input = match input {
+                None => serde_json::Map::new(),
+                Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    Ok(_) => anyhow::bail!(
+                        "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
+                    ),
+                    Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
+                },
+            };
+            let extra_hooks = hooks
+                .iter()
+                .map(|h| HookSpec::parse_cli(h))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)?;
+            if iterations == 0 {
+                anyhow::bail!("-n/--iterations must be at least 1");
+            }
+            let inv = Invocation {
+                jobs,
+                role,
+                input,
+                extra_hooks,
+                dry_run,
+                iterations,
+                out_root: output_dir,
+                store: (!no_store).then(|| store_path(&cli.db)),
+            };
+            return finish(harness::runner::execute(
+                &cat,
+                &reg,
+                &inv,
+                &Cancel::global(),
+            )?);
+        }
+        Cmd::Report {
+            what: ReportCmd::Score { jobs, last, json },
+        } => {
+            let cat = catalogue()?;
+            let store = Store::open(&store_path(&cli.db))?;
+            let names: Vec<String> = if jobs.is_empty() {
+                cat.iter()
+                    .filter(|j| j.baseline.is_some())
+                    .map(|j| j.name.clone())
+                    .collect()
+            } else {
+                jobs
+            };
+            let mut scores = Vec::new();
+            let mut missing = Vec::new();
+            for n in &names {
+                let job = cat.get(n)?;
+                let Some(b) = &job.baseline else {
+                    missing.push(format!(
+                        "{n}: the job defines no baseline, so it has no score"
+                    ));
+                    continue;
+                };
+                match score::score_job(n, &b.metric, b.value, &store.successes(n, last)?) {
+                    Some(s) => scores.push(s),
+                    None => missing.push(format!(
+                        "{n}: no successful run with metric '{}' recorded",
+                        b.metric
+                    )),
+                }
+            }
+            let overall =
+                score::geometric_mean(&scores.iter().map(|s| s.score).collect::<Vec<_>>());
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "jobs": scores, "unscored": missing, "overall": overall })
+                );
+            } else {
+                print!("{}", present::scores(&scores, &missing, overall));
+            }
+        }
+        Cmd::Results { what } => {
+            let store = Store::open(&store_path(&cli.db))?;
+            match what {
+                ResultsCmd::List { limit } => print!("{}", present::runs(&store.recent(limit)?)),
+                ResultsCmd::Show { run_id } => {
+                    let rows = store.by_run_id(&run_id)?;
+                    if rows.is_empty() {
+                        anyhow::bail!(
+                            "no run with id '{run_id}' in {}; `rackbench results list` shows the recorded runs",
+                            store.path().display()
+                        );
+                    }
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                }
+                ResultsCmd::Compare { run_a, run_b } => {
+                    let a = store.by_run_id(&run_a)?;
+                    let b = store.by_run_id(&run_b)?;
+                    for (id, rows) in [(&run_a, &a), (&run_b, &b)] {
+                        if rows.is_empty() {
+                            anyhow::bail!("no run with id '{id}' in {}", store.path().display());
+                        }
+                    }
+                    let deltas = score::compare(&a, &b);
+                    if deltas.is_empty() {
+                        anyhow::bail!("runs {run_a} and {run_b} share no job with numeric metrics");
+                    }
+                    print!("{}", present::compare(&run_a, &run_b, &deltas));
+                }
+            }
+        }
+        Cmd::Workload(argv) => {
+            let (name, args) = argv.split_first().context("no command given")?;
+            let Some(w) = reg.get(name) else {
+                anyhow::bail!(
+                    "unknown command '{name}': commands are list, info, run, report, results, and the benchmarks {}",
+                    reg.names().join(", ")
+                );
+            };
+            if args.iter().any(|a| a == "-h" || a == "--help") {
+                print!("{}", w.help());
+                return Ok(ExitCode::SUCCESS);
+            }
+            let cat = Catalogue::adhoc(w.name(), w.description(), args);
+            let inv = Invocation {
+                jobs: vec![w.name().to_string()],
+                iterations: 1,
+                out_root: PathBuf::from("."),
+                store: Some(store_path(&cli.db)),
+                ..Default::default()
+            };
+            return finish(harness::runner::execute(
+                &cat,
+                &reg,
+                &inv,
+                &Cancel::global(),
+            )?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn finish(s: harness::runner::Summary) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &s.out_dir {
+        eprintln!("reports in {}", dir.display());
+    }
+    Ok(if s.interrupted {
+        ExitCode::from(130)
+    } else if s.all_succeeded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -19,7 +19,10 @@ pub async fn connect(addr: SocketAddr) -> Result<Channel, tonic::transport::Erro
 }
 
 /// Connects `n` independent channels (one TCP connection each) to `addr`.
-pub async fn connect_pool(addr: SocketAddr, n: usize) -> Result<Pool<Channel>, tonic::transport::Error> {
+pub async fn connect_pool(
+    addr: SocketAddr,
+    n: usize,
+) -> Result<Pool<Channel>, tonic::transport::Error> {
     let mut channels = Vec::with_capacity(n.max(1));
     for _ in 0..n.max(1) {
         channels.push(connect(addr).await?);
@@ -37,7 +40,10 @@ pub struct Pool<S> {
 
 impl<S> Clone for Pool<S> {
     fn clone(&self) -> Self {
-        Pool { members: self.members.clone(), next: self.next.clone() }
+        Pool {
+            members: self.members.clone(),
+            next: self.next.clone(),
+        }
     }
 }
 
@@ -45,7 +51,10 @@ impl<S> Pool<S> {
     /// A pool over `members` (at least one).
     pub fn new(members: Vec<S>) -> Self {
         assert!(!members.is_empty(), "a pool needs at least one member");
-        Pool { members: members.into(), next: Arc::new(AtomicUsize::new(0)) }
+        Pool {
+            members: members.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
     pub fn len(&self) -> usize {

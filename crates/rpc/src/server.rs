@@ -34,8 +34,13 @@ pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
         io::ErrorKind::AddrInUse => BindError::InUse { addr },
         _ => BindError::Other { addr, source },
     })?;
-    let actual = incoming.local_addr().map_err(|source| BindError::Other { addr, source })?;
-    Ok(Bound { incoming: incoming.with_nodelay(Some(true)), addr: actual })
+    let actual = incoming
+        .local_addr()
+        .map_err(|source| BindError::Other { addr, source })?;
+    Ok(Bound {
+        incoming: incoming.with_nodelay(Some(true)),
+        addr: actual,
+    })
 }
 
 /// A server running in the background.
@@ -51,7 +56,11 @@ pub fn spawn(router: Router, bound: Bound) -> Running {
     let handle = tokio::spawn(router.serve_with_incoming_shutdown(bound.incoming, async {
         let _ = rx.await;
     }));
-    Running { addr: bound.addr, shutdown: Some(tx), handle }
+    Running {
+        addr: bound.addr,
+        shutdown: Some(tx),
+        handle,
+    }
 }
 
 impl Running {

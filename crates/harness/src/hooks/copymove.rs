@@ -23,28 +23,47 @@ impl CopyMove {
         for g in before.iter().chain(&after) {
             glob::Pattern::new(g).map_err(|e| format!("invalid glob '{g}': {e}"))?;
         }
-        Ok(CopyMove { before, after, is_move: boolean(o, "is_move")?, done_before: Vec::new(), missing: Vec::new() })
+        Ok(CopyMove {
+            before,
+            after,
+            is_move: boolean(o, "is_move")?,
+            done_before: Vec::new(),
+            missing: Vec::new(),
+        })
     }
 
     fn transfer(&mut self, globs: &[String], dest: &Path) -> Result<Vec<String>, String> {
         let mut moved = Vec::new();
         for g in globs {
-            let paths: Vec<_> = glob::glob(g).map_err(|e| format!("invalid glob '{g}': {e}"))?.flatten().collect();
+            let paths: Vec<_> = glob::glob(g)
+                .map_err(|e| format!("invalid glob '{g}': {e}"))?
+                .flatten()
+                .collect();
             if paths.is_empty() {
                 self.missing.push(g.clone());
             }
             for p in paths.into_iter().filter(|p| p.is_file()) {
-                let name = p.file_name().ok_or_else(|| format!("{} has no file name", p.display()))?;
+                let name = p
+                    .file_name()
+                    .ok_or_else(|| format!("{} has no file name", p.display()))?;
                 let to = dest.join(name);
                 if self.is_move {
                     if std::fs::rename(&p, &to).is_err() {
-                        std::fs::copy(&p, &to).map_err(|e| format!("cannot copy {}: {e}", p.display()))?;
-                        std::fs::remove_file(&p).map_err(|e| format!("cannot remove {}: {e}", p.display()))?;
+                        std::fs::copy(&p, &to)
+                            .map_err(|e| format!("cannot copy {}: {e}", p.display()))?;
+                        std::fs::remove_file(&p)
+                            .map_err(|e| format!("cannot remove {}: {e}", p.display()))?;
                     }
                 } else {
-                    std::fs::copy(&p, &to).map_err(|e| format!("cannot copy {}: {e}", p.display()))?;
+                    std::fs::copy(&p, &to)
+                        .map_err(|e| format!("cannot copy {}: {e}", p.display()))?;
                 }
-                moved.push(to.file_name().unwrap_or_default().to_string_lossy().to_string());
+                moved.push(
+                    to.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .to_string(),
+                );
             }
         }
         Ok(moved)
@@ -86,7 +105,11 @@ mod tests {
             "is_move": true,
         });
         let mut h = CopyMove::new(opts.as_object().unwrap()).unwrap();
-        let ctx = HookContext { out_dir: out.path().into(), job: "j".into(), iteration: 1 };
+        let ctx = HookContext {
+            out_dir: out.path().into(),
+            job: "j".into(),
+            iteration: 1,
+        };
         h.before(&ctx).unwrap();
         let s = h.after(&ctx).unwrap();
         assert_eq!(s["before"], json!(["a.log"]));

@@ -30,17 +30,37 @@ pub trait Hook: Send {
 
 /// The hooks rackbench knows, with their option keys.
 pub const KNOWN: &[(&str, &[&str], &str)] = &[
-    ("cpu-mpstat", mpstat::OPTIONS, "per-CPU utilisation every interval from /proc/stat into cpu_mpstat.csv"),
-    ("copymove", copymove::OPTIONS, "copy (or move) files matching globs into the metrics folder before/after the job"),
-    ("perf", perf::OPTIONS, "system-wide `perf stat` counters over the job, or the reason they are unavailable"),
-    ("shell", shell::OPTIONS, "shell commands before/after the job"),
+    (
+        "cpu-mpstat",
+        mpstat::OPTIONS,
+        "per-CPU utilisation every interval from /proc/stat into cpu_mpstat.csv",
+    ),
+    (
+        "copymove",
+        copymove::OPTIONS,
+        "copy (or move) files matching globs into the metrics folder before/after the job",
+    ),
+    (
+        "perf",
+        perf::OPTIONS,
+        "system-wide `perf stat` counters over the job, or the reason they are unavailable",
+    ),
+    (
+        "shell",
+        shell::OPTIONS,
+        "shell commands before/after the job",
+    ),
 ];
 
 /// Checks a spec's name and option keys, naming what is wrong.
 pub fn validate(spec: &HookSpec) -> Result<(), String> {
     let Some((_, opts, _)) = KNOWN.iter().find(|(n, _, _)| *n == spec.hook) else {
         let names: Vec<&str> = KNOWN.iter().map(|k| k.0).collect();
-        return Err(format!("unknown hook '{}': known hooks are {}", spec.hook, names.join(", ")));
+        return Err(format!(
+            "unknown hook '{}': known hooks are {}",
+            spec.hook,
+            names.join(", ")
+        ));
     };
     for k in spec.options.keys() {
         if !opts.contains(&k.as_str()) {
@@ -75,9 +95,15 @@ pub(crate) fn strings(o: &Map<String, Value>, key: &str) -> Result<Vec<String>, 
         Some(Value::String(s)) => Ok(vec![s.clone()]),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("option '{key}' must hold strings")))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("option '{key}' must hold strings"))
+            })
             .collect(),
-        Some(_) => Err(format!("option '{key}' must be a string or a list of strings")),
+        Some(_) => Err(format!(
+            "option '{key}' must be a string or a list of strings"
+        )),
     }
 }
 
@@ -108,10 +134,18 @@ mod tests {
     #[test]
     fn unknown_hooks_and_options_are_named() {
         let e = validate(&HookSpec::parse_cli("mpstat").unwrap()).unwrap_err();
-        assert!(e.contains("unknown hook 'mpstat'") && e.contains("cpu-mpstat"), "{e}");
+        assert!(
+            e.contains("unknown hook 'mpstat'") && e.contains("cpu-mpstat"),
+            "{e}"
+        );
         let e = validate(&HookSpec::parse_cli("copymove:{\"befor\": []}").unwrap()).unwrap_err();
-        assert!(e.contains("no option 'befor'") && e.contains("before"), "{e}");
-        let e = build(&HookSpec::parse_cli("cpu-mpstat:{\"interval_secs\": -1}").unwrap()).err().unwrap();
+        assert!(
+            e.contains("no option 'befor'") && e.contains("before"),
+            "{e}"
+        );
+        let e = build(&HookSpec::parse_cli("cpu-mpstat:{\"interval_secs\": -1}").unwrap())
+            .err()
+            .unwrap();
         assert!(e.contains("positive"), "{e}");
     }
 }

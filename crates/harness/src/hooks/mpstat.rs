@@ -22,7 +22,11 @@ pub fn parse_stat(text: &str) -> BTreeMap<String, Times> {
     for line in text.lines().filter(|l| l.starts_with("cpu")) {
         let mut it = line.split_whitespace();
         let name = it.next().unwrap_or_default();
-        let name = if name == "cpu" { "all".to_string() } else { name.to_string() };
+        let name = if name == "cpu" {
+            "all".to_string()
+        } else {
+            name.to_string()
+        };
         let mut t = [0u64; 10];
         for (slot, v) in t.iter_mut().zip(it) {
             *slot = v.parse().unwrap_or(0);
@@ -34,7 +38,9 @@ pub fn parse_stat(text: &str) -> BTreeMap<String, Times> {
 
 /// Percentages between two samples: usr nice sys iowait irq soft steal guest idle.
 pub fn percentages(a: &Times, b: &Times) -> [f64; 9] {
-    let d: Vec<f64> = (0..10).map(|i| b.0[i].saturating_sub(a.0[i]) as f64).collect();
+    let d: Vec<f64> = (0..10)
+        .map(|i| b.0[i].saturating_sub(a.0[i]) as f64)
+        .collect();
     // /proc/stat's user and nice include guest time; mpstat subtracts it.
     let usr = (d[0] - d[8]).max(0.0);
     let nice = (d[1] - d[9]).max(0.0);
@@ -43,7 +49,17 @@ pub fn percentages(a: &Times, b: &Times) -> [f64; 9] {
         return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 100.0];
     }
     let p = |x: f64| x / total * 100.0;
-    [p(usr), p(nice), p(d[2]), p(d[4]), p(d[5]), p(d[6]), p(d[7]), p(d[8] + d[9]), p(d[3])]
+    [
+        p(usr),
+        p(nice),
+        p(d[2]),
+        p(d[4]),
+        p(d[5]),
+        p(d[6]),
+        p(d[7]),
+        p(d[8] + d[9]),
+        p(d[3]),
+    ]
 }
 
 pub struct Mpstat {
@@ -55,16 +71,29 @@ pub struct Mpstat {
 impl Mpstat {
     pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
         let interval = Duration::from_secs_f64(number(o, "interval_secs", 1.0)?);
-        Ok(Mpstat { interval, stop: Arc::new(AtomicBool::new(false)), worker: None })
+        Ok(Mpstat {
+            interval,
+            stop: Arc::new(AtomicBool::new(false)),
+            worker: None,
+        })
     }
 }
 
 const HEADER: &str = "timestamp,cpu,usr,nice,sys,iowait,irq,soft,steal,guest,idle";
 
-fn sample_loop(path: std::path::PathBuf, interval: Duration, stop: Arc<AtomicBool>) -> Result<Value, String> {
-    let mut f = std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+fn sample_loop(
+    path: std::path::PathBuf,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+) -> Result<Value, String> {
+    let mut f = std::fs::File::create(&path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     writeln!(f, "{HEADER}").map_err(|e| e.to_string())?;
-    let read = || std::fs::read_to_string("/proc/stat").map(|t| parse_stat(&t)).map_err(|e| format!("/proc/stat: {e}"));
+    let read = || {
+        std::fs::read_to_string("/proc/stat")
+            .map(|t| parse_stat(&t))
+            .map_err(|e| format!("/proc/stat: {e}"))
+    };
     let mut prev = read()?;
     // Busy% sums per CPU for the summary.
     let mut busy: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
@@ -90,7 +119,10 @@ fn sample_loop(path: std::path::PathBuf, interval: Duration, stop: Arc<AtomicBoo
             break;
         }
         let cur = read()?;
-        let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
         for (cpu, b) in &cur {
             let Some(a) = prev.get(cpu) else { continue };
             let p = percentages(a, b);
@@ -144,16 +176,22 @@ fn round2(x: f64) -> f64 {
 
 impl Hook for Mpstat {
     fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
-        let path = ctx.out_dir.join(format!("{}_cpu_mpstat_iter_{}.csv", ctx.job, ctx.iteration));
+        let path = ctx
+            .out_dir
+            .join(format!("{}_cpu_mpstat_iter_{}.csv", ctx.job, ctx.iteration));
         let (interval, stop) = (self.interval, self.stop.clone());
-        self.worker = Some(std::thread::spawn(move || sample_loop(path, interval, stop)));
+        self.worker = Some(std::thread::spawn(move || {
+            sample_loop(path, interval, stop)
+        }));
         Ok(())
     }
 
     fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
         self.stop.store(true, Ordering::Relaxed);
         match self.worker.take() {
-            Some(h) => h.join().map_err(|_| "sampler thread panicked".to_string())?,
+            Some(h) => h
+                .join()
+                .map_err(|_| "sampler thread panicked".to_string())?,
             None => Err("not started".into()),
         }
     }
@@ -179,8 +217,13 @@ mod tests {
     #[test]
     fn samples_this_machine_into_a_csv() {
         let d = tempfile::tempdir().unwrap();
-        let mut h = Mpstat::new(&serde_json::from_str(r#"{"interval_secs": 0.1}"#).unwrap()).unwrap();
-        let ctx = HookContext { out_dir: d.path().into(), job: "j".into(), iteration: 1 };
+        let mut h =
+            Mpstat::new(&serde_json::from_str(r#"{"interval_secs": 0.1}"#).unwrap()).unwrap();
+        let ctx = HookContext {
+            out_dir: d.path().into(),
+            job: "j".into(),
+            iteration: 1,
+        };
         h.before(&ctx).unwrap();
         // Keep one CPU busy so the summary is not all idle.
         let t = std::time::Instant::now();

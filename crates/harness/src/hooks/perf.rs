@@ -13,8 +13,16 @@ use std::process::{Child, Command, Stdio};
 
 pub const OPTIONS: &[&str] = &["events"];
 
-const DEFAULT_EVENTS: &[&str] =
-    &["cycles", "instructions", "cache-misses", "branch-misses", "task-clock", "context-switches", "cpu-migrations", "page-faults"];
+const DEFAULT_EVENTS: &[&str] = &[
+    "cycles",
+    "instructions",
+    "cache-misses",
+    "branch-misses",
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+];
 
 pub struct Perf {
     events: Vec<String>,
@@ -30,7 +38,13 @@ impl Perf {
         if events.is_empty() {
             events = DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
         }
-        Ok(Perf { events, unsupported: Vec::new(), unavailable: None, child: None, output: None })
+        Ok(Perf {
+            events,
+            unsupported: Vec::new(),
+            unavailable: None,
+            child: None,
+            output: None,
+        })
     }
 }
 
@@ -38,7 +52,10 @@ impl Perf {
 pub fn parse_csv(text: &str) -> (Map<String, Value>, Vec<String>) {
     let mut values = Map::new();
     let mut unsupported = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let cols: Vec<&str> = line.split(',').collect();
         if cols.len() < 3 {
             continue;
@@ -61,11 +78,18 @@ fn probe(events: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
         .map_err(|e| format!("perf is not installed or cannot run ({e})"))?;
     let text = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("unknown error");
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("unknown error");
         return Err(format!("perf stat failed: {}", first.trim()));
     }
     let (values, unsupported) = parse_csv(&text);
-    let ok: Vec<String> = events.iter().filter(|e| values.contains_key(*e)).cloned().collect();
+    let ok: Vec<String> = events
+        .iter()
+        .filter(|e| values.contains_key(*e))
+        .cloned()
+        .collect();
     Ok((ok, unsupported))
 }
 
@@ -76,10 +100,15 @@ impl Hook for Perf {
             Ok((ok, unsupported)) => {
                 self.unsupported = unsupported;
                 if ok.is_empty() {
-                    self.unavailable = Some(format!("none of the events {} is supported on this host", self.events.join(",")));
+                    self.unavailable = Some(format!(
+                        "none of the events {} is supported on this host",
+                        self.events.join(",")
+                    ));
                     return Ok(());
                 }
-                let out = ctx.out_dir.join(format!("{}_perf_stat_iter_{}.csv", ctx.job, ctx.iteration));
+                let out = ctx
+                    .out_dir
+                    .join(format!("{}_perf_stat_iter_{}.csv", ctx.job, ctx.iteration));
                 let child = Command::new("perf")
                     .args(["stat", "-a", "-x,", "-e", &ok.join(","), "-o"])
                     .arg(&out)
@@ -102,7 +131,9 @@ impl Hook for Perf {
 
     fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
         if let Some(why) = &self.unavailable {
-            return Ok(json!({ "available": false, "reason": why, "unsupported_events": self.unsupported }));
+            return Ok(
+                json!({ "available": false, "reason": why, "unsupported_events": self.unsupported }),
+            );
         }
         let Some(mut child) = self.child.take() else {
             return Ok(json!({ "available": false, "reason": "not started" }));
@@ -112,7 +143,8 @@ impl Hook for Perf {
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let _ = child.wait();
         let path = self.output.clone().unwrap_or_default();
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let (values, more_unsupported) = parse_csv(&text);
         let mut unsupported = self.unsupported.clone();
         unsupported.extend(more_unsupported);
@@ -141,7 +173,11 @@ mod tests {
     #[test]
     fn runs_or_says_why_not() {
         let d = tempfile::tempdir().unwrap();
-        let ctx = HookContext { out_dir: d.path().into(), job: "j".into(), iteration: 1 };
+        let ctx = HookContext {
+            out_dir: d.path().into(),
+            job: "j".into(),
+            iteration: 1,
+        };
         let mut h = Perf::new(&Map::new()).unwrap();
         h.before(&ctx).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));

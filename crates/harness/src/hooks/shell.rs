@@ -17,12 +17,17 @@ pub struct Shell {
 
 impl Shell {
     pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
-        Ok(Shell { before: strings(o, "before")?, after: strings(o, "after")? })
+        Ok(Shell {
+            before: strings(o, "before")?,
+            after: strings(o, "after")?,
+        })
     }
 }
 
 fn run_all(cmds: &[String], ctx: &HookContext, phase: &str) -> Result<Vec<Value>, String> {
-    let log = ctx.out_dir.join(format!("{}_shell_hook_iter_{}.log", ctx.job, ctx.iteration));
+    let log = ctx
+        .out_dir
+        .join(format!("{}_shell_hook_iter_{}.log", ctx.job, ctx.iteration));
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -45,7 +50,8 @@ fn run_all(cmds: &[String], ctx: &HookContext, phase: &str) -> Result<Vec<Value>
         if !out.status.success() {
             return Err(format!(
                 "{phase} command `{c}` exited with {}; output in {}",
-                code.map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
+                code.map(|c| c.to_string())
+                    .unwrap_or_else(|| "a signal".into()),
                 log.display()
             ));
         }
@@ -71,11 +77,18 @@ mod tests {
     #[test]
     fn runs_commands_with_the_environment_and_reports_failures() {
         let d = tempfile::tempdir().unwrap();
-        let ctx = HookContext { out_dir: d.path().into(), job: "j".into(), iteration: 1 };
+        let ctx = HookContext {
+            out_dir: d.path().into(),
+            job: "j".into(),
+            iteration: 1,
+        };
         let o = json!({"before": "echo hi > \"$RACKBENCH_OUT_DIR/$RACKBENCH_JOB.txt\"", "after": ["true", "exit 3"]});
         let mut h = Shell::new(o.as_object().unwrap()).unwrap();
         h.before(&ctx).unwrap();
-        assert_eq!(std::fs::read_to_string(d.path().join("j.txt")).unwrap(), "hi\n");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("j.txt")).unwrap(),
+            "hi\n"
+        );
         let e = h.after(&ctx).unwrap_err();
         assert!(e.contains("`exit 3` exited with 3"), "{e}");
     }

@@ -1,0 +1,507 @@
+//! Command line, probing and metrics of the calibrate workload.
+
+use crate::mdc;
+use crate::server::Service;
+use anyhow::{Context, bail};
+use clap::Parser;
+use harness::{Outcome, Progress, RunContext, Workload};
+use load::csv::ProbeCsv;
+use load::driver::{Mode, RunConfig, RunResult};
+use load::search::{Event, Search, run_fixed};
+use load::{Arrival, SearchConfig, SloTarget};
+use rpc::proto::calibrate::WorkRequest;
+use rpc::proto::calibrate::calibrate_client::CalibrateClient;
+use serde_json::{Map, Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tonic::Request;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench calibrate",
+    about = "Search the max QPS of a server with a known M/D/c capacity and compare with the analytic value",
+    disable_help_subcommand = true
+)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    /// Service time of one request, milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub service_time_ms: f64,
+    /// Server workers (requests served concurrently); 0 = reply at once.
+    #[arg(long, default_value_t = 8)]
+    pub workers: usize,
+    /// Latency target, PERCENTILE:MS (avg|50p|90p|95p|99p|99.9p).
+    #[arg(long, default_value = "99p:20")]
+    pub target: SloTarget,
+    /// Arrival process: poisson (the M in M/D/c), constant or burst:N.
+    #[arg(long, default_value = "poisson")]
+    pub arrival: Arrival,
+    /// Relative tolerance at which the bisection stops.
+    #[arg(long, default_value_t = 0.02)]
+    pub tolerance: f64,
+    /// Unthrottled warm-up before the peak probe, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup_secs: f64,
+    /// Unthrottled peak probe, seconds.
+    #[arg(long, default_value_t = 3.0)]
+    pub peak_secs: f64,
+    /// Each search probe, seconds (after its own 1 s warm-up).
+    #[arg(long, default_value_t = 4.0)]
+    pub probe_secs: f64,
+    /// The confirming final run, seconds.
+    #[arg(long, default_value_t = 15.0)]
+    pub final_secs: f64,
+    /// Short probes for smoke runs: 1 s warm-up/peak, 2 s probes, 4 s final.
+    #[arg(long)]
+    pub quick: bool,
+    /// Fixed-QPS experiments instead of a search, e.g. 100,200,400.
+    #[arg(long, value_delimiter = ',')]
+    pub fixed_qps: Vec<f64>,
+    /// Load generator threads (client cores).
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
+    /// HTTP/2 connections from the client.
+    #[arg(long, default_value_t = 2)]
+    pub connections: usize,
+    /// Bound on requests in flight; beyond it requests count as dropped.
+    #[arg(long, default_value_t = 20_000)]
+    pub max_in_flight: usize,
+    /// Seed of the arrival process.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Probe CSV (FeedSim's 15 columns); relative paths go to the metrics folder.
+    #[arg(long, default_value = "calibrate_results.csv")]
+    pub output: PathBuf,
+    /// Drive an already running server (`rackbench calibrate serve`) instead
+    /// of starting one; --service-time-ms and --workers must match it.
+    #[arg(long)]
+    pub server: Option<SocketAddr>,
+    /// Bytes in each request and reply payload.
+    #[arg(long, default_value_t = 64)]
+    pub payload_bytes: u32,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Cmd {
+    /// Run only the server until Ctrl-C (for driving it with another client).
+    Serve {
+        /// Address to listen on (loopback by default).
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        listen: SocketAddr,
+        /// Server runtime threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+}
+
+impl Args {
+    fn check(&self) -> anyhow::Result<()> {
+        if !(self.service_time_ms >= 0.0 && self.service_time_ms.is_finite()) {
+            bail!("--service-time-ms must be a non-negative number of milliseconds");
+        }
+        if !(self.tolerance > 0.0 && self.tolerance < 0.5) {
+            bail!("--tolerance must be in (0, 0.5), e.g. 0.02");
+        }
+        if self.client_threads == 0 || self.connections == 0 {
+            bail!("--client-threads and --connections must be at least 1");
+        }
+        if let Some(q) = self.fixed_qps.iter().find(|q| !(**q > 0.0)) {
+            bail!("--fixed-qps values must be positive, got {q}");
+        }
+        for (name, v) in [
+            ("--warmup-secs", self.warmup_secs),
+            ("--peak-secs", self.peak_secs),
+            ("--probe-secs", self.probe_secs),
+            ("--final-secs", self.final_secs),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                bail!("{name} must be a non-negative number of seconds");
+            }
+        }
+        Ok(())
+    }
+
+    fn search_config(&self) -> SearchConfig {
+        let mut c = SearchConfig::new(self.target);
+        c.arrival = self.arrival;
+        c.tolerance = self.tolerance;
+        let secs = Duration::from_secs_f64;
+        if self.quick {
+            c.warmup = secs(1.0);
+            c.peak = secs(1.0);
+            c.probe = secs(2.0);
+            c.final_duration = secs(4.0);
+        } else {
+            c.warmup = secs(self.warmup_secs);
+            c.peak = secs(self.peak_secs.max(0.5));
+            c.probe = secs(self.probe_secs.max(0.5));
+            c.final_duration = secs(self.final_secs.max(0.5));
+        }
+        c.probe_warmup = secs(1.0);
+        // Enough in flight to saturate the workers without a deep queue.
+        c.peak_concurrency = (self.workers * 4).clamp(8, 256);
+        c
+    }
+}
+
+/// The workload registered with the harness.
+pub struct Calibrate;
+
+impl Workload for Calibrate {
+    fn name(&self) -> &'static str {
+        "calibrate"
+    }
+
+    fn description(&self) -> &'static str {
+        "SLO search against an M/D/c gRPC service with an analytic answer"
+    }
+
+    fn help(&self) -> String {
+        use clap::CommandFactory;
+        Args::command().render_long_help().to_string()
+    }
+
+    fn validate(&self, args: &[String]) -> anyhow::Result<()> {
+        let a = parse(args)?;
+        a.check()
+    }
+
+    fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
+        let a = parse(args)?;
+        a.check()?;
+        match &a.cmd {
+            Some(Cmd::Serve { listen, threads }) => serve(&a, *listen, *threads, ctx),
+            None => search(&a, ctx),
+        }
+    }
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Args> {
+    let argv = std::iter::once("rackbench calibrate".to_string()).chain(args.iter().cloned());
+    Args::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+}
+
+fn runtime(threads: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+fn serve(
+    a: &Args,
+    listen: SocketAddr,
+    threads: usize,
+    ctx: &RunContext,
+) -> anyhow::Result<Outcome> {
+    let rt = runtime(threads, "calib-server")?;
+    let service = Service::new(
+        a.workers,
+        Duration::from_secs_f64(a.service_time_ms / 1000.0),
+    );
+    let stats = service.stats.clone();
+    rt.block_on(async {
+        let bound = rpc::server::bind(listen)?;
+        let addr = bound.addr;
+        let router = tonic::transport::Server::builder().add_service(service.into_server());
+        let running = rpc::server::spawn(router, bound);
+        eprintln!("calibrate server listening on {addr} ({} workers, {} ms service time); Ctrl-C stops it", a.workers, a.service_time_ms);
+        while !ctx.cancel.is_stopped() && !running.is_finished() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        running.shutdown().await.context("server failed")?;
+        anyhow::Ok(())
+    })?;
+    let (served, mean) = stats.snapshot();
+    let mut m = Map::new();
+    m.insert("requests_served".into(), json!(served));
+    m.insert(
+        "mean_service_ms".into(),
+        json!(mean.map(|d| d.as_secs_f64() * 1000.0)),
+    );
+    Ok(Outcome {
+        metrics: m,
+        success: true,
+    })
+}
+
+/// Runs probes through the driver against the gRPC client.
+struct GrpcProber {
+    client: CalibrateClient<rpc::client::Pool<tonic::transport::Channel>>,
+    threads: usize,
+    max_in_flight: usize,
+    seed: u64,
+    payload: u32,
+    stop: Arc<AtomicBool>,
+    server_alive: Box<dyn Fn() -> bool + Send>,
+}
+
+impl load::Prober for GrpcProber {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        if !(self.server_alive)() {
+            return Err("the calibration server has stopped".into());
+        }
+        let mut cfg = RunConfig::open(0.0, Arrival::Poisson, duration);
+        cfg.mode = mode;
+        cfg.warmup = warmup;
+        cfg.workers = self.threads;
+        cfg.max_in_flight = self.max_in_flight;
+        cfg.seed = self.seed;
+        self.seed = self.seed.wrapping_add(1);
+        let client = self.client.clone();
+        let svc = tower::service_fn(move |req: Request<WorkRequest>| {
+            let mut c = client.clone();
+            async move { c.work(req).await }
+        });
+        let payload = self.payload;
+        let make = move |_| {
+            Request::new(WorkRequest {
+                payload: vec![0u8; payload as usize],
+                reply_bytes: payload,
+            })
+        };
+        let r = load::run(svc, make, &cfg, self.stop.clone()).await;
+        if r.recorder.ok == 0 && r.recorder.errors > 0 && !r.interrupted {
+            let why = r.recorder.first_error.clone().unwrap_or_default();
+            return Err(format!("every request failed: {why}"));
+        }
+        Ok(r)
+    }
+}
+
+fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let service_s = a.service_time_ms / 1000.0;
+    let q = a.target.percentile.quantile();
+    let capacity = if a.workers > 0 && service_s > 0.0 {
+        Some(mdc::Mdc::capacity(a.workers, service_s))
+    } else {
+        None
+    };
+    let analytic = match (capacity, q) {
+        (Some(_), Some(q)) => Some(mdc::max_rate_for_target(
+            a.workers,
+            service_s,
+            q,
+            a.target.latency_ms / 1000.0,
+        )?),
+        _ => None,
+    };
+    let server_rt = runtime(1, "calib-server")?;
+    let service = Service::new(a.workers, Duration::from_secs_f64(service_s));
+    let stats = service.stats.clone();
+    let (addr, running) = match a.server {
+        Some(addr) => (addr, None),
+        None => {
+            let _guard = server_rt.enter();
+            let bound = rpc::server::bind(SocketAddr::new(rpc::server::LOOPBACK, 0))?;
+            let addr = bound.addr;
+            let router = tonic::transport::Server::builder().add_service(service.into_server());
+            (addr, Some(Arc::new(rpc::server::spawn(router, bound))))
+        }
+    };
+    let client_rt = runtime(a.client_threads, "calib-client")?;
+    let pool = client_rt
+        .block_on(rpc::client::connect_pool(addr, a.connections))
+        .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
+    let alive = running.clone();
+    let prober = GrpcProber {
+        client: CalibrateClient::new(pool).max_decoding_message_size(64 << 20),
+        threads: a.client_threads,
+        max_in_flight: a.max_in_flight,
+        seed: a.seed,
+        payload: a.payload_bytes,
+        stop: ctx.cancel.flag(),
+        server_alive: Box::new(move || alive.as_ref().is_none_or(|r| !r.is_finished())),
+    };
+    let cfg = a.search_config();
+    let csv_path = ctx.output_path(&a.output);
+    let mut csv = ProbeCsv::create(&csv_path)
+        .with_context(|| format!("cannot create {}", csv_path.display()))?;
+    let planned = if a.fixed_qps.is_empty() {
+        cfg.planned()
+    } else {
+        (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
+    };
+    let progress = Progress::new("calibrate", planned);
+    progress.println(&format!(
+        "Searching for QPS where {} latency <= {} msec",
+        a.target.percentile.label(),
+        a.target.latency_ms
+    ));
+    let mut csv_error = None;
+    let mut on_event = |e: Event<'_>| match e {
+        Event::Start {
+            phase,
+            requested_qps,
+            duration,
+        } => {
+            let rate = if requested_qps > 0.0 {
+                format!("{requested_qps:.1} QPS")
+            } else {
+                "unthrottled".into()
+            };
+            progress.phase(&format!(
+                "{} {rate} for {:.0}s",
+                phase.label(),
+                duration.as_secs_f64()
+            ));
+        }
+        Event::Done(p) => {
+            progress.println(&format!(
+                "requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}{}",
+                p.requested_qps,
+                p.achieved_qps,
+                p.target_value_ms,
+                if p.passed {
+                    String::new()
+                } else {
+                    format!("  ({})", p.verdict)
+                }
+            ));
+            if let Err(e) = csv.append(p) {
+                csv_error.get_or_insert(e);
+            }
+        }
+    };
+    let outcome = client_rt.block_on(async {
+        if a.fixed_qps.is_empty() {
+            Search::new(cfg.clone(), prober, &mut on_event).run().await
+        } else {
+            run_fixed(
+                cfg.clone(),
+                prober,
+                &a.fixed_qps,
+                cfg.probe_warmup,
+                cfg.probe,
+                &mut on_event,
+            )
+            .await
+        }
+    });
+    progress.finish();
+    if let Some(e) = csv_error {
+        eprintln!(
+            "warning: could not write every row to {}: {e}",
+            csv_path.display()
+        );
+    }
+    if let Some(r) = running {
+        if let Ok(r) = Arc::try_unwrap(r) {
+            let _ = server_rt.block_on(r.shutdown());
+        }
+    }
+    let (served, mean_service) = stats.snapshot();
+
+    let mut m = Map::new();
+    m.insert(
+        "target_percentile".into(),
+        json!(a.target.percentile.label()),
+    );
+    m.insert("target_latency_msec".into(), json!(a.target.latency_ms));
+    m.insert("arrival".into(), json!(a.arrival.to_string()));
+    m.insert(
+        "load_mode".into(),
+        json!("open loop; latency measured from the intended start"),
+    );
+    m.insert("server_workers".into(), json!(a.workers));
+    m.insert("service_time_ms".into(), json!(a.service_time_ms));
+    m.insert("capacity_qps".into(), json!(capacity));
+    m.insert("analytic_max_qps".into(), json!(analytic.map(round3)));
+    m.insert("peak_qps".into(), json!(round3(outcome.peak_qps)));
+    if a.server.is_none() {
+        m.insert("server_requests".into(), json!(served));
+        m.insert(
+            "server_mean_service_ms".into(),
+            json!(mean_service.map(|d| round3(d.as_secs_f64() * 1000.0))),
+        );
+        if let (Some(d), Some(q)) = (mean_service, q) {
+            if a.workers > 0 && d.as_secs_f64() > 0.0 {
+                let eff = mdc::max_rate_for_target(
+                    a.workers,
+                    d.as_secs_f64(),
+                    q,
+                    a.target.latency_ms / 1000.0,
+                )?;
+                m.insert(
+                    "analytic_max_qps_at_measured_service_time".into(),
+                    json!(round3(eff)),
+                );
+            }
+        }
+    }
+    if let Some(f) = &outcome.final_probe {
+        m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
+        m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
+        m.insert(
+            "final_latency_msec".into(),
+            json!(round3(f.target_value_ms)),
+        );
+        m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
+        if let Some(an) = analytic.filter(|x| *x > 0.0) {
+            let ratio = f.requested_qps / an;
+            m.insert("measured_to_analytic_ratio".into(), json!(round3(ratio)));
+            progress.println(&format!(
+                "final requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}",
+                f.requested_qps, f.achieved_qps, f.target_value_ms
+            ));
+            eprintln!(
+                "calibrate: max QPS meeting {} <= {} ms: measured {:.1}, M/D/c analytic {:.1}, ratio {:.3}",
+                a.target.percentile.label(),
+                a.target.latency_ms,
+                f.requested_qps,
+                an,
+                ratio
+            );
+        }
+    }
+    if let Some(cap) = capacity {
+        m.insert(
+            "peak_to_capacity_ratio".into(),
+            json!(round3(outcome.peak_qps / cap)),
+        );
+    }
+    m.insert("search_success".into(), json!(outcome.success));
+    if let Some(f) = &outcome.failure {
+        m.insert("search_failure".into(), json!(f));
+    }
+    m.insert("partial".into(), json!(outcome.interrupted));
+    m.insert("probes".into(), serde_json::to_value(&outcome.probes)?);
+    m.insert(
+        "final_series".into(),
+        serde_json::to_value(&outcome.final_series)?,
+    );
+    m.insert("probe_csv".into(), json!(csv_path.display().to_string()));
+    m.insert("search".into(), search_settings(&cfg));
+    Ok(Outcome {
+        metrics: m,
+        success: outcome.success,
+    })
+}
+
+fn search_settings(c: &SearchConfig) -> Value {
+    json!({
+        "tolerance": c.tolerance,
+        "min_completion": c.min_completion,
+        "warmup_secs": c.warmup.as_secs_f64(),
+        "peak_secs": c.peak.as_secs_f64(),
+        "probe_secs": c.probe.as_secs_f64(),
+        "probe_warmup_secs": c.probe_warmup.as_secs_f64(),
+        "final_secs": c.final_duration.as_secs_f64(),
+        "peak_concurrency": c.peak_concurrency,
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,217 @@
+//! Text rendering of the catalogue, the results store and scores for the
+//! command line.
+
+use crate::job::{Catalogue, Job};
+use crate::runner::Registry;
+use crate::score::{Delta, JobScore};
+use crate::store::RunRow;
+use std::fmt::Write;
+
+/// Pads cells into aligned columns.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+    };
+    line(header.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+/// `rackbench list`: jobs, optionally only those with any of `tags`.
+pub fn list(cat: &Catalogue, tags: &[String]) -> String {
+    let rows: Vec<Vec<String>> = cat
+        .iter()
+        .filter(|j| tags.is_empty() || j.tags.iter().any(|t| tags.contains(t)))
+        .map(|j| {
+            vec![
+                j.name.clone(),
+                j.benchmark.clone(),
+                j.tags.join(","),
+                j.description.clone(),
+            ]
+        })
+        .collect();
+    table(&["JOB", "BENCHMARK", "TAGS", "DESCRIPTION"], &rows)
+}
+
+/// `rackbench info JOB`.
+pub fn info(job: &Job, reg: &Registry) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "job:         {}", job.name);
+    let _ = writeln!(
+        s,
+        "benchmark:   {}{}",
+        job.benchmark,
+        reg.get(&job.benchmark)
+            .map(|w| format!(" ({})", w.description()))
+            .unwrap_or_else(|| " (not in this binary)".into())
+    );
+    let _ = writeln!(s, "description: {}", job.description);
+    let _ = writeln!(s, "defined in:  {}", job.source.display());
+    if !job.tags.is_empty() {
+        let _ = writeln!(s, "tags:        {}", job.tags.join(", "));
+    }
+    let _ = writeln!(s, "args:        {}", job.args.join(" "));
+    if !job.vars.is_empty() {
+        let _ = writeln!(s, "vars:");
+        for v in &job.vars {
+            let _ = writeln!(s, "  {v}");
+        }
+    }
+    for h in &job.hooks {
+        let _ = writeln!(s, "hook:        {}", h.describe());
+    }
+    if let Some(t) = job.timeout {
+        let _ = writeln!(s, "timeout:     {} s", t.as_secs());
+    }
+    if let Some(b) = &job.baseline {
+        let _ = writeln!(s, "score:       {} / {}", b.metric, b.value);
+    }
+    for r in &job.roles {
+        let _ = writeln!(s, "role {}:", r.name);
+        let _ = writeln!(s, "  args: {}", r.args.join(" "));
+        for v in &r.vars {
+            let _ = writeln!(s, "  var:  {v}");
+        }
+    }
+    s
+}
+
+fn when(ts: u64) -> String {
+    // UTC, no timezone database needed.
+    let days = ts / 86_400;
+    let secs = ts % 86_400;
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `rackbench results list`.
+pub fn runs(rows: &[RunRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.run_id.clone(),
+                r.job.clone(),
+                r.iteration.to_string(),
+                when(r.timestamp) + " UTC",
+                if r.success {
+                    "ok".into()
+                } else {
+                    "FAILED".into()
+                },
+                r.hostname.clone(),
+            ]
+        })
+        .collect();
+    table(&["RUN_ID", "JOB", "ITER", "WHEN", "RESULT", "HOST"], &body)
+}
+
+/// `rackbench results compare A B`.
+pub fn compare(a: &str, b: &str, deltas: &[Delta]) -> String {
+    let body: Vec<Vec<String>> = deltas
+        .iter()
+        .map(|d| {
+            vec![
+                d.job.clone(),
+                d.metric.clone(),
+                fmt_num(d.a),
+                fmt_num(d.b),
+                d.change_pct
+                    .map(|c| format!("{c:+.2}%"))
+                    .unwrap_or_else(|| "n/a".into()),
+            ]
+        })
+        .collect();
+    table(&["JOB", "METRIC", a, b, "CHANGE"], &body)
+}
+
+/// `rackbench report score`.
+pub fn scores(scores: &[JobScore], missing: &[String], overall: Option<f64>) -> String {
+    let body: Vec<Vec<String>> = scores
+        .iter()
+        .map(|s| {
+            vec![
+                s.job.clone(),
+                s.runs.to_string(),
+                format!("{:.4}", s.score),
+                format!("{:.2}%", s.stdev_pct),
+                format!("{} / {}", s.metric, fmt_num(s.baseline)),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &["JOB", "RUNS", "SCORE", "STDEV", "METRIC / BASELINE"],
+        &body,
+    );
+    for m in missing {
+        let _ = writeln!(out, "{m}");
+    }
+    match overall {
+        Some(o) => {
+            let _ = writeln!(
+                out,
+                "overall score (geometric mean of {} jobs): {o:.4}",
+                scores.len()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "overall score: n/a (no scored job)");
+        }
+    }
+    out
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_tables() {
+        assert_eq!(when(0), "1970-01-01 00:00:00");
+        assert_eq!(when(1_700_000_000), "2023-11-14 22:13:20");
+        let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
+        assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+}

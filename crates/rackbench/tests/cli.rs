@@ -1,0 +1,424 @@
+//! End-to-end tests through the `rackbench` binary: bad input, the report and
+//! the results store, hooks, timeouts and Ctrl-C.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn jobs(&self, files: &[(&str, &[u8])]) -> PathBuf {
+        let d = self.path().join("jobs");
+        std::fs::create_dir_all(&d).unwrap();
+        for (name, text) in files {
+            std::fs::write(d.join(name), text).unwrap();
+        }
+        d
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+        c.current_dir(self.path())
+            .env("RACKBENCH_DB", self.path().join("results.db"))
+            .env_remove("RACKBENCH_JOBS_DIR")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    fn reports(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for d in std::fs::read_dir(self.path()).unwrap().flatten() {
+            if !d
+                .file_name()
+                .to_string_lossy()
+                .starts_with("benchmark_metrics_")
+            {
+                continue;
+            }
+            for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+                let n = f.file_name().to_string_lossy().to_string();
+                if n.contains("_metrics_") && n.ends_with(".json") {
+                    out.push(
+                        serde_json::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap(),
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn no_panic(o: &Output) {
+    let e = stderr(o);
+    assert!(!e.contains("panicked"), "panic: {e}");
+}
+
+const JOBS: &str = r#"
+[[job]]
+name = "fixed"
+benchmark = "calibrate"
+description = "two fixed rates"
+args = ["--fixed-qps {rates}", "--probe-secs 1", "--service-time-ms 2", "--workers 4", "--target 99p:50", "{extra}"]
+vars = ["rates=50,100", "extra="]
+hooks = [{ hook = "cpu-mpstat", options = { interval_secs = 0.5 } }]
+baseline = { metric = "final_achieved_qps", value = 100 }
+
+[[job]]
+name = "pair"
+benchmark = "calibrate"
+args = ["--server {server_ip}:1"]
+vars = ["server_ip"]
+[[job.roles]]
+role = "client"
+args = []
+[[job.roles]]
+role = "server"
+args = []
+vars = ["server_ip=127.0.0.1"]
+
+[[job]]
+name = "needs"
+benchmark = "calibrate"
+args = ["--seed {seed}"]
+vars = ["seed"]
+
+[[job]]
+name = "slow"
+benchmark = "calibrate"
+args = ["--fixed-qps 50", "--probe-secs 60", "--service-time-ms 1", "--workers 2"]
+timeout = 2
+
+[[job]]
+name = "broken"
+benchmark = "calibrate"
+description = "cannot reach its server; hooks must still run after"
+args = ["--server 127.0.0.1:1", "--fixed-qps 10", "--probe-secs 1"]
+hooks = [{ hook = "shell", options = { before = "touch before.txt", after = "touch \"$RACKBENCH_OUT_DIR/after.txt\"" } }]
+"#;
+
+#[test]
+fn unknown_job_is_a_clear_error() {
+    let env = Env::new();
+    let o = env.run(&["run", "calibrat"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("unknown job 'calibrat'") && e.contains("did you mean calibrate"),
+        "{e}"
+    );
+    no_panic(&o);
+}
+
+#[test]
+fn bad_role_input_json() {
+    let env = Env::new();
+    let o = env.run(&["run", "calibrate", "-i", "{workers: 4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("-i/--role-input is not valid JSON"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["run", "calibrate", "-i", "[1]"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("must be a JSON object"));
+    no_panic(&o);
+}
+
+#[test]
+fn missing_required_var_names_job_role_and_var() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    let o = env.run(&["--jobs-dir", j, "run", "needs"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("job 'needs' requires var 'seed'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["--jobs-dir", j, "run", "pair", "-r", "client"]);
+    assert!(
+        stderr(&o).contains("job 'pair' (role 'client') requires var 'server_ip'"),
+        "{}",
+        stderr(&o)
+    );
+    no_panic(&o);
+}
+
+#[test]
+fn roles_are_checked() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    let o = env.run(&["--jobs-dir", j, "run", "pair", "-r", "proxy"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("has no role 'proxy'; its roles are: client, server"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["--jobs-dir", j, "run", "pair"]);
+    assert!(
+        stderr(&o).contains("choose one with -r ROLE"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["--jobs-dir", j, "run", "fixed", "-r", "client"]);
+    assert!(
+        stderr(&o).contains("job 'fixed' has no roles"),
+        "{}",
+        stderr(&o)
+    );
+    // Dry run shows the resolved argv of a role.
+    let o = env.run(&["--jobs-dir", j, "run", "pair", "-r", "server", "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("argv: --server 127.0.0.1:1"));
+}
+
+#[test]
+fn invalid_toml_names_file_and_line() {
+    let env = Env::new();
+    let jobs = env.jobs(&[(
+        "bad.toml",
+        b"[[job]]\nname = \"x\"\nbenchmark = \"calibrate\"\nargs = [\"a\",\n",
+    )]);
+    let o = env.run(&["--jobs-dir", jobs.to_str().unwrap(), "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml") && e.contains("line"), "{e}");
+    no_panic(&o);
+}
+
+#[test]
+fn unreadable_job_files_and_folders() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("latin1.toml", b"[[job]]\nname = \"caf\xe9\"\n")]);
+    let o = env.run(&["--jobs-dir", jobs.to_str().unwrap(), "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot read job file") && e.contains("latin1.toml"),
+        "{e}"
+    );
+    let o = env.run(&["--jobs-dir", "/nonexistent/jobs", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/jobs"));
+    no_panic(&o);
+}
+
+#[test]
+fn unknown_hook_and_bad_benchmark_args_fail_before_running() {
+    let env = Env::new();
+    let o = env.run(&["run", "calibrate", "-k", "mpstat"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown hook 'mpstat'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["run", "calibrate", "-i", "{\"target\": \"97p:10\"}"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown percentile '97p'"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(env.reports().is_empty());
+}
+
+#[test]
+fn reports_store_compare_and_score() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    let o = env.run(&["--jobs-dir", j, "run", "fixed", "-n", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reports = env.reports();
+    assert_eq!(reports.len(), 2);
+    let r = &reports[0];
+    assert_eq!(r["benchmark_name"], "fixed");
+    assert_eq!(r["success"], true);
+    assert_eq!(r["run_id"].as_str().unwrap().len(), 8);
+    assert_eq!(r["run_id"], reports[1]["run_id"]);
+    assert_eq!(
+        r["benchmark_hooks"][0],
+        "cpu-mpstat: {\"interval_secs\":0.5}"
+    );
+    assert!(
+        r["metadata"]["L1d cache"]
+            .as_str()
+            .unwrap()
+            .contains("instance")
+    );
+    assert_eq!(r["benchmark_args"][0], "--fixed-qps");
+    let m = &r["metrics"];
+    assert_eq!(m["probes"].as_array().unwrap().len(), 2);
+    assert!(m["final_achieved_qps"].as_f64().unwrap() > 90.0);
+    assert!(m["hooks"]["cpu-mpstat"]["samples"].as_u64().unwrap() >= 2);
+    // The probe CSV is FeedSim's 15 columns, one row per probe.
+    let dir = env.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
+    let csv = std::fs::read_to_string(dir.join("calibrate_results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.lines().all(|l| l.split(',').count() == 15));
+    assert!(dir.join("machine_specs.json").exists());
+
+    // A second invocation to compare with.
+    let o = env.run(&["--jobs-dir", j, "run", "fixed", "-i", "{\"rates\": \"60\"}"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = env.run(&["results", "list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("fixed")).count(),
+        3,
+        "{text}"
+    );
+    let ids: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let (newer, older) = (&ids[0], &ids[ids.len() - 1]);
+    let cmp = env.run(&["results", "compare", older, newer]);
+    assert!(cmp.status.success(), "{}", stderr(&cmp));
+    let ctext = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        ctext.contains("final_requested_qps") && ctext.contains('%'),
+        "{ctext}"
+    );
+    let show = env.run(&["results", "show", newer]);
+    let rows: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    let missing = env.run(&["results", "show", "ffffffff"]);
+    assert_eq!(missing.status.code(), Some(2));
+
+    let score = env.run(&["--jobs-dir", j, "report", "score", "fixed", "--json"]);
+    assert!(score.status.success(), "{}", stderr(&score));
+    let s: Value = serde_json::from_slice(&score.stdout).unwrap();
+    assert_eq!(s["jobs"][0]["runs"], 3);
+    let sc = s["jobs"][0]["score"].as_f64().unwrap();
+    assert!(sc > 0.5 && sc < 1.1, "{sc}");
+    assert!((s["overall"].as_f64().unwrap() - sc).abs() < 1e-9);
+}
+
+#[test]
+fn hooks_run_after_a_failed_job() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let o = env.run(&["--jobs-dir", jobs.to_str().unwrap(), "run", "broken"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r = &env.reports()[0];
+    assert_eq!(r["success"], false);
+    assert!(
+        r["metrics"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1:1"),
+        "{r}"
+    );
+    let dir = env.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
+    assert!(dir.join("after.txt").exists(), "after-hook did not run");
+    assert!(env.path().join("before.txt").exists());
+    no_panic(&o);
+}
+
+#[test]
+fn timeout_stops_the_job_and_marks_it() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let t = Instant::now();
+    let o = env.run(&["--jobs-dir", jobs.to_str().unwrap(), "run", "slow"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let r = &env.reports()[0];
+    assert_eq!(r["success"], false);
+    assert_eq!(r["metrics"]["timed_out"], true);
+    assert!(
+        r["metrics"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 2 s")
+    );
+}
+
+#[test]
+fn ctrl_c_saves_partial_results() {
+    let env = Env::new();
+    let child = env
+        .cmd()
+        .args([
+            "calibrate",
+            "--fixed-qps",
+            "100",
+            "--probe-secs",
+            "60",
+            "--service-time-ms",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(15));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let r = &env.reports()[0];
+    assert_eq!(r["success"], false);
+    assert_eq!(r["metrics"]["interrupted"], true);
+    assert_eq!(r["metrics"]["partial"], true);
+    let p = &r["metrics"]["probes"][0];
+    assert!(p["total_queries"].as_u64().unwrap() > 50, "{p}");
+    // Recorded in the store as unsuccessful.
+    let list = env.run(&["results", "list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("FAILED"));
+}
+
+#[test]
+fn help_and_unknown_commands() {
+    let env = Env::new();
+    let o = env.run(&["calibrate", "--help"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--service-time-ms"));
+    let o = env.run(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown command 'frobnicate'"));
+    let o = env.run(&["calibrate", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
+}
