@@ -1,8 +1,8 @@
 //! The calibration server: an M/D/c queue made real.
 //!
 //! Requests are queued first come first served to `workers` OS threads; each
-//! worker holds a request for exactly the service time (an absolute
-//! `clock_nanosleep` with 1 ns timer slack, so the wait does not depend on CPU
+//! worker holds a request for exactly the service time (a sleep with 1 ns
+//! timer slack, so the wait does not depend on CPU
 //! speed and overshoots by microseconds, not tokio's millisecond ticks), then
 //! replies. With `workers == 0` the server replies inline at once: a no-op
 //! server for measuring the load generator itself.
@@ -15,6 +15,28 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
+
+/// A periodic stall: the server serves nothing during the last `length` of
+/// every `every` since `origin` (requests wait for the stall to end). Used to
+/// show coordinated omission: the true latency of a request that arrives in a
+/// stall includes the rest of the stall.
+#[derive(Debug, Clone, Copy)]
+pub struct Stall {
+    pub every: Duration,
+    pub length: Duration,
+    pub origin: Instant,
+}
+
+impl Stall {
+    /// When the stall covering `now` ends, if `now` is in one.
+    pub fn end_if_stalled(&self, now: Instant) -> Option<Instant> {
+        let since = now.saturating_duration_since(self.origin);
+        let period = self.every.as_nanos();
+        let phase = since.as_nanos() % period;
+        let start = period - self.length.as_nanos();
+        (phase >= start).then(|| now + Duration::from_nanos((period - phase) as u64))
+    }
+}
 
 struct Job {
     queued: Instant,
@@ -43,16 +65,17 @@ impl Stats {
 #[derive(Clone)]
 pub struct Service {
     queue: Option<mpsc::SyncSender<Job>>,
+    stall: Option<Stall>,
     pub stats: Arc<Stats>,
 }
 
 impl Service {
     /// Starts `workers` worker threads with service time `service`; the
     /// threads exit when the last clone of the service is dropped.
-    pub fn new(workers: usize, service: Duration) -> Self {
+    pub fn new(workers: usize, service: Duration, stall: Option<Stall>) -> Self {
         let stats = Arc::new(Stats::default());
         if workers == 0 {
-            return Service { queue: None, stats };
+            return Service { queue: None, stall, stats };
         }
         // The queue is bounded only to keep memory finite under absurd load.
         let (tx, rx) = mpsc::sync_channel::<Job>(1 << 20);
@@ -62,11 +85,12 @@ impl Service {
             let stats = stats.clone();
             std::thread::Builder::new()
                 .name(format!("calib-worker-{i}"))
-                .spawn(move || worker(rx, service, stats))
+                .spawn(move || worker(rx, service, stall, stats))
                 .expect("spawning a worker thread");
         }
         Service {
             queue: Some(tx),
+            stall,
             stats,
         }
     }
@@ -77,7 +101,7 @@ impl Service {
     }
 }
 
-fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stats: Arc<Stats>) {
+fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stall: Option<Stall>, stats: Arc<Stats>) {
     // SAFETY: prctl on the calling thread with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     loop {
@@ -88,6 +112,9 @@ fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stats: Arc<Sta
             },
             Err(_) => return,
         };
+        if let Some(end) = stall.and_then(|s| s.end_if_stalled(Instant::now())) {
+            sleep_until(end);
+        }
         let start = Instant::now();
         sleep_until(start + service);
         let took = start.elapsed();
@@ -103,7 +130,8 @@ fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stats: Arc<Sta
     }
 }
 
-/// Sleeps until `deadline` with an absolute CLOCK_MONOTONIC sleep.
+/// Sleeps until `deadline` (with the thread's timer slack at 1 ns, the
+/// overshoot is the scheduler's wake-up latency, microseconds).
 fn sleep_until(deadline: Instant) {
     loop {
         let now = Instant::now();
@@ -119,6 +147,9 @@ impl Calibrate for Service {
     async fn work(&self, request: Request<WorkRequest>) -> Result<Response<WorkReply>, Status> {
         let req = request.into_inner();
         let Some(queue) = &self.queue else {
+            if let Some(end) = self.stall.and_then(|s| s.end_if_stalled(Instant::now())) {
+                tokio::time::sleep_until(end.into()).await;
+            }
             return Ok(Response::new(WorkReply {
                 payload: vec![0u8; req.reply_bytes as usize],
                 queue_us: 0,
@@ -137,5 +168,21 @@ impl Calibrate for Service {
         rx.await
             .map(Response::new)
             .map_err(|_| Status::internal("calibration worker stopped"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stall_windows() {
+        let origin = Instant::now();
+        let s = Stall { every: Duration::from_secs(10), length: Duration::from_secs(1), origin };
+        assert_eq!(s.end_if_stalled(origin + Duration::from_millis(8_999)), None);
+        let end = s.end_if_stalled(origin + Duration::from_millis(9_250)).unwrap();
+        assert_eq!(end, origin + Duration::from_secs(10));
+        assert_eq!(s.end_if_stalled(origin + Duration::from_millis(10_001)), None);
+        assert!(s.end_if_stalled(origin + Duration::from_millis(19_500)).is_some());
     }
 }

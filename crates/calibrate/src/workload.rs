@@ -1,7 +1,7 @@
 //! Command line, probing and metrics of the calibrate workload.
 
 use crate::mdc;
-use crate::server::Service;
+use crate::server::{Service, Stall};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
@@ -80,6 +80,13 @@ pub struct Args {
     /// of starting one; --service-time-ms and --workers must match it.
     #[arg(long)]
     pub server: Option<SocketAddr>,
+    /// Make the server stall every this many seconds (with --stall-secs), to
+    /// demonstrate coordinated omission.
+    #[arg(long, requires = "stall_secs")]
+    pub stall_every_secs: Option<f64>,
+    /// Length of each stall, seconds.
+    #[arg(long, requires = "stall_every_secs")]
+    pub stall_secs: Option<f64>,
     /// Bytes in each request and reply payload.
     #[arg(long, default_value_t = 64)]
     pub payload_bytes: u32,
@@ -122,7 +129,23 @@ impl Args {
                 bail!("{name} must be a non-negative number of seconds");
             }
         }
+        if let (Some(every), Some(len)) = (self.stall_every_secs, self.stall_secs) {
+            if !(every > 0.0 && len > 0.0 && len < every) {
+                bail!("--stall-secs must be positive and shorter than --stall-every-secs");
+            }
+        }
         Ok(())
+    }
+
+    fn stall(&self) -> Option<Stall> {
+        match (self.stall_every_secs, self.stall_secs) {
+            (Some(every), Some(len)) => Some(Stall {
+                every: Duration::from_secs_f64(every),
+                length: Duration::from_secs_f64(len),
+                origin: std::time::Instant::now(),
+            }),
+            _ => None,
+        }
     }
 
     fn search_config(&self) -> SearchConfig {
@@ -204,6 +227,7 @@ fn serve(
     let service = Service::new(
         a.workers,
         Duration::from_secs_f64(a.service_time_ms / 1000.0),
+        a.stall(),
     );
     let stats = service.stats.clone();
     rt.block_on(async {
@@ -298,7 +322,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         _ => None,
     };
     let server_rt = runtime(1, "calib-server")?;
-    let service = Service::new(a.workers, Duration::from_secs_f64(service_s));
+    let service = Service::new(a.workers, Duration::from_secs_f64(service_s), a.stall());
     let stats = service.stats.clone();
     let (addr, running) = match a.server {
         Some(addr) => (addr, None),
@@ -470,6 +494,22 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             "peak_to_capacity_ratio".into(),
             json!(round3(outcome.peak_qps / cap)),
         );
+    }
+    // The model's value of the target percentile at each probed rate, for
+    // checking the measurement probe by probe.
+    if let (Some(cap), Some(q)) = (capacity, q) {
+        let per_probe: Vec<Value> = outcome
+            .probes
+            .iter()
+            .filter(|p| p.requested_qps > 0.0 && p.requested_qps < cap)
+            .map(|p| {
+                let model = mdc::Mdc::new(a.workers, service_s, p.requested_qps)
+                    .map(|m| round3(m.sojourn_quantile(q) * 1000.0))
+                    .ok();
+                json!({ "seq": p.seq, "requested_qps": p.requested_qps, "measured_ms": p.target_value_ms, "analytic_ms": model })
+            })
+            .collect();
+        m.insert("analytic_latency_per_probe".into(), Value::Array(per_probe));
     }
     m.insert("search_success".into(), json!(outcome.success));
     if let Some(f) = &outcome.failure {
