@@ -8,6 +8,9 @@
 //! analytic one: a ratio near 1 means the generator, the recorder and the
 //! search measure what they claim.
 
+// `!(x > 0.0)` is deliberate throughout: it rejects NaN as well.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod mdc;
 pub mod server;
 pub mod workload;

@@ -75,7 +75,11 @@ impl Service {
     pub fn new(workers: usize, service: Duration, stall: Option<Stall>) -> Self {
         let stats = Arc::new(Stats::default());
         if workers == 0 {
-            return Service { queue: None, stall, stats };
+            return Service {
+                queue: None,
+                stall,
+                stats,
+            };
         }
         // The queue is bounded only to keep memory finite under absurd load.
         let (tx, rx) = mpsc::sync_channel::<Job>(1 << 20);
@@ -101,7 +105,12 @@ impl Service {
     }
 }
 
-fn worker(rx: Arc<Mutex<mpsc::Receiver<Job>>>, service: Duration, stall: Option<Stall>, stats: Arc<Stats>) {
+fn worker(
+    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+    service: Duration,
+    stall: Option<Stall>,
+    stats: Arc<Stats>,
+) {
     // SAFETY: prctl on the calling thread with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     loop {
@@ -178,11 +187,26 @@ mod tests {
     #[test]
     fn stall_windows() {
         let origin = Instant::now();
-        let s = Stall { every: Duration::from_secs(10), length: Duration::from_secs(1), origin };
-        assert_eq!(s.end_if_stalled(origin + Duration::from_millis(8_999)), None);
-        let end = s.end_if_stalled(origin + Duration::from_millis(9_250)).unwrap();
+        let s = Stall {
+            every: Duration::from_secs(10),
+            length: Duration::from_secs(1),
+            origin,
+        };
+        assert_eq!(
+            s.end_if_stalled(origin + Duration::from_millis(8_999)),
+            None
+        );
+        let end = s
+            .end_if_stalled(origin + Duration::from_millis(9_250))
+            .unwrap();
         assert_eq!(end, origin + Duration::from_secs(10));
-        assert_eq!(s.end_if_stalled(origin + Duration::from_millis(10_001)), None);
-        assert!(s.end_if_stalled(origin + Duration::from_millis(19_500)).is_some());
+        assert_eq!(
+            s.end_if_stalled(origin + Duration::from_millis(10_001)),
+            None
+        );
+        assert!(
+            s.end_if_stalled(origin + Duration::from_millis(19_500))
+                .is_some()
+        );
     }
 }

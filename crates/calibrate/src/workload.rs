@@ -129,10 +129,10 @@ impl Args {
                 bail!("{name} must be a non-negative number of seconds");
             }
         }
-        if let (Some(every), Some(len)) = (self.stall_every_secs, self.stall_secs) {
-            if !(every > 0.0 && len > 0.0 && len < every) {
-                bail!("--stall-secs must be positive and shorter than --stall-every-secs");
-            }
+        if let (Some(every), Some(len)) = (self.stall_every_secs, self.stall_secs)
+            && !(every > 0.0 && len > 0.0 && len < every)
+        {
+            bail!("--stall-secs must be positive and shorter than --stall-every-secs");
         }
         Ok(())
     }
@@ -420,10 +420,10 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             csv_path.display()
         );
     }
-    if let Some(r) = running {
-        if let Ok(r) = Arc::try_unwrap(r) {
-            let _ = server_rt.block_on(r.shutdown());
-        }
+    if let Some(r) = running
+        && let Ok(r) = Arc::try_unwrap(r)
+    {
+        let _ = server_rt.block_on(r.shutdown());
     }
     let (served, mean_service) = stats.snapshot();
 
@@ -449,19 +449,20 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             "server_mean_service_ms".into(),
             json!(mean_service.map(|d| round3(d.as_secs_f64() * 1000.0))),
         );
-        if let (Some(d), Some(q)) = (mean_service, q) {
-            if a.workers > 0 && d.as_secs_f64() > 0.0 {
-                let eff = mdc::max_rate_for_target(
-                    a.workers,
-                    d.as_secs_f64(),
-                    q,
-                    a.target.latency_ms / 1000.0,
-                )?;
-                m.insert(
-                    "analytic_max_qps_at_measured_service_time".into(),
-                    json!(round3(eff)),
-                );
-            }
+        if let (Some(d), Some(q)) = (mean_service, q)
+            && a.workers > 0
+            && d.as_secs_f64() > 0.0
+        {
+            let eff = mdc::max_rate_for_target(
+                a.workers,
+                d.as_secs_f64(),
+                q,
+                a.target.latency_ms / 1000.0,
+            )?;
+            m.insert(
+                "analytic_max_qps_at_measured_service_time".into(),
+                json!(round3(eff)),
+            );
         }
     }
     if let Some(f) = &outcome.final_probe {

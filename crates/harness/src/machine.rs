@@ -487,10 +487,10 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout);
         let ours = cache_metadata();
         for line in text.lines() {
-            if let Some((k, v)) = line.split_once(':') {
-                if let Some(mine) = ours.get(k.trim()) {
-                    assert_eq!(mine, v.trim(), "{k}");
-                }
+            if let Some((k, v)) = line.split_once(':')
+                && let Some(mine) = ours.get(k.trim())
+            {
+                assert_eq!(mine, v.trim(), "{k}");
             }
         }
     }

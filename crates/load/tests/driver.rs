@@ -99,7 +99,7 @@ async fn closed_loop_throughput_follows_concurrency() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_counted_not_timed() {
     let svc = service_fn(|n: u64| async move {
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             Err("boom".to_string())
         } else {
             Ok(())
