@@ -29,7 +29,8 @@ def main():
         errs.append(out.stderr[-1000:])
     reps = sorted(common.reports(cwd), key=lambda r: r["timestamp"])
     if len(reps) != a.runs:
-        raise SystemExit(f"expected {a.runs} reports, got {len(reps)}:\n{"".join(errs)}")
+        tail = "".join(errs)
+        raise SystemExit(f"expected {a.runs} reports, got {len(reps)}:\n{tail}")
     ratios, rates = [], []
     for r in reps:
         m = r["metrics"]
