@@ -11,6 +11,11 @@ pub mod server;
 
 /// Generated protobuf messages and gRPC services.
 pub mod proto {
+    /// FeedSim's leaf service (`proto/rackbench/feedsim.proto`).
+    pub mod feedsim {
+        tonic::include_proto!("rackbench.feedsim");
+    }
+
     /// The calibration service (`proto/rackbench/calibrate.proto`).
     pub mod calibrate {
         tonic::include_proto!("rackbench.calibrate");

@@ -1,0 +1,344 @@
+//! The leaf server: per-request work as FeedSim's ranking leaf does it.
+//!
+//! Per request, in order: (1) instruction-cache pressure on the request's
+//! serving thread; (2) a ranking fan-out of `ranking_threads` PageRank tasks;
+//! (3) a 200 ms off-CPU wait (a timer; no thread blocks); then on the IO pool
+//! (4) zstd compression of 128 KiB of incompressible bytes; (5) a
+//! serialization fan-out building and encoding random ranking responses and
+//! compressing half of each; (6) a pointer-chasing fan-out; (7) one more
+//! response built and serialized, the compressed payload decompressed, the
+//! response decoded again, and the reply sent.
+
+use crate::dataset::{Dataset, Shape};
+use crate::icache;
+use crate::pool::Pool;
+use crate::story;
+use prost::Message;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Gamma};
+use rpc::proto::feedsim::leaf_server::{Leaf, LeafServer};
+use rpc::proto::feedsim::{RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use tonic::{Request, Response, Status};
+
+/// The leaf's knobs (upstream's names in comments).
+#[derive(Debug, Clone)]
+pub struct LeafConfig {
+    /// Serving threads, each with its own dataset (`-t`).
+    pub serving_threads: usize,
+    /// Ranking pool threads and tasks per request (`-c`, cpu_threads).
+    pub ranking_threads: usize,
+    /// Serialization pool threads and tasks per request (`-s`, srv_io_threads).
+    pub ser_threads: usize,
+    pub io_threads: usize,
+    pub chase_threads: usize,
+    pub shape: Shape,
+    /// Nodes of one PageRank iteration per request (graph_subset).
+    pub graph_subset: usize,
+    /// Stories per request across the serialization tasks (num_objects).
+    pub num_objects: usize,
+    /// Minimum generated-function calls per request (`-i`).
+    pub icache_iterations: u64,
+    pub io_wait: Duration,
+    pub compress_bytes: usize,
+    pub chase_tasks: usize,
+    pub chase_loads: usize,
+    pub seed: u64,
+}
+
+impl Default for LeafConfig {
+    fn default() -> Self {
+        LeafConfig {
+            serving_threads: 1,
+            ranking_threads: 1,
+            ser_threads: 1,
+            io_threads: 4,
+            chase_threads: 8,
+            shape: Shape::default(),
+            graph_subset: 2_000_000,
+            num_objects: 2000,
+            icache_iterations: 1_600_000,
+            io_wait: Duration::from_millis(200),
+            compress_bytes: 128 << 10,
+            chase_tasks: 8,
+            chase_loads: 640,
+            seed: 1,
+        }
+    }
+}
+
+impl LeafConfig {
+    /// Memory the datasets need.
+    pub fn dataset_bytes(&self) -> usize {
+        self.shape.bytes() * self.serving_threads
+    }
+}
+
+struct Pools {
+    serving: Vec<Pool>,
+    ranking: Pool,
+    ser: Pool,
+    io: Pool,
+    chase: Pool,
+}
+
+/// Shared state of the running leaf.
+pub struct LeafState {
+    cfg: LeafConfig,
+    datasets: OnceLock<Vec<Arc<Dataset>>>,
+    pools: Pools,
+    ready: AtomicBool,
+    next: AtomicU64,
+    requests: AtomicU64,
+    build_secs: OnceLock<f64>,
+    gamma: Gamma<f64>,
+}
+
+impl LeafState {
+    /// Starts the pools; the datasets come later with [`LeafState::build`].
+    pub fn new(cfg: LeafConfig) -> Arc<Self> {
+        let pools = Pools {
+            serving: (0..cfg.serving_threads.max(1))
+                .map(|i| Pool::new(&format!("leaf-serve{i}"), 1))
+                .collect(),
+            ranking: Pool::new("leaf-rank", cfg.ranking_threads),
+            ser: Pool::new("leaf-ser", cfg.ser_threads),
+            io: Pool::new("leaf-io", cfg.io_threads),
+            chase: Pool::new("leaf-chase", cfg.chase_threads),
+        };
+        Arc::new(LeafState {
+            gamma: Gamma::new(0.7, 20_000.0).expect("valid gamma"),
+            cfg,
+            datasets: OnceLock::new(),
+            pools,
+            ready: AtomicBool::new(false),
+            next: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            build_secs: OnceLock::new(),
+        })
+    }
+
+    /// Builds one dataset per serving thread, in parallel; calls `progress`
+    /// as each finishes. Returns the build time.
+    pub fn build(&self, progress: &(dyn Fn(usize, usize) + Sync)) -> Duration {
+        let t = Instant::now();
+        let n = self.cfg.serving_threads.max(1);
+        let done = AtomicU64::new(0);
+        let sets: Vec<Arc<Dataset>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let shape = self.cfg.shape;
+                    let seed = self.cfg.seed.wrapping_mul(1000).wrapping_add(i as u64);
+                    let done = &done;
+                    s.spawn(move || {
+                        let d = Arc::new(Dataset::build(shape, seed));
+                        progress(done.fetch_add(1, Ordering::SeqCst) as usize + 1, n);
+                        d
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("dataset build"))
+                .collect()
+        });
+        let _ = self.datasets.set(sets);
+        let took = t.elapsed();
+        let _ = self.build_secs.set(took.as_secs_f64());
+        self.ready.store(true, Ordering::SeqCst);
+        took
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of the built datasets.
+    pub fn dataset_bytes(&self) -> usize {
+        self.datasets
+            .get()
+            .map(|d| d.iter().map(|x| x.bytes()).sum())
+            .unwrap_or(0)
+    }
+
+    /// One request through the whole pipeline; returns the reply payload.
+    pub async fn handle(self: &Arc<Self>, seed: u64) -> Result<(Vec<u8>, u32), Status> {
+        let datasets = self
+            .datasets
+            .get()
+            .filter(|_| self.is_ready())
+            .ok_or_else(|| Status::unavailable("leaf is still building its dataset"))?;
+        let c = &self.cfg;
+        let idx = (self.next.fetch_add(1, Ordering::Relaxed) % datasets.len() as u64) as usize;
+        let ds = datasets[idx].clone();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let lost = |_| Status::internal("a leaf pool stopped");
+
+        // 1. I-cache pressure on this request's serving thread.
+        let calls = self.gamma.sample(&mut rng) as u64 + c.icache_iterations;
+        let s1 = rng.random::<u64>();
+        let ic = self.pools.serving[idx]
+            .run(move || icache::run(calls, s1))
+            .await
+            .map_err(lost)?;
+
+        // 2. Ranking fan-out.
+        let k = c.ranking_threads.max(1);
+        let (n, subset) = (ds.graph.nodes, c.graph_subset.min(ds.graph.nodes));
+        let base = rng.random::<u64>();
+        let g = ds.clone();
+        let rank = self
+            .pools
+            .ranking
+            .fan_out(k, move |t| {
+                let mut r = SmallRng::seed_from_u64(base ^ t as u64);
+                g.graph.contributions(r.random_range(0..n), n / k);
+                g.graph.pull(r.random_range(0..n), subset / k)
+            })
+            .await
+            .map_err(lost)?;
+
+        // 3. Simulated IO: off-CPU, no thread blocked.
+        tokio::time::sleep(c.io_wait).await;
+
+        // 4. Compression, continuing on the IO pool.
+        let bytes = c.compress_bytes.min(ds.random.len());
+        let off = rng.random_range(0..=ds.random.len() - bytes);
+        let d4 = ds.clone();
+        let compressed = self
+            .pools
+            .io
+            .run(move || zstd::bulk::compress(&d4.random[off..off + bytes], 3))
+            .await
+            .map_err(lost)?
+            .map_err(|e| Status::internal(format!("zstd: {e}")))?;
+
+        // 5. Serialization fan-out.
+        let s = c.ser_threads.max(1);
+        let per_task = (c.num_objects / s).max(1);
+        let sbase = rng.random::<u64>();
+        let ser = self
+            .pools
+            .ser
+            .fan_out(s, move |t| {
+                let mut r = SmallRng::seed_from_u64(sbase ^ (t as u64) << 1);
+                let bytes = story::serialize(&story::response(per_task, &mut r));
+                let half = zstd::bulk::compress(&bytes[..bytes.len() / 2], 3)
+                    .map(|v| v.len())
+                    .unwrap_or(0);
+                bytes.len() + half
+            })
+            .await
+            .map_err(lost)?;
+
+        // 6. Pointer chasing.
+        let cbase = rng.random::<u64>();
+        let loads = c.chase_loads;
+        let d6 = ds.clone();
+        let chased = self
+            .pools
+            .chase
+            .fan_out(c.chase_tasks, move |t| {
+                d6.chase(cbase.wrapping_add(t as u64 * 7919), loads)
+            })
+            .await
+            .map_err(lost)?;
+
+        // 7. The response: build and serialize one more, decompress the
+        // earlier payload, decode the response again (round trip), reply.
+        let rseed = rng.random::<u64>();
+        let bytes_in = bytes;
+        let checksum = ic
+            ^ chased.iter().fold(0, |a, b| a ^ b)
+            ^ ser.iter().sum::<usize>() as u64
+            ^ rank.iter().sum::<f64>().to_bits();
+        let (payload, stories) = self
+            .pools
+            .io
+            .run(move || -> Result<(Vec<u8>, u32), String> {
+                let mut r = SmallRng::seed_from_u64(rseed ^ checksum);
+                let resp = story::response(per_task, &mut r);
+                let bytes = story::serialize(&resp);
+                let plain =
+                    zstd::bulk::decompress(&compressed, bytes_in).map_err(|e| e.to_string())?;
+                if plain.len() != bytes_in {
+                    return Err(format!(
+                        "decompressed {} bytes, expected {bytes_in}",
+                        plain.len()
+                    ));
+                }
+                let back = RankingResponse::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
+                let n = back.stories.len() as u32;
+                Ok((bytes, n))
+            })
+            .await
+            .map_err(lost)?
+            .map_err(Status::internal)?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Ok((payload, stories))
+    }
+
+    fn status(&self) -> StatusReply {
+        let (rss, cpu) = proc_self();
+        StatusReply {
+            ready: self.is_ready(),
+            rss_bytes: rss,
+            cpu_seconds: cpu,
+            requests: self.requests.load(Ordering::Relaxed),
+            build_seconds: self.build_secs.get().copied().unwrap_or(0.0),
+            serving_threads: self.cfg.serving_threads as u32,
+            dataset_bytes: self.dataset_bytes() as u64,
+        }
+    }
+}
+
+/// RSS (bytes) and CPU time (seconds) of this process, from /proc/self.
+pub fn proc_self() -> (u64, f64) {
+    let page = 4096u64;
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map(|p| p * page)
+        .unwrap_or(0);
+    // SAFETY: getrusage fills a zeroed struct for this process.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let cpu = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    } else {
+        0.0
+    };
+    (rss, cpu)
+}
+
+/// The gRPC service over a shared state.
+#[derive(Clone)]
+pub struct LeafService(pub Arc<LeafState>);
+
+#[tonic::async_trait]
+impl Leaf for LeafService {
+    async fn rank(&self, req: Request<RankRequest>) -> Result<Response<RankReply>, Status> {
+        let r = req.into_inner();
+        let (payload, stories) = self.0.handle(r.seed ^ r.payload.len() as u64).await?;
+        Ok(Response::new(RankReply { payload, stories }))
+    }
+
+    async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+        Ok(Response::new(self.0.status()))
+    }
+}
+
+impl LeafService {
+    pub fn into_server(self) -> LeafServer<Self> {
+        LeafServer::new(self)
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20)
+    }
+}
