@@ -9,6 +9,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files = Vec::new();
     collect(&root, &mut files)?;
     files.sort();
+    // The folders too, so an added .proto file triggers a rebuild.
+    println!("cargo:rerun-if-changed={}", root.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("rackbench").display()
+    );
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }

@@ -6,16 +6,14 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
 use load::csv::ProbeCsv;
-use load::driver::{Mode, RunConfig, RunResult};
 use load::search::{Event, Search, run_fixed};
-use load::{Arrival, SearchConfig, SloTarget};
+use load::{Arrival, SearchConfig, ServiceProber, SloTarget};
 use rpc::proto::calibrate::WorkRequest;
 use rpc::proto::calibrate::calibrate_client::CalibrateClient;
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tonic::Request;
 
@@ -255,55 +253,6 @@ fn serve(
     })
 }
 
-/// Runs probes through the driver against the gRPC client.
-struct GrpcProber {
-    client: CalibrateClient<rpc::client::Pool<tonic::transport::Channel>>,
-    threads: usize,
-    max_in_flight: usize,
-    seed: u64,
-    payload: u32,
-    stop: Arc<AtomicBool>,
-    server_alive: Box<dyn Fn() -> bool + Send>,
-}
-
-impl load::Prober for GrpcProber {
-    async fn probe(
-        &mut self,
-        mode: Mode,
-        warmup: Duration,
-        duration: Duration,
-    ) -> Result<RunResult, String> {
-        if !(self.server_alive)() {
-            return Err("the calibration server has stopped".into());
-        }
-        let mut cfg = RunConfig::open(0.0, Arrival::Poisson, duration);
-        cfg.mode = mode;
-        cfg.warmup = warmup;
-        cfg.workers = self.threads;
-        cfg.max_in_flight = self.max_in_flight;
-        cfg.seed = self.seed;
-        self.seed = self.seed.wrapping_add(1);
-        let client = self.client.clone();
-        let svc = tower::service_fn(move |req: Request<WorkRequest>| {
-            let mut c = client.clone();
-            async move { c.work(req).await }
-        });
-        let payload = self.payload;
-        let make = move |_| {
-            Request::new(WorkRequest {
-                payload: vec![0u8; payload as usize],
-                reply_bytes: payload,
-            })
-        };
-        let r = load::run(svc, make, &cfg, self.stop.clone()).await;
-        if r.recorder.ok == 0 && r.recorder.errors > 0 && !r.interrupted {
-            let why = r.recorder.first_error.clone().unwrap_or_default();
-            return Err(format!("every request failed: {why}"));
-        }
-        Ok(r)
-    }
-}
-
 fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let service_s = a.service_time_ms / 1000.0;
     let q = a.target.percentile.quantile();
@@ -339,16 +288,36 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         .block_on(rpc::client::connect_pool(addr, a.connections))
         .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
     let alive = running.clone();
-    let prober = GrpcProber {
-        client: CalibrateClient::new(pool).max_decoding_message_size(64 << 20),
-        threads: a.client_threads,
+    let client = CalibrateClient::new(pool).max_decoding_message_size(64 << 20);
+    let svc = tower::service_fn(move |req: Request<WorkRequest>| {
+        let mut c = client.clone();
+        async move { c.work(req).await }
+    });
+    let payload = a.payload_bytes;
+    let threads = a.client_threads;
+    let prober = ServiceProber {
+        svc,
+        make: Arc::new(move |_| {
+            Request::new(WorkRequest {
+                payload: vec![0u8; payload as usize],
+                reply_bytes: payload,
+            })
+        }),
+        workers: Box::new(move |_| threads),
         max_in_flight: a.max_in_flight,
+        drain: Duration::from_secs(2),
         seed: a.seed,
-        payload: a.payload_bytes,
         stop: ctx.cancel.flag(),
-        server_alive: Box::new(move || alive.as_ref().is_none_or(|r| !r.is_finished())),
+        check: Box::new(move || match &alive {
+            Some(r) if r.is_finished() => Err("the calibration server has stopped".into()),
+            _ => Ok(()),
+        }),
     };
-    let cfg = a.search_config();
+    let mut cfg = a.search_config();
+    if !a.fixed_qps.is_empty() {
+        // Fixed rates are run as given, without an unthrottled warm-up.
+        cfg.warmup = Duration::ZERO;
+    }
     let csv_path = ctx.output_path(&a.output);
     let mut csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;

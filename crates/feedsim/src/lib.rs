@@ -3,11 +3,17 @@
 //! [`leaf`] is the server: per-request graph ranking ([`graph`]),
 //! instruction-cache pressure ([`icache`]), compression, serialization
 //! ([`story`]), pointer chasing over per-thread data ([`dataset`]) and an
-//! off-CPU wait, on fixed thread pools ([`pool`]).
+//! off-CPU wait, on fixed thread pools ([`pool`]). [`workload`] is the driver
+//! (upstream run.sh, flags in [`cli`]): it starts a leaf process, waits until
+//! it is ready and runs the load core's SLO search against it.
 
+pub mod cli;
 pub mod dataset;
 pub mod graph;
 pub mod icache;
 pub mod leaf;
 pub mod pool;
 pub mod story;
+pub mod workload;
+
+pub use workload::FeedSim;

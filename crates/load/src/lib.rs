@@ -14,12 +14,14 @@ pub mod arrival;
 pub mod csv;
 pub mod driver;
 pub mod pacer;
+pub mod prober;
 pub mod recorder;
 pub mod search;
 pub mod wire;
 
 pub use arrival::Arrival;
 pub use driver::{Mode, RunConfig, RunResult, run};
+pub use prober::ServiceProber;
 pub use recorder::{LatencySummary, Percentile, Recorder};
 pub use search::{ProbeRecord, Prober, SearchConfig, SearchOutcome, SloTarget};
 pub use wire::WireSize;

@@ -447,8 +447,9 @@ impl<'a, P: Prober> Search<'a, P> {
     }
 }
 
-/// Runs fixed-rate experiments (FeedSim's `-q`): one probe per rate, each
-/// judged against the target; stops early only on a fault or Ctrl-C.
+/// Runs fixed-rate experiments (FeedSim's `-q`): an unthrottled warm-up of
+/// `cfg.warmup` when it is not zero, then one probe per rate, each judged
+/// against the target; stops early only on a fault or Ctrl-C.
 pub async fn run_fixed<P: Prober>(
     cfg: SearchConfig,
     prober: P,
@@ -458,6 +459,19 @@ pub async fn run_fixed<P: Prober>(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> SearchOutcome {
     let mut s = Search::new(cfg, prober, on_event);
+    if !s.cfg.warmup.is_zero() {
+        let unthrottled = Mode::Closed {
+            concurrency: s.cfg.peak_concurrency,
+        };
+        if let Err(Halt(why)) = s
+            .run_probe(Phase::Warmup, unthrottled, Duration::ZERO, s.cfg.warmup)
+            .await
+        {
+            s.out.failure = Some(why);
+            s.out.success = false;
+            return s.out;
+        }
+    }
     for &rate in rates {
         let mode = Mode::Open {
             rate,
@@ -471,14 +485,15 @@ pub async fn run_fixed<P: Prober>(
             }
         }
     }
-    let all_passed = !s.out.probes.is_empty() && s.out.probes.iter().all(|p| p.passed);
+    let fixed = || s.out.probes.iter().filter(|p| p.phase == Phase::Fixed);
+    let all_passed = fixed().count() > 0 && fixed().all(|p| p.passed);
     s.out.success = s.out.failure.is_none() && all_passed;
     // The "final" of a fixed run is its highest passing rate.
     s.out.final_probe = s
         .out
         .probes
         .iter()
-        .filter(|p| p.passed)
+        .filter(|p| p.passed && p.phase == Phase::Fixed)
         .max_by(|a, b| a.requested_qps.total_cmp(&b.requested_qps))
         .cloned();
     s.out

@@ -28,6 +28,12 @@ struct Cli {
     /// The results database (default: $RACKBENCH_DB or ~/.local/share/rackbench/results.db).
     #[arg(long, global = true)]
     db: Option<PathBuf>,
+    /// Where benchmark_metrics_<run_id>/ is created.
+    #[arg(long, global = true, default_value = ".")]
+    output_dir: PathBuf,
+    /// Do not record runs in the results store.
+    #[arg(long, global = true)]
+    no_store: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -61,12 +67,6 @@ enum Cmd {
         /// Runs of each job (reports are numbered _iter_<n>).
         #[arg(short = 'n', long, default_value_t = 1)]
         iterations: u32,
-        /// Where benchmark_metrics_<run_id>/ is created.
-        #[arg(long, default_value = ".")]
-        output_dir: PathBuf,
-        /// Do not record in the results store.
-        #[arg(long)]
-        no_store: bool,
     },
     /// Reports over the results store.
     Report {
@@ -114,6 +114,7 @@ enum ResultsCmd {
 fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Box::new(calibrate::Calibrate));
+    r.register(Box::new(feedsim::FeedSim));
     r
 }
 
@@ -148,8 +149,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hooks,
             dry_run,
             iterations,
-            output_dir,
-            no_store,
         } => {
             let cat = catalogue()?;
             let input = match input {
@@ -177,8 +176,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 extra_hooks,
                 dry_run,
                 iterations,
-                out_root: output_dir,
-                store: (!no_store).then(|| store_path(&cli.db)),
+                out_root: cli.output_dir.clone(),
+                store: (!cli.no_store).then(|| store_path(&cli.db)),
             };
             return finish(harness::runner::execute(
                 &cat,
@@ -275,8 +274,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let inv = Invocation {
                 jobs: vec![w.name().to_string()],
                 iterations: 1,
-                out_root: PathBuf::from("."),
-                store: Some(store_path(&cli.db)),
+                out_root: cli.output_dir.clone(),
+                store: (!cli.no_store).then(|| store_path(&cli.db)),
                 ..Default::default()
             };
             return finish(harness::runner::execute(

@@ -1,0 +1,238 @@
+//! FeedSim's command line: upstream run.sh's flags for the driver, and the
+//! leaf server's own.
+
+use clap::Parser;
+use load::{Arrival, SloTarget};
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// `rackbench feedsim leaf`: the ranking leaf server alone.
+#[derive(Debug, Parser, Clone)]
+#[command(
+    name = "rackbench feedsim leaf",
+    about = "Run FeedSim's ranking leaf server until Ctrl-C"
+)]
+pub struct LeafArgs {
+    /// Port to serve on.
+    #[arg(short = 'p', long, default_value_t = 11222)]
+    pub port: u16,
+    /// Address to bind (loopback by default; 0.0.0.0 or :: to be reachable from another host).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+}
+
+/// Sizes and thread counts of the leaf (shared by the driver, which passes
+/// them on to the leaf it starts).
+#[derive(Debug, clap::Args, Clone)]
+pub struct ShapeArgs {
+    /// Serving threads, each with its own dataset (default: min(nproc, 216)).
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+    /// Ranking pool threads and PageRank tasks per request (default: nproc*7/20, 15/20 without SMT).
+    #[arg(short = 'c', long = "cpu-threads")]
+    pub cpu_threads: Option<usize>,
+    /// Serialization pool threads and tasks per request (default: min(nproc*7/20, 55), 11/20 without SMT).
+    /// A value of the form METRIC:MS is read as the latency target instead (upstream's search syntax).
+    #[arg(short = 's', long = "srv-io-threads", value_name = "N|METRIC:MS")]
+    pub srv_io: Option<String>,
+    /// Minimum generated-function calls per request (i-cache pressure).
+    #[arg(short = 'i', long = "icache-iterations", default_value_t = 1_600_000)]
+    pub icache_iterations: u64,
+    /// The graph of each serving thread has 2^scale nodes.
+    #[arg(long, default_value_t = 21)]
+    pub scale: u32,
+    /// Nodes of the PageRank iteration per request.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub graph_subset: usize,
+    /// Stories per request across the serialization tasks.
+    #[arg(long, default_value_t = 2000)]
+    pub num_objects: usize,
+    /// Entries of the pointer-chasing permutation.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub chase_entries: usize,
+    /// Simulated IO wait per request, milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub io_wait_ms: u64,
+    /// Seed of the datasets and of the request stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// `rackbench feedsim`: upstream run.sh.
+#[derive(Debug, Parser, Clone)]
+#[command(
+    name = "rackbench feedsim",
+    about = "FeedSim: find the max QPS of the ranking leaf with p95 <= 500 ms (upstream run.sh)",
+    disable_help_subcommand = true
+)]
+pub struct DriverArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Scale the driver's workers with the requested rate.
+    #[arg(short = 'a', long = "auto-workers")]
+    pub auto_workers: bool,
+    /// Fixed-QPS experiments instead of a search: QPS[,QPS..].
+    #[arg(short = 'q', long = "qps", value_delimiter = ',')]
+    pub qps: Vec<f64>,
+    /// Duration of each fixed-QPS experiment, seconds.
+    #[arg(short = 'd', long = "duration", default_value_t = 300)]
+    pub duration: u64,
+    /// Unthrottled warm-up before measuring, seconds.
+    #[arg(short = 'w', long = "warmup", default_value_t = 120)]
+    pub warmup: u64,
+    /// The leaf's port.
+    #[arg(short = 'p', long = "port", default_value_t = 11222)]
+    pub port: u16,
+    /// Output CSV, one row per probe (relative paths go to the metrics folder).
+    #[arg(short = 'o', long = "output", default_value = "feedsim_results.txt")]
+    pub output: PathBuf,
+    /// Latency target, METRIC:MS with METRIC in avg|50p|90p|95p|99p|99.9p.
+    #[arg(long = "target")]
+    pub target: Option<SloTarget>,
+    /// Short probes for smoke runs and CI.
+    #[arg(long)]
+    pub quick: bool,
+    /// Arrival process of the driver (upstream paces at a constant rate).
+    #[arg(long, default_value = "constant")]
+    pub arrival: Arrival,
+    /// Length of each search probe, seconds (default: 20, 4 with --quick).
+    #[arg(long)]
+    pub probe_secs: Option<f64>,
+    /// Length of the confirming final run, seconds (default: 60, 8 with --quick).
+    #[arg(long)]
+    pub final_secs: Option<f64>,
+    /// Relative tolerance of the search.
+    #[arg(long, default_value_t = 0.03)]
+    pub tolerance: f64,
+    /// Drive a leaf that is already running at HOST:PORT instead of starting one.
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// CPUs the leaf is pinned to (with its SMT siblings), e.g. 0-3,8 (autoscale sets it).
+    #[arg(long)]
+    pub leaf_cpus: Option<String>,
+}
+
+/// Thread defaults from upstream run.sh: nproc and whether SMT is on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threads {
+    pub serving: usize,
+    pub ranking: usize,
+    pub ser: usize,
+}
+
+pub fn default_threads(nproc: usize, smt: bool) -> Threads {
+    let (rank_num, ser_num) = if smt { (7, 7) } else { (15, 11) };
+    Threads {
+        serving: nproc.clamp(1, 216),
+        ranking: (nproc * rank_num / 20).max(1),
+        ser: (nproc * ser_num / 20).clamp(1, 55),
+    }
+}
+
+impl ShapeArgs {
+    /// The latency target given through `-s METRIC:MS`, if any.
+    pub fn target_from_s(&self) -> Result<Option<SloTarget>, String> {
+        match &self.srv_io {
+            Some(v) if v.contains(':') => v.parse().map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Resolved thread counts.
+    pub fn threads(&self, nproc: usize, smt: bool) -> Result<Threads, String> {
+        let d = default_threads(nproc, smt);
+        let ser = match &self.srv_io {
+            Some(v) if !v.contains(':') => v
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("-s takes a thread count or METRIC:MS, got '{v}'"))?,
+            _ => d.ser,
+        };
+        let pos = |name: &str, v: Option<usize>, def: usize| match v {
+            Some(0) => Err(format!("{name} must be at least 1")),
+            Some(n) => Ok(n),
+            None => Ok(def),
+        };
+        Ok(Threads {
+            serving: pos("-t", self.threads, d.serving)?,
+            ranking: pos("-c", self.cpu_threads, d.ranking)?,
+            ser,
+        })
+    }
+
+    /// Arguments that reproduce these settings for the leaf process.
+    pub fn to_leaf_args(&self, t: Threads) -> Vec<String> {
+        vec![
+            "-t".into(),
+            t.serving.to_string(),
+            "-c".into(),
+            t.ranking.to_string(),
+            "-s".into(),
+            t.ser.to_string(),
+            "-i".into(),
+            self.icache_iterations.to_string(),
+            "--scale".into(),
+            self.scale.to_string(),
+            "--graph-subset".into(),
+            self.graph_subset.to_string(),
+            "--num-objects".into(),
+            self.num_objects.to_string(),
+            "--chase-entries".into(),
+            self.chase_entries.to_string(),
+            "--io-wait-ms".into(),
+            self.io_wait_ms.to_string(),
+            "--seed".into(),
+            self.seed.to_string(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_thread_defaults() {
+        assert_eq!(
+            default_threads(2, false),
+            Threads {
+                serving: 2,
+                ranking: 1,
+                ser: 1
+            }
+        );
+        assert_eq!(
+            default_threads(176, true),
+            Threads {
+                serving: 176,
+                ranking: 61,
+                ser: 55
+            }
+        );
+        assert_eq!(default_threads(400, true).serving, 216);
+        assert_eq!(
+            default_threads(40, false),
+            Threads {
+                serving: 40,
+                ranking: 30,
+                ser: 22
+            }
+        );
+    }
+
+    #[test]
+    fn s_is_threads_or_a_target() {
+        let a = DriverArgs::try_parse_from(["x", "-s", "95p:400"]).unwrap();
+        assert_eq!(a.shape.target_from_s().unwrap().unwrap().latency_ms, 400.0);
+        assert_eq!(a.shape.threads(8, false).unwrap().ser, 4);
+        let a = DriverArgs::try_parse_from(["x", "-s", "3"]).unwrap();
+        assert_eq!(a.shape.threads(8, false).unwrap().ser, 3);
+        assert!(a.shape.target_from_s().unwrap().is_none());
+        let a = DriverArgs::try_parse_from(["x", "-s", "lots"]).unwrap();
+        assert!(a.shape.threads(8, false).is_err());
+        assert!(DriverArgs::try_parse_from(["x", "--bogus"]).is_err());
+    }
+}

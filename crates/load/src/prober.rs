@@ -1,0 +1,63 @@
+//! A [`Prober`] over any `tower::Service`: each probe is one driver run.
+
+use crate::driver::{self, Mode, RunConfig, RunResult};
+use crate::search::Prober;
+use crate::wire::WireSize;
+use std::fmt::Display;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tower::Service;
+
+/// Probes `svc` with requests from `make`.
+pub struct ServiceProber<S, F> {
+    pub svc: S,
+    pub make: Arc<F>,
+    /// Driver workers (independent streams) for a mode.
+    pub workers: Box<dyn Fn(Mode) -> usize + Send>,
+    pub max_in_flight: usize,
+    /// How long to wait for replies after a probe's window.
+    pub drain: Duration,
+    /// Seed of the first probe; each probe uses the next.
+    pub seed: u64,
+    pub stop: Arc<AtomicBool>,
+    /// Called before each probe: an `Err` (the server died) ends the search.
+    pub check: Box<dyn FnMut() -> Result<(), String> + Send>,
+}
+
+impl<S, R, F> Prober for ServiceProber<S, F>
+where
+    S: Service<R> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: WireSize + Send + 'static,
+    S::Error: Display + Send + 'static,
+    R: WireSize + Send + 'static,
+    F: Fn(u64) -> R + Send + Sync + 'static,
+{
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        (self.check)()?;
+        let cfg = RunConfig {
+            mode,
+            warmup,
+            duration,
+            workers: (self.workers)(mode).max(1),
+            max_in_flight: self.max_in_flight,
+            drain: self.drain,
+            seed: self.seed,
+        };
+        self.seed = self.seed.wrapping_add(1);
+        let make = self.make.clone();
+        let r = driver::run(self.svc.clone(), move |n| make(n), &cfg, self.stop.clone()).await;
+        if r.recorder.ok == 0 && r.recorder.errors > 0 && !r.interrupted {
+            (self.check)()?;
+            let why = r.recorder.first_error.clone().unwrap_or_default();
+            return Err(format!("every request failed: {why}"));
+        }
+        Ok(r)
+    }
+}
