@@ -89,7 +89,7 @@ impl Workload for FeedSim {
 fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     a.shape.threads(1, false).map_err(anyhow::Error::msg)?;
     a.shape.target_from_s().map_err(anyhow::Error::msg)?;
-    if let Some(q) = a.qps.iter().find(|q| !(**q > 0.0)) {
+    if let Some(q) = a.qps.iter().find(|q| q.is_nan() || **q <= 0.0) {
         bail!("-q values must be positive, got {q}");
     }
     if !(a.tolerance > 0.0 && a.tolerance < 0.5) {
@@ -139,17 +139,17 @@ fn mem_available() -> Option<u64> {
 /// Refuses a dataset that does not fit in available memory.
 fn check_memory(cfg: &LeafConfig) -> anyhow::Result<()> {
     let need = cfg.dataset_bytes() as u64;
-    if let Some(avail) = mem_available() {
-        if need > avail / 10 * 9 {
-            bail!(
-                "the leaf's datasets need {:.1} GiB ({} serving threads x {:.0} MiB at scale {}), but only {:.1} GiB of memory is available; lower -t or --scale",
-                need as f64 / (1u64 << 30) as f64,
-                cfg.serving_threads,
-                cfg.shape.bytes() as f64 / (1u64 << 20) as f64,
-                cfg.shape.scale,
-                avail as f64 / (1u64 << 30) as f64
-            );
-        }
+    if let Some(avail) = mem_available()
+        && need > avail / 10 * 9
+    {
+        bail!(
+            "the leaf's datasets need {:.1} GiB ({} serving threads x {:.0} MiB at scale {}), but only {:.1} GiB of memory is available; lower -t or --scale",
+            need as f64 / (1u64 << 30) as f64,
+            cfg.serving_threads,
+            cfg.shape.bytes() as f64 / (1u64 << 20) as f64,
+            cfg.shape.scale,
+            avail as f64 / (1u64 << 30) as f64
+        );
     }
     Ok(())
 }
@@ -336,27 +336,31 @@ async fn wait_ready(
     let t = Instant::now();
     let mut last_note = Instant::now();
     loop {
-        if let Some(p) = leaf.as_mut() {
-            if let Some(why) = p.exited() {
-                bail!("{why}");
-            }
+        if let Some(p) = leaf.as_mut()
+            && let Some(why) = p.exited()
+        {
+            bail!("{why}");
         }
         if ctx.cancel.is_stopped() {
             bail!("interrupted while waiting for the leaf");
         }
-        if let Ok(ch) = rpc::client::connect(addr).await {
-            let mut c = LeafClient::new(ch);
-            if let Ok(s) = status(&mut c).await {
-                if s.ready {
-                    progress.println(&format!(
-                        "leaf ready after {:.1} s (datasets built in {:.1} s, {:.0} MiB)",
-                        t.elapsed().as_secs_f64(),
-                        s.build_seconds,
-                        s.dataset_bytes as f64 / (1u64 << 20) as f64
-                    ));
-                    return Ok(c);
-                }
-            }
+        // Each attempt is bounded: something else listening on the port may
+        // accept the connection and never answer.
+        let attempt = tokio::time::timeout(Duration::from_secs(2), async {
+            let mut c = LeafClient::new(rpc::client::connect(addr).await.ok()?);
+            let s = status(&mut c).await.ok()?;
+            Some((c, s))
+        });
+        if let Ok(Some((c, s))) = attempt.await
+            && s.ready
+        {
+            progress.println(&format!(
+                "leaf ready after {:.1} s (datasets built in {:.1} s, {:.0} MiB)",
+                t.elapsed().as_secs_f64(),
+                s.build_seconds,
+                s.dataset_bytes as f64 / (1u64 << 20) as f64
+            ));
+            return Ok(c);
         }
         if last_note.elapsed() > Duration::from_secs(10) {
             progress.phase(&format!(
