@@ -24,6 +24,21 @@ pub fn run(calls: u64, seed: u64) -> u64 {
     x
 }
 
+/// The same call sequence length, but always to the first function: the
+/// baseline that fits in L1i, for measuring what the spread costs.
+pub fn run_single(calls: u64, seed: u64) -> u64 {
+    let mut s = seed | 1;
+    let mut x = seed;
+    let f = std::hint::black_box(generated::TABLE[0]);
+    for _ in 0..calls {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x = f(x ^ s);
+    }
+    x
+}
+
 /// Approximate bytes of machine code the generated functions occupy: the
 /// spread of their addresses.
 pub fn footprint_bytes() -> usize {

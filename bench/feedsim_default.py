@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""FeedSim on this machine: time to result, reproducibility and serving
+efficiency of the default search.
+
+1. CPU cost at low load: `rackbench feedsim -q 2 -d 30 -w 5`; the leaf's CPU
+   seconds per request give the CPU-bound capacity usable_cpus / cpu_per_req.
+2. N (default 3) consecutive runs of the `feedsim_default` job (the whole
+   search: 120 s unthrottled warm-up, peak, bracket, bisection, 60 s final),
+   each timed; final_achieved_qps of each, spread around the median, and
+   serving efficiency = median final_achieved_qps / CPU-bound capacity.
+
+Usage: python3 bench/feedsim_default.py [--runs 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+
+import common
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    common.build()
+    cwd, env = common.scratch()
+    low = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", "2", "-d", "30", "-w", "5"], cwd=cwd, env=env,
+                         capture_output=True, text=True)
+    lm = json.loads(low.stdout)["metrics"]
+    cpu_ms = lm["leaf_cpu_ms_per_request"]
+    cpus = json.loads(low.stdout)["machines"][0]["num_cpus_usable"]
+    capacity = cpus / (cpu_ms / 1000.0)
+    print(f"low load: leaf {cpu_ms:.1f} CPU-ms per request, driver {lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs")
+    finals, times, ratios = [], [], []
+    for i in range(a.runs):
+        t = time.time()
+        out = subprocess.run([common.BIN, "run", "feedsim_default"], cwd=cwd, env=env, capture_output=True, text=True)
+        el = time.time() - t
+        r = json.loads(out.stdout)
+        m = r["metrics"]
+        if not r["success"]:
+            print(f"run {i + 1}: FAILED after {el:.0f} s: {m.get('failure') or m.get('error')}")
+            continue
+        finals.append(m["final_achieved_qps"])
+        times.append(el)
+        ratios.append(m.get("driver_to_leaf_cpu_ratio", 0))
+        print(f"run {i + 1}: {el:.0f} s, final requested {m['final_requested_qps']:.2f} achieved {m['final_achieved_qps']:.2f} QPS "
+              f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes, driver/leaf CPU {ratios[-1]:.3f}")
+    med = statistics.median(finals)
+    dev = max(abs(f - med) / med for f in finals) * 100
+    eff = med / capacity
+    print(f"\n| FeedSim default search, {len(finals)} runs | {min(times) / 60:.1f} to {max(times) / 60:.1f} min each | "
+          f"final_achieved_qps {', '.join(f'{f:.2f}' for f in finals)} (median {med:.2f}, all within {dev:.1f}%) | "
+          f"serving efficiency {eff:.2f} (capacity {capacity:.2f} QPS from {cpu_ms:.0f} CPU-ms/request) | driver/leaf CPU <= {max(ratios):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
