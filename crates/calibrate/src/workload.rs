@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
 use load::csv::ProbeCsv;
+use load::report::{Reporter, final_line, searching_line};
 use load::search::{Event, Search, run_fixed};
 use load::{Arrival, SearchConfig, ServiceProber, SloTarget};
 use rpc::proto::calibrate::WorkRequest;
@@ -207,12 +208,7 @@ fn parse(args: &[String]) -> anyhow::Result<Args> {
 }
 
 fn runtime(threads: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .thread_name(name)
-        .enable_all()
-        .build()
-        .context("cannot start the tokio runtime")
+    rpc::runtime(threads, name).context("cannot start the tokio runtime")
 }
 
 fn serve(
@@ -319,7 +315,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         cfg.warmup = Duration::ZERO;
     }
     let csv_path = ctx.output_path(&a.output);
-    let mut csv = ProbeCsv::create(&csv_path)
+    let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     let planned = if a.fixed_qps.is_empty() {
         cfg.planned()
@@ -327,46 +323,11 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
     };
     let progress = Progress::new("calibrate", planned);
-    progress.println(&format!(
-        "Searching for QPS where {} latency <= {} msec",
-        a.target.percentile.label(),
-        a.target.latency_ms
-    ));
-    let mut csv_error = None;
-    let mut on_event = |e: Event<'_>| match e {
-        Event::Start {
-            phase,
-            requested_qps,
-            duration,
-        } => {
-            let rate = if requested_qps > 0.0 {
-                format!("{requested_qps:.1} QPS")
-            } else {
-                "unthrottled".into()
-            };
-            progress.phase(&format!(
-                "{} {rate} for {:.0}s",
-                phase.label(),
-                duration.as_secs_f64()
-            ));
-        }
-        Event::Done(p) => {
-            progress.println(&format!(
-                "requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}{}",
-                p.requested_qps,
-                p.achieved_qps,
-                p.target_value_ms,
-                if p.passed {
-                    String::new()
-                } else {
-                    format!("  ({})", p.verdict)
-                }
-            ));
-            if let Err(e) = csv.append(p) {
-                csv_error.get_or_insert(e);
-            }
-        }
-    };
+    progress.println(&searching_line(&a.target));
+    let println = |l: &str| progress.println(l);
+    let phase = |l: &str| progress.phase(l);
+    let mut reporter = Reporter::new(csv, &println, &phase);
+    let mut on_event = |e: Event<'_>| reporter.handle(e);
     let outcome = client_rt.block_on(async {
         if a.fixed_qps.is_empty() {
             Search::new(cfg.clone(), prober, &mut on_event).run().await
@@ -383,7 +344,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         }
     });
     progress.finish();
-    if let Some(e) = csv_error {
+    if let Some(e) = &reporter.csv_error {
         eprintln!(
             "warning: could not write every row to {}: {e}",
             csv_path.display()
@@ -445,10 +406,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         if let Some(an) = analytic.filter(|x| *x > 0.0) {
             let ratio = f.requested_qps / an;
             m.insert("measured_to_analytic_ratio".into(), json!(round3(ratio)));
-            progress.println(&format!(
-                "final requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}",
-                f.requested_qps, f.achieved_qps, f.target_value_ms
-            ));
+            progress.println(&final_line(f));
             eprintln!(
                 "calibrate: max QPS meeting {} <= {} ms: measured {:.1}, M/D/c analytic {:.1}, ratio {:.3}",
                 a.target.percentile.label(),

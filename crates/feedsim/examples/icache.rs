@@ -8,7 +8,10 @@
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or("spread");
-    let calls: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_600_000);
+    let calls: u64 = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_600_000);
     let x = match mode {
         "spread" => feedsim::icache::run(calls, 42),
         "single" => feedsim::icache::run_single(calls, 42),
@@ -17,5 +20,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    println!("{mode} {calls} calls, footprint {} bytes, checksum {x}", feedsim::icache::footprint_bytes());
+    println!(
+        "{mode} {calls} calls, footprint {} bytes, checksum {x}",
+        feedsim::icache::footprint_bytes()
+    );
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
 use load::csv::ProbeCsv;
+use load::report::{Reporter, final_line, searching_line};
 use load::search::{Event, Search, run_fixed};
 use load::{Mode, Percentile, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
@@ -155,12 +156,7 @@ fn check_memory(cfg: &LeafConfig) -> anyhow::Result<()> {
 }
 
 fn runtime(threads: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .thread_name(name)
-        .enable_all()
-        .build()
-        .context("cannot start the tokio runtime")
+    rpc::runtime(threads, name).context("cannot start the tokio runtime")
 }
 
 fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
@@ -469,7 +465,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         }),
     };
     let csv_path = ctx.output_path(&a.output);
-    let mut csv = ProbeCsv::create(&csv_path)
+    let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     let planned = if a.qps.is_empty() {
         search_cfg.planned()
@@ -480,48 +476,13 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let line = |s: &str| {
         progress.println(s);
     };
-    line(&format!(
-        "Searching for QPS where {} latency <= {} msec",
-        target.percentile.label(),
-        target.latency_ms
-    ));
+    line(&searching_line(&target));
     let status_before = rt.block_on(status(&mut client)).ok();
     let cpu_before = cpu_seconds_self();
-    let mut csv_error = None;
-    let mut on_event = |e: Event<'_>| match e {
-        Event::Start {
-            phase,
-            requested_qps,
-            duration,
-        } => {
-            let rate = if requested_qps > 0.0 {
-                format!("{requested_qps:.2} QPS")
-            } else {
-                "unthrottled".into()
-            };
-            progress.phase(&format!(
-                "{} {rate} for {:.0}s",
-                phase.label(),
-                duration.as_secs_f64()
-            ));
-        }
-        Event::Done(p) => {
-            line(&format!(
-                "requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.2}{}",
-                p.requested_qps,
-                p.achieved_qps,
-                p.target_value_ms,
-                if p.passed {
-                    String::new()
-                } else {
-                    format!("  ({})", p.verdict)
-                }
-            ));
-            if let Err(e) = csv.append(p) {
-                csv_error.get_or_insert(e);
-            }
-        }
-    };
+    let println = |l: &str| progress.println(l);
+    let phase = |l: &str| progress.phase(l);
+    let mut reporter = Reporter::new(csv, &println, &phase);
+    let mut on_event = |e: Event<'_>| reporter.handle(e);
     let outcome = rt.block_on(async {
         if a.qps.is_empty() {
             Search::new(search_cfg.clone(), prober, &mut on_event)
@@ -544,7 +505,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let status_after = rt.block_on(status(&mut client)).ok();
     drop(leaf);
     progress.finish();
-    if let Some(e) = csv_error {
+    if let Some(e) = &reporter.csv_error {
         eprintln!(
             "warning: could not write every row to {}: {e}",
             csv_path.display()
@@ -563,10 +524,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     );
     m.insert("threads".into(), json!({ "serving": t.serving, "ranking": t.ranking, "srv_io": t.ser, "io": 4, "pointer_chase": 8 }));
     if let Some(f) = &outcome.final_probe {
-        line(&format!(
-            "final requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.2}",
-            f.requested_qps, f.achieved_qps, f.target_value_ms
-        ));
+        line(&final_line(f));
         m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
         m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
         m.insert(

@@ -16,6 +16,7 @@ pub mod driver;
 pub mod pacer;
 pub mod prober;
 pub mod recorder;
+pub mod report;
 pub mod search;
 pub mod wire;
 

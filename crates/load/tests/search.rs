@@ -185,11 +185,13 @@ async fn fixed_rates_are_each_judged() {
         &mut on,
     )
     .await;
-    let verdicts: Vec<bool> = out.probes.iter().map(|p| p.passed).collect();
+    // An unthrottled warm-up row first (cfg.warmup is not zero), then the rates.
+    assert_eq!(out.probes[0].phase, Phase::Warmup);
+    let verdicts: Vec<bool> = out.probes[1..].iter().map(|p| p.passed).collect();
     assert_eq!(verdicts, vec![true, true, false]);
     assert!(!out.success);
     assert_eq!(out.final_probe.unwrap().requested_qps, 650.0);
-    assert!(out.probes[2].verdict.contains("95p latency 900"));
+    assert!(out.probes[3].verdict.contains("95p latency 900"));
 }
 
 #[test]

@@ -21,3 +21,13 @@ pub mod proto {
         tonic::include_proto!("rackbench.calibrate");
     }
 }
+
+/// A multi-threaded tokio runtime with `threads` workers (at least one),
+/// timers and IO enabled: what servers and load generators here run on.
+pub fn runtime(threads: usize, name: &str) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name(name)
+        .enable_all()
+        .build()
+}

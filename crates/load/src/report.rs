@@ -1,0 +1,93 @@
+//! FeedSim's progress lines, defined once for every workload that searches:
+//! `Searching for QPS where 95p latency <= 500 msec`, one
+//! `requested_qps = X, measured_qps = Y, latency = Z` line per probe, and
+//! `final requested_qps = A, measured_qps = B, latency = C`; plus the
+//! probe CSV, appended as each probe finishes.
+
+use crate::csv::ProbeCsv;
+use crate::search::{Event, ProbeRecord, SloTarget};
+use std::io;
+
+/// The line that opens a search.
+pub fn searching_line(t: &SloTarget) -> String {
+    format!(
+        "Searching for QPS where {} latency <= {} msec",
+        t.percentile.label(),
+        t.latency_ms
+    )
+}
+
+/// The line of one finished probe (with the reason when it failed).
+pub fn probe_line(p: &ProbeRecord) -> String {
+    format!(
+        "requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}{}",
+        p.requested_qps,
+        p.achieved_qps,
+        p.target_value_ms,
+        if p.passed {
+            String::new()
+        } else {
+            format!("  ({})", p.verdict)
+        }
+    )
+}
+
+/// The line of the reported result.
+pub fn final_line(p: &ProbeRecord) -> String {
+    format!(
+        "final requested_qps = {:.2}, measured_qps = {:.2}, latency = {:.3}",
+        p.requested_qps, p.achieved_qps, p.target_value_ms
+    )
+}
+
+/// Turns search events into lines, phase messages and CSV rows.
+pub struct Reporter<'a> {
+    csv: ProbeCsv,
+    line: &'a dyn Fn(&str),
+    phase: &'a dyn Fn(&str),
+    /// The first error writing the CSV, if any (the search goes on).
+    pub csv_error: Option<io::Error>,
+}
+
+impl<'a> Reporter<'a> {
+    pub fn new(csv: ProbeCsv, line: &'a dyn Fn(&str), phase: &'a dyn Fn(&str)) -> Self {
+        Reporter {
+            csv,
+            line,
+            phase,
+            csv_error: None,
+        }
+    }
+
+    pub fn handle(&mut self, e: Event<'_>) {
+        match e {
+            Event::Start {
+                phase,
+                requested_qps,
+                duration,
+            } => {
+                let rate = if requested_qps > 0.0 {
+                    format!("{requested_qps:.2} QPS")
+                } else {
+                    "unthrottled".into()
+                };
+                (self.phase)(&format!(
+                    "{} {rate} for {:.0}s",
+                    phase.label(),
+                    duration.as_secs_f64()
+                ));
+            }
+            Event::Done(p) => {
+                (self.line)(&probe_line(p));
+                if let Err(e) = self.csv.append(p) {
+                    self.csv_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    /// Where the CSV is.
+    pub fn csv_path(&self) -> &std::path::Path {
+        self.csv.path()
+    }
+}
