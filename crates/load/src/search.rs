@@ -123,8 +123,7 @@ pub trait Prober {
 /// What the search reports as it goes.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// A probe is about to start; `elapsed_planned` is the planned time used
-    /// so far and `total_planned` the whole plan (for an ETA).
+    /// A probe is about to start; `duration` includes its warm-up.
     Start {
         phase: Phase,
         requested_qps: f64,
