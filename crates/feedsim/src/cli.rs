@@ -82,9 +82,10 @@ pub struct DriverArgs {
     /// Unthrottled warm-up before measuring, seconds.
     #[arg(short = 'w', long = "warmup", default_value_t = 120)]
     pub warmup: u64,
-    /// The leaf's port.
-    #[arg(short = 'p', long = "port", default_value_t = 11222)]
-    pub port: u16,
+    /// The leaf's port (default 11222; with --num-instances the first
+    /// instance's, default 21212, instance i on port + i).
+    #[arg(short = 'p', long = "port")]
+    pub port: Option<u16>,
     /// Output CSV, one row per probe (relative paths go to the metrics folder).
     #[arg(short = 'o', long = "output", default_value = "feedsim_results.txt")]
     pub output: PathBuf,
@@ -109,9 +110,28 @@ pub struct DriverArgs {
     /// Drive a leaf that is already running at HOST:PORT instead of starting one.
     #[arg(long)]
     pub leaf: Option<String>,
-    /// CPUs the leaf is pinned to (with its SMT siblings), e.g. 0-3,8 (autoscale sets it).
+    /// CPUs the leaf is pinned to, e.g. 0-3,8.
     #[arg(long)]
     pub leaf_cpus: Option<String>,
+    /// Autoscale: run this many leaf instances, each pinned to an even share
+    /// of the physical cores (with their SMT siblings), searching in
+    /// parallel; 0 or less = ceil(logical CPUs / 100).
+    #[arg(long, allow_negative_numbers = true)]
+    pub num_instances: Option<i64>,
+}
+
+/// Port of the single leaf when -p is not given.
+pub const DEFAULT_PORT: u16 = 11222;
+/// First autoscale instance's port when -p is not given.
+pub const AUTOSCALE_BASE_PORT: u16 = 21212;
+
+/// Instances for `--num-instances n` on a host with `nproc` logical CPUs.
+pub fn instances_for(n: i64, nproc: usize) -> usize {
+    if n > 0 {
+        n as usize
+    } else {
+        nproc.div_ceil(100).max(1)
+    }
 }
 
 /// Thread defaults from upstream run.sh: nproc and whether SMT is on.
@@ -221,6 +241,18 @@ mod tests {
                 ser: 22
             }
         );
+    }
+
+    #[test]
+    fn autoscale_instance_count() {
+        assert_eq!(instances_for(-1, 2), 1);
+        assert_eq!(instances_for(0, 100), 1);
+        assert_eq!(instances_for(-1, 101), 2);
+        assert_eq!(instances_for(-1, 384), 4);
+        assert_eq!(instances_for(3, 2), 3);
+        let a = DriverArgs::try_parse_from(["x", "--num-instances", "-1"]).unwrap();
+        assert_eq!(a.num_instances, Some(-1));
+        assert!(DriverArgs::try_parse_from(["x", "--num-instances", "two"]).is_err());
     }
 
     #[test]

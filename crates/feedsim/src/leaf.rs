@@ -18,7 +18,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma};
 use rpc::proto::feedsim::leaf_server::{Leaf, LeafServer};
-use rpc::proto::feedsim::{RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest};
+use rpc::proto::feedsim::{
+    RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest, StepCpu,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -95,6 +97,39 @@ pub struct LeafState {
     requests: AtomicU64,
     build_secs: OnceLock<f64>,
     gamma: Gamma<f64>,
+    /// Thread CPU nanoseconds per step, indexed like [`STEPS`].
+    step_ns: Arc<[AtomicU64; STEPS.len()]>,
+}
+
+/// The pipeline steps whose CPU time the leaf accounts.
+pub const STEPS: [&str; 6] = [
+    "icache",
+    "ranking",
+    "compress",
+    "serialize",
+    "chase",
+    "response",
+];
+
+/// CPU time of the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runs `f`, adding the thread CPU time it took to `cell`.
+fn timed<T>(cell: &AtomicU64, f: impl FnOnce() -> T) -> T {
+    let t0 = thread_cpu_ns();
+    let out = f();
+    cell.fetch_add(thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+    out
 }
 
 impl LeafState {
@@ -118,6 +153,7 @@ impl LeafState {
             next: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             build_secs: OnceLock::new(),
+            step_ns: Arc::new(Default::default()),
         })
     }
 
@@ -180,8 +216,9 @@ impl LeafState {
         // 1. I-cache pressure on this request's serving thread.
         let calls = self.gamma.sample(&mut rng) as u64 + c.icache_iterations;
         let s1 = rng.random::<u64>();
+        let st = self.step_ns.clone();
         let ic = self.pools.serving[idx]
-            .run(move || icache::run(calls, s1))
+            .run(move || timed(&st[0], || icache::run(calls, s1)))
             .await
             .map_err(lost)?;
 
@@ -190,13 +227,16 @@ impl LeafState {
         let (n, subset) = (ds.graph.nodes, c.graph_subset.min(ds.graph.nodes));
         let base = rng.random::<u64>();
         let g = ds.clone();
+        let st = self.step_ns.clone();
         let rank = self
             .pools
             .ranking
             .fan_out(k, move |t| {
-                let mut r = SmallRng::seed_from_u64(base ^ t as u64);
-                g.graph.contributions(r.random_range(0..n), n / k);
-                g.graph.pull(r.random_range(0..n), subset / k)
+                timed(&st[1], || {
+                    let mut r = SmallRng::seed_from_u64(base ^ t as u64);
+                    g.graph.contributions(r.random_range(0..n), n / k);
+                    g.graph.pull(r.random_range(0..n), subset / k)
+                })
             })
             .await
             .map_err(lost)?;
@@ -208,10 +248,15 @@ impl LeafState {
         let bytes = c.compress_bytes.min(ds.random.len());
         let off = rng.random_range(0..=ds.random.len() - bytes);
         let d4 = ds.clone();
+        let st = self.step_ns.clone();
         let compressed = self
             .pools
             .io
-            .run(move || zstd::bulk::compress(&d4.random[off..off + bytes], 3))
+            .run(move || {
+                timed(&st[2], || {
+                    zstd::bulk::compress(&d4.random[off..off + bytes], 3)
+                })
+            })
             .await
             .map_err(lost)?
             .map_err(|e| Status::internal(format!("zstd: {e}")))?;
@@ -220,16 +265,19 @@ impl LeafState {
         let s = c.ser_threads.max(1);
         let per_task = (c.num_objects / s).max(1);
         let sbase = rng.random::<u64>();
+        let st = self.step_ns.clone();
         let ser = self
             .pools
             .ser
             .fan_out(s, move |t| {
-                let mut r = SmallRng::seed_from_u64(sbase ^ (t as u64) << 1);
-                let bytes = story::serialize(&story::response(per_task, &mut r));
-                let half = zstd::bulk::compress(&bytes[..bytes.len() / 2], 3)
-                    .map(|v| v.len())
-                    .unwrap_or(0);
-                bytes.len() + half
+                timed(&st[3], || {
+                    let mut r = SmallRng::seed_from_u64(sbase ^ (t as u64) << 1);
+                    let bytes = story::serialize(&story::response(per_task, &mut r));
+                    let half = zstd::bulk::compress(&bytes[..bytes.len() / 2], 3)
+                        .map(|v| v.len())
+                        .unwrap_or(0);
+                    bytes.len() + half
+                })
             })
             .await
             .map_err(lost)?;
@@ -238,11 +286,14 @@ impl LeafState {
         let cbase = rng.random::<u64>();
         let loads = c.chase_loads;
         let d6 = ds.clone();
+        let st = self.step_ns.clone();
         let chased = self
             .pools
             .chase
             .fan_out(c.chase_tasks, move |t| {
-                d6.chase(cbase.wrapping_add(t as u64 * 7919), loads)
+                timed(&st[4], || {
+                    d6.chase(cbase.wrapping_add(t as u64 * 7919), loads)
+                })
             })
             .await
             .map_err(lost)?;
@@ -255,10 +306,12 @@ impl LeafState {
             ^ chased.iter().fold(0, |a, b| a ^ b)
             ^ ser.iter().sum::<usize>() as u64
             ^ rank.iter().sum::<f64>().to_bits();
+        let st = self.step_ns.clone();
         let (payload, stories) = self
             .pools
             .io
             .run(move || -> Result<(Vec<u8>, u32), String> {
+                let t0 = thread_cpu_ns();
                 let mut r = SmallRng::seed_from_u64(rseed ^ checksum);
                 let resp = story::response(per_task, &mut r);
                 let bytes = story::serialize(&resp);
@@ -272,6 +325,7 @@ impl LeafState {
                 }
                 let back = RankingResponse::decode(bytes.as_slice()).map_err(|e| e.to_string())?;
                 let n = back.stories.len() as u32;
+                st[5].fetch_add(thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
                 Ok((bytes, n))
             })
             .await
@@ -291,6 +345,14 @@ impl LeafState {
             build_seconds: self.build_secs.get().copied().unwrap_or(0.0),
             serving_threads: self.cfg.serving_threads as u32,
             dataset_bytes: self.dataset_bytes() as u64,
+            steps: STEPS
+                .iter()
+                .zip(self.step_ns.iter())
+                .map(|(name, ns)| StepCpu {
+                    step: name.to_string(),
+                    cpu_seconds: ns.load(Ordering::Relaxed) as f64 / 1e9,
+                })
+                .collect(),
         }
     }
 }

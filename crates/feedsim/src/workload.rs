@@ -2,22 +2,24 @@
 //! feedsim` (upstream run.sh) starts a leaf process, waits until it reports
 //! ready, and searches for the highest rate meeting the latency target.
 
-use crate::cli::{DriverArgs, LeafArgs, ShapeArgs, Threads};
+use crate::cli::{AUTOSCALE_BASE_PORT, DEFAULT_PORT, DriverArgs, LeafArgs, ShapeArgs, Threads};
 use crate::dataset::Shape;
 use crate::leaf::{LeafConfig, LeafService, LeafState, proc_self};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
 use load::csv::ProbeCsv;
+use load::gate::Gate;
 use load::report::{Reporter, final_line, searching_line};
-use load::search::{Event, Search, run_fixed};
-use load::{Mode, Percentile, SearchConfig, ServiceProber, SloTarget};
+use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
+use load::{Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
 use rand::SeedableRng;
 use rpc::proto::feedsim::leaf_client::LeafClient;
 use rpc::proto::feedsim::{RankRequest, StatusReply, StatusRequest};
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -138,17 +140,27 @@ fn mem_available() -> Option<u64> {
 }
 
 /// Refuses a dataset that does not fit in available memory.
-fn check_memory(cfg: &LeafConfig) -> anyhow::Result<()> {
-    let need = cfg.dataset_bytes() as u64;
+fn check_memory(cfg: &LeafConfig, instances: usize) -> anyhow::Result<()> {
+    check_bytes(
+        cfg.dataset_bytes() as u64 * instances as u64,
+        &format!(
+            "{} serving threads x {:.0} MiB at scale {}",
+            cfg.serving_threads,
+            cfg.shape.bytes() as f64 / (1u64 << 20) as f64,
+            cfg.shape.scale
+        ),
+    )
+}
+
+/// Refuses `need` bytes of datasets (made of `what`) when they do not fit
+/// in 90% of the available memory.
+fn check_bytes(need: u64, what: &str) -> anyhow::Result<()> {
     if let Some(avail) = mem_available()
         && need > avail / 10 * 9
     {
         bail!(
-            "the leaf's datasets need {:.1} GiB ({} serving threads x {:.0} MiB at scale {}), but only {:.1} GiB of memory is available; lower -t or --scale",
+            "the leaf's datasets need {:.1} GiB ({what}), but only {:.1} GiB of memory is available; lower -t or --scale",
             need as f64 / (1u64 << 30) as f64,
-            cfg.serving_threads,
-            cfg.shape.bytes() as f64 / (1u64 << 20) as f64,
-            cfg.shape.scale,
             avail as f64 / (1u64 << 30) as f64
         );
     }
@@ -163,7 +175,7 @@ fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (nproc, smt) = topology();
     let t = a.shape.threads(nproc, smt).map_err(anyhow::Error::msg)?;
     let cfg = leaf_config(&a.shape, t);
-    check_memory(&cfg)?;
+    check_memory(&cfg, 1)?;
     let rt = runtime(2, "leaf-grpc")?;
     let state = LeafState::new(cfg.clone());
     let addr = SocketAddr::new(a.bind, a.port);
@@ -219,37 +231,34 @@ struct LeafProcess {
 }
 
 impl LeafProcess {
-    fn spawn(a: &DriverArgs, t: Threads, ctx: &RunContext) -> anyhow::Result<Self> {
+    fn spawn(
+        shape: &ShapeArgs,
+        t: Threads,
+        port: u16,
+        cpus: Option<&[usize]>,
+        ctx: &RunContext,
+    ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot find the rackbench executable")?;
-        let log = ctx.out_dir.join(format!("feedsim_leaf_{}.log", a.port));
+        let log = ctx.out_dir.join(format!("feedsim_leaf_{port}.log"));
         let out = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
         let mut cmd = Command::new(exe);
         cmd.arg("--no-store")
             .arg("--output-dir")
-            .arg(ctx.out_dir.join(format!("leaf_{}", a.port)))
+            .arg(ctx.out_dir.join(format!("leaf_{port}")))
             .args([
                 "feedsim",
                 "leaf",
                 "--port",
-                &a.port.to_string(),
+                &port.to_string(),
                 "--bind",
                 "127.0.0.1",
             ])
-            .args(a.shape.to_leaf_args(t))
+            .args(shape.to_leaf_args(t))
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out);
-        let cpus = match &a.leaf_cpus {
-            Some(list) => {
-                let v = harness::machine::parse_cpu_list(list);
-                if v.is_empty() {
-                    bail!("--leaf-cpus '{list}' is not a CPU list like 0-3,8");
-                }
-                Some(v)
-            }
-            None => None,
-        };
+        let cpus: Option<Vec<usize>> = cpus.map(<[usize]>::to_vec);
         // SAFETY: between fork and exec only async-signal-safe calls are
         // made: prctl and sched_setaffinity on a prepared set.
         unsafe {
@@ -327,7 +336,8 @@ async fn wait_ready(
     addr: SocketAddr,
     leaf: &mut Option<LeafProcess>,
     ctx: &RunContext,
-    progress: &Progress,
+    println: &dyn Fn(&str),
+    phase: &dyn Fn(&str),
 ) -> anyhow::Result<LeafClient<tonic::transport::Channel>> {
     let t = Instant::now();
     let mut last_note = Instant::now();
@@ -350,7 +360,7 @@ async fn wait_ready(
         if let Ok(Some((c, s))) = attempt.await
             && s.ready
         {
-            progress.println(&format!(
+            println(&format!(
                 "leaf ready after {:.1} s (datasets built in {:.1} s, {:.0} MiB)",
                 t.elapsed().as_secs_f64(),
                 s.build_seconds,
@@ -359,7 +369,7 @@ async fn wait_ready(
             return Ok(c);
         }
         if last_note.elapsed() > Duration::from_secs(10) {
-            progress.phase(&format!(
+            phase(&format!(
                 "waiting for the leaf to build its datasets ({:.0} s)",
                 t.elapsed().as_secs_f64()
             ));
@@ -376,17 +386,109 @@ fn cpu_seconds_self() -> f64 {
     proc_self().1
 }
 
-fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
-    let (nproc, smt) = topology();
-    let t = a.shape.threads(nproc, smt).map_err(anyhow::Error::msg)?;
-    let target = a
-        .target
+/// One leaf and its driver.
+struct Instance {
+    /// 0-based; reported as `id + 1`.
+    id: usize,
+    port: u16,
+    cpus: Option<Vec<usize>>,
+    threads: Threads,
+    csv: PathBuf,
+    /// Prefix of this instance's lines: empty alone, `instance 2: ` in autoscale.
+    label: String,
+}
+
+/// Where parallel instances line up: before their final runs, and after
+/// them to decide together whether to rerun at a fixed rate.
+struct Rendezvous {
+    before_final: Arc<Gate<()>>,
+    after_final: Arc<Gate<Option<(f64, f64)>>>,
+}
+
+impl Rendezvous {
+    fn leave(&self, id: usize) {
+        self.before_final.leave(id);
+        self.after_final.leave(id);
+    }
+}
+
+/// Everything one instance measured.
+struct InstanceRun {
+    outcome: SearchOutcome,
+    /// The fixed-rate rerun (autoscale, when instances diverged): rate and result.
+    rerun: Option<(f64, SearchOutcome)>,
+    status_before: Option<StatusReply>,
+    status_after: Option<StatusReply>,
+    /// Process CPU seconds of the driver over the run (meaningful alone).
+    driver_cpu: f64,
+    csv_path: PathBuf,
+    csv_error: Option<String>,
+    leaf_log: Option<PathBuf>,
+}
+
+/// The fixed rate every instance reruns at when the slowest instance's
+/// final achieved QPS is under 80% of the fastest's: the highest requested
+/// rate. `finals` holds each instance's (requested, achieved) final, `None`
+/// for instances without one.
+pub fn rerun_rate(finals: &[Option<(f64, f64)>]) -> Option<f64> {
+    let got: Vec<(f64, f64)> = finals.iter().flatten().copied().collect();
+    if got.len() < 2 {
+        return None;
+    }
+    let max_ach = got.iter().map(|x| x.1).fold(f64::MIN, f64::max);
+    let min_ach = got.iter().map(|x| x.1).fold(f64::MAX, f64::min);
+    (min_ach < 0.8 * max_ach).then(|| got.iter().map(|x| x.0).fold(f64::MIN, f64::max))
+}
+
+fn target_of(a: &DriverArgs) -> anyhow::Result<SloTarget> {
+    Ok(a.target
         .or(a.shape.target_from_s().map_err(anyhow::Error::msg)?)
         .unwrap_or(SloTarget {
             percentile: Percentile::P95,
             latency_ms: 500.0,
-        });
-    let cfg_leaf = leaf_config(&a.shape, t);
+        }))
+}
+
+fn search_config(a: &DriverArgs, target: SloTarget, t: Threads) -> SearchConfig {
+    let secs = Duration::from_secs_f64;
+    let mut c = SearchConfig::new(target);
+    c.arrival = a.arrival;
+    c.tolerance = a.tolerance;
+    c.warmup = if a.quick {
+        secs(2.0)
+    } else {
+        secs(a.warmup as f64)
+    };
+    c.peak = if a.quick { secs(3.0) } else { secs(10.0) };
+    c.probe = secs(a.probe_secs.unwrap_or(if a.quick { 4.0 } else { 20.0 }));
+    c.probe_warmup = if a.quick { secs(1.0) } else { secs(3.0) };
+    c.final_duration = secs(a.final_secs.unwrap_or(if a.quick { 8.0 } else { 60.0 }));
+    c.min_qps = 0.2;
+    // Requests spend the IO wait off-CPU: keep enough in flight to saturate.
+    c.peak_concurrency = (t.serving * 8).clamp(16, 2048);
+    c
+}
+
+fn planned(a: &DriverArgs, c: &SearchConfig) -> Duration {
+    if a.qps.is_empty() {
+        c.planned()
+    } else {
+        c.warmup + Duration::from_secs_f64(a.duration as f64 + 3.0) * a.qps.len() as u32
+    }
+}
+
+/// Starts (or reaches) one leaf, waits until it is ready, searches (or runs
+/// the fixed rates), and with a rendezvous lines up with the other
+/// instances before the final run and for the rerun decision.
+fn drive_instance(
+    a: &DriverArgs,
+    inst: &Instance,
+    target: SloTarget,
+    ctx: &RunContext,
+    progress: &Progress,
+    rv: Option<&Rendezvous>,
+) -> anyhow::Result<InstanceRun> {
+    let t = inst.threads;
     let (addr, mut leaf) = match &a.leaf {
         Some(hp) => {
             let addr: SocketAddr = hp.parse().with_context(|| {
@@ -395,14 +497,16 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             (addr, None)
         }
         None => {
-            check_memory(&cfg_leaf)?;
-            let addr = SocketAddr::new(rpc::server::LOOPBACK, a.port);
-            (addr, Some(LeafProcess::spawn(a, t, ctx)?))
+            let addr = SocketAddr::new(rpc::server::LOOPBACK, inst.port);
+            let p = LeafProcess::spawn(&a.shape, t, inst.port, inst.cpus.as_deref(), ctx)?;
+            (addr, Some(p))
         }
     };
+    let label = inst.label.clone();
+    let println = |l: &str| progress.println(&format!("{label}{l}"));
+    let phase = |l: &str| progress.phase(&format!("{label}{l}"));
     let rt = runtime(1, "feedsim-driver")?;
-    let progress = Progress::new("feedsim", Duration::from_secs(60));
-    let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &progress))?;
+    let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &println, &phase))?;
     let pool = rt
         .block_on(rpc::client::connect_pool(addr, 2))
         .with_context(|| format!("cannot connect to the leaf at {addr}"))?;
@@ -411,7 +515,8 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         let mut c = rank_client.clone();
         async move { c.rank(req).await }
     });
-    let seed = a.shape.seed;
+    // Instances draw different request streams.
+    let seed = a.shape.seed.wrapping_add(inst.id as u64 * 1_000_003);
     let make = Arc::new(move |n: u64| {
         let mut rng =
             rand::rngs::SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9).wrapping_add(n));
@@ -428,24 +533,10 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     // until the metrics are collected, then dropping it stops the leaf.
     let leaf = Arc::new(std::sync::Mutex::new(leaf));
     let leaf_cell = leaf.clone();
-    let mut search_cfg = SearchConfig::new(target);
-    search_cfg.arrival = a.arrival;
-    search_cfg.tolerance = a.tolerance;
-    let secs = Duration::from_secs_f64;
-    search_cfg.warmup = if a.quick {
-        secs(2.0)
-    } else {
-        secs(a.warmup as f64)
-    };
-    search_cfg.peak = if a.quick { secs(3.0) } else { secs(10.0) };
-    search_cfg.probe = secs(a.probe_secs.unwrap_or(if a.quick { 4.0 } else { 20.0 }));
-    search_cfg.probe_warmup = if a.quick { secs(1.0) } else { secs(3.0) };
-    search_cfg.final_duration = secs(a.final_secs.unwrap_or(if a.quick { 8.0 } else { 60.0 }));
-    search_cfg.min_qps = 0.2;
-    // Requests spend the IO wait off-CPU: keep enough in flight to saturate.
-    search_cfg.peak_concurrency = (t.serving * 8).clamp(16, 2048);
-    let drain = secs((2.0 * target.latency_ms / 1000.0).max(2.0));
-    let prober = ServiceProber {
+    let search_cfg = search_config(a, target, t);
+    let drain = Duration::from_secs_f64((2.0 * target.latency_ms / 1000.0).max(2.0));
+    let stop = ctx.cancel.flag();
+    let mut prober = ServiceProber {
         svc,
         make,
         workers: Box::new(move |mode| match (auto, mode) {
@@ -455,7 +546,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         max_in_flight: 100_000,
         drain,
         seed,
-        stop: ctx.cancel.flag(),
+        stop: stop.clone(),
         check: Box::new(move || {
             let mut g = leaf_cell.lock().unwrap_or_else(|e| e.into_inner());
             match g.as_mut().and_then(|l| l.exited()) {
@@ -464,54 +555,169 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             }
         }),
     };
-    let csv_path = ctx.output_path(&a.output);
+    let csv_path = ctx.output_path(&inst.csv);
     let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
-    let planned = if a.qps.is_empty() {
-        search_cfg.planned()
-    } else {
-        search_cfg.warmup + secs(a.duration as f64 + 3.0) * a.qps.len() as u32
-    };
-    progress.set_total(planned);
-    let line = |s: &str| {
-        progress.println(s);
-    };
-    line(&searching_line(&target));
     let status_before = rt.block_on(status(&mut client)).ok();
     let cpu_before = cpu_seconds_self();
-    let println = |l: &str| progress.println(l);
-    let phase = |l: &str| progress.phase(l);
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
     let outcome = rt.block_on(async {
         if a.qps.is_empty() {
-            Search::new(search_cfg.clone(), prober, &mut on_event)
-                .run()
-                .await
+            let search = Search::new(search_cfg.clone(), &mut prober, &mut on_event);
+            let search = match rv {
+                Some(rv) => {
+                    let (gate, id, stop) = (rv.before_final.clone(), inst.id, stop.clone());
+                    search.before_final(move || {
+                        gate.arrive(id, (), &stop).map(|_| ()).map_err(|_| {
+                            "interrupted while waiting for the other instances".to_string()
+                        })
+                    })
+                }
+                None => search,
+            };
+            search.run().await
         } else {
-            let d = secs(a.duration as f64);
-            run_fixed(
-                search_cfg.clone(),
-                prober,
-                &a.qps,
-                search_cfg.probe_warmup,
-                d,
-                &mut on_event,
-            )
-            .await
+            let d = Duration::from_secs_f64(a.duration as f64);
+            let w = search_cfg.probe_warmup;
+            run_fixed(search_cfg.clone(), &mut prober, &a.qps, w, d, &mut on_event).await
         }
     });
-    let cpu_driver = cpu_seconds_self() - cpu_before;
+    let mut rerun = None;
+    if let Some(rv) = rv {
+        rv.before_final.leave(inst.id);
+        let mine = outcome
+            .final_probe
+            .as_ref()
+            .map(|f| (f.requested_qps, f.achieved_qps));
+        let decided = if outcome.interrupted {
+            None
+        } else {
+            rv.after_final.arrive(inst.id, mine, &stop).ok()
+        };
+        let all: Vec<Option<(f64, f64)>> =
+            decided.unwrap_or_default().into_iter().flatten().collect();
+        if let Some(q) = rerun_rate(&all) {
+            println(&format!(
+                "the slowest instance reached under 80% of the fastest's QPS: rerunning every instance at {q:.2} QPS (the highest requested)"
+            ));
+            let mut cfg = search_cfg.clone();
+            cfg.warmup = Duration::ZERO;
+            let (w, d) = (cfg.probe_warmup, cfg.final_duration);
+            let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
+            rerun = Some((q, r));
+        }
+        rv.after_final.leave(inst.id);
+    }
+    let driver_cpu = cpu_seconds_self() - cpu_before;
     let status_after = rt.block_on(status(&mut client)).ok();
     drop(leaf);
-    progress.finish();
-    if let Some(e) = &reporter.csv_error {
-        eprintln!(
-            "warning: could not write every row to {}: {e}",
-            csv_path.display()
-        );
-    }
+    Ok(InstanceRun {
+        outcome,
+        rerun,
+        status_before,
+        status_after,
+        driver_cpu,
+        csv_path,
+        csv_error: reporter.csv_error.as_ref().map(|e| e.to_string()),
+        leaf_log,
+    })
+}
 
+/// The probe an instance reports as its result: the rerun's when there was
+/// one (whether or not it met the target), else the search's final.
+fn reported_probe(r: &InstanceRun) -> Option<&ProbeRecord> {
+    match &r.rerun {
+        Some((_, o)) => o.probes.iter().rev().find(|p| p.phase == Phase::Fixed),
+        None => r.outcome.final_probe.as_ref(),
+    }
+}
+
+/// The metrics of one instance (the whole report of a single-instance run).
+fn instance_metrics(r: &InstanceRun, with_driver_cpu: bool) -> anyhow::Result<Map<String, Value>> {
+    let mut m = Map::new();
+    if let Some(f) = reported_probe(r) {
+        m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
+        m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
+        m.insert(
+            "final_latency_msec".into(),
+            json!(round3(f.target_value_ms)),
+        );
+        m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
+    }
+    if let Some((q, o)) = &r.rerun {
+        let passed = reported_probe(r).is_some_and(|p| p.passed);
+        m.insert("rerun_qps".into(), json!(round3(*q)));
+        m.insert("rerun_met_target".into(), json!(passed));
+        if let Some(f) = &r.outcome.final_probe {
+            m.insert(
+                "search_final".into(),
+                json!({
+                    "final_requested_qps": round3(f.requested_qps),
+                    "final_achieved_qps": round3(f.achieved_qps),
+                    "final_latency_msec": round3(f.target_value_ms),
+                }),
+            );
+        }
+        m.insert("rerun_probes".into(), serde_json::to_value(&o.probes)?);
+    }
+    m.insert("peak_qps".into(), json!(round3(r.outcome.peak_qps)));
+    if let (Some(b), Some(e)) = (&r.status_before, &r.status_after) {
+        let reqs = e.requests.saturating_sub(b.requests);
+        m.insert("leaf_rss_bytes".into(), json!(e.rss_bytes));
+        m.insert("leaf_build_seconds".into(), json!(e.build_seconds));
+        m.insert("leaf_requests".into(), json!(reqs));
+        m.insert(
+            "leaf_cpu_seconds".into(),
+            json!(round3(e.cpu_seconds - b.cpu_seconds)),
+        );
+        if reqs > 0 {
+            let leaf_ms = (e.cpu_seconds - b.cpu_seconds) / reqs as f64 * 1000.0;
+            m.insert("leaf_cpu_ms_per_request".into(), json!(round3(leaf_ms)));
+            let steps: Map<String, Value> = e
+                .steps
+                .iter()
+                .map(|s| {
+                    let before = b
+                        .steps
+                        .iter()
+                        .find(|x| x.step == s.step)
+                        .map_or(0.0, |x| x.cpu_seconds);
+                    let ms = (s.cpu_seconds - before) / reqs as f64 * 1000.0;
+                    (s.step.clone(), json!(round3(ms)))
+                })
+                .collect();
+            m.insert("leaf_step_cpu_ms_per_request".into(), Value::Object(steps));
+            if with_driver_cpu {
+                let drv_ms = r.driver_cpu / reqs as f64 * 1000.0;
+                m.insert("driver_cpu_ms_per_request".into(), json!(round3(drv_ms)));
+                if leaf_ms > 0.0 {
+                    m.insert(
+                        "driver_to_leaf_cpu_ratio".into(),
+                        json!(round3(drv_ms / leaf_ms)),
+                    );
+                }
+            }
+        }
+    }
+    let success = r.outcome.success && reported_probe(r).is_some();
+    m.insert("success".into(), json!(success));
+    if let Some(f) = &r.outcome.failure {
+        m.insert("failure".into(), json!(f));
+    }
+    m.insert("probes".into(), serde_json::to_value(&r.outcome.probes)?);
+    m.insert(
+        "final_series".into(),
+        serde_json::to_value(&r.outcome.final_series)?,
+    );
+    m.insert("csv".into(), json!(r.csv_path.display().to_string()));
+    if let Some(l) = &r.leaf_log {
+        m.insert("leaf_log".into(), json!(l.display().to_string()));
+    }
+    Ok(m)
+}
+
+fn common_metrics(a: &DriverArgs, target: SloTarget) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("target_percentile".into(), json!(target.percentile.label()));
     m.insert("target_latency_msec".into(), json!(target.latency_ms));
@@ -522,58 +728,284 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             a.arrival
         )),
     );
-    m.insert("threads".into(), json!({ "serving": t.serving, "ranking": t.ranking, "srv_io": t.ser, "io": 4, "pointer_chase": 8 }));
-    if let Some(f) = &outcome.final_probe {
-        line(&final_line(f));
-        m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
-        m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
-        m.insert(
-            "final_latency_msec".into(),
-            json!(round3(f.target_value_ms)),
+    m
+}
+
+fn threads_json(t: Threads) -> Value {
+    json!({ "serving": t.serving, "ranking": t.ranking, "srv_io": t.ser, "io": 4, "pointer_chase": 8 })
+}
+
+fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    if let Some(n) = a.num_instances {
+        return run_autoscale(a, ctx, n);
+    }
+    let (nproc, smt) = topology();
+    let t = a.shape.threads(nproc, smt).map_err(anyhow::Error::msg)?;
+    let target = target_of(a)?;
+    let cpus = match &a.leaf_cpus {
+        Some(list) => {
+            let v = harness::machine::parse_cpu_list(list);
+            if v.is_empty() {
+                bail!("--leaf-cpus '{list}' is not a CPU list like 0-3,8");
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    if a.leaf.is_none() {
+        check_memory(&leaf_config(&a.shape, t), 1)?;
+    }
+    let inst = Instance {
+        id: 0,
+        port: a.port.unwrap_or(DEFAULT_PORT),
+        cpus,
+        threads: t,
+        csv: a.output.clone(),
+        label: String::new(),
+    };
+    let progress = Progress::new("feedsim", Duration::from_secs(60));
+    progress.set_total(planned(a, &search_config(a, target, t)));
+    progress.println(&searching_line(&target));
+    let run = drive_instance(a, &inst, target, ctx, &progress, None);
+    progress.finish();
+    let run = run?;
+    if let Some(e) = &run.csv_error {
+        eprintln!(
+            "warning: could not write every row to {}: {e}",
+            run.csv_path.display()
         );
-        m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
+    }
+    let mut m = common_metrics(a, target);
+    m.insert("threads".into(), threads_json(t));
+    if let Some(f) = run.outcome.final_probe.as_ref() {
+        progress.println(&final_line(f));
         m.insert("score".into(), json!(round3(f.achieved_qps / BASELINE_QPS)));
     }
-    m.insert("peak_qps".into(), json!(round3(outcome.peak_qps)));
-    if let (Some(b), Some(e)) = (&status_before, &status_after) {
-        let reqs = e.requests.saturating_sub(b.requests);
-        m.insert("leaf_rss_bytes".into(), json!(e.rss_bytes));
-        m.insert("leaf_build_seconds".into(), json!(e.build_seconds));
-        m.insert("leaf_requests".into(), json!(reqs));
-        if reqs > 0 {
-            let leaf_ms = (e.cpu_seconds - b.cpu_seconds) / reqs as f64 * 1000.0;
-            let drv_ms = cpu_driver / reqs as f64 * 1000.0;
-            m.insert("leaf_cpu_ms_per_request".into(), json!(round3(leaf_ms)));
-            m.insert("driver_cpu_ms_per_request".into(), json!(round3(drv_ms)));
-            if leaf_ms > 0.0 {
-                m.insert(
-                    "driver_to_leaf_cpu_ratio".into(),
-                    json!(round3(drv_ms / leaf_ms)),
-                );
-            }
-        }
+    if let Some(f) = &run.outcome.failure {
+        progress.println(&format!("search ended without a result: {f}"));
     }
-    m.insert("success".into(), json!(outcome.success));
-    if let Some(f) = &outcome.failure {
-        m.insert("failure".into(), json!(f));
-        line(&format!("search ended without a result: {f}"));
-    }
-    m.insert("partial".into(), json!(outcome.interrupted));
-    m.insert("probes".into(), serde_json::to_value(&outcome.probes)?);
-    m.insert(
-        "final_series".into(),
-        serde_json::to_value(&outcome.final_series)?,
-    );
-    m.insert("csv".into(), json!(csv_path.display().to_string()));
-    if let Some(l) = leaf_log {
-        m.insert("leaf_log".into(), json!(l.display().to_string()));
-    }
+    m.extend(instance_metrics(&run, true)?);
+    m.insert("partial".into(), json!(run.outcome.interrupted));
     Ok(Outcome {
         metrics: m,
-        success: outcome.success,
+        success: run.outcome.success,
+    })
+}
+
+/// `feedsim_autoscale`: several pinned leaf instances searched in parallel.
+fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Result<Outcome> {
+    if a.leaf.is_some() {
+        bail!("--num-instances starts its own leaves; it cannot be combined with --leaf");
+    }
+    if a.leaf_cpus.is_some() {
+        bail!("--num-instances pins each instance itself; it cannot be combined with --leaf-cpus");
+    }
+    let cores = harness::machine::usable_physical_cores();
+    let logical: usize = cores.iter().map(Vec::len).sum();
+    let n = crate::cli::instances_for(requested, logical);
+    let groups = harness::machine::split_cores(&cores, n).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--num-instances {n} needs at least {n} physical cores; this process may use {}",
+            cores.len()
+        )
+    })?;
+    let smt = cores.iter().any(|c| c.len() > 1);
+    let base = a.port.unwrap_or(AUTOSCALE_BASE_PORT);
+    if usize::from(base) + n - 1 > usize::from(u16::MAX) {
+        bail!(
+            "ports {base}..{} do not fit under 65535",
+            usize::from(base) + n - 1
+        );
+    }
+    let target = target_of(a)?;
+    let stem = a
+        .output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = a
+        .output
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let mut instances = Vec::with_capacity(n);
+    let mut total = 0usize;
+    for (i, cpus) in groups.into_iter().enumerate() {
+        let t = a
+            .shape
+            .threads(cpus.len(), smt)
+            .map_err(anyhow::Error::msg)?;
+        total += leaf_config(&a.shape, t).dataset_bytes();
+        instances.push(Instance {
+            id: i,
+            port: base + i as u16,
+            cpus: Some(cpus),
+            threads: t,
+            csv: a.output.with_file_name(format!("{stem}_{}{ext}", i + 1)),
+            label: if n > 1 {
+                format!("instance {}: ", i + 1)
+            } else {
+                String::new()
+            },
+        });
+    }
+    check_bytes(total as u64, &format!("{n} instances"))?;
+    let progress = Progress::new("feedsim", Duration::from_secs(60));
+    progress.set_total(planned(a, &search_config(a, target, instances[0].threads)));
+    progress.println(&format!(
+        "autoscale: {n} instance(s) on {} physical cores: {}",
+        cores.len(),
+        instances
+            .iter()
+            .map(|i| format!(
+                "{} on CPUs {} (port {})",
+                i.id + 1,
+                harness::machine::format_cpu_list(i.cpus.as_deref().unwrap_or(&[])),
+                i.port
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    progress.println(&searching_line(&target));
+    let rv = Rendezvous {
+        before_final: Gate::new(n),
+        after_final: Gate::new(n),
+    };
+    let cpu_before = cpu_seconds_self();
+    let runs: Vec<anyhow::Result<InstanceRun>> = std::thread::scope(|s| {
+        let handles: Vec<_> = instances
+            .iter()
+            .map(|inst| {
+                let (rv, progress) = (&rv, &progress);
+                s.spawn(move || {
+                    let r = drive_instance(a, inst, target, ctx, progress, Some(rv));
+                    // Failed or not, never leave the others waiting.
+                    rv.leave(inst.id);
+                    if let Err(e) = &r {
+                        progress.println(&format!("{}failed: {e:#}", inst.label));
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("the instance's driver thread panicked"))
+                })
+            })
+            .collect()
+    });
+    let driver_cpu = cpu_seconds_self() - cpu_before;
+    progress.finish();
+
+    let mut m = common_metrics(a, target);
+    let mut ok = 0usize;
+    let (mut sum_req, mut sum_ach, mut lat) = (0.0, 0.0, Vec::new());
+    let (mut leaf_cpu, mut leaf_reqs) = (0.0, 0u64);
+    let mut rerun = None;
+    let mut interrupted = ctx.cancel.is_stopped();
+    for (inst, run) in instances.iter().zip(&runs) {
+        let mut im = Map::new();
+        im.insert("port".into(), json!(inst.port));
+        im.insert(
+            "cpus".into(),
+            json!(harness::machine::format_cpu_list(
+                inst.cpus.as_deref().unwrap_or(&[])
+            )),
+        );
+        im.insert("threads".into(), threads_json(inst.threads));
+        match run {
+            Ok(r) => {
+                if let Some(e) = &r.csv_error {
+                    eprintln!(
+                        "warning: could not write every row to {}: {e}",
+                        r.csv_path.display()
+                    );
+                }
+                interrupted |= r.outcome.interrupted;
+                im.extend(instance_metrics(r, false)?);
+                if let Some(f) = reported_probe(r).filter(|_| r.outcome.success) {
+                    ok += 1;
+                    sum_req += f.requested_qps;
+                    sum_ach += f.achieved_qps;
+                    lat.push(f.target_value_ms);
+                    progress.println(&format!("{}{}", inst.label, final_line(f)));
+                }
+                if let Some((q, _)) = &r.rerun {
+                    rerun = Some(*q);
+                }
+                if let (Some(b), Some(e)) = (&r.status_before, &r.status_after) {
+                    leaf_cpu += e.cpu_seconds - b.cpu_seconds;
+                    leaf_reqs += e.requests.saturating_sub(b.requests);
+                }
+            }
+            Err(e) => {
+                im.insert("success".into(), json!(false));
+                im.insert("failure".into(), json!(format!("{e:#}")));
+            }
+        }
+        m.insert((inst.id + 1).to_string(), Value::Object(im));
+    }
+    let avg_lat = if lat.is_empty() {
+        0.0
+    } else {
+        lat.iter().sum::<f64>() / lat.len() as f64
+    };
+    m.insert(
+        "overall".into(),
+        json!({
+            "final_requested_qps": round3(sum_req),
+            "final_achieved_qps": round3(sum_ach),
+            "average_latency_msec": round3(avg_lat),
+        }),
+    );
+    m.insert("spawned_instances".into(), json!(n));
+    m.insert("successful_instances".into(), json!(ok));
+    m.insert("score".into(), json!(round3(sum_ach / BASELINE_QPS)));
+    m.insert("rerun_at_fixed_qps".into(), json!(rerun.map(round3)));
+    if leaf_reqs > 0 {
+        let drv_ms = driver_cpu / leaf_reqs as f64 * 1000.0;
+        let leaf_ms = leaf_cpu / leaf_reqs as f64 * 1000.0;
+        m.insert("driver_cpu_ms_per_request".into(), json!(round3(drv_ms)));
+        m.insert("leaf_cpu_ms_per_request".into(), json!(round3(leaf_ms)));
+        if leaf_ms > 0.0 {
+            m.insert(
+                "driver_to_leaf_cpu_ratio".into(),
+                json!(round3(drv_ms / leaf_ms)),
+            );
+        }
+    }
+    progress.println(&format!(
+        "overall: {ok} of {n} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}"
+    ));
+    let success = ok == n && !interrupted;
+    m.insert("success".into(), json!(success));
+    m.insert("partial".into(), json!(interrupted));
+    Ok(Outcome {
+        metrics: m,
+        success,
     })
 }
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {
+        // 7.9 < 0.8 x 10: rerun at the highest requested rate.
+        let f = [Some((10.5, 10.0)), Some((8.0, 7.9)), None];
+        assert_eq!(rerun_rate(&f), Some(10.5));
+        // 8.0 is exactly 80%: no rerun.
+        assert_eq!(rerun_rate(&[Some((10.0, 10.0)), Some((8.2, 8.0))]), None);
+        // One result (or none) has nothing to compare with.
+        assert_eq!(rerun_rate(&[Some((10.0, 10.0)), None]), None);
+        assert_eq!(rerun_rate(&[]), None);
+    }
 }

@@ -153,6 +153,91 @@ pub fn usable_cpus() -> usize {
         .unwrap_or(1)
 }
 
+/// The CPUs this process may run on (its affinity mask), ascending.
+pub fn usable_cpu_list() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t filled by the kernel for this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect();
+            if !v.is_empty() {
+                return v;
+            }
+        }
+    }
+    online_cpus()
+}
+
+/// Groups `cpus` into physical cores (same package and core id, read from
+/// `sys_cpu`/cpuN/topology), each core's logical CPUs ascending, cores
+/// ordered by their first CPU. A CPU without topology files is its own core.
+pub fn physical_cores_from(sys_cpu: &Path, cpus: &[usize]) -> Vec<Vec<usize>> {
+    let mut by_core: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for &c in cpus {
+        let topo = sys_cpu.join(format!("cpu{c}/topology"));
+        let pkg = read(topo.join("physical_package_id")).unwrap_or_default();
+        let core = read(topo.join("core_id")).unwrap_or_else(|| format!("cpu{c}"));
+        by_core.entry((pkg, core)).or_default().push(c);
+    }
+    let mut cores: Vec<Vec<usize>> = by_core.into_values().collect();
+    for c in &mut cores {
+        c.sort_unstable();
+    }
+    cores.sort_by_key(|c| c[0]);
+    cores
+}
+
+/// The physical cores of the CPUs this process may use.
+pub fn usable_physical_cores() -> Vec<Vec<usize>> {
+    physical_cores_from(Path::new("/sys/devices/system/cpu"), &usable_cpu_list())
+}
+
+/// Splits physical cores evenly over `n` groups in order (the first
+/// `cores mod n` groups get one more core); each group lists the logical
+/// CPUs of its cores (SMT siblings included). `None` when there are fewer
+/// cores than groups.
+pub fn split_cores(cores: &[Vec<usize>], n: usize) -> Option<Vec<Vec<usize>>> {
+    if n == 0 || cores.len() < n {
+        return None;
+    }
+    let (base, extra) = (cores.len() / n, cores.len() % n);
+    let mut it = cores.iter();
+    Some(
+        (0..n)
+            .map(|i| {
+                let take = base + usize::from(i < extra);
+                let mut cpus: Vec<usize> = it.by_ref().take(take).flatten().copied().collect();
+                cpus.sort_unstable();
+                cpus
+            })
+            .collect(),
+    )
+}
+
+/// Formats CPUs as a list like `0-3,8`.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 fn threads_per_core() -> usize {
     read("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
         .map(|s| parse_cpu_list(&s).len())
@@ -472,6 +557,47 @@ mod tests {
         assert_eq!(by["L1d"], "192 KiB (4 instances)");
         assert_eq!(by["L2"], "2 MiB (2 instances)");
         assert_eq!(by["L3"], "32 MiB (1 instance)");
+    }
+
+    #[test]
+    fn cores_group_smt_siblings_and_split_evenly() {
+        // 6 cores x 2 threads, siblings numbered c and c + 6 as on many x86 hosts.
+        let d = tempfile::tempdir().unwrap();
+        for cpu in 0..12 {
+            let p = d.path().join(format!("cpu{cpu}/topology"));
+            fs::create_dir_all(&p).unwrap();
+            fs::write(p.join("physical_package_id"), "0").unwrap();
+            fs::write(p.join("core_id"), format!("{}", cpu % 6)).unwrap();
+        }
+        let all: Vec<usize> = (0..12).collect();
+        let cores = physical_cores_from(d.path(), &all);
+        assert_eq!(cores.len(), 6);
+        assert_eq!(cores[0], vec![0, 6]);
+        assert_eq!(cores[5], vec![5, 11]);
+        let groups = split_cores(&cores, 4).unwrap();
+        // 6 cores over 4 instances: the first two get 2 cores, the others 1.
+        assert_eq!(groups[0], vec![0, 1, 6, 7]);
+        assert_eq!(groups[1], vec![2, 3, 8, 9]);
+        assert_eq!(groups[2], vec![4, 10]);
+        assert_eq!(groups[3], vec![5, 11]);
+        assert!(split_cores(&cores, 7).is_none());
+        assert!(split_cores(&cores, 0).is_none());
+        // Only the usable CPUs count.
+        let some = physical_cores_from(d.path(), &[0, 1, 6]);
+        assert_eq!(some, vec![vec![0, 6], vec![1]]);
+        assert_eq!(format_cpu_list(&groups[0]), "0-1,6-7");
+        assert_eq!(format_cpu_list(&[3, 1, 2, 9]), "1-3,9");
+        assert_eq!(parse_cpu_list(&format_cpu_list(&groups[1])), groups[1]);
+    }
+
+    #[test]
+    fn this_hosts_usable_cpus_form_cores() {
+        let cpus = usable_cpu_list();
+        assert_eq!(cpus.len(), usable_cpus());
+        let cores = usable_physical_cores();
+        let mut flat: Vec<usize> = cores.iter().flatten().copied().collect();
+        flat.sort_unstable();
+        assert_eq!(flat, cpus);
     }
 
     /// On a host with lscpu, our wording must equal its own.

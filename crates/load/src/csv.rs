@@ -100,6 +100,8 @@ mod tests {
             target_value_ms: 12.5,
             passed: true,
             verdict: "ok".into(),
+            start_unix_ms: 0,
+            end_unix_ms: 0,
         };
         let r = row(&p);
         let cols: Vec<&str> = r.split(',').collect();

@@ -9,10 +9,12 @@
 //!   percentile target, and fixed-rate experiments.
 //! - [`csv`]: FeedSim's 15-column probe CSV.
 //! - [`pacer`]: timerfd-precise waits for pacing.
+//! - [`gate`]: a failure-tolerant rendezvous for parallel searches.
 
 pub mod arrival;
 pub mod csv;
 pub mod driver;
+pub mod gate;
 pub mod pacer;
 pub mod prober;
 pub mod recorder;

@@ -105,6 +105,16 @@ pub struct ProbeRecord {
     pub passed: bool,
     /// "ok" or why the probe failed.
     pub verdict: String,
+    /// Wall-clock start and end of the probe (its warm-up included), Unix
+    /// milliseconds: for lining probes up with other monitoring.
+    pub start_unix_ms: u64,
+    pub end_unix_ms: u64,
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Something that can run a probe: usually [`crate::driver::run`] against a
@@ -246,6 +256,7 @@ pub struct Search<'a, P> {
     cfg: SearchConfig,
     prober: P,
     on_event: &'a mut dyn FnMut(Event<'_>),
+    before_final: Option<Box<dyn FnMut() -> Result<(), String> + 'a>>,
     out: SearchOutcome,
 }
 
@@ -258,6 +269,7 @@ impl<'a, P: Prober> Search<'a, P> {
             cfg,
             prober,
             on_event,
+            before_final: None,
             out: SearchOutcome {
                 probes: Vec::new(),
                 final_probe: None,
@@ -268,6 +280,13 @@ impl<'a, P: Prober> Search<'a, P> {
                 failure: None,
             },
         }
+    }
+
+    /// Calls `f` once the bisection has settled, just before the final run
+    /// (parallel searches line up there); an `Err` ends the search.
+    pub fn before_final(mut self, f: impl FnMut() -> Result<(), String> + 'a) -> Self {
+        self.before_final = Some(Box::new(f));
+        self
     }
 
     async fn run_probe(
@@ -286,11 +305,13 @@ impl<'a, P: Prober> Search<'a, P> {
             requested_qps: requested,
             duration: warmup + duration,
         });
+        let start_unix_ms = unix_ms();
         let r = self
             .prober
             .probe(mode, warmup, duration)
             .await
             .map_err(Halt)?;
+        let end_unix_ms = unix_ms();
         let (passed, verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
@@ -318,6 +339,8 @@ impl<'a, P: Prober> Search<'a, P> {
             target_value_ms: summary.get(self.cfg.target.percentile),
             passed,
             verdict,
+            start_unix_ms,
+            end_unix_ms,
         };
         (self.on_event)(Event::Done(&rec));
         self.out.probes.push(rec);
@@ -421,6 +444,9 @@ impl<'a, P: Prober> Search<'a, P> {
             }
         }
 
+        if let Some(f) = self.before_final.as_mut() {
+            f().map_err(Halt)?;
+        }
         // Confirmation: never report a rate whose final run failed.
         let mut rate = lo;
         for _ in 0..3 {

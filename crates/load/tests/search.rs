@@ -208,3 +208,43 @@ fn target_parsing() {
     assert!("99p:abc".parse::<SloTarget>().is_err());
     assert!("42p:10".parse::<SloTarget>().is_err());
 }
+
+#[tokio::test]
+async fn before_final_runs_once_between_bisection_and_final_and_can_stop_it() {
+    let mut model = Model::new(300.0, 1000.0);
+    let calls_at_hook = std::cell::Cell::new(None);
+    let mut on = |_: Event<'_>| {};
+    let probes_so_far = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let seen = probes_so_far.clone();
+    let mut on_count = |e: Event<'_>| {
+        if let Event::Done(_) = e {
+            seen.set(seen.get() + 1);
+        }
+    };
+    let out = Search::new(cfg(), &mut model, &mut on_count)
+        .before_final(|| {
+            assert!(calls_at_hook.get().is_none(), "hook called twice");
+            calls_at_hook.set(Some(probes_so_far.get()));
+            Ok(())
+        })
+        .run()
+        .await;
+    assert!(out.success);
+    let at = calls_at_hook.get().expect("hook was called");
+    // Every probe but the final had run when the hook was called.
+    assert_eq!(at, out.probes.len() - 1);
+    assert_eq!(out.probes.last().unwrap().phase, Phase::Final);
+
+    // An error from the hook ends the search without a final run.
+    let mut model = Model::new(300.0, 1000.0);
+    let out = Search::new(cfg(), &mut model, &mut on)
+        .before_final(|| Err("the other instances were stopped".into()))
+        .run()
+        .await;
+    assert!(!out.success);
+    assert_eq!(
+        out.failure.as_deref(),
+        Some("the other instances were stopped")
+    );
+    assert!(out.probes.iter().all(|p| p.phase != Phase::Final));
+}

@@ -205,3 +205,133 @@ fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
     let rows = std::fs::read_to_string(csv_path).unwrap().lines().count();
     assert!(rows >= 3, "CSV rows so far kept: {rows}");
 }
+
+/// Two autoscale instances on this host's two cores: each pinned to its own
+/// core, searched in parallel, lined up before their final runs, reported
+/// per instance and summed.
+#[test]
+fn autoscale_runs_pinned_instances_and_sums_them() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        eprintln!("skipped: autoscale with 2 instances needs 2 CPUs, this host has {cores}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!(
+        "--quick --probe-secs 2 --final-secs 3 --tolerance 0.25 -w 1 {}",
+        SMALL.join(" ")
+    );
+    let o = rackbench(d.path())
+        .env("RACKBENCH_PLAIN_PROGRESS", "1")
+        .args([
+            "run",
+            "feedsim_autoscale",
+            "-i",
+            &format!("{{\"num_instances\": 2, \"port\": {port}, \"extra_args\": \"{extra}\"}}"),
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("autoscale: 2 instance(s)"), "{err}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &r["metrics"];
+    assert_eq!(m["spawned_instances"], 2);
+    assert_eq!(m["successful_instances"], 2);
+    let (a, b) = (&m["1"], &m["2"]);
+    assert_eq!(a["port"], port);
+    assert_eq!(b["port"], port + 1);
+    assert_ne!(a["cpus"], b["cpus"]);
+    let sum = a["final_achieved_qps"].as_f64().unwrap() + b["final_achieved_qps"].as_f64().unwrap();
+    let overall = m["overall"]["final_achieved_qps"].as_f64().unwrap();
+    assert!((overall - sum).abs() < 0.01, "{overall} vs {sum}");
+    assert!(overall > 0.0);
+    let avg = (a["final_latency_msec"].as_f64().unwrap()
+        + b["final_latency_msec"].as_f64().unwrap())
+        / 2.0;
+    assert!((m["overall"]["average_latency_msec"].as_f64().unwrap() - avg).abs() < 0.01);
+    assert!((m["score"].as_f64().unwrap() - overall / 57.0).abs() < 0.01);
+    // The instances lined up before their final runs: every final run
+    // started after every other probe of both instances ended.
+    let probes = |inst: &Value, fin: bool| -> Vec<(u64, u64)> {
+        inst["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| (p["phase"] == "final") == fin)
+            .map(|p| {
+                (
+                    p["start_unix_ms"].as_u64().unwrap(),
+                    p["end_unix_ms"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let last_search_end = [a, b]
+        .iter()
+        .flat_map(|i| probes(i, false))
+        .map(|p| p.1)
+        .max()
+        .unwrap();
+    let first_final_start = [a, b]
+        .iter()
+        .flat_map(|i| probes(i, true))
+        .map(|p| p.0)
+        .min()
+        .unwrap();
+    assert!(
+        first_final_start >= last_search_end,
+        "{first_final_start} < {last_search_end}"
+    );
+    for i in 1..=2 {
+        assert!(
+            d.path()
+                .join(format!(
+                    "benchmark_metrics_{}",
+                    r["run_id"].as_str().unwrap()
+                ))
+                .join(format!("feedsim_results_{i}.txt"))
+                .exists()
+        );
+    }
+}
+
+/// One instance that cannot start (its port is taken) does not stop the other.
+#[test]
+fn autoscale_instance_failure_leaves_the_others_running() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        eprintln!("skipped: autoscale with 2 instances needs 2 CPUs, this host has {cores}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // Two adjacent ports with the second one taken.
+    let (port, _busy) = loop {
+        let p = free_port();
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", p + 1)) {
+            break (p, l);
+        }
+    };
+    let o = rackbench(d.path())
+        .env("RACKBENCH_PLAIN_PROGRESS", "1")
+        .args(["feedsim", "--num-instances", "2", "-p", &port.to_string()])
+        .args(["-q", "2", "-d", "2", "-w", "1"])
+        .args(SMALL)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &r["metrics"];
+    assert_eq!(r["success"], false);
+    assert_eq!(m["spawned_instances"], 2);
+    assert_eq!(m["successful_instances"], 1);
+    assert_eq!(m["1"]["final_achieved_qps"], 2.0);
+    let why = m["2"]["failure"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("port {} is already in use", port + 1)),
+        "{why}"
+    );
+    assert_eq!(m["overall"]["final_achieved_qps"], 2.0);
+}
