@@ -104,6 +104,13 @@ pub struct DriverArgs {
     /// Length of the confirming final run, seconds (default: 60, 8 with --quick).
     #[arg(long)]
     pub final_secs: Option<f64>,
+    /// A search probe whose percentile is within this fraction of the target
+    /// is a close call and is measured longer (0 = never).
+    #[arg(long, default_value_t = 0.1)]
+    pub close_call: f64,
+    /// How many times a close call is extended by another probe length.
+    #[arg(long, default_value_t = 1)]
+    pub extensions: usize,
     /// Relative tolerance of the search.
     #[arg(long, default_value_t = 0.03)]
     pub tolerance: f64,

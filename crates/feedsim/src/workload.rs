@@ -98,6 +98,9 @@ fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     if !(a.tolerance > 0.0 && a.tolerance < 0.5) {
         bail!("--tolerance must be in (0, 0.5)");
     }
+    if !(0.0..1.0).contains(&a.close_call) {
+        bail!("--close-call must be in [0, 1), got {}", a.close_call);
+    }
     Ok(())
 }
 
@@ -464,6 +467,8 @@ fn search_config(a: &DriverArgs, target: SloTarget, t: Threads) -> SearchConfig 
     c.probe_warmup = if a.quick { secs(1.0) } else { secs(3.0) };
     c.final_duration = secs(a.final_secs.unwrap_or(if a.quick { 8.0 } else { 60.0 }));
     c.min_qps = 0.2;
+    c.borderline = a.close_call;
+    c.max_extensions = a.extensions;
     // Requests spend the IO wait off-CPU: keep enough in flight to saturate.
     c.peak_concurrency = (t.serving * 8).clamp(16, 2048);
     c

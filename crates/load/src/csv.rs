@@ -100,6 +100,7 @@ mod tests {
             target_value_ms: 12.5,
             passed: true,
             verdict: "ok".into(),
+            extensions: 0,
             start_unix_ms: 0,
             end_unix_ms: 0,
         };

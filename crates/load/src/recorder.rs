@@ -269,6 +269,18 @@ impl Recorder {
         }
     }
 
+    /// Adds a recorder of a window that followed this one (a probe
+    /// extended at the same rate): counts and histograms add up, the
+    /// per-second series continues after this one's.
+    pub fn extend_with(&mut self, later: &Recorder) {
+        let mine = self.series.len();
+        let mut rest = later.clone();
+        rest.series.clear();
+        self.merge(&rest);
+        self.series.resize_with(mine, Second::new);
+        self.series.extend(later.series.iter().cloned());
+    }
+
     /// Percentiles of latency (from the intended start).
     pub fn summary(&self) -> LatencySummary {
         LatencySummary::of(&self.latency)

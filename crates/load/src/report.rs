@@ -65,14 +65,20 @@ impl<'a> Reporter<'a> {
                 phase,
                 requested_qps,
                 duration,
+                extension,
             } => {
                 let rate = if requested_qps > 0.0 {
                     format!("{requested_qps:.2} QPS")
                 } else {
                     "unthrottled".into()
                 };
+                let close = if extension > 0 {
+                    " more (a close call)"
+                } else {
+                    ""
+                };
                 (self.phase)(&format!(
-                    "{} {rate} for {:.0}s",
+                    "{} {rate} for {:.0}s{close}",
                     phase.label(),
                     duration.as_secs_f64()
                 ));

@@ -105,6 +105,8 @@ pub struct ProbeRecord {
     pub passed: bool,
     /// "ok" or why the probe failed.
     pub verdict: String,
+    /// Times a close call was extended (see [`SearchConfig::borderline`]).
+    pub extensions: usize,
     /// Wall-clock start and end of the probe (its warm-up included), Unix
     /// milliseconds: for lining probes up with other monitoring.
     pub start_unix_ms: u64,
@@ -138,6 +140,8 @@ pub enum Event<'a> {
         phase: Phase,
         requested_qps: f64,
         duration: Duration,
+        /// 0 for a new probe, n for its n-th extension (a close call).
+        extension: usize,
     },
     /// A probe finished.
     Done(&'a ProbeRecord),
@@ -162,6 +166,13 @@ pub struct SearchConfig {
     pub min_qps: f64,
     pub max_qps: Option<f64>,
     pub max_probes: usize,
+    /// A bracket or bisection probe whose percentile lands within this
+    /// fraction of the target (0.1: between 90% and 110% of it) is a close
+    /// call: it is extended by another `probe` at the same rate and judged
+    /// on the whole window. 0 turns extensions off.
+    pub borderline: f64,
+    /// How many times a close call may be extended.
+    pub max_extensions: usize,
 }
 
 impl SearchConfig {
@@ -182,13 +193,35 @@ impl SearchConfig {
             min_qps: 1.0,
             max_qps: None,
             max_probes: 40,
+            borderline: 0.0,
+            max_extensions: 0,
         }
     }
 
     /// A rough plan of the search's length, for progress bars.
     pub fn planned(&self) -> Duration {
         let steps = (1.0 / self.tolerance).log2().ceil() as u32 + 3;
-        self.warmup + self.peak + (self.probe + self.probe_warmup) * steps + self.final_duration
+        // Assume half the bisection probes are close calls extended once.
+        let extended = if self.max_extensions > 0 && self.borderline > 0.0 {
+            self.probe * (steps / 2)
+        } else {
+            Duration::ZERO
+        };
+        self.warmup
+            + self.peak
+            + (self.probe + self.probe_warmup) * steps
+            + extended
+            + self.final_duration
+    }
+
+    /// True when a probe's measured percentile is a close call.
+    pub fn is_close_call(&self, r: &RunResult) -> bool {
+        if self.borderline <= 0.0 || r.interrupted || r.completion_ratio() < self.min_completion {
+            return false;
+        }
+        let v = r.recorder.summary().get(self.target.percentile);
+        let t = self.target.latency_ms;
+        v.is_finite() && (v - t).abs() <= self.borderline * t
     }
 
     /// Judges a probe against the target and the completion rule.
@@ -304,13 +337,38 @@ impl<'a, P: Prober> Search<'a, P> {
             phase,
             requested_qps: requested,
             duration: warmup + duration,
+            extension: 0,
         });
         let start_unix_ms = unix_ms();
-        let r = self
+        let mut r = self
             .prober
             .probe(mode, warmup, duration)
             .await
             .map_err(Halt)?;
+        // Close calls of the bracket and bisection are measured longer and
+        // judged on the whole window.
+        let mut extensions = 0;
+        while matches!(phase, Phase::Bracket | Phase::Bisect)
+            && extensions < self.cfg.max_extensions
+            && self.cfg.is_close_call(&r)
+        {
+            extensions += 1;
+            (self.on_event)(Event::Start {
+                phase,
+                requested_qps: requested,
+                duration,
+                extension: extensions,
+            });
+            let more = self
+                .prober
+                .probe(mode, Duration::ZERO, duration)
+                .await
+                .map_err(Halt)?;
+            r.recorder.extend_with(&more.recorder);
+            r.window += more.window;
+            r.interrupted |= more.interrupted;
+            r.precise_pacing &= more.precise_pacing;
+        }
         let end_unix_ms = unix_ms();
         let (passed, verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
@@ -339,6 +397,7 @@ impl<'a, P: Prober> Search<'a, P> {
             target_value_ms: summary.get(self.cfg.target.percentile),
             passed,
             verdict,
+            extensions,
             start_unix_ms,
             end_unix_ms,
         };

@@ -248,3 +248,97 @@ async fn before_final_runs_once_between_bisection_and_final_and_can_stop_it() {
     );
     assert!(out.probes.iter().all(|p| p.phase != Phase::Final));
 }
+
+/// A server near its knee whose first window at each rate has 6% slow
+/// requests (p95 = 520 ms, a close call against 500 ms) and whose later
+/// windows have none.
+struct CloseCall {
+    windows: std::collections::HashMap<u64, usize>,
+}
+
+impl load::Prober for CloseCall {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        let (rate, first) = match mode {
+            Mode::Open { rate, .. } => {
+                let seen = self.windows.entry(rate.to_bits()).or_insert(0);
+                *seen += 1;
+                (rate, *seen == 1)
+            }
+            // Unthrottled probes: 100 QPS, no slow requests.
+            Mode::Closed { .. } => (100.0, false),
+        };
+        let n = (rate * duration.as_secs_f64()).round() as u64;
+        let mut rec = Recorder::new();
+        rec.scheduled = n;
+        for i in 0..n {
+            let slow = first && i % 100 < 6;
+            let d = Duration::from_millis(if slow { 520 } else { 400 });
+            rec.record_ok(d, d, Duration::from_secs(i / rate.max(1.0) as u64), 100);
+        }
+        Ok(RunResult {
+            mode,
+            window: duration,
+            warmup,
+            recorder: rec,
+            interrupted: false,
+            precise_pacing: true,
+        })
+    }
+}
+
+#[tokio::test]
+async fn close_calls_are_extended_and_judged_on_the_whole_window() {
+    let mut c = cfg();
+    c.borderline = 0.1;
+    c.max_extensions = 1;
+    let mut model = CloseCall {
+        windows: Default::default(),
+    };
+    let mut starts = Vec::new();
+    let mut on = |e: Event<'_>| {
+        if let Event::Start { extension, .. } = e {
+            starts.push(extension);
+        }
+    };
+    let out = Search::new(c.clone(), &mut model, &mut on).run().await;
+    let bracket = out
+        .probes
+        .iter()
+        .find(|p| p.phase == Phase::Bracket)
+        .unwrap();
+    // The first window alone failed (p95 520 ms); with the extension 3% of
+    // the requests are slow and the probe passes.
+    assert_eq!(bracket.extensions, 1);
+    assert!(bracket.passed, "{}", bracket.verdict);
+    assert!(bracket.target_value_ms < 500.0);
+    assert_eq!(bracket.duration_secs, 2.0 * c.probe.as_secs_f64());
+    assert!(starts.contains(&1));
+    // Final runs are never extended.
+    assert!(
+        out.probes
+            .iter()
+            .filter(|p| p.phase == Phase::Final)
+            .all(|p| p.extensions == 0)
+    );
+
+    // Without extensions the same first window fails.
+    let mut c = cfg();
+    c.borderline = 0.0;
+    let mut model = CloseCall {
+        windows: Default::default(),
+    };
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    let bracket = out
+        .probes
+        .iter()
+        .find(|p| p.phase == Phase::Bracket)
+        .unwrap();
+    assert_eq!(bracket.extensions, 0);
+    assert!(!bracket.passed);
+}
