@@ -2,14 +2,19 @@
 """FeedSim on this machine: time to result, reproducibility and serving
 efficiency of the default search.
 
-1. CPU cost at low load: `rackbench feedsim -q 2 -d 30 -w 5`; the leaf's CPU
-   seconds per request give the CPU-bound capacity usable_cpus / cpu_per_req.
+1. CPU cost at low load: `rackbench feedsim -q 2 -d 60 -w 0` (no warm-up, so
+   the leaf's CPU delta covers only those requests); usable_cpus / CPU
+   seconds per request is the CPU-bound capacity.
 2. N (default 3) consecutive runs of the `feedsim_default` job (the whole
    search: 120 s unthrottled warm-up, peak, bracket, bisection, 60 s final),
    each timed; final_achieved_qps of each, spread around the median, and
    serving efficiency = median final_achieved_qps / CPU-bound capacity.
+3. With --sweep: the long exhaustive alternative, fixed rates from 0.8x to
+   1.2x the searches' median in 4% steps, 60 s each after a 30 s warm-up;
+   its knee is the last passing rate below the first failing one, and each
+   search's result is compared with it.
 
-Usage: python3 bench/feedsim_default.py [--runs 3]
+Usage: python3 bench/feedsim_default.py [--runs 3] [--sweep]
 """
 
 import argparse
@@ -25,16 +30,18 @@ import common
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sweep", action="store_true")
     a = ap.parse_args()
     common.build()
     cwd, env = common.scratch()
-    low = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", "2", "-d", "30", "-w", "5"], cwd=cwd, env=env,
+    low = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", "2", "-d", "60", "-w", "0"], cwd=cwd, env=env,
                          capture_output=True, text=True)
     lm = json.loads(low.stdout)["metrics"]
     cpu_ms = lm["leaf_cpu_ms_per_request"]
     cpus = json.loads(low.stdout)["machines"][0]["num_cpus_usable"]
     capacity = cpus / (cpu_ms / 1000.0)
-    print(f"low load: leaf {cpu_ms:.1f} CPU-ms per request, driver {lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs")
+    print(f"low load: leaf {cpu_ms:.1f} CPU-ms per request {lm.get('leaf_step_cpu_ms_per_request')}, driver "
+          f"{lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs; p95 {lm['final_latency_msec']:.0f} ms", flush=True)
     finals, times, ratios = [], [], []
     for i in range(a.runs):
         t = time.time()
@@ -48,14 +55,35 @@ def main():
         finals.append(m["final_achieved_qps"])
         times.append(el)
         ratios.append(m.get("driver_to_leaf_cpu_ratio", 0))
+        ext = sum(p.get("extensions", 0) for p in m["probes"])
         print(f"run {i + 1}: {el:.0f} s, final requested {m['final_requested_qps']:.2f} achieved {m['final_achieved_qps']:.2f} QPS "
-              f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes, driver/leaf CPU {ratios[-1]:.3f}")
+              f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes ({ext} extended), leaf {m.get('leaf_cpu_ms_per_request', 0):.0f} "
+              f"CPU-ms/request, driver/leaf CPU {ratios[-1]:.3f}", flush=True)
     med = statistics.median(finals)
     dev = max(abs(f - med) / med for f in finals) * 100
     eff = med / capacity
     print(f"\n| FeedSim default search, {len(finals)} runs | {min(times) / 60:.1f} to {max(times) / 60:.1f} min each | "
           f"final_achieved_qps {', '.join(f'{f:.2f}' for f in finals)} (median {med:.2f}, all within {dev:.1f}%) | "
-          f"serving efficiency {eff:.2f} (capacity {capacity:.2f} QPS from {cpu_ms:.0f} CPU-ms/request) | driver/leaf CPU <= {max(ratios):.3f} |")
+          f"serving efficiency {eff:.2f} (capacity {capacity:.2f} QPS from {cpu_ms:.0f} CPU-ms/request) | driver/leaf CPU <= {max(ratios):.3f} |", flush=True)
+    if a.sweep:
+        rates = [round(med * (0.8 + 0.04 * k), 2) for k in range(11)]
+        t = time.time()
+        out = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", ",".join(map(str, rates)), "-d", "60", "-w", "30"],
+                             cwd=cwd, env=env, capture_output=True, text=True)
+        el = time.time() - t
+        probes = [p for p in json.loads(out.stdout)["metrics"]["probes"] if p["phase"] == "fixed"]
+        knee = None
+        for p in probes:
+            print(f"  sweep {p['requested_qps']:.2f} QPS: achieved {p['achieved_qps']:.2f}, p95 {p['target_value_ms']:.0f} ms, "
+                  f"{'pass' if p['passed'] else 'FAIL'}")
+            if not p["passed"]:
+                break
+            knee = p["achieved_qps"]
+        if knee is None:
+            print(f"sweep ({el / 60:.1f} min): even the lowest rate failed")
+        else:
+            diffs = ", ".join(f"{(f - knee) / knee * 100:+.1f}%" for f in finals)
+            print(f"sweep ({el / 60:.1f} min, {len(probes)} rates x 60 s): knee {knee:.2f} QPS; searches vs sweep: {diffs}")
 
 
 if __name__ == "__main__":
