@@ -308,6 +308,9 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             Some(r) if r.is_finished() => Err("the calibration server has stopped".into()),
             _ => Ok(()),
         }),
+        // The M/D/c server drops nothing and holds no hidden backlog: the
+        // drain after each probe lets its queue empty.
+        settle: None,
     };
     let mut cfg = a.search_config();
     if !a.fixed_qps.is_empty() {

@@ -95,6 +95,7 @@ pub struct LeafState {
     ready: AtomicBool,
     next: AtomicU64,
     requests: AtomicU64,
+    in_flight: Arc<AtomicU64>,
     build_secs: OnceLock<f64>,
     gamma: Gamma<f64>,
     /// Thread CPU nanoseconds per step, indexed like [`STEPS`].
@@ -110,6 +111,22 @@ pub const STEPS: [&str; 6] = [
     "chase",
     "response",
 ];
+
+/// Counts a request in flight until dropped (completed or cancelled).
+struct InFlight(Arc<AtomicU64>);
+
+impl InFlight {
+    fn new(gauge: &Arc<AtomicU64>) -> Self {
+        gauge.fetch_add(1, Ordering::Relaxed);
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// CPU time of the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
@@ -152,6 +169,7 @@ impl LeafState {
             ready: AtomicBool::new(false),
             next: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            in_flight: Arc::new(AtomicU64::new(0)),
             build_secs: OnceLock::new(),
             step_ns: Arc::new(Default::default()),
         })
@@ -207,6 +225,7 @@ impl LeafState {
             .get()
             .filter(|_| self.is_ready())
             .ok_or_else(|| Status::unavailable("leaf is still building its dataset"))?;
+        let _in_flight = InFlight::new(&self.in_flight);
         let c = &self.cfg;
         let idx = (self.next.fetch_add(1, Ordering::Relaxed) % datasets.len() as u64) as usize;
         let ds = datasets[idx].clone();
@@ -335,6 +354,16 @@ impl LeafState {
         Ok((payload, stories))
     }
 
+    /// Pool tasks skipped because their request had been cancelled.
+    pub fn skipped_tasks(&self) -> u64 {
+        let p = &self.pools;
+        p.serving.iter().map(Pool::skipped).sum::<u64>()
+            + p.ranking.skipped()
+            + p.ser.skipped()
+            + p.io.skipped()
+            + p.chase.skipped()
+    }
+
     fn status(&self) -> StatusReply {
         let (rss, cpu) = proc_self();
         StatusReply {
@@ -345,6 +374,8 @@ impl LeafState {
             build_seconds: self.build_secs.get().copied().unwrap_or(0.0),
             serving_threads: self.cfg.serving_threads as u32,
             dataset_bytes: self.dataset_bytes() as u64,
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            skipped_tasks: self.skipped_tasks(),
             steps: STEPS
                 .iter()
                 .zip(self.step_ns.iter())

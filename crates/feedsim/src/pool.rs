@@ -1,6 +1,7 @@
 //! Fixed-size thread pools whose tasks are awaited from async code: the
 //! leaf's ranking, serialization, IO and pointer-chasing pools.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
@@ -11,6 +12,7 @@ type Task = Box<dyn FnOnce() + Send>;
 pub struct Pool {
     tx: mpsc::Sender<Task>,
     pub threads: usize,
+    skipped: Arc<AtomicU64>,
 }
 
 impl Pool {
@@ -37,19 +39,36 @@ impl Pool {
                 })
                 .expect("spawning a pool thread");
         }
-        Pool { tx, threads }
+        Pool {
+            tx,
+            threads,
+            skipped: Arc::new(AtomicU64::new(0)),
+        }
     }
 
-    /// Runs `f` on the pool; the future resolves with its result.
+    /// Runs `f` on the pool; the future resolves with its result. When the
+    /// future is dropped before the task starts (the request was cancelled:
+    /// the client gave up on it), the task is skipped instead of burning
+    /// CPU that later requests would queue behind.
     pub fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> oneshot::Receiver<T> {
         let (done, rx) = oneshot::channel();
+        let skipped = self.skipped.clone();
         let _ = self.tx.send(Box::new(move || {
+            if done.is_closed() {
+                skipped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             let _ = done.send(f());
         }));
         rx
+    }
+
+    /// Tasks skipped because nobody waited for them any more.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     /// Runs `n` tasks `f(0)..f(n-1)` and waits for all their results.
@@ -94,5 +113,33 @@ mod tests {
             vec![0, 2, 4, 6, 8, 10]
         );
         assert!(names.iter().all(|(_, n)| n.starts_with("t-")));
+    }
+
+    #[tokio::test]
+    async fn tasks_of_a_dropped_future_are_skipped() {
+        let p = Pool::new("s", 1);
+        let ran = Arc::new(AtomicU64::new(0));
+        // Occupy the only thread, then queue work and drop its future.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let blocker = p.run(move || {
+            let _ = wait.recv();
+        });
+        let r = ran.clone();
+        let mut queued = Box::pin(p.fan_out(3, move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }));
+        // Polled until its tasks are queued (it cannot finish: the thread is busy).
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), &mut queued).await;
+        assert!(waited.is_err());
+        drop(queued);
+        go.send(()).unwrap();
+        blocker.await.unwrap();
+        // A task queued after the skipped ones still runs.
+        let r = ran.clone();
+        p.run(move || r.fetch_add(10, Ordering::SeqCst))
+            .await
+            .unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 10);
+        assert_eq!(p.skipped(), 3);
     }
 }

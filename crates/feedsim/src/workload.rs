@@ -27,6 +27,8 @@ use tonic::Request;
 
 /// Upstream's baseline: score = final_achieved_qps / 57.
 pub const BASELINE_QPS: f64 = 57.0;
+/// Longest wait for the leaf to become idle between probes.
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 /// Bytes of random payload in each request.
 pub const REQUEST_BYTES: usize = 3000;
 
@@ -539,6 +541,25 @@ fn drive_instance(
     let leaf = Arc::new(std::sync::Mutex::new(leaf));
     let leaf_cell = leaf.clone();
     let search_cfg = search_config(a, target, t);
+    // Before each probe, wait until the leaf has no request in flight: the
+    // requests an overloaded probe gave up on are cancelled and their queued
+    // work skipped, and the next probe starts from an idle leaf.
+    let settle_client = client.clone();
+    let settle: load::prober::SettleFn = Box::new(move || {
+        let mut c = settle_client.clone();
+        Box::pin(async move {
+            let t = Instant::now();
+            loop {
+                let s = status(&mut c)
+                    .await
+                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))?;
+                if s.in_flight == 0 || t.elapsed() > SETTLE_LIMIT {
+                    return Ok(t.elapsed());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    });
     let drain = Duration::from_secs_f64((2.0 * target.latency_ms / 1000.0).max(2.0));
     let stop = ctx.cancel.flag();
     let mut prober = ServiceProber {
@@ -559,6 +580,7 @@ fn drive_instance(
                 None => Ok(()),
             }
         }),
+        settle: Some(settle),
     };
     let csv_path = ctx.output_path(&inst.csv);
     let csv = ProbeCsv::create(&csv_path)
@@ -672,6 +694,10 @@ fn instance_metrics(r: &InstanceRun, with_driver_cpu: bool) -> anyhow::Result<Ma
         m.insert("leaf_rss_bytes".into(), json!(e.rss_bytes));
         m.insert("leaf_build_seconds".into(), json!(e.build_seconds));
         m.insert("leaf_requests".into(), json!(reqs));
+        m.insert(
+            "leaf_skipped_tasks".into(),
+            json!(e.skipped_tasks.saturating_sub(b.skipped_tasks)),
+        );
         m.insert(
             "leaf_cpu_seconds".into(),
             json!(round3(e.cpu_seconds - b.cpu_seconds)),

@@ -101,6 +101,7 @@ mod tests {
             passed: true,
             verdict: "ok".into(),
             extensions: 0,
+            settle_secs: 0.0,
             start_unix_ms: 0,
             end_unix_ms: 0,
         };

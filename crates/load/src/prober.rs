@@ -4,6 +4,8 @@ use crate::driver::{self, Mode, RunConfig, RunResult};
 use crate::search::Prober;
 use crate::wire::WireSize;
 use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -23,7 +25,14 @@ pub struct ServiceProber<S, F> {
     pub stop: Arc<AtomicBool>,
     /// Called before each probe: an `Err` (the server died) ends the search.
     pub check: Box<dyn FnMut() -> Result<(), String> + Send>,
+    /// Waits until the server is idle (see [`Prober::settle`]); `None` does
+    /// not wait.
+    pub settle: Option<SettleFn>,
 }
+
+/// A server-specific wait for idleness, returning how long it took.
+pub type SettleFn =
+    Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<Duration, String>> + Send>> + Send>;
 
 impl<S, R, F> Prober for ServiceProber<S, F>
 where
@@ -59,5 +68,12 @@ where
             return Err(format!("every request failed: {why}"));
         }
         Ok(r)
+    }
+
+    async fn settle(&mut self) -> Result<Duration, String> {
+        match self.settle.as_mut() {
+            Some(f) => f().await,
+            None => Ok(Duration::ZERO),
+        }
     }
 }

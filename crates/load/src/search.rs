@@ -107,6 +107,9 @@ pub struct ProbeRecord {
     pub verdict: String,
     /// Times a close call was extended (see [`SearchConfig::borderline`]).
     pub extensions: usize,
+    /// How long the search waited for the server to finish earlier work
+    /// before this probe (see [`Prober::settle`]).
+    pub settle_secs: f64,
     /// Wall-clock start and end of the probe (its warm-up included), Unix
     /// milliseconds: for lining probes up with other monitoring.
     pub start_unix_ms: u64,
@@ -130,6 +133,13 @@ pub trait Prober {
         warmup: Duration,
         duration: Duration,
     ) -> impl Future<Output = Result<RunResult, String>>;
+
+    /// Waits until the server has finished (or dropped) the work of earlier
+    /// probes, so that no probe inherits the backlog of an overloaded one;
+    /// returns how long it waited. The default does not wait.
+    fn settle(&mut self) -> impl Future<Output = Result<Duration, String>> {
+        async { Ok(Duration::ZERO) }
+    }
 }
 
 /// What the search reports as it goes.
@@ -333,6 +343,7 @@ impl<'a, P: Prober> Search<'a, P> {
             Mode::Open { rate, .. } => rate,
             Mode::Closed { .. } => 0.0,
         };
+        let settled = self.prober.settle().await.map_err(Halt)?;
         (self.on_event)(Event::Start {
             phase,
             requested_qps: requested,
@@ -398,6 +409,7 @@ impl<'a, P: Prober> Search<'a, P> {
             passed,
             verdict,
             extensions,
+            settle_secs: settled.as_secs_f64(),
             start_unix_ms,
             end_unix_ms,
         };
@@ -591,5 +603,9 @@ impl<P: Prober> Prober for &mut P {
         duration: Duration,
     ) -> impl Future<Output = Result<RunResult, String>> {
         (**self).probe(mode, warmup, duration)
+    }
+
+    fn settle(&mut self) -> impl Future<Output = Result<Duration, String>> {
+        (**self).settle()
     }
 }
