@@ -1,0 +1,32 @@
+//! Compiles `proto/*.proto` (rackbench's copy of the Distbench schema) with
+//! protox, a pure-Rust protobuf compiler, so no `protoc` is needed. Writes the
+//! prost message types and the encoded `FileDescriptorSet`, from which the
+//! crate builds the descriptor pool that the text format needs.
+
+use prost::Message;
+use std::path::{Path, PathBuf};
+
+const FILES: [&str; 3] = [
+    "distbench.proto",
+    "traffic_config.proto",
+    "joint_distribution.proto",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("proto");
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    println!("cargo:rerun-if-changed={}", root.display());
+    let files: Vec<PathBuf> = FILES.iter().map(|f| root.join(f)).collect();
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
+    let fds = protox::compile(&files, [&root])?;
+    std::fs::write(out.join("distbench_descriptor.bin"), fds.encode_to_vec())?;
+    // Maps as BTreeMap: deterministic iteration, encoding and printing.
+    // Type names: `prost::Name` links each type to its descriptor.
+    prost_build::Config::new()
+        .btree_map(["."])
+        .enable_type_names()
+        .compile_fds(fds)?;
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! The `distbench` workload: upstream's command line (`distbench SUBCOMMAND
+//! --flag=value ...`) behind rackbench's `Workload` trait. Only `check_test`
+//! works so far; the other upstream subcommands say they are not
+//! implemented yet.
+
+use crate::check::{self, Problem};
+use crate::files;
+use crate::proto::TestSequence;
+use anyhow::{Context, bail};
+use clap::Parser;
+use harness::{Outcome, RunContext, Workload};
+use serde_json::{Map, json};
+use std::path::{Path, PathBuf};
+
+/// The `distbench` benchmark.
+pub struct Distbench;
+
+/// Upstream subcommands that rackbench does not run yet.
+const NOT_YET: [&str; 6] = [
+    "test_sequencer",
+    "node_manager",
+    "run_tests",
+    "start_localhost",
+    "analyze",
+    "test_builder",
+];
+
+/// `check_test`: validates a test sequence without running it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench check_test",
+    about = "Check a Distbench test sequence (textproto, binary or .gz) without running it"
+)]
+struct CheckTestArgs {
+    /// The test sequence file (upstream's --infile).
+    #[arg(long, value_name = "FILE")]
+    infile: PathBuf,
+}
+
+enum Command {
+    CheckTest(CheckTestArgs),
+}
+
+/// Accepts upstream's single-dash long flags (`-infile=F`) as well.
+fn normalize(arg: &str) -> String {
+    let bytes = arg.as_bytes();
+    if bytes.len() > 2 && bytes[0] == b'-' && bytes[1].is_ascii_alphabetic() {
+        format!("-{arg}")
+    } else {
+        arg.to_string()
+    }
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Command> {
+    let Some((sub, rest)) = args.split_first() else {
+        bail!(
+            "distbench needs a subcommand: check_test --infile FILE (not implemented yet: {})",
+            NOT_YET.join(", ")
+        );
+    };
+    match sub.as_str() {
+        "check_test" => {
+            let argv = std::iter::once(sub.clone()).chain(rest.iter().map(|a| normalize(a)));
+            CheckTestArgs::try_parse_from(argv)
+                .map(Command::CheckTest)
+                .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+        }
+        s if NOT_YET.contains(&s) => bail!(
+            "distbench subcommand '{s}' is not implemented yet in rackbench; \
+             only check_test is (rackbench distbench check_test --infile FILE)"
+        ),
+        s => bail!(
+            "unknown distbench subcommand '{s}': use check_test (not implemented yet: {})",
+            NOT_YET.join(", ")
+        ),
+    }
+}
+
+/// Reads and checks a sequence; every problem becomes one line of the error.
+fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
+    let seq: TestSequence = files::read(path)?;
+    if seq.tests.is_empty() {
+        bail!("{}: the test sequence has no tests", path.display());
+    }
+    let problems = check::check_sequence(&seq);
+    if !problems.is_empty() {
+        bail!("{}", describe_problems(path, &problems));
+    }
+    Ok(seq)
+}
+
+fn describe_problems(path: &Path, problems: &[Problem]) -> String {
+    let mut out = format!(
+        "{}: check_test found {} problem{}:",
+        path.display(),
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for p in problems {
+        out.push_str(&format!("\n  {p}"));
+    }
+    out
+}
+
+impl Workload for Distbench {
+    fn name(&self) -> &'static str {
+        "distbench"
+    }
+
+    fn description(&self) -> &'static str {
+        "Distbench: RPC traffic patterns from textproto test sequences (check_test so far)"
+    }
+
+    fn help(&self) -> String {
+        use clap::CommandFactory;
+        format!(
+            "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
+             Subcommands: check_test (implemented); {} (not implemented yet).\n\n{}\n",
+            NOT_YET.join(", "),
+            CheckTestArgs::command().render_long_help()
+        )
+    }
+
+    fn validate(&self, args: &[String]) -> anyhow::Result<()> {
+        match parse(args)? {
+            // Checking is the whole job, so a bad sequence is bad input.
+            Command::CheckTest(a) => load_checked(&a.infile).map(|_| ()),
+        }
+    }
+
+    fn run(&self, _ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
+        match parse(args)? {
+            Command::CheckTest(a) => {
+                let seq = load_checked(&a.infile)
+                    .with_context(|| format!("check_test --infile {}", a.infile.display()))?;
+                let mut names = Vec::new();
+                for (i, t) in seq.tests.iter().enumerate() {
+                    println!("OK test {i}: {}", t.name());
+                    names.push(t.name().to_string());
+                }
+                let mut metrics = Map::new();
+                metrics.insert("tests".into(), json!(seq.tests.len()));
+                metrics.insert("test_names".into(), json!(names));
+                metrics.insert("valid".into(), json!(true));
+                Ok(Outcome {
+                    metrics,
+                    success: true,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn infile_flag_forms() {
+        for form in [
+            &["check_test", "--infile", "f.cfg"][..],
+            &["check_test", "--infile=f.cfg"],
+            &["check_test", "-infile=f.cfg"],
+            &["check_test", "-infile", "f.cfg"],
+        ] {
+            let Command::CheckTest(a) = parse(&args(form)).unwrap();
+            assert_eq!(a.infile, PathBuf::from("f.cfg"), "{form:?}");
+        }
+    }
+
+    #[test]
+    fn other_subcommands_are_not_implemented_yet() {
+        for sub in NOT_YET {
+            let err = parse(&args(&[sub, "--test_sequencer=localhost:10000"]))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                err.contains(&format!("'{sub}' is not implemented yet")),
+                "{err}"
+            );
+        }
+        let err = parse(&args(&["bogus"])).err().unwrap().to_string();
+        assert!(
+            err.contains("unknown distbench subcommand 'bogus'"),
+            "{err}"
+        );
+        let err = parse(&[]).err().unwrap().to_string();
+        assert!(err.contains("needs a subcommand"), "{err}");
+    }
+
+    #[test]
+    fn check_test_needs_infile() {
+        let err = parse(&args(&["check_test"])).err().unwrap().to_string();
+        assert!(err.contains("--infile"), "{err}");
+    }
+
+    #[test]
+    fn validate_reports_every_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bad.config");
+        std::fs::write(
+            &f,
+            "tests { name: 'b' services { name: 's' } \
+             rpc_descriptions { name: 'r' client: 'nobody' server: 's' } }",
+        )
+        .unwrap();
+        let err = Distbench
+            .validate(&args(&["check_test", &format!("--infile={}", f.display())]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("check_test found 2 problems"), "{err}");
+        assert!(err.contains("client: unknown service 'nobody'"), "{err}");
+        assert!(err.contains("no action list is named 'r'"), "{err}");
+    }
+}
