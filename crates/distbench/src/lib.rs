@@ -18,6 +18,7 @@
 pub mod check;
 pub mod files;
 pub mod proto;
+pub mod test_builder;
 pub mod textproto;
 mod workload;
 

@@ -6,6 +6,7 @@
 use crate::check::{self, Problem};
 use crate::files;
 use crate::proto::TestSequence;
+use crate::test_builder;
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, RunContext, Workload};
@@ -16,13 +17,12 @@ use std::path::{Path, PathBuf};
 pub struct Distbench;
 
 /// Upstream subcommands that rackbench does not run yet.
-const NOT_YET: [&str; 6] = [
+const NOT_YET: [&str; 5] = [
     "test_sequencer",
     "node_manager",
     "run_tests",
     "start_localhost",
     "analyze",
-    "test_builder",
 ];
 
 /// `check_test`: validates a test sequence without running it.
@@ -39,6 +39,8 @@ struct CheckTestArgs {
 
 enum Command {
     CheckTest(CheckTestArgs),
+    /// `test_builder`, parsed, and its raw arguments for `# produced by`.
+    TestBuilder(test_builder::args::Invocation, Vec<String>),
 }
 
 /// Accepts upstream's single-dash long flags (`-infile=F`) as well.
@@ -65,6 +67,10 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
                 .map(Command::CheckTest)
                 .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
         }
+        "test_builder" => Ok(Command::TestBuilder(
+            test_builder::args::parse(rest)?,
+            rest.to_vec(),
+        )),
         s if NOT_YET.contains(&s) => bail!(
             "distbench subcommand '{s}' is not implemented yet in rackbench; \
              only check_test is (rackbench distbench check_test --infile FILE)"
@@ -113,18 +119,20 @@ impl Workload for Distbench {
 
     fn help(&self) -> String {
         use clap::CommandFactory;
-        format!(
+        let text = format!(
             "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
              Subcommands: check_test (implemented); {} (not implemented yet).\n\n{}\n",
             NOT_YET.join(", "),
             CheckTestArgs::command().render_long_help()
-        )
+        );
+        format!("{text}\n{}", test_builder::help())
     }
 
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match parse(args)? {
             // Checking is the whole job, so a bad sequence is bad input.
             Command::CheckTest(a) => load_checked(&a.infile).map(|_| ()),
+            Command::TestBuilder(inv, _) => test_builder::validate(&inv),
         }
     }
 
@@ -147,6 +155,7 @@ impl Workload for Distbench {
                     success: true,
                 })
             }
+            Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),
         }
     }
 }
@@ -167,7 +176,9 @@ mod tests {
             &["check_test", "-infile=f.cfg"],
             &["check_test", "-infile", "f.cfg"],
         ] {
-            let Command::CheckTest(a) = parse(&args(form)).unwrap();
+            let Ok(Command::CheckTest(a)) = parse(&args(form)) else {
+                panic!("{form:?} is not check_test");
+            };
             assert_eq!(a.infile, PathBuf::from("f.cfg"), "{form:?}");
         }
     }
