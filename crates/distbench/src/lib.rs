@@ -15,6 +15,7 @@
 //! - [`Distbench`]: the `distbench` workload (`rackbench distbench
 //!   check_test --infile F`). Running traffic is not implemented yet.
 
+pub mod analyze;
 pub mod check;
 pub mod files;
 pub mod proto;

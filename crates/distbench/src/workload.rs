@@ -1,8 +1,9 @@
 //! The `distbench` workload: upstream's command line (`distbench SUBCOMMAND
-//! --flag=value ...`) behind rackbench's `Workload` trait. Only `check_test`
-//! works so far; the other upstream subcommands say they are not
-//! implemented yet.
+//! --flag=value ...`) behind rackbench's `Workload` trait. `check_test`,
+//! `test_builder` and `analyze` work so far; the other upstream subcommands
+//! say they are not implemented yet.
 
+use crate::analyze;
 use crate::check::{self, Problem};
 use crate::files;
 use crate::proto::TestSequence;
@@ -16,13 +17,16 @@ use std::path::{Path, PathBuf};
 /// The `distbench` benchmark.
 pub struct Distbench;
 
+/// The subcommands rackbench runs, for error messages.
+const IMPLEMENTED: &str = "check_test --infile FILE, test_builder PATTERN..., \
+                           analyze --input_file F --output_directory D";
+
 /// Upstream subcommands that rackbench does not run yet.
-const NOT_YET: [&str; 5] = [
+const NOT_YET: [&str; 4] = [
     "test_sequencer",
     "node_manager",
     "run_tests",
     "start_localhost",
-    "analyze",
 ];
 
 /// `check_test`: validates a test sequence without running it.
@@ -41,6 +45,7 @@ enum Command {
     CheckTest(CheckTestArgs),
     /// `test_builder`, parsed, and its raw arguments for `# produced by`.
     TestBuilder(test_builder::args::Invocation, Vec<String>),
+    Analyze(analyze::Invocation),
 }
 
 /// Accepts upstream's single-dash long flags (`-infile=F`) as well.
@@ -56,7 +61,7 @@ fn normalize(arg: &str) -> String {
 fn parse(args: &[String]) -> anyhow::Result<Command> {
     let Some((sub, rest)) = args.split_first() else {
         bail!(
-            "distbench needs a subcommand: check_test --infile FILE (not implemented yet: {})",
+            "distbench needs a subcommand: {IMPLEMENTED} (not implemented yet: {})",
             NOT_YET.join(", ")
         );
     };
@@ -67,16 +72,17 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
                 .map(Command::CheckTest)
                 .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
         }
+        "analyze" => Ok(Command::Analyze(analyze::Invocation::parse(rest)?)),
         "test_builder" => Ok(Command::TestBuilder(
             test_builder::args::parse(rest)?,
             rest.to_vec(),
         )),
         s if NOT_YET.contains(&s) => bail!(
             "distbench subcommand '{s}' is not implemented yet in rackbench; \
-             only check_test is (rackbench distbench check_test --infile FILE)"
+             implemented: {IMPLEMENTED}"
         ),
         s => bail!(
-            "unknown distbench subcommand '{s}': use check_test (not implemented yet: {})",
+            "unknown distbench subcommand '{s}': use {IMPLEMENTED} (not implemented yet: {})",
             NOT_YET.join(", ")
         ),
     }
@@ -114,16 +120,17 @@ impl Workload for Distbench {
     }
 
     fn description(&self) -> &'static str {
-        "Distbench: RPC traffic patterns from textproto test sequences (check_test so far)"
+        "Distbench: RPC traffic patterns from textproto test sequences (check_test, test_builder and analyze so far)"
     }
 
     fn help(&self) -> String {
         use clap::CommandFactory;
         let text = format!(
             "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
-             Subcommands: check_test (implemented); {} (not implemented yet).\n\n{}\n",
+             Subcommands: check_test, test_builder, analyze (implemented); {} (not implemented yet).\n\n{}\n\n{}\n",
             NOT_YET.join(", "),
-            CheckTestArgs::command().render_long_help()
+            CheckTestArgs::command().render_long_help(),
+            analyze::Invocation::help()
         );
         format!("{text}\n{}", test_builder::help())
     }
@@ -133,10 +140,12 @@ impl Workload for Distbench {
             // Checking is the whole job, so a bad sequence is bad input.
             Command::CheckTest(a) => load_checked(&a.infile).map(|_| ()),
             Command::TestBuilder(inv, _) => test_builder::validate(&inv),
+            // A missing, corrupt or unusable results file is bad input.
+            Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
         }
     }
 
-    fn run(&self, _ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
+    fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse(args)? {
             Command::CheckTest(a) => {
                 let seq = load_checked(&a.infile)
@@ -156,6 +165,7 @@ impl Workload for Distbench {
                 })
             }
             Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),
+            Command::Analyze(a) => a.run(ctx),
         }
     }
 }
