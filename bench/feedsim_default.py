@@ -41,7 +41,7 @@ def main():
     cpus = json.loads(low.stdout)["machines"][0]["num_cpus_usable"]
     capacity = cpus / (cpu_ms / 1000.0)
     print(f"low load: leaf {cpu_ms:.1f} CPU-ms per request {lm.get('leaf_step_cpu_ms_per_request')}, driver "
-          f"{lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs; p95 {lm['final_latency_msec']:.0f} ms", flush=True)
+          f"{lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs; p95 {lm['probes'][-1]['target_value_ms']:.0f} ms", flush=True)
     finals, times, ratios = [], [], []
     for i in range(a.runs):
         t = time.time()
@@ -58,7 +58,7 @@ def main():
         ext = sum(p.get("extensions", 0) for p in m["probes"])
         print(f"run {i + 1}: {el:.0f} s, final requested {m['final_requested_qps']:.2f} achieved {m['final_achieved_qps']:.2f} QPS "
               f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes ({ext} extended), leaf {m.get('leaf_cpu_ms_per_request', 0):.0f} "
-              f"CPU-ms/request, driver/leaf CPU {ratios[-1]:.3f}", flush=True)
+              f"CPU-ms/request, driver/leaf CPU {ratios[-1]:.3f}, host speed spread {m.get('host_speed', {}).get('drift_pct', float('nan')):.0f}%", flush=True)
     med = statistics.median(finals)
     dev = max(abs(f - med) / med for f in finals) * 100
     eff = med / capacity

@@ -10,6 +10,7 @@ use clap::Parser;
 use harness::{Outcome, Progress, RunContext, Workload};
 use load::csv::ProbeCsv;
 use load::gate::Gate;
+use load::hostspeed::{HostSpeed, SpeedSampler};
 use load::report::{Reporter, final_line, searching_line};
 use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
 use load::{Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
@@ -762,6 +763,26 @@ fn common_metrics(a: &DriverArgs, target: SloTarget) -> Map<String, Value> {
     m
 }
 
+/// How often the host's speed is sampled during a run.
+const SPEED_EVERY: Duration = Duration::from_secs(5);
+/// Host speed drift past which a result is flagged as not comparable.
+const SPEED_DRIFT_WARN_PCT: f64 = 10.0;
+
+/// Adds `host_speed` to the metrics and warns when the machine's speed
+/// changed during the run.
+fn host_speed_metrics(m: &mut Map<String, Value>, speed: Option<HostSpeed>, line: &dyn Fn(&str)) {
+    let Some(h) = speed else { return };
+    m.insert("host_speed".into(), json!(h));
+    let unstable = h.drift_pct > SPEED_DRIFT_WARN_PCT;
+    m.insert("host_speed_unstable".into(), json!(unstable));
+    if unstable {
+        line(&format!(
+            "warning: this machine's speed changed during the run: a fixed unit of CPU work took {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
+            h.unit_us_min, h.unit_us_max, h.drift_pct
+        ));
+    }
+}
+
 fn threads_json(t: Threads) -> Value {
     json!({ "serving": t.serving, "ranking": t.ranking, "srv_io": t.ser, "io": 4, "pointer_chase": 8 })
 }
@@ -797,7 +818,9 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let progress = Progress::new("feedsim", Duration::from_secs(60));
     progress.set_total(planned(a, &search_config(a, target, t)));
     progress.println(&searching_line(&target));
+    let speed = SpeedSampler::start(SPEED_EVERY);
     let run = drive_instance(a, &inst, target, ctx, &progress, None);
+    let speed = speed.finish();
     progress.finish();
     let run = run?;
     if let Some(e) = &run.csv_error {
@@ -816,6 +839,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         progress.println(&format!("search ended without a result: {f}"));
     }
     m.extend(instance_metrics(&run, true)?);
+    host_speed_metrics(&mut m, speed, &|l| progress.println(l));
     m.insert("partial".into(), json!(run.outcome.interrupted));
     Ok(Outcome {
         metrics: m,
@@ -903,6 +927,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         after_final: Gate::new(n),
     };
     let cpu_before = cpu_seconds_self();
+    let speed = SpeedSampler::start(SPEED_EVERY);
     let runs: Vec<anyhow::Result<InstanceRun>> = std::thread::scope(|s| {
         let handles: Vec<_> = instances
             .iter()
@@ -928,10 +953,12 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             })
             .collect()
     });
+    let speed = speed.finish();
     let driver_cpu = cpu_seconds_self() - cpu_before;
     progress.finish();
 
     let mut m = common_metrics(a, target);
+    host_speed_metrics(&mut m, speed, &|l| progress.println(l));
     let mut ok = 0usize;
     let (mut sum_req, mut sum_ach, mut lat) = (0.0, 0.0, Vec::new());
     let (mut leaf_cpu, mut leaf_reqs) = (0.0, 0u64);

@@ -10,11 +10,13 @@
 //! - [`csv`]: FeedSim's 15-column probe CSV.
 //! - [`pacer`]: timerfd-precise waits for pacing.
 //! - [`gate`]: a failure-tolerant rendezvous for parallel searches.
+//! - [`hostspeed`]: whether the machine changed speed during a run.
 
 pub mod arrival;
 pub mod csv;
 pub mod driver;
 pub mod gate;
+pub mod hostspeed;
 pub mod pacer;
 pub mod prober;
 pub mod recorder;
