@@ -777,8 +777,12 @@ fn host_speed_metrics(m: &mut Map<String, Value>, speed: Option<HostSpeed>, line
     m.insert("host_speed_unstable".into(), json!(unstable));
     if unstable {
         line(&format!(
-            "warning: this machine's speed changed during the run: a fixed unit of CPU work took {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
-            h.unit_us_min, h.unit_us_max, h.drift_pct
+            "warning: this machine's speed changed during the run: a fixed unit of integer work took {:.0} to {:.0} us, one of dependent memory loads {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
+            h.cpu.unit_us_min,
+            h.cpu.unit_us_max,
+            h.memory.unit_us_min,
+            h.memory.unit_us_max,
+            h.drift_pct
         ));
     }
 }

@@ -3,11 +3,15 @@
 //!
 //! On shared or virtual machines the speed of a CPU can change by tens of
 //! percent while a benchmark runs (noisy neighbours on the same physical
-//! cores, frequency changes), and no search can give reproducible numbers
-//! then. A [`SpeedSampler`] times a fixed unit of integer work, in thread CPU
-//! time, every few seconds on a background thread (about 0.1% of one core),
-//! and the run reports how much that unit's cost varied, so a result measured
-//! while the machine changed speed is flagged instead of trusted.
+//! cores or sharing their caches and memory, frequency changes), and no
+//! search can give reproducible numbers then. A [`SpeedSampler`] times two
+//! fixed units of work in thread CPU time every few seconds on a background
+//! thread (well under 1% of one core): a chain of integer operations (the
+//! core's speed) and a chain of dependent loads over a 32 MiB table (the
+//! latency of the shared last-level cache and memory, which neighbours
+//! disturb most). The run reports how much each unit's cost varied, so a
+//! result measured while the machine changed speed is flagged instead of
+//! trusted.
 
 use serde::Serialize;
 use std::hint::black_box;
@@ -18,6 +22,11 @@ use std::time::Duration;
 
 /// Iterations of the work unit: about 1 ms on a current x86 core.
 const UNIT_ITERATIONS: u64 = 1_000_000;
+/// Entries (u32) of the memory unit's table: 32 MiB, beyond most L2s and
+/// around the size of a shared L3.
+const TABLE_ENTRIES: usize = 8 << 20;
+/// Dependent loads of one memory unit.
+const MEMORY_LOADS: usize = 20_000;
 
 /// Thread CPU time of the calling thread.
 fn thread_cpu() -> Duration {
@@ -43,21 +52,77 @@ fn work_unit(seed: u64) -> u64 {
     black_box(x)
 }
 
-/// One sample: the cheapest of three runs of the unit, in microseconds of
-/// thread CPU time (the minimum drops runs disturbed by an interrupt).
-pub fn sample_unit_us() -> f64 {
+/// A random cyclic permutation: following `next = table[next]` visits every
+/// entry once (Sattolo's algorithm), so the loads cannot be predicted.
+fn chase_table(entries: usize) -> Vec<u32> {
+    let mut t: Vec<u32> = (0..entries as u32).collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in (1..entries).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = (x % i as u64) as usize;
+        t.swap(i, j);
+    }
+    t
+}
+
+/// The memory unit: `MEMORY_LOADS` dependent loads through the table.
+fn memory_unit(table: &[u32], start: usize) -> u32 {
+    let mut at = start % table.len();
+    for _ in 0..MEMORY_LOADS {
+        at = table[at] as usize;
+    }
+    black_box(at as u32)
+}
+
+/// The cheapest of three timings of `f`, in microseconds of thread CPU time
+/// (the minimum drops runs disturbed by an interrupt).
+fn cheapest_us(mut f: impl FnMut(u64)) -> f64 {
     (0..3)
         .map(|k| {
             let t0 = thread_cpu();
-            work_unit(k);
+            f(k);
             (thread_cpu() - t0).as_secs_f64() * 1e6
         })
         .fold(f64::INFINITY, f64::min)
 }
 
-/// What the samples say.
+/// One sample of the integer unit, microseconds of CPU time.
+pub fn sample_unit_us() -> f64 {
+    cheapest_us(|k| {
+        work_unit(k);
+    })
+}
+
+/// What the samples of both units say.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HostSpeed {
+    /// The integer unit (the core's speed).
+    pub cpu: UnitStats,
+    /// The dependent-load unit (shared cache and memory latency).
+    pub memory: UnitStats,
+    /// The larger of the two units' spreads, percent.
+    pub drift_pct: f64,
+}
+
+impl HostSpeed {
+    fn from_pairs(cpu: &[f64], memory: &[f64]) -> Option<HostSpeed> {
+        let (cpu, memory) = (
+            UnitStats::from_samples(cpu)?,
+            UnitStats::from_samples(memory)?,
+        );
+        Some(HostSpeed {
+            drift_pct: cpu.drift_pct.max(memory.drift_pct),
+            cpu,
+            memory,
+        })
+    }
+}
+
+/// Statistics of one unit's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UnitStats {
     pub samples: usize,
     /// Cost of the work unit, microseconds of CPU time.
     pub unit_us_min: f64,
@@ -69,9 +134,9 @@ pub struct HostSpeed {
     pub drift_pct: f64,
 }
 
-impl HostSpeed {
+impl UnitStats {
     /// Statistics of `samples` (microseconds); `None` without samples.
-    pub fn from_samples(samples: &[f64]) -> Option<HostSpeed> {
+    pub fn from_samples(samples: &[f64]) -> Option<UnitStats> {
         let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
         if v.is_empty() {
             return None;
@@ -79,7 +144,7 @@ impl HostSpeed {
         v.sort_by(f64::total_cmp);
         let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
         let median = at(0.5);
-        Some(HostSpeed {
+        Some(UnitStats {
             samples: v.len(),
             unit_us_min: v[0],
             unit_us_median: median,
@@ -96,7 +161,7 @@ impl HostSpeed {
 /// Samples the host's speed on a background thread until finished.
 pub struct SpeedSampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<f64>>>,
+    handle: Option<JoinHandle<(Vec<f64>, Vec<f64>)>>,
 }
 
 impl SpeedSampler {
@@ -107,13 +172,22 @@ impl SpeedSampler {
         let handle = std::thread::Builder::new()
             .name("host-speed".into())
             .spawn(move || {
-                let mut out = Vec::new();
+                let table = chase_table(TABLE_ENTRIES);
+                let (mut cpu, mut mem) = (Vec::new(), Vec::new());
+                let sample = |cpu: &mut Vec<f64>, mem: &mut Vec<f64>| {
+                    cpu.push(sample_unit_us());
+                    mem.push(cheapest_us(|k| {
+                        memory_unit(&table, k as usize * 7919);
+                    }));
+                };
                 loop {
-                    out.push(sample_unit_us());
+                    sample(&mut cpu, &mut mem);
                     let mut waited = Duration::ZERO;
                     while waited < every {
                         if flag.load(Ordering::Relaxed) {
-                            return out;
+                            // One last sample at the end of the run.
+                            sample(&mut cpu, &mut mem);
+                            return (cpu, mem);
                         }
                         let step = Duration::from_millis(50).min(every - waited);
                         std::thread::sleep(step);
@@ -128,9 +202,8 @@ impl SpeedSampler {
     /// Stops sampling (taking one last sample) and returns the statistics.
     pub fn finish(mut self) -> Option<HostSpeed> {
         self.stop.store(true, Ordering::Relaxed);
-        let mut samples = self.handle.take()?.join().ok()?;
-        samples.push(sample_unit_us());
-        HostSpeed::from_samples(&samples)
+        let (cpu, mem) = self.handle.take()?.join().ok()?;
+        HostSpeed::from_pairs(&cpu, &mem)
     }
 }
 
@@ -149,15 +222,18 @@ mod tests {
         // Ten samples: 100..=109 us and one slow period at 150 us.
         let mut s: Vec<f64> = (100..110).map(f64::from).collect();
         s.push(150.0);
-        let h = HostSpeed::from_samples(&s).unwrap();
+        let h = UnitStats::from_samples(&s).unwrap();
         assert_eq!(h.samples, 11);
         assert_eq!(h.unit_us_min, 100.0);
         assert_eq!(h.unit_us_max, 150.0);
         assert_eq!(h.unit_us_median, 105.0);
         // p10 = 101, p90 = 109: (109 - 101) / 105.
         assert!((h.drift_pct - 8.0 / 105.0 * 100.0).abs() < 1e-9, "{h:?}");
-        assert!(HostSpeed::from_samples(&[]).is_none());
-        assert!(HostSpeed::from_samples(&[f64::NAN]).is_none());
+        assert!(UnitStats::from_samples(&[]).is_none());
+        assert!(UnitStats::from_samples(&[f64::NAN]).is_none());
+        let both = HostSpeed::from_pairs(&s, &[10.0, 10.0, 10.0]).unwrap();
+        assert_eq!(both.drift_pct, h.drift_pct);
+        assert_eq!(both.memory.drift_pct, 0.0);
     }
 
     #[test]
@@ -165,8 +241,24 @@ mod tests {
         let s = SpeedSampler::start(Duration::from_millis(20));
         std::thread::sleep(Duration::from_millis(150));
         let h = s.finish().unwrap();
-        assert!(h.samples >= 3, "{h:?}");
-        assert!(h.unit_us_min > 0.0 && h.unit_us_min <= h.unit_us_max);
+        assert!(h.cpu.samples >= 3, "{h:?}");
+        assert_eq!(h.cpu.samples, h.memory.samples);
+        assert!(h.cpu.unit_us_min > 0.0 && h.cpu.unit_us_min <= h.cpu.unit_us_max);
+        assert!(h.memory.unit_us_min > 0.0);
+    }
+
+    #[test]
+    fn the_chase_table_is_one_cycle() {
+        let t = chase_table(1000);
+        let (mut at, mut steps) = (0usize, 0);
+        loop {
+            at = t[at] as usize;
+            steps += 1;
+            if at == 0 {
+                break;
+            }
+        }
+        assert_eq!(steps, 1000);
     }
 
     #[test]

@@ -121,3 +121,51 @@ fn missing_file_and_unimplemented_subcommands_are_bad_input() {
         text(&o.stderr)
     );
 }
+
+/// `test_builder` through the binary: files with `-o`, the config on stdout
+/// without it, and exit status 2 for bad input.
+#[test]
+fn test_builder_writes_configs_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |a: &[&str]| {
+        rackbench(dir.path())
+            .args(["--no-store", "--output-dir"])
+            .arg(dir.path().join("reports"))
+            .args(["distbench", "test_builder"])
+            .args(a)
+            .output()
+            .unwrap()
+    };
+    std::fs::write(dir.path().join("tcp_file"), "tcp\n").unwrap();
+    let out = run(&["-o", ".", "rectangular:transport=<tcp_file"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let name = "rectangular_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline_tcp.config";
+    let written = std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(written.starts_with("# produced by rackbench distbench test_builder -o . "));
+    // The same test as upstream's golden, apart from the label recording
+    // the command line.
+    let golden_text = std::fs::read_to_string(golden(name)).unwrap();
+    let mut expected = distbench::textproto::parse_test_sequence(&golden_text, name).unwrap();
+    expected.tests[0].attributes.insert(
+        "config_label".into(),
+        "rectangular:transport=<tcp_file".into(),
+    );
+    let got = distbench::textproto::parse_test_sequence(&written, "written").unwrap();
+    assert_eq!(got, expected);
+
+    let out = run(&["clique"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout)
+            .starts_with("# produced by rackbench distbench test_builder clique\ntests {")
+    );
+
+    for bad in [
+        &["bogus"][..],
+        &["clique:nodes=3"],
+        &["-s", "h:1", "-o", ".", "clique"],
+    ] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out.stderr));
+    }
+}
