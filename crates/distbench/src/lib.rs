@@ -12,13 +12,31 @@
 //!   gzip-compressed binary (upstream's `*.pb`, `*.pb.gz`);
 //! - [`check`]: upstream's `check_test` validation, reporting every problem
 //!   of every test, not just the first;
-//! - [`Distbench`]: the `distbench` workload (`rackbench distbench
-//!   check_test --infile F`). Running traffic is not implemented yet.
+//! - [`test_builder`] and [`analyze`]: upstream's config generator and
+//!   result analysis;
+//! - [`engine`]: the traffic engine, what one service instance does
+//!   (action lists, iterations, fan-out, sampling), over the `grpc`
+//!   protocol driver;
+//! - [`node_manager`] and [`sequencer`]: the control plane (registration,
+//!   [`placement`], configure / introduce / run / collect), and [`cluster`]
+//!   to start them, in one process or many;
+//! - [`summary`] and [`metrics`]: upstream's per-test summary lines and the
+//!   report's metrics;
+//! - [`Distbench`]: the `distbench` workload and its subcommands
+//!   ([`commands`]).
 
 pub mod analyze;
 pub mod check;
+pub mod cluster;
+pub mod commands;
+pub mod engine;
 pub mod files;
+pub mod metrics;
+pub mod node_manager;
+pub mod placement;
 pub mod proto;
+pub mod sequencer;
+pub mod summary;
 pub mod test_builder;
 pub mod textproto;
 mod workload;

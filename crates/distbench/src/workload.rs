@@ -5,6 +5,7 @@
 
 use crate::analyze;
 use crate::check::{self, Problem};
+use crate::commands;
 use crate::files;
 use crate::proto::TestSequence;
 use crate::test_builder;
@@ -19,15 +20,10 @@ pub struct Distbench;
 
 /// The subcommands rackbench runs, for error messages.
 const IMPLEMENTED: &str = "check_test --infile FILE, test_builder PATTERN..., \
-                           analyze --input_file F --output_directory D";
-
-/// Upstream subcommands that rackbench does not run yet.
-const NOT_YET: [&str; 4] = [
-    "test_sequencer",
-    "node_manager",
-    "run_tests",
-    "start_localhost",
-];
+                           analyze --input_file F --output_directory D, \
+                           test_sequencer --port P, node_manager --test_sequencer=H:P, \
+                           run_tests --test_sequencer=H:P --infile F, \
+                           start_localhost -n N [--infile F | --pattern P]";
 
 /// `check_test`: validates a test sequence without running it.
 #[derive(Debug, Parser)]
@@ -43,6 +39,10 @@ struct CheckTestArgs {
 
 enum Command {
     CheckTest(CheckTestArgs),
+    Sequencer(commands::SequencerArgs),
+    NodeManager(commands::NodeManagerArgs),
+    RunTests(commands::RunTestsArgs),
+    Localhost(commands::LocalhostArgs),
     /// `test_builder`, parsed, and its raw arguments for `# produced by`.
     TestBuilder(test_builder::args::Invocation, Vec<String>),
     Analyze(analyze::Invocation),
@@ -60,10 +60,7 @@ fn normalize(arg: &str) -> String {
 
 fn parse(args: &[String]) -> anyhow::Result<Command> {
     let Some((sub, rest)) = args.split_first() else {
-        bail!(
-            "distbench needs a subcommand: {IMPLEMENTED} (not implemented yet: {})",
-            NOT_YET.join(", ")
-        );
+        bail!("distbench needs a subcommand: {IMPLEMENTED}");
     };
     match sub.as_str() {
         "check_test" => {
@@ -73,23 +70,20 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
                 .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
         }
         "analyze" => Ok(Command::Analyze(analyze::Invocation::parse(rest)?)),
+        "test_sequencer" => Ok(Command::Sequencer(commands::parse_args(sub, rest)?)),
+        "node_manager" => Ok(Command::NodeManager(commands::parse_args(sub, rest)?)),
+        "run_tests" => Ok(Command::RunTests(commands::parse_args(sub, rest)?)),
+        "start_localhost" => Ok(Command::Localhost(commands::parse_args(sub, rest)?)),
         "test_builder" => Ok(Command::TestBuilder(
             test_builder::args::parse(rest)?,
             rest.to_vec(),
         )),
-        s if NOT_YET.contains(&s) => bail!(
-            "distbench subcommand '{s}' is not implemented yet in rackbench; \
-             implemented: {IMPLEMENTED}"
-        ),
-        s => bail!(
-            "unknown distbench subcommand '{s}': use {IMPLEMENTED} (not implemented yet: {})",
-            NOT_YET.join(", ")
-        ),
+        s => bail!("unknown distbench subcommand '{s}': use {IMPLEMENTED}"),
     }
 }
 
 /// Reads and checks a sequence; every problem becomes one line of the error.
-fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
+pub(crate) fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
     let seq: TestSequence = files::read(path)?;
     if seq.tests.is_empty() {
         bail!("{}: the test sequence has no tests", path.display());
@@ -120,15 +114,19 @@ impl Workload for Distbench {
     }
 
     fn description(&self) -> &'static str {
-        "Distbench: RPC traffic patterns from textproto test sequences (check_test, test_builder and analyze so far)"
+        "Distbench: RPC traffic patterns from textproto test sequences, run by a test sequencer over node managers"
     }
 
     fn help(&self) -> String {
         use clap::CommandFactory;
         let text = format!(
             "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
-             Subcommands: check_test, test_builder, analyze (implemented); {} (not implemented yet).\n\n{}\n\n{}\n",
-            NOT_YET.join(", "),
+             Subcommands: start_localhost, test_sequencer, node_manager, run_tests, check_test, \
+             test_builder, analyze.\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n",
+            commands::LocalhostArgs::command().render_long_help(),
+            commands::SequencerArgs::command().render_long_help(),
+            commands::NodeManagerArgs::command().render_long_help(),
+            commands::RunTestsArgs::command().render_long_help(),
             CheckTestArgs::command().render_long_help(),
             analyze::Invocation::help()
         );
@@ -142,6 +140,10 @@ impl Workload for Distbench {
             Command::TestBuilder(inv, _) => test_builder::validate(&inv),
             // A missing, corrupt or unusable results file is bad input.
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
+            Command::Sequencer(_) => Ok(()),
+            Command::NodeManager(a) => commands::attributes(&a.attributes).map(|_| ()),
+            Command::RunTests(a) => load_checked(&a.infile).map(|_| ()),
+            Command::Localhost(a) => commands::localhost_tests(&a).map(|_| ()),
         }
     }
 
@@ -166,6 +168,10 @@ impl Workload for Distbench {
             }
             Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),
             Command::Analyze(a) => a.run(ctx),
+            Command::Sequencer(a) => commands::run_sequencer(&a, ctx),
+            Command::NodeManager(a) => commands::run_node_manager(&a, ctx),
+            Command::RunTests(a) => commands::run_tests(&a, ctx),
+            Command::Localhost(a) => commands::run_localhost(&a, ctx),
         }
     }
 }
@@ -194,22 +200,29 @@ mod tests {
     }
 
     #[test]
-    fn other_subcommands_are_not_implemented_yet() {
-        for sub in NOT_YET {
-            let err = parse(&args(&[sub, "--test_sequencer=localhost:10000"]))
-                .err()
-                .unwrap()
-                .to_string();
-            assert!(
-                err.contains(&format!("'{sub}' is not implemented yet")),
-                "{err}"
-            );
-        }
+    fn traffic_subcommands_parse_upstream_flags() {
+        let Ok(Command::RunTests(a)) = parse(&args(&[
+            "run_tests",
+            "-test_sequencer=localhost:10000",
+            "--infile=t.cfg",
+            "--binary_output",
+        ])) else {
+            panic!("run_tests did not parse");
+        };
+        assert_eq!(a.test_sequencer, "localhost:10000");
+        assert!(a.binary_output);
+        let Ok(Command::NodeManager(n)) = parse(&args(&[
+            "node_manager",
+            "--test_sequencer=127.0.0.1:1",
+            "rack=A",
+        ])) else {
+            panic!("node_manager did not parse");
+        };
+        assert_eq!(n.attributes, vec!["rack=A".to_string()]);
+        let err = parse(&args(&["start_localhost", "--bogus"])).err().unwrap().to_string();
+        assert!(err.contains("--bogus"), "{err}");
         let err = parse(&args(&["bogus"])).err().unwrap().to_string();
-        assert!(
-            err.contains("unknown distbench subcommand 'bogus'"),
-            "{err}"
-        );
+        assert!(err.contains("unknown distbench subcommand 'bogus'"), "{err}");
         let err = parse(&[]).err().unwrap().to_string();
         assert!(err.contains("needs a subcommand"), "{err}");
     }

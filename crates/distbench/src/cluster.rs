@@ -1,0 +1,193 @@
+//! Starting the control plane: a sequencer, node managers that register
+//! with it, both in one process for one machine ([`LocalCluster`]), and the
+//! `run_tests` client that sends a sequence one test at a time and keeps
+//! every finished result.
+
+use crate::node_manager::NodeManager;
+use crate::proto::dist_bench_test_sequencer_client::DistBenchTestSequencerClient;
+use crate::proto::{
+    Attribute, DistributedSystemDescription, NodeRegistration, TestResult, TestSequence,
+};
+use crate::sequencer::Sequencer;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint};
+
+/// How long a node manager keeps trying to reach its sequencer.
+pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running sequencer.
+pub struct SequencerServer {
+    pub sequencer: Arc<Sequencer>,
+    pub server: rpc::server::Running,
+}
+
+/// Serves a sequencer on `addr` (port 0 picks one).
+pub fn start_sequencer(addr: SocketAddr) -> Result<SequencerServer, String> {
+    let sequencer = Sequencer::new();
+    let bound = rpc::server::bind(addr).map_err(|e| format!("test_sequencer: {e}"))?;
+    let router = tonic::transport::Server::builder().add_service(sequencer.service());
+    Ok(SequencerServer {
+        server: rpc::server::spawn(router, bound),
+        sequencer,
+    })
+}
+
+/// A running node manager.
+pub struct NodeManagerServer {
+    pub node: Arc<NodeManager>,
+    pub server: rpc::server::Running,
+    pub alias: String,
+}
+
+/// Serves a node manager's control service on `control` (its engines on
+/// `data_ip`) and registers it with the sequencer at `sequencer`, retrying
+/// until [`REGISTRATION_TIMEOUT`].
+pub async fn start_node_manager(
+    sequencer: &str,
+    control: SocketAddr,
+    data_ip: IpAddr,
+    attributes: &[(String, String)],
+) -> Result<NodeManagerServer, String> {
+    let hostname = hostname();
+    let node = NodeManager::new(data_ip, hostname.clone());
+    let bound = rpc::server::bind(control).map_err(|e| format!("node_manager: {e}"))?;
+    let addr = bound.addr;
+    let router = tonic::transport::Server::builder().add_service(node.service());
+    let server = rpc::server::spawn(router, bound);
+    // The address the sequencer dials back: the data-plane address when
+    // the control socket listens on every interface.
+    let control_ip = if addr.ip().is_unspecified() { data_ip } else { addr.ip() };
+    let reg = NodeRegistration {
+        hostname: Some(hostname),
+        control_ip: Some(control_ip.to_string()),
+        control_port: Some(i32::from(addr.port())),
+        attributes: attributes
+            .iter()
+            .map(|(k, v)| Attribute {
+                name: Some(k.clone()),
+                value: Some(v.clone()),
+            })
+            .collect(),
+    };
+    let deadline = Instant::now() + REGISTRATION_TIMEOUT;
+    let mut last_error: String;
+    loop {
+        match sequencer_client(sequencer).await {
+            Ok(mut c) => match c.register_node(reg.clone()).await {
+                Ok(cfg) => {
+                    let cfg = cfg.into_inner();
+                    node.set_identity(cfg.node_id(), cfg.node_alias());
+                    return Ok(NodeManagerServer {
+                        alias: cfg.node_alias().to_string(),
+                        node,
+                        server,
+                    });
+                }
+                Err(s) if s.code() == tonic::Code::InvalidArgument => {
+                    return Err(format!("the test sequencer refused the registration: {}", s.message()));
+                }
+                Err(s) => last_error = s.message().to_string(),
+            },
+            Err(e) => last_error = e,
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "node_manager: could not register with the test sequencer at {sequencer} within {} s: {last_error}",
+                REGISTRATION_TIMEOUT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A client of the sequencer at `addr` (`host:port`).
+pub async fn sequencer_client(addr: &str) -> Result<DistBenchTestSequencerClient<Channel>, String> {
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| format!("--test_sequencer={addr} is not host:port: {e}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| format!("cannot reach the test sequencer at {addr}: {e}"))?;
+    Ok(DistBenchTestSequencerClient::new(channel)
+        .max_decoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES))
+}
+
+/// A sequencer and `n` node managers in this process, all on loopback.
+pub struct LocalCluster {
+    pub sequencer: SequencerServer,
+    pub nodes: Vec<NodeManagerServer>,
+}
+
+impl LocalCluster {
+    /// Starts the sequencer on `127.0.0.1:port` (0 picks one) and `n` node
+    /// managers registered with it.
+    pub async fn start(n: usize, port: u16) -> Result<LocalCluster, String> {
+        let loopback = rpc::server::LOOPBACK;
+        let sequencer = start_sequencer(SocketAddr::new(loopback, port))?;
+        let addr = sequencer.server.addr.to_string();
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            nodes.push(start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, &[]).await?);
+        }
+        Ok(LocalCluster { sequencer, nodes })
+    }
+
+    /// The sequencer's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.sequencer.server.addr
+    }
+
+    /// Runs one test on the cluster's nodes.
+    pub async fn run_test(&self, test: &DistributedSystemDescription) -> Result<TestResult, String> {
+        self.sequencer
+            .sequencer
+            .run_test(test)
+            .await
+            .map_err(|e| e.message)
+    }
+
+    /// Stops every server.
+    pub async fn stop(self) {
+        for n in self.nodes {
+            let _ = n.server.shutdown().await;
+        }
+        let _ = self.sequencer.server.shutdown().await;
+    }
+}
+
+/// Sends the tests of `seq` one at a time to the sequencer at `addr`,
+/// handing each result to `on_result` as it arrives (so a failure later in
+/// the sequence loses nothing). Stops at the first failing test.
+pub async fn run_tests(
+    addr: &str,
+    seq: &TestSequence,
+    mut on_result: impl FnMut(usize, &TestResult) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut client = sequencer_client(addr).await?;
+    for (i, test) in seq.tests.iter().enumerate() {
+        let one = TestSequence {
+            tests: vec![test.clone()],
+            tests_setting: seq.tests_setting.clone(),
+        };
+        let results = client
+            .run_test_sequence(one)
+            .await
+            .map_err(|s| format!("test {i} '{}': {}", test.name(), s.message()))?
+            .into_inner();
+        for r in &results.test_results {
+            on_result(i, r)?;
+        }
+    }
+    Ok(())
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}

@@ -1,0 +1,380 @@
+//! The commands that run traffic: `test_sequencer`, `node_manager`,
+//! `run_tests` (upstream's flags and meaning) and `start_localhost` (a
+//! sequencer and N node managers in this process, running a sequence from
+//! `--infile` or from test_builder patterns).
+
+use crate::cluster::{self, LocalCluster};
+use crate::files::{self, Encoding};
+use crate::metrics;
+use crate::proto::{TestResult, TestSequence, TestSequenceResults};
+use crate::test_builder;
+use anyhow::{Context, bail};
+use clap::Parser;
+use harness::{Outcome, RunContext};
+use serde_json::{Map, Value, json};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `test_sequencer`: serves the sequencer until Ctrl-C.
+#[derive(Debug, Parser)]
+#[command(name = "rackbench distbench test_sequencer", about = "Run a Distbench test sequencer")]
+pub struct SequencerArgs {
+    /// Port to listen on.
+    #[arg(long, default_value_t = 10000)]
+    pub port: u16,
+    /// Address to listen on (loopback by default; 0.0.0.0 for other hosts).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+}
+
+/// `node_manager`: registers with a sequencer and hosts service instances.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench node_manager",
+    about = "Run a Distbench node manager that registers with a test sequencer"
+)]
+pub struct NodeManagerArgs {
+    /// The sequencer, HOST:PORT.
+    #[arg(long = "test_sequencer", value_name = "HOST:PORT")]
+    pub test_sequencer: String,
+    /// Port of the control service (0 picks one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address the control service listens on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Address the service instances listen on and advertise to peers
+    /// (this host's address on the test network).
+    #[arg(long = "data_plane_address", default_value = "127.0.0.1")]
+    pub data_plane_address: IpAddr,
+    /// Node attributes for placement constraints, NAME=VALUE.
+    #[arg(value_name = "NAME=VALUE")]
+    pub attributes: Vec<String>,
+}
+
+/// `run_tests`: sends a test sequence to a sequencer.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench run_tests",
+    about = "Run a Distbench test sequence on a test sequencer and save the results"
+)]
+pub struct RunTestsArgs {
+    /// The sequencer, HOST:PORT.
+    #[arg(long = "test_sequencer", value_name = "HOST:PORT")]
+    pub test_sequencer: String,
+    /// The test sequence (textproto, binary or .gz).
+    #[arg(long, value_name = "FILE")]
+    pub infile: PathBuf,
+    /// Where the results go (TestSequenceResults, written after each test).
+    #[arg(long, value_name = "FILE")]
+    pub outfile: Option<PathBuf>,
+    /// Write the results as binary protobuf (text otherwise; a .gz name
+    /// gzips the binary).
+    #[arg(long = "binary_output")]
+    pub binary_output: bool,
+}
+
+/// `start_localhost`: sequencer plus N node managers in one process.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench start_localhost",
+    about = "Run a Distbench sequencer and N node managers in this process on loopback; \
+             run tests from --infile or --pattern, or serve until Ctrl-C"
+)]
+pub struct LocalhostArgs {
+    /// Number of node managers.
+    #[arg(short = 'n', long = "num_nodes", default_value_t = 2)]
+    pub nodes: usize,
+    /// Sequencer port (0 picks one).
+    #[arg(long, default_value_t = 10000)]
+    pub port: u16,
+    /// A test sequence to run (textproto, binary or .gz).
+    #[arg(long, value_name = "FILE", conflicts_with = "pattern")]
+    pub infile: Option<PathBuf>,
+    /// Tests to generate with test_builder and run, PATTERN[:k=v...]
+    /// (repeatable), e.g. client_server:parallel_queries=100.
+    #[arg(long, value_name = "PATTERN")]
+    pub pattern: Vec<String>,
+    /// test_duration of generated tests, seconds.
+    #[arg(short = 't', long = "test_duration", default_value_t = 30)]
+    pub test_duration: u64,
+    /// Where the results go (relative: in the run's metrics folder).
+    #[arg(long, value_name = "FILE", default_value = "distbench_results.pb")]
+    pub outfile: PathBuf,
+}
+
+/// Accepts absl-style single-dash long flags (`-infile=F`) as well.
+pub fn normalize(arg: &str) -> String {
+    let bytes = arg.as_bytes();
+    if bytes.len() > 2 && bytes[0] == b'-' && bytes[1].is_ascii_alphabetic() && bytes[2] != b'=' {
+        format!("-{arg}")
+    } else {
+        arg.to_string()
+    }
+}
+
+/// Parses `args` (after the subcommand) with clap, as a usage error.
+pub fn parse_args<T: Parser>(sub: &str, args: &[String]) -> anyhow::Result<T> {
+    let argv = std::iter::once(sub.to_string()).chain(args.iter().map(|a| normalize(a)));
+    T::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    rpc::runtime(threads, "distbench").context("cannot start the tokio runtime")
+}
+
+/// Parsed `NAME=VALUE` attributes.
+pub fn attributes(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    raw.iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("node attribute '{a}' is not NAME=VALUE"),
+        })
+        .collect()
+}
+
+/// Checks the inputs of `start_localhost` without running anything.
+pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
+    if a.nodes == 0 {
+        bail!("start_localhost: -n must be at least 1");
+    }
+    if let Some(f) = &a.infile {
+        return crate::workload::load_checked(f);
+    }
+    if a.pattern.is_empty() {
+        return Ok(TestSequence::default());
+    }
+    let mut raw = vec!["-t".to_string(), a.test_duration.to_string()];
+    raw.extend(a.pattern.iter().cloned());
+    let inv = test_builder::args::parse(&raw)?;
+    let generated = test_builder::generate(&inv, &test_builder::Environment::from_process())?;
+    let seq = generated.sequence();
+    let problems = crate::check::check_sequence(&seq);
+    if !problems.is_empty() {
+        bail!(
+            "generated tests do not pass check_test: {}",
+            problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+        );
+    }
+    Ok(seq)
+}
+
+/// Writes the results atomically (temp file, then rename).
+fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Result<()> {
+    let encoding = match Encoding::from_path(path) {
+        Encoding::Text if binary => Encoding::Binary,
+        e => e,
+    };
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    files::write(&tmp, results, encoding)?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+}
+
+fn print_summary(i: usize, r: &TestResult) {
+    println!("Test {i} '{}':", r.traffic_config.as_ref().map_or("", |t| t.name()));
+    for line in &r.log_summary {
+        println!("{line}");
+    }
+}
+
+/// Metrics of a run: one entry per test, and the first test's overall
+/// numbers at the top for jobs of one test.
+fn outcome(results: &TestSequenceResults, planned: usize, error: Option<String>, interrupted: bool) -> Outcome {
+    let mut m = Map::new();
+    let tests: Vec<Value> = results
+        .test_results
+        .iter()
+        .map(|r| Value::Object(metrics::test_metrics(r)))
+        .collect();
+    if let Some(first) = tests.first() {
+        let o = &first["overall"];
+        m.insert("rpcs".into(), o["samples"].clone());
+        m.insert("kqps".into(), o["kqps"].clone());
+        m.insert("p50_latency_us".into(), o["latency_us"]["p50"].clone());
+        m.insert("p99_latency_us".into(), o["latency_us"]["p99"].clone());
+        m.insert("response_mib_per_s".into(), o["response_mib_per_s"].clone());
+        m.insert("failed_rpcs".into(), o["failed"].clone());
+    }
+    m.insert("tests_planned".into(), json!(planned));
+    m.insert("tests_completed".into(), json!(tests.len()));
+    m.insert("tests".into(), Value::Array(tests));
+    let success = error.is_none() && !interrupted && results.test_results.len() == planned;
+    if let Some(e) = error {
+        m.insert("error".into(), json!(e));
+    }
+    if interrupted {
+        m.insert("interrupted".into(), json!(true));
+    }
+    Outcome { metrics: m, success }
+}
+
+/// `test_sequencer`.
+pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port)).map_err(anyhow::Error::msg)?;
+        eprintln!("test_sequencer listening on {}", s.server.addr);
+        wait_for_stop(ctx, None).await;
+        let nodes = s.sequencer.node_count();
+        let _ = s.server.shutdown().await;
+        let mut m = Map::new();
+        m.insert("registered_nodes".into(), json!(nodes));
+        Ok(Outcome { metrics: m, success: true })
+    })
+}
+
+/// `node_manager`.
+pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let attrs = attributes(&a.attributes)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let n = cluster::start_node_manager(
+            &a.test_sequencer,
+            SocketAddr::new(a.bind, a.port),
+            a.data_plane_address,
+            &attrs,
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
+        eprintln!(
+            "node_manager {} registered with {}; control on {}",
+            n.alias, a.test_sequencer, n.server.addr
+        );
+        let stopped_by_sequencer = wait_for_stop(ctx, Some(n.node.shutdown_signal())).await;
+        let _ = n.server.shutdown().await;
+        let mut m = Map::new();
+        m.insert("node_alias".into(), json!(n.alias));
+        m.insert("shutdown_by_sequencer".into(), json!(stopped_by_sequencer));
+        Ok(Outcome { metrics: m, success: true })
+    })
+}
+
+/// Waits for Ctrl-C (the harness's stop flag) or `notify`; true for notify.
+async fn wait_for_stop(ctx: &RunContext, notify: Option<std::sync::Arc<tokio::sync::Notify>>) -> bool {
+    let notified = async {
+        match notify {
+            Some(n) => n.notified().await,
+            None => futures::future::pending().await,
+        }
+    };
+    tokio::pin!(notified);
+    loop {
+        tokio::select! {
+            () = &mut notified => return true,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {
+                if ctx.cancel.is_stopped() {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// `run_tests`.
+pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let seq = crate::workload::load_checked(&a.infile)?;
+    let outfile = a.outfile.as_ref().map(|p| ctx.output_path(p));
+    let rt = runtime()?;
+    let mut results = TestSequenceResults::default();
+    let run = rt.block_on(async {
+        let fut = cluster::run_tests(&a.test_sequencer, &seq, |i, r| {
+            print_summary(i, r);
+            results.test_results.push(r.clone());
+            if let Some(p) = &outfile {
+                save(p, &results, a.binary_output).map_err(|e| format!("{e:#}"))?;
+            }
+            Ok(())
+        });
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                r = &mut fut => return Some(r),
+                () = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if ctx.cancel.is_stopped() {
+                        return None;
+                    }
+                }
+            }
+        }
+    });
+    let (error, interrupted) = match run {
+        Some(Ok(())) => (None, false),
+        Some(Err(e)) => (Some(e), false),
+        None => (None, true),
+    };
+    if let Some(e) = &error {
+        eprintln!("run_tests: {e}");
+    }
+    let mut o = outcome(&results, seq.tests.len(), error, interrupted);
+    if let Some(p) = outfile {
+        o.metrics.insert("outfile".into(), json!(p.display().to_string()));
+    }
+    Ok(o)
+}
+
+/// `start_localhost`.
+pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let seq = localhost_tests(a)?;
+    let rt = runtime()?;
+    let outfile = ctx.output_path(&a.outfile);
+    rt.block_on(async {
+        let cluster = LocalCluster::start(a.nodes, a.port).await.map_err(anyhow::Error::msg)?;
+        eprintln!(
+            "start_localhost: test_sequencer on {} with {} node managers",
+            cluster.addr(),
+            a.nodes
+        );
+        if seq.tests.is_empty() {
+            wait_for_stop(ctx, None).await;
+            cluster.stop().await;
+            return Ok(Outcome { metrics: Map::new(), success: true });
+        }
+        let mut results = TestSequenceResults::default();
+        let mut error = None;
+        let mut interrupted = false;
+        for (i, test) in seq.tests.iter().enumerate() {
+            eprintln!("[distbench] test {}/{}: {}", i + 1, seq.tests.len(), test.name());
+            let fut = cluster.run_test(test);
+            tokio::pin!(fut);
+            let r = loop {
+                tokio::select! {
+                    r = &mut fut => break r,
+                    () = tokio::time::sleep(Duration::from_millis(100)), if !interrupted => {
+                        if ctx.cancel.is_stopped() {
+                            // Stop the traffic; the test ends with what it measured.
+                            interrupted = true;
+                            for n in &cluster.nodes {
+                                n.node.cancel_now().await;
+                            }
+                        }
+                    }
+                }
+            };
+            match r {
+                Ok(r) => {
+                    print_summary(i, &r);
+                    results.test_results.push(r);
+                    save(&outfile, &results, true)?;
+                }
+                Err(e) => {
+                    eprintln!("start_localhost: {e}");
+                    error = Some(e);
+                    break;
+                }
+            }
+            if interrupted {
+                break;
+            }
+        }
+        cluster.stop().await;
+        let mut o = outcome(&results, seq.tests.len(), error, interrupted);
+        o.metrics.insert("outfile".into(), json!(outfile.display().to_string()));
+        o.metrics.insert("nodes".into(), json!(a.nodes));
+        Ok(o)
+    })
+}

@@ -1,0 +1,902 @@
+//! The traffic engine: what one service instance does during a test.
+//!
+//! An [`Engine`] is one instance (`svc/i`) of one service. When traffic
+//! starts it runs the action list named after its service; every RPC it
+//! serves runs the action list named after the RPC (its handler), and the
+//! response goes back when that list is done, or earlier when an action
+//! marked `send_response_when_done` (or the list's only action) finishes.
+//!
+//! Within a list, an action starts once all its dependencies finished; a
+//! dependency that was skipped (its predicates did not hold) skips its
+//! dependants. Predicates are drawn once per list run from
+//! `predicate_probabilities` (a drawn-false predicate `p` makes `!p` hold).
+//! Iterations run closed loop (`max_parallel_iterations` in flight) or open
+//! loop (`open_loop_interval_ns` with `constant`, `exponential`,
+//! `sync_burst` aligned to multiples of the period in Unix time so every
+//! instance fires together, or `sync_burst_spread`), up to
+//! `max_iteration_count` and `max_duration_us` from the action's start.
+//! The first `warmup_iterations` iterations are warm-up, and so is every RPC
+//! sent while serving a warm-up RPC. RPC samples of one list run go to a
+//! reservoir of `max_rpc_samples` (all of them when 0) and then to the
+//! engine's log, keyed by server instance and RPC index as upstream's
+//! `ServicePerformanceLog`.
+
+pub mod dist;
+pub mod driver;
+pub mod fanout;
+pub mod tables;
+
+use crate::proto::{
+    ErrorDictionary, GenericRequest, GenericResponse, PeerPerformanceLog, RpcPerformanceLog,
+    RpcSample, ServiceEndpointMap, ServicePerformanceLog, TraceContext,
+};
+use driver::Peer;
+use fanout::{FanoutState, Grid};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use prost::Message;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tables::{ActionInfo, Activity, IterSpec, Kind, OpenLoop, Size, Tables};
+use tokio::sync::{oneshot, watch};
+
+/// How long in-flight RPCs may still finish after traffic is cancelled.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// Cancellation levels of an engine.
+const RUNNING: u8 = 0;
+/// No new iterations or actions start.
+const STOPPING: u8 = 1;
+/// In-flight RPCs are abandoned too.
+const ABORTED: u8 = 2;
+
+/// One service instance.
+pub struct Engine {
+    tables: Arc<Tables>,
+    /// Index of the service in the test.
+    pub service: usize,
+    /// Index of the instance in its service.
+    pub instance: usize,
+    /// `svc/i`.
+    pub name: String,
+    /// Globally unique id, for trace contexts.
+    engine_id: i64,
+    grid: Grid,
+    coords: (usize, usize, usize),
+    /// Connections to server instances, `[service][instance]`.
+    peers: RwLock<Vec<Vec<Option<Arc<dyn Peer>>>>>,
+    log: Mutex<EngineLog>,
+    cancel: watch::Sender<u8>,
+    cancel_reason: Mutex<Option<String>>,
+    pending_rpcs: AtomicI64,
+    invocations: Vec<AtomicI64>,
+    fanout_state: Vec<Mutex<FanoutState>>,
+    trace_counters: Vec<AtomicI64>,
+    traffic_started: AtomicBool,
+    /// Activity iterations, by activity config name.
+    activity_counts: Mutex<BTreeMap<String, i64>>,
+}
+
+#[derive(Default)]
+struct EngineLog {
+    peers: BTreeMap<String, PeerPerformanceLog>,
+    errors: Vec<String>,
+}
+
+impl EngineLog {
+    fn error_index(&mut self, message: &str) -> i32 {
+        if self.errors.is_empty() {
+            // Index 0 means "no error".
+            self.errors.push(String::new());
+        }
+        match self.errors.iter().position(|e| e == message) {
+            Some(i) => i as i32,
+            None => {
+                self.errors.push(message.to_string());
+                (self.errors.len() - 1) as i32
+            }
+        }
+    }
+}
+
+/// The RPC being served by a list run, if any.
+struct Incoming {
+    trace: Option<TraceContext>,
+    /// Sends the response size to the waiting RPC handler (once).
+    respond: Mutex<Option<oneshot::Sender<i64>>>,
+    default_response_size: i64,
+}
+
+/// One run of an action list.
+struct ListRun {
+    list: usize,
+    invocation: i64,
+    incoming: Option<Arc<Incoming>>,
+    warmup: bool,
+    samples: Mutex<Reservoir>,
+}
+
+/// A sample waiting to be merged into the engine log.
+struct Pending {
+    server_instance: usize,
+    server_service: usize,
+    rpc: i32,
+    ok: bool,
+    error: Option<String>,
+    sample: RpcSample,
+}
+
+/// Reservoir sampling of RPC samples (Algorithm R); `max == 0` keeps all.
+struct Reservoir {
+    max: usize,
+    seen: u64,
+    kept: Vec<(u64, Pending)>,
+    rng: SmallRng,
+}
+
+impl Reservoir {
+    fn new(max: usize) -> Reservoir {
+        Reservoir {
+            max,
+            seen: 0,
+            kept: Vec::new(),
+            rng: SmallRng::from_os_rng(),
+        }
+    }
+
+    fn add(&mut self, p: Pending) {
+        let n = self.seen;
+        self.seen += 1;
+        if self.max == 0 || self.kept.len() < self.max {
+            self.kept.push((n, p));
+        } else {
+            let j = self.rng.random_range(0..=n);
+            if (j as usize) < self.max {
+                self.kept[j as usize] = (n, p);
+            }
+        }
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The `Instant` at which the wall clock reads `t` (now if `t` is past).
+fn instant_at(t: SystemTime) -> Instant {
+    let now_i = Instant::now();
+    match t.duration_since(SystemTime::now()) {
+        Ok(d) => now_i + d,
+        Err(_) => now_i,
+    }
+}
+
+impl Engine {
+    /// An engine for instance `instance` of service `service` of `tables`.
+    pub fn new(tables: Arc<Tables>, service: usize, instance: usize, engine_id: i64) -> Engine {
+        let info = &tables.services[service];
+        let grid = grid_of(&info.spec);
+        let n_rpcs = tables.rpcs.len();
+        let (cancel, _) = watch::channel(RUNNING);
+        Engine {
+            name: info.instances[instance].clone(),
+            coords: grid.coords(instance),
+            grid,
+            service,
+            instance,
+            engine_id,
+            peers: RwLock::new(tables.services.iter().map(|_| Vec::new()).collect()),
+            log: Mutex::new(EngineLog::default()),
+            cancel,
+            cancel_reason: Mutex::new(None),
+            pending_rpcs: AtomicI64::new(0),
+            invocations: tables.lists.iter().map(|_| AtomicI64::new(0)).collect(),
+            fanout_state: (0..n_rpcs).map(|_| Mutex::new(FanoutState::default())).collect(),
+            trace_counters: (0..n_rpcs).map(|_| AtomicI64::new(0)).collect(),
+            traffic_started: AtomicBool::new(false),
+            activity_counts: Mutex::new(BTreeMap::new()),
+            tables,
+        }
+    }
+
+    /// The services this instance sends RPCs to.
+    pub fn server_services(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .tables
+            .rpcs
+            .iter()
+            .filter(|r| r.clients.contains(&self.service))
+            .map(|r| r.server)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Connects to every instance of every service this one sends RPCs to.
+    /// `endpoints` is the test's placement (instance name -> address).
+    pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), String> {
+        let mut table: Vec<Vec<Option<Arc<dyn Peer>>>> =
+            self.tables.services.iter().map(|_| Vec::new()).collect();
+        for s in self.server_services() {
+            let info = &self.tables.services[s];
+            let mut conns = FuturesUnordered::new();
+            for (i, name) in info.instances.iter().enumerate() {
+                let ep = endpoints.service_endpoints.get(name).ok_or_else(|| {
+                    format!("{}: no endpoint for peer '{name}' in the placement", self.name)
+                })?;
+                let addr: SocketAddr = ep.endpoint_address().parse().map_err(|_| {
+                    format!(
+                        "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
+                        self.name,
+                        ep.endpoint_address()
+                    )
+                })?;
+                let name = name.clone();
+                conns.push(async move {
+                    (i, name, driver::GrpcPeer::connect(addr).await)
+                });
+            }
+            let mut peers: Vec<Option<Arc<dyn Peer>>> = vec![None; info.instances.len()];
+            while let Some((i, name, r)) = conns.next().await {
+                let peer = r.map_err(|e| format!("{} -> {name}: {e}", self.name))?;
+                peers[i] = Some(Arc::new(peer));
+            }
+            table[s] = peers;
+        }
+        *self.peers.write().unwrap_or_else(|e| e.into_inner()) = table;
+        Ok(())
+    }
+
+    fn cancel_level(&self) -> u8 {
+        *self.cancel.borrow()
+    }
+
+    fn stopping(&self) -> bool {
+        self.cancel_level() >= STOPPING
+    }
+
+    /// Waits until the engine is cancelled to at least `level`.
+    async fn cancelled_to(&self, level: u8) {
+        let mut rx = self.cancel.subscribe();
+        let _ = rx.wait_for(|l| *l >= level).await;
+    }
+
+    /// Stops new iterations now and abandons in-flight RPCs after `grace`.
+    pub fn cancel_traffic(self: &Arc<Self>, reason: &str, grace: Duration) {
+        {
+            let mut r = self.cancel_reason.lock().unwrap_or_else(|e| e.into_inner());
+            if r.is_none() {
+                *r = Some(reason.to_string());
+            }
+        }
+        self.cancel.send_if_modified(|l| {
+            if *l < STOPPING {
+                *l = STOPPING;
+                true
+            } else {
+                false
+            }
+        });
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            me.cancel.send_if_modified(|l| {
+                if *l < ABORTED {
+                    *l = ABORTED;
+                    true
+                } else {
+                    false
+                }
+            });
+        });
+    }
+
+    /// Why traffic was cancelled, if it was.
+    pub fn cancel_reason(&self) -> Option<String> {
+        self.cancel_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Runs this instance's traffic: from `start` on, the action list named
+    /// after the service, if there is one. Past `deadline` the traffic is
+    /// cancelled and the error says so.
+    pub async fn run_traffic(
+        self: Arc<Self>,
+        start: SystemTime,
+        deadline: Option<SystemTime>,
+    ) -> Result<(), String> {
+        tokio::time::sleep_until(instant_at(start).into()).await;
+        self.traffic_started.store(true, Ordering::Relaxed);
+        let service_name = &self.tables.services[self.service].name;
+        let Some(&list) = self.tables.list_index.get(service_name) else {
+            return Ok(());
+        };
+        let run = self.clone().run_list(list, None, false);
+        match deadline {
+            None => run.await,
+            Some(d) => {
+                tokio::pin!(run);
+                tokio::select! {
+                    () = &mut run => {}
+                    () = tokio::time::sleep_until(instant_at(d).into()) => {
+                        self.cancel_traffic("test_timeout reached", CANCEL_GRACE);
+                        run.await;
+                        return Err(format!(
+                            "{}: traffic still running at the test deadline (test_timeout); cancelled",
+                            self.name
+                        ));
+                    }
+                }
+            }
+        }
+        match self.cancel_reason() {
+            Some(r) if r.starts_with("Too many RPCs pending") => Err(format!("{}: {r}", self.name)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Serves one RPC: runs its handler list and answers with the response
+    /// size it settles on.
+    pub async fn handle(self: Arc<Self>, req: GenericRequest) -> GenericResponse {
+        let error = |msg: String| GenericResponse {
+            error_message: Some(msg),
+            server_instance: Some(self.instance as i32),
+            ..Default::default()
+        };
+        let Some(rpc) = usize::try_from(req.rpc_index())
+            .ok()
+            .and_then(|i| self.tables.rpcs.get(i))
+        else {
+            return error(format!("{}: unknown rpc_index {}", self.name, req.rpc_index()));
+        };
+        if rpc.server != self.service {
+            return error(format!(
+                "{}: rpc '{}' is served by service '{}', not by this instance",
+                self.name, rpc.name, self.tables.services[rpc.server].name
+            ));
+        }
+        let default_response_size = match req.response_payload_size {
+            Some(n) => n,
+            None => self.size(rpc.response, &mut rand::rng()),
+        };
+        let list = rpc.handler;
+        let size = if self.tables.lists[list].actions.is_empty() {
+            default_response_size
+        } else {
+            let (tx, rx) = oneshot::channel();
+            let incoming = Arc::new(Incoming {
+                trace: req.trace_context.clone(),
+                respond: Mutex::new(Some(tx)),
+                default_response_size,
+            });
+            tokio::spawn(self.clone().run_list(list, Some(incoming), req.warmup()));
+            match rx.await {
+                Ok(n) => n,
+                Err(_) => return error(format!("{}: handler ended without a response", self.name)),
+            }
+        };
+        GenericResponse {
+            payload: Some(driver::payload(size)),
+            server_instance: Some(self.instance as i32),
+            ..Default::default()
+        }
+    }
+
+    fn size(&self, s: Size, rng: &mut impl Rng) -> i64 {
+        match s {
+            Size::Fixed(n) => n,
+            Size::Dist(d) => self.tables.size_dists[d].sample_scalar(rng),
+        }
+    }
+
+    /// Runs one invocation of action list `list`.
+    fn run_list(
+        self: Arc<Self>,
+        list: usize,
+        incoming: Option<Arc<Incoming>>,
+        warmup: bool,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let tables = self.tables.clone();
+            let info = &tables.lists[list];
+            let run = Arc::new(ListRun {
+                list,
+                invocation: self.invocations[list].fetch_add(1, Ordering::Relaxed),
+                incoming,
+                warmup,
+                samples: Mutex::new(Reservoir::new(info.max_rpc_samples)),
+            });
+            let mut predicates = HashSet::new();
+            if !info.predicate_probabilities.is_empty() {
+                let mut rng = rand::rng();
+                for (name, p) in &info.predicate_probabilities {
+                    if rng.random::<f64>() <= f64::from(*p) {
+                        predicates.insert(name.clone());
+                    } else {
+                        predicates.insert(format!("!{name}"));
+                    }
+                }
+            }
+            let n = info.actions.len();
+            // None: not started; Some(None): running; Some(Some(skipped)): done.
+            let mut state: Vec<Option<Option<bool>>> = vec![None; n];
+            let mut responder: Option<usize> = None;
+            let mut response_override: Option<usize> = None;
+            let mut responded = false;
+            let mut running = FuturesUnordered::new();
+            loop {
+                if !self.stopping() {
+                    for i in 0..n {
+                        if state[i].is_some() {
+                            continue;
+                        }
+                        let a = &info.actions[i];
+                        let mut ready = true;
+                        let mut skip = false;
+                        for &d in &a.deps {
+                            match state[d] {
+                                Some(Some(skipped)) => skip |= skipped,
+                                _ => ready = false,
+                            }
+                        }
+                        if !ready {
+                            continue;
+                        }
+                        skip |= !a.predicates.iter().all(|p| predicates.contains(p));
+                        if run.incoming.is_some()
+                            && responder.is_none()
+                            && (n == 1 || a.send_response_when_done)
+                        {
+                            responder = Some(i);
+                        }
+                        state[i] = Some(None);
+                        let fut = self.clone().run_action(run.clone(), i, skip);
+                        running.push(async move {
+                            fut.await;
+                            (i, skip)
+                        });
+                    }
+                }
+                let Some((i, skipped)) = running.next().await else {
+                    break;
+                };
+                state[i] = Some(Some(skipped));
+                let a = &info.actions[i];
+                if !skipped && a.response_override.is_some() {
+                    response_override = a.response_override;
+                }
+                if responder == Some(i) {
+                    self.respond(&run, response_override);
+                    responded = true;
+                }
+                if a.cancel_traffic_when_done {
+                    self.cancel_traffic("cancel_traffic_when_done", CANCEL_GRACE);
+                }
+            }
+            if !responded {
+                self.respond(&run, response_override);
+            }
+            self.merge(&run);
+        })
+    }
+
+    fn respond(&self, run: &ListRun, response_override: Option<usize>) {
+        let Some(incoming) = &run.incoming else {
+            return;
+        };
+        let Some(tx) = incoming
+            .respond
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let size = match response_override {
+            Some(d) => self.tables.size_dists[d].sample_scalar(&mut rand::rng()),
+            None => incoming.default_response_size,
+        };
+        let _ = tx.send(size);
+    }
+
+    /// Moves a list run's samples into the engine log.
+    fn merge(&self, run: &ListRun) {
+        let mut reservoir = run.samples.lock().unwrap_or_else(|e| e.into_inner());
+        if reservoir.kept.is_empty() {
+            return;
+        }
+        let mut kept = std::mem::take(&mut reservoir.kept);
+        drop(reservoir);
+        kept.sort_by_key(|(n, _)| *n);
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, mut p) in kept {
+            if let Some(e) = &p.error {
+                p.sample.error_index = Some(log.error_index(e));
+            }
+            let name = &self.tables.services[p.server_service].instances[p.server_instance];
+            let peer = log.peers.entry(name.clone()).or_default();
+            let rpc_log: &mut RpcPerformanceLog = peer.rpc_logs.entry(p.rpc).or_default();
+            if p.ok {
+                rpc_log.successful_rpc_samples.push(p.sample);
+            } else {
+                rpc_log.failed_rpc_samples.push(p.sample);
+            }
+        }
+    }
+
+    /// Runs action `i` of a list run with its iterations.
+    fn run_action(self: Arc<Self>, run: Arc<ListRun>, i: usize, skip: bool) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if skip {
+                return;
+            }
+            let tables = self.tables.clone();
+            let a: &ActionInfo = &tables.lists[run.list].actions[i];
+            if let Some(d) = a.delay {
+                let ns = tables.delay_dists[d].sample_scalar(&mut rand::rng()).max(0);
+                self.delay(Duration::from_nanos(ns as u64)).await;
+            }
+            let spread = match a.kind {
+                Kind::Rpc(r) => {
+                    let n = tables.services[tables.rpcs[r].server].instances.len().max(1);
+                    self.instance as f64 / n as f64
+                }
+                _ => 0.0,
+            };
+            match a.kind {
+                Kind::Nothing => {}
+                Kind::Rpc(r) => {
+                    let me = self.clone();
+                    let run2 = run.clone();
+                    self.iterate(a.iterations, run.warmup, spread, move |it, warm| {
+                        me.clone().rpc_iteration(run2.clone(), i, r, it, warm)
+                    })
+                    .await;
+                }
+                Kind::List(l) => {
+                    let me = self.clone();
+                    let trace = run.incoming.as_ref().and_then(|inc| inc.trace.clone());
+                    self.iterate(a.iterations, run.warmup, spread, move |_, warm| {
+                        let nested = Arc::new(Incoming {
+                            trace: trace.clone(),
+                            respond: Mutex::new(None),
+                            default_response_size: 0,
+                        });
+                        me.clone().run_list(l, Some(nested), warm)
+                    })
+                    .await;
+                }
+                Kind::Activity(act) => {
+                    let me = self.clone();
+                    self.iterate(a.iterations, run.warmup, spread, move |_, _| {
+                        let me = me.clone();
+                        Box::pin(async move {
+                            let (name, activity) = me.tables.activities[act].clone();
+                            let _ = tokio::task::spawn_blocking(move || do_activity(&activity)).await;
+                            *me.activity_counts
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .entry(name)
+                                .or_default() += 1;
+                        })
+                    })
+                    .await;
+                }
+            }
+        })
+    }
+
+    /// Sleeps (or spins, with `delay_actions_by_spinning`) for `d`.
+    async fn delay(&self, d: Duration) {
+        if self.tables.delay_by_spinning {
+            let end = Instant::now() + d;
+            while Instant::now() < end {
+                std::hint::spin_loop();
+                if end.saturating_duration_since(Instant::now()) > Duration::from_millis(1) {
+                    tokio::task::yield_now().await;
+                }
+            }
+        } else {
+            tokio::select! {
+                () = tokio::time::sleep(d) => {}
+                () = self.cancelled_to(STOPPING) => {}
+            }
+        }
+    }
+
+    /// Runs the iterations of one action. `f(iteration, warmup)` runs one.
+    async fn iterate<F>(&self, spec: Option<IterSpec>, list_warmup: bool, spread: f64, mut f: F)
+    where
+        F: FnMut(i64, bool) -> BoxFuture<'static, ()>,
+    {
+        let Some(spec) = spec else {
+            if !self.stopping() {
+                f(0, list_warmup).await;
+            }
+            return;
+        };
+        let limit = spec.max_count.unwrap_or(i64::MAX);
+        if limit < 1 {
+            return;
+        }
+        let time_limit = spec.max_duration.map(|d| Instant::now() + d);
+        let warm = |n: i64| list_warmup || n < spec.warmup_iterations;
+        let mut inflight = FuturesUnordered::new();
+        let mut next = 0i64;
+        let Some(open_loop) = spec.open_loop else {
+            for _ in 0..spec.parallel.min(limit) {
+                inflight.push(f(next, warm(next)));
+                next += 1;
+            }
+            while inflight.next().await.is_some() {
+                let expired = time_limit.is_some_and(|t| Instant::now() > t);
+                if !self.stopping() && next < limit && !expired {
+                    inflight.push(f(next, warm(next)));
+                    next += 1;
+                }
+            }
+            return;
+        };
+        let mut rng = SmallRng::from_os_rng();
+        let (mut at, period) = first_open_loop_time(open_loop, spread);
+        let exponential = matches!(open_loop, OpenLoop::Exponential(_));
+        let cancelled = self.cancelled_to(STOPPING);
+        tokio::pin!(cancelled);
+        loop {
+            if next >= limit || self.stopping() || time_limit.is_some_and(|t| at > t) {
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(at.into()) => {
+                    inflight.push(f(next, warm(next)));
+                    next += 1;
+                    at += if exponential {
+                        period.mul_f64(rng.sample::<f64, _>(rand_distr::Exp1))
+                    } else {
+                        period
+                    };
+                }
+                Some(()) = inflight.next(), if !inflight.is_empty() => {}
+                () = &mut cancelled => break,
+            }
+        }
+        while inflight.next().await.is_some() {}
+    }
+
+    /// One iteration of an RPC action: picks the targets and sends to all.
+    fn rpc_iteration(
+        self: Arc<Self>,
+        run: Arc<ListRun>,
+        action: usize,
+        r: usize,
+        iteration: i64,
+        warmup: bool,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let tables = self.tables.clone();
+            let rpc = &tables.rpcs[r];
+            let server = &tables.services[rpc.server];
+            let server_grid = grid_of(&server.spec);
+            let targets = {
+                let mut st = self.fanout_state[r].lock().unwrap_or_else(|e| e.into_inner());
+                fanout::targets(
+                    &rpc.fanout,
+                    self.instance,
+                    self.grid,
+                    server_grid,
+                    rpc.server == self.service,
+                    &mut st,
+                    &mut rand::rng(),
+                )
+            };
+            if targets.is_empty() {
+                return;
+            }
+            let incoming_trace = run.incoming.as_ref().and_then(|i| i.trace.clone());
+            let count = self.trace_counters[r].fetch_add(1, Ordering::Relaxed);
+            let do_trace = incoming_trace.is_some()
+                || (rpc.tracing_interval > 0 && count % i64::from(rpc.tracing_interval) == 0);
+            let trace = do_trace.then(|| {
+                let mut t = incoming_trace.unwrap_or_default();
+                t.engine_ids.push(self.engine_id);
+                t.actionlist_invocations.push(run.invocation);
+                t.actionlist_indices.push(run.list as i64);
+                t.action_indices.push(action as i64);
+                t.action_iterations.push(iteration);
+                t
+            });
+            let a = &tables.lists[run.list].actions[action];
+            let (request_size, response_size) = {
+                let mut rng = rand::rng();
+                match &rpc.joint {
+                Some(j) => {
+                    let s = j.sample(&mut rng);
+                    let req = j
+                        .field("request_payload_size")
+                        .or_else(|| j.field("payload_size"))
+                        .map_or(0, |i| s[i]);
+                    let resp = j.field("response_payload_size").map_or(req, |i| s[i]);
+                    (req, Some(resp))
+                }
+                None => {
+                    let req = match a.request_override {
+                        Some(d) => tables.size_dists[d].sample_scalar(&mut rng),
+                        None => self.size(rpc.request, &mut rng),
+                    };
+                    (req, None)
+                }
+                }
+            };
+            let peers: Vec<Option<Arc<dyn Peer>>> = {
+                let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
+                targets
+                    .iter()
+                    .map(|&t| p.get(rpc.server).and_then(|s| s.get(t)).cloned().flatten())
+                    .collect()
+            };
+            let mut sends = FuturesUnordered::new();
+            for (fanout_index, (&target, peer)) in targets.iter().zip(peers).enumerate() {
+                let mut trace = trace.clone();
+                if let Some(t) = trace.as_mut() {
+                    t.fanout_index.push(fanout_index as i64);
+                }
+                let req = GenericRequest {
+                    payload: Some(driver::payload(request_size)),
+                    rpc_index: Some(r as i32),
+                    trace_context: trace,
+                    warmup: warmup.then_some(true),
+                    response_payload_size: response_size,
+                };
+                let me = self.clone();
+                sends.push(async move {
+                    let request_bytes = req.encoded_len() as i64;
+                    let trace = req.trace_context.clone();
+                    let start = SystemTime::now();
+                    let t0 = Instant::now();
+                    let result = match peer {
+                        None => Err("no connection to this peer".to_string()),
+                        Some(peer) => {
+                            let pending = me.pending_rpcs.fetch_add(1, Ordering::Relaxed) + 1;
+                            if pending > me.tables.max_pending_rpcs {
+                                me.cancel_traffic("Too many RPCs pending", Duration::ZERO);
+                            }
+                            let r = tokio::select! {
+                                r = peer.call(req) => r,
+                                () = me.cancelled_to(ABORTED) => Err("Traffic cancelled".to_string()),
+                            };
+                            me.pending_rpcs.fetch_sub(1, Ordering::Relaxed);
+                            r
+                        }
+                    };
+                    let latency = t0.elapsed();
+                    (target, request_bytes, trace, start, latency, result)
+                });
+            }
+            while let Some((target, request_bytes, trace, start, latency, result)) = sends.next().await {
+                let (ok, error, response_bytes) = match result {
+                    Ok(resp) => match resp.error_message.as_deref() {
+                        Some(e) if !e.is_empty() => (false, Some(e.to_string()), resp.encoded_len()),
+                        _ => (true, None, resp.encoded_len()),
+                    },
+                    Err(e) => (false, Some(e), 0),
+                };
+                let sample = RpcSample {
+                    request_size: Some(request_bytes),
+                    response_size: Some(response_bytes as i64),
+                    start_timestamp_ns: Some(unix_ns(start)),
+                    latency_ns: Some(i64::try_from(latency.as_nanos()).unwrap_or(i64::MAX)),
+                    latency_weight: None,
+                    trace_context: trace,
+                    warmup: warmup.then_some(true),
+                    error_index: None,
+                };
+                run.samples
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .add(Pending {
+                        server_instance: target,
+                        server_service: rpc.server,
+                        rpc: r as i32,
+                        ok,
+                        error,
+                        sample,
+                    });
+            }
+        })
+    }
+
+    /// Takes this instance's log (what it measured as a client).
+    pub fn take_log(&self) -> ServicePerformanceLog {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let log = std::mem::take(&mut *log);
+        ServicePerformanceLog {
+            peer_logs: log.peers,
+            error_dictionary: (!log.errors.is_empty()).then_some(ErrorDictionary {
+                error_message: log.errors,
+            }),
+        }
+    }
+
+    /// Iterations of each activity config run by this instance.
+    pub fn activity_counts(&self) -> BTreeMap<String, i64> {
+        self.activity_counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// RPCs sent and not yet answered.
+    pub fn pending_rpcs(&self) -> i64 {
+        self.pending_rpcs.load(Ordering::Relaxed)
+    }
+
+    /// Whether `run_traffic` has begun.
+    pub fn traffic_started(&self) -> bool {
+        self.traffic_started.load(Ordering::Relaxed)
+    }
+
+    /// The instance's grid coordinates.
+    pub fn coords(&self) -> (usize, usize, usize) {
+        self.coords
+    }
+}
+
+/// The grid of a service: `count` along x without sizes, else its sizes
+/// (as [`crate::placement`] names the instances).
+pub fn grid_of(spec: &crate::proto::ServiceSpec) -> Grid {
+    let size = |v: i32| usize::try_from(v.max(1)).unwrap_or(1);
+    match (spec.x_size, spec.y_size, spec.z_size) {
+        (None, _, _) => Grid::line(size(spec.count())),
+        (Some(x), None, _) => Grid::new(size(x), 1, 1),
+        (Some(x), Some(y), z) => Grid::new(size(x), size(y), size(z.unwrap_or(1))),
+    }
+}
+
+/// The first iteration time of an open-loop action, and its period.
+fn first_open_loop_time(open_loop: OpenLoop, spread: f64) -> (Instant, Duration) {
+    match open_loop {
+        OpenLoop::Constant(p) | OpenLoop::Exponential(p) => (Instant::now(), p),
+        OpenLoop::SyncBurst(p) | OpenLoop::SyncBurstSpread(p) => {
+            let now = SystemTime::now();
+            let since = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+            let period = p.as_nanos().max(1);
+            let mut next = (since / period + 1) * period;
+            if matches!(open_loop, OpenLoop::SyncBurstSpread(_)) {
+                next += (spread * period as f64) as u128;
+            }
+            let t = UNIX_EPOCH + Duration::from_nanos(u64::try_from(next).unwrap_or(u64::MAX));
+            (instant_at(t), p)
+        }
+    }
+}
+
+/// One iteration of an activity (blocking: runs on a blocking thread).
+fn do_activity(a: &Activity) -> u64 {
+    let mut rng = SmallRng::from_os_rng();
+    match *a {
+        Activity::ConsumeCpu { array_size } => {
+            let mut v: Vec<u32> = (0..array_size).map(|_| rng.random()).collect();
+            v.sort_unstable();
+            v.iter().fold(0u64, |s, &x| s.wrapping_add(u64::from(x)))
+        }
+        Activity::PolluteDataCache { array_size, reads } => {
+            let mut v: Vec<u64> = (0..array_size as u64).collect();
+            let mut sum = 0u64;
+            for _ in 0..reads {
+                let i = rng.random_range(0..array_size);
+                sum = sum.wrapping_add(v[i]);
+                v[i] += 1;
+            }
+            std::hint::black_box(sum)
+        }
+    }
+}

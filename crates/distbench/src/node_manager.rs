@@ -1,0 +1,339 @@
+//! The node manager: hosts the service instances (engines) the test
+//! sequencer places on it, each serving the generic RPC on its own port.
+//!
+//! Lifecycle per test, driven by the sequencer: `ConfigureNode` (start the
+//! engines, answer their endpoints), `IntroducePeers` (every engine
+//! connects to the instances it sends to), `RunTraffic` (all engines run
+//! their traffic from the shared start time until done or the deadline),
+//! `GetTrafficResult` (their logs and this process's resource usage; with
+//! `clear_services` the engines are torn down). `CancelTraffic` stops the
+//! traffic at once; `ShutdownNode` ends the node manager.
+
+use crate::engine::tables::Tables;
+use crate::engine::{CANCEL_GRACE, Engine, driver};
+use crate::proto::dist_bench_node_manager_server::{DistBenchNodeManager, DistBenchNodeManagerServer};
+use crate::proto::{
+    CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest, GetTrafficResultResponse,
+    IntroducePeersResult, NodeServiceConfig, RUsage, RUsageStats, RunTrafficRequest,
+    RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest,
+    ShutdownNodeResult,
+};
+use futures::future::join_all;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
+use tokio::sync::{Mutex, Notify};
+use tonic::{Request, Response, Status};
+
+/// One node manager.
+pub struct NodeManager {
+    /// Address the engines listen on and advertise.
+    data_ip: IpAddr,
+    hostname: String,
+    alias: std::sync::Mutex<String>,
+    node_id: AtomicI64,
+    next_engine: AtomicI64,
+    state: Mutex<State>,
+    shutdown: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct State {
+    engines: Vec<Arc<Engine>>,
+    servers: Vec<rpc::server::Running>,
+    rusage_start: Option<RUsage>,
+    rusage_end: Option<RUsage>,
+}
+
+impl NodeManager {
+    /// A node manager whose engines listen on `data_ip`.
+    pub fn new(data_ip: IpAddr, hostname: String) -> Arc<NodeManager> {
+        Arc::new(NodeManager {
+            data_ip,
+            hostname,
+            alias: std::sync::Mutex::new(String::new()),
+            node_id: AtomicI64::new(0),
+            next_engine: AtomicI64::new(0),
+            state: Mutex::new(State::default()),
+            shutdown: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Records the id and alias the sequencer gave this node.
+    pub fn set_identity(&self, id: i32, alias: &str) {
+        self.node_id.store(i64::from(id), Ordering::Relaxed);
+        *self.alias.lock().unwrap_or_else(|e| e.into_inner()) = alias.to_string();
+    }
+
+    /// The alias (`node<id>`), once registered.
+    pub fn alias(&self) -> String {
+        self.alias.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Resolves when a `ShutdownNode` arrives.
+    pub fn shutdown_signal(&self) -> Arc<Notify> {
+        self.shutdown.clone()
+    }
+
+    /// The tonic service of this node manager.
+    pub fn service(self: &Arc<Self>) -> DistBenchNodeManagerServer<Handle> {
+        DistBenchNodeManagerServer::new(Handle(self.clone()))
+            .max_decoding_message_size(driver::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(driver::MAX_MESSAGE_BYTES)
+    }
+
+    async fn teardown(state: &mut State) {
+        for e in &state.engines {
+            e.cancel_traffic("services cleared", Duration::ZERO);
+        }
+        state.engines.clear();
+        for s in state.servers.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
+        }
+    }
+
+    async fn configure(&self, cfg: NodeServiceConfig) -> Result<ServiceEndpointMap, String> {
+        let mut state = self.state.lock().await;
+        Self::teardown(&mut state).await;
+        state.rusage_start = None;
+        state.rusage_end = None;
+        let test = cfg.traffic_config.unwrap_or_default();
+        let tables = Arc::new(Tables::new(&test)?);
+        let mut endpoints = ServiceEndpointMap::default();
+        for name in &cfg.services {
+            let (service, instance) = tables
+                .services
+                .iter()
+                .enumerate()
+                .find_map(|(s, info)| {
+                    info.instances.iter().position(|n| n == name).map(|i| (s, i))
+                })
+                .ok_or_else(|| format!("no service instance named '{name}' in the test"))?;
+            let spec = &tables.services[service].spec;
+            driver::protocol_of(
+                spec.protocol_driver_options_name.as_deref(),
+                test.default_protocol(),
+                &test.protocol_driver_options,
+            )
+            .map_err(|e| format!("service '{}': {e}", spec.name()))?;
+            let id = (self.node_id.load(Ordering::Relaxed) << 32)
+                | self.next_engine.fetch_add(1, Ordering::Relaxed);
+            let engine = Arc::new(Engine::new(tables.clone(), service, instance, id));
+            let bound = rpc::server::bind(SocketAddr::new(self.data_ip, 0))
+                .map_err(|e| format!("{name}: {e}"))?;
+            let addr = bound.addr;
+            let router = tonic::transport::Server::builder()
+                .add_service(driver::grpc_service(engine.clone()));
+            state.servers.push(rpc::server::spawn(router, bound));
+            state.engines.push(engine);
+            endpoints.service_endpoints.insert(
+                name.clone(),
+                ServiceEndpoint {
+                    endpoint_address: Some(addr.to_string()),
+                    hostname: Some(self.hostname.clone()),
+                    attributes: Vec::new(),
+                },
+            );
+        }
+        Ok(endpoints)
+    }
+
+    async fn introduce(&self, map: ServiceEndpointMap) -> Result<(), String> {
+        let engines = self.state.lock().await.engines.clone();
+        let results = join_all(engines.iter().map(|e| e.connect_peers(&map))).await;
+        let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+
+    async fn run_traffic(&self, req: RunTrafficRequest) -> Vec<String> {
+        let engines = {
+            let mut state = self.state.lock().await;
+            state.rusage_start = Some(rusage());
+            state.engines.clone()
+        };
+        let at = |ns: i64| UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0));
+        let start = req.start_timestamp_ns.map_or_else(std::time::SystemTime::now, at);
+        let deadline = req.deadline_ns.map(at);
+        let results = join_all(
+            engines
+                .iter()
+                .map(|e| tokio::spawn(e.clone().run_traffic(start, deadline))),
+        )
+        .await;
+        self.state.lock().await.rusage_end = Some(rusage());
+        results
+            .into_iter()
+            .filter_map(|r| match r {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(e) => Some(format!("an engine task failed: {e}")),
+            })
+            .collect()
+    }
+
+    async fn results(&self, clear: bool) -> GetTrafficResultResponse {
+        let mut state = self.state.lock().await;
+        let mut logs = ServiceLogs::default();
+        for e in &state.engines {
+            let log = e.take_log();
+            if !log.peer_logs.is_empty() {
+                logs.instance_logs.insert(e.name.clone(), log);
+            }
+        }
+        let mut node_usages = BTreeMap::new();
+        if let Some(start) = &state.rusage_start {
+            let end = state.rusage_end.clone().unwrap_or_else(rusage);
+            node_usages.insert(
+                self.alias(),
+                RUsageStats {
+                    rusage_diff: Some(rusage_diff(&end, start)),
+                    rusage_start: Some(start.clone()),
+                },
+            );
+        }
+        if clear {
+            Self::teardown(&mut state).await;
+        }
+        GetTrafficResultResponse {
+            service_logs: Some(logs),
+            node_usages,
+        }
+    }
+
+    /// Cancels the traffic of every instance on this node (in-flight RPCs
+    /// get the usual grace).
+    pub async fn cancel_now(&self) {
+        for e in &self.state.lock().await.engines {
+            e.cancel_traffic("cancelled by the test sequencer", CANCEL_GRACE);
+        }
+    }
+}
+
+/// getrusage(2) of this process.
+pub fn rusage() -> RUsage {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    RUsage {
+        user_cpu_time_seconds: Some(secs(u.ru_utime)),
+        system_cpu_time_seconds: Some(secs(u.ru_stime)),
+        max_resident_set_size: Some(u.ru_maxrss),
+        integral_shared_memory_size: Some(u.ru_ixrss),
+        integral_unshared_data_size: Some(u.ru_idrss),
+        integral_unshared_stack_size: Some(u.ru_isrss),
+        page_reclaims_soft_page_faults: Some(u.ru_minflt),
+        page_faults_hard_page_faults: Some(u.ru_majflt),
+        swaps: Some(u.ru_nswap),
+        block_input_operations: Some(u.ru_inblock),
+        block_output_operations: Some(u.ru_oublock),
+        ipc_messages_sent: Some(u.ru_msgsnd),
+        ipc_messages_received: Some(u.ru_msgrcv),
+        signals_received: Some(u.ru_nsignals),
+        voluntary_context_switches: Some(u.ru_nvcsw),
+        involuntary_context_switches: Some(u.ru_nivcsw),
+    }
+}
+
+/// `end - start`, field by field (max RSS is the end's: it is a maximum).
+pub fn rusage_diff(end: &RUsage, start: &RUsage) -> RUsage {
+    let d = |a: Option<i64>, b: Option<i64>| Some(a.unwrap_or(0) - b.unwrap_or(0));
+    RUsage {
+        user_cpu_time_seconds: Some(end.user_cpu_time_seconds() - start.user_cpu_time_seconds()),
+        system_cpu_time_seconds: Some(
+            end.system_cpu_time_seconds() - start.system_cpu_time_seconds(),
+        ),
+        max_resident_set_size: end.max_resident_set_size,
+        integral_shared_memory_size: d(end.integral_shared_memory_size, start.integral_shared_memory_size),
+        integral_unshared_data_size: d(end.integral_unshared_data_size, start.integral_unshared_data_size),
+        integral_unshared_stack_size: d(end.integral_unshared_stack_size, start.integral_unshared_stack_size),
+        page_reclaims_soft_page_faults: d(
+            end.page_reclaims_soft_page_faults,
+            start.page_reclaims_soft_page_faults,
+        ),
+        page_faults_hard_page_faults: d(end.page_faults_hard_page_faults, start.page_faults_hard_page_faults),
+        swaps: d(end.swaps, start.swaps),
+        block_input_operations: d(end.block_input_operations, start.block_input_operations),
+        block_output_operations: d(end.block_output_operations, start.block_output_operations),
+        ipc_messages_sent: d(end.ipc_messages_sent, start.ipc_messages_sent),
+        ipc_messages_received: d(end.ipc_messages_received, start.ipc_messages_received),
+        signals_received: d(end.signals_received, start.signals_received),
+        voluntary_context_switches: d(end.voluntary_context_switches, start.voluntary_context_switches),
+        involuntary_context_switches: d(
+            end.involuntary_context_switches,
+            start.involuntary_context_switches,
+        ),
+    }
+}
+
+/// The gRPC face of a [`NodeManager`].
+pub struct Handle(Arc<NodeManager>);
+
+#[tonic::async_trait]
+impl DistBenchNodeManager for Handle {
+    async fn configure_node(
+        &self,
+        request: Request<NodeServiceConfig>,
+    ) -> Result<Response<ServiceEndpointMap>, Status> {
+        self.0
+            .configure(request.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(|e| Status::invalid_argument(format!("{}: {e}", self.0.alias())))
+    }
+
+    async fn introduce_peers(
+        &self,
+        request: Request<ServiceEndpointMap>,
+    ) -> Result<Response<IntroducePeersResult>, Status> {
+        self.0
+            .introduce(request.into_inner())
+            .await
+            .map(|()| Response::new(IntroducePeersResult {}))
+            .map_err(|e| Status::unavailable(format!("{}: {e}", self.0.alias())))
+    }
+
+    async fn run_traffic(
+        &self,
+        request: Request<RunTrafficRequest>,
+    ) -> Result<Response<RunTrafficResponse>, Status> {
+        let errors = self.0.run_traffic(request.into_inner()).await;
+        Ok(Response::new(RunTrafficResponse { errors }))
+    }
+
+    async fn get_traffic_result(
+        &self,
+        request: Request<GetTrafficResultRequest>,
+    ) -> Result<Response<GetTrafficResultResponse>, Status> {
+        let clear = request.into_inner().clear_services();
+        Ok(Response::new(self.0.results(clear).await))
+    }
+
+    async fn cancel_traffic(
+        &self,
+        _request: Request<CancelTrafficRequest>,
+    ) -> Result<Response<CancelTrafficResult>, Status> {
+        self.0.cancel_now().await;
+        Ok(Response::new(CancelTrafficResult {}))
+    }
+
+    async fn shutdown_node(
+        &self,
+        _request: Request<ShutdownNodeRequest>,
+    ) -> Result<Response<ShutdownNodeResult>, Status> {
+        let notify = self.0.shutdown.clone();
+        // Answer first, then stop.
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            notify.notify_waiters();
+            notify.notify_one();
+        });
+        Ok(Response::new(ShutdownNodeResult {}))
+    }
+}

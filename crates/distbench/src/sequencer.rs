@@ -1,0 +1,399 @@
+//! The test sequencer: node managers register with it; it runs each test of
+//! a sequence on them and returns upstream's `TestResult`s.
+//!
+//! Per test: `check_test` validation and the engine's own compile step (so
+//! a test the engines cannot run fails before any node is touched),
+//! placement of the instances on the registered nodes (upstream's rules,
+//! [`crate::placement`]), `ConfigureNode` on every node that runs
+//! something, `IntroducePeers` with the whole endpoint map, `RunTraffic` on
+//! all of them with one shared start time and the test's deadline (the
+//! `test_timeout` attribute in seconds, 3600 by default), then
+//! `GetTrafficResult` with the services cleared. A node manager that dies
+//! or errs fails the test with a message naming it; the others are
+//! cancelled and cleared, and nothing waits past the deadline.
+
+use crate::check;
+use crate::engine::tables::Tables;
+use crate::engine::driver;
+use crate::placement::{self, Node};
+use crate::proto::dist_bench_node_manager_client::DistBenchNodeManagerClient;
+use crate::proto::dist_bench_test_sequencer_server::{
+    DistBenchTestSequencer, DistBenchTestSequencerServer,
+};
+use crate::proto::{
+    Attribute, CancelTrafficRequest, DistributedSystemDescription, GetTrafficResultRequest,
+    NodeConfig, NodeRegistration, NodeServiceConfig, ResourceUsageLogs, RunTrafficRequest,
+    ServiceEndpointMap, ServiceLogs, TestResult, TestSequence, TestSequenceResults,
+};
+use futures::future::join_all;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::Mutex;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+/// Default `test_timeout` (seconds), as upstream.
+pub const DEFAULT_TEST_TIMEOUT_SECS: u64 = 3600;
+/// How long control RPCs other than RunTraffic may take.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Margin between sending RunTraffic and the shared start time.
+const START_MARGIN: Duration = Duration::from_millis(200);
+
+/// A registered node manager.
+#[derive(Clone)]
+struct NodeEntry {
+    id: i32,
+    alias: String,
+    addr: SocketAddr,
+    hostname: String,
+    attributes: BTreeMap<String, String>,
+    client: DistBenchNodeManagerClient<Channel>,
+}
+
+/// The sequencer.
+#[derive(Default)]
+pub struct Sequencer {
+    nodes: std::sync::Mutex<Vec<NodeEntry>>,
+    /// One test sequence at a time.
+    running: Mutex<()>,
+}
+
+/// Why a test failed.
+#[derive(Debug)]
+pub struct TestError {
+    /// Bad input (the test itself) rather than a node fault.
+    pub invalid: bool,
+    pub message: String,
+}
+
+impl TestError {
+    fn invalid(message: String) -> TestError {
+        TestError { invalid: true, message }
+    }
+    fn node(message: String) -> TestError {
+        TestError { invalid: false, message }
+    }
+}
+
+impl Sequencer {
+    pub fn new() -> Arc<Sequencer> {
+        Arc::new(Sequencer::default())
+    }
+
+    /// The tonic service of this sequencer.
+    pub fn service(self: &Arc<Self>) -> DistBenchTestSequencerServer<Handle> {
+        DistBenchTestSequencerServer::new(Handle(self.clone()))
+            .max_decoding_message_size(driver::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(driver::MAX_MESSAGE_BYTES)
+    }
+
+    /// Registers (or re-registers, same control address) a node manager.
+    pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, String> {
+        let ip = reg.control_ip();
+        let addr: SocketAddr = format!("{ip}:{}", reg.control_port())
+            .parse()
+            .or_else(|_| format!("[{ip}]:{}", reg.control_port()).parse())
+            .map_err(|_| {
+                format!(
+                    "RegisterNode: control_ip '{ip}' and control_port {} are not an address",
+                    reg.control_port()
+                )
+            })?;
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| format!("RegisterNode: {e}"))?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        let client = DistBenchNodeManagerClient::new(channel)
+            .max_decoding_message_size(driver::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(driver::MAX_MESSAGE_BYTES);
+        let attributes: BTreeMap<String, String> = reg
+            .attributes
+            .iter()
+            .map(|a: &Attribute| (a.name().to_string(), a.value().to_string()))
+            .collect();
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let id = match nodes.iter().position(|n| n.addr == addr) {
+            Some(i) => nodes[i].id,
+            None => i32::try_from(nodes.len()).unwrap_or(i32::MAX),
+        };
+        let entry = NodeEntry {
+            id,
+            alias: format!("node{id}"),
+            addr,
+            hostname: reg.hostname().to_string(),
+            attributes,
+            client,
+        };
+        let config = NodeConfig {
+            node_id: Some(id),
+            node_alias: Some(entry.alias.clone()),
+        };
+        match nodes.iter().position(|n| n.id == id) {
+            Some(i) => nodes[i] = entry,
+            None => nodes.push(entry),
+        }
+        Ok(config)
+    }
+
+    /// Number of registered node managers.
+    pub fn node_count(&self) -> usize {
+        self.nodes.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Runs every test of `seq`; the first failing test ends the sequence.
+    pub async fn run_sequence(&self, seq: &TestSequence) -> Result<TestSequenceResults, TestError> {
+        let _one_at_a_time = self.running.lock().await;
+        let mut results = TestSequenceResults::default();
+        for (i, test) in seq.tests.iter().enumerate() {
+            let r = self.run_test(test).await.map_err(|mut e| {
+                e.message = format!("test {i} '{}': {}", test.name(), e.message);
+                e
+            })?;
+            results.test_results.push(r);
+        }
+        Ok(results)
+    }
+
+    /// Runs one test.
+    pub async fn run_test(&self, test: &DistributedSystemDescription) -> Result<TestResult, TestError> {
+        let one = TestSequence {
+            tests: vec![test.clone()],
+            tests_setting: None,
+        };
+        let problems = check::check_sequence(&one);
+        if !problems.is_empty() {
+            let list: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.location, p.message)).collect();
+            return Err(TestError::invalid(format!("check_test: {}", list.join("; "))));
+        }
+        let tables = Tables::new(test).map_err(TestError::invalid)?;
+        for s in &tables.services {
+            driver::protocol_of(
+                s.spec.protocol_driver_options_name.as_deref(),
+                test.default_protocol(),
+                &test.protocol_driver_options,
+            )
+            .map_err(|e| TestError::invalid(format!("service '{}': {e}", s.name)))?;
+        }
+        let timeout = test_timeout(test).map_err(TestError::invalid)?;
+
+        let nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let placement_nodes: Vec<Node> = nodes
+            .iter()
+            .map(|n| Node {
+                alias: n.alias.clone(),
+                attributes: n.attributes.clone(),
+            })
+            .collect();
+        let placement = placement::place(test, &placement_nodes)
+            .map_err(|e| TestError::invalid(format!("placement: {e}")))?;
+        let used: Vec<(NodeEntry, Vec<String>)> = nodes
+            .iter()
+            .filter_map(|n| {
+                placement
+                    .get(&n.alias)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (n.clone(), v.clone()))
+            })
+            .collect();
+
+        let outcome = self.drive(test, &used, timeout).await;
+        if outcome.is_err() {
+            // Leave no engine behind on the nodes that still answer.
+            join_all(used.iter().map(|(n, _)| async move {
+                let mut c = n.client.clone();
+                let _ = tokio::time::timeout(Duration::from_secs(5), c.cancel_traffic(CancelTrafficRequest {})).await;
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    c.get_traffic_result(GetTrafficResultRequest { clear_services: Some(true) }),
+                )
+                .await;
+            }))
+            .await;
+        }
+        let (placement_map, logs, usages) = outcome?;
+        let mut result = TestResult {
+            traffic_config: Some(test.clone()),
+            placement: Some(placement_map),
+            service_logs: Some(logs),
+            resource_usage_logs: Some(ResourceUsageLogs {
+                test_sequencer_usage: None,
+                node_usages: usages,
+            }),
+            log_summary: Vec::new(),
+        };
+        result.log_summary = crate::summary::summarize(&result);
+        Ok(result)
+    }
+
+    async fn drive(
+        &self,
+        test: &DistributedSystemDescription,
+        used: &[(NodeEntry, Vec<String>)],
+        timeout: Duration,
+    ) -> Result<(ServiceEndpointMap, ServiceLogs, BTreeMap<String, crate::proto::RUsageStats>), TestError> {
+        let node_err = |n: &NodeEntry, what: &str, s: Status| {
+            let why = match s.code() {
+                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => format!(
+                    "node manager {} ({}, {}) is unreachable or died: {}",
+                    n.alias, n.hostname, n.addr, s.message()
+                ),
+                tonic::Code::DeadlineExceeded => format!(
+                    "node manager {} ({}) did not answer {what} in time",
+                    n.alias, n.addr
+                ),
+                _ => format!("node manager {} ({}): {}", n.alias, n.addr, s.message()),
+            };
+            TestError {
+                invalid: s.code() == tonic::Code::InvalidArgument,
+                message: format!("{what}: {why}"),
+            }
+        };
+
+        // Configure.
+        let configured = join_all(used.iter().map(|(n, services)| {
+            let mut c = n.client.clone();
+            let cfg = NodeServiceConfig {
+                traffic_config: Some(test.clone()),
+                services: services.clone(),
+            };
+            async move {
+                let mut req = Request::new(cfg);
+                req.set_timeout(CONTROL_TIMEOUT);
+                c.configure_node(req).await
+            }
+        }))
+        .await;
+        let mut endpoints = ServiceEndpointMap::default();
+        for ((n, _), r) in used.iter().zip(configured) {
+            let map = r.map_err(|s| node_err(n, "ConfigureNode", s))?.into_inner();
+            endpoints.service_endpoints.extend(map.service_endpoints);
+        }
+
+        // Introduce.
+        let introduced = join_all(used.iter().map(|(n, _)| {
+            let mut c = n.client.clone();
+            let map = endpoints.clone();
+            async move {
+                let mut req = Request::new(map);
+                req.set_timeout(CONTROL_TIMEOUT);
+                c.introduce_peers(req).await
+            }
+        }))
+        .await;
+        for ((n, _), r) in used.iter().zip(introduced) {
+            r.map_err(|s| node_err(n, "IntroducePeers", s))?;
+        }
+
+        // Run.
+        let start = SystemTime::now() + START_MARGIN;
+        let deadline = start + timeout;
+        let ns = |t: SystemTime| {
+            t.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        };
+        let run = RunTrafficRequest {
+            start_timestamp_ns: Some(ns(start)),
+            deadline_ns: Some(ns(deadline)),
+        };
+        let mut calls = futures::stream::FuturesUnordered::new();
+        for (i, (n, _)) in used.iter().enumerate() {
+            let mut c = n.client.clone();
+            let run = run.clone();
+            calls.push(async move {
+                let mut req = Request::new(run);
+                // The engines cancel at the deadline; allow the grace and
+                // result collection on top, then give up on the node.
+                req.set_timeout(START_MARGIN + timeout + Duration::from_secs(15));
+                (i, c.run_traffic(req).await)
+            });
+        }
+        let mut errors = Vec::new();
+        use futures::StreamExt;
+        while let Some((i, r)) = calls.next().await {
+            let n = &used[i].0;
+            match r {
+                Ok(resp) => errors.extend(resp.into_inner().errors),
+                Err(s) => {
+                    // One node failed: stop the others now rather than at
+                    // the deadline.
+                    for (other, _) in used.iter().filter(|(o, _)| o.id != n.id) {
+                        let mut c = other.client.clone();
+                        tokio::spawn(async move {
+                            let _ = c.cancel_traffic(CancelTrafficRequest {}).await;
+                        });
+                    }
+                    return Err(node_err(n, "RunTraffic", s));
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(TestError::node(format!("RunTraffic: {}", errors.join("; "))));
+        }
+
+        // Collect.
+        let collected = join_all(used.iter().map(|(n, _)| {
+            let mut c = n.client.clone();
+            async move {
+                let mut req = Request::new(GetTrafficResultRequest {
+                    clear_services: Some(true),
+                });
+                req.set_timeout(CONTROL_TIMEOUT);
+                c.get_traffic_result(req).await
+            }
+        }))
+        .await;
+        let mut logs = ServiceLogs::default();
+        let mut usages = BTreeMap::new();
+        for ((n, _), r) in used.iter().zip(collected) {
+            let r = r.map_err(|s| node_err(n, "GetTrafficResult", s))?.into_inner();
+            if let Some(l) = r.service_logs {
+                logs.instance_logs.extend(l.instance_logs);
+            }
+            usages.extend(r.node_usages);
+        }
+        Ok((endpoints, logs, usages))
+    }
+}
+
+/// The test's `test_timeout` attribute (seconds), else 3600 s.
+pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, String> {
+    match test.attributes.get("test_timeout") {
+        None => Ok(Duration::from_secs(DEFAULT_TEST_TIMEOUT_SECS)),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(s) if s > 0 => Ok(Duration::from_secs(s)),
+            _ => Err(format!(
+                "attribute test_timeout must be a positive number of seconds, got '{v}'"
+            )),
+        },
+    }
+}
+
+/// The gRPC face of a [`Sequencer`].
+pub struct Handle(Arc<Sequencer>);
+
+#[tonic::async_trait]
+impl DistBenchTestSequencer for Handle {
+    async fn register_node(
+        &self,
+        request: Request<NodeRegistration>,
+    ) -> Result<Response<NodeConfig>, Status> {
+        self.0
+            .register(&request.into_inner())
+            .map(Response::new)
+            .map_err(Status::invalid_argument)
+    }
+
+    async fn run_test_sequence(
+        &self,
+        request: Request<TestSequence>,
+    ) -> Result<Response<TestSequenceResults>, Status> {
+        match self.0.run_sequence(&request.into_inner()).await {
+            Ok(r) => Ok(Response::new(r)),
+            Err(e) if e.invalid => Err(Status::invalid_argument(e.message)),
+            Err(e) => Err(Status::aborted(e.message)),
+        }
+    }
+}

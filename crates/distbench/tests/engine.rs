@@ -1,0 +1,193 @@
+//! The traffic engine end to end: a sequencer and node managers in this
+//! process on loopback, real gRPC between the service instances.
+
+use distbench::cluster::LocalCluster;
+use distbench::proto::{DistributedSystemDescription, RpcSample, TestResult, TestSequence};
+use distbench::test_builder;
+use std::collections::BTreeMap;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn generate(args: &[&str]) -> DistributedSystemDescription {
+    let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let inv = test_builder::args::parse(&raw).unwrap();
+    let g = test_builder::generate(&inv, &test_builder::Environment::default()).unwrap();
+    g.tests[0].test.clone()
+}
+
+fn parse(text: &str) -> DistributedSystemDescription {
+    let seq: TestSequence = distbench::textproto::parse_test_sequence(text, "test.config").unwrap();
+    seq.tests[0].clone()
+}
+
+fn run(nodes: usize, test: &DistributedSystemDescription) -> Result<TestResult, String> {
+    rt().block_on(async {
+        let c = LocalCluster::start(nodes, 0).await.unwrap();
+        let r = c.run_test(test).await;
+        c.stop().await;
+        r
+    })
+}
+
+/// Successful samples per (client, server) instance pair and RPC index.
+fn samples(r: &TestResult) -> BTreeMap<(String, String, i32), Vec<RpcSample>> {
+    let mut out = BTreeMap::new();
+    for (client, log) in &r.service_logs.as_ref().unwrap().instance_logs {
+        for (server, peer) in &log.peer_logs {
+            for (rpc, l) in &peer.rpc_logs {
+                assert!(l.failed_rpc_samples.is_empty(), "{client}->{server}: failed RPCs {:?}", l.failed_rpc_samples.first());
+                out.insert((client.clone(), server.clone(), *rpc), l.successful_rpc_samples.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn client_server_closed_loop() {
+    let test = generate(&["-t", "2", "client_server:parallel_queries=4"]);
+    let r = run(2, &test).unwrap();
+    let s = samples(&r);
+    let got = &s[&("client/0".to_string(), "server/0".to_string(), 0)];
+    assert!(got.len() > 1000, "only {} RPCs in 2 s", got.len());
+    // Payloads are padding of the configured size; sizes are whole messages.
+    let first = &got[0];
+    assert!((196..300).contains(&first.request_size()), "{first:?}");
+    assert!((262_144..262_300).contains(&first.response_size()), "{first:?}");
+    // The first warmup_iterations iterations are flagged (4 in flight, so
+    // the count is exact: every iteration sends one RPC).
+    let warmups = got.iter().filter(|x| x.warmup()).count() as i64;
+    let wanted = test.actions[0].iterations.as_ref().unwrap().warmup_iterations();
+    assert_eq!(warmups, wanted.min(got.len() as i64));
+    // Closed loop: never more than 4 in flight.
+    let mut events: Vec<(i64, i32)> = got
+        .iter()
+        .flat_map(|x| [(x.start_timestamp_ns(), 1), (x.start_timestamp_ns() + x.latency_ns(), -1)])
+        .collect();
+    events.sort();
+    let mut inflight = 0;
+    let mut peak = 0;
+    for (_, d) in events {
+        inflight += d;
+        peak = peak.max(inflight);
+    }
+    assert!(peak <= 4, "peak in flight {peak}");
+    // The run lasted about the configured duration.
+    let start = got.iter().map(|x| x.start_timestamp_ns()).min().unwrap();
+    let end = got.iter().map(|x| x.start_timestamp_ns()).max().unwrap();
+    let secs = (end - start) as f64 / 1e9;
+    assert!((1.8..2.5).contains(&secs), "{secs}");
+    assert!(r.log_summary.iter().any(|l| l == "RPC latency summary:"), "{:?}", r.log_summary);
+    assert!(r.log_summary.iter().any(|l| l.contains("client/0 -> server/0: RPCs:")), "{:?}", r.log_summary);
+    assert_eq!(r.placement.as_ref().unwrap().service_endpoints.len(), 2);
+    assert_eq!(r.resource_usage_logs.as_ref().unwrap().node_usages.len(), 2);
+}
+
+#[test]
+fn clique_sync_burst_fires_together() {
+    let test = generate(&["-t", "2", "clique:node_count=4:rpc_interval_us=20000"]);
+    let r = run(4, &test).unwrap();
+    let s = samples(&r);
+    // Every instance sends to the 3 others, never to itself.
+    assert_eq!(s.len(), 12, "{:?}", s.keys());
+    for (c, srv, _) in s.keys() {
+        assert_ne!(c, srv);
+    }
+    let counts: Vec<usize> = s.values().map(Vec::len).collect();
+    let (lo, hi) = (*counts.iter().min().unwrap(), *counts.iter().max().unwrap());
+    // 2 s at 20 ms is 100 bursts; each pair sees (nearly) all of them.
+    assert!((95..=101).contains(&lo) && hi - lo <= 2, "{counts:?}");
+    // Bursts sit on multiples of the period in Unix time.
+    let period = 20_000_000i64;
+    let mut offsets: Vec<i64> = s.values().flatten().map(|x| x.start_timestamp_ns() % period).collect();
+    offsets.sort_unstable();
+    let median = offsets[offsets.len() / 2];
+    assert!(median < 3_000_000, "median offset into the period {median} ns");
+}
+
+#[test]
+fn multi_level_fanout_and_nested_handlers() {
+    let test = generate(&["-t", "2", "multi_level_rpc:root_count=2:leaf_count=3:qps=200"]);
+    let r = run(6, &test).unwrap();
+    let s = samples(&r);
+    let lb_to_root: usize = s.iter().filter(|((c, _, _), _)| c.starts_with("load_balancer/")).map(|(_, v)| v.len()).sum();
+    let root_to_leaf: usize = s.iter().filter(|((c, _, _), _)| c.starts_with("root/")).map(|(_, v)| v.len()).sum();
+    // 200 QPS for 2 s from the load balancer; every root query fans out to
+    // all 3 leaves.
+    assert!((360..=410).contains(&lb_to_root), "{lb_to_root}");
+    assert_eq!(root_to_leaf, 3 * lb_to_root, "root->leaf {root_to_leaf} vs lb->root {lb_to_root}");
+}
+
+#[test]
+fn predicates_responses_and_reservoir() {
+    let test = parse(
+        r#"tests {
+  name: 'pred'
+  services { name: 'c' count: 1 }
+  services { name: 's' count: 1 }
+  services { name: 'a' count: 1 }
+  services { name: 'b' count: 1 }
+  rpc_descriptions { name: 'q' client: 'c' server: 's' }
+  rpc_descriptions { name: 'to_a' client: 's' server: 'a' }
+  rpc_descriptions { name: 'to_b' client: 's' server: 'b' }
+  action_lists { name: 'c' action_names: 'send' max_rpc_samples: 50 }
+  actions { name: 'send' rpc_name: 'q' iterations { max_iteration_count: 400 max_parallel_iterations: 4 } }
+  action_lists {
+    name: 'q'
+    action_names: ['call_a', 'call_b', 'after_a']
+    predicate_probabilities { key: 'pa' value: 0.25 }
+  }
+  actions { name: 'call_a' rpc_name: 'to_a' predicates: 'pa' }
+  actions { name: 'call_b' rpc_name: 'to_b' predicates: '!pa' send_response_when_done: true }
+  actions { name: 'after_a' rpc_name: 'to_b' dependencies: 'call_a' }
+  action_lists { name: 'to_a' }
+  action_lists { name: 'to_b' }
+}"#,
+    );
+    let r = run(4, &test).unwrap();
+    let s = samples(&r);
+    // The client's list ran once: its reservoir kept 50 of 400 samples.
+    assert_eq!(s[&("c/0".to_string(), "s/0".to_string(), 0)].len(), 50);
+    // Each handler run draws pa once: call_a (and after_a, its dependant)
+    // run with probability 0.25, call_b otherwise.
+    let to_a = s.get(&("s/0".to_string(), "a/0".to_string(), 1)).map_or(0, Vec::len);
+    let to_b = s.get(&("s/0".to_string(), "b/0".to_string(), 2)).map_or(0, Vec::len);
+    assert!((60..=145).contains(&to_a), "to_a {to_a}");
+    // to_b counts call_b (when !pa) and after_a (when pa): one per request.
+    assert_eq!(to_b, 400, "to_b {to_b}, to_a {to_a}");
+}
+
+#[test]
+fn too_few_nodes_is_a_placement_error() {
+    let test = generate(&["-t", "1", "client_server:client_count=2"]);
+    let err = run(2, &test).unwrap_err();
+    assert!(err.contains("placement") && err.contains("server/0") || err.contains("client/1"), "{err}");
+}
+
+#[test]
+fn test_timeout_cancels_traffic() {
+    let mut test = generate(&["-t", "30", "client_server:parallel_queries=2"]);
+    test.attributes.insert("test_timeout".into(), "1".into());
+    let t0 = std::time::Instant::now();
+    let err = run(2, &test).unwrap_err();
+    assert!(err.contains("test_timeout"), "{err}");
+    assert!(t0.elapsed().as_secs() < 10, "took {:?}", t0.elapsed());
+}
+
+#[test]
+fn unsupported_protocol_is_refused_before_running() {
+    let mut test = generate(&["-t", "1", "client_server"]);
+    test.default_protocol = Some("homa".into());
+    test.protocol_driver_options.clear();
+    for s in &mut test.services {
+        s.protocol_driver_options_name = None;
+    }
+    let err = run(2, &test).unwrap_err();
+    assert!(err.contains("protocol 'homa' is not supported"), "{err}");
+}
