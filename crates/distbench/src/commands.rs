@@ -175,10 +175,12 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
     std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
+/// Prints a test's summary lines on stderr (where upstream logs them;
+/// stdout carries the report).
 fn print_summary(i: usize, r: &TestResult) {
-    println!("Test {i} '{}':", r.traffic_config.as_ref().map_or("", |t| t.name()));
+    eprintln!("Test {i} '{}':", r.traffic_config.as_ref().map_or("", |t| t.name()));
     for line in &r.log_summary {
-        println!("{line}");
+        eprintln!("{line}");
     }
 }
 

@@ -1,5 +1,7 @@
 //! Distbench through the binary: `check_test` on a good and a bad sequence,
-//! upstream's flag forms, and the subcommands that are not implemented yet.
+//! upstream's flag forms, and traffic run by separate sequencer and node
+//! manager processes (`run_tests`, a node manager killed mid-test,
+//! `start_localhost`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -100,7 +102,7 @@ fn check_test_parse_error_names_line_and_column() {
 }
 
 #[test]
-fn missing_file_and_unimplemented_subcommands_are_bad_input() {
+fn missing_file_and_bad_flags_are_bad_input() {
     let d = tempfile::tempdir().unwrap();
     let o = check_test(d.path(), "--infile=/nonexistent/tests.config");
     assert_eq!(o.status.code(), Some(2));
@@ -110,16 +112,158 @@ fn missing_file_and_unimplemented_subcommands_are_bad_input() {
         text(&o.stderr)
     );
 
-    let o = rackbench(d.path())
-        .args(["distbench", "run_tests", "--test_sequencer=localhost:10000"])
+    // run_tests without --infile, and node attributes that are not NAME=VALUE.
+    for args in [
+        &["distbench", "run_tests", "--test_sequencer=localhost:10000"][..],
+        &["distbench", "node_manager", "--test_sequencer=localhost:1", "rack"],
+    ] {
+        let o = rackbench(d.path()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+    }
+}
+
+/// A free loopback port (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the child when dropped, so no process outlives a failed test.
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Proc {
+    Proc(
+        rackbench(dir)
+            .args(["--no-store", "--output-dir"])
+            .arg(dir.join("reports"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Writes the one config test_builder makes from `args` to `dir/name`.
+fn build_config(dir: &Path, name: &str, args: &[&str]) {
+    let out = dir.join(format!("{name}.d"));
+    std::fs::create_dir_all(&out).unwrap();
+    let o = rackbench(dir)
+        .args(["--no-store", "--output-dir"])
+        .arg(dir.join("reports"))
+        .args(["distbench", "test_builder", "-o"])
+        .arg(&out)
+        .args(args)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("distbench subcommand 'run_tests' is not implemented yet"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    std::fs::rename(file, dir.join(name)).unwrap();
+}
+
+/// A sequencer and two node managers as separate processes; run_tests
+/// sends a test built by test_builder and saves the result proto.
+#[test]
+fn run_tests_over_separate_processes_and_a_node_that_dies() {
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let seq_addr = format!("127.0.0.1:{port}");
+    let _sequencer = spawn(d.path(), &["distbench", "test_sequencer", &format!("--port={port}")]);
+    let flag = format!("--test_sequencer={seq_addr}");
+    let _n0 = spawn(d.path(), &["distbench", "node_manager", &flag]);
+    let mut n1 = spawn(d.path(), &["distbench", "node_manager", &flag]);
+
+    build_config(d.path(), "cs.config", &["-t", "2", "client_server:parallel_queries=8"]);
+
+    // The node managers register within a second or two; run_tests is
+    // retried until both are there (a placement error names the shortfall).
+    let out = d.path().join("results.pb");
+    let mut o = None;
+    for _ in 0..40 {
+        let r = rackbench(d.path())
+            .args(["--no-store", "--output-dir"])
+            .arg(d.path().join("reports"))
+            .args(["distbench", "run_tests", &flag, "--infile=cs.config", "--binary_output"])
+            .arg(format!("--outfile={}", out.display()))
+            .output()
+            .unwrap();
+        if r.status.success() || !text(&r.stderr).contains("placement") {
+            o = Some(r);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let o = o.expect("the node managers never registered");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    assert!(stderr.contains("RPC latency summary:"), "{stderr}");
+    assert!(stderr.contains("client/0 -> server/0: RPCs:"), "{stderr}");
+    let results: distbench::proto::TestSequenceResults = distbench::files::read(&out).unwrap();
+    let log = &results.test_results[0].service_logs.as_ref().unwrap().instance_logs["client/0"];
+    let n = log.peer_logs["server/0"].rpc_logs[&0].successful_rpc_samples.len();
+    assert!(n > 500, "{n} RPCs");
+
+    // Kill a node manager in the middle of a 30 s test: the test fails
+    // within seconds, naming the node, and run_tests exits non-zero.
+    build_config(d.path(), "long.config", &["-t", "30", "client_server:parallel_queries=2"]);
+    let run = rackbench(d.path())
+        .args(["--no-store", "--output-dir"])
+        .arg(d.path().join("reports"))
+        .args(["distbench", "run_tests", &flag, "--infile=long.config"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    n1.0.kill().unwrap();
+    let t0 = std::time::Instant::now();
+    let o = run.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs() < 20, "run_tests took {:?} after the kill", t0.elapsed());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("node manager node") && err.contains("died"), "{err}");
+}
+
+/// `start_localhost` with a generated test: the report's metrics.
+#[test]
+fn start_localhost_runs_a_pattern() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path())
+        .args(["--no-store", "--output-dir"])
+        .arg(d.path().join("reports"))
+        .args([
+            "distbench",
+            "start_localhost",
+            "-n",
+            "2",
+            "--port=0",
+            "-t",
+            "1",
+            "--pattern",
+            "client_server:parallel_queries=4",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    let m = &report["metrics"];
+    assert_eq!(m["tests_completed"], 1);
+    assert!(m["rpcs"].as_u64().unwrap() > 100, "{m}");
+    assert!(m["p99_latency_us"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(m["tests"][0]["rpcs"]["client_server_rpc"]["response_mib_per_s"].as_f64().unwrap() > 1.0);
+    let outfile = m["outfile"].as_str().unwrap();
+    let r: distbench::proto::TestSequenceResults = distbench::files::read(Path::new(outfile)).unwrap();
+    assert_eq!(r.test_results.len(), 1);
 }
 
 /// `test_builder` through the binary: files with `-o`, the config on stdout
