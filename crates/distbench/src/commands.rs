@@ -104,6 +104,70 @@ pub struct LocalhostArgs {
     pub outfile: PathBuf,
 }
 
+/// `rpc_server`: one Distbench service instance serving the generic RPC
+/// alone, for driving it with other load generators (ghz).
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench rpc_server",
+    about = "Serve distbench.Traffic/GenericRpc (rpc_index 0) with a fixed response size, \
+             for external load generators such as ghz; until Ctrl-C"
+)]
+pub struct RpcServerArgs {
+    /// Port to listen on.
+    #[arg(long, default_value_t = 10086)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Response payload size in bytes.
+    #[arg(long = "response_size", default_value_t = 32)]
+    pub response_size: i32,
+}
+
+/// The one-RPC test an `rpc_server` serves.
+pub fn rpc_server_test(response_size: i32) -> crate::proto::DistributedSystemDescription {
+    use crate::proto::{ActionList, DistributedSystemDescription, PayloadSpec, RpcSpec, ServiceSpec};
+    DistributedSystemDescription {
+        name: Some("rpc_server".into()),
+        services: vec![
+            ServiceSpec { name: Some("client".into()), count: Some(1), ..Default::default() },
+            ServiceSpec { name: Some("server".into()), count: Some(1), ..Default::default() },
+        ],
+        payload_descriptions: vec![PayloadSpec {
+            name: Some("response".into()),
+            size: Some(response_size),
+            ..Default::default()
+        }],
+        rpc_descriptions: vec![RpcSpec {
+            name: Some("rpc".into()),
+            client: vec!["client".into()],
+            server: Some("server".into()),
+            response_payload_name: Some("response".into()),
+            ..Default::default()
+        }],
+        action_lists: vec![ActionList { name: Some("rpc".into()), ..Default::default() }],
+        ..Default::default()
+    }
+}
+
+/// `rpc_server`.
+pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    use crate::engine::{Engine, driver, tables::Tables};
+    let tables = std::sync::Arc::new(Tables::new(&rpc_server_test(a.response_size)).map_err(anyhow::Error::msg)?);
+    let rt = runtime()?;
+    rt.block_on(async {
+        let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, 0));
+        let bound = rpc::server::bind(SocketAddr::new(a.bind, a.port))?;
+        let addr = bound.addr;
+        let router = tonic::transport::Server::builder().add_service(driver::grpc_service(engine));
+        let server = rpc::server::spawn(router, bound);
+        eprintln!("rpc_server: distbench.Traffic/GenericRpc on {addr} (rpc_index 0, {} B responses)", a.response_size);
+        wait_for_stop(ctx, None).await;
+        let _ = server.shutdown().await;
+        Ok(Outcome { metrics: Map::new(), success: true })
+    })
+}
+
 /// Accepts absl-style single-dash long flags (`-infile=F`) as well.
 pub fn normalize(arg: &str) -> String {
     let bytes = arg.as_bytes();

@@ -23,7 +23,8 @@ const IMPLEMENTED: &str = "check_test --infile FILE, test_builder PATTERN..., \
                            analyze --input_file F --output_directory D, \
                            test_sequencer --port P, node_manager --test_sequencer=H:P, \
                            run_tests --test_sequencer=H:P --infile F, \
-                           start_localhost -n N [--infile F | --pattern P]";
+                           start_localhost -n N [--infile F | --pattern P], \
+                           rpc_server --port P";
 
 /// `check_test`: validates a test sequence without running it.
 #[derive(Debug, Parser)]
@@ -43,6 +44,7 @@ enum Command {
     NodeManager(commands::NodeManagerArgs),
     RunTests(commands::RunTestsArgs),
     Localhost(commands::LocalhostArgs),
+    RpcServer(commands::RpcServerArgs),
     /// `test_builder`, parsed, and its raw arguments for `# produced by`.
     TestBuilder(test_builder::args::Invocation, Vec<String>),
     Analyze(analyze::Invocation),
@@ -74,6 +76,7 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
         "node_manager" => Ok(Command::NodeManager(commands::parse_args(sub, rest)?)),
         "run_tests" => Ok(Command::RunTests(commands::parse_args(sub, rest)?)),
         "start_localhost" => Ok(Command::Localhost(commands::parse_args(sub, rest)?)),
+        "rpc_server" => Ok(Command::RpcServer(commands::parse_args(sub, rest)?)),
         "test_builder" => Ok(Command::TestBuilder(
             test_builder::args::parse(rest)?,
             rest.to_vec(),
@@ -122,11 +125,12 @@ impl Workload for Distbench {
         let text = format!(
             "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
              Subcommands: start_localhost, test_sequencer, node_manager, run_tests, check_test, \
-             test_builder, analyze.\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n",
+             test_builder, analyze, rpc_server.\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n",
             commands::LocalhostArgs::command().render_long_help(),
             commands::SequencerArgs::command().render_long_help(),
             commands::NodeManagerArgs::command().render_long_help(),
             commands::RunTestsArgs::command().render_long_help(),
+            commands::RpcServerArgs::command().render_long_help(),
             CheckTestArgs::command().render_long_help(),
             analyze::Invocation::help()
         );
@@ -140,7 +144,7 @@ impl Workload for Distbench {
             Command::TestBuilder(inv, _) => test_builder::validate(&inv),
             // A missing, corrupt or unusable results file is bad input.
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
-            Command::Sequencer(_) => Ok(()),
+            Command::Sequencer(_) | Command::RpcServer(_) => Ok(()),
             Command::NodeManager(a) => commands::attributes(&a.attributes).map(|_| ()),
             Command::RunTests(a) => load_checked(&a.infile).map(|_| ()),
             Command::Localhost(a) => commands::localhost_tests(&a).map(|_| ()),
@@ -172,6 +176,7 @@ impl Workload for Distbench {
             Command::NodeManager(a) => commands::run_node_manager(&a, ctx),
             Command::RunTests(a) => commands::run_tests(&a, ctx),
             Command::Localhost(a) => commands::run_localhost(&a, ctx),
+            Command::RpcServer(a) => commands::run_rpc_server(&a, ctx),
         }
     }
 }

@@ -161,6 +161,7 @@ impl UnitStats {
 /// Samples the host's speed on a background thread until finished.
 pub struct SpeedSampler {
     stop: Arc<AtomicBool>,
+    taken: Arc<std::sync::atomic::AtomicUsize>,
     handle: Option<JoinHandle<(Vec<f64>, Vec<f64>)>>,
 }
 
@@ -169,6 +170,8 @@ impl SpeedSampler {
     pub fn start(every: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = taken.clone();
         let handle = std::thread::Builder::new()
             .name("host-speed".into())
             .spawn(move || {
@@ -179,6 +182,7 @@ impl SpeedSampler {
                     mem.push(cheapest_us(|k| {
                         memory_unit(&table, k as usize * 7919);
                     }));
+                    count.fetch_add(1, Ordering::Relaxed);
                 };
                 loop {
                     sample(&mut cpu, &mut mem);
@@ -196,7 +200,16 @@ impl SpeedSampler {
                 }
             })
             .ok();
-        SpeedSampler { stop, handle }
+        SpeedSampler {
+            stop,
+            taken,
+            handle,
+        }
+    }
+
+    /// Samples taken so far.
+    pub fn samples_taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
     }
 
     /// Stops sampling (taking one last sample) and returns the statistics.
@@ -239,7 +252,12 @@ mod tests {
     #[test]
     fn sampler_collects_and_stops() {
         let s = SpeedSampler::start(Duration::from_millis(20));
-        std::thread::sleep(Duration::from_millis(150));
+        // Wait for two periodic samples however slow the machine is (an
+        // unoptimised build on a busy host builds the table slowly).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while s.samples_taken() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let h = s.finish().unwrap();
         assert!(h.cpu.samples >= 3, "{h:?}");
         assert_eq!(h.cpu.samples, h.memory.samples);
