@@ -108,6 +108,13 @@ pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
             .map(|d| d.user_cpu_time_seconds() + d.system_cpu_time_seconds())
             .sum();
         m.insert("node_cpu_secs".into(), json!(cpu));
+        let rss = u
+            .node_usages
+            .values()
+            .filter_map(|s| s.rusage_diff.as_ref())
+            .map(|d| d.max_resident_set_size())
+            .max();
+        m.insert("node_max_rss_kib".into(), json!(rss));
     }
     m.insert("log_summary".into(), json!(r.log_summary));
     m

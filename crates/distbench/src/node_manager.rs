@@ -14,7 +14,7 @@ use crate::engine::{CANCEL_GRACE, Engine, driver};
 use crate::proto::dist_bench_node_manager_server::{DistBenchNodeManager, DistBenchNodeManagerServer};
 use crate::proto::{
     CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest, GetTrafficResultResponse,
-    IntroducePeersResult, NodeServiceConfig, RUsage, RUsageStats, RunTrafficRequest,
+    IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult, RUsage, RUsageStats, RunTrafficRequest,
     RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest,
     ShutdownNodeResult,
 };
@@ -321,6 +321,10 @@ impl DistBenchNodeManager for Handle {
     ) -> Result<Response<CancelTrafficResult>, Status> {
         self.0.cancel_now().await;
         Ok(Response::new(CancelTrafficResult {}))
+    }
+
+    async fn ping(&self, _request: Request<PingRequest>) -> Result<Response<PingResult>, Status> {
+        Ok(Response::new(PingResult {}))
     }
 
     async fn shutdown_node(

@@ -22,7 +22,7 @@ use crate::proto::dist_bench_test_sequencer_server::{
 };
 use crate::proto::{
     Attribute, CancelTrafficRequest, DistributedSystemDescription, GetTrafficResultRequest,
-    NodeConfig, NodeRegistration, NodeServiceConfig, ResourceUsageLogs, RunTrafficRequest,
+    NodeConfig, NodeRegistration, NodeServiceConfig, PingRequest, ResourceUsageLogs, RunTrafficRequest,
     ServiceEndpointMap, ServiceLogs, TestResult, TestSequence, TestSequenceResults,
 };
 use futures::future::join_all;
@@ -38,6 +38,10 @@ use tonic::{Request, Response, Status};
 pub const DEFAULT_TEST_TIMEOUT_SECS: u64 = 3600;
 /// How long control RPCs other than RunTraffic may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often nodes whose traffic is done are checked while others run.
+const LIVENESS_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a liveness check may take.
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Margin between sending RunTraffic and the shared start time.
 const START_MARGIN: Duration = Duration::from_millis(200);
 
@@ -312,22 +316,47 @@ impl Sequencer {
         }
         let mut errors = Vec::new();
         use futures::StreamExt;
-        while let Some((i, r)) = calls.next().await {
-            let n = &used[i].0;
-            match r {
-                Ok(resp) => errors.extend(resp.into_inner().errors),
-                Err(s) => {
-                    // One node failed: stop the others now rather than at
-                    // the deadline.
-                    for (other, _) in used.iter().filter(|(o, _)| o.id != n.id) {
-                        let mut c = other.client.clone();
-                        tokio::spawn(async move {
-                            let _ = c.cancel_traffic(CancelTrafficRequest {}).await;
-                        });
+        let mut done = vec![false; used.len()];
+        let mut tick = tokio::time::interval(LIVENESS_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let failed = loop {
+            tokio::select! {
+                next = calls.next() => {
+                    let Some((i, r)) = next else { break None };
+                    done[i] = true;
+                    match r {
+                        Ok(resp) => errors.extend(resp.into_inner().errors),
+                        Err(s) => break Some(node_err(&used[i].0, "RunTraffic", s)),
                     }
-                    return Err(node_err(n, "RunTraffic", s));
+                }
+                _ = tick.tick() => {
+                    // Nodes whose own traffic is done (servers only) may
+                    // still die while the others run: check them.
+                    let pings = used.iter().enumerate().filter(|(i, _)| done[*i]).map(|(i, (n, _))| {
+                        let mut c = n.client.clone();
+                        async move {
+                            let mut req = Request::new(PingRequest {});
+                            req.set_timeout(LIVENESS_TIMEOUT);
+                            (i, c.ping(req).await)
+                        }
+                    });
+                    if let Some((i, Err(s))) = join_all(pings).await.into_iter().find(|(_, r)| r.is_err()) {
+                        break Some(node_err(&used[i].0, "RunTraffic", s));
+                    }
                 }
             }
+        };
+        if let Some(e) = failed {
+            // One node failed: stop the others now rather than at the
+            // deadline.
+            join_all(used.iter().map(|(n, _)| {
+                let mut c = n.client.clone();
+                async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), c.cancel_traffic(CancelTrafficRequest {})).await;
+                }
+            }))
+            .await;
+            return Err(e);
         }
         if !errors.is_empty() {
             return Err(TestError::node(format!("RunTraffic: {}", errors.join("; "))));

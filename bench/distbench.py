@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Distbench benchmarks: rackbench's traffic engine next to peers in the
+same run, everything on loopback.
+
+1. client_server 1x1x100 (196 B requests, 256 KiB responses): MiB/s moved
+   by the RPCs, against iperf3's single-stream loopback bandwidth.
+2. Small RPCs (16 B / 32 B, closed loop, 100 in flight): kQPS of our
+   client and server, and of ghz (100 concurrent, 1 connection) driving our
+   server (`distbench rpc_server`).
+3. clique 10 x 16 ms sync_burst (1 KiB / 1 KiB): p99 latency and kQPS.
+4. multi_level_rpc 4 roots x 20 leaves: the query rate the load balancer
+   achieves at the default 10,000 QPS and lower rates, and where it keeps up
+   (>= 98% of the requested rate, no failed RPC).
+5. With --memory: client_server with max_rpc_samples 1000 for 60 s and
+   for --memory-secs: the node managers' max RSS and the results' size.
+
+Usage: python3 bench/distbench.py [--secs 10] [--memory] [--memory-secs 600]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import common
+
+SMALL = """tests {
+  name: 'small_rpcs'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 1 }
+  rpc_descriptions { name: 'small' client: 'client' server: 'server'
+                     request_payload_name: 'req' response_payload_name: 'resp' }
+  payload_descriptions { name: 'req' size: 16 }
+  payload_descriptions { name: 'resp' size: 32 }
+  action_lists { name: 'client' action_names: 'run' %s }
+  actions { name: 'run' rpc_name: 'small'
+            iterations { max_duration_us: %d max_parallel_iterations: 100 warmup_iterations: 1000 } }
+  action_lists { name: 'small' }
+}
+"""
+
+BIG = """tests {
+  name: 'client_server_sampled'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 1 }
+  rpc_descriptions { name: 'q' client: 'client' server: 'server'
+                     request_payload_name: 'req' response_payload_name: 'resp' }
+  payload_descriptions { name: 'req' size: 196 }
+  payload_descriptions { name: 'resp' size: 262144 }
+  action_lists { name: 'client' action_names: 'run' max_rpc_samples: 1000 }
+  actions { name: 'run' rpc_name: 'q'
+            iterations { max_duration_us: %d max_parallel_iterations: 100 } }
+  action_lists { name: 'q' }
+}
+"""
+
+
+def localhost(env, cwd, nodes, secs, pattern=None, infile=None):
+    cmd = [common.BIN, "--no-store", "--output-dir", os.path.join(cwd, "reports"), "distbench",
+           "start_localhost", "-n", str(nodes), "--port", "0", "-t", str(secs)]
+    cmd += ["--pattern", pattern] if pattern else ["--infile", infile]
+    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{cmd} failed: {out.stderr[-3000:]}")
+    return json.loads(out.stdout)["metrics"]
+
+
+def iperf3(secs):
+    iperf = shutil.which("iperf3") or sys.exit("iperf3 not found: apt-get install iperf3")
+    srv = subprocess.Popen([iperf, "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    out = subprocess.run([iperf, "-c", "127.0.0.1", "-p", "5299", "-t", str(secs), "-J"], capture_output=True, text=True)
+    srv.wait(timeout=10)
+    r = json.loads(out.stdout)
+    return r["end"]["sum_received"]["bits_per_second"] / 8 / 2**20
+
+
+def ghz_small(env, cwd, secs):
+    ghz = common.find_ghz()
+    srv = subprocess.Popen([common.BIN, "--no-store", "--output-dir", os.path.join(cwd, "reports"), "distbench",
+                            "rpc_server", "--port", "10087", "--response_size", "32"],
+                           cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        proto_dir = os.path.join(common.ROOT, "crates/distbench/proto")
+        data = json.dumps({"rpc_index": 0, "payload": "AAAAAAAAAAAAAAAAAAAAAA=="})
+        cmd = [ghz, "--insecure", "--proto", os.path.join(proto_dir, "control.proto"), "--import-paths", proto_dir,
+               "--call", "distbench.Traffic/GenericRpc", "-d", data, "-z", f"{secs}s", "-c", "100",
+               "--connections", "1", "-O", "json", "127.0.0.1:10087"]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        r = json.loads(out.stdout)
+        ok = r.get("statusCodeDistribution", {}).get("OK", 0)
+        p99 = next((d["latency"] for d in r.get("latencyDistribution") or [] if d["percentage"] == 99), 0)
+        return r["rps"] / 1000, ok, p99 / 1e6
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--secs", type=int, default=10)
+    ap.add_argument("--memory", action="store_true")
+    ap.add_argument("--memory-secs", type=int, default=600)
+    a = ap.parse_args()
+    common.build()
+    cwd, env = common.scratch()
+    rows = []
+
+    # 1. Bandwidth.
+    bw = iperf3(a.secs)
+    m = localhost(env, cwd, 2, a.secs, pattern="client_server")
+    rpc = m["tests"][0]["rpcs"]["client_server_rpc"]
+    ours = rpc["request_mib_per_s"] + rpc["response_mib_per_s"]
+    rows.append(("client_server 1x1x100 196 B / 256 KiB, MiB/s vs iperf3 single stream",
+                 f"rackbench {ours:.0f} MiB/s ({rpc['kqps']:.2f} kQPS, p99 {rpc['latency_us']['p99']/1000:.1f} ms); "
+                 f"iperf3 {bw:.0f} MiB/s; ratio {ours / bw:.2f}"))
+
+    # 2. Small RPCs.
+    f = os.path.join(cwd, "small.config")
+    with open(f, "w") as fh:
+        fh.write(SMALL % ("", a.secs * 1_000_000))
+    m = localhost(env, cwd, 2, a.secs, infile=f)
+    r = m["tests"][0]["rpcs"]["small"]
+    g_kqps, g_ok, g_p99 = ghz_small(env, cwd, a.secs)
+    rows.append(("small RPCs 16 B / 32 B, 100 in flight, closed loop: kQPS",
+                 f"rackbench client+server {r['kqps']:.1f} kQPS (p99 {r['latency_us']['p99']/1000:.2f} ms); "
+                 f"ghz -c 100 -> rackbench rpc_server {g_kqps:.1f} kQPS (p99 {g_p99:.2f} ms, {g_ok} OK)"))
+
+    # 3. Clique.
+    m = localhost(env, cwd, 10, a.secs, pattern="clique")
+    r = m["tests"][0]["rpcs"]["clique_query"]
+    rows.append(("clique 10 x 16 ms sync_burst, 1 KiB / 1 KiB",
+                 f"p50 {r['latency_us']['p50']/1000:.2f} ms, p99 {r['latency_us']['p99']/1000:.2f} ms, "
+                 f"{r['kqps']:.2f} kQPS (ideal {10*9/16:.2f}), failed {r['failed']}"))
+
+    # 4. multi_level_rpc.
+    parts = []
+    best = None
+    for qps in [10000, 5000, 2000, 1000, 500]:
+        m = localhost(env, cwd, 25, a.secs, pattern=f"multi_level_rpc:qps={qps}")
+        t = m["tests"][0]
+        root = t["rpcs"]["root_query"]
+        achieved = root["kqps"] * 1000
+        ok = achieved >= 0.98 * qps and t["overall"]["failed"] == 0
+        parts.append(f"{qps}: {achieved:.0f} root QPS, p99 {root['latency_us']['p99']/1000:.1f} ms{'' if ok else ' (falls short)'}")
+        if ok and best is None:
+            best = qps
+    rows.append(("multi_level_rpc 4 x 20, requested QPS -> achieved load-balancer queries",
+                 "; ".join(parts) + f"; highest sustained of these: {best}"))
+
+    # 5. Memory with max_rpc_samples.
+    if a.memory:
+        for secs in [60, a.memory_secs]:
+            f = os.path.join(cwd, f"big{secs}.config")
+            with open(f, "w") as fh:
+                fh.write(BIG % (secs * 1_000_000))
+            m = localhost(env, cwd, 2, secs, infile=f)
+            size = os.path.getsize(m["outfile"])
+            r = m["tests"][0]["rpcs"]["q"]
+            rows.append((f"memory: client_server with max_rpc_samples 1000 for {secs} s",
+                         f"results {size/1024:.0f} KiB, {r['samples']} samples kept, "
+                         f"max RSS {m['tests'][0]['node_max_rss_kib']/1024:.0f} MiB"))
+
+    for what, result in rows:
+        print(f"| {what} | `python3 bench/distbench.py` | {result} |")
+
+
+if __name__ == "__main__":
+    main()
