@@ -89,9 +89,13 @@ impl NodeManager {
             e.cancel_traffic("services cleared", Duration::ZERO);
         }
         state.engines.clear();
-        for s in state.servers.drain(..) {
-            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
-        }
+        join_all(
+            state
+                .servers
+                .drain(..)
+                .map(|s| tokio::time::timeout(Duration::from_secs(2), s.shutdown())),
+        )
+        .await;
     }
 
     async fn configure(&self, cfg: NodeServiceConfig) -> Result<ServiceEndpointMap, String> {

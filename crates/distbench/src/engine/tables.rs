@@ -110,6 +110,14 @@ pub enum Activity {
     PolluteDataCache { array_size: usize, reads: usize },
 }
 
+/// Pending RPCs per instance past which its traffic is cancelled as
+/// overloaded, when the test sets no `overload_limits.max_pending_rpcs`.
+/// Upstream's default is 1,000,000; a pending RPC costs rackbench a few KiB
+/// (its request, HTTP/2 stream and the server's handler), so a million of
+/// them per instance exhausts memory long before: an overloaded test fails
+/// with "Too many RPCs pending" instead.
+pub const DEFAULT_MAX_PENDING_RPCS: i64 = 20_000;
+
 /// The compiled test.
 #[derive(Debug, Clone)]
 pub struct Tables {
@@ -334,7 +342,8 @@ impl Tables {
         let max_pending_rpcs = t
             .overload_limits
             .as_ref()
-            .map_or(1_000_000, |o| o.max_pending_rpcs());
+            .and_then(|o| o.max_pending_rpcs)
+            .unwrap_or(DEFAULT_MAX_PENDING_RPCS);
         Ok(Tables {
             services,
             service_index,
