@@ -42,7 +42,7 @@ pub struct NodeManager {
 #[derive(Default)]
 struct State {
     engines: Vec<Arc<Engine>>,
-    servers: Vec<rpc::server::Running>,
+    servers: Vec<driver::Server>,
     rusage_start: Option<RUsage>,
     rusage_end: Option<RUsage>,
 }
@@ -115,22 +115,15 @@ impl NodeManager {
                     info.instances.iter().position(|n| n == name).map(|i| (s, i))
                 })
                 .ok_or_else(|| format!("no service instance named '{name}' in the test"))?;
-            let spec = &tables.services[service].spec;
-            driver::protocol_of(
-                spec.protocol_driver_options_name.as_deref(),
-                test.default_protocol(),
-                &test.protocol_driver_options,
-            )
-            .map_err(|e| format!("service '{}': {e}", spec.name()))?;
+            let protocol = tables.services[service].protocol;
             let id = (self.node_id.load(Ordering::Relaxed) << 32)
                 | self.next_engine.fetch_add(1, Ordering::Relaxed);
             let engine = Arc::new(Engine::new(tables.clone(), service, instance, id));
-            let bound = rpc::server::bind(SocketAddr::new(self.data_ip, 0))
+            let server = driver::Server::start(engine.clone(), protocol, SocketAddr::new(self.data_ip, 0))
+                .await
                 .map_err(|e| format!("{name}: {e}"))?;
-            let addr = bound.addr;
-            let router = tonic::transport::Server::builder()
-                .add_service(driver::grpc_service(engine.clone()));
-            state.servers.push(rpc::server::spawn(router, bound));
+            let addr = server.addr();
+            state.servers.push(server);
             state.engines.push(engine);
             endpoints.service_endpoints.insert(
                 name.clone(),

@@ -172,15 +172,9 @@ impl Sequencer {
             let list: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.location, p.message)).collect();
             return Err(TestError::invalid(format!("check_test: {}", list.join("; "))));
         }
-        let tables = Tables::new(test).map_err(TestError::invalid)?;
-        for s in &tables.services {
-            driver::protocol_of(
-                s.spec.protocol_driver_options_name.as_deref(),
-                test.default_protocol(),
-                &test.protocol_driver_options,
-            )
-            .map_err(|e| TestError::invalid(format!("service '{}': {e}", s.name)))?;
-        }
+        // The engines' own compile step: what they cannot run (a protocol,
+        // a replay trace) fails here, before any node is touched.
+        Tables::new(test).map_err(TestError::invalid)?;
         let timeout = test_timeout(test).map_err(TestError::invalid)?;
 
         let nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner()).clone();

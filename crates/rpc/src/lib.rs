@@ -5,8 +5,11 @@
 //!   routers with TCP_NODELAY on every accepted connection.
 //! - [`client`]: connecting channels with TCP_NODELAY and spreading requests
 //!   over several HTTP/2 connections ([`client::Pool`]).
+//! - [`frame`]: multiplexed request/response frames over plain TCP, a
+//!   lighter transport than gRPC.
 
 pub mod client;
+pub mod frame;
 pub mod server;
 
 /// Generated protobuf messages and gRPC services.

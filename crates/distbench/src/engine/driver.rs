@@ -1,6 +1,8 @@
 //! Protocol drivers: how an engine sends the generic RPC to a peer and
-//! serves it. `grpc` (tonic over HTTP/2, one channel per peer) is the
-//! default, as upstream's `default_protocol`.
+//! serves it, chosen by `protocol_name`. `grpc` (tonic over HTTP/2, one
+//! channel per peer) is the default, as upstream's `default_protocol`;
+//! `tcp` carries the same messages as multiplexed frames over one plain TCP
+//! connection per peer ([`rpc::frame`]), without HTTP/2's costs.
 
 use super::Engine;
 use crate::proto::traffic_client::TrafficClient;
@@ -18,7 +20,14 @@ use tonic::transport::{Channel, Endpoint};
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// The RPC stacks rackbench runs, by `protocol_name`.
-pub const SUPPORTED: &[&str] = &["grpc"];
+pub const SUPPORTED: &[&str] = &["grpc", "tcp"];
+
+/// An RPC stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Grpc,
+    Tcp,
+}
 
 /// The protocol a service uses: its `protocol_driver_options_name`, else
 /// the test's `default_protocol`. Errors name what is not supported.
@@ -26,7 +35,7 @@ pub fn protocol_of(
     options_name: Option<&str>,
     default_protocol: &str,
     options: &[ProtocolDriverOptions],
-) -> Result<String, String> {
+) -> Result<Protocol, String> {
     let protocol = match options_name {
         None | Some("") => default_protocol.to_string(),
         Some(name) => {
@@ -36,13 +45,14 @@ pub fn protocol_of(
             o.protocol_name.clone().unwrap_or_else(|| default_protocol.to_string())
         }
     };
-    if SUPPORTED.contains(&protocol.as_str()) {
-        Ok(protocol)
-    } else {
-        Err(format!(
+    match protocol.as_str() {
+        "grpc" => Ok(Protocol::Grpc),
+        "tcp" => Ok(Protocol::Tcp),
+        _ => 
+Err(format!(
             "protocol '{protocol}' is not supported by rackbench (supported: {})",
             SUPPORTED.join(", ")
-        ))
+        )),
     }
 }
 
@@ -84,6 +94,98 @@ impl Peer for GrpcPeer {
                 Err(status) => Err(format!("{:?}: {}", status.code(), status.message())),
             }
         })
+    }
+}
+
+/// A plain-TCP connection to one peer.
+pub struct TcpPeer {
+    client: rpc::frame::FrameClient,
+}
+
+impl TcpPeer {
+    /// Connects to `addr` (5 s timeout).
+    pub async fn connect(addr: SocketAddr) -> Result<TcpPeer, String> {
+        match tokio::time::timeout(Duration::from_secs(5), rpc::frame::FrameClient::connect(addr)).await {
+            Ok(Ok(client)) => Ok(TcpPeer { client }),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("cannot connect to {addr}: timed out")),
+        }
+    }
+}
+
+impl Peer for TcpPeer {
+    fn call(&self, req: GenericRequest) -> BoxFuture<'static, Result<GenericResponse, String>> {
+        use prost::Message;
+        let call = self.client.call(req.encode_to_vec().into());
+        Box::pin(async move {
+            let body = call.await.map_err(|e| format!("Unavailable: {e}"))?;
+            GenericResponse::decode(body).map_err(|e| format!("bad response frame: {e}"))
+        })
+    }
+}
+
+/// Connects to a peer serving `protocol` at `addr`.
+pub async fn connect(protocol: Protocol, addr: SocketAddr) -> Result<Arc<dyn Peer>, String> {
+    Ok(match protocol {
+        Protocol::Grpc => Arc::new(GrpcPeer::connect(addr).await?),
+        Protocol::Tcp => Arc::new(TcpPeer::connect(addr).await?),
+    })
+}
+
+/// A server for one engine, whichever its protocol.
+pub enum Server {
+    Grpc(rpc::server::Running),
+    Tcp(rpc::frame::FrameServer),
+}
+
+impl Server {
+    /// Serves `engine` on `addr` (port 0 picks one) with its protocol.
+    pub async fn start(engine: Arc<Engine>, protocol: Protocol, addr: SocketAddr) -> Result<Server, String> {
+        match protocol {
+            Protocol::Grpc => {
+                let bound = rpc::server::bind(addr).map_err(|e| e.to_string())?;
+                let router = tonic::transport::Server::builder().add_service(grpc_service(engine));
+                Ok(Server::Grpc(rpc::server::spawn(router, bound)))
+            }
+            Protocol::Tcp => {
+                let handler: rpc::frame::Handler = Arc::new(move |body| {
+                    use prost::Message;
+                    let engine = engine.clone();
+                    Box::pin(async move {
+                        let resp = match GenericRequest::decode(body) {
+                            Ok(req) => engine.handle(req).await,
+                            Err(e) => GenericResponse {
+                                error_message: Some(format!("bad request frame: {e}")),
+                                ..Default::default()
+                            },
+                        };
+                        resp.encode_to_vec().into()
+                    })
+                });
+                rpc::frame::FrameServer::bind(addr, handler)
+                    .await
+                    .map(Server::Tcp)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            Server::Grpc(r) => r.addr,
+            Server::Tcp(f) => f.addr,
+        }
+    }
+
+    /// Stops serving (gRPC lets calls in flight finish).
+    pub async fn shutdown(self) {
+        match self {
+            Server::Grpc(r) => {
+                let _ = r.shutdown().await;
+            }
+            Server::Tcp(f) => f.stop(),
+        }
     }
 }
 

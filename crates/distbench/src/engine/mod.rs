@@ -239,14 +239,13 @@ impl Engine {
                     )
                 })?;
                 let name = name.clone();
-                conns.push(async move {
-                    (i, name, driver::GrpcPeer::connect(addr).await)
-                });
+                let protocol = info.protocol;
+                conns.push(async move { (i, name, driver::connect(protocol, addr).await) });
             }
             let mut peers: Vec<Option<Arc<dyn Peer>>> = vec![None; info.instances.len()];
             while let Some((i, name, r)) = conns.next().await {
                 let peer = r.map_err(|e| format!("{} -> {name}: {e}", self.name))?;
-                peers[i] = Some(Arc::new(peer));
+                peers[i] = Some(peer);
             }
             table[s] = peers;
         }

@@ -15,6 +15,8 @@ pub struct ServiceInfo {
     pub spec: ServiceSpec,
     /// Instance names in index order (`svc/i`, or `svc/x/y[/z]` on grids).
     pub instances: Vec<String>,
+    /// The RPC stack its instances serve (and are reached) with.
+    pub protocol: super::driver::Protocol,
 }
 
 /// Where a payload size comes from.
@@ -141,10 +143,17 @@ impl Tables {
         let mut service_index = HashMap::new();
         for s in &t.services {
             service_index.insert(s.name().to_string(), services.len());
+            let protocol = super::driver::protocol_of(
+                s.protocol_driver_options_name.as_deref(),
+                t.default_protocol(),
+                &t.protocol_driver_options,
+            )
+            .map_err(|e| format!("service '{}': {e}", s.name()))?;
             services.push(ServiceInfo {
                 name: s.name().to_string(),
                 spec: s.clone(),
                 instances: crate::placement::instance_names(s),
+                protocol,
             });
         }
         let service = |name: &str, what: &str| {
