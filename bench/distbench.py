@@ -29,13 +29,14 @@ import common
 
 SMALL = """tests {
   name: 'small_rpcs'
+  default_protocol: '%s'
   services { name: 'client' count: 1 }
   services { name: 'server' count: 1 }
   rpc_descriptions { name: 'small' client: 'client' server: 'server'
                      request_payload_name: 'req' response_payload_name: 'resp' }
   payload_descriptions { name: 'req' size: 16 }
   payload_descriptions { name: 'resp' size: 32 }
-  action_lists { name: 'client' action_names: 'run' %s }
+  action_lists { name: 'client' action_names: 'run' }
   actions { name: 'run' rpc_name: 'small'
             iterations { max_duration_us: %d max_parallel_iterations: 100 warmup_iterations: 1000 } }
   action_lists { name: 'small' }
@@ -108,9 +109,20 @@ def main():
     ap.add_argument("--secs", type=int, default=10)
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--memory-secs", type=int, default=600)
+    ap.add_argument("--only-memory", action="store_true")
     a = ap.parse_args()
     common.build()
     cwd, env = common.scratch()
+    rows = []
+    if not a.only_memory:
+        rows += traffic(a, cwd, env)
+    if a.memory or a.only_memory:
+        rows += memory(a, cwd, env)
+    for what, result in rows:
+        print(f"| {what} | `python3 bench/distbench.py` | {result} |")
+
+
+def traffic(a, cwd, env):
     rows = []
 
     # 1. Bandwidth.
@@ -123,14 +135,18 @@ def main():
                  f"iperf3 {bw:.0f} MiB/s; ratio {ours / bw:.2f}"))
 
     # 2. Small RPCs.
-    f = os.path.join(cwd, "small.config")
-    with open(f, "w") as fh:
-        fh.write(SMALL % ("", a.secs * 1_000_000))
-    m = localhost(env, cwd, 2, a.secs, infile=f)
-    r = m["tests"][0]["rpcs"]["small"]
+    small = {}
+    for proto in ["grpc", "tcp"]:
+        f = os.path.join(cwd, f"small_{proto}.config")
+        with open(f, "w") as fh:
+            fh.write(SMALL % (proto, a.secs * 1_000_000))
+        m = localhost(env, cwd, 2, a.secs, infile=f)
+        small[proto] = m["tests"][0]["rpcs"]["small"]
+    r, t = small["grpc"], small["tcp"]
     g_kqps, g_ok, g_p99 = ghz_small(env, cwd, a.secs)
     rows.append(("small RPCs 16 B / 32 B, 100 in flight, closed loop: kQPS",
-                 f"rackbench client+server {r['kqps']:.1f} kQPS (p99 {r['latency_us']['p99']/1000:.2f} ms); "
+                 f"rackbench client+server {r['kqps']:.1f} kQPS over grpc (p99 {r['latency_us']['p99']/1000:.2f} ms), "
+                 f"{t['kqps']:.1f} kQPS over the tcp driver (p99 {t['latency_us']['p99']/1000:.2f} ms); "
                  f"ghz -c 100 -> rackbench rpc_server {g_kqps:.1f} kQPS (p99 {g_p99:.2f} ms, {g_ok} OK)"))
 
     # 3. Clique.
@@ -143,7 +159,7 @@ def main():
     # 4. multi_level_rpc.
     parts = []
     best = None
-    for qps in [10000, 5000, 2000, 1000, 500]:
+    for qps in [10000, 5000, 2000, 1500, 1000, 750, 500]:
         m = localhost(env, cwd, 25, a.secs, pattern=f"multi_level_rpc:qps={qps}", may_fail=True)
         if "error" in m:
             why = m["error"].split(": ")[-1]
@@ -159,21 +175,24 @@ def main():
     rows.append(("multi_level_rpc 4 x 20, requested QPS -> achieved load-balancer queries",
                  "; ".join(parts) + f"; highest sustained of these: {best}"))
 
-    # 5. Memory with max_rpc_samples.
-    if a.memory:
-        for secs in [60, a.memory_secs]:
-            f = os.path.join(cwd, f"big{secs}.config")
-            with open(f, "w") as fh:
-                fh.write(BIG % (secs * 1_000_000))
-            m = localhost(env, cwd, 2, secs, infile=f)
-            size = os.path.getsize(m["outfile"])
-            r = m["tests"][0]["rpcs"]["q"]
-            rows.append((f"memory: client_server with max_rpc_samples 1000 for {secs} s",
-                         f"results {size/1024:.0f} KiB, {r['samples']} samples kept, "
-                         f"max RSS {m['tests'][0]['node_max_rss_kib']/1024:.0f} MiB"))
+    return rows
 
-    for what, result in rows:
-        print(f"| {what} | `python3 bench/distbench.py` | {result} |")
+
+def memory(a, cwd, env):
+    """client_server with max_rpc_samples 1000 for 60 s and --memory-secs."""
+    rows = []
+    for secs in [60, a.memory_secs]:
+        f = os.path.join(cwd, f"big{secs}.config")
+        with open(f, "w") as fh:
+            fh.write(BIG % (secs * 1_000_000))
+        m = localhost(env, cwd, 2, secs, infile=f)
+        size = os.path.getsize(m["outfile"])
+        t = m["tests"][0]
+        r = t["rpcs"]["q"]
+        rows.append((f"memory: client_server 1x1x100 with max_rpc_samples 1000 for {secs} s",
+                     f"{r['samples']} samples kept; results {size/1024:.0f} KiB; "
+                     f"max RSS {t['node_max_rss_kib']/1024:.0f} MiB"))
+    return rows
 
 
 if __name__ == "__main__":

@@ -165,18 +165,41 @@ impl LocalCluster {
 pub async fn run_tests(
     addr: &str,
     seq: &TestSequence,
+    max_test_duration: Option<Duration>,
     mut on_result: impl FnMut(usize, &TestResult) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut client = sequencer_client(addr).await?;
+    if seq.tests.is_empty() {
+        // Nothing to run: checks the connection, and applies tests_setting
+        // (shutdown_after_tests) as upstream.
+        client
+            .run_test_sequence(seq.clone())
+            .await
+            .map_err(|s| s.message().to_string())?;
+        return Ok(());
+    }
+    let last = seq.tests.len() - 1;
     for (i, test) in seq.tests.iter().enumerate() {
+        // The settings go with the last test, so shutdown_after_tests
+        // takes effect after the whole sequence.
         let one = TestSequence {
             tests: vec![test.clone()],
-            tests_setting: seq.tests_setting.clone(),
+            tests_setting: if i == last { seq.tests_setting.clone() } else { None },
         };
+        let mut req = tonic::Request::new(one);
+        if let Some(d) = max_test_duration {
+            req.set_timeout(d);
+        }
         let results = client
-            .run_test_sequence(one)
+            .run_test_sequence(req)
             .await
-            .map_err(|s| format!("test {i} '{}': {}", test.name(), s.message()))?
+            .map_err(|s| match s.code() {
+                tonic::Code::DeadlineExceeded => format!(
+                    "test {i} '{}': not finished within --max_test_duration",
+                    test.name()
+                ),
+                _ => format!("test {i} '{}': {}", test.name(), s.message()),
+            })?
             .into_inner();
         for r in &results.test_results {
             on_result(i, r)?;

@@ -26,6 +26,10 @@ pub struct SequencerArgs {
     /// Address to listen on (loopback by default; 0.0.0.0 for other hosts).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
+    /// Also run this many node managers in this process, on loopback (as
+    /// upstream's --local_nodes).
+    #[arg(long = "local_nodes", default_value_t = 0)]
+    pub local_nodes: usize,
 }
 
 /// `node_manager`: registers with a sequencer and hosts service instances.
@@ -46,8 +50,16 @@ pub struct NodeManagerArgs {
     pub bind: IpAddr,
     /// Address the service instances listen on and advertise to peers
     /// (this host's address on the test network).
-    #[arg(long = "data_plane_address", default_value = "127.0.0.1")]
-    pub data_plane_address: IpAddr,
+    #[arg(long = "data_plane_address", conflicts_with = "default_data_plane_device")]
+    pub data_plane_address: Option<IpAddr>,
+    /// Network interface whose address the service instances use (as
+    /// upstream's flag), e.g. eth0 or lo.
+    #[arg(long = "default_data_plane_device", value_name = "DEVICE")]
+    pub default_data_plane_device: Option<String>,
+    /// Network interface whose address the control service listens on
+    /// (instead of --bind).
+    #[arg(long = "control_plane_device", value_name = "DEVICE", conflicts_with = "bind")]
+    pub control_plane_device: Option<String>,
     /// Node attributes for placement constraints, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
     pub attributes: Vec<String>,
@@ -63,9 +75,14 @@ pub struct RunTestsArgs {
     /// The sequencer, HOST:PORT.
     #[arg(long = "test_sequencer", value_name = "HOST:PORT")]
     pub test_sequencer: String,
-    /// The test sequence (textproto, binary or .gz).
+    /// The test sequence (textproto, binary or .gz); standard input (text)
+    /// without it, as upstream.
     #[arg(long, value_name = "FILE")]
-    pub infile: PathBuf,
+    pub infile: Option<PathBuf>,
+    /// Give up on a test that has not finished after this long (e.g. 130s,
+    /// 5m; a plain number is seconds).
+    #[arg(long = "max_test_duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub max_test_duration: Option<Duration>,
     /// Where the results go (TestSequenceResults, written after each test).
     #[arg(long, value_name = "FILE")]
     pub outfile: Option<PathBuf>,
@@ -165,6 +182,80 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
         wait_for_stop(ctx, None).await;
         let _ = server.shutdown().await;
         Ok(Outcome { metrics: Map::new(), success: true })
+    })
+}
+
+/// Parses absl-style durations: `90s`, `5m`, `1h`, `250ms`, or seconds.
+pub fn parse_duration(v: &str) -> Result<Duration, String> {
+    let v = v.trim();
+    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => v.split_at(i),
+        None => (v, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{v}' is not a duration (like 90s, 5m, 1h, 250ms)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("'{v}': unknown unit '{unit}' (ms, s, m or h)")),
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("'{v}' must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The IPv4 (else IPv6) address of network interface `dev`.
+pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
+    let mut found: Option<IpAddr> = None;
+    let mut names = Vec::new();
+    // SAFETY: getifaddrs fills a list we free with freeifaddrs; every
+    // pointer is checked before use.
+    unsafe {
+        let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut ifap) != 0 {
+            bail!("cannot list network interfaces: {}", std::io::Error::last_os_error());
+        }
+        let mut p = ifap;
+        while !p.is_null() {
+            let ifa = &*p;
+            let name = std::ffi::CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+            if !ifa.ifa_addr.is_null() {
+                let family = i32::from((*ifa.ifa_addr).sa_family);
+                let addr = match family {
+                    libc::AF_INET => {
+                        let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                        Some(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()))
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                        Some(IpAddr::from(sin6.sin6_addr.s6_addr))
+                    }
+                    _ => None,
+                };
+                if name == dev {
+                    if let Some(a) = addr {
+                        if found.is_none() || (a.is_ipv4() && !found.is_some_and(|f| f.is_ipv4())) {
+                            found = Some(a);
+                        }
+                    }
+                }
+            }
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            p = ifa.ifa_next;
+        }
+        libc::freeifaddrs(ifap);
+    }
+    found.ok_or_else(|| {
+        anyhow::anyhow!(
+            "network interface '{dev}' not found or has no address (interfaces: {})",
+            names.join(", ")
+        )
     })
 }
 
@@ -285,8 +376,28 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
     rt.block_on(async {
         let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port)).map_err(anyhow::Error::msg)?;
         eprintln!("test_sequencer listening on {}", s.server.addr);
-        wait_for_stop(ctx, None).await;
+        let mut local = Vec::new();
+        let loopback = rpc::server::LOOPBACK;
+        let seq_addr = SocketAddr::new(
+            if a.bind.is_unspecified() { loopback } else { a.bind },
+            s.server.addr.port(),
+        )
+        .to_string();
+        for _ in 0..a.local_nodes {
+            local.push(
+                cluster::start_node_manager(&seq_addr, SocketAddr::new(loopback, 0), loopback, &[])
+                    .await
+                    .map_err(anyhow::Error::msg)?,
+            );
+        }
+        if a.local_nodes > 0 {
+            eprintln!("test_sequencer: {} local node managers registered", a.local_nodes);
+        }
+        wait_for_stop(ctx, Some(s.sequencer.shutdown_signal())).await;
         let nodes = s.sequencer.node_count();
+        for n in local {
+            let _ = n.server.shutdown().await;
+        }
         let _ = s.server.shutdown().await;
         let mut m = Map::new();
         m.insert("registered_nodes".into(), json!(nodes));
@@ -294,15 +405,31 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
     })
 }
 
+/// The control and data-plane addresses of a node manager's flags.
+pub fn node_addresses(a: &NodeManagerArgs) -> anyhow::Result<(IpAddr, IpAddr)> {
+    let control = match &a.control_plane_device {
+        Some(dev) => device_address(dev)?,
+        None => a.bind,
+    };
+    let data = match (&a.data_plane_address, &a.default_data_plane_device) {
+        (Some(ip), _) => *ip,
+        (None, Some(dev)) => device_address(dev)?,
+        (None, None) if control.is_unspecified() => rpc::server::LOOPBACK,
+        (None, None) => control,
+    };
+    Ok((control, data))
+}
+
 /// `node_manager`.
 pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let attrs = attributes(&a.attributes)?;
+    let (control_ip, data_ip) = node_addresses(a)?;
     let rt = runtime()?;
     rt.block_on(async {
         let n = cluster::start_node_manager(
             &a.test_sequencer,
-            SocketAddr::new(a.bind, a.port),
-            a.data_plane_address,
+            SocketAddr::new(control_ip, a.port),
+            data_ip,
             &attrs,
         )
         .await
@@ -343,12 +470,12 @@ async fn wait_for_stop(ctx: &RunContext, notify: Option<std::sync::Arc<tokio::sy
 
 /// `run_tests`.
 pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
-    let seq = crate::workload::load_checked(&a.infile)?;
+    let seq = run_tests_input(a)?;
     let outfile = a.outfile.as_ref().map(|p| ctx.output_path(p));
     let rt = runtime()?;
     let mut results = TestSequenceResults::default();
     let run = rt.block_on(async {
-        let fut = cluster::run_tests(&a.test_sequencer, &seq, |i, r| {
+        let fut = cluster::run_tests(&a.test_sequencer, &seq, a.max_test_duration, |i, r| {
             print_summary(i, r);
             results.test_results.push(r.clone());
             if let Some(p) = &outfile {
@@ -381,6 +508,37 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
         o.metrics.insert("outfile".into(), json!(p.display().to_string()));
     }
     Ok(o)
+}
+
+/// The sequence `run_tests` sends: `--infile`, else standard input (an
+/// empty input is an empty sequence, which only checks the connection, or
+/// carries `tests_setting` alone, as upstream's scripts use it).
+pub fn run_tests_input(a: &RunTestsArgs) -> anyhow::Result<TestSequence> {
+    match &a.infile {
+        Some(f) => {
+            let seq: TestSequence = files::read(f)?;
+            if !seq.tests.is_empty() {
+                return crate::workload::load_checked(f);
+            }
+            Ok(seq)
+        }
+        None => {
+            use std::io::Read;
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the test sequence from standard input")?;
+            let seq = crate::textproto::parse_test_sequence(&text, "<stdin>")?;
+            let problems = crate::check::check_sequence(&seq);
+            if !problems.is_empty() {
+                bail!(
+                    "<stdin>: check_test found problems: {}",
+                    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                );
+            }
+            Ok(seq)
+        }
+    }
 }
 
 /// `start_localhost`.

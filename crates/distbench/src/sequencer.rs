@@ -23,6 +23,7 @@ use crate::proto::dist_bench_test_sequencer_server::{
 use crate::proto::{
     Attribute, CancelTrafficRequest, DistributedSystemDescription, GetTrafficResultRequest,
     NodeConfig, NodeRegistration, NodeServiceConfig, PingRequest, ResourceUsageLogs, RunTrafficRequest,
+    ShutdownNodeRequest,
     ServiceEndpointMap, ServiceLogs, TestResult, TestSequence, TestSequenceResults,
 };
 use futures::future::join_all;
@@ -62,6 +63,8 @@ pub struct Sequencer {
     nodes: std::sync::Mutex<Vec<NodeEntry>>,
     /// One test sequence at a time.
     running: Mutex<()>,
+    /// Notified after a sequence with `shutdown_after_tests`.
+    shutdown: Arc<tokio::sync::Notify>,
 }
 
 /// Why a test failed.
@@ -148,17 +151,50 @@ impl Sequencer {
     }
 
     /// Runs every test of `seq`; the first failing test ends the sequence.
+    /// With `tests_setting.shutdown_after_tests`, the node managers and
+    /// then the sequencer itself stop afterwards (also after a failure).
     pub async fn run_sequence(&self, seq: &TestSequence) -> Result<TestSequenceResults, TestError> {
         let _one_at_a_time = self.running.lock().await;
         let mut results = TestSequenceResults::default();
+        let mut outcome = Ok(());
         for (i, test) in seq.tests.iter().enumerate() {
-            let r = self.run_test(test).await.map_err(|mut e| {
-                e.message = format!("test {i} '{}': {}", test.name(), e.message);
-                e
-            })?;
-            results.test_results.push(r);
+            match self.run_test(test).await {
+                Ok(r) => results.test_results.push(r),
+                Err(mut e) => {
+                    e.message = format!("test {i} '{}': {}", test.name(), e.message);
+                    outcome = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(results)
+        if seq.tests_setting.as_ref().is_some_and(|s| s.shutdown_after_tests()) {
+            self.shutdown_nodes().await;
+        }
+        outcome.map(|()| results)
+    }
+
+    /// Tells every node manager to stop, then signals the sequencer's own
+    /// shutdown ([`Sequencer::shutdown_signal`]).
+    pub async fn shutdown_nodes(&self) {
+        let nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        join_all(nodes.iter().map(|n| {
+            let mut c = n.client.clone();
+            async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), c.shutdown_node(ShutdownNodeRequest {})).await;
+            }
+        }))
+        .await;
+        let notify = self.shutdown.clone();
+        tokio::spawn(async move {
+            // Let the RunTestSequence answer go out first.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            notify.notify_one();
+        });
+    }
+
+    /// Resolves after a sequence with `shutdown_after_tests`.
+    pub fn shutdown_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.shutdown.clone()
     }
 
     /// Runs one test.

@@ -145,8 +145,13 @@ impl Workload for Distbench {
             // A missing, corrupt or unusable results file is bad input.
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
             Command::Sequencer(_) | Command::RpcServer(_) => Ok(()),
-            Command::NodeManager(a) => commands::attributes(&a.attributes).map(|_| ()),
-            Command::RunTests(a) => load_checked(&a.infile).map(|_| ()),
+            Command::NodeManager(a) => {
+                commands::node_addresses(&a)?;
+                commands::attributes(&a.attributes).map(|_| ())
+            }
+            // Standard input is read once, when the job runs.
+            Command::RunTests(a) if a.infile.is_none() => Ok(()),
+            Command::RunTests(a) => commands::run_tests_input(&a).map(|_| ()),
             Command::Localhost(a) => commands::localhost_tests(&a).map(|_| ()),
         }
     }

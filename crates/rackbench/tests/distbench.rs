@@ -112,14 +112,29 @@ fn missing_file_and_bad_flags_are_bad_input() {
         text(&o.stderr)
     );
 
-    // run_tests without --infile, and node attributes that are not NAME=VALUE.
+    // A missing sequence file, node attributes that are not NAME=VALUE, an
+    // unknown network device, a bad duration.
     for args in [
-        &["distbench", "run_tests", "--test_sequencer=localhost:10000"][..],
+        &["distbench", "run_tests", "--test_sequencer=localhost:10000", "--infile=/nonexistent.config"][..],
         &["distbench", "node_manager", "--test_sequencer=localhost:1", "rack"],
+        &["distbench", "node_manager", "--test_sequencer=localhost:1", "--default_data_plane_device=nosuch0"],
+        &["distbench", "run_tests", "--test_sequencer=localhost:1", "--max_test_duration=soon"],
     ] {
         let o = rackbench(d.path()).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
     }
+    let o = rackbench(d.path())
+        .args(["distbench", "node_manager", "--test_sequencer=localhost:1", "--default_data_plane_device=nosuch0"])
+        .output()
+        .unwrap();
+    assert!(text(&o.stderr).contains("network interface 'nosuch0' not found"), "{}", text(&o.stderr));
+    // No sequencer there: run_tests fails (1) and says where it looked.
+    let o = rackbench(d.path())
+        .args(["--no-store", "distbench", "run_tests", &format!("--test_sequencer=127.0.0.1:{}", free_port())])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("cannot reach the test sequencer at 127.0.0.1:"), "{}", text(&o.stderr));
 }
 
 /// A free loopback port (bound, then released).
@@ -316,5 +331,62 @@ fn test_builder_writes_configs_and_refuses_bad_input() {
     ] {
         let out = run(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out.stderr));
+    }
+}
+
+/// Upstream's scripts: `test_sequencer --local_nodes`, a node manager named
+/// by its network device, run_tests reading the sequence from standard
+/// input with `--max_test_duration`, and `shutdown_after_tests` stopping
+/// the node managers and the sequencer.
+#[test]
+fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut sequencer = spawn(
+        d.path(),
+        &["distbench", "test_sequencer", &format!("--port={port}"), "--local_nodes=2"],
+    );
+    let flag = format!("--test_sequencer=127.0.0.1:{port}");
+    let mut device_node = spawn(
+        d.path(),
+        &["distbench", "node_manager", &flag, "--default_data_plane_device=lo"],
+    );
+    build_config(d.path(), "cs.config", &["-t", "1", "client_server:parallel_queries=2"]);
+    let mut config = std::fs::read_to_string(d.path().join("cs.config")).unwrap();
+    config.push_str("tests_setting { shutdown_after_tests: true }\n");
+    let mut o = None;
+    for _ in 0..40 {
+        let mut child = rackbench(d.path())
+            .args(["--no-store", "--output-dir"])
+            .arg(d.path().join("reports"))
+            .args(["distbench", "run_tests", &flag, "--max_test_duration=60s"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(config.as_bytes()).unwrap();
+        let r = child.wait_with_output().unwrap();
+        if r.status.success() || !text(&r.stderr).contains("cannot reach") {
+            o = Some(r);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let o = o.expect("the sequencer never came up");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("client/0 -> server/0: RPCs:"), "{}", text(&o.stderr));
+    // Everything stops by itself.
+    for (what, p) in [("sequencer", &mut sequencer), ("node manager", &mut device_node)] {
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Some(status) = p.0.try_wait().unwrap() {
+                assert!(status.success(), "{what} exited with {status}");
+                break;
+            }
+            assert!(t0.elapsed().as_secs() < 15, "the {what} is still running");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 }
