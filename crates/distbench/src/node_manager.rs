@@ -116,10 +116,11 @@ impl NodeManager {
                 })
                 .ok_or_else(|| format!("no service instance named '{name}' in the test"))?;
             let protocol = tables.services[service].protocol;
+            let ip = self.listen_ip(&tables.services[service])?;
             let id = (self.node_id.load(Ordering::Relaxed) << 32)
                 | self.next_engine.fetch_add(1, Ordering::Relaxed);
             let engine = Arc::new(Engine::new(tables.clone(), service, instance, id));
-            let server = driver::Server::start(engine.clone(), protocol, SocketAddr::new(self.data_ip, 0))
+            let server = driver::Server::start(engine.clone(), protocol, SocketAddr::new(ip, 0))
                 .await
                 .map_err(|e| format!("{name}: {e}"))?;
             let addr = server.addr();
@@ -135,6 +136,27 @@ impl NodeManager {
             );
         }
         Ok(endpoints)
+    }
+
+    /// The address a service's instances listen on: the node's data-plane
+    /// address, or its protocol options' `netdev_name` device, in the
+    /// `ip_version` they ask for (loopback maps between 127.0.0.1 and ::1).
+    fn listen_ip(&self, info: &crate::engine::tables::ServiceInfo) -> Result<IpAddr, String> {
+        let base = match &info.netdev {
+            Some(dev) => crate::commands::device_address(dev)
+                .map_err(|e| format!("service '{}': netdev_name: {e:#}", info.name))?,
+            None => self.data_ip,
+        };
+        match (info.ip_version, base) {
+            (4, IpAddr::V6(a)) if a.is_loopback() => Ok(IpAddr::from([127, 0, 0, 1])),
+            (6, IpAddr::V4(a)) if a.is_loopback() => Ok(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
+            (4, IpAddr::V6(_)) | (6, IpAddr::V4(_)) => Err(format!(
+                "service '{}' asks for ip_version {} but this node's data-plane address is {base}; \
+                 start the node manager with a --data_plane_address of that family",
+                info.name, info.ip_version
+            )),
+            _ => Ok(base),
+        }
     }
 
     async fn introduce(&self, map: ServiceEndpointMap) -> Result<(), String> {

@@ -185,6 +185,9 @@ fn tcp_protocol_driver_carries_the_same_traffic() {
     let mut test = generate(&["-t", "1", "client_server:parallel_queries=4"]);
     assert_eq!(test.protocol_driver_options.len(), 1);
     test.protocol_driver_options[0].protocol_name = Some("tcp".into());
+    // The services name no options: 'default_protocol_driver_options' apply.
+    let tables = distbench::engine::tables::Tables::new(&test).unwrap();
+    assert!(tables.services.iter().all(|s| s.protocol == distbench::engine::driver::Protocol::Tcp));
     let r = run(2, &test).unwrap();
     let s = samples(&r);
     let got = &s[&("client/0".to_string(), "server/0".to_string(), 0)];
@@ -211,4 +214,32 @@ fn unsupported_protocol_is_refused_before_running() {
     }
     let err = run(2, &test).unwrap_err();
     assert!(err.contains("protocol 'homa' is not supported"), "{err}");
+}
+
+/// Upstream's golden configs run unchanged (shortened to 1 s): the IPv6
+/// clique listens on ::1, the IPv4 one on 127.0.0.1.
+#[test]
+fn golden_ip_version_configs_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/distbench/test_builder_golden_configs");
+    for (file, prefix) in [
+        ("clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv6.config", "[::1]:"),
+        ("clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv4.config", "127.0.0.1:"),
+    ] {
+        let seq: TestSequence = distbench::files::read(&dir.join(file)).unwrap();
+        let mut test = seq.tests[0].clone();
+        for a in &mut test.actions {
+            if let Some(it) = a.iterations.as_mut() {
+                it.max_duration_us = Some(1_000_000);
+                it.warmup_iterations = Some(0);
+            }
+        }
+        let r = run(10, &test).unwrap();
+        for (name, ep) in &r.placement.as_ref().unwrap().service_endpoints {
+            assert!(ep.endpoint_address().starts_with(prefix), "{file}: {name} at {}", ep.endpoint_address());
+        }
+        let s = samples(&r);
+        assert_eq!(s.len(), 90, "{file}");
+        assert!(s.values().all(|v| v.len() >= 55), "{file}: {:?}", s.values().map(Vec::len).collect::<Vec<_>>());
+    }
 }

@@ -29,27 +29,37 @@ pub enum Protocol {
     Tcp,
 }
 
-/// The protocol a service uses: its `protocol_driver_options_name`, else
-/// the test's `default_protocol`. Errors name what is not supported.
-pub fn protocol_of(
+/// The protocol driver options of a service: those it names in
+/// `protocol_driver_options_name`, or, when it names none, those called
+/// `default_protocol_driver_options` (as upstream), if any.
+pub fn options_of<'a>(
     options_name: Option<&str>,
+    options: &'a [ProtocolDriverOptions],
+) -> Result<Option<&'a ProtocolDriverOptions>, String> {
+    match options_name {
+        None | Some("") => Ok(options
+            .iter()
+            .find(|o| o.name() == "default_protocol_driver_options")),
+        Some(name) => options.iter().find(|o| o.name() == name).map(Some).ok_or_else(|| {
+            format!("protocol_driver_options_name: no protocol_driver_options named '{name}'")
+        }),
+    }
+}
+
+/// The protocol a service uses: its options' `protocol_name`, else the
+/// test's `default_protocol`. Errors name what is not supported.
+pub fn protocol_of(
+    options: Option<&ProtocolDriverOptions>,
     default_protocol: &str,
-    options: &[ProtocolDriverOptions],
 ) -> Result<Protocol, String> {
-    let protocol = match options_name {
-        None | Some("") => default_protocol.to_string(),
-        Some(name) => {
-            let o = options.iter().find(|o| o.name() == name).ok_or_else(|| {
-                format!("protocol_driver_options_name: no protocol_driver_options named '{name}'")
-            })?;
-            o.protocol_name.clone().unwrap_or_else(|| default_protocol.to_string())
-        }
-    };
+    let protocol = options
+        .and_then(|o| o.protocol_name.clone())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| default_protocol.to_string());
     match protocol.as_str() {
         "grpc" => Ok(Protocol::Grpc),
         "tcp" => Ok(Protocol::Tcp),
-        _ => 
-Err(format!(
+        _ => Err(format!(
             "protocol '{protocol}' is not supported by rackbench (supported: {})",
             SUPPORTED.join(", ")
         )),

@@ -17,6 +17,10 @@ pub struct ServiceInfo {
     pub instances: Vec<String>,
     /// The RPC stack its instances serve (and are reached) with.
     pub protocol: super::driver::Protocol,
+    /// `ip_version` (4 or 6; 0 = the node's own) and `netdev_name` of its
+    /// protocol driver options: which address the instances listen on.
+    pub ip_version: i32,
+    pub netdev: Option<String>,
 }
 
 /// Where a payload size comes from.
@@ -143,17 +147,27 @@ impl Tables {
         let mut service_index = HashMap::new();
         for s in &t.services {
             service_index.insert(s.name().to_string(), services.len());
-            let protocol = super::driver::protocol_of(
+            let options = super::driver::options_of(
                 s.protocol_driver_options_name.as_deref(),
-                t.default_protocol(),
                 &t.protocol_driver_options,
             )
             .map_err(|e| format!("service '{}': {e}", s.name()))?;
+            let protocol = super::driver::protocol_of(options, t.default_protocol())
+                .map_err(|e| format!("service '{}': {e}", s.name()))?;
+            let ip_version = options.map_or(0, |o| o.ip_version());
+            if ![0, 4, 6].contains(&ip_version) {
+                return Err(format!(
+                    "protocol_driver_options '{}': ip_version must be 4 or 6, got {ip_version}",
+                    options.map_or("", |o| o.name())
+                ));
+            }
             services.push(ServiceInfo {
                 name: s.name().to_string(),
                 spec: s.clone(),
                 instances: crate::placement::instance_names(s),
                 protocol,
+                ip_version,
+                netdev: options.and_then(|o| o.netdev_name.clone()).filter(|n| !n.is_empty()),
             });
         }
         let service = |name: &str, what: &str| {
