@@ -17,6 +17,44 @@ use tonic::transport::{Channel, Endpoint};
 /// How long a node manager keeps trying to reach its sequencer.
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Raises this process's open-file limit as far as it may go: every
+/// instance keeps a connection to each peer it sends to, so a clique of n
+/// instances in one process holds about 2 n (n - 1) sockets. Returns the
+/// soft limit in force afterwards.
+pub fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit fill or read the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(lim.rlim_max as u64)
+            .min(1 << 20);
+        // Root may raise the hard limit too; others go up to it.
+        let want = libc::rlimit {
+            rlim_cur: ceiling as libc::rlim_t,
+            rlim_max: ceiling.max(lim.rlim_max as u64) as libc::rlim_t,
+        };
+        if ceiling > lim.rlim_max as u64 && libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+            return ceiling;
+        }
+        let soft = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &soft) == 0 {
+            return lim.rlim_max as u64;
+        }
+        lim.rlim_cur as u64
+    }
+}
+
 /// A running sequencer.
 pub struct SequencerServer {
     pub sequencer: Arc<Sequencer>,
@@ -50,6 +88,7 @@ pub async fn start_node_manager(
     data_ip: IpAddr,
     attributes: &[(String, String)],
 ) -> Result<NodeManagerServer, String> {
+    raise_fd_limit();
     let hostname = hostname();
     let node = NodeManager::new(data_ip, hostname.clone());
     let bound = rpc::server::bind(control).map_err(|e| format!("node_manager: {e}"))?;
@@ -126,12 +165,21 @@ impl LocalCluster {
     /// Starts the sequencer on `127.0.0.1:port` (0 picks one) and `n` node
     /// managers registered with it.
     pub async fn start(n: usize, port: u16) -> Result<LocalCluster, String> {
+        Self::start_with_attributes(&vec![Vec::new(); n], port).await
+    }
+
+    /// As [`LocalCluster::start`], node i registering with `attributes[i]`.
+    pub async fn start_with_attributes(
+        attributes: &[Vec<(String, String)>],
+        port: u16,
+    ) -> Result<LocalCluster, String> {
+        raise_fd_limit();
         let loopback = rpc::server::LOOPBACK;
         let sequencer = start_sequencer(SocketAddr::new(loopback, port))?;
         let addr = sequencer.server.addr.to_string();
-        let mut nodes = Vec::with_capacity(n);
-        for _ in 0..n {
-            nodes.push(start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, &[]).await?);
+        let mut nodes = Vec::with_capacity(attributes.len());
+        for attrs in attributes {
+            nodes.push(start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, attrs).await?);
         }
         Ok(LocalCluster { sequencer, nodes })
     }

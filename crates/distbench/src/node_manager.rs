@@ -39,9 +39,51 @@ pub struct NodeManager {
     shutdown: Arc<Notify>,
 }
 
+/// Sockets the instances configured in this process will hold (all node
+/// managers of a process share its open-file limit).
+static PLANNED_SOCKETS: AtomicI64 = AtomicI64::new(0);
+
+/// Sockets the instances of `names` hold: one per peer they send to and one
+/// per peer instance that sends to them.
+fn sockets_needed(tables: &Tables, placed: &[(usize, usize)]) -> i64 {
+    let mut total = 0i64;
+    for &(service, _) in placed {
+        let mut servers = std::collections::BTreeSet::new();
+        let mut clients = std::collections::BTreeSet::new();
+        for r in &tables.rpcs {
+            if r.clients.contains(&service) {
+                servers.insert(r.server);
+            }
+            if r.server == service {
+                clients.extend(r.clients.iter().copied());
+            }
+        }
+        for s in servers.iter().chain(clients.iter()) {
+            let n = tables.services[*s].instances.len() as i64;
+            total += if *s == service { n - 1 } else { n };
+        }
+    }
+    total
+}
+
+/// Open files this process may still open.
+fn fd_headroom() -> i64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return i64::MAX;
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as i64);
+    i64::try_from(lim.rlim_cur).unwrap_or(i64::MAX) - open
+}
+
 #[derive(Default)]
 struct State {
     engines: Vec<Arc<Engine>>,
+    planned_sockets: i64,
     servers: Vec<driver::Server>,
     rusage_start: Option<RUsage>,
     rusage_end: Option<RUsage>,
@@ -89,6 +131,8 @@ impl NodeManager {
             e.cancel_traffic("services cleared", Duration::ZERO);
         }
         state.engines.clear();
+        PLANNED_SOCKETS.fetch_sub(state.planned_sockets, Ordering::Relaxed);
+        state.planned_sockets = 0;
         join_all(
             state
                 .servers
@@ -105,16 +149,32 @@ impl NodeManager {
         state.rusage_end = None;
         let test = cfg.traffic_config.unwrap_or_default();
         let tables = Arc::new(Tables::new(&test)?);
-        let mut endpoints = ServiceEndpointMap::default();
+        let mut placed = Vec::new();
         for name in &cfg.services {
-            let (service, instance) = tables
-                .services
-                .iter()
-                .enumerate()
-                .find_map(|(s, info)| {
-                    info.instances.iter().position(|n| n == name).map(|i| (s, i))
-                })
-                .ok_or_else(|| format!("no service instance named '{name}' in the test"))?;
+            placed.push(
+                tables
+                    .services
+                    .iter()
+                    .enumerate()
+                    .find_map(|(s, info)| info.instances.iter().position(|n| n == name).map(|i| (s, i)))
+                    .ok_or_else(|| format!("no service instance named '{name}' in the test"))?,
+            );
+        }
+        // Refuse what would run out of file descriptors mid-test.
+        let need = sockets_needed(&tables, &placed);
+        let planned = PLANNED_SOCKETS.fetch_add(need, Ordering::Relaxed) + need;
+        state.planned_sockets = need;
+        let headroom = fd_headroom() - 256;
+        if planned > headroom {
+            return Err(format!(
+                "the instances placed in this process need about {planned} sockets (a connection per \
+                 peer), more than the {} files it may still open (ulimit -n); run the node managers \
+                 as separate processes (test_sequencer and node_manager) or raise the limit",
+                headroom.max(0)
+            ));
+        }
+        let mut endpoints = ServiceEndpointMap::default();
+        for (name, &(service, instance)) in cfg.services.iter().zip(&placed) {
             let protocol = tables.services[service].protocol;
             let ip = self.listen_ip(&tables.services[service])?;
             let id = (self.node_id.load(Ordering::Relaxed) << 32)
@@ -199,7 +259,11 @@ impl NodeManager {
     async fn results(&self, clear: bool) -> GetTrafficResultResponse {
         let mut state = self.state.lock().await;
         let mut logs = ServiceLogs::default();
+        let mut errors = Vec::new();
         for e in &state.engines {
+            if let Some(r) = e.cancel_reason().filter(|r| r.starts_with("Too many RPCs pending")) {
+                errors.push(format!("{}: {r}", e.name));
+            }
             let log = e.take_log();
             if !log.peer_logs.is_empty() {
                 logs.instance_logs.insert(e.name.clone(), log);
@@ -222,6 +286,7 @@ impl NodeManager {
         GetTrafficResultResponse {
             service_logs: Some(logs),
             node_usages,
+            errors,
         }
     }
 

@@ -408,10 +408,14 @@ impl Sequencer {
         let mut usages = BTreeMap::new();
         for ((n, _), r) in used.iter().zip(collected) {
             let r = r.map_err(|s| node_err(n, "GetTrafficResult", s))?.into_inner();
+            errors.extend(r.errors);
             if let Some(l) = r.service_logs {
                 logs.instance_logs.extend(l.instance_logs);
             }
             usages.extend(r.node_usages);
+        }
+        if !errors.is_empty() {
+            return Err(TestError::node(format!("overloaded: {}", errors.join("; "))));
         }
         Ok((endpoints, logs, usages))
     }

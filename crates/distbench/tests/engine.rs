@@ -243,3 +243,90 @@ fn golden_ip_version_configs_run() {
         assert!(s.values().all(|v| v.len() >= 55), "{file}: {:?}", s.values().map(Vec::len).collect::<Vec<_>>());
     }
 }
+
+/// Every upstream golden config runs unchanged apart from its duration
+/// (cut to 0.3 s, or two open-loop periods): the grpc ones to completion with no failed RPC and with
+/// traffic on every RPC they define, the homa and mercury ones refused
+/// before anything starts, naming the protocol.
+#[test]
+fn every_golden_config_runs_or_is_refused_by_name() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/distbench/test_builder_golden_configs");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "config"))
+        .collect();
+    files.sort();
+    let mut ran = 0;
+    let mut refused = 0;
+    let mut too_big = 0;
+    let mut overloaded = 0;
+    rt().block_on(async {
+        // Alternate the 'slice' attribute that the constrained golden
+        // configs place by.
+        let attrs: Vec<Vec<(String, String)>> =
+            (0..130).map(|i| vec![("slice".to_string(), (i % 2).to_string())]).collect();
+        let cluster = LocalCluster::start_with_attributes(&attrs, 0).await.unwrap();
+        for f in &files {
+            let seq: TestSequence = distbench::files::read(f).unwrap();
+            for mut test in seq.tests {
+                for a in &mut test.actions {
+                    if let Some(it) = a.iterations.as_mut() {
+                        if it.max_duration_us.is_some() || it.max_iteration_count.is_none() {
+                            // Long enough for two open-loop periods.
+                            let period_us = it.open_loop_interval_ns.unwrap_or(0) / 1000;
+                            it.max_duration_us = Some((300_000).max(2 * period_us as i32 + 100_000));
+                        }
+                        it.warmup_iterations = Some(0);
+                    }
+                }
+                let name = format!("{}: {}", f.file_name().unwrap().to_string_lossy(), test.name());
+                let protocol = test
+                    .protocol_driver_options
+                    .first()
+                    .and_then(|o| o.protocol_name.clone())
+                    .unwrap_or_default();
+                match cluster.run_test(&test).await {
+                    Ok(r) => {
+                        assert_eq!(protocol, "grpc", "{name} ran with protocol '{protocol}'");
+                        let mut rpcs = std::collections::BTreeSet::new();
+                        for log in r.service_logs.as_ref().unwrap().instance_logs.values() {
+                            for peer in log.peer_logs.values() {
+                                for (rpc, l) in &peer.rpc_logs {
+                                    assert!(l.failed_rpc_samples.is_empty(), "{name}: failed RPCs");
+                                    if !l.successful_rpc_samples.is_empty() {
+                                        rpcs.insert(*rpc);
+                                    }
+                                }
+                            }
+                        }
+                        assert_eq!(rpcs.len(), test.rpc_descriptions.len(), "{name}: RPCs with traffic {rpcs:?}");
+                        ran += 1;
+                    }
+                    Err(e) if e.contains("Too many RPCs pending") => {
+                        // This machine cannot serve the rate (multi_level_rpc
+                        // at 20,000 QPS fans out to 400,000 RPCs/s).
+                        overloaded += 1;
+                    }
+                    Err(e) if e.contains("sockets") => {
+                        // 123 instances in one process need ~30,000 sockets;
+                        // the sandbox caps open files at 20,000.
+                        assert!(e.contains("ulimit -n"), "{name}: {e}");
+                        too_big += 1;
+                    }
+                    Err(e) => {
+                        assert_ne!(protocol, "grpc", "{name}: {e}");
+                        assert!(e.contains(&format!("protocol '{protocol}' is not supported")), "{name}: {e}");
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        cluster.stop().await;
+    });
+    assert!(
+        ran >= 40 && refused >= 10 && too_big <= 1 && overloaded <= 4,
+        "ran {ran}, refused {refused}, too big {too_big}, overloaded {overloaded}"
+    );
+}

@@ -86,7 +86,7 @@ impl GrpcPeer {
             .connect_timeout(Duration::from_secs(5))
             .connect()
             .await
-            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+            .map_err(|e| format!("cannot connect to {addr}: {}", error_chain(&e)))?;
         Ok(GrpcPeer {
             client: TrafficClient::new(channel)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -105,6 +105,19 @@ impl Peer for GrpcPeer {
             }
         })
     }
+}
+
+/// An error and its sources, `a: b: c` (tonic's own text is often just
+/// "transport error").
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 /// A plain-TCP connection to one peer.
