@@ -213,7 +213,6 @@ impl LocalCluster {
 pub async fn run_tests(
     addr: &str,
     seq: &TestSequence,
-    max_test_duration: Option<Duration>,
     mut on_result: impl FnMut(usize, &TestResult) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut client = sequencer_client(addr).await?;
@@ -234,17 +233,20 @@ pub async fn run_tests(
             tests: vec![test.clone()],
             tests_setting: if i == last { seq.tests_setting.clone() } else { None },
         };
+        // The sequencer enforces test_timeout; past it plus a margin for
+        // set-up and collection, the sequencer itself is taken as stuck.
+        let limit = crate::sequencer::test_timeout(test).map_err(|e| format!("test {i} '{}': {e}", test.name()))?;
         let mut req = tonic::Request::new(one);
-        if let Some(d) = max_test_duration {
-            req.set_timeout(d);
-        }
+        req.set_timeout(limit + Duration::from_secs(60));
         let results = client
             .run_test_sequence(req)
             .await
             .map_err(|s| match s.code() {
                 tonic::Code::DeadlineExceeded => format!(
-                    "test {i} '{}': not finished within --max_test_duration",
-                    test.name()
+                    "test {i} '{}': the sequencer did not answer within the test's test_timeout \
+                     ({} s) and a minute",
+                    test.name(),
+                    limit.as_secs()
                 ),
                 _ => format!("test {i} '{}': {}", test.name(), s.message()),
             })?

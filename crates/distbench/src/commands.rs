@@ -79,8 +79,8 @@ pub struct RunTestsArgs {
     /// without it, as upstream.
     #[arg(long, value_name = "FILE")]
     pub infile: Option<PathBuf>,
-    /// Give up on a test that has not finished after this long (e.g. 130s,
-    /// 5m; a plain number is seconds).
+    /// The time limit of every test (e.g. 130s, 5m; a plain number is
+    /// seconds): replaces their test_timeout attributes, as upstream.
     #[arg(long = "max_test_duration", value_name = "DURATION", value_parser = parse_duration)]
     pub max_test_duration: Option<Duration>,
     /// Where the results go (TestSequenceResults, written after each test).
@@ -332,11 +332,12 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
 
 /// Prints a test's summary lines on stderr (where upstream logs them;
 /// stdout carries the report).
-fn print_summary(i: usize, r: &TestResult) {
-    eprintln!("Test {i} '{}':", r.traffic_config.as_ref().map_or("", |t| t.name()));
+fn print_summary(_i: usize, r: &TestResult) {
+    eprintln!("Test summary:");
     for line in &r.log_summary {
         eprintln!("{line}");
     }
+    eprintln!();
 }
 
 /// Metrics of a run: one entry per test, and the first test's overall
@@ -470,12 +471,18 @@ async fn wait_for_stop(ctx: &RunContext, notify: Option<std::sync::Arc<tokio::sy
 
 /// `run_tests`.
 pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
-    let seq = run_tests_input(a)?;
+    let mut seq = run_tests_input(a)?;
+    if let Some(d) = a.max_test_duration {
+        let secs = d.as_secs().max(1).to_string();
+        for t in &mut seq.tests {
+            t.attributes.insert("test_timeout".into(), secs.clone());
+        }
+    }
     let outfile = a.outfile.as_ref().map(|p| ctx.output_path(p));
     let rt = runtime()?;
     let mut results = TestSequenceResults::default();
     let run = rt.block_on(async {
-        let fut = cluster::run_tests(&a.test_sequencer, &seq, a.max_test_duration, |i, r| {
+        let fut = cluster::run_tests(&a.test_sequencer, &seq, |i, r| {
             print_summary(i, r);
             results.test_results.push(r.clone());
             if let Some(p) = &outfile {
