@@ -19,6 +19,15 @@ use tonic::transport::{Channel, Endpoint};
 /// upstream's patterns; this leaves room).
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
+/// HTTP/2 flow-control windows and frame size of the grpc driver. hyper's
+/// defaults (64 KiB windows, 16 KiB frames) make a 256 KiB response wait
+/// for several window updates; gRPC's C++ core (upstream's stack) grows its
+/// windows by BDP probing to megabytes. Fixed large windows do the same
+/// without the probing.
+pub const STREAM_WINDOW: u32 = 4 << 20;
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
+pub const MAX_FRAME: u32 = 1 << 20;
+
 /// The RPC stacks rackbench runs, by `protocol_name`.
 pub const SUPPORTED: &[&str] = &["grpc", "tcp"];
 
@@ -83,6 +92,9 @@ impl GrpcPeer {
         let channel = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| format!("bad peer address {addr}: {e}"))?
             .tcp_nodelay(true)
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .max_frame_size(MAX_FRAME)
             .connect_timeout(Duration::from_secs(5))
             .connect()
             .await
@@ -167,7 +179,11 @@ impl Server {
         match protocol {
             Protocol::Grpc => {
                 let bound = rpc::server::bind(addr).map_err(|e| e.to_string())?;
-                let router = tonic::transport::Server::builder().add_service(grpc_service(engine));
+                let router = tonic::transport::Server::builder()
+                    .initial_stream_window_size(STREAM_WINDOW)
+                    .initial_connection_window_size(CONNECTION_WINDOW)
+                    .max_frame_size(MAX_FRAME)
+                    .add_service(grpc_service(engine));
                 Ok(Server::Grpc(rpc::server::spawn(router, bound)))
             }
             Protocol::Tcp => {
