@@ -34,14 +34,14 @@ pub fn raise_fd_limit() -> u64 {
         let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(lim.rlim_max as u64)
+            .unwrap_or(lim.rlim_max)
             .min(1 << 20);
         // Root may raise the hard limit too; others go up to it.
         let want = libc::rlimit {
             rlim_cur: ceiling as libc::rlim_t,
-            rlim_max: ceiling.max(lim.rlim_max as u64) as libc::rlim_t,
+            rlim_max: ceiling.max(lim.rlim_max) as libc::rlim_t,
         };
-        if ceiling > lim.rlim_max as u64 && libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+        if ceiling > lim.rlim_max && libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
             return ceiling;
         }
         let soft = libc::rlimit {
@@ -49,9 +49,9 @@ pub fn raise_fd_limit() -> u64 {
             rlim_max: lim.rlim_max,
         };
         if libc::setrlimit(libc::RLIMIT_NOFILE, &soft) == 0 {
-            return lim.rlim_max as u64;
+            return lim.rlim_max;
         }
-        lim.rlim_cur as u64
+        lim.rlim_cur
     }
 }
 
@@ -97,7 +97,11 @@ pub async fn start_node_manager(
     let server = rpc::server::spawn(router, bound);
     // The address the sequencer dials back: the data-plane address when
     // the control socket listens on every interface.
-    let control_ip = if addr.ip().is_unspecified() { data_ip } else { addr.ip() };
+    let control_ip = if addr.ip().is_unspecified() {
+        data_ip
+    } else {
+        addr.ip()
+    };
     let reg = NodeRegistration {
         hostname: Some(hostname),
         control_ip: Some(control_ip.to_string()),
@@ -125,7 +129,10 @@ pub async fn start_node_manager(
                     });
                 }
                 Err(s) if s.code() == tonic::Code::InvalidArgument => {
-                    return Err(format!("the test sequencer refused the registration: {}", s.message()));
+                    return Err(format!(
+                        "the test sequencer refused the registration: {}",
+                        s.message()
+                    ));
                 }
                 Err(s) => last_error = s.message().to_string(),
             },
@@ -179,7 +186,9 @@ impl LocalCluster {
         let addr = sequencer.server.addr.to_string();
         let mut nodes = Vec::with_capacity(attributes.len());
         for attrs in attributes {
-            nodes.push(start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, attrs).await?);
+            nodes.push(
+                start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, attrs).await?,
+            );
         }
         Ok(LocalCluster { sequencer, nodes })
     }
@@ -190,7 +199,10 @@ impl LocalCluster {
     }
 
     /// Runs one test on the cluster's nodes.
-    pub async fn run_test(&self, test: &DistributedSystemDescription) -> Result<TestResult, String> {
+    pub async fn run_test(
+        &self,
+        test: &DistributedSystemDescription,
+    ) -> Result<TestResult, String> {
         self.sequencer
             .sequencer
             .run_test(test)
@@ -231,11 +243,12 @@ pub async fn run_tests(
         // takes effect after the whole sequence.
         let one = TestSequence {
             tests: vec![test.clone()],
-            tests_setting: if i == last { seq.tests_setting.clone() } else { None },
+            tests_setting: if i == last { seq.tests_setting } else { None },
         };
         // The sequencer enforces test_timeout; past it plus a margin for
         // set-up and collection, the sequencer itself is taken as stuck.
-        let limit = crate::sequencer::test_timeout(test).map_err(|e| format!("test {i} '{}': {e}", test.name()))?;
+        let limit = crate::sequencer::test_timeout(test)
+            .map_err(|e| format!("test {i} '{}': {e}", test.name()))?;
         let mut req = tonic::Request::new(one);
         req.set_timeout(limit + Duration::from_secs(60));
         let results = client

@@ -18,7 +18,10 @@ use std::time::Duration;
 
 /// `test_sequencer`: serves the sequencer until Ctrl-C.
 #[derive(Debug, Parser)]
-#[command(name = "rackbench distbench test_sequencer", about = "Run a Distbench test sequencer")]
+#[command(
+    name = "rackbench distbench test_sequencer",
+    about = "Run a Distbench test sequencer"
+)]
 pub struct SequencerArgs {
     /// Port to listen on.
     #[arg(long, default_value_t = 10000)]
@@ -50,7 +53,10 @@ pub struct NodeManagerArgs {
     pub bind: IpAddr,
     /// Address the service instances listen on and advertise to peers
     /// (this host's address on the test network).
-    #[arg(long = "data_plane_address", conflicts_with = "default_data_plane_device")]
+    #[arg(
+        long = "data_plane_address",
+        conflicts_with = "default_data_plane_device"
+    )]
     pub data_plane_address: Option<IpAddr>,
     /// Network interface whose address the service instances use (as
     /// upstream's flag), e.g. eth0 or lo.
@@ -58,7 +64,11 @@ pub struct NodeManagerArgs {
     pub default_data_plane_device: Option<String>,
     /// Network interface whose address the control service listens on
     /// (instead of --bind).
-    #[arg(long = "control_plane_device", value_name = "DEVICE", conflicts_with = "bind")]
+    #[arg(
+        long = "control_plane_device",
+        value_name = "DEVICE",
+        conflicts_with = "bind"
+    )]
     pub control_plane_device: Option<String>,
     /// Node attributes for placement constraints, NAME=VALUE.
     #[arg(value_name = "NAME=VALUE")]
@@ -143,12 +153,22 @@ pub struct RpcServerArgs {
 
 /// The one-RPC test an `rpc_server` serves.
 pub fn rpc_server_test(response_size: i32) -> crate::proto::DistributedSystemDescription {
-    use crate::proto::{ActionList, DistributedSystemDescription, PayloadSpec, RpcSpec, ServiceSpec};
+    use crate::proto::{
+        ActionList, DistributedSystemDescription, PayloadSpec, RpcSpec, ServiceSpec,
+    };
     DistributedSystemDescription {
         name: Some("rpc_server".into()),
         services: vec![
-            ServiceSpec { name: Some("client".into()), count: Some(1), ..Default::default() },
-            ServiceSpec { name: Some("server".into()), count: Some(1), ..Default::default() },
+            ServiceSpec {
+                name: Some("client".into()),
+                count: Some(1),
+                ..Default::default()
+            },
+            ServiceSpec {
+                name: Some("server".into()),
+                count: Some(1),
+                ..Default::default()
+            },
         ],
         payload_descriptions: vec![PayloadSpec {
             name: Some("response".into()),
@@ -162,7 +182,10 @@ pub fn rpc_server_test(response_size: i32) -> crate::proto::DistributedSystemDes
             response_payload_name: Some("response".into()),
             ..Default::default()
         }],
-        action_lists: vec![ActionList { name: Some("rpc".into()), ..Default::default() }],
+        action_lists: vec![ActionList {
+            name: Some("rpc".into()),
+            ..Default::default()
+        }],
         ..Default::default()
     }
 }
@@ -170,7 +193,9 @@ pub fn rpc_server_test(response_size: i32) -> crate::proto::DistributedSystemDes
 /// `rpc_server`.
 pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     use crate::engine::{Engine, driver, tables::Tables};
-    let tables = std::sync::Arc::new(Tables::new(&rpc_server_test(a.response_size)).map_err(anyhow::Error::msg)?);
+    let tables = std::sync::Arc::new(
+        Tables::new(&rpc_server_test(a.response_size)).map_err(anyhow::Error::msg)?,
+    );
     let rt = runtime()?;
     rt.block_on(async {
         let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, 0));
@@ -178,10 +203,16 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
         let addr = bound.addr;
         let router = tonic::transport::Server::builder().add_service(driver::grpc_service(engine));
         let server = rpc::server::spawn(router, bound);
-        eprintln!("rpc_server: distbench.Traffic/GenericRpc on {addr} (rpc_index 0, {} B responses)", a.response_size);
+        eprintln!(
+            "rpc_server: distbench.Traffic/GenericRpc on {addr} (rpc_index 0, {} B responses)",
+            a.response_size
+        );
         wait_for_stop(ctx, None).await;
         let _ = server.shutdown().await;
-        Ok(Outcome { metrics: Map::new(), success: true })
+        Ok(Outcome {
+            metrics: Map::new(),
+            success: true,
+        })
     })
 }
 
@@ -217,18 +248,25 @@ pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
     unsafe {
         let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
         if libc::getifaddrs(&mut ifap) != 0 {
-            bail!("cannot list network interfaces: {}", std::io::Error::last_os_error());
+            bail!(
+                "cannot list network interfaces: {}",
+                std::io::Error::last_os_error()
+            );
         }
         let mut p = ifap;
         while !p.is_null() {
             let ifa = &*p;
-            let name = std::ffi::CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+            let name = std::ffi::CStr::from_ptr(ifa.ifa_name)
+                .to_string_lossy()
+                .into_owned();
             if !ifa.ifa_addr.is_null() {
                 let family = i32::from((*ifa.ifa_addr).sa_family);
                 let addr = match family {
                     libc::AF_INET => {
                         let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                        Some(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()))
+                        Some(IpAddr::from(
+                            u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                        ))
                     }
                     libc::AF_INET6 => {
                         let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
@@ -236,12 +274,11 @@ pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
                     }
                     _ => None,
                 };
-                if name == dev {
-                    if let Some(a) = addr {
-                        if found.is_none() || (a.is_ipv4() && !found.is_some_and(|f| f.is_ipv4())) {
-                            found = Some(a);
-                        }
-                    }
+                if name == dev
+                    && let Some(a) = addr
+                    && (found.is_none() || (a.is_ipv4() && !found.is_some_and(|f| f.is_ipv4())))
+                {
+                    found = Some(a);
                 }
             }
             if !names.contains(&name) {
@@ -289,7 +326,9 @@ fn keep_large_buffers() {
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     keep_large_buffers();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2);
     rpc::runtime(threads, "distbench").context("cannot start the tokio runtime")
 }
 
@@ -323,7 +362,11 @@ pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
     if !problems.is_empty() {
         bail!(
             "generated tests do not pass check_test: {}",
-            problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     Ok(seq)
@@ -340,7 +383,8 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
         path.extension().and_then(|e| e.to_str()).unwrap_or("")
     ));
     files::write(&tmp, results, encoding)?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
 /// Prints a test's summary lines on stderr (where upstream logs them;
@@ -355,7 +399,12 @@ fn print_summary(_i: usize, r: &TestResult) {
 
 /// Metrics of a run: one entry per test, and the first test's overall
 /// numbers at the top for jobs of one test.
-fn outcome(results: &TestSequenceResults, planned: usize, error: Option<String>, interrupted: bool) -> Outcome {
+fn outcome(
+    results: &TestSequenceResults,
+    planned: usize,
+    error: Option<String>,
+    interrupted: bool,
+) -> Outcome {
     let mut m = Map::new();
     let tests: Vec<Value> = results
         .test_results
@@ -381,19 +430,27 @@ fn outcome(results: &TestSequenceResults, planned: usize, error: Option<String>,
     if interrupted {
         m.insert("interrupted".into(), json!(true));
     }
-    Outcome { metrics: m, success }
+    Outcome {
+        metrics: m,
+        success,
+    }
 }
 
 /// `test_sequencer`.
 pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     rt.block_on(async {
-        let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port)).map_err(anyhow::Error::msg)?;
+        let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port))
+            .map_err(anyhow::Error::msg)?;
         eprintln!("test_sequencer listening on {}", s.server.addr);
         let mut local = Vec::new();
         let loopback = rpc::server::LOOPBACK;
         let seq_addr = SocketAddr::new(
-            if a.bind.is_unspecified() { loopback } else { a.bind },
+            if a.bind.is_unspecified() {
+                loopback
+            } else {
+                a.bind
+            },
             s.server.addr.port(),
         )
         .to_string();
@@ -405,7 +462,10 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
             );
         }
         if a.local_nodes > 0 {
-            eprintln!("test_sequencer: {} local node managers registered", a.local_nodes);
+            eprintln!(
+                "test_sequencer: {} local node managers registered",
+                a.local_nodes
+            );
         }
         wait_for_stop(ctx, Some(s.sequencer.shutdown_signal())).await;
         let nodes = s.sequencer.node_count();
@@ -415,7 +475,10 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
         let _ = s.server.shutdown().await;
         let mut m = Map::new();
         m.insert("registered_nodes".into(), json!(nodes));
-        Ok(Outcome { metrics: m, success: true })
+        Ok(Outcome {
+            metrics: m,
+            success: true,
+        })
     })
 }
 
@@ -457,12 +520,18 @@ pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result
         let mut m = Map::new();
         m.insert("node_alias".into(), json!(n.alias));
         m.insert("shutdown_by_sequencer".into(), json!(stopped_by_sequencer));
-        Ok(Outcome { metrics: m, success: true })
+        Ok(Outcome {
+            metrics: m,
+            success: true,
+        })
     })
 }
 
 /// Waits for Ctrl-C (the harness's stop flag) or `notify`; true for notify.
-async fn wait_for_stop(ctx: &RunContext, notify: Option<std::sync::Arc<tokio::sync::Notify>>) -> bool {
+async fn wait_for_stop(
+    ctx: &RunContext,
+    notify: Option<std::sync::Arc<tokio::sync::Notify>>,
+) -> bool {
     let notified = async {
         match notify {
             Some(n) => n.notified().await,
@@ -525,7 +594,8 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     }
     let mut o = outcome(&results, seq.tests.len(), error, interrupted);
     if let Some(p) = outfile {
-        o.metrics.insert("outfile".into(), json!(p.display().to_string()));
+        o.metrics
+            .insert("outfile".into(), json!(p.display().to_string()));
     }
     Ok(o)
 }
@@ -553,7 +623,11 @@ pub fn run_tests_input(a: &RunTestsArgs) -> anyhow::Result<TestSequence> {
             if !problems.is_empty() {
                 bail!(
                     "<stdin>: check_test found problems: {}",
-                    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                    problems
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 );
             }
             Ok(seq)
@@ -567,7 +641,9 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
     let rt = runtime()?;
     let outfile = ctx.output_path(&a.outfile);
     rt.block_on(async {
-        let cluster = LocalCluster::start(a.nodes, a.port).await.map_err(anyhow::Error::msg)?;
+        let cluster = LocalCluster::start(a.nodes, a.port)
+            .await
+            .map_err(anyhow::Error::msg)?;
         eprintln!(
             "start_localhost: test_sequencer on {} with {} node managers",
             cluster.addr(),
@@ -576,13 +652,21 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
         if seq.tests.is_empty() {
             wait_for_stop(ctx, None).await;
             cluster.stop().await;
-            return Ok(Outcome { metrics: Map::new(), success: true });
+            return Ok(Outcome {
+                metrics: Map::new(),
+                success: true,
+            });
         }
         let mut results = TestSequenceResults::default();
         let mut error = None;
         let mut interrupted = false;
         for (i, test) in seq.tests.iter().enumerate() {
-            eprintln!("[distbench] test {}/{}: {}", i + 1, seq.tests.len(), test.name());
+            eprintln!(
+                "[distbench] test {}/{}: {}",
+                i + 1,
+                seq.tests.len(),
+                test.name()
+            );
             let fut = cluster.run_test(test);
             tokio::pin!(fut);
             let r = loop {
@@ -617,7 +701,8 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
         }
         cluster.stop().await;
         let mut o = outcome(&results, seq.tests.len(), error, interrupted);
-        o.metrics.insert("outfile".into(), json!(outfile.display().to_string()));
+        o.metrics
+            .insert("outfile".into(), json!(outfile.display().to_string()));
         o.metrics.insert("nodes".into(), json!(a.nodes));
         Ok(o)
     })

@@ -38,7 +38,13 @@ impl Acc {
             let i = ((n as f64) * p).floor() as usize;
             json!(self.latencies[i.min(n - 1)] as f64 / 1000.0)
         };
-        let rate = |x: f64| if secs > 0.0 { json!(x / secs) } else { Value::Null };
+        let rate = |x: f64| {
+            if secs > 0.0 {
+                json!(x / secs)
+            } else {
+                Value::Null
+            }
+        };
         json!({
             "samples": n,
             "failed": self.failed,
@@ -124,8 +130,8 @@ pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
 mod tests {
     use super::*;
     use crate::proto::{
-        DistributedSystemDescription, PeerPerformanceLog, RpcPerformanceLog, RpcSpec,
-        ServiceLogs, ServicePerformanceLog,
+        DistributedSystemDescription, PeerPerformanceLog, RpcPerformanceLog, RpcSpec, ServiceLogs,
+        ServicePerformanceLog,
     };
 
     fn sample(start: i64, lat: i64, warmup: bool) -> RpcSample {
@@ -141,7 +147,9 @@ mod tests {
 
     #[test]
     fn percentiles_rates_and_warmup() {
-        let mut ok: Vec<RpcSample> = (0..100).map(|i| sample(i * 10_000_000, (i + 1) * 1000, false)).collect();
+        let mut ok: Vec<RpcSample> = (0..100)
+            .map(|i| sample(i * 10_000_000, (i + 1) * 1000, false))
+            .collect();
         ok.push(sample(0, 99_999_999, true));
         let log = RpcPerformanceLog {
             successful_rpc_samples: ok,
@@ -156,7 +164,10 @@ mod tests {
         let r = TestResult {
             traffic_config: Some(DistributedSystemDescription {
                 name: Some("t".into()),
-                rpc_descriptions: vec![RpcSpec { name: Some("q".into()), ..Default::default() }],
+                rpc_descriptions: vec![RpcSpec {
+                    name: Some("q".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
             }),
             service_logs: Some(logs),

@@ -11,12 +11,14 @@
 
 use crate::engine::tables::Tables;
 use crate::engine::{CANCEL_GRACE, Engine, driver};
-use crate::proto::dist_bench_node_manager_server::{DistBenchNodeManager, DistBenchNodeManagerServer};
+use crate::proto::dist_bench_node_manager_server::{
+    DistBenchNodeManager, DistBenchNodeManagerServer,
+};
 use crate::proto::{
     CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest, GetTrafficResultResponse,
-    IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult, RUsage, RUsageStats, RunTrafficRequest,
-    RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest,
-    ShutdownNodeResult,
+    IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult, RUsage, RUsageStats,
+    RunTrafficRequest, RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs,
+    ShutdownNodeRequest, ShutdownNodeResult,
 };
 use futures::future::join_all;
 use std::collections::BTreeMap;
@@ -156,7 +158,12 @@ impl NodeManager {
                     .services
                     .iter()
                     .enumerate()
-                    .find_map(|(s, info)| info.instances.iter().position(|n| n == name).map(|i| (s, i)))
+                    .find_map(|(s, info)| {
+                        info.instances
+                            .iter()
+                            .position(|n| n == name)
+                            .map(|i| (s, i))
+                    })
                     .ok_or_else(|| format!("no service instance named '{name}' in the test"))?,
             );
         }
@@ -209,7 +216,9 @@ impl NodeManager {
         };
         match (info.ip_version, base) {
             (4, IpAddr::V6(a)) if a.is_loopback() => Ok(IpAddr::from([127, 0, 0, 1])),
-            (6, IpAddr::V4(a)) if a.is_loopback() => Ok(IpAddr::from(std::net::Ipv6Addr::LOCALHOST)),
+            (6, IpAddr::V4(a)) if a.is_loopback() => {
+                Ok(IpAddr::from(std::net::Ipv6Addr::LOCALHOST))
+            }
             (4, IpAddr::V6(_)) | (6, IpAddr::V4(_)) => Err(format!(
                 "service '{}' asks for ip_version {} but this node's data-plane address is {base}; \
                  start the node manager with a --data_plane_address of that family",
@@ -237,7 +246,9 @@ impl NodeManager {
             state.engines.clone()
         };
         let at = |ns: i64| UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0));
-        let start = req.start_timestamp_ns.map_or_else(std::time::SystemTime::now, at);
+        let start = req
+            .start_timestamp_ns
+            .map_or_else(std::time::SystemTime::now, at);
         let deadline = req.deadline_ns.map(at);
         let results = join_all(
             engines
@@ -261,7 +272,10 @@ impl NodeManager {
         let mut logs = ServiceLogs::default();
         let mut errors = Vec::new();
         for e in &state.engines {
-            if let Some(r) = e.cancel_reason().filter(|r| r.starts_with("Too many RPCs pending")) {
+            if let Some(r) = e
+                .cancel_reason()
+                .filter(|r| r.starts_with("Too many RPCs pending"))
+            {
                 errors.push(format!("{}: {r}", e.name));
             }
             let log = e.take_log();
@@ -271,12 +285,12 @@ impl NodeManager {
         }
         let mut node_usages = BTreeMap::new();
         if let Some(start) = &state.rusage_start {
-            let end = state.rusage_end.clone().unwrap_or_else(rusage);
+            let end = state.rusage_end.unwrap_or_else(rusage);
             node_usages.insert(
                 self.alias(),
                 RUsageStats {
                     rusage_diff: Some(rusage_diff(&end, start)),
-                    rusage_start: Some(start.clone()),
+                    rusage_start: Some(*start),
                 },
             );
         }
@@ -334,21 +348,36 @@ pub fn rusage_diff(end: &RUsage, start: &RUsage) -> RUsage {
             end.system_cpu_time_seconds() - start.system_cpu_time_seconds(),
         ),
         max_resident_set_size: end.max_resident_set_size,
-        integral_shared_memory_size: d(end.integral_shared_memory_size, start.integral_shared_memory_size),
-        integral_unshared_data_size: d(end.integral_unshared_data_size, start.integral_unshared_data_size),
-        integral_unshared_stack_size: d(end.integral_unshared_stack_size, start.integral_unshared_stack_size),
+        integral_shared_memory_size: d(
+            end.integral_shared_memory_size,
+            start.integral_shared_memory_size,
+        ),
+        integral_unshared_data_size: d(
+            end.integral_unshared_data_size,
+            start.integral_unshared_data_size,
+        ),
+        integral_unshared_stack_size: d(
+            end.integral_unshared_stack_size,
+            start.integral_unshared_stack_size,
+        ),
         page_reclaims_soft_page_faults: d(
             end.page_reclaims_soft_page_faults,
             start.page_reclaims_soft_page_faults,
         ),
-        page_faults_hard_page_faults: d(end.page_faults_hard_page_faults, start.page_faults_hard_page_faults),
+        page_faults_hard_page_faults: d(
+            end.page_faults_hard_page_faults,
+            start.page_faults_hard_page_faults,
+        ),
         swaps: d(end.swaps, start.swaps),
         block_input_operations: d(end.block_input_operations, start.block_input_operations),
         block_output_operations: d(end.block_output_operations, start.block_output_operations),
         ipc_messages_sent: d(end.ipc_messages_sent, start.ipc_messages_sent),
         ipc_messages_received: d(end.ipc_messages_received, start.ipc_messages_received),
         signals_received: d(end.signals_received, start.signals_received),
-        voluntary_context_switches: d(end.voluntary_context_switches, start.voluntary_context_switches),
+        voluntary_context_switches: d(
+            end.voluntary_context_switches,
+            start.voluntary_context_switches,
+        ),
         involuntary_context_switches: d(
             end.involuntary_context_switches,
             start.involuntary_context_switches,

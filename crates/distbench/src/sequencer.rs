@@ -13,8 +13,8 @@
 //! cancelled and cleared, and nothing waits past the deadline.
 
 use crate::check;
-use crate::engine::tables::Tables;
 use crate::engine::driver;
+use crate::engine::tables::Tables;
 use crate::placement::{self, Node};
 use crate::proto::dist_bench_node_manager_client::DistBenchNodeManagerClient;
 use crate::proto::dist_bench_test_sequencer_server::{
@@ -22,9 +22,9 @@ use crate::proto::dist_bench_test_sequencer_server::{
 };
 use crate::proto::{
     Attribute, CancelTrafficRequest, DistributedSystemDescription, GetTrafficResultRequest,
-    NodeConfig, NodeRegistration, NodeServiceConfig, PingRequest, ResourceUsageLogs, RunTrafficRequest,
-    ShutdownNodeRequest,
-    ServiceEndpointMap, ServiceLogs, TestResult, TestSequence, TestSequenceResults,
+    NodeConfig, NodeRegistration, NodeServiceConfig, PingRequest, ResourceUsageLogs,
+    RunTrafficRequest, ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest, TestResult,
+    TestSequence, TestSequenceResults,
 };
 use futures::future::join_all;
 use std::collections::BTreeMap;
@@ -77,10 +77,16 @@ pub struct TestError {
 
 impl TestError {
     fn invalid(message: String) -> TestError {
-        TestError { invalid: true, message }
+        TestError {
+            invalid: true,
+            message,
+        }
     }
     fn node(message: String) -> TestError {
-        TestError { invalid: false, message }
+        TestError {
+            invalid: false,
+            message,
+        }
     }
 }
 
@@ -167,7 +173,11 @@ impl Sequencer {
                 }
             }
         }
-        if seq.tests_setting.as_ref().is_some_and(|s| s.shutdown_after_tests()) {
+        if seq
+            .tests_setting
+            .as_ref()
+            .is_some_and(|s| s.shutdown_after_tests())
+        {
             self.shutdown_nodes().await;
         }
         outcome.map(|()| results)
@@ -180,7 +190,11 @@ impl Sequencer {
         join_all(nodes.iter().map(|n| {
             let mut c = n.client.clone();
             async move {
-                let _ = tokio::time::timeout(Duration::from_secs(5), c.shutdown_node(ShutdownNodeRequest {})).await;
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    c.shutdown_node(ShutdownNodeRequest {}),
+                )
+                .await;
             }
         }))
         .await;
@@ -198,15 +212,24 @@ impl Sequencer {
     }
 
     /// Runs one test.
-    pub async fn run_test(&self, test: &DistributedSystemDescription) -> Result<TestResult, TestError> {
+    pub async fn run_test(
+        &self,
+        test: &DistributedSystemDescription,
+    ) -> Result<TestResult, TestError> {
         let one = TestSequence {
             tests: vec![test.clone()],
             tests_setting: None,
         };
         let problems = check::check_sequence(&one);
         if !problems.is_empty() {
-            let list: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.location, p.message)).collect();
-            return Err(TestError::invalid(format!("check_test: {}", list.join("; "))));
+            let list: Vec<String> = problems
+                .iter()
+                .map(|p| format!("{}: {}", p.location, p.message))
+                .collect();
+            return Err(TestError::invalid(format!(
+                "check_test: {}",
+                list.join("; ")
+            )));
         }
         // The engines' own compile step: what they cannot run (a protocol,
         // a replay trace) fails here, before any node is touched.
@@ -238,10 +261,16 @@ impl Sequencer {
             // Leave no engine behind on the nodes that still answer.
             join_all(used.iter().map(|(n, _)| async move {
                 let mut c = n.client.clone();
-                let _ = tokio::time::timeout(Duration::from_secs(5), c.cancel_traffic(CancelTrafficRequest {})).await;
                 let _ = tokio::time::timeout(
                     Duration::from_secs(5),
-                    c.get_traffic_result(GetTrafficResultRequest { clear_services: Some(true) }),
+                    c.cancel_traffic(CancelTrafficRequest {}),
+                )
+                .await;
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    c.get_traffic_result(GetTrafficResultRequest {
+                        clear_services: Some(true),
+                    }),
                 )
                 .await;
             }))
@@ -267,13 +296,25 @@ impl Sequencer {
         test: &DistributedSystemDescription,
         used: &[(NodeEntry, Vec<String>)],
         timeout: Duration,
-    ) -> Result<(ServiceEndpointMap, ServiceLogs, BTreeMap<String, crate::proto::RUsageStats>), TestError> {
+    ) -> Result<
+        (
+            ServiceEndpointMap,
+            ServiceLogs,
+            BTreeMap<String, crate::proto::RUsageStats>,
+        ),
+        TestError,
+    > {
         let node_err = |n: &NodeEntry, what: &str, s: Status| {
             let why = match s.code() {
-                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => format!(
-                    "node manager {} ({}, {}) is unreachable or died: {}",
-                    n.alias, n.hostname, n.addr, s.message()
-                ),
+                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => {
+                    format!(
+                        "node manager {} ({}, {}) is unreachable or died: {}",
+                        n.alias,
+                        n.hostname,
+                        n.addr,
+                        s.message()
+                    )
+                }
                 tonic::Code::DeadlineExceeded => format!(
                     "node manager {} ({}) did not answer {what} in time",
                     n.alias, n.addr
@@ -335,7 +376,6 @@ impl Sequencer {
         let mut calls = futures::stream::FuturesUnordered::new();
         for (i, (n, _)) in used.iter().enumerate() {
             let mut c = n.client.clone();
-            let run = run.clone();
             calls.push(async move {
                 let mut req = Request::new(run);
                 // The engines cancel at the deadline; allow the grace and
@@ -382,14 +422,21 @@ impl Sequencer {
             join_all(used.iter().map(|(n, _)| {
                 let mut c = n.client.clone();
                 async move {
-                    let _ = tokio::time::timeout(Duration::from_secs(5), c.cancel_traffic(CancelTrafficRequest {})).await;
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(5),
+                        c.cancel_traffic(CancelTrafficRequest {}),
+                    )
+                    .await;
                 }
             }))
             .await;
             return Err(e);
         }
         if !errors.is_empty() {
-            return Err(TestError::node(format!("RunTraffic: {}", errors.join("; "))));
+            return Err(TestError::node(format!(
+                "RunTraffic: {}",
+                errors.join("; ")
+            )));
         }
 
         // Collect.
@@ -407,7 +454,9 @@ impl Sequencer {
         let mut logs = ServiceLogs::default();
         let mut usages = BTreeMap::new();
         for ((n, _), r) in used.iter().zip(collected) {
-            let r = r.map_err(|s| node_err(n, "GetTrafficResult", s))?.into_inner();
+            let r = r
+                .map_err(|s| node_err(n, "GetTrafficResult", s))?
+                .into_inner();
             errors.extend(r.errors);
             if let Some(l) = r.service_logs {
                 logs.instance_logs.extend(l.instance_logs);
@@ -415,7 +464,10 @@ impl Sequencer {
             usages.extend(r.node_usages);
         }
         if !errors.is_empty() {
-            return Err(TestError::node(format!("overloaded: {}", errors.join("; "))));
+            return Err(TestError::node(format!(
+                "overloaded: {}",
+                errors.join("; ")
+            )));
         }
         Ok((endpoints, logs, usages))
     }

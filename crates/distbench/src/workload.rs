@@ -229,10 +229,16 @@ mod tests {
             panic!("node_manager did not parse");
         };
         assert_eq!(n.attributes, vec!["rack=A".to_string()]);
-        let err = parse(&args(&["start_localhost", "--bogus"])).err().unwrap().to_string();
+        let err = parse(&args(&["start_localhost", "--bogus"]))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("--bogus"), "{err}");
         let err = parse(&args(&["bogus"])).err().unwrap().to_string();
-        assert!(err.contains("unknown distbench subcommand 'bogus'"), "{err}");
+        assert!(
+            err.contains("unknown distbench subcommand 'bogus'"),
+            "{err}"
+        );
         let err = parse(&[]).err().unwrap().to_string();
         assert!(err.contains("needs a subcommand"), "{err}");
     }

@@ -41,8 +41,15 @@ fn samples(r: &TestResult) -> BTreeMap<(String, String, i32), Vec<RpcSample>> {
     for (client, log) in &r.service_logs.as_ref().unwrap().instance_logs {
         for (server, peer) in &log.peer_logs {
             for (rpc, l) in &peer.rpc_logs {
-                assert!(l.failed_rpc_samples.is_empty(), "{client}->{server}: failed RPCs {:?}", l.failed_rpc_samples.first());
-                out.insert((client.clone(), server.clone(), *rpc), l.successful_rpc_samples.clone());
+                assert!(
+                    l.failed_rpc_samples.is_empty(),
+                    "{client}->{server}: failed RPCs {:?}",
+                    l.failed_rpc_samples.first()
+                );
+                out.insert(
+                    (client.clone(), server.clone(), *rpc),
+                    l.successful_rpc_samples.clone(),
+                );
             }
         }
     }
@@ -59,16 +66,28 @@ fn client_server_closed_loop() {
     // Payloads are padding of the configured size; sizes are whole messages.
     let first = &got[0];
     assert!((196..300).contains(&first.request_size()), "{first:?}");
-    assert!((262_144..262_300).contains(&first.response_size()), "{first:?}");
+    assert!(
+        (262_144..262_300).contains(&first.response_size()),
+        "{first:?}"
+    );
     // The first warmup_iterations iterations are flagged (4 in flight, so
     // the count is exact: every iteration sends one RPC).
     let warmups = got.iter().filter(|x| x.warmup()).count() as i64;
-    let wanted = test.actions[0].iterations.as_ref().unwrap().warmup_iterations();
+    let wanted = test.actions[0]
+        .iterations
+        .as_ref()
+        .unwrap()
+        .warmup_iterations();
     assert_eq!(warmups, wanted.min(got.len() as i64));
     // Closed loop: never more than 4 in flight.
     let mut events: Vec<(i64, i32)> = got
         .iter()
-        .flat_map(|x| [(x.start_timestamp_ns(), 1), (x.start_timestamp_ns() + x.latency_ns(), -1)])
+        .flat_map(|x| {
+            [
+                (x.start_timestamp_ns(), 1),
+                (x.start_timestamp_ns() + x.latency_ns(), -1),
+            ]
+        })
         .collect();
     events.sort();
     let mut inflight = 0;
@@ -83,8 +102,18 @@ fn client_server_closed_loop() {
     let end = got.iter().map(|x| x.start_timestamp_ns()).max().unwrap();
     let secs = (end - start) as f64 / 1e9;
     assert!((1.8..2.5).contains(&secs), "{secs}");
-    assert!(r.log_summary.iter().any(|l| l == "RPC latency summary:"), "{:?}", r.log_summary);
-    assert!(r.log_summary.iter().any(|l| l.contains("client/0 -> server/0: RPCs:")), "{:?}", r.log_summary);
+    assert!(
+        r.log_summary.iter().any(|l| l == "RPC latency summary:"),
+        "{:?}",
+        r.log_summary
+    );
+    assert!(
+        r.log_summary
+            .iter()
+            .any(|l| l.contains("client/0 -> server/0: RPCs:")),
+        "{:?}",
+        r.log_summary
+    );
     assert_eq!(r.placement.as_ref().unwrap().service_endpoints.len(), 2);
     assert_eq!(r.resource_usage_logs.as_ref().unwrap().node_usages.len(), 2);
 }
@@ -105,23 +134,46 @@ fn clique_sync_burst_fires_together() {
     assert!((95..=101).contains(&lo) && hi - lo <= 2, "{counts:?}");
     // Bursts sit on multiples of the period in Unix time.
     let period = 20_000_000i64;
-    let mut offsets: Vec<i64> = s.values().flatten().map(|x| x.start_timestamp_ns() % period).collect();
+    let mut offsets: Vec<i64> = s
+        .values()
+        .flatten()
+        .map(|x| x.start_timestamp_ns() % period)
+        .collect();
     offsets.sort_unstable();
     let median = offsets[offsets.len() / 2];
-    assert!(median < 3_000_000, "median offset into the period {median} ns");
+    assert!(
+        median < 3_000_000,
+        "median offset into the period {median} ns"
+    );
 }
 
 #[test]
 fn multi_level_fanout_and_nested_handlers() {
-    let test = generate(&["-t", "2", "multi_level_rpc:root_count=2:leaf_count=3:qps=200"]);
+    let test = generate(&[
+        "-t",
+        "2",
+        "multi_level_rpc:root_count=2:leaf_count=3:qps=200",
+    ]);
     let r = run(6, &test).unwrap();
     let s = samples(&r);
-    let lb_to_root: usize = s.iter().filter(|((c, _, _), _)| c.starts_with("load_balancer/")).map(|(_, v)| v.len()).sum();
-    let root_to_leaf: usize = s.iter().filter(|((c, _, _), _)| c.starts_with("root/")).map(|(_, v)| v.len()).sum();
+    let lb_to_root: usize = s
+        .iter()
+        .filter(|((c, _, _), _)| c.starts_with("load_balancer/"))
+        .map(|(_, v)| v.len())
+        .sum();
+    let root_to_leaf: usize = s
+        .iter()
+        .filter(|((c, _, _), _)| c.starts_with("root/"))
+        .map(|(_, v)| v.len())
+        .sum();
     // 200 QPS for 2 s from the load balancer; every root query fans out to
     // all 3 leaves.
     assert!((360..=410).contains(&lb_to_root), "{lb_to_root}");
-    assert_eq!(root_to_leaf, 3 * lb_to_root, "root->leaf {root_to_leaf} vs lb->root {lb_to_root}");
+    assert_eq!(
+        root_to_leaf,
+        3 * lb_to_root,
+        "root->leaf {root_to_leaf} vs lb->root {lb_to_root}"
+    );
 }
 
 #[test]
@@ -156,8 +208,12 @@ fn predicates_responses_and_reservoir() {
     assert_eq!(s[&("c/0".to_string(), "s/0".to_string(), 0)].len(), 50);
     // Each handler run draws pa once: call_a (and after_a, its dependant)
     // run with probability 0.25, call_b otherwise.
-    let to_a = s.get(&("s/0".to_string(), "a/0".to_string(), 1)).map_or(0, Vec::len);
-    let to_b = s.get(&("s/0".to_string(), "b/0".to_string(), 2)).map_or(0, Vec::len);
+    let to_a = s
+        .get(&("s/0".to_string(), "a/0".to_string(), 1))
+        .map_or(0, Vec::len);
+    let to_b = s
+        .get(&("s/0".to_string(), "b/0".to_string(), 2))
+        .map_or(0, Vec::len);
     assert!((60..=145).contains(&to_a), "to_a {to_a}");
     // to_b counts call_b (when !pa) and after_a (when pa): one per request.
     assert_eq!(to_b, 400, "to_b {to_b}, to_a {to_a}");
@@ -167,7 +223,10 @@ fn predicates_responses_and_reservoir() {
 fn too_few_nodes_is_a_placement_error() {
     let test = generate(&["-t", "1", "client_server:client_count=2"]);
     let err = run(2, &test).unwrap_err();
-    assert!(err.contains("placement") && err.contains("server/0") || err.contains("client/1"), "{err}");
+    assert!(
+        err.contains("placement") && err.contains("server/0") || err.contains("client/1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -187,21 +246,41 @@ fn tcp_protocol_driver_carries_the_same_traffic() {
     test.protocol_driver_options[0].protocol_name = Some("tcp".into());
     // The services name no options: 'default_protocol_driver_options' apply.
     let tables = distbench::engine::tables::Tables::new(&test).unwrap();
-    assert!(tables.services.iter().all(|s| s.protocol == distbench::engine::driver::Protocol::Tcp));
+    assert!(
+        tables
+            .services
+            .iter()
+            .all(|s| s.protocol == distbench::engine::driver::Protocol::Tcp)
+    );
     let r = run(2, &test).unwrap();
     let s = samples(&r);
     let got = &s[&("client/0".to_string(), "server/0".to_string(), 0)];
     assert!(got.len() > 500, "only {} RPCs in 1 s", got.len());
-    assert!((262_144..262_300).contains(&got[0].response_size()), "{:?}", got[0]);
+    assert!(
+        (262_144..262_300).contains(&got[0].response_size()),
+        "{:?}",
+        got[0]
+    );
     // A dead peer fails the RPC rather than hanging (tested through the
     // frame client in rpc); here a tcp clique with a grid fan-out works.
-    let mut clique = generate(&["-t", "1", "rectangular:x_size=3:y_size=2:rpc_interval_us=20000"]);
+    let mut clique = generate(&[
+        "-t",
+        "1",
+        "rectangular:x_size=3:y_size=2:rpc_interval_us=20000",
+    ]);
     clique.protocol_driver_options[0].protocol_name = Some("tcp".into());
     let r = run(6, &clique).unwrap();
     let s = samples(&r);
     // ring_x on a 3x2 grid: each of 6 instances sends to its x neighbour.
     assert_eq!(s.len(), 6, "{:?}", s.keys());
-    assert!(r.placement.as_ref().unwrap().service_endpoints.keys().any(|k| k == "rectangular/2/1"));
+    assert!(
+        r.placement
+            .as_ref()
+            .unwrap()
+            .service_endpoints
+            .keys()
+            .any(|k| k == "rectangular/2/1")
+    );
 }
 
 #[test]
@@ -223,8 +302,14 @@ fn golden_ip_version_configs_run() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/conformance/distbench/test_builder_golden_configs");
     for (file, prefix) in [
-        ("clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv6.config", "[::1]:"),
-        ("clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv4.config", "127.0.0.1:"),
+        (
+            "clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv6.config",
+            "[::1]:",
+        ),
+        (
+            "clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv4.config",
+            "127.0.0.1:",
+        ),
     ] {
         let seq: TestSequence = distbench::files::read(&dir.join(file)).unwrap();
         let mut test = seq.tests[0].clone();
@@ -236,11 +321,19 @@ fn golden_ip_version_configs_run() {
         }
         let r = run(10, &test).unwrap();
         for (name, ep) in &r.placement.as_ref().unwrap().service_endpoints {
-            assert!(ep.endpoint_address().starts_with(prefix), "{file}: {name} at {}", ep.endpoint_address());
+            assert!(
+                ep.endpoint_address().starts_with(prefix),
+                "{file}: {name} at {}",
+                ep.endpoint_address()
+            );
         }
         let s = samples(&r);
         assert_eq!(s.len(), 90, "{file}");
-        assert!(s.values().all(|v| v.len() >= 55), "{file}: {:?}", s.values().map(Vec::len).collect::<Vec<_>>());
+        assert!(
+            s.values().all(|v| v.len() >= 55),
+            "{file}: {:?}",
+            s.values().map(Vec::len).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -265,9 +358,12 @@ fn every_golden_config_runs_or_is_refused_by_name() {
     rt().block_on(async {
         // Alternate the 'slice' attribute that the constrained golden
         // configs place by.
-        let attrs: Vec<Vec<(String, String)>> =
-            (0..130).map(|i| vec![("slice".to_string(), (i % 2).to_string())]).collect();
-        let cluster = LocalCluster::start_with_attributes(&attrs, 0).await.unwrap();
+        let attrs: Vec<Vec<(String, String)>> = (0..130)
+            .map(|i| vec![("slice".to_string(), (i % 2).to_string())])
+            .collect();
+        let cluster = LocalCluster::start_with_attributes(&attrs, 0)
+            .await
+            .unwrap();
         for f in &files {
             let seq: TestSequence = distbench::files::read(f).unwrap();
             for mut test in seq.tests {
@@ -276,12 +372,17 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                         if it.max_duration_us.is_some() || it.max_iteration_count.is_none() {
                             // Long enough for two open-loop periods.
                             let period_us = it.open_loop_interval_ns.unwrap_or(0) / 1000;
-                            it.max_duration_us = Some((300_000).max(2 * period_us as i32 + 100_000));
+                            it.max_duration_us =
+                                Some((300_000).max(2 * period_us as i32 + 100_000));
                         }
                         it.warmup_iterations = Some(0);
                     }
                 }
-                let name = format!("{}: {}", f.file_name().unwrap().to_string_lossy(), test.name());
+                let name = format!(
+                    "{}: {}",
+                    f.file_name().unwrap().to_string_lossy(),
+                    test.name()
+                );
                 let protocol = test
                     .protocol_driver_options
                     .first()
@@ -301,7 +402,11 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                                 }
                             }
                         }
-                        assert_eq!(rpcs.len(), test.rpc_descriptions.len(), "{name}: RPCs with traffic {rpcs:?}");
+                        assert_eq!(
+                            rpcs.len(),
+                            test.rpc_descriptions.len(),
+                            "{name}: RPCs with traffic {rpcs:?}"
+                        );
                         ran += 1;
                     }
                     Err(e) if e.contains("Too many RPCs pending") => {
@@ -317,7 +422,10 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                     }
                     Err(e) => {
                         assert_ne!(protocol, "grpc", "{name}: {e}");
-                        assert!(e.contains(&format!("protocol '{protocol}' is not supported")), "{name}: {e}");
+                        assert!(
+                            e.contains(&format!("protocol '{protocol}' is not supported")),
+                            "{name}: {e}"
+                        );
                         refused += 1;
                     }
                 }

@@ -63,7 +63,10 @@ async fn write_frame<W: AsyncWriteExt + Unpin>(w: &mut W, id: u64, body: &[u8]) 
 }
 
 /// Writes queued frames, flushing whenever the queue is empty.
-async fn writer(mut w: BufWriter<tokio::net::tcp::OwnedWriteHalf>, mut rx: mpsc::UnboundedReceiver<(u64, Bytes)>) {
+async fn writer(
+    mut w: BufWriter<tokio::net::tcp::OwnedWriteHalf>,
+    mut rx: mpsc::UnboundedReceiver<(u64, Bytes)>,
+) {
     while let Some((id, body)) = rx.recv().await {
         if write_frame(&mut w, id, &body).await.is_err() {
             return;
@@ -88,11 +91,16 @@ pub struct FrameServer {
 impl FrameServer {
     /// Listens on `addr` (port 0 picks one) and serves every connection.
     /// Must run inside a tokio runtime.
-    pub async fn bind(addr: SocketAddr, handler: Handler) -> Result<FrameServer, crate::server::BindError> {
-        let listener = TcpListener::bind(addr).await.map_err(|source| match source.kind() {
-            io::ErrorKind::AddrInUse => crate::server::BindError::InUse { addr },
-            _ => crate::server::BindError::Other { addr, source },
-        })?;
+    pub async fn bind(
+        addr: SocketAddr,
+        handler: Handler,
+    ) -> Result<FrameServer, crate::server::BindError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::AddrInUse => crate::server::BindError::InUse { addr },
+                _ => crate::server::BindError::Other { addr, source },
+            })?;
         let actual = listener
             .local_addr()
             .map_err(|source| crate::server::BindError::Other { addr, source })?;
@@ -183,10 +191,18 @@ impl FrameClient {
     }
 
     /// Sends `body` and waits for the response.
-    pub fn call(&self, body: Bytes) -> impl std::future::Future<Output = Result<Bytes, FrameError>> + Send + 'static {
+    pub fn call(
+        &self,
+        body: Bytes,
+    ) -> impl std::future::Future<Output = Result<Bytes, FrameError>> + Send + 'static {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (otx, orx) = oneshot::channel();
-        let registered = match self.pending.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        let registered = match self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
             Some(m) => {
                 m.insert(id, otx);
                 true
@@ -228,9 +244,13 @@ mod tests {
                 Bytes::from(v)
             })
         });
-        let server = FrameServer::bind("127.0.0.1:0".parse().unwrap(), handler).await.unwrap();
+        let server = FrameServer::bind("127.0.0.1:0".parse().unwrap(), handler)
+            .await
+            .unwrap();
         let client = FrameClient::connect(server.addr).await.unwrap();
-        let calls: Vec<_> = (0..50u8).map(|n| client.call(Bytes::from(vec![n; 1 + n as usize]))).collect();
+        let calls: Vec<_> = (0..50u8)
+            .map(|n| client.call(Bytes::from(vec![n; 1 + n as usize])))
+            .collect();
         let answers = futures::future::join_all(calls).await;
         for (n, a) in answers.into_iter().enumerate() {
             let a = a.unwrap();
@@ -262,7 +282,10 @@ mod tests {
         let client = FrameClient::connect(addr).await.unwrap();
         let pending = client.call(Bytes::from_static(b"hello"));
         t.await.unwrap();
-        let err = tokio::time::timeout(Duration::from_secs(5), pending).await.unwrap().unwrap_err();
+        let err = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .unwrap()
+            .unwrap_err();
         assert!(matches!(err, FrameError::Closed(_)), "{err}");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(client.call(Bytes::from_static(b"again")).await.is_err());

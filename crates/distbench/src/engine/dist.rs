@@ -124,8 +124,14 @@ mod tests {
         let c = DistributionConfig {
             name: Some("d".into()),
             cdf_points: vec![
-                CdfPoint { cdf: Some(0.25), value: Some(10) },
-                CdfPoint { cdf: Some(1.0), value: Some(20) },
+                CdfPoint {
+                    cdf: Some(0.25),
+                    value: Some(10),
+                },
+                CdfPoint {
+                    cdf: Some(1.0),
+                    value: Some(20),
+                },
             ],
             field_names: vec!["payload_size".into()],
             ..Default::default()
@@ -144,15 +150,25 @@ mod tests {
             pmf: Some(p),
             data_points: vec![a, b],
         };
-        let exact = |v| DataPoint { exact: Some(v), ..Default::default() };
-        let range = |lo, hi| DataPoint { lower: Some(lo), upper: Some(hi), ..Default::default() };
+        let exact = |v| DataPoint {
+            exact: Some(v),
+            ..Default::default()
+        };
+        let range = |lo, hi| DataPoint {
+            lower: Some(lo),
+            upper: Some(hi),
+            ..Default::default()
+        };
         let c = DistributionConfig {
             name: Some("j".into()),
             pmf_points: vec![
                 point(0.5, exact(1), exact(2)),
                 point(0.5, range(100, 199), exact(7)),
             ],
-            field_names: vec!["request_payload_size".into(), "response_payload_size".into()],
+            field_names: vec![
+                "request_payload_size".into(),
+                "response_payload_size".into(),
+            ],
             ..Default::default()
         };
         let s = Sampler::new(&c).unwrap();
@@ -172,7 +188,10 @@ mod tests {
         assert!(seen_range);
         let bad = DistributionConfig {
             name: Some("b".into()),
-            pmf_points: vec![PmfPoint { pmf: Some(1.0), data_points: vec![DataPoint::default()] }],
+            pmf_points: vec![PmfPoint {
+                pmf: Some(1.0),
+                data_points: vec![DataPoint::default()],
+            }],
             ..Default::default()
         };
         assert!(Sampler::new(&bad).unwrap_err().contains("pmf_points[0]"));

@@ -49,9 +49,13 @@ pub fn options_of<'a>(
         None | Some("") => Ok(options
             .iter()
             .find(|o| o.name() == "default_protocol_driver_options")),
-        Some(name) => options.iter().find(|o| o.name() == name).map(Some).ok_or_else(|| {
-            format!("protocol_driver_options_name: no protocol_driver_options named '{name}'")
-        }),
+        Some(name) => options
+            .iter()
+            .find(|o| o.name() == name)
+            .map(Some)
+            .ok_or_else(|| {
+                format!("protocol_driver_options_name: no protocol_driver_options named '{name}'")
+            }),
     }
 }
 
@@ -140,7 +144,12 @@ pub struct TcpPeer {
 impl TcpPeer {
     /// Connects to `addr` (5 s timeout).
     pub async fn connect(addr: SocketAddr) -> Result<TcpPeer, String> {
-        match tokio::time::timeout(Duration::from_secs(5), rpc::frame::FrameClient::connect(addr)).await {
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            rpc::frame::FrameClient::connect(addr),
+        )
+        .await
+        {
             Ok(Ok(client)) => Ok(TcpPeer { client }),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("cannot connect to {addr}: timed out")),
@@ -175,7 +184,11 @@ pub enum Server {
 
 impl Server {
     /// Serves `engine` on `addr` (port 0 picks one) with its protocol.
-    pub async fn start(engine: Arc<Engine>, protocol: Protocol, addr: SocketAddr) -> Result<Server, String> {
+    pub async fn start(
+        engine: Arc<Engine>,
+        protocol: Protocol,
+        addr: SocketAddr,
+    ) -> Result<Server, String> {
         match protocol {
             Protocol::Grpc => {
                 let bound = rpc::server::bind(addr).map_err(|e| e.to_string())?;

@@ -55,6 +55,9 @@ const STOPPING: u8 = 1;
 /// In-flight RPCs are abandoned too.
 const ABORTED: u8 = 2;
 
+/// Connections to the instances of each service, `[service][instance]`.
+type PeerTable = Vec<Vec<Option<Arc<dyn Peer>>>>;
+
 /// One service instance.
 pub struct Engine {
     tables: Arc<Tables>,
@@ -69,7 +72,7 @@ pub struct Engine {
     grid: Grid,
     coords: (usize, usize, usize),
     /// Connections to server instances, `[service][instance]`.
-    peers: RwLock<Vec<Vec<Option<Arc<dyn Peer>>>>>,
+    peers: RwLock<PeerTable>,
     log: Mutex<EngineLog>,
     cancel: watch::Sender<u8>,
     cancel_reason: Mutex<Option<String>>,
@@ -197,7 +200,9 @@ impl Engine {
             cancel_reason: Mutex::new(None),
             pending_rpcs: AtomicI64::new(0),
             invocations: tables.lists.iter().map(|_| AtomicI64::new(0)).collect(),
-            fanout_state: (0..n_rpcs).map(|_| Mutex::new(FanoutState::default())).collect(),
+            fanout_state: (0..n_rpcs)
+                .map(|_| Mutex::new(FanoutState::default()))
+                .collect(),
             trace_counters: (0..n_rpcs).map(|_| AtomicI64::new(0)).collect(),
             traffic_started: AtomicBool::new(false),
             activity_counts: Mutex::new(BTreeMap::new()),
@@ -222,14 +227,16 @@ impl Engine {
     /// Connects to every instance of every service this one sends RPCs to.
     /// `endpoints` is the test's placement (instance name -> address).
     pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), String> {
-        let mut table: Vec<Vec<Option<Arc<dyn Peer>>>> =
-            self.tables.services.iter().map(|_| Vec::new()).collect();
+        let mut table: PeerTable = self.tables.services.iter().map(|_| Vec::new()).collect();
         for s in self.server_services() {
             let info = &self.tables.services[s];
             let mut conns = FuturesUnordered::new();
             for (i, name) in info.instances.iter().enumerate() {
                 let ep = endpoints.service_endpoints.get(name).ok_or_else(|| {
-                    format!("{}: no endpoint for peer '{name}' in the placement", self.name)
+                    format!(
+                        "{}: no endpoint for peer '{name}' in the placement",
+                        self.name
+                    )
                 })?;
                 let addr: SocketAddr = ep.endpoint_address().parse().map_err(|_| {
                     format!(
@@ -355,7 +362,11 @@ impl Engine {
             .ok()
             .and_then(|i| self.tables.rpcs.get(i))
         else {
-            return error(format!("{}: unknown rpc_index {}", self.name, req.rpc_index()));
+            return error(format!(
+                "{}: unknown rpc_index {}",
+                self.name,
+                req.rpc_index()
+            ));
         };
         if rpc.server != self.service {
             return error(format!(
@@ -533,7 +544,12 @@ impl Engine {
     }
 
     /// Runs action `i` of a list run with its iterations.
-    fn run_action(self: Arc<Self>, run: Arc<ListRun>, i: usize, skip: bool) -> BoxFuture<'static, ()> {
+    fn run_action(
+        self: Arc<Self>,
+        run: Arc<ListRun>,
+        i: usize,
+        skip: bool,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             if skip {
                 return;
@@ -546,7 +562,10 @@ impl Engine {
             }
             let spread = match a.kind {
                 Kind::Rpc(r) => {
-                    let n = tables.services[tables.rpcs[r].server].instances.len().max(1);
+                    let n = tables.services[tables.rpcs[r].server]
+                        .instances
+                        .len()
+                        .max(1);
                     self.instance as f64 / n as f64
                 }
                 _ => 0.0,
@@ -580,7 +599,8 @@ impl Engine {
                         let me = me.clone();
                         Box::pin(async move {
                             let (name, activity) = me.tables.activities[act].clone();
-                            let _ = tokio::task::spawn_blocking(move || do_activity(&activity)).await;
+                            let _ =
+                                tokio::task::spawn_blocking(move || do_activity(&activity)).await;
                             *me.activity_counts
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
@@ -686,7 +706,9 @@ impl Engine {
             let server = &tables.services[rpc.server];
             let server_grid = grid_of(&server.spec);
             let targets = {
-                let mut st = self.fanout_state[r].lock().unwrap_or_else(|e| e.into_inner());
+                let mut st = self.fanout_state[r]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
                 fanout::targets(
                     &rpc.fanout,
                     self.instance,
@@ -717,22 +739,22 @@ impl Engine {
             let (request_size, response_size) = {
                 let mut rng = rand::rng();
                 match &rpc.joint {
-                Some(j) => {
-                    let s = j.sample(&mut rng);
-                    let req = j
-                        .field("request_payload_size")
-                        .or_else(|| j.field("payload_size"))
-                        .map_or(0, |i| s[i]);
-                    let resp = j.field("response_payload_size").map_or(req, |i| s[i]);
-                    (req, Some(resp))
-                }
-                None => {
-                    let req = match a.request_override {
-                        Some(d) => tables.size_dists[d].sample_scalar(&mut rng),
-                        None => self.size(rpc.request, &mut rng),
-                    };
-                    (req, None)
-                }
+                    Some(j) => {
+                        let s = j.sample(&mut rng);
+                        let req = j
+                            .field("request_payload_size")
+                            .or_else(|| j.field("payload_size"))
+                            .map_or(0, |i| s[i]);
+                        let resp = j.field("response_payload_size").map_or(req, |i| s[i]);
+                        (req, Some(resp))
+                    }
+                    None => {
+                        let req = match a.request_override {
+                            Some(d) => tables.size_dists[d].sample_scalar(&mut rng),
+                            None => self.size(rpc.request, &mut rng),
+                        };
+                        (req, None)
+                    }
                 }
             };
             let peers: Vec<Option<Arc<dyn Peer>>> = {
@@ -780,10 +802,14 @@ impl Engine {
                     (target, request_bytes, trace, start, latency, result)
                 });
             }
-            while let Some((target, request_bytes, trace, start, latency, result)) = sends.next().await {
+            while let Some((target, request_bytes, trace, start, latency, result)) =
+                sends.next().await
+            {
                 let (ok, error, response_bytes) = match result {
                     Ok(resp) => match resp.error_message.as_deref() {
-                        Some(e) if !e.is_empty() => (false, Some(e.to_string()), resp.encoded_len()),
+                        Some(e) if !e.is_empty() => {
+                            (false, Some(e.to_string()), resp.encoded_len())
+                        }
                         _ => (true, None, resp.encoded_len()),
                     },
                     Err(e) => (false, Some(e), 0),
@@ -866,7 +892,10 @@ fn first_open_loop_time(open_loop: OpenLoop, spread: f64) -> (Instant, Duration)
         OpenLoop::Constant(p) | OpenLoop::Exponential(p) => (Instant::now(), p),
         OpenLoop::SyncBurst(p) | OpenLoop::SyncBurstSpread(p) => {
             let now = SystemTime::now();
-            let since = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+            let since = now
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
             let period = p.as_nanos().max(1);
             let mut next = (since / period + 1) * period;
             if matches!(open_loop, OpenLoop::SyncBurstSpread(_)) {

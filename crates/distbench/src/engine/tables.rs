@@ -167,7 +167,9 @@ impl Tables {
                 instances: crate::placement::instance_names(s),
                 protocol,
                 ip_version,
-                netdev: options.and_then(|o| o.netdev_name.clone()).filter(|n| !n.is_empty()),
+                netdev: options
+                    .and_then(|o| o.netdev_name.clone())
+                    .filter(|n| !n.is_empty()),
             });
         }
         let service = |name: &str, what: &str| {
@@ -248,7 +250,10 @@ impl Tables {
                     .map_err(|e| format!("{what}: fanout_filter: {e}"))?,
                 tracing_interval: r.tracing_interval(),
                 handler: *list_index.get(r.name()).ok_or_else(|| {
-                    format!("{what}: no action list is named '{}' (its server handler)", r.name())
+                    format!(
+                        "{what}: no action list is named '{}' (its server handler)",
+                        r.name()
+                    )
                 })?,
             });
             if r.multi_server_channel_name.is_some() {
@@ -325,27 +330,43 @@ impl Tables {
                 let size_ref = |n: &Option<String>, field: &str| -> Result<Option<usize>, String> {
                     match n {
                         None => Ok(None),
-                        Some(n) => size_index.get(n.as_str()).copied().map(Some).ok_or_else(|| {
-                            format!("{what}: {field}: unknown size distribution '{n}'")
-                        }),
+                        Some(n) => size_index
+                            .get(n.as_str())
+                            .copied()
+                            .map(Some)
+                            .ok_or_else(|| {
+                                format!("{what}: {field}: unknown size distribution '{n}'")
+                            }),
                     }
                 };
                 list_actions.push(ActionInfo {
                     name: name.clone(),
                     deps,
                     kind,
-                    iterations: a.iterations.as_ref().map(|it| iter_spec(it, &what)).transpose()?,
+                    iterations: a
+                        .iterations
+                        .as_ref()
+                        .map(|it| iter_spec(it, &what))
+                        .transpose()?,
                     send_response_when_done: a.send_response_when_done(),
                     cancel_traffic_when_done: a.cancel_traffic_when_done(),
                     predicates: a.predicates.clone(),
                     delay: match &a.delay_distribution_name {
                         None => None,
                         Some(n) => Some(*delay_index.get(n.as_str()).ok_or_else(|| {
-                            format!("{what}: delay_distribution_name: unknown delay distribution '{n}'")
+                            format!(
+                                "{what}: delay_distribution_name: unknown delay distribution '{n}'"
+                            )
                         })?),
                     },
-                    request_override: size_ref(&a.request_payload_override, "request_payload_override")?,
-                    response_override: size_ref(&a.response_payload_override, "response_payload_override")?,
+                    request_override: size_ref(
+                        &a.request_payload_override,
+                        "request_payload_override",
+                    )?,
+                    response_override: size_ref(
+                        &a.response_payload_override,
+                        "response_payload_override",
+                    )?,
                 });
             }
             lists.push(ListInfo {
@@ -423,7 +444,9 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
     let int = |name: &str, default: i64| -> Result<usize, String> {
         let v = setting(name).and_then(|s| s.int64_value).unwrap_or(default);
         if v < 1 {
-            return Err(format!("{what}: {name} must be a positive integer, got {v}"));
+            return Err(format!(
+                "{what}: {name} must be a positive integer, got {v}"
+            ));
         }
         usize::try_from(v).map_err(|_| format!("{what}: {name} is too large: {v}"))
     };
