@@ -358,17 +358,7 @@ pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
     let inv = test_builder::args::parse(&raw)?;
     let generated = test_builder::generate(&inv, &test_builder::Environment::from_process())?;
     let seq = generated.sequence();
-    let problems = crate::check::check_sequence(&seq);
-    if !problems.is_empty() {
-        bail!(
-            "generated tests do not pass check_test: {}",
-            problems
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
+    crate::check::validate(&seq, "generated tests").map_err(anyhow::Error::msg)?;
     Ok(seq)
 }
 
@@ -619,17 +609,7 @@ pub fn run_tests_input(a: &RunTestsArgs) -> anyhow::Result<TestSequence> {
                 .read_to_string(&mut text)
                 .context("cannot read the test sequence from standard input")?;
             let seq = crate::textproto::parse_test_sequence(&text, "<stdin>")?;
-            let problems = crate::check::check_sequence(&seq);
-            if !problems.is_empty() {
-                bail!(
-                    "<stdin>: check_test found problems: {}",
-                    problems
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                );
-            }
+            crate::check::validate(&seq, "<stdin>").map_err(anyhow::Error::msg)?;
             Ok(seq)
         }
     }

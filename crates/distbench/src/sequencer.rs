@@ -220,17 +220,7 @@ impl Sequencer {
             tests: vec![test.clone()],
             tests_setting: None,
         };
-        let problems = check::check_sequence(&one);
-        if !problems.is_empty() {
-            let list: Vec<String> = problems
-                .iter()
-                .map(|p| format!("{}: {}", p.location, p.message))
-                .collect();
-            return Err(TestError::invalid(format!(
-                "check_test: {}",
-                list.join("; ")
-            )));
-        }
+        check::validate(&one, "the test").map_err(TestError::invalid)?;
         // The engines' own compile step: what they cannot run (a protocol,
         // a replay trace) fails here, before any node is touched.
         Tables::new(test).map_err(TestError::invalid)?;

@@ -4,7 +4,7 @@
 //! say they are not implemented yet.
 
 use crate::analyze;
-use crate::check::{self, Problem};
+use crate::check;
 use crate::commands;
 use crate::files;
 use crate::proto::TestSequence;
@@ -91,24 +91,8 @@ pub(crate) fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
     if seq.tests.is_empty() {
         bail!("{}: the test sequence has no tests", path.display());
     }
-    let problems = check::check_sequence(&seq);
-    if !problems.is_empty() {
-        bail!("{}", describe_problems(path, &problems));
-    }
+    check::validate(&seq, &path.display().to_string()).map_err(anyhow::Error::msg)?;
     Ok(seq)
-}
-
-fn describe_problems(path: &Path, problems: &[Problem]) -> String {
-    let mut out = format!(
-        "{}: check_test found {} problem{}:",
-        path.display(),
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" }
-    );
-    for p in problems {
-        out.push_str(&format!("\n  {p}"));
-    }
-    out
 }
 
 impl Workload for Distbench {

@@ -57,6 +57,24 @@ impl fmt::Display for Problem {
     }
 }
 
+/// Checks a sequence; the error lists every problem, one per line, after
+/// `LABEL: check_test found N problems:`.
+pub fn validate(seq: &TestSequence, label: &str) -> Result<(), String> {
+    let problems = check_sequence(seq);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut out = format!(
+        "{label}: check_test found {} problem{}:",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for p in &problems {
+        out.push_str(&format!("\n  {p}"));
+    }
+    Err(out)
+}
+
 /// Checks every test of a sequence.
 pub fn check_sequence(seq: &TestSequence) -> Vec<Problem> {
     seq.tests
