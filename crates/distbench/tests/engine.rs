@@ -206,6 +206,10 @@ fn predicates_responses_and_reservoir() {
     let s = samples(&r);
     // The client's list ran once: its reservoir kept 50 of 400 samples.
     assert_eq!(s[&("c/0".to_string(), "s/0".to_string(), 0)].len(), 50);
+    // RPCs without payloads: upstream's default sizes, 16 B and 32 B.
+    for x in s.values().flatten() {
+        assert_eq!((x.request_size(), x.response_size()), (16, 32), "{x:?}");
+    }
     // Each handler run draws pa once: call_a (and after_a, its dependant)
     // run with probability 0.25, call_b otherwise.
     let to_a = s

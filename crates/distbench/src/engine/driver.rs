@@ -285,3 +285,44 @@ pub mod bytes_util {
 pub fn payload(size: i64) -> prost::bytes::Bytes {
     zeros(usize::try_from(size).unwrap_or(0))
 }
+
+/// The padding that makes a message whose other fields encode to `base`
+/// bytes `target` bytes long in all (the payload is field 1: a tag byte, a
+/// length varint, the bytes), as upstream sizes its messages. `None` when
+/// even an empty payload would not fit. Where the varint grows by a byte
+/// at a boundary, the message comes out one byte short of `target`.
+pub fn padding_for(base: usize, target: i64) -> Option<usize> {
+    let target = usize::try_from(target).ok()?;
+    let room = target.checked_sub(base + 1)?;
+    // n + len(varint(n)) <= room, as large as possible.
+    let mut n = room.checked_sub(1)?;
+    while n + prost::encoding::encoded_len_varint(n as u64) > room {
+        n -= 1;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn padding_makes_the_whole_message_the_target_size() {
+        for target in [16i64, 32, 100, 129, 130, 196, 1024, 16_384, 262_144, 1 << 20] {
+            let mut req = GenericRequest {
+                rpc_index: Some(3),
+                warmup: Some(true),
+                ..Default::default()
+            };
+            req.payload = padding_for(req.encoded_len(), target).map(|n| payload(n as i64));
+            let len = req.encoded_len() as i64;
+            // Exact, or one short where the length varint grows.
+            assert!(len == target || len == target - 1, "target {target}: {len}");
+        }
+        // Too small for any payload: none.
+        assert_eq!(padding_for(10, 5), None);
+        assert_eq!(padding_for(10, -1), None);
+        assert_eq!(padding_for(4, 6), Some(0));
+    }
+}

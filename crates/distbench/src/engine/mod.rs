@@ -394,11 +394,12 @@ impl Engine {
                 Err(_) => return error(format!("{}: handler ended without a response", self.name)),
             }
         };
-        GenericResponse {
-            payload: Some(driver::payload(size)),
+        let mut resp = GenericResponse {
             server_instance: Some(self.instance as i32),
             ..Default::default()
-        }
+        };
+        resp.payload = driver::padding_for(resp.encoded_len(), size).map(|n| driver::payload(n as i64));
+        resp
     }
 
     fn size(&self, s: Size, rng: &mut impl Rng) -> i64 {
@@ -770,13 +771,16 @@ impl Engine {
                 if let Some(t) = trace.as_mut() {
                     t.fanout_index.push(fanout_index as i64);
                 }
-                let req = GenericRequest {
-                    payload: Some(driver::payload(request_size)),
+                let mut req = GenericRequest {
+                    payload: None,
                     rpc_index: Some(r as i32),
                     trace_context: trace,
                     warmup: warmup.then_some(true),
                     response_payload_size: response_size,
                 };
+                // The size is the whole message's, as upstream's.
+                req.payload = driver::padding_for(req.encoded_len(), request_size)
+                    .map(|n| driver::payload(n as i64));
                 let me = self.clone();
                 sends.push(async move {
                     let request_bytes = req.encoded_len() as i64;

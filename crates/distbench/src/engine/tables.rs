@@ -116,6 +116,11 @@ pub enum Activity {
     PolluteDataCache { array_size: usize, reads: usize },
 }
 
+/// Message sizes of an RPC without request or response payload names (as
+/// upstream).
+pub const DEFAULT_REQUEST_SIZE: i64 = 16;
+pub const DEFAULT_RESPONSE_SIZE: i64 = 32;
+
 /// Pending RPCs per instance past which its traffic is cancelled as
 /// overloaded, when the test sets no `overload_limits.max_pending_rpcs`.
 /// Upstream's default is 1,000,000; a pending RPC costs rackbench a few KiB
@@ -210,9 +215,9 @@ impl Tables {
             };
             payload_sizes.insert(p.name().to_string(), size);
         }
-        let payload = |name: Option<&String>, what: &str| -> Result<Size, String> {
+        let payload = |name: Option<&String>, default: i64, what: &str| -> Result<Size, String> {
             match name {
-                None => Ok(Size::Fixed(0)),
+                None => Ok(Size::Fixed(default)),
                 Some(n) => payload_sizes
                     .get(n.as_str())
                     .copied()
@@ -243,8 +248,8 @@ impl Tables {
                 name: r.name().to_string(),
                 clients,
                 server: service(r.server(), &format!("{what}: server"))?,
-                request: payload(r.request_payload_name.as_ref(), &what)?,
-                response: payload(r.response_payload_name.as_ref(), &what)?,
+                request: payload(r.request_payload_name.as_ref(), DEFAULT_REQUEST_SIZE, &what)?,
+                response: payload(r.response_payload_name.as_ref(), DEFAULT_RESPONSE_SIZE, &what)?,
                 joint,
                 fanout: Fanout::parse(r.fanout_filter())
                     .map_err(|e| format!("{what}: fanout_filter: {e}"))?,
