@@ -73,8 +73,16 @@ pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
     let mut per_rpc: BTreeMap<String, Acc> = BTreeMap::new();
     let mut all = Acc::default();
     let mut longest_span_ns: i64 = 0;
+    let mut activities: BTreeMap<String, i64> = BTreeMap::new();
     if let Some(logs) = &r.service_logs {
         for log in logs.instance_logs.values() {
+            for (name, a) in &log.activity_logs {
+                for metric in &a.activity_metrics {
+                    if metric.name() == "iteration_count" {
+                        *activities.entry(name.clone()).or_default() += metric.value_int();
+                    }
+                }
+            }
             for peer in log.peer_logs.values() {
                 let (mut first, mut last) = (i64::MAX, i64::MIN);
                 for (&rpc, l) in &peer.rpc_logs {
@@ -106,6 +114,9 @@ pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
         rpcs.insert(name, acc.json(secs));
     }
     m.insert("rpcs".into(), Value::Object(rpcs));
+    if !activities.is_empty() {
+        m.insert("activity_iterations".into(), json!(activities));
+    }
     if let Some(u) = &r.resource_usage_logs {
         let cpu: f64 = u
             .node_usages

@@ -272,14 +272,11 @@ impl NodeManager {
         let mut logs = ServiceLogs::default();
         let mut errors = Vec::new();
         for e in &state.engines {
-            if let Some(r) = e
-                .cancel_reason()
-                .filter(|r| r.starts_with("Too many RPCs pending"))
-            {
+            if let Some(r) = e.overload() {
                 errors.push(format!("{}: {r}", e.name));
             }
             let log = e.take_log();
-            if !log.peer_logs.is_empty() {
+            if !log.peer_logs.is_empty() || !log.activity_logs.is_empty() {
                 logs.instance_logs.insert(e.name.clone(), log);
             }
         }

@@ -442,3 +442,87 @@ fn every_golden_config_runs_or_is_refused_by_name() {
         "ran {ran}, refused {refused}, too big {too_big}, overloaded {overloaded}"
     );
 }
+
+/// Activities run their iterations and report them in the activity logs;
+/// `warmup_ns` marks the iterations of the action's first moments.
+#[test]
+fn activities_and_warmup_ns() {
+    let test = parse(
+        r#"tests {
+  name: 'activities'
+  services { name: 'c' count: 1 }
+  services { name: 's' count: 1 }
+  rpc_descriptions { name: 'q' client: 'c' server: 's' }
+  activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
+                     activity_settings { name: 'duration_us' int64_value: 5000 } }
+  activity_configs { name: 'spin' activity_settings { name: 'activity_func' string_value: 'SpinFor' }
+                     activity_settings { name: 'duration_us' int64_value: 1000 } }
+  activity_configs { name: 'icache' activity_settings { name: 'activity_func' string_value: 'PolluteInstructionCache' }
+                     activity_settings { name: 'function_invocations_per_iteration' int64_value: 20000 } }
+  activity_configs { name: 'cpu' activity_settings { name: 'activity_func' string_value: 'ConsumeCpu' } }
+  activity_configs { name: 'dcache' activity_settings { name: 'activity_func' string_value: 'PolluteDataCache' }
+                     activity_settings { name: 'array_size' int64_value: 100000 } }
+  action_lists { name: 'c' action_names: ['a1', 'a2', 'a3', 'a4', 'a5', 'send'] }
+  actions { name: 'a1' activity_config_name: 'sleep' iterations { max_iteration_count: 10 } }
+  actions { name: 'a2' activity_config_name: 'spin' iterations { max_iteration_count: 5 } }
+  actions { name: 'a3' activity_config_name: 'icache' iterations { max_iteration_count: 3 } }
+  actions { name: 'a4' activity_config_name: 'cpu' iterations { max_iteration_count: 2 } }
+  actions { name: 'a5' activity_config_name: 'dcache' }
+  actions { name: 'send' rpc_name: 'q' iterations { max_duration_us: 600000 warmup_ns: 200000000 } }
+  action_lists { name: 'q' }
+}"#,
+    );
+    let r = run(2, &test).unwrap();
+    let log = &r.service_logs.as_ref().unwrap().instance_logs["c/0"];
+    let count = |name: &str| {
+        log.activity_logs[name]
+            .activity_metrics
+            .iter()
+            .find(|m| m.name() == "iteration_count")
+            .unwrap()
+            .value_int()
+    };
+    assert_eq!(
+        (count("sleep"), count("spin"), count("icache"), count("cpu"), count("dcache")),
+        (10, 5, 3, 2, 1)
+    );
+    let m = distbench::metrics::test_metrics(&r);
+    assert_eq!(m["activity_iterations"]["sleep"], 10);
+    // One RPC at a time for 0.6 s; those started in the first 0.2 s are
+    // warm-up, the later ones not.
+    let mut got = samples(&r)[&("c/0".to_string(), "s/0".to_string(), 0)].clone();
+    got.sort_by_key(|x| x.start_timestamp_ns());
+    let t0 = got[0].start_timestamp_ns();
+    for x in &got {
+        let since = x.start_timestamp_ns() - t0;
+        if since < 150_000_000 {
+            assert!(x.warmup(), "{since} ns in, not warm-up");
+        } else if since > 250_000_000 {
+            assert!(!x.warmup(), "{since} ns in, still warm-up");
+        }
+    }
+    assert!(got.iter().any(|x| !x.warmup()) && got.iter().any(|x| x.warmup()));
+}
+
+/// More concurrent handlers than `overload_limits.max_threads`: the server
+/// cancels its traffic as overloaded and the test fails saying so.
+#[test]
+fn max_threads_overload_fails_the_test() {
+    let test = parse(
+        r#"tests {
+  name: 'threads'
+  services { name: 'c' count: 1 }
+  services { name: 's' count: 1 }
+  rpc_descriptions { name: 'q' client: 'c' server: 's' }
+  overload_limits { max_threads: 2 }
+  activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
+                     activity_settings { name: 'duration_us' int64_value: 50000 } }
+  action_lists { name: 'c' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q' iterations { max_duration_us: 2000000 max_parallel_iterations: 8 } }
+  action_lists { name: 'q' action_names: 'work' }
+  actions { name: 'work' activity_config_name: 'sleep' }
+}"#,
+    );
+    let err = run(2, &test).unwrap_err();
+    assert!(err.contains("RESOURCE_EXHAUSTED") && err.contains("max_threads"), "{err}");
+}

@@ -10,7 +10,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod graph;
-pub mod icache;
+pub use icache;
 pub mod leaf;
 pub mod pool;
 pub mod story;

@@ -27,7 +27,7 @@ pub mod fanout;
 pub mod tables;
 
 use crate::proto::{
-    ErrorDictionary, GenericRequest, GenericResponse, PeerPerformanceLog, RpcPerformanceLog,
+    ActivityLog, ActivityMetric, ErrorDictionary, GenericRequest, GenericResponse, PeerPerformanceLog, RpcPerformanceLog,
     RpcSample, ServiceEndpointMap, ServicePerformanceLog, TraceContext,
 };
 use driver::Peer;
@@ -48,6 +48,10 @@ use tokio::sync::{oneshot, watch};
 /// How long in-flight RPCs may still finish after traffic is cancelled.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
+/// Cancel reasons of an overloaded instance, as upstream's status.
+const OVERLOAD_PENDING: &str = "RESOURCE_EXHAUSTED: Too many RPCs pending";
+const OVERLOAD_THREADS: &str = "RESOURCE_EXHAUSTED: Too many threads (overload_limits.max_threads)";
+
 /// Cancellation levels of an engine.
 const RUNNING: u8 = 0;
 /// No new iterations or actions start.
@@ -57,6 +61,15 @@ const ABORTED: u8 = 2;
 
 /// Connections to the instances of each service, `[service][instance]`.
 type PeerTable = Vec<Vec<Option<Arc<dyn Peer>>>>;
+
+/// Gives a handler slot back when the handler ends (or is dropped).
+struct HandlerSlot<'a>(&'a AtomicI64);
+
+impl Drop for HandlerSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// One service instance.
 pub struct Engine {
@@ -77,6 +90,8 @@ pub struct Engine {
     cancel: watch::Sender<u8>,
     cancel_reason: Mutex<Option<String>>,
     pending_rpcs: AtomicI64,
+    /// Handlers running an action list now.
+    active_handlers: AtomicI64,
     invocations: Vec<AtomicI64>,
     fanout_state: Vec<Mutex<FanoutState>>,
     trace_counters: Vec<AtomicI64>,
@@ -199,6 +214,7 @@ impl Engine {
             cancel,
             cancel_reason: Mutex::new(None),
             pending_rpcs: AtomicI64::new(0),
+            active_handlers: AtomicI64::new(0),
             invocations: tables.lists.iter().map(|_| AtomicI64::new(0)).collect(),
             fanout_state: (0..n_rpcs)
                 .map(|_| Mutex::new(FanoutState::default()))
@@ -304,6 +320,12 @@ impl Engine {
         });
     }
 
+    /// Why traffic was cancelled as overloaded (`RESOURCE_EXHAUSTED`), if
+    /// it was.
+    pub fn overload(&self) -> Option<String> {
+        self.cancel_reason().filter(|r| r.starts_with("RESOURCE_EXHAUSTED"))
+    }
+
     /// Why traffic was cancelled, if it was.
     pub fn cancel_reason(&self) -> Option<String> {
         self.cancel_reason
@@ -344,9 +366,9 @@ impl Engine {
                 }
             }
         }
-        match self.cancel_reason() {
-            Some(r) if r.starts_with("Too many RPCs pending") => Err(format!("{}: {r}", self.name)),
-            _ => Ok(()),
+        match self.overload() {
+            Some(r) => Err(format!("{}: {r}", self.name)),
+            None => Ok(()),
         }
     }
 
@@ -382,6 +404,12 @@ impl Engine {
         let size = if self.tables.lists[list].actions.is_empty() {
             default_response_size
         } else {
+            let active = self.active_handlers.fetch_add(1, Ordering::Relaxed) + 1;
+            let _done = HandlerSlot(&self.active_handlers);
+            if active > self.tables.max_threads {
+                self.cancel_traffic(OVERLOAD_THREADS, Duration::ZERO);
+                return error(format!("{}: {OVERLOAD_THREADS}", self.name));
+            }
             let (tx, rx) = oneshot::channel();
             let incoming = Arc::new(Incoming {
                 trace: req.trace_context.clone(),
@@ -600,8 +628,17 @@ impl Engine {
                         let me = me.clone();
                         Box::pin(async move {
                             let (name, activity) = me.tables.activities[act].clone();
-                            let _ =
-                                tokio::task::spawn_blocking(move || do_activity(&activity)).await;
+                            match activity {
+                                Activity::SleepFor { duration } => {
+                                    tokio::select! {
+                                        () = tokio::time::sleep(duration) => {}
+                                        () = me.cancelled_to(STOPPING) => {}
+                                    }
+                                }
+                                other => {
+                                    let _ = tokio::task::spawn_blocking(move || do_activity(&other)).await;
+                                }
+                            }
                             *me.activity_counts
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
@@ -648,8 +685,13 @@ impl Engine {
         if limit < 1 {
             return;
         }
-        let time_limit = spec.max_duration.map(|d| Instant::now() + d);
-        let warm = |n: i64| list_warmup || n < spec.warmup_iterations;
+        let started = Instant::now();
+        let time_limit = spec.max_duration.map(|d| started + d);
+        let warm = |n: i64| {
+            list_warmup
+                || n < spec.warmup_iterations
+                || spec.warmup.is_some_and(|w| started.elapsed() < w)
+        };
         let mut inflight = FuturesUnordered::new();
         let mut next = 0i64;
         let Some(open_loop) = spec.open_loop else {
@@ -792,7 +834,7 @@ impl Engine {
                         Some(peer) => {
                             let pending = me.pending_rpcs.fetch_add(1, Ordering::Relaxed) + 1;
                             if pending > me.tables.max_pending_rpcs {
-                                me.cancel_traffic("Too many RPCs pending", Duration::ZERO);
+                                me.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
                             }
                             let r = tokio::select! {
                                 r = peer.call(req) => r,
@@ -847,11 +889,26 @@ impl Engine {
     pub fn take_log(&self) -> ServicePerformanceLog {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let log = std::mem::take(&mut *log);
+        let activity_logs = std::mem::take(&mut *self.activity_counts.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .map(|(name, n)| {
+                (
+                    name,
+                    ActivityLog {
+                        activity_metrics: vec![ActivityMetric {
+                            name: Some("iteration_count".into()),
+                            value_int: Some(n),
+                        }],
+                    },
+                )
+            })
+            .collect();
         ServicePerformanceLog {
             peer_logs: log.peers,
             error_dictionary: (!log.errors.is_empty()).then_some(ErrorDictionary {
                 error_message: log.errors,
             }),
+            activity_logs,
         }
     }
 
@@ -929,6 +986,20 @@ fn do_activity(a: &Activity) -> u64 {
                 v[i] += 1;
             }
             std::hint::black_box(sum)
+        }
+        Activity::PolluteInstructionCache { calls } => icache::run(calls as u64, rng.random()),
+        Activity::SpinFor { duration } => {
+            let end = Instant::now() + duration;
+            let mut spins = 0u64;
+            while Instant::now() < end {
+                spins += 1;
+                std::hint::spin_loop();
+            }
+            spins
+        }
+        Activity::SleepFor { duration } => {
+            std::thread::sleep(duration);
+            0
         }
     }
 }

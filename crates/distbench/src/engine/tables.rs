@@ -67,6 +67,8 @@ pub struct IterSpec {
     pub parallel: i64,
     pub open_loop: Option<OpenLoop>,
     pub warmup_iterations: i64,
+    /// Iterations started this soon after the action's start are warm-up.
+    pub warmup: Option<Duration>,
 }
 
 /// What an action does each iteration.
@@ -114,6 +116,13 @@ pub enum Activity {
     ConsumeCpu { array_size: usize },
     /// Reads and increments random elements of an `array_size` array.
     PolluteDataCache { array_size: usize, reads: usize },
+    /// Calls `calls` of the thousands of generated functions of
+    /// [`icache`] in a random walk.
+    PolluteInstructionCache { calls: usize },
+    /// Sleeps (off CPU) for `duration`.
+    SleepFor { duration: Duration },
+    /// Busy-waits (on CPU) for `duration`.
+    SpinFor { duration: Duration },
 }
 
 /// Message sizes of an RPC without request or response payload names (as
@@ -142,6 +151,9 @@ pub struct Tables {
     pub activities: Vec<(String, Activity)>,
     pub delay_by_spinning: bool,
     pub max_pending_rpcs: i64,
+    /// Handlers (RPCs whose action list has actions) an instance may run at
+    /// once: `overload_limits.max_threads` (1000).
+    pub max_threads: i64,
 }
 
 impl Tables {
@@ -404,6 +416,7 @@ impl Tables {
             activities,
             delay_by_spinning: t.delay_actions_by_spinning(),
             max_pending_rpcs,
+            max_threads: t.overload_limits.as_ref().map_or(1000, |o| o.max_threads()),
         })
     }
 }
@@ -440,6 +453,7 @@ fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, Stri
         parallel: it.max_parallel_iterations().max(1),
         open_loop,
         warmup_iterations: it.warmup_iterations(),
+        warmup: it.warmup_ns.filter(|ns| *ns > 0).map(|ns| Duration::from_nanos(ns as u64)),
     })
 }
 
@@ -455,7 +469,13 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
         }
         usize::try_from(v).map_err(|_| format!("{what}: {name} is too large: {v}"))
     };
-    let known = ["activity_func", "array_size", "array_reads_per_iteration"];
+    let known = [
+        "activity_func",
+        "array_size",
+        "array_reads_per_iteration",
+        "function_invocations_per_iteration",
+        "duration_us",
+    ];
     for s in &a.activity_settings {
         if !known.contains(&s.name()) {
             return Err(format!(
@@ -465,6 +485,13 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
             ));
         }
     }
+    let duration = || -> Result<Duration, String> {
+        match setting("duration_us").and_then(|s| s.int64_value) {
+            Some(us) if us >= 0 => Ok(Duration::from_micros(us as u64)),
+            Some(us) => Err(format!("{what}: duration_us must not be negative, got {us}")),
+            None => Err(format!("{what}: needs a duration_us setting")),
+        }
+    };
     match setting("activity_func").map(|s| s.string_value()) {
         Some("ConsumeCpu") => Ok(Activity::ConsumeCpu {
             array_size: int("array_size", 1000)?,
@@ -473,8 +500,14 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
             array_size: int("array_size", 1000)?,
             reads: int("array_reads_per_iteration", 1000)?,
         }),
+        Some("PolluteInstructionCache") => Ok(Activity::PolluteInstructionCache {
+            calls: int("function_invocations_per_iteration", 1000)?,
+        }),
+        Some("SleepFor") => Ok(Activity::SleepFor { duration: duration()? }),
+        Some("SpinFor") => Ok(Activity::SpinFor { duration: duration()? }),
         Some(other) => Err(format!(
-            "{what}: activity_func '{other}' is not supported (supported: ConsumeCpu, PolluteDataCache)"
+            "{what}: activity_func '{other}' is not supported (supported: ConsumeCpu, \
+             PolluteDataCache, PolluteInstructionCache, SleepFor, SpinFor)"
         )),
         None => Err(format!("{what}: needs an activity_func setting")),
     }

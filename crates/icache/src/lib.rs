@@ -1,6 +1,7 @@
 //! Instruction-cache pressure: a random walk over thousands of distinct
-//! generated functions (see `build.rs`), as FeedSim's leaf does before it
-//! ranks.
+//! generated functions (see `build.rs`). FeedSim's leaf runs it before it
+//! ranks; Distbench's `PolluteInstructionCache` activity runs it too. One
+//! crate, so the 3.8 MB of generated code is compiled once.
 
 #[allow(clippy::unreadable_literal)]
 mod generated {
