@@ -156,7 +156,12 @@ pub async fn sequencer_client(addr: &str) -> Result<DistBenchTestSequencerClient
         .connect_timeout(Duration::from_secs(5))
         .connect()
         .await
-        .map_err(|e| format!("cannot reach the test sequencer at {addr}: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "cannot reach the test sequencer at {addr}: {}",
+                crate::engine::driver::error_chain(&e)
+            )
+        })?;
     Ok(DistBenchTestSequencerClient::new(channel)
         .max_decoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES))

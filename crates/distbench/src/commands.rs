@@ -433,6 +433,7 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
         let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port))
             .map_err(anyhow::Error::msg)?;
         eprintln!("test_sequencer listening on {}", s.server.addr);
+        s.sequencer.expect_nodes(a.local_nodes);
         let mut local = Vec::new();
         let loopback = rpc::server::LOOPBACK;
         let seq_addr = SocketAddr::new(

@@ -65,6 +65,8 @@ pub struct Sequencer {
     running: Mutex<()>,
     /// Notified after a sequence with `shutdown_after_tests`.
     shutdown: Arc<tokio::sync::Notify>,
+    /// Node managers started with the sequencer that tests wait for.
+    expected_nodes: std::sync::atomic::AtomicUsize,
 }
 
 /// Why a test failed.
@@ -151,6 +153,25 @@ impl Sequencer {
         Ok(config)
     }
 
+    /// Makes test sequences wait (up to 30 s) until `n` node managers have
+    /// registered: those started beside the sequencer (`--local_nodes`).
+    pub fn expect_nodes(&self, n: usize) {
+        self.expected_nodes
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    async fn wait_for_expected_nodes(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.node_count()
+            < self
+                .expected_nodes
+                .load(std::sync::atomic::Ordering::Relaxed)
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Number of registered node managers.
     pub fn node_count(&self) -> usize {
         self.nodes.lock().unwrap_or_else(|e| e.into_inner()).len()
@@ -161,13 +182,17 @@ impl Sequencer {
     /// then the sequencer itself stop afterwards (also after a failure).
     pub async fn run_sequence(&self, seq: &TestSequence) -> Result<TestSequenceResults, TestError> {
         let _one_at_a_time = self.running.lock().await;
+        self.wait_for_expected_nodes().await;
         let mut results = TestSequenceResults::default();
         let mut outcome = Ok(());
         for (i, test) in seq.tests.iter().enumerate() {
             match self.run_test(test).await {
                 Ok(r) => results.test_results.push(r),
                 Err(mut e) => {
-                    e.message = format!("test {i} '{}': {}", test.name(), e.message);
+                    // A client sending one test at a time names it itself.
+                    if seq.tests.len() > 1 {
+                        e.message = format!("test {i} '{}': {}", test.name(), e.message);
+                    }
                     outcome = Err(e);
                     break;
                 }

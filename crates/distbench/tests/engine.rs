@@ -483,7 +483,13 @@ fn activities_and_warmup_ns() {
             .value_int()
     };
     assert_eq!(
-        (count("sleep"), count("spin"), count("icache"), count("cpu"), count("dcache")),
+        (
+            count("sleep"),
+            count("spin"),
+            count("icache"),
+            count("cpu"),
+            count("dcache")
+        ),
         (10, 5, 3, 2, 1)
     );
     let m = distbench::metrics::test_metrics(&r);
@@ -524,5 +530,8 @@ fn max_threads_overload_fails_the_test() {
 }"#,
     );
     let err = run(2, &test).unwrap_err();
-    assert!(err.contains("RESOURCE_EXHAUSTED") && err.contains("max_threads"), "{err}");
+    assert!(
+        err.contains("RESOURCE_EXHAUSTED") && err.contains("max_threads"),
+        "{err}"
+    );
 }

@@ -317,10 +317,6 @@ fn bad_input_is_refused_with_names() {
     assert!(err.contains("'node_cout'"), "{err}");
     let err = validate_error(&["-o", "/no/such/dir", "clique"]);
     assert!(err.contains("does not exist"), "{err}");
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().display().to_string();
-    let err = validate_error(&["-s", "localhost:10000", "-o", &out, "clique"]);
-    assert!(err.contains("not implemented yet"), "{err}");
     assert!(
         Distbench
             .validate(&strings(&["test_builder", "clique"]))

@@ -115,26 +115,64 @@ fn missing_file_and_bad_flags_are_bad_input() {
     // A missing sequence file, node attributes that are not NAME=VALUE, an
     // unknown network device, a bad duration.
     for args in [
-        &["distbench", "run_tests", "--test_sequencer=localhost:10000", "--infile=/nonexistent.config"][..],
-        &["distbench", "node_manager", "--test_sequencer=localhost:1", "rack"],
-        &["distbench", "node_manager", "--test_sequencer=localhost:1", "--default_data_plane_device=nosuch0"],
-        &["distbench", "run_tests", "--test_sequencer=localhost:1", "--max_test_duration=soon"],
+        &[
+            "distbench",
+            "run_tests",
+            "--test_sequencer=localhost:10000",
+            "--infile=/nonexistent.config",
+        ][..],
+        &[
+            "distbench",
+            "node_manager",
+            "--test_sequencer=localhost:1",
+            "rack",
+        ],
+        &[
+            "distbench",
+            "node_manager",
+            "--test_sequencer=localhost:1",
+            "--default_data_plane_device=nosuch0",
+        ],
+        &[
+            "distbench",
+            "run_tests",
+            "--test_sequencer=localhost:1",
+            "--max_test_duration=soon",
+        ],
     ] {
         let o = rackbench(d.path()).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
     }
     let o = rackbench(d.path())
-        .args(["distbench", "node_manager", "--test_sequencer=localhost:1", "--default_data_plane_device=nosuch0"])
+        .args([
+            "distbench",
+            "node_manager",
+            "--test_sequencer=localhost:1",
+            "--default_data_plane_device=nosuch0",
+        ])
         .output()
         .unwrap();
-    assert!(text(&o.stderr).contains("network interface 'nosuch0' not found"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("network interface 'nosuch0' not found"),
+        "{}",
+        text(&o.stderr)
+    );
     // No sequencer there: run_tests fails (1) and says where it looked.
     let o = rackbench(d.path())
-        .args(["--no-store", "distbench", "run_tests", &format!("--test_sequencer=127.0.0.1:{}", free_port())])
+        .args([
+            "--no-store",
+            "distbench",
+            "run_tests",
+            &format!("--test_sequencer=127.0.0.1:{}", free_port()),
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("cannot reach the test sequencer at 127.0.0.1:"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("cannot reach the test sequencer at 127.0.0.1:"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 /// A free loopback port (bound, then released).
@@ -182,7 +220,12 @@ fn build_config(dir: &Path, name: &str, args: &[&str]) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let file = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    let file = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     std::fs::rename(file, dir.join(name)).unwrap();
 }
 
@@ -193,12 +236,19 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
     let d = tempfile::tempdir().unwrap();
     let port = free_port();
     let seq_addr = format!("127.0.0.1:{port}");
-    let _sequencer = spawn(d.path(), &["distbench", "test_sequencer", &format!("--port={port}")]);
+    let _sequencer = spawn(
+        d.path(),
+        &["distbench", "test_sequencer", &format!("--port={port}")],
+    );
     let flag = format!("--test_sequencer={seq_addr}");
     let _n0 = spawn(d.path(), &["distbench", "node_manager", &flag]);
     let mut n1 = spawn(d.path(), &["distbench", "node_manager", &flag]);
 
-    build_config(d.path(), "cs.config", &["-t", "2", "client_server:parallel_queries=8"]);
+    build_config(
+        d.path(),
+        "cs.config",
+        &["-t", "2", "client_server:parallel_queries=8"],
+    );
 
     // The node managers register within a second or two; run_tests is
     // retried until both are there (a placement error names the shortfall).
@@ -208,7 +258,13 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
         let r = rackbench(d.path())
             .args(["--no-store", "--output-dir"])
             .arg(d.path().join("reports"))
-            .args(["distbench", "run_tests", &flag, "--infile=cs.config", "--binary_output"])
+            .args([
+                "distbench",
+                "run_tests",
+                &flag,
+                "--infile=cs.config",
+                "--binary_output",
+            ])
             .arg(format!("--outfile={}", out.display()))
             .output()
             .unwrap();
@@ -224,13 +280,23 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
     assert!(stderr.contains("RPC latency summary:"), "{stderr}");
     assert!(stderr.contains("client/0 -> server/0: RPCs:"), "{stderr}");
     let results: distbench::proto::TestSequenceResults = distbench::files::read(&out).unwrap();
-    let log = &results.test_results[0].service_logs.as_ref().unwrap().instance_logs["client/0"];
-    let n = log.peer_logs["server/0"].rpc_logs[&0].successful_rpc_samples.len();
+    let log = &results.test_results[0]
+        .service_logs
+        .as_ref()
+        .unwrap()
+        .instance_logs["client/0"];
+    let n = log.peer_logs["server/0"].rpc_logs[&0]
+        .successful_rpc_samples
+        .len();
     assert!(n > 500, "{n} RPCs");
 
     // Kill a node manager in the middle of a 30 s test: the test fails
     // within seconds, naming the node, and run_tests exits non-zero.
-    build_config(d.path(), "long.config", &["-t", "30", "client_server:parallel_queries=2"]);
+    build_config(
+        d.path(),
+        "long.config",
+        &["-t", "30", "client_server:parallel_queries=2"],
+    );
     let run = rackbench(d.path())
         .args(["--no-store", "--output-dir"])
         .arg(d.path().join("reports"))
@@ -251,7 +317,10 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let err = text(&o.stderr);
-    assert!(err.contains("node manager node") && err.contains("died"), "{err}");
+    assert!(
+        err.contains("node manager node") && err.contains("died"),
+        "{err}"
+    );
 }
 
 /// `start_localhost` with a generated test: the report's metrics.
@@ -280,9 +349,15 @@ fn start_localhost_runs_a_pattern() {
     assert_eq!(m["tests_completed"], 1);
     assert!(m["rpcs"].as_u64().unwrap() > 100, "{m}");
     assert!(m["p99_latency_us"].as_f64().unwrap() > 0.0, "{m}");
-    assert!(m["tests"][0]["rpcs"]["client_server_rpc"]["response_mib_per_s"].as_f64().unwrap() > 1.0);
+    assert!(
+        m["tests"][0]["rpcs"]["client_server_rpc"]["response_mib_per_s"]
+            .as_f64()
+            .unwrap()
+            > 1.0
+    );
     let outfile = m["outfile"].as_str().unwrap();
-    let r: distbench::proto::TestSequenceResults = distbench::files::read(Path::new(outfile)).unwrap();
+    let r: distbench::proto::TestSequenceResults =
+        distbench::files::read(Path::new(outfile)).unwrap();
     assert_eq!(r.test_results.len(), 1);
 }
 
@@ -327,7 +402,7 @@ fn test_builder_writes_configs_and_refuses_bad_input() {
     for bad in [
         &["bogus"][..],
         &["clique:nodes=3"],
-        &["-s", "h:1", "-o", ".", "clique"],
+        &["-s", "h:1", "clique"],
     ] {
         let out = run(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out.stderr));
@@ -344,14 +419,28 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
     let port = free_port();
     let mut sequencer = spawn(
         d.path(),
-        &["distbench", "test_sequencer", &format!("--port={port}"), "--local_nodes=2"],
+        &[
+            "distbench",
+            "test_sequencer",
+            &format!("--port={port}"),
+            "--local_nodes=2",
+        ],
     );
     let flag = format!("--test_sequencer=127.0.0.1:{port}");
     let mut device_node = spawn(
         d.path(),
-        &["distbench", "node_manager", &flag, "--default_data_plane_device=lo"],
+        &[
+            "distbench",
+            "node_manager",
+            &flag,
+            "--default_data_plane_device=lo",
+        ],
     );
-    build_config(d.path(), "cs.config", &["-t", "1", "client_server:parallel_queries=2"]);
+    build_config(
+        d.path(),
+        "cs.config",
+        &["-t", "1", "client_server:parallel_queries=2"],
+    );
     let mut config = std::fs::read_to_string(d.path().join("cs.config")).unwrap();
     config.push_str("tests_setting { shutdown_after_tests: true }\n");
     let mut o = None;
@@ -366,7 +455,12 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(config.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(config.as_bytes())
+            .unwrap();
         let r = child.wait_with_output().unwrap();
         if r.status.success() || !text(&r.stderr).contains("cannot reach") {
             o = Some(r);
@@ -376,9 +470,16 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
     }
     let o = o.expect("the sequencer never came up");
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("client/0 -> server/0: RPCs:"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("client/0 -> server/0: RPCs:"),
+        "{}",
+        text(&o.stderr)
+    );
     // Everything stops by itself.
-    for (what, p) in [("sequencer", &mut sequencer), ("node manager", &mut device_node)] {
+    for (what, p) in [
+        ("sequencer", &mut sequencer),
+        ("node manager", &mut device_node),
+    ] {
         let t0 = std::time::Instant::now();
         loop {
             if let Some(status) = p.0.try_wait().unwrap() {
@@ -389,4 +490,75 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
+}
+
+/// `test_builder -s`: the configs are written, each test runs on the
+/// sequencer and its results land in DIR/<test_name>.pb.gz; a second run
+/// skips the tests whose results exist.
+#[test]
+fn test_builder_runs_tests_on_a_sequencer() {
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _sequencer = spawn(
+        d.path(),
+        &[
+            "distbench",
+            "test_sequencer",
+            &format!("--port={port}"),
+            "--local_nodes=3",
+        ],
+    );
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let run = || {
+        rackbench(d.path())
+            .args(["--no-store", "--output-dir"])
+            .arg(d.path().join("reports"))
+            .args([
+                "distbench",
+                "test_builder",
+                "-s",
+                &format!("127.0.0.1:{port}"),
+                "-t",
+                "1",
+                "-o",
+            ])
+            .arg(&out)
+            .args(["client_server:parallel_queries=2", "clique:node_count=3"])
+            .output()
+            .unwrap()
+    };
+    let mut o = run();
+    for _ in 0..40 {
+        if o.status.success() || !text(&o.stderr).contains("cannot reach") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        o = run();
+    }
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for name in [
+        "client_server_1x1x2-grpc_polling_inline",
+        "clique_sync_burst_3x16000x1024x1024-grpc_polling_inline",
+    ] {
+        assert!(
+            out.join(format!("{name}.config")).is_file(),
+            "{name}.config"
+        );
+        let r: distbench::proto::TestSequenceResults =
+            distbench::files::read(&out.join(format!("{name}.pb.gz"))).unwrap();
+        assert_eq!(r.test_results.len(), 1);
+        assert_eq!(
+            r.test_results[0].traffic_config.as_ref().unwrap().name(),
+            name
+        );
+    }
+    let again = run();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        text(&again.stderr).matches("exists, skipping").count(),
+        2,
+        "{}",
+        text(&again.stderr)
+    );
 }

@@ -12,11 +12,18 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let o = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    let o = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
     if o.status.success() {
         Ok(())
     } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr)))
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        ))
     }
 }
 
@@ -50,10 +57,20 @@ fn build_net(tag: u8, n: usize) -> Result<Net, String> {
         ip(&["netns", "add", &ns])?;
         net.spokes.push(ns.clone());
         let (a, b) = (format!("rbv{i}a"), format!("rbv{i}b"));
-        ip(&["-n", &ns, "link", "add", &a, "type", "veth", "peer", "name", &b, "netns", &hub])?;
+        ip(&[
+            "-n", &ns, "link", "add", &a, "type", "veth", "peer", "name", &b, "netns", &hub,
+        ])?;
         ip(&["-n", &hub, "link", "set", &b, "master", "br0"])?;
         ip(&["-n", &hub, "link", "set", &b, "up"])?;
-        ip(&["-n", &ns, "addr", "add", &format!("10.213.{tag}.{}/24", i + 1), "dev", &a])?;
+        ip(&[
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("10.213.{tag}.{}/24", i + 1),
+            "dev",
+            &a,
+        ])?;
         ip(&["-n", &ns, "link", "set", &a, "up"])?;
         ip(&["-n", &ns, "link", "set", "lo", "up"])?;
     }
@@ -104,11 +121,22 @@ fn client_server_and_clique_across_network_namespaces() {
     let net = build_net(7, 4).unwrap();
     let seq_ip = "10.213.7.1";
     let _sequencer = Proc(
-        in_ns(&net.spokes[0], d, &["distbench", "test_sequencer", "--bind", seq_ip, "--port", "10000"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+        in_ns(
+            &net.spokes[0],
+            d,
+            &[
+                "distbench",
+                "test_sequencer",
+                "--bind",
+                seq_ip,
+                "--port",
+                "10000",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
     );
     let mut nodes = Vec::new();
     for i in 1..=3 {
@@ -138,7 +166,10 @@ fn client_server_and_clique_across_network_namespaces() {
     // Two tests in one sequence: client_server needs two nodes, the clique
     // all three.
     let mut text = String::new();
-    for pattern in ["client_server:parallel_queries=4", "clique:node_count=3:rpc_interval_us=20000"] {
+    for pattern in [
+        "client_server:parallel_queries=4",
+        "clique:node_count=3:rpc_interval_us=20000",
+    ] {
         let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
             .args(["--no-store", "--output-dir"])
             .arg(d.join("reports"))
@@ -191,8 +222,14 @@ fn client_server_and_clique_across_network_namespaces() {
         // Every instance listens on its own namespace's address.
         let placement = r.placement.as_ref().unwrap();
         for (name, ep) in &placement.service_endpoints {
-            assert!(ep.endpoint_address().starts_with("10.213.7."), "{name}: {ep:?}");
-            assert!(!ep.endpoint_address().starts_with(seq_ip), "{name} on the sequencer's host");
+            assert!(
+                ep.endpoint_address().starts_with("10.213.7."),
+                "{name}: {ep:?}"
+            );
+            assert!(
+                !ep.endpoint_address().starts_with(seq_ip),
+                "{name} on the sequencer's host"
+            );
         }
         let logs = &r.service_logs.as_ref().unwrap().instance_logs;
         let mut pairs = 0;
@@ -201,18 +238,40 @@ fn client_server_and_clique_across_network_namespaces() {
             for peer in log.peer_logs.values() {
                 for l in peer.rpc_logs.values() {
                     assert!(l.failed_rpc_samples.is_empty());
-                    assert!(l.successful_rpc_samples.len() > 50, "{}", l.successful_rpc_samples.len());
-                    measured += l.successful_rpc_samples.iter().filter(|s| !s.warmup()).count();
+                    assert!(
+                        l.successful_rpc_samples.len() > 50,
+                        "{}",
+                        l.successful_rpc_samples.len()
+                    );
+                    measured += l
+                        .successful_rpc_samples
+                        .iter()
+                        .filter(|s| !s.warmup())
+                        .count();
                     pairs += 1;
                 }
             }
         }
-        let want = if r.traffic_config.as_ref().unwrap().name().starts_with("clique") { 6 } else { 1 };
+        let want = if r
+            .traffic_config
+            .as_ref()
+            .unwrap()
+            .name()
+            .starts_with("clique")
+        {
+            6
+        } else {
+            1
+        };
         assert_eq!(pairs, want, "{}", r.traffic_config.as_ref().unwrap().name());
         // Upstream's summary needs samples past the warm-up (a slow build
         // can spend all 2 s of client_server warming up).
         if measured > 0 {
-            assert!(r.log_summary.iter().any(|l| l == "Communication summary:"), "{:?}", r.log_summary);
+            assert!(
+                r.log_summary.iter().any(|l| l == "Communication summary:"),
+                "{:?}",
+                r.log_summary
+            );
         }
     }
     drop(nodes);

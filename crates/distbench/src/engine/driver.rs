@@ -309,7 +309,18 @@ mod tests {
 
     #[test]
     fn padding_makes_the_whole_message_the_target_size() {
-        for target in [16i64, 32, 100, 129, 130, 196, 1024, 16_384, 262_144, 1 << 20] {
+        for target in [
+            16i64,
+            32,
+            100,
+            129,
+            130,
+            196,
+            1024,
+            16_384,
+            262_144,
+            1 << 20,
+        ] {
             let mut req = GenericRequest {
                 rpc_index: Some(3),
                 warmup: Some(true),

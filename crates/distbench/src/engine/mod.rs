@@ -27,8 +27,9 @@ pub mod fanout;
 pub mod tables;
 
 use crate::proto::{
-    ActivityLog, ActivityMetric, ErrorDictionary, GenericRequest, GenericResponse, PeerPerformanceLog, RpcPerformanceLog,
-    RpcSample, ServiceEndpointMap, ServicePerformanceLog, TraceContext,
+    ActivityLog, ActivityMetric, ErrorDictionary, GenericRequest, GenericResponse,
+    PeerPerformanceLog, RpcPerformanceLog, RpcSample, ServiceEndpointMap, ServicePerformanceLog,
+    TraceContext,
 };
 use driver::Peer;
 use fanout::{FanoutState, Grid};
@@ -323,7 +324,8 @@ impl Engine {
     /// Why traffic was cancelled as overloaded (`RESOURCE_EXHAUSTED`), if
     /// it was.
     pub fn overload(&self) -> Option<String> {
-        self.cancel_reason().filter(|r| r.starts_with("RESOURCE_EXHAUSTED"))
+        self.cancel_reason()
+            .filter(|r| r.starts_with("RESOURCE_EXHAUSTED"))
     }
 
     /// Why traffic was cancelled, if it was.
@@ -426,7 +428,8 @@ impl Engine {
             server_instance: Some(self.instance as i32),
             ..Default::default()
         };
-        resp.payload = driver::padding_for(resp.encoded_len(), size).map(|n| driver::payload(n as i64));
+        resp.payload =
+            driver::padding_for(resp.encoded_len(), size).map(|n| driver::payload(n as i64));
         resp
     }
 
@@ -636,7 +639,9 @@ impl Engine {
                                     }
                                 }
                                 other => {
-                                    let _ = tokio::task::spawn_blocking(move || do_activity(&other)).await;
+                                    let _ =
+                                        tokio::task::spawn_blocking(move || do_activity(&other))
+                                            .await;
                                 }
                             }
                             *me.activity_counts
@@ -889,20 +894,25 @@ impl Engine {
     pub fn take_log(&self) -> ServicePerformanceLog {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let log = std::mem::take(&mut *log);
-        let activity_logs = std::mem::take(&mut *self.activity_counts.lock().unwrap_or_else(|e| e.into_inner()))
-            .into_iter()
-            .map(|(name, n)| {
-                (
-                    name,
-                    ActivityLog {
-                        activity_metrics: vec![ActivityMetric {
-                            name: Some("iteration_count".into()),
-                            value_int: Some(n),
-                        }],
-                    },
-                )
-            })
-            .collect();
+        let activity_logs = std::mem::take(
+            &mut *self
+                .activity_counts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
+        .into_iter()
+        .map(|(name, n)| {
+            (
+                name,
+                ActivityLog {
+                    activity_metrics: vec![ActivityMetric {
+                        name: Some("iteration_count".into()),
+                        value_int: Some(n),
+                    }],
+                },
+            )
+        })
+        .collect();
         ServicePerformanceLog {
             peer_logs: log.peers,
             error_dictionary: (!log.errors.is_empty()).then_some(ErrorDictionary {

@@ -261,7 +261,11 @@ impl Tables {
                 clients,
                 server: service(r.server(), &format!("{what}: server"))?,
                 request: payload(r.request_payload_name.as_ref(), DEFAULT_REQUEST_SIZE, &what)?,
-                response: payload(r.response_payload_name.as_ref(), DEFAULT_RESPONSE_SIZE, &what)?,
+                response: payload(
+                    r.response_payload_name.as_ref(),
+                    DEFAULT_RESPONSE_SIZE,
+                    &what,
+                )?,
                 joint,
                 fanout: Fanout::parse(r.fanout_filter())
                     .map_err(|e| format!("{what}: fanout_filter: {e}"))?,
@@ -453,7 +457,10 @@ fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, Stri
         parallel: it.max_parallel_iterations().max(1),
         open_loop,
         warmup_iterations: it.warmup_iterations(),
-        warmup: it.warmup_ns.filter(|ns| *ns > 0).map(|ns| Duration::from_nanos(ns as u64)),
+        warmup: it
+            .warmup_ns
+            .filter(|ns| *ns > 0)
+            .map(|ns| Duration::from_nanos(ns as u64)),
     })
 }
 
@@ -488,7 +495,9 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
     let duration = || -> Result<Duration, String> {
         match setting("duration_us").and_then(|s| s.int64_value) {
             Some(us) if us >= 0 => Ok(Duration::from_micros(us as u64)),
-            Some(us) => Err(format!("{what}: duration_us must not be negative, got {us}")),
+            Some(us) => Err(format!(
+                "{what}: duration_us must not be negative, got {us}"
+            )),
             None => Err(format!("{what}: needs a duration_us setting")),
         }
     };
@@ -503,8 +512,12 @@ fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String
         Some("PolluteInstructionCache") => Ok(Activity::PolluteInstructionCache {
             calls: int("function_invocations_per_iteration", 1000)?,
         }),
-        Some("SleepFor") => Ok(Activity::SleepFor { duration: duration()? }),
-        Some("SpinFor") => Ok(Activity::SpinFor { duration: duration()? }),
+        Some("SleepFor") => Ok(Activity::SleepFor {
+            duration: duration()?,
+        }),
+        Some("SpinFor") => Ok(Activity::SpinFor {
+            duration: duration()?,
+        }),
         Some(other) => Err(format!(
             "{what}: activity_func '{other}' is not supported (supported: ConsumeCpu, \
              PolluteDataCache, PolluteInstructionCache, SleepFor, SpinFor)"

@@ -2,9 +2,12 @@
 //! workload's subcommand.
 
 use super::args::{Invocation, Output};
-use super::{Environment, check_invocation, generate, render, write_dir};
+use super::{Environment, Generated, check_invocation, generate, render, write_dir};
+use crate::files::{self, Encoding};
+use crate::proto::{TestSequence, TestSequenceResults};
 use harness::Outcome;
 use serde_json::{Map, json};
+use std::path::Path;
 
 /// Checks the command without writing anything: the flags, the output
 /// directory, and that every test can be built.
@@ -36,12 +39,26 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
             }
         }
     }
+    let mut metrics = Map::new();
+    if let (Some(sequencer), Output::Dir(dir)) = (&inv.sequencer, &inv.output) {
+        let (results, skipped, error) = run_on_sequencer(sequencer, dir, &generated)?;
+        metrics.insert("results".into(), json!(results));
+        metrics.insert("skipped".into(), json!(skipped));
+        if let Some(e) = error {
+            eprintln!("test_builder: {e}");
+            metrics.insert("error".into(), json!(e));
+            metrics.insert("tests".into(), json!(generated.tests.len()));
+            return Ok(Outcome {
+                metrics,
+                success: false,
+            });
+        }
+    }
     let names: Vec<&str> = generated
         .tests
         .iter()
         .map(|t| t.test_name.as_str())
         .collect();
-    let mut metrics = Map::new();
     metrics.insert("tests".into(), json!(generated.tests.len()));
     metrics.insert("test_names".into(), json!(names));
     metrics.insert("files".into(), json!(files));
@@ -49,4 +66,51 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
         metrics,
         success: true,
     })
+}
+
+/// Runs each generated test on the sequencer at `addr`, one at a time,
+/// writing `DIR/<file stem>.pb.gz` (atomically) after each; a test whose
+/// results file exists is skipped. Returns the files written, those
+/// skipped, and the error that stopped the run, if one did.
+fn run_on_sequencer(
+    addr: &str,
+    dir: &Path,
+    generated: &Generated,
+) -> anyhow::Result<(Vec<String>, Vec<String>, Option<String>)> {
+    let rt = rpc::runtime(2, "test-builder")?;
+    let (mut written, mut skipped) = (Vec::new(), Vec::new());
+    for t in &generated.tests {
+        let stem = t.file_name.strip_suffix(".config").unwrap_or(&t.file_name);
+        let out = dir.join(format!("{stem}.pb.gz"));
+        if out.exists() {
+            eprintln!(
+                "test_builder: {} exists, skipping {}",
+                out.display(),
+                t.test_name
+            );
+            skipped.push(out.display().to_string());
+            continue;
+        }
+        eprintln!("test_builder: running {} on {addr}", t.test_name);
+        let seq = TestSequence {
+            tests: vec![t.test.clone()],
+            tests_setting: None,
+        };
+        let mut results = TestSequenceResults::default();
+        let run = rt.block_on(crate::cluster::run_tests(addr, &seq, |_, r| {
+            for line in &r.log_summary {
+                eprintln!("{line}");
+            }
+            results.test_results.push(r.clone());
+            Ok(())
+        }));
+        if let Err(e) = run {
+            return Ok((written, skipped, Some(e)));
+        }
+        let tmp = dir.join(format!(".{stem}.pb.gz.tmp"));
+        files::write(&tmp, &results, Encoding::GzipBinary)?;
+        std::fs::rename(&tmp, &out)?;
+        written.push(out.display().to_string());
+    }
+    Ok((written, skipped, None))
 }

@@ -17,8 +17,10 @@
 //!
 //! Unlike upstream, a parameter that neither the pattern nor the driver uses
 //! is an error (typos would otherwise silently keep their defaults); `-a`
-//! keeps such parameters as plain attributes, as upstream does. Running the
-//! tests on a sequencer (`-s`) is not implemented yet.
+//! keeps such parameters as plain attributes, as upstream does. With `-s
+//! HOST:PORT` (and `-o DIR`) each test then runs on that sequencer, its
+//! results in `DIR/<label_prefix><test_name>.pb.gz`; a test whose results
+//! file exists is skipped, as upstream.
 
 pub mod args;
 mod cli;
@@ -145,9 +147,6 @@ pub enum Error {
     /// `-o DIR` names no directory.
     #[error("output directory '{0}' does not exist")]
     OutputDir(String),
-    /// Something rackbench does not do yet.
-    #[error("{0}")]
-    NotImplemented(String),
     /// A config file cannot be written.
     #[error("cannot write {path}: {message}")]
     Write {
@@ -412,15 +411,8 @@ pub fn render(tests: &[&DistributedSystemDescription], args: &[String]) -> Resul
     ))
 }
 
-/// Checks what generation cannot: that `-o DIR` exists and that nothing
-/// asks to run tests.
+/// Checks what generation cannot: that `-o DIR` exists.
 pub fn check_invocation(inv: &Invocation) -> Result<(), Error> {
-    if let Some(sequencer) = &inv.sequencer {
-        return Err(Error::NotImplemented(format!(
-            "running tests on a test sequencer (-s {sequencer}) is not implemented yet in \
-             rackbench; without -s, test_builder only writes the configs"
-        )));
-    }
     if let Output::Dir(dir) = &inv.output
         && !dir.is_dir()
     {
@@ -482,7 +474,8 @@ pub fn help() -> String {
          -c P     prefix every CONFIG with P: (not part of config_label)\n  \
          -l P     prefix config_label and file names with P\n  \
          -a       keep parameters the pattern and driver do not use as attributes\n  \
-         -s H:P   run on a test sequencer (not implemented yet)\n  \
+         -s H:P   then run each test on the test sequencer at H:P, results in\n           \
+         DIR/<label_prefix><test_name>.pb.gz (a test whose results exist is skipped)\n  \
          parameter_sweep NAME START STEP END   one test per value (NAME may be a,b)\n",
     );
     let section = |out: &mut String, title: String, specs: &[Spec]| {
