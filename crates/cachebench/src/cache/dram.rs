@@ -1,0 +1,587 @@
+//! The DRAM cache: slabs, pools, allocation classes, eviction containers
+//! and a chained hash index, as CacheLib lays them out.
+//!
+//! Memory is `cacheSizeMB` cut into 4 MiB slabs. Each pool gets its share
+//! of slabs (`poolSizes`); a class of a pool takes a slab when it has no
+//! free slot and its pool has slabs left, and carves it into slots of its
+//! size. When the pool is full an allocation evicts the victim of its own
+//! class's container; a class that never got a slab cannot allocate (as in
+//! CacheLib, until rebalancing moves slabs, which is not built yet). Items
+//! are stored in their slot (key, then value); the per-item metadata (28
+//! bytes: hash chain, list links, sizes, access and expiry times, flags)
+//! sits beside the slab, and the hash index is `2^htBucketPower` 4-byte
+//! bucket heads chaining through it.
+//!
+//! Concurrency, for now: one lock around the whole cache. Operations are
+//! short (no I/O under the lock), but with many threads it serialises them;
+//! striping the index and the containers is the next step.
+
+use super::classes::{AllocClasses, SLAB_SIZE};
+use super::mm::{Container, Links, NIL, Policy, Refresh};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What a DRAM cache is built from.
+#[derive(Debug, Clone)]
+pub struct DramConfig {
+    pub size_bytes: u64,
+    /// Fractions of the slabs per pool (summing to at most 1).
+    pub pool_sizes: Vec<f64>,
+    pub classes: AllocClasses,
+    pub policy: Policy,
+    pub refresh: Refresh,
+    pub ht_bucket_power: u32,
+}
+
+/// Why an item could not be stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocError {
+    /// Key and value exceed the largest allocation class.
+    TooLarge,
+    /// The pool is full and the item's class has nothing to evict.
+    NoMemory,
+}
+
+/// Per-pool counters, as CacheBench's allocator stats.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PoolStats {
+    pub alloc_attempts: u64,
+    pub alloc_successes: u64,
+    pub evict_attempts: u64,
+    pub evictions: u64,
+    pub items: u64,
+    pub slabs: u64,
+    pub slab_budget: u64,
+}
+
+/// Whole-cache counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub gets: u64,
+    pub hits: u64,
+    pub expired: u64,
+    pub removes: u64,
+    pub pools: Vec<PoolStats>,
+}
+
+const FLAG_IN_TAIL: u8 = 1;
+
+/// Per-item metadata beside the slab (28 bytes).
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    hash_next: u32,
+    prev: u32,
+    next: u32,
+    val_len: u32,
+    last_access: u32,
+    /// Seconds since the cache's start; 0 = never.
+    expiry: u32,
+    key_len: u16,
+    queue: u8,
+    flags: u8,
+}
+
+const EMPTY: Meta = Meta {
+    hash_next: NIL,
+    prev: NIL,
+    next: NIL,
+    val_len: 0,
+    last_access: 0,
+    expiry: 0,
+    key_len: 0,
+    queue: 0,
+    flags: 0,
+};
+
+struct Slab {
+    mem: Box<[u8]>,
+    slot_size: usize,
+    meta: Vec<Meta>,
+}
+
+/// Slot ids: slab index in the high 16 bits, slot in the low 16.
+fn slot_id(slab: usize, slot: usize) -> u32 {
+    ((slab as u32) << 16) | slot as u32
+}
+
+fn split(id: u32) -> (usize, usize) {
+    ((id >> 16) as usize, (id & 0xffff) as usize)
+}
+
+/// The slabs seen as the containers' links.
+struct Metas<'a>(&'a mut [Slab]);
+
+impl Metas<'_> {
+    fn m(&self, id: u32) -> &Meta {
+        let (s, i) = split(id);
+        &self.0[s].meta[i]
+    }
+    fn mm(&mut self, id: u32) -> &mut Meta {
+        let (s, i) = split(id);
+        &mut self.0[s].meta[i]
+    }
+}
+
+impl Links for Metas<'_> {
+    fn prev(&self, id: u32) -> u32 {
+        self.m(id).prev
+    }
+    fn next(&self, id: u32) -> u32 {
+        self.m(id).next
+    }
+    fn set_prev(&mut self, id: u32, v: u32) {
+        self.mm(id).prev = v;
+    }
+    fn set_next(&mut self, id: u32, v: u32) {
+        self.mm(id).next = v;
+    }
+    fn queue(&self, id: u32) -> u8 {
+        self.m(id).queue
+    }
+    fn set_queue(&mut self, id: u32, q: u8) {
+        self.mm(id).queue = q;
+    }
+    fn in_tail(&self, id: u32) -> bool {
+        self.m(id).flags & FLAG_IN_TAIL != 0
+    }
+    fn set_in_tail(&mut self, id: u32, v: bool) {
+        let m = self.mm(id);
+        if v {
+            m.flags |= FLAG_IN_TAIL;
+        } else {
+            m.flags &= !FLAG_IN_TAIL;
+        }
+    }
+    fn last_access(&self, id: u32) -> u32 {
+        self.m(id).last_access
+    }
+    fn set_last_access(&mut self, id: u32, t: u32) {
+        self.mm(id).last_access = t;
+    }
+}
+
+struct Class {
+    free: Vec<u32>,
+    /// The slab being carved and its next unused slot.
+    carving: Option<(usize, usize)>,
+    mm: Container,
+}
+
+struct Pool {
+    classes: Vec<Class>,
+    stats: PoolStats,
+}
+
+struct Inner {
+    slabs: Vec<Slab>,
+    /// (pool, class) of each slab.
+    slab_owner: Vec<(usize, usize)>,
+    total_slabs: usize,
+    pools: Vec<Pool>,
+    buckets: Vec<u32>,
+    stats: Stats,
+}
+
+/// The DRAM cache.
+pub struct DramCache {
+    classes: AllocClasses,
+    start: Instant,
+    inner: Mutex<Inner>,
+}
+
+/// FNV-1a: the index's hash of a key.
+fn hash(key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl DramCache {
+    /// Builds the cache (no memory is touched until items are stored).
+    pub fn new(cfg: &DramConfig) -> Result<DramCache, String> {
+        let total_slabs = (cfg.size_bytes / SLAB_SIZE as u64) as usize;
+        if total_slabs == 0 {
+            return Err(format!(
+                "cacheSizeMB: {} bytes is less than one {} MiB slab",
+                cfg.size_bytes,
+                SLAB_SIZE >> 20
+            ));
+        }
+        if total_slabs > 0xffff {
+            return Err(format!(
+                "cacheSizeMB: {} slabs of 4 MiB; at most 65535 (256 GiB)",
+                total_slabs
+            ));
+        }
+        let sum: f64 = cfg.pool_sizes.iter().sum();
+        if cfg.pool_sizes.is_empty() || sum > 1.0 + 1e-9 || cfg.pool_sizes.iter().any(|f| *f < 0.0) {
+            return Err(format!(
+                "poolSizes {:?}: need at least one pool and fractions summing to at most 1",
+                cfg.pool_sizes
+            ));
+        }
+        if !(1..=30).contains(&cfg.ht_bucket_power) {
+            return Err(format!("htBucketPower must be 1 to 30, got {}", cfg.ht_bucket_power));
+        }
+        let pools = cfg
+            .pool_sizes
+            .iter()
+            .map(|f| Pool {
+                classes: (0..cfg.classes.sizes().len())
+                    .map(|_| Class {
+                        free: Vec::new(),
+                        carving: None,
+                        mm: Container::new(cfg.policy, cfg.refresh),
+                    })
+                    .collect(),
+                stats: PoolStats {
+                    slab_budget: (total_slabs as f64 * f).floor() as u64,
+                    ..PoolStats::default()
+                },
+            })
+            .collect();
+        Ok(DramCache {
+            classes: cfg.classes.clone(),
+            start: Instant::now(),
+            inner: Mutex::new(Inner {
+                slabs: Vec::new(),
+                slab_owner: Vec::new(),
+                total_slabs,
+                pools,
+                buckets: vec![NIL; 1 << cfg.ht_bucket_power],
+                stats: Stats::default(),
+            }),
+        })
+    }
+
+    fn now(&self) -> u32 {
+        self.start.elapsed().as_secs() as u32 + 1
+    }
+
+    /// The allocation classes.
+    pub fn classes(&self) -> &AllocClasses {
+        &self.classes
+    }
+
+    /// Looks `key` up; on a hit copies the value into `out` (when given)
+    /// and returns its length.
+    pub fn get(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        let now = self.now();
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        inner.stats.gets += 1;
+        let id = inner.find(key)?;
+        let (s, i) = split(id);
+        let m = inner.slabs[s].meta[i];
+        if m.expiry != 0 && m.expiry <= now {
+            inner.stats.expired += 1;
+            inner.unlink(id, key);
+            return None;
+        }
+        inner.stats.hits += 1;
+        let (pool, class) = inner.owner(id);
+        let Inner { slabs, pools, .. } = inner;
+        pools[pool].classes[class]
+            .mm
+            .record_access(&mut Metas(slabs), id, now, false);
+        let len = m.val_len as usize;
+        if let Some(out) = out {
+            let start = i * slabs[s].slot_size + m.key_len as usize;
+            out.clear();
+            out.extend_from_slice(&slabs[s].mem[start..start + len]);
+        }
+        Some(len)
+    }
+
+    /// Stores `key` with `value` in `pool`, replacing an older value of the
+    /// key; `ttl_secs` 0 never expires.
+    pub fn set(&self, pool: usize, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<(), AllocError> {
+        let now = self.now();
+        if key.len() > u16::MAX as usize {
+            return Err(AllocError::TooLarge);
+        }
+        let Some(class) = self.classes.class_for(key.len() + value.len()) else {
+            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            g.pools[pool].stats.alloc_attempts += 1;
+            return Err(AllocError::TooLarge);
+        };
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        inner.pools[pool].stats.alloc_attempts += 1;
+        if let Some(old) = inner.find(key) {
+            inner.unlink(old, key);
+        }
+        let id = inner.allocate(&self.classes, pool, class)?;
+        inner.pools[pool].stats.alloc_successes += 1;
+        let (s, i) = split(id);
+        let slab = &mut inner.slabs[s];
+        let start = i * slab.slot_size;
+        slab.mem[start..start + key.len()].copy_from_slice(key);
+        slab.mem[start + key.len()..start + key.len() + value.len()].copy_from_slice(value);
+        let b = (hash(key) as usize) & (inner.buckets.len() - 1);
+        slab.meta[i] = Meta {
+            hash_next: inner.buckets[b],
+            key_len: key.len() as u16,
+            val_len: value.len() as u32,
+            expiry: if ttl_secs == 0 { 0 } else { now + ttl_secs },
+            ..EMPTY
+        };
+        inner.buckets[b] = id;
+        let Inner { slabs, pools, .. } = inner;
+        pools[pool].classes[class].mm.add(&mut Metas(slabs), id, now);
+        pools[pool].stats.items += 1;
+        Ok(())
+    }
+
+    /// Removes `key`; true if it was there.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        inner.stats.removes += 1;
+        match inner.find(key) {
+            Some(id) => {
+                inner.unlink(id, key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> Stats {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = g.stats.clone();
+        s.pools = g.pools.iter().map(|p| p.stats.clone()).collect();
+        s
+    }
+
+    /// Items held per (pool, class), for stats and tests.
+    pub fn class_items(&self, pool: usize) -> Vec<usize> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.pools[pool].classes.iter().map(|c| c.mm.len()).collect()
+    }
+}
+
+impl Inner {
+    fn key_of(&self, id: u32) -> &[u8] {
+        let (s, i) = split(id);
+        let slab = &self.slabs[s];
+        let start = i * slab.slot_size;
+        &slab.mem[start..start + slab.meta[i].key_len as usize]
+    }
+
+    fn find(&self, key: &[u8]) -> Option<u32> {
+        let b = (hash(key) as usize) & (self.buckets.len() - 1);
+        let mut at = self.buckets[b];
+        while at != NIL {
+            if self.key_of(at) == key {
+                return Some(at);
+            }
+            let (s, i) = split(at);
+            at = self.slabs[s].meta[i].hash_next;
+        }
+        None
+    }
+
+    /// The pool and class a slot belongs to.
+    fn owner(&self, id: u32) -> (usize, usize) {
+        let (s, _) = split(id);
+        self.slab_owner[s]
+    }
+
+    /// Takes an item out of the index and its container and frees its slot.
+    fn unlink(&mut self, id: u32, key: &[u8]) {
+        let b = (hash(key) as usize) & (self.buckets.len() - 1);
+        let next = {
+            let (s, i) = split(id);
+            self.slabs[s].meta[i].hash_next
+        };
+        if self.buckets[b] == id {
+            self.buckets[b] = next;
+        } else {
+            let mut at = self.buckets[b];
+            while at != NIL {
+                let (s, i) = split(at);
+                if self.slabs[s].meta[i].hash_next == id {
+                    self.slabs[s].meta[i].hash_next = next;
+                    break;
+                }
+                at = self.slabs[s].meta[i].hash_next;
+            }
+        }
+        let (pool, class) = self.owner(id);
+        let Inner { slabs, pools, .. } = self;
+        pools[pool].classes[class].mm.remove(&mut Metas(slabs), id);
+        pools[pool].classes[class].free.push(id);
+        pools[pool].stats.items -= 1;
+        let (s, i) = split(id);
+        self.slabs[s].meta[i] = EMPTY;
+    }
+
+    /// A free slot of `class` in `pool`: a freed one, a new one of the slab
+    /// being carved, a new slab, or the container's victim.
+    fn allocate(&mut self, classes: &AllocClasses, pool: usize, class: usize) -> Result<u32, AllocError> {
+        let c = &mut self.pools[pool].classes[class];
+        if let Some(id) = c.free.pop() {
+            return Ok(id);
+        }
+        if let Some((slab, next)) = c.carving {
+            let id = slot_id(slab, next);
+            c.carving = (next + 1 < classes.slots_per_slab(class)).then_some((slab, next + 1));
+            return Ok(id);
+        }
+        let p = &self.pools[pool];
+        if p.stats.slabs < p.stats.slab_budget && self.slabs.len() < self.total_slabs {
+            let slab = self.slabs.len();
+            let size = classes.sizes()[class] as usize;
+            let slots = classes.slots_per_slab(class);
+            self.slabs.push(Slab {
+                mem: vec![0u8; SLAB_SIZE].into_boxed_slice(),
+                slot_size: size,
+                meta: vec![EMPTY; slots],
+            });
+            self.slab_owner.push((pool, class));
+            self.pools[pool].stats.slabs += 1;
+            self.pools[pool].classes[class].carving = (slots > 1).then_some((slab, 1));
+            return Ok(slot_id(slab, 0));
+        }
+        self.pools[pool].stats.evict_attempts += 1;
+        let Some(victim) = self.pools[pool].classes[class].mm.victim() else {
+            return Err(AllocError::NoMemory);
+        };
+        let key = self.key_of(victim).to_vec();
+        self.unlink(victim, &key);
+        self.pools[pool].stats.evictions += 1;
+        Ok(self.pools[pool].classes[class]
+            .free
+            .pop()
+            .expect("the victim's slot was just freed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(mb: u64, pools: &[f64], policy: Policy) -> DramCache {
+        DramCache::new(&DramConfig {
+            size_bytes: mb << 20,
+            pool_sizes: pools.to_vec(),
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy,
+            refresh: Refresh {
+                secs: 0,
+                ..Refresh::default()
+            },
+            ht_bucket_power: 10,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn set_get_replace_remove() {
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        assert_eq!(c.get(b"k", None), None);
+        c.set(0, b"k", b"hello", 0).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(c.get(b"k", Some(&mut out)), Some(5));
+        assert_eq!(out, b"hello");
+        // A longer value moves the key to another class.
+        let big = vec![7u8; 500];
+        c.set(0, b"k", &big, 0).unwrap();
+        assert_eq!(c.get(b"k", Some(&mut out)), Some(500));
+        assert_eq!(out, big);
+        assert_eq!(c.stats().pools[0].items, 1);
+        assert!(c.remove(b"k"));
+        assert!(!c.remove(b"k"));
+        assert_eq!(c.get(b"k", None), None);
+        let s = c.stats();
+        assert_eq!((s.gets, s.hits), (4, 2));
+        assert_eq!(s.pools[0].items, 0);
+        // Too large for any class.
+        assert_eq!(c.set(0, b"x", &vec![0u8; 2 << 20], 0), Err(AllocError::TooLarge));
+    }
+
+    #[test]
+    fn full_pool_evicts_least_recently_used_of_the_class() {
+        // One 4 MiB slab: 4 MiB / 1 KiB-class slots.
+        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(1000).unwrap();
+        let slots = c.classes().slots_per_slab(class);
+        let value = vec![1u8; 1000 - 8];
+        for i in 0..slots {
+            c.set(0, format!("key{i:04}").as_bytes(), &value, 0).unwrap();
+        }
+        assert_eq!(c.stats().pools[0].evictions, 0);
+        // Touch key0000 so key0001 is the least recently used.
+        assert!(c.get(b"key0000", None).is_some());
+        c.set(0, b"new00000", &value, 0).unwrap();
+        let s = c.stats();
+        assert_eq!(s.pools[0].evictions, 1);
+        assert_eq!(s.pools[0].items as usize, slots);
+        assert!(c.get(b"key0000", None).is_some());
+        assert!(c.get(b"key0001", None).is_none());
+        assert!(c.get(b"new00000", None).is_some());
+        // Another class cannot get memory: the only slab is taken.
+        assert_eq!(c.set(0, b"small", b"v", 0), Err(AllocError::NoMemory));
+    }
+
+    #[test]
+    fn pools_get_their_share_of_slabs() {
+        let c = cache(40, &[0.3, 0.7], Policy::Lru { ip_spec: 0 });
+        let s = c.stats();
+        assert_eq!((s.pools[0].slab_budget, s.pools[1].slab_budget), (3, 7));
+        let value = vec![0u8; 4000];
+        for i in 0..20_000 {
+            let key = format!("k{i}");
+            c.set(i % 2, key.as_bytes(), &value, 0).unwrap();
+        }
+        let s = c.stats();
+        assert_eq!(s.pools[0].slabs, 3);
+        assert_eq!(s.pools[1].slabs, 7);
+        assert!(s.pools[0].evictions > 0 && s.pools[1].evictions > 0);
+        // Pool 1 holds about 7/3 as many items.
+        let ratio = s.pools[1].items as f64 / s.pools[0].items as f64;
+        assert!((2.0..2.7).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn hash_chains_survive_collisions_and_evictions() {
+        // 4 buckets for thousands of items: long collision chains.
+        let c = DramCache::new(&DramConfig {
+            size_bytes: 4 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::TwoQ { hot_pct: 20, cold_pct: 30 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 2,
+        })
+        .unwrap();
+        let value = vec![3u8; 2000];
+        let class = c.classes().class_for(2010).unwrap();
+        let slots = c.classes().slots_per_slab(class);
+        for i in 0..slots * 3 {
+            c.set(0, format!("{i}").as_bytes(), &value, 0).unwrap();
+        }
+        let s = c.stats();
+        assert_eq!(s.pools[0].items as usize, slots);
+        assert_eq!(s.pools[0].evictions as usize, slots * 2);
+        // Exactly the items held are found.
+        let found = (0..slots * 3).filter(|i| c.get(format!("{i}").as_bytes(), None).is_some()).count();
+        assert_eq!(found, slots);
+    }
+
+    #[test]
+    fn expired_items_miss() {
+        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
+        c.set(0, b"a", b"1", 1).unwrap();
+        c.set(0, b"b", b"2", 0).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        assert_eq!(c.get(b"a", None), None);
+        assert_eq!(c.get(b"b", None), Some(1));
+        assert_eq!(c.stats().expired, 1);
+    }
+}

@@ -1,0 +1,1 @@
+//! CacheLib's JSON test configs (being written).
