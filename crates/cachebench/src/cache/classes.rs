@@ -28,7 +28,7 @@ impl AllocClasses {
                 "maxAllocSize ({max}) is larger than a slab ({SLAB_SIZE} bytes)"
             ));
         }
-        if !(factor > 1.0) {
+        if factor.is_nan() || factor <= 1.0 {
             return Err(format!("allocFactor must be greater than 1, got {factor}"));
         }
         let round8 = |x: f64| ((x.ceil() as u64).div_ceil(8) * 8) as u32;
