@@ -7,3 +7,6 @@
 
 pub mod cache;
 pub mod config;
+pub mod output;
+pub mod stats;
+pub mod workload;

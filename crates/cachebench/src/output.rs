@@ -1,0 +1,1 @@
+//! CacheBench report text (being written).

@@ -1,0 +1,384 @@
+//! The synthetic workload: keys, value sizes, the operation mix and key
+//! popularity of CacheLib's `test_config`, drawn per operation.
+//!
+//! Keys: `numKeys` distinct keys split over the pools by
+//! `keyPoolDistribution`, each with a length drawn from `keySizeRange` /
+//! `keySizeRangeProbability` (piecewise uniform: bounds b0 < b1 < ... and a
+//! probability per range). Value sizes from `valSizeRange` /
+//! `valSizeRangeProbability`: exact sizes when both lists have the same
+//! length, piecewise-uniform ranges when the range list is one longer. Each
+//! operation picks a pool by `opPoolDistribution`, an operation by the
+//! pool's ratios (weights, need not sum to 1), and a key of the pool by its
+//! popularity: `popularityBuckets` / `popularityWeights`, else a truncated
+//! normal over the pool's keys (mean at the middle, standard deviation a
+//! quarter of the range; our choice, see the README).
+
+use rand::Rng;
+use rand::distr::weighted::WeightedIndex;
+use rand_distr::{Distribution as _, Normal};
+
+/// An operation of the stressor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Get,
+    Set,
+    Del,
+    /// A get of a key that was never set.
+    LoneGet,
+    /// A set of a key never used before.
+    LoneSet,
+    /// A get followed, on a hit, by a set of the same key.
+    Update,
+    /// An existence check that does not promote the item.
+    CouldExist,
+}
+
+/// The sizes and mix of one pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolMix {
+    pub key_size_range: Vec<u32>,
+    pub key_size_probability: Vec<f64>,
+    pub val_size_range: Vec<u32>,
+    pub val_size_probability: Vec<f64>,
+    /// Weights of Get, Set, Del, LoneGet, LoneSet, Update, CouldExist.
+    pub op_weights: [f64; 7],
+    /// `popularityBuckets` (keys per bucket) and their weights.
+    pub popularity: Option<(Vec<u64>, Vec<f64>)>,
+}
+
+/// What the stressor runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub num_keys: u64,
+    pub key_pool_distribution: Vec<f64>,
+    pub op_pool_distribution: Vec<f64>,
+    /// One mix per pool (or one for all).
+    pub mixes: Vec<PoolMix>,
+}
+
+const OPS: [Op; 7] = [
+    Op::Get,
+    Op::Set,
+    Op::Del,
+    Op::LoneGet,
+    Op::LoneSet,
+    Op::Update,
+    Op::CouldExist,
+];
+
+/// A size distribution: exact values or piecewise-uniform ranges.
+#[derive(Debug, Clone)]
+enum Sizes {
+    Exact(Vec<u32>, WeightedIndex<f64>),
+    Ranges(Vec<u32>, WeightedIndex<f64>),
+}
+
+impl Sizes {
+    fn new(range: &[u32], prob: &[f64], what: &str) -> Result<Sizes, String> {
+        let weights = WeightedIndex::new(prob.iter().copied())
+            .map_err(|e| format!("{what}Probability {prob:?}: {e}"))?;
+        if range.len() == prob.len() {
+            Ok(Sizes::Exact(range.to_vec(), weights))
+        } else if range.len() == prob.len() + 1 {
+            if range.windows(2).any(|w| w[1] < w[0]) {
+                return Err(format!("{what} {range:?}: bounds must not decrease"));
+            }
+            Ok(Sizes::Ranges(range.to_vec(), weights))
+        } else {
+            Err(format!(
+                "{what} has {} values and {what}Probability {}: expected the same number \
+                 (exact sizes) or one more (ranges)",
+                range.len(),
+                prob.len()
+            ))
+        }
+    }
+
+    fn draw(&self, rng: &mut impl Rng) -> u32 {
+        match self {
+            Sizes::Exact(v, w) => v[w.sample(rng)],
+            Sizes::Ranges(b, w) => {
+                let i = w.sample(rng);
+                let (lo, hi) = (b[i], b[i + 1]);
+                if hi <= lo { lo } else { rng.random_range(lo..hi) }
+            }
+        }
+    }
+
+    fn max(&self) -> u32 {
+        match self {
+            Sizes::Exact(v, _) | Sizes::Ranges(v, _) => v.iter().copied().max().unwrap_or(0),
+        }
+    }
+}
+
+/// How a pool's keys are chosen.
+#[derive(Debug, Clone)]
+enum Popularity {
+    /// Bucket boundaries (cumulative key counts) and their weights.
+    Buckets(Vec<u64>, WeightedIndex<f64>),
+    Normal(Normal<f64>),
+}
+
+struct PoolGen {
+    first_key: u64,
+    keys: u64,
+    ops: WeightedIndex<f64>,
+    vals: Sizes,
+    popularity: Popularity,
+}
+
+/// Draws operations; shared by the threads (immutable).
+pub struct Generator {
+    keys: Vec<Vec<u8>>,
+    pools: Vec<PoolGen>,
+    op_pool: WeightedIndex<f64>,
+    max_value: u32,
+}
+
+/// One drawn operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Request {
+    pub pool: usize,
+    pub op: Op,
+    /// Index of the key (for Lone* operations, unused).
+    pub key: u64,
+    pub value_size: u32,
+}
+
+impl Generator {
+    /// Builds the key set (`numKeys` keys with their sizes) and the samplers.
+    pub fn new(spec: &Spec, seed: u64) -> Result<Generator, String> {
+        use rand::SeedableRng;
+        let n_pools = spec.key_pool_distribution.len().max(1);
+        if spec.mixes.is_empty() {
+            return Err("no pool distribution".into());
+        }
+        let mix = |p: usize| &spec.mixes[p.min(spec.mixes.len() - 1)];
+        let kp_sum: f64 = spec.key_pool_distribution.iter().sum();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut keys = Vec::with_capacity(spec.num_keys as usize);
+        let mut seen = std::collections::HashSet::new();
+        let mut pools = Vec::with_capacity(n_pools);
+        let mut max_value = 0;
+        for p in 0..n_pools {
+            let share = spec.key_pool_distribution.get(p).copied().unwrap_or(1.0) / kp_sum.max(f64::MIN_POSITIVE);
+            let count = if p + 1 == n_pools {
+                spec.num_keys - keys.len() as u64
+            } else {
+                (spec.num_keys as f64 * share).round() as u64
+            };
+            let m = mix(p);
+            let key_sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
+            let vals = Sizes::new(&m.val_size_range, &m.val_size_probability, "valSizeRange")?;
+            max_value = max_value.max(vals.max());
+            let first_key = keys.len() as u64;
+            let mut attempts = 0u64;
+            while (keys.len() as u64) < first_key + count {
+                let len = key_sizes.draw(&mut rng).max(1) as usize;
+                let key: Vec<u8> = (0..len).map(|_| rng.random_range(b'a'..=b'z')).collect();
+                attempts += 1;
+                if seen.insert(key.clone()) {
+                    keys.push(key);
+                } else if attempts > count.saturating_mul(20) + 1000 {
+                    return Err(format!(
+                        "cannot make {count} distinct keys from keySizeRange {:?}: too few possible keys",
+                        m.key_size_range
+                    ));
+                }
+            }
+            let ops = WeightedIndex::new(m.op_weights.iter().copied())
+                .map_err(|e| format!("operation ratios {:?}: {e}", m.op_weights))?;
+            let popularity = match &m.popularity {
+                Some((buckets, weights)) => {
+                    if buckets.len() != weights.len() || buckets.is_empty() {
+                        return Err(format!(
+                            "popularityBuckets has {} entries and popularityWeights {}: expected the same, non-zero",
+                            buckets.len(),
+                            weights.len()
+                        ));
+                    }
+                    // Scale the buckets to the pool's key count.
+                    let total: u64 = buckets.iter().sum::<u64>().max(1);
+                    let mut bounds = Vec::with_capacity(buckets.len());
+                    let mut acc = 0u64;
+                    for b in buckets {
+                        acc += b;
+                        bounds.push((acc as f64 / total as f64 * count as f64).round() as u64);
+                    }
+                    let w = WeightedIndex::new(weights.iter().copied())
+                        .map_err(|e| format!("popularityWeights {weights:?}: {e}"))?;
+                    Popularity::Buckets(bounds, w)
+                }
+                None => {
+                    let n = count.max(1) as f64;
+                    Popularity::Normal(
+                        Normal::new(n / 2.0, n / 4.0).map_err(|e| format!("popularity: {e}"))?,
+                    )
+                }
+            };
+            pools.push(PoolGen {
+                first_key,
+                keys: count,
+                ops,
+                vals,
+                popularity,
+            });
+        }
+        let op_pool = WeightedIndex::new(if spec.op_pool_distribution.is_empty() {
+            vec![1.0; n_pools]
+        } else {
+            spec.op_pool_distribution.clone()
+        })
+        .map_err(|e| format!("opPoolDistribution {:?}: {e}", spec.op_pool_distribution))?;
+        Ok(Generator {
+            keys,
+            pools,
+            op_pool,
+            max_value,
+        })
+    }
+
+    /// The key with index `i`.
+    pub fn key(&self, i: u64) -> &[u8] {
+        &self.keys[i as usize]
+    }
+
+    /// Number of keys.
+    pub fn num_keys(&self) -> u64 {
+        self.keys.len() as u64
+    }
+
+    /// The largest value size any pool draws.
+    pub fn max_value_size(&self) -> u32 {
+        self.max_value
+    }
+
+    /// Draws the next operation.
+    pub fn next(&self, rng: &mut impl Rng) -> Request {
+        let pool = self.op_pool.sample(rng).min(self.pools.len() - 1);
+        let p = &self.pools[pool];
+        let op = OPS[p.ops.sample(rng)];
+        let offset = if p.keys == 0 {
+            0
+        } else {
+            match &p.popularity {
+                Popularity::Buckets(bounds, w) => {
+                    let b = w.sample(rng);
+                    let lo = if b == 0 { 0 } else { bounds[b - 1] };
+                    let hi = bounds[b].max(lo + 1).min(p.keys);
+                    if hi <= lo { lo.min(p.keys - 1) } else { rng.random_range(lo..hi) }
+                }
+                Popularity::Normal(n) => loop {
+                    let x = n.sample(rng);
+                    if x >= 0.0 && x < p.keys as f64 {
+                        break x as u64;
+                    }
+                },
+            }
+        };
+        Request {
+            pool,
+            op,
+            key: p.first_key + offset,
+            value_size: p.vals.draw(rng),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use std::collections::HashMap;
+
+    fn mix(ops: [f64; 7]) -> PoolMix {
+        PoolMix {
+            key_size_range: vec![8, 16],
+            key_size_probability: vec![1.0],
+            val_size_range: vec![100, 1000, 10_000],
+            val_size_probability: vec![0.5, 0.5],
+            op_weights: ops,
+            popularity: None,
+        }
+    }
+
+    #[test]
+    fn keys_pools_mix_and_sizes() {
+        let spec = Spec {
+            num_keys: 10_000,
+            key_pool_distribution: vec![0.4, 0.6],
+            op_pool_distribution: vec![0.5, 0.5],
+            mixes: vec![mix([0.15, 0.8, 0.05, 0.0, 0.0, 0.0, 0.0])],
+        };
+        let g = Generator::new(&spec, 1).unwrap();
+        assert_eq!(g.num_keys(), 10_000);
+        assert!((0..10_000).all(|i| (8..16).contains(&g.key(i).len())));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let mut ops: HashMap<Op, u32> = HashMap::new();
+        let mut pool_keys = [0u64; 2];
+        for _ in 0..100_000 {
+            let r = g.next(&mut rng);
+            *ops.entry(r.op).or_default() += 1;
+            // Keys of pool 0 are the first 4,000.
+            assert_eq!(r.key < 4000, r.pool == 0, "{r:?}");
+            pool_keys[r.pool] += 1;
+            assert!((100..10_000).contains(&r.value_size));
+        }
+        let frac = |op| f64::from(ops[&op]) / 100_000.0;
+        assert!((frac(Op::Set) - 0.8).abs() < 0.01);
+        assert!((frac(Op::Get) - 0.15).abs() < 0.01);
+        assert!((pool_keys[0] as f64 / 100_000.0 - 0.5).abs() < 0.01);
+    }
+
+    #[test]
+    fn exact_value_sizes_and_popularity_buckets() {
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.val_size_range = vec![64, 512];
+        m.val_size_probability = vec![0.25, 0.75];
+        // 10% of the keys take 90% of the accesses.
+        m.popularity = Some((vec![1, 9], vec![0.9, 0.1]));
+        let spec = Spec {
+            num_keys: 1000,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m],
+        };
+        let g = Generator::new(&spec, 3).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let (mut hot, mut small) = (0, 0);
+        for _ in 0..50_000 {
+            let r = g.next(&mut rng);
+            assert!(r.value_size == 64 || r.value_size == 512);
+            small += u32::from(r.value_size == 64);
+            hot += u32::from(r.key < 100);
+        }
+        assert!((f64::from(hot) / 50_000.0 - 0.9).abs() < 0.01, "{hot}");
+        assert!((f64::from(small) / 50_000.0 - 0.25).abs() < 0.01, "{small}");
+    }
+
+    #[test]
+    fn mismatched_sizes_are_named() {
+        let mut m = mix([1.0; 7]);
+        m.val_size_range = vec![1, 2, 3, 4];
+        m.val_size_probability = vec![0.5, 0.5];
+        let spec = Spec {
+            num_keys: 10,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m],
+        };
+        let err = Generator::new(&spec, 1).err().unwrap();
+        assert!(err.contains("valSizeRange has 4 values"), "{err}");
+        let mut m = mix([1.0; 7]);
+        m.key_size_range = vec![1, 2];
+        let spec = Spec {
+            num_keys: 100,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m],
+        };
+        let err = Generator::new(&spec, 1).err().unwrap();
+        assert!(err.contains("distinct keys"), "{err}");
+    }
+}
