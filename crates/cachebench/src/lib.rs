@@ -9,4 +9,5 @@ pub mod cache;
 pub mod config;
 pub mod output;
 pub mod stats;
+pub mod stressor;
 pub mod workload;

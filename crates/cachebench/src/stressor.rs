@@ -1,0 +1,246 @@
+//! The stressor: `numThreads` threads each issuing `numOps` operations
+//! drawn from the workload against the cache, as CacheBench's cache
+//! stressor does, with counters per thread summed at the end and a
+//! snapshot of the running totals for progress lines.
+
+use crate::cache::{AllocError, DramCache};
+use crate::stats::{RunStats, Throughput};
+use crate::workload::{Generator, Op};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How the stressor behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub threads: usize,
+    pub ops_per_thread: u64,
+    /// On a get miss, set the key (`enableLookaside`).
+    pub lookaside: bool,
+    /// Sets only store keys that are not cached (`onlySetIfMiss`).
+    pub only_set_if_miss: bool,
+    /// TTL of stored items, seconds (0: none).
+    pub ttl_secs: u32,
+    pub seed: u64,
+}
+
+/// Running totals the progress reporter reads.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub ops: AtomicU64,
+    pub gets: AtomicU64,
+    pub get_misses: AtomicU64,
+}
+
+/// Runs the stressor to the end or until `stop` is raised; `progress`
+/// gets the running totals (every 1,024 operations per thread).
+pub fn run(
+    cache: &DramCache,
+    generator: &Generator,
+    opts: &Options,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> RunStats {
+    let start = Instant::now();
+    let value: Arc<Vec<u8>> = Arc::new(
+        (0..generator.max_value_size() as usize)
+            .map(|i| (i % 251) as u8)
+            .collect(),
+    );
+    let mut total = Throughput::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..opts.threads.max(1))
+            .map(|t| {
+                let value = value.clone();
+                s.spawn(move || worker(cache, generator, opts, t, &value, stop, progress))
+            })
+            .collect();
+        for h in handles {
+            if let Ok(tp) = h.join() {
+                total.add(&tp);
+            }
+        }
+    });
+    RunStats {
+        cache: cache.stats(),
+        pool_fractions: Vec::new(),
+        throughput: total,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn worker(
+    cache: &DramCache,
+    generator: &Generator,
+    opts: &Options,
+    thread: usize,
+    value: &[u8],
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Throughput {
+    let mut rng = SmallRng::seed_from_u64(opts.seed.wrapping_add(thread as u64 * 0x9e37_79b9));
+    let mut tp = Throughput::default();
+    let mut lone = 0u64;
+    let mut lone_key = Vec::with_capacity(32);
+    let (mut pending_ops, mut pending_gets, mut pending_misses) = (0u64, 0u64, 0u64);
+    let set = |key: &[u8], pool: usize, size: u32, tp: &mut Throughput| {
+        tp.sets += 1;
+        let size = (size as usize).min(value.len());
+        match cache.set(pool, key, &value[..size], opts.ttl_secs) {
+            Ok(()) => {}
+            Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
+        }
+    };
+    for i in 0..opts.ops_per_thread {
+        if i % 1024 == 0 && stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let r = generator.next(&mut rng);
+        tp.ops += 1;
+        pending_ops += 1;
+        match r.op {
+            Op::Get => {
+                tp.gets += 1;
+                pending_gets += 1;
+                let key = generator.key(r.key);
+                if cache.get(key, None).is_none() {
+                    tp.get_misses += 1;
+                    pending_misses += 1;
+                    if opts.lookaside {
+                        set(key, r.pool, r.value_size, &mut tp);
+                    }
+                }
+            }
+            Op::Set => {
+                let key = generator.key(r.key);
+                if opts.only_set_if_miss && cache.get(key, None).is_some() {
+                    continue;
+                }
+                set(key, r.pool, r.value_size, &mut tp);
+            }
+            Op::Del => {
+                tp.dels += 1;
+                if !cache.remove(generator.key(r.key)) {
+                    tp.del_not_found += 1;
+                }
+            }
+            Op::LoneGet | Op::LoneSet => {
+                // Keys outside the key set, unique per thread.
+                lone += 1;
+                lone_key.clear();
+                lone_key.extend_from_slice(format!("lone-{thread}-{lone}").as_bytes());
+                if r.op == Op::LoneGet {
+                    tp.gets += 1;
+                    pending_gets += 1;
+                    if cache.get(&lone_key, None).is_none() {
+                        tp.get_misses += 1;
+                        pending_misses += 1;
+                    }
+                } else {
+                    set(&lone_key, r.pool, r.value_size, &mut tp);
+                }
+            }
+            Op::Update => {
+                tp.updates += 1;
+                let key = generator.key(r.key);
+                match cache.get(key, None) {
+                    Some(len) => set(key, r.pool, len as u32, &mut tp),
+                    None => tp.update_misses += 1,
+                }
+            }
+            Op::CouldExist => {
+                tp.could_exist += 1;
+                if cache.get(generator.key(r.key), None).is_none() {
+                    tp.could_exist_false += 1;
+                }
+            }
+        }
+        if pending_ops >= 1024 {
+            progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
+            progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
+            progress.get_misses.fetch_add(pending_misses, Ordering::Relaxed);
+            (pending_ops, pending_gets, pending_misses) = (0, 0, 0);
+        }
+    }
+    progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
+    progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
+    progress.get_misses.fetch_add(pending_misses, Ordering::Relaxed);
+    tp
+}
+
+/// Waits `every` between calls of `tick` until `done` is raised.
+pub fn every(every: Duration, done: &AtomicBool, mut tick: impl FnMut()) {
+    let mut next = Instant::now() + every;
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50).min(every));
+        if Instant::now() >= next {
+            tick();
+            next += every;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{AllocClasses, DramConfig, Policy, Refresh};
+    use crate::workload::{PoolMix, Spec};
+
+    #[test]
+    fn counts_add_up_and_the_cache_fills() {
+        let cache = DramCache::new(&DramConfig {
+            size_bytes: 64 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 16,
+        })
+        .unwrap();
+        let spec = Spec {
+            num_keys: 20_000,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![PoolMix {
+                key_size_range: vec![8, 16],
+                key_size_probability: vec![1.0],
+                val_size_range: vec![100, 2000],
+                val_size_probability: vec![1.0],
+                op_weights: [0.5, 0.3, 0.1, 0.05, 0.05, 0.0, 0.0],
+                popularity: None,
+            }],
+        };
+        let g = Generator::new(&spec, 1).unwrap();
+        let opts = Options {
+            threads: 2,
+            ops_per_thread: 50_000,
+            lookaside: true,
+            only_set_if_miss: false,
+            ttl_secs: 0,
+            seed: 9,
+        };
+        let stop = AtomicBool::new(false);
+        let progress = Progress::default();
+        let s = run(&cache, &g, &opts, &stop, &progress);
+        let t = &s.throughput;
+        assert_eq!(t.ops, 100_000);
+        assert_eq!(progress.ops.load(Ordering::Relaxed), 100_000);
+        assert_eq!(progress.gets.load(Ordering::Relaxed), t.gets);
+        // The cache saw every get (get, lone get) and counted its hits.
+        assert_eq!(s.cache.gets, t.gets + t.updates + t.could_exist);
+        assert_eq!(
+            s.cache.gets - s.cache.hits,
+            t.get_misses + t.update_misses + t.could_exist_false
+        );
+        assert!(t.get_misses < t.gets, "{t:?}");
+        assert!(s.cache.pools[0].items > 1000, "{:?}", s.cache.pools[0]);
+        assert_eq!(s.cache.pools[0].alloc_attempts, t.sets);
+        assert!(s.elapsed_secs > 0.0);
+        // Stopping early ends the run.
+        stop.store(true, Ordering::Relaxed);
+        let s = run(&cache, &g, &opts, &stop, &Progress::default());
+        assert_eq!(s.throughput.ops, 0);
+    }
+}
