@@ -1,1 +1,646 @@
-//! CacheLib's JSON test configs (being written).
+//! CacheLib's CacheBench JSON configs, read unchanged: `//` and `/* */`
+//! comments and trailing commas are allowed (as CacheLib's parser allows
+//! them), an object `{ "cache_config": ..., "test_config": ... }` is one
+//! instance and a top-level array several.
+//!
+//! Upstream ignores keys it does not know; a misspelled `nvmCachePath`
+//! silently runs without flash. We warn, naming the key, its place and the
+//! closest known key, and `strict` makes it an error. Syntax errors name
+//! `FILE:LINE:COL`; type and consistency errors name the key and what was
+//! expected.
+
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Why a config cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax { path: String, line: usize, column: usize, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// Keys of `cache_config` CacheBench knows.
+pub const CACHE_KEYS: &[&str] = &[
+    "allocator", "cacheSizeMB", "poolRebalanceIntervalSec", "moveOnSlabRelease",
+    "rebalanceStrategy", "rebalanceMinSlabs", "rebalanceDiffRatio", "rebalanceMinRatio",
+    "htBucketPower", "htLockPower", "lruRefreshSec", "lruRefreshRatio",
+    "mmReconfigureIntervalSecs", "lruUpdateOnWrite", "lruUpdateOnRead", "tryLockUpdate",
+    "lruIpSpec", "lru2qHotPct", "lru2qColdPct", "allocFactor", "maxAllocSize", "minAllocSize",
+    "allocSizes", "numPools", "poolSizes", "poolResizeIntervalSec", "nvmCacheSizeMB",
+    "nvmCachePaths", "nvmCacheMetadataSizeMB", "writeAmpDeviceList", "navyBlockSize",
+    "navyRegionSizeMB", "navySegmentedFifoSegmentRatio", "navyReqOrderShardsPower",
+    "navyBigHashSizePct", "navyBigHashBucketSize", "navyBloomFilterPerBucketSize",
+    "navySmallItemMaxSize", "navyParcelMemoryMB", "navyHitsReinsertionThreshold",
+    "navyProbabilityReinsertionThreshold", "navyNumInvRegions", "navyReaderThreads",
+    "navyWriterThreads", "navyCleanRegions", "navyCleanRegionThreads", "navyAdmissionWriteRateMB",
+    "navyMaxConcurrentInserts", "navyDataChecksum", "navyEncryption", "navyMaxNumReads",
+    "navyMaxNumWrites", "navyStackSizeKB", "navyNumInmemBuffers", "navySizeClasses",
+    "navyArenas", "truncateItemToOriginalAllocSizeInNvm", "memoryOnlyTTL", "usePosixShm",
+    "lockMemory", "useHugePages", "hugePageSize", "hugePageMountDir", "shmType", "cacheDir",
+    "enableItemDestructorCheck", "enableItemDestructor", "eventTrackerSamplingRate",
+    "eventTrackerQueueSize", "eventTrackerFilePath", "customConfigJson", "memoryTiers",
+    "memBindNodes", "preallocateCache", "objectSizeTrackingEnabled", "bigHashPct",
+    "navyEnableIoUring", "navyQDepth", "navyIoEngine", "deviceMaxWriteSize",
+    "useTraceTimeStamp", "printNvmCounters", "dipperBackend", "dipperFilePath",
+    "dipperAsyncThreads", "dipperDevicePath", "dipperUseDirectIO", "isNvmCacheEncryptionEnabled",
+    "isNvmCacheTruncateAllocSizeEnabled", "numPoolsMin", "initialPoolSizes",
+];
+
+/// Keys of `test_config`.
+pub const TEST_KEYS: &[&str] = &[
+    "name", "generator", "numOps", "numThreads", "numKeys", "opDelayBatch", "opDelayNs",
+    "opRatePerSec", "opRateBurstSize", "checkConsistency", "checkNvmCacheWarmUp",
+    "prepopulateCache", "preallocateCache", "samplingIntervalMs", "traceFileName", "traceFileNames",
+    "repeatTraceReplay", "repeatOpCount", "fastForwardCount", "ampFactor", "timestampFactor",
+    "replayGeneratorConfig", "useLegacyKeyGen", "touchValue", "enableLookaside",
+    "onlySetIfMiss", "keyPoolDistribution", "opPoolDistribution", "poolDistributions",
+    "binaryFileName", "distribution", "cachePieceSize", "maxCachePieces",
+    "maxInconsistencyCount", "ttlSecsRange", "ratio", "sizePct", "objectSizeTrackingEnabled",
+    "oneHits", "popularityBuckets", "popularityWeights", "popDistFile", "valSizeDistFile",
+    "keySizeRange", "keySizeRangeProbability", "valSizeRange", "valSizeRangeProbability",
+    "chainedItemLengthRange", "chainedItemLengthRangeProbability",
+    "chainedItemValSizeRange", "chainedItemValSizeRangeProbability", "getRatio", "setRatio",
+    "delRatio", "loneGetRatio", "loneSetRatio", "updateRatio", "couldExistRatio",
+    "addChainedRatio",
+];
+
+/// Keys of one `poolDistributions` entry (a distribution).
+pub const DISTRIBUTION_KEYS: &[&str] = &[
+    "keySizeRange", "keySizeRangeProbability", "valSizeRange", "valSizeRangeProbability",
+    "chainedItemLengthRange", "chainedItemLengthRangeProbability", "chainedItemValSizeRange",
+    "chainedItemValSizeRangeProbability", "getRatio", "setRatio", "delRatio", "loneGetRatio",
+    "loneSetRatio", "updateRatio", "couldExistRatio", "addChainedRatio", "popularityBuckets",
+    "popularityWeights", "popDistFile", "valSizeDistFile", "useDiscreteValueSizes",
+    "useLegacyKeyGen",
+];
+
+/// The cache side of an instance (the keys the engine uses; the rest stays
+/// in [`BenchConfig::raw`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheConfig {
+    pub allocator: String,
+    pub cache_size_mb: u64,
+    pub num_pools: usize,
+    pub pool_sizes: Vec<f64>,
+    pub alloc_factor: f64,
+    pub min_alloc_size: u32,
+    pub max_alloc_size: u32,
+    pub alloc_sizes: Vec<u32>,
+    pub ht_bucket_power: u32,
+    pub lru_refresh_sec: u32,
+    pub lru_refresh_ratio: f64,
+    pub lru_update_on_read: bool,
+    pub lru_update_on_write: bool,
+    pub lru_ip_spec: u32,
+    pub lru2q_hot_pct: u32,
+    pub lru2q_cold_pct: u32,
+    pub nvm_cache_size_mb: u64,
+    pub nvm_cache_paths: Vec<String>,
+}
+
+/// One distribution (the test's own, or one of `poolDistributions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DistributionConfig {
+    pub key_size_range: Vec<u32>,
+    pub key_size_range_probability: Vec<f64>,
+    pub val_size_range: Vec<u32>,
+    pub val_size_range_probability: Vec<f64>,
+    /// getRatio, setRatio, delRatio, loneGetRatio, loneSetRatio,
+    /// updateRatio, couldExistRatio.
+    pub op_ratios: [f64; 7],
+    pub add_chained_ratio: f64,
+    pub popularity_buckets: Vec<u64>,
+    pub popularity_weights: Vec<f64>,
+    pub pop_dist_file: Option<PathBuf>,
+    pub val_size_dist_file: Option<PathBuf>,
+}
+
+/// The workload side of an instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestConfig {
+    pub generator: String,
+    pub num_ops: u64,
+    pub num_threads: usize,
+    pub num_keys: u64,
+    pub enable_lookaside: bool,
+    pub only_set_if_miss: bool,
+    pub key_pool_distribution: Vec<f64>,
+    pub op_pool_distribution: Vec<f64>,
+    /// The test's own distribution, then `poolDistributions`, if any.
+    pub distribution: DistributionConfig,
+    pub pool_distributions: Vec<DistributionConfig>,
+    pub trace_files: Vec<PathBuf>,
+}
+
+/// One cache and its workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchConfig {
+    pub cache: CacheConfig,
+    pub test: TestConfig,
+    /// The instance as written (minus comments).
+    pub raw: Value,
+}
+
+/// A loaded file.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub instances: Vec<BenchConfig>,
+    pub warnings: Vec<String>,
+    /// The file's text, as upstream echoes it under `===JSON Config===`.
+    pub text: String,
+}
+
+/// Blanks comments and trailing commas (outside strings) with spaces, so
+/// positions in the result are positions in the original.
+pub fn strip(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let (mut i, mut in_str) = (0, false);
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    out[i] = b' ';
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    if b[i] != b'\n' {
+                        out[i] = b' ';
+                    }
+                    i += 1;
+                }
+                for j in i..(i + 2).min(b.len()) {
+                    out[j] = b' ';
+                }
+                i += 2;
+                continue;
+            }
+            b',' => {
+                // A comma followed (past blanks and comments) by } or ].
+                let mut j = i + 1;
+                loop {
+                    while j < b.len() && (b[j] as char).is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if b.get(j) == Some(&b'/') && b.get(j + 1) == Some(&b'/') {
+                        while j < b.len() && b[j] != b'\n' {
+                            j += 1;
+                        }
+                        continue;
+                    }
+                    break;
+                }
+                if matches!(b.get(j), Some(b'}') | Some(b']')) {
+                    out[i] = b' ';
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Levenshtein distance, for suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn check_keys(obj: &Map<String, Value>, known: &[&str], place: &str, out: &mut Vec<String>) {
+    for k in obj.keys() {
+        if known.contains(&k.as_str()) {
+            continue;
+        }
+        // A key of the other section: upstream ignores it here.
+        let elsewhere = if std::ptr::eq(known, TEST_KEYS) {
+            CACHE_KEYS.contains(&k.as_str()).then_some("cache_config")
+        } else if std::ptr::eq(known, CACHE_KEYS) {
+            TEST_KEYS.contains(&k.as_str()).then_some("test_config")
+        } else {
+            None
+        };
+        if let Some(section) = elsewhere {
+            out.push(format!(
+                "{place}: '{k}' is a {section} key; here it has no effect (upstream ignores it too)"
+            ));
+            continue;
+        }
+        let best = known.iter().min_by_key(|c| distance(k, c)).copied();
+        match best.filter(|c| distance(k, c) <= 3.max(k.len() / 3)) {
+            Some(c) => out.push(format!("{place}: unknown key '{k}' (did you mean '{c}'?)")),
+            None => out.push(format!("{place}: unknown key '{k}'")),
+        }
+    }
+}
+
+/// Typed access to one object, collecting errors that name the key.
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    place: String,
+}
+
+impl Fields<'_> {
+    fn err(&self, key: &str, expected: &str, got: &Value) -> String {
+        format!("{}.{key}: expected {expected}, got {got}", self.place)
+    }
+
+    fn u64(&self, key: &str, default: u64) -> Result<u64, String> {
+        match self.obj.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+                .ok_or_else(|| self.err(key, "a non-negative integer", v)),
+        }
+    }
+
+    fn f64(&self, key: &str, default: f64) -> Result<f64, String> {
+        match self.obj.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_f64().ok_or_else(|| self.err(key, "a number", v)),
+        }
+    }
+
+    fn bool(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.obj.get(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            // CacheLib also takes 0/1 and "true"/"false".
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x <= 1) => Ok(n.as_u64() == Some(1)),
+            Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+            Some(v) => Err(self.err(key, "true or false", v)),
+        }
+    }
+
+    fn string(&self, key: &str, default: &str) -> Result<String, String> {
+        match self.obj.get(key) {
+            None => Ok(default.to_string()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(v) => Err(self.err(key, "a string", v)),
+        }
+    }
+
+    fn list<T>(&self, key: &str, each: impl Fn(&Value) -> Option<T>, what: &str) -> Result<Vec<T>, String> {
+        match self.obj.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| each(v).ok_or_else(|| self.err(key, what, v)))
+                .collect(),
+            Some(v) => Err(self.err(key, &format!("a list of {what}"), v)),
+        }
+    }
+
+    fn u32s(&self, key: &str) -> Result<Vec<u32>, String> {
+        self.list(key, |v| v.as_u64().and_then(|x| u32::try_from(x).ok()), "non-negative integers")
+    }
+
+    fn f64s(&self, key: &str) -> Result<Vec<f64>, String> {
+        self.list(key, Value::as_f64, "numbers")
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        self.list(key, |v| v.as_str().map(str::to_string), "strings")
+    }
+}
+
+fn object<'a>(v: &'a Value, place: &str) -> Result<&'a Map<String, Value>, String> {
+    v.as_object().ok_or_else(|| format!("{place}: expected an object, got {v}"))
+}
+
+fn distribution(f: &Fields, base: Option<&DistributionConfig>, dir: &Path) -> Result<DistributionConfig, String> {
+    let d = base.cloned();
+    let u32s_or = |key: &str, inherit: Option<Vec<u32>>| -> Result<Vec<u32>, String> {
+        if f.obj.contains_key(key) { f.u32s(key) } else { Ok(inherit.unwrap_or_default()) }
+    };
+    let f64s_or = |key: &str, inherit: Option<Vec<f64>>| -> Result<Vec<f64>, String> {
+        if f.obj.contains_key(key) { f.f64s(key) } else { Ok(inherit.unwrap_or_default()) }
+    };
+    let ratio = |key: &str, i: usize| f.f64(key, d.as_ref().map_or(0.0, |d| d.op_ratios[i]));
+    let file = |key: &str, inherit: Option<PathBuf>| -> Result<Option<PathBuf>, String> {
+        match f.obj.get(key) {
+            None => Ok(inherit),
+            Some(Value::String(s)) => {
+                let p = dir.join(s);
+                Ok(Some(p))
+            }
+            Some(v) => Err(f.err(key, "a file name", v)),
+        }
+    };
+    let out = DistributionConfig {
+        key_size_range: u32s_or("keySizeRange", d.as_ref().map(|d| d.key_size_range.clone()))?,
+        key_size_range_probability: f64s_or(
+            "keySizeRangeProbability",
+            d.as_ref().map(|d| d.key_size_range_probability.clone()),
+        )?,
+        val_size_range: u32s_or("valSizeRange", d.as_ref().map(|d| d.val_size_range.clone()))?,
+        val_size_range_probability: f64s_or(
+            "valSizeRangeProbability",
+            d.as_ref().map(|d| d.val_size_range_probability.clone()),
+        )?,
+        op_ratios: [
+            ratio("getRatio", 0)?,
+            ratio("setRatio", 1)?,
+            ratio("delRatio", 2)?,
+            ratio("loneGetRatio", 3)?,
+            ratio("loneSetRatio", 4)?,
+            ratio("updateRatio", 5)?,
+            ratio("couldExistRatio", 6)?,
+        ],
+        add_chained_ratio: f.f64("addChainedRatio", d.as_ref().map_or(0.0, |d| d.add_chained_ratio))?,
+        popularity_buckets: f
+            .list("popularityBuckets", Value::as_u64, "non-negative integers")
+            .map(|v| if v.is_empty() { d.as_ref().map(|d| d.popularity_buckets.clone()).unwrap_or_default() } else { v })?,
+        popularity_weights: f64s_or("popularityWeights", d.as_ref().map(|d| d.popularity_weights.clone()))?,
+        pop_dist_file: file("popDistFile", d.as_ref().and_then(|d| d.pop_dist_file.clone()))?,
+        val_size_dist_file: file("valSizeDistFile", d.as_ref().and_then(|d| d.val_size_dist_file.clone()))?,
+    };
+    if out.op_ratios.iter().chain([&out.add_chained_ratio]).any(|r| *r < 0.0) {
+        return Err(format!("{}: operation ratios must not be negative", f.place));
+    }
+    let (kr, kp) = (out.key_size_range.len(), out.key_size_range_probability.len());
+    if kr != 0 && kr != kp + 1 {
+        return Err(format!(
+            "{}: keySizeRange has {kr} bounds and keySizeRangeProbability {kp} probabilities; \
+             expected one more bound than probabilities",
+            f.place
+        ));
+    }
+    let (vr, vp) = (out.val_size_range.len(), out.val_size_range_probability.len());
+    if vr != 0 && vr != vp && vr != vp + 1 && out.val_size_dist_file.is_none() {
+        return Err(format!(
+            "{}: valSizeRange has {vr} values and valSizeRangeProbability {vp}: expected the same \
+             number (exact sizes) or one more (ranges)",
+            f.place
+        ));
+    }
+    if out.popularity_buckets.len() != out.popularity_weights.len() {
+        return Err(format!(
+            "{}: popularityBuckets has {} entries and popularityWeights {}; expected the same",
+            f.place,
+            out.popularity_buckets.len(),
+            out.popularity_weights.len()
+        ));
+    }
+    Ok(out)
+}
+
+fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> Result<BenchConfig, String> {
+    let top = object(v, place)?;
+    check_keys(top, &["cache_config", "test_config"], place, warnings);
+    let empty = Value::Object(Map::new());
+    let c = object(top.get("cache_config").unwrap_or(&empty), &format!("{place}cache_config"))?;
+    let t = object(top.get("test_config").unwrap_or(&empty), &format!("{place}test_config"))?;
+    check_keys(c, CACHE_KEYS, &format!("{place}cache_config"), warnings);
+    check_keys(t, TEST_KEYS, &format!("{place}test_config"), warnings);
+    let cf = Fields { obj: c, place: format!("{place}cache_config") };
+    let num_pools = cf.u64("numPools", 1)? as usize;
+    let mut pool_sizes = cf.f64s("poolSizes")?;
+    if pool_sizes.is_empty() {
+        pool_sizes = vec![1.0 / num_pools.max(1) as f64; num_pools.max(1)];
+    }
+    if num_pools == 0 || pool_sizes.len() != num_pools {
+        return Err(format!(
+            "{place}cache_config: numPools is {num_pools} but poolSizes has {} entries; expected one size per pool",
+            pool_sizes.len()
+        ));
+    }
+    let sum: f64 = pool_sizes.iter().sum();
+    if sum > 1.0 + 1e-6 || pool_sizes.iter().any(|p| *p < 0.0) {
+        return Err(format!(
+            "{place}cache_config.poolSizes {pool_sizes:?}: expected fractions summing to at most 1 (sum {sum})"
+        ));
+    }
+    let cache = CacheConfig {
+        allocator: cf.string("allocator", "LRU")?,
+        cache_size_mb: cf.u64("cacheSizeMB", 100)?,
+        num_pools,
+        pool_sizes,
+        alloc_factor: cf.f64("allocFactor", 1.5)?,
+        min_alloc_size: cf.u64("minAllocSize", 64)? as u32,
+        max_alloc_size: cf.u64("maxAllocSize", 1 << 20)? as u32,
+        alloc_sizes: cf.u32s("allocSizes")?,
+        ht_bucket_power: cf.u64("htBucketPower", 22)? as u32,
+        lru_refresh_sec: cf.u64("lruRefreshSec", 60)? as u32,
+        lru_refresh_ratio: cf.f64("lruRefreshRatio", 0.0)?,
+        lru_update_on_read: cf.bool("lruUpdateOnRead", true)?,
+        lru_update_on_write: cf.bool("lruUpdateOnWrite", false)?,
+        lru_ip_spec: cf.u64("lruIpSpec", 0)? as u32,
+        lru2q_hot_pct: cf.u64("lru2qHotPct", 20)? as u32,
+        lru2q_cold_pct: cf.u64("lru2qColdPct", 20)? as u32,
+        nvm_cache_size_mb: cf.u64("nvmCacheSizeMB", 0)?,
+        nvm_cache_paths: cf.strings("nvmCachePaths")?,
+    };
+    let tf = Fields { obj: t, place: format!("{place}test_config") };
+    let distribution = distribution(&tf, None, dir)?;
+    let mut pool_distributions = Vec::new();
+    if let Some(pd) = t.get("poolDistributions") {
+        let Value::Array(list) = pd else {
+            return Err(tf.err("poolDistributions", "a list of distribution objects", pd));
+        };
+        for (i, d) in list.iter().enumerate() {
+            let p = format!("{place}test_config.poolDistributions[{i}]");
+            let o = object(d, &p)?;
+            check_keys(o, DISTRIBUTION_KEYS, &p, warnings);
+            pool_distributions.push(self::distribution(&Fields { obj: o, place: p }, Some(&distribution), dir)?);
+        }
+    }
+    let num_threads = tf.u64("numThreads", 1)? as usize;
+    if num_threads == 0 {
+        return Err(format!("{place}test_config.numThreads: expected at least 1, got 0"));
+    }
+    let key_pool_distribution = tf.f64s("keyPoolDistribution")?;
+    let op_pool_distribution = tf.f64s("opPoolDistribution")?;
+    for (key, v) in [("keyPoolDistribution", &key_pool_distribution), ("opPoolDistribution", &op_pool_distribution)] {
+        if !v.is_empty() && v.len() != num_pools {
+            return Err(format!(
+                "{place}test_config.{key} has {} entries but numPools is {num_pools}; expected one per pool",
+                v.len()
+            ));
+        }
+    }
+    let mut trace_files: Vec<PathBuf> = tf.strings("traceFileNames")?.iter().map(|s| dir.join(s)).collect();
+    if let Some(f) = t.get("traceFileName") {
+        let s = f.as_str().ok_or_else(|| tf.err("traceFileName", "a file name", f))?;
+        trace_files.insert(0, dir.join(s));
+    }
+    let test = TestConfig {
+        generator: tf.string("generator", "workload")?,
+        num_ops: tf.u64("numOps", 1000)?,
+        num_threads,
+        num_keys: tf.u64("numKeys", 1000)?,
+        enable_lookaside: tf.bool("enableLookaside", false)?,
+        only_set_if_miss: tf.bool("onlySetIfMiss", false)?,
+        key_pool_distribution,
+        op_pool_distribution,
+        distribution,
+        pool_distributions,
+        trace_files,
+    };
+    Ok(BenchConfig { cache, test, raw: v.clone() })
+}
+
+/// Reads a config file; `strict` turns unknown-key warnings into errors.
+pub fn load(path: &Path, strict: bool) -> Result<Loaded, ConfigError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: label.clone(), source })?;
+    let v: Value = serde_json::from_str(&strip(&text)).map_err(|e| ConfigError::Syntax {
+        path: label.clone(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string().split(" at line ").next().unwrap_or("").to_string(),
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut warnings = Vec::new();
+    let invalid = |message: String| ConfigError::Invalid { path: label.clone(), message };
+    let instances = match &v {
+        Value::Array(list) => {
+            if list.is_empty() {
+                return Err(invalid("the top-level array has no instances".into()));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(i, x)| instance(x, &format!("[{i}]."), dir, &mut warnings))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(invalid)?
+        }
+        _ => vec![instance(&v, "", dir, &mut warnings).map_err(invalid)?],
+    };
+    let warnings: Vec<String> = warnings.into_iter().map(|w| format!("{label}: {w}")).collect();
+    if strict && !warnings.is_empty() {
+        return Err(invalid(format!("unknown keys (--strict):\n  {}", warnings.join("\n  "))));
+    }
+    Ok(Loaded { instances, warnings, text })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conformance() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cachebench/test_configs")
+    }
+
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "json") {
+                out.push(p);
+            }
+        }
+    }
+
+    #[test]
+    fn every_upstream_config_loads_without_unknown_keys() {
+        let mut files = Vec::new();
+        walk(&conformance(), &mut files);
+        assert!(files.len() > 50, "{}", files.len());
+        let mut multi = 0;
+        let mut misplaced = Vec::new();
+        // Distribution data files (popDistFile, valSizeDistFile) sit beside
+        // the configs; a config has cache_config or test_config.
+        files.retain(|f| {
+            let v: Value = serde_json::from_str(&strip(&std::fs::read_to_string(f).unwrap())).unwrap();
+            let is_config = |o: &Value| o.get("cache_config").is_some() || o.get("test_config").is_some();
+            match &v {
+                Value::Array(a) => a.iter().any(is_config),
+                o => is_config(o),
+            }
+        });
+        assert!(files.len() > 50, "{} configs", files.len());
+        for f in &files {
+            let l = load(f, false).unwrap_or_else(|e| panic!("{e}"));
+            for w in &l.warnings {
+                // Upstream's own files put one cache key in test_config.
+                assert!(w.contains("has no effect"), "{w}");
+                misplaced.push(w.clone());
+            }
+            multi += usize::from(l.instances.len() > 1);
+        }
+        assert!(multi >= 1);
+        assert!(misplaced.len() <= 2, "{misplaced:?}");
+        let l = load(&conformance().join("simple_test.json"), false).unwrap();
+        let i = &l.instances[0];
+        assert_eq!(i.cache.cache_size_mb, 512);
+        assert_eq!(i.cache.pool_sizes, vec![0.3, 0.7]);
+        assert_eq!(i.test.num_threads, 32);
+        assert_eq!(i.test.distribution.val_size_range, vec![1, 32, 10240, 409200]);
+        assert_eq!(i.test.distribution.op_ratios[..3], [0.15, 0.8, 0.05]);
+        assert!(l.text.starts_with("// @nolint"));
+    }
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.json");
+        std::fs::write(&p, text).unwrap();
+        (d, p)
+    }
+
+    #[test]
+    fn comments_trailing_commas_and_syntax_positions() {
+        let (_d, p) = write("// head\n{ \"cache_config\": { /* x */ \"cacheSizeMB\": 64, },\n  \"test_config\": {\"numOps\": 5,}, }\n");
+        let l = load(&p, true).unwrap();
+        assert_eq!(l.instances[0].cache.cache_size_mb, 64);
+        let (_d, p) = write("// a \"quoted\" comment\n{\n  \"cache_config\": { \"cacheSizeMB\": 64 }\n  \"test_config\": {}\n}\n");
+        let e = load(&p, false).unwrap_err().to_string();
+        assert!(e.contains("c.json:4:3"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_warn_with_suggestions_and_strict_refuses() {
+        let (_d, p) = write(r#"{ "cache_config": { "nvmCachePath": ["/x"] }, "test_config": { "numOp": 3 } }"#);
+        let l = load(&p, false).unwrap();
+        assert!(l.warnings.iter().any(|w| w.contains("unknown key 'nvmCachePath' (did you mean 'nvmCachePaths'?)")), "{:?}", l.warnings);
+        assert!(l.warnings.iter().any(|w| w.contains("test_config: unknown key 'numOp' (did you mean 'numOps'?)")), "{:?}", l.warnings);
+        let e = load(&p, true).unwrap_err().to_string();
+        assert!(e.contains("--strict") && e.contains("numOp"), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_sizes_and_types_are_named() {
+        for (text, want) in [
+            (r#"{"cache_config": {"numPools": 2, "poolSizes": [1.0]}, "test_config": {}}"#, "numPools is 2 but poolSizes has 1"),
+            (r#"{"cache_config": {"numPools": 2, "poolSizes": [0.8, 0.4]}, "test_config": {}}"#, "summing to at most 1"),
+            (r#"{"cache_config": {}, "test_config": {"keySizeRange": [1, 8], "keySizeRangeProbability": [0.5, 0.5]}}"#, "keySizeRange has 2 bounds"),
+            (r#"{"cache_config": {}, "test_config": {"valSizeRange": [1, 8, 9, 10], "valSizeRangeProbability": [0.5, 0.5]}}"#, "valSizeRange has 4 values"),
+            (r#"{"cache_config": {}, "test_config": {"numOps": "ten"}}"#, "test_config.numOps: expected a non-negative integer, got \"ten\""),
+            (r#"{"cache_config": {}, "test_config": {"numThreads": 0}}"#, "numThreads: expected at least 1"),
+            (r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"opPoolDistribution": [1.0]}}"#, "opPoolDistribution has 1 entries but numPools is 2"),
+        ] {
+            let (_d, p) = write(text);
+            let e = load(&p, false).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
