@@ -16,65 +16,202 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: {message}")]
-    Syntax { path: String, line: usize, column: usize, message: String },
+    Syntax {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
 }
 
 /// Keys of `cache_config` CacheBench knows.
 pub const CACHE_KEYS: &[&str] = &[
-    "allocator", "cacheSizeMB", "poolRebalanceIntervalSec", "moveOnSlabRelease",
-    "rebalanceStrategy", "rebalanceMinSlabs", "rebalanceDiffRatio", "rebalanceMinRatio",
-    "htBucketPower", "htLockPower", "lruRefreshSec", "lruRefreshRatio",
-    "mmReconfigureIntervalSecs", "lruUpdateOnWrite", "lruUpdateOnRead", "tryLockUpdate",
-    "lruIpSpec", "lru2qHotPct", "lru2qColdPct", "allocFactor", "maxAllocSize", "minAllocSize",
-    "allocSizes", "numPools", "poolSizes", "poolResizeIntervalSec", "nvmCacheSizeMB",
-    "nvmCachePaths", "nvmCacheMetadataSizeMB", "writeAmpDeviceList", "navyBlockSize",
-    "navyRegionSizeMB", "navySegmentedFifoSegmentRatio", "navyReqOrderShardsPower",
-    "navyBigHashSizePct", "navyBigHashBucketSize", "navyBloomFilterPerBucketSize",
-    "navySmallItemMaxSize", "navyParcelMemoryMB", "navyHitsReinsertionThreshold",
-    "navyProbabilityReinsertionThreshold", "navyNumInvRegions", "navyReaderThreads",
-    "navyWriterThreads", "navyCleanRegions", "navyCleanRegionThreads", "navyAdmissionWriteRateMB",
-    "navyMaxConcurrentInserts", "navyDataChecksum", "navyEncryption", "navyMaxNumReads",
-    "navyMaxNumWrites", "navyStackSizeKB", "navyNumInmemBuffers", "navySizeClasses",
-    "navyArenas", "truncateItemToOriginalAllocSizeInNvm", "memoryOnlyTTL", "usePosixShm",
-    "lockMemory", "useHugePages", "hugePageSize", "hugePageMountDir", "shmType", "cacheDir",
-    "enableItemDestructorCheck", "enableItemDestructor", "eventTrackerSamplingRate",
-    "eventTrackerQueueSize", "eventTrackerFilePath", "customConfigJson", "memoryTiers",
-    "memBindNodes", "preallocateCache", "objectSizeTrackingEnabled", "bigHashPct",
-    "navyEnableIoUring", "navyQDepth", "navyIoEngine", "deviceMaxWriteSize",
-    "useTraceTimeStamp", "printNvmCounters", "dipperBackend", "dipperFilePath",
-    "dipperAsyncThreads", "dipperDevicePath", "dipperUseDirectIO", "isNvmCacheEncryptionEnabled",
-    "isNvmCacheTruncateAllocSizeEnabled", "numPoolsMin", "initialPoolSizes",
+    "allocator",
+    "cacheSizeMB",
+    "poolRebalanceIntervalSec",
+    "moveOnSlabRelease",
+    "rebalanceStrategy",
+    "rebalanceMinSlabs",
+    "rebalanceDiffRatio",
+    "rebalanceMinRatio",
+    "htBucketPower",
+    "htLockPower",
+    "lruRefreshSec",
+    "lruRefreshRatio",
+    "mmReconfigureIntervalSecs",
+    "lruUpdateOnWrite",
+    "lruUpdateOnRead",
+    "tryLockUpdate",
+    "lruIpSpec",
+    "lru2qHotPct",
+    "lru2qColdPct",
+    "allocFactor",
+    "maxAllocSize",
+    "minAllocSize",
+    "allocSizes",
+    "numPools",
+    "poolSizes",
+    "poolResizeIntervalSec",
+    "nvmCacheSizeMB",
+    "nvmCachePaths",
+    "nvmCacheMetadataSizeMB",
+    "writeAmpDeviceList",
+    "navyBlockSize",
+    "navyRegionSizeMB",
+    "navySegmentedFifoSegmentRatio",
+    "navyReqOrderShardsPower",
+    "navyBigHashSizePct",
+    "navyBigHashBucketSize",
+    "navyBloomFilterPerBucketSize",
+    "navySmallItemMaxSize",
+    "navyParcelMemoryMB",
+    "navyHitsReinsertionThreshold",
+    "navyProbabilityReinsertionThreshold",
+    "navyNumInvRegions",
+    "navyReaderThreads",
+    "navyWriterThreads",
+    "navyCleanRegions",
+    "navyCleanRegionThreads",
+    "navyAdmissionWriteRateMB",
+    "navyMaxConcurrentInserts",
+    "navyDataChecksum",
+    "navyEncryption",
+    "navyMaxNumReads",
+    "navyMaxNumWrites",
+    "navyStackSizeKB",
+    "navyNumInmemBuffers",
+    "navySizeClasses",
+    "navyArenas",
+    "truncateItemToOriginalAllocSizeInNvm",
+    "memoryOnlyTTL",
+    "usePosixShm",
+    "lockMemory",
+    "useHugePages",
+    "hugePageSize",
+    "hugePageMountDir",
+    "shmType",
+    "cacheDir",
+    "enableItemDestructorCheck",
+    "enableItemDestructor",
+    "eventTrackerSamplingRate",
+    "eventTrackerQueueSize",
+    "eventTrackerFilePath",
+    "customConfigJson",
+    "memoryTiers",
+    "memBindNodes",
+    "preallocateCache",
+    "objectSizeTrackingEnabled",
+    "bigHashPct",
+    "navyEnableIoUring",
+    "navyQDepth",
+    "navyIoEngine",
+    "deviceMaxWriteSize",
+    "useTraceTimeStamp",
+    "printNvmCounters",
+    "dipperBackend",
+    "dipperFilePath",
+    "dipperAsyncThreads",
+    "dipperDevicePath",
+    "dipperUseDirectIO",
+    "isNvmCacheEncryptionEnabled",
+    "isNvmCacheTruncateAllocSizeEnabled",
+    "numPoolsMin",
+    "initialPoolSizes",
 ];
 
 /// Keys of `test_config`.
 pub const TEST_KEYS: &[&str] = &[
-    "name", "generator", "numOps", "numThreads", "numKeys", "opDelayBatch", "opDelayNs",
-    "opRatePerSec", "opRateBurstSize", "checkConsistency", "checkNvmCacheWarmUp",
-    "prepopulateCache", "preallocateCache", "samplingIntervalMs", "traceFileName", "traceFileNames",
-    "repeatTraceReplay", "repeatOpCount", "fastForwardCount", "ampFactor", "timestampFactor",
-    "replayGeneratorConfig", "useLegacyKeyGen", "touchValue", "enableLookaside",
-    "onlySetIfMiss", "keyPoolDistribution", "opPoolDistribution", "poolDistributions",
-    "binaryFileName", "distribution", "cachePieceSize", "maxCachePieces",
-    "maxInconsistencyCount", "ttlSecsRange", "ratio", "sizePct", "objectSizeTrackingEnabled",
-    "oneHits", "popularityBuckets", "popularityWeights", "popDistFile", "valSizeDistFile",
-    "keySizeRange", "keySizeRangeProbability", "valSizeRange", "valSizeRangeProbability",
-    "chainedItemLengthRange", "chainedItemLengthRangeProbability",
-    "chainedItemValSizeRange", "chainedItemValSizeRangeProbability", "getRatio", "setRatio",
-    "delRatio", "loneGetRatio", "loneSetRatio", "updateRatio", "couldExistRatio",
+    "name",
+    "generator",
+    "numOps",
+    "numThreads",
+    "numKeys",
+    "opDelayBatch",
+    "opDelayNs",
+    "opRatePerSec",
+    "opRateBurstSize",
+    "checkConsistency",
+    "checkNvmCacheWarmUp",
+    "prepopulateCache",
+    "preallocateCache",
+    "samplingIntervalMs",
+    "traceFileName",
+    "traceFileNames",
+    "repeatTraceReplay",
+    "repeatOpCount",
+    "fastForwardCount",
+    "ampFactor",
+    "timestampFactor",
+    "replayGeneratorConfig",
+    "useLegacyKeyGen",
+    "touchValue",
+    "enableLookaside",
+    "onlySetIfMiss",
+    "keyPoolDistribution",
+    "opPoolDistribution",
+    "poolDistributions",
+    "binaryFileName",
+    "distribution",
+    "cachePieceSize",
+    "maxCachePieces",
+    "maxInconsistencyCount",
+    "ttlSecsRange",
+    "ratio",
+    "sizePct",
+    "objectSizeTrackingEnabled",
+    "oneHits",
+    "popularityBuckets",
+    "popularityWeights",
+    "popDistFile",
+    "valSizeDistFile",
+    "keySizeRange",
+    "keySizeRangeProbability",
+    "valSizeRange",
+    "valSizeRangeProbability",
+    "chainedItemLengthRange",
+    "chainedItemLengthRangeProbability",
+    "chainedItemValSizeRange",
+    "chainedItemValSizeRangeProbability",
+    "getRatio",
+    "setRatio",
+    "delRatio",
+    "loneGetRatio",
+    "loneSetRatio",
+    "updateRatio",
+    "couldExistRatio",
     "addChainedRatio",
 ];
 
 /// Keys of one `poolDistributions` entry (a distribution).
 pub const DISTRIBUTION_KEYS: &[&str] = &[
-    "keySizeRange", "keySizeRangeProbability", "valSizeRange", "valSizeRangeProbability",
-    "chainedItemLengthRange", "chainedItemLengthRangeProbability", "chainedItemValSizeRange",
-    "chainedItemValSizeRangeProbability", "getRatio", "setRatio", "delRatio", "loneGetRatio",
-    "loneSetRatio", "updateRatio", "couldExistRatio", "addChainedRatio", "popularityBuckets",
-    "popularityWeights", "popDistFile", "valSizeDistFile", "useDiscreteValueSizes",
+    "keySizeRange",
+    "keySizeRangeProbability",
+    "valSizeRange",
+    "valSizeRangeProbability",
+    "chainedItemLengthRange",
+    "chainedItemLengthRangeProbability",
+    "chainedItemValSizeRange",
+    "chainedItemValSizeRangeProbability",
+    "getRatio",
+    "setRatio",
+    "delRatio",
+    "loneGetRatio",
+    "loneSetRatio",
+    "updateRatio",
+    "couldExistRatio",
+    "addChainedRatio",
+    "popularityBuckets",
+    "popularityWeights",
+    "popDistFile",
+    "valSizeDistFile",
+    "useDiscreteValueSizes",
     "useLegacyKeyGen",
 ];
 
@@ -189,8 +326,8 @@ pub fn strip(text: &str) -> String {
                     }
                     i += 1;
                 }
-                for j in i..(i + 2).min(b.len()) {
-                    out[j] = b' ';
+                for o in out.iter_mut().take((i + 2).min(b.len())).skip(i) {
+                    *o = b' ';
                 }
                 i += 2;
                 continue;
@@ -223,12 +360,17 @@ pub fn strip(text: &str) -> String {
 
 /// Levenshtein distance, for suggestions.
 fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let (a, b): (Vec<char>, Vec<char>) = (
+        a.to_lowercase().chars().collect(),
+        b.to_lowercase().chars().collect(),
+    );
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -278,7 +420,11 @@ impl Fields<'_> {
             None => Ok(default),
             Some(v) => v
                 .as_u64()
-                .or_else(|| v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+                .or_else(|| {
+                    v.as_f64()
+                        .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                        .map(|f| f as u64)
+                })
                 .ok_or_else(|| self.err(key, "a non-negative integer", v)),
         }
     }
@@ -295,7 +441,9 @@ impl Fields<'_> {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
             // CacheLib also takes 0/1 and "true"/"false".
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x <= 1) => Ok(n.as_u64() == Some(1)),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x <= 1) => {
+                Ok(n.as_u64() == Some(1))
+            }
             Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
             Some(v) => Err(self.err(key, "true or false", v)),
         }
@@ -309,7 +457,12 @@ impl Fields<'_> {
         }
     }
 
-    fn list<T>(&self, key: &str, each: impl Fn(&Value) -> Option<T>, what: &str) -> Result<Vec<T>, String> {
+    fn list<T>(
+        &self,
+        key: &str,
+        each: impl Fn(&Value) -> Option<T>,
+        what: &str,
+    ) -> Result<Vec<T>, String> {
         match self.obj.get(key) {
             None => Ok(Vec::new()),
             Some(Value::Array(a)) => a
@@ -321,7 +474,11 @@ impl Fields<'_> {
     }
 
     fn u32s(&self, key: &str) -> Result<Vec<u32>, String> {
-        self.list(key, |v| v.as_u64().and_then(|x| u32::try_from(x).ok()), "non-negative integers")
+        self.list(
+            key,
+            |v| v.as_u64().and_then(|x| u32::try_from(x).ok()),
+            "non-negative integers",
+        )
     }
 
     fn f64s(&self, key: &str) -> Result<Vec<f64>, String> {
@@ -334,16 +491,29 @@ impl Fields<'_> {
 }
 
 fn object<'a>(v: &'a Value, place: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object().ok_or_else(|| format!("{place}: expected an object, got {v}"))
+    v.as_object()
+        .ok_or_else(|| format!("{place}: expected an object, got {v}"))
 }
 
-fn distribution(f: &Fields, base: Option<&DistributionConfig>, dir: &Path) -> Result<DistributionConfig, String> {
+fn distribution(
+    f: &Fields,
+    base: Option<&DistributionConfig>,
+    dir: &Path,
+) -> Result<DistributionConfig, String> {
     let d = base.cloned();
     let u32s_or = |key: &str, inherit: Option<Vec<u32>>| -> Result<Vec<u32>, String> {
-        if f.obj.contains_key(key) { f.u32s(key) } else { Ok(inherit.unwrap_or_default()) }
+        if f.obj.contains_key(key) {
+            f.u32s(key)
+        } else {
+            Ok(inherit.unwrap_or_default())
+        }
     };
     let f64s_or = |key: &str, inherit: Option<Vec<f64>>| -> Result<Vec<f64>, String> {
-        if f.obj.contains_key(key) { f.f64s(key) } else { Ok(inherit.unwrap_or_default()) }
+        if f.obj.contains_key(key) {
+            f.f64s(key)
+        } else {
+            Ok(inherit.unwrap_or_default())
+        }
     };
     let ratio = |key: &str, i: usize| f.f64(key, d.as_ref().map_or(0.0, |d| d.op_ratios[i]));
     let file = |key: &str, inherit: Option<PathBuf>| -> Result<Option<PathBuf>, String> {
@@ -376,18 +546,49 @@ fn distribution(f: &Fields, base: Option<&DistributionConfig>, dir: &Path) -> Re
             ratio("updateRatio", 5)?,
             ratio("couldExistRatio", 6)?,
         ],
-        add_chained_ratio: f.f64("addChainedRatio", d.as_ref().map_or(0.0, |d| d.add_chained_ratio))?,
+        add_chained_ratio: f.f64(
+            "addChainedRatio",
+            d.as_ref().map_or(0.0, |d| d.add_chained_ratio),
+        )?,
         popularity_buckets: f
             .list("popularityBuckets", Value::as_u64, "non-negative integers")
-            .map(|v| if v.is_empty() { d.as_ref().map(|d| d.popularity_buckets.clone()).unwrap_or_default() } else { v })?,
-        popularity_weights: f64s_or("popularityWeights", d.as_ref().map(|d| d.popularity_weights.clone()))?,
-        pop_dist_file: file("popDistFile", d.as_ref().and_then(|d| d.pop_dist_file.clone()))?,
-        val_size_dist_file: file("valSizeDistFile", d.as_ref().and_then(|d| d.val_size_dist_file.clone()))?,
+            .map(|v| {
+                if v.is_empty() {
+                    d.as_ref()
+                        .map(|d| d.popularity_buckets.clone())
+                        .unwrap_or_default()
+                } else {
+                    v
+                }
+            })?,
+        popularity_weights: f64s_or(
+            "popularityWeights",
+            d.as_ref().map(|d| d.popularity_weights.clone()),
+        )?,
+        pop_dist_file: file(
+            "popDistFile",
+            d.as_ref().and_then(|d| d.pop_dist_file.clone()),
+        )?,
+        val_size_dist_file: file(
+            "valSizeDistFile",
+            d.as_ref().and_then(|d| d.val_size_dist_file.clone()),
+        )?,
     };
-    if out.op_ratios.iter().chain([&out.add_chained_ratio]).any(|r| *r < 0.0) {
-        return Err(format!("{}: operation ratios must not be negative", f.place));
+    if out
+        .op_ratios
+        .iter()
+        .chain([&out.add_chained_ratio])
+        .any(|r| *r < 0.0)
+    {
+        return Err(format!(
+            "{}: operation ratios must not be negative",
+            f.place
+        ));
     }
-    let (kr, kp) = (out.key_size_range.len(), out.key_size_range_probability.len());
+    let (kr, kp) = (
+        out.key_size_range.len(),
+        out.key_size_range_probability.len(),
+    );
     if kr != 0 && kr != kp + 1 {
         return Err(format!(
             "{}: keySizeRange has {kr} bounds and keySizeRangeProbability {kp} probabilities; \
@@ -395,7 +596,10 @@ fn distribution(f: &Fields, base: Option<&DistributionConfig>, dir: &Path) -> Re
             f.place
         ));
     }
-    let (vr, vp) = (out.val_size_range.len(), out.val_size_range_probability.len());
+    let (vr, vp) = (
+        out.val_size_range.len(),
+        out.val_size_range_probability.len(),
+    );
     if vr != 0 && vr != vp && vr != vp + 1 && out.val_size_dist_file.is_none() {
         return Err(format!(
             "{}: valSizeRange has {vr} values and valSizeRangeProbability {vp}: expected the same \
@@ -414,15 +618,29 @@ fn distribution(f: &Fields, base: Option<&DistributionConfig>, dir: &Path) -> Re
     Ok(out)
 }
 
-fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> Result<BenchConfig, String> {
+fn instance(
+    v: &Value,
+    place: &str,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<BenchConfig, String> {
     let top = object(v, place)?;
     check_keys(top, &["cache_config", "test_config"], place, warnings);
     let empty = Value::Object(Map::new());
-    let c = object(top.get("cache_config").unwrap_or(&empty), &format!("{place}cache_config"))?;
-    let t = object(top.get("test_config").unwrap_or(&empty), &format!("{place}test_config"))?;
+    let c = object(
+        top.get("cache_config").unwrap_or(&empty),
+        &format!("{place}cache_config"),
+    )?;
+    let t = object(
+        top.get("test_config").unwrap_or(&empty),
+        &format!("{place}test_config"),
+    )?;
     check_keys(c, CACHE_KEYS, &format!("{place}cache_config"), warnings);
     check_keys(t, TEST_KEYS, &format!("{place}test_config"), warnings);
-    let cf = Fields { obj: c, place: format!("{place}cache_config") };
+    let cf = Fields {
+        obj: c,
+        place: format!("{place}cache_config"),
+    };
     let num_pools = cf.u64("numPools", 1)? as usize;
     let mut pool_sizes = cf.f64s("poolSizes")?;
     if pool_sizes.is_empty() {
@@ -460,7 +678,10 @@ fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> R
         nvm_cache_size_mb: cf.u64("nvmCacheSizeMB", 0)?,
         nvm_cache_paths: cf.strings("nvmCachePaths")?,
     };
-    let tf = Fields { obj: t, place: format!("{place}test_config") };
+    let tf = Fields {
+        obj: t,
+        place: format!("{place}test_config"),
+    };
     let distribution = distribution(&tf, None, dir)?;
     let mut pool_distributions = Vec::new();
     if let Some(pd) = t.get("poolDistributions") {
@@ -471,16 +692,25 @@ fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> R
             let p = format!("{place}test_config.poolDistributions[{i}]");
             let o = object(d, &p)?;
             check_keys(o, DISTRIBUTION_KEYS, &p, warnings);
-            pool_distributions.push(self::distribution(&Fields { obj: o, place: p }, Some(&distribution), dir)?);
+            pool_distributions.push(self::distribution(
+                &Fields { obj: o, place: p },
+                Some(&distribution),
+                dir,
+            )?);
         }
     }
     let num_threads = tf.u64("numThreads", 1)? as usize;
     if num_threads == 0 {
-        return Err(format!("{place}test_config.numThreads: expected at least 1, got 0"));
+        return Err(format!(
+            "{place}test_config.numThreads: expected at least 1, got 0"
+        ));
     }
     let key_pool_distribution = tf.f64s("keyPoolDistribution")?;
     let op_pool_distribution = tf.f64s("opPoolDistribution")?;
-    for (key, v) in [("keyPoolDistribution", &key_pool_distribution), ("opPoolDistribution", &op_pool_distribution)] {
+    for (key, v) in [
+        ("keyPoolDistribution", &key_pool_distribution),
+        ("opPoolDistribution", &op_pool_distribution),
+    ] {
         if !v.is_empty() && v.len() != num_pools {
             return Err(format!(
                 "{place}test_config.{key} has {} entries but numPools is {num_pools}; expected one per pool",
@@ -488,9 +718,15 @@ fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> R
             ));
         }
     }
-    let mut trace_files: Vec<PathBuf> = tf.strings("traceFileNames")?.iter().map(|s| dir.join(s)).collect();
+    let mut trace_files: Vec<PathBuf> = tf
+        .strings("traceFileNames")?
+        .iter()
+        .map(|s| dir.join(s))
+        .collect();
     if let Some(f) = t.get("traceFileName") {
-        let s = f.as_str().ok_or_else(|| tf.err("traceFileName", "a file name", f))?;
+        let s = f
+            .as_str()
+            .ok_or_else(|| tf.err("traceFileName", "a file name", f))?;
         trace_files.insert(0, dir.join(s));
     }
     let test = TestConfig {
@@ -506,22 +742,70 @@ fn instance(v: &Value, place: &str, dir: &Path, warnings: &mut Vec<String>) -> R
         pool_distributions,
         trace_files,
     };
-    Ok(BenchConfig { cache, test, raw: v.clone() })
+    Ok(BenchConfig {
+        cache,
+        test,
+        raw: v.clone(),
+    })
 }
 
-/// Reads a config file; `strict` turns unknown-key warnings into errors.
+/// Configs compiled into the binary, named `builtin:NAME` on the command
+/// line (the jobs use them, so they run from any folder).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("dram_simple", include_str!("../configs/dram_simple.json")),
+    ("dram_mini", include_str!("../configs/dram_mini.json")),
+];
+
+/// Reads a config file (or `builtin:NAME`); `strict` turns unknown-key
+/// warnings into errors.
 pub fn load(path: &Path, strict: bool) -> Result<Loaded, ConfigError> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: label.clone(), source })?;
+    if let Some(name) = label.strip_prefix("builtin:") {
+        let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name) else {
+            return Err(ConfigError::Invalid {
+                path: label.clone(),
+                message: format!(
+                    "no built-in config '{name}' (built in: {})",
+                    BUILTIN
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        };
+        return parse(text.to_string(), &label, Path::new("."), strict);
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: label.clone(),
+        source,
+    })?;
+    parse(
+        text,
+        &label,
+        path.parent().unwrap_or(Path::new(".")),
+        strict,
+    )
+}
+
+fn parse(text: String, label: &str, dir: &Path, strict: bool) -> Result<Loaded, ConfigError> {
+    let label = label.to_string();
     let v: Value = serde_json::from_str(&strip(&text)).map_err(|e| ConfigError::Syntax {
         path: label.clone(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string().split(" at line ").next().unwrap_or("").to_string(),
+        message: e
+            .to_string()
+            .split(" at line ")
+            .next()
+            .unwrap_or("")
+            .to_string(),
     })?;
-    let dir = path.parent().unwrap_or(Path::new("."));
     let mut warnings = Vec::new();
-    let invalid = |message: String| ConfigError::Invalid { path: label.clone(), message };
+    let invalid = |message: String| ConfigError::Invalid {
+        path: label.clone(),
+        message,
+    };
     let instances = match &v {
         Value::Array(list) => {
             if list.is_empty() {
@@ -535,11 +819,21 @@ pub fn load(path: &Path, strict: bool) -> Result<Loaded, ConfigError> {
         }
         _ => vec![instance(&v, "", dir, &mut warnings).map_err(invalid)?],
     };
-    let warnings: Vec<String> = warnings.into_iter().map(|w| format!("{label}: {w}")).collect();
+    let warnings: Vec<String> = warnings
+        .into_iter()
+        .map(|w| format!("{label}: {w}"))
+        .collect();
     if strict && !warnings.is_empty() {
-        return Err(invalid(format!("unknown keys (--strict):\n  {}", warnings.join("\n  "))));
+        return Err(invalid(format!(
+            "unknown keys (--strict):\n  {}",
+            warnings.join("\n  ")
+        )));
     }
-    Ok(Loaded { instances, warnings, text })
+    Ok(Loaded {
+        instances,
+        warnings,
+        text,
+    })
 }
 
 #[cfg(test)]
@@ -547,7 +841,8 @@ mod tests {
     use super::*;
 
     fn conformance() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cachebench/test_configs")
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/conformance/cachebench/test_configs")
     }
 
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -571,8 +866,10 @@ mod tests {
         // Distribution data files (popDistFile, valSizeDistFile) sit beside
         // the configs; a config has cache_config or test_config.
         files.retain(|f| {
-            let v: Value = serde_json::from_str(&strip(&std::fs::read_to_string(f).unwrap())).unwrap();
-            let is_config = |o: &Value| o.get("cache_config").is_some() || o.get("test_config").is_some();
+            let v: Value =
+                serde_json::from_str(&strip(&std::fs::read_to_string(f).unwrap())).unwrap();
+            let is_config =
+                |o: &Value| o.get("cache_config").is_some() || o.get("test_config").is_some();
             match &v {
                 Value::Array(a) => a.iter().any(is_config),
                 o => is_config(o),
@@ -595,7 +892,10 @@ mod tests {
         assert_eq!(i.cache.cache_size_mb, 512);
         assert_eq!(i.cache.pool_sizes, vec![0.3, 0.7]);
         assert_eq!(i.test.num_threads, 32);
-        assert_eq!(i.test.distribution.val_size_range, vec![1, 32, 10240, 409200]);
+        assert_eq!(
+            i.test.distribution.val_size_range,
+            vec![1, 32, 10240, 409200]
+        );
         assert_eq!(i.test.distribution.op_ratios[..3], [0.15, 0.8, 0.05]);
         assert!(l.text.starts_with("// @nolint"));
     }
@@ -609,20 +909,38 @@ mod tests {
 
     #[test]
     fn comments_trailing_commas_and_syntax_positions() {
-        let (_d, p) = write("// head\n{ \"cache_config\": { /* x */ \"cacheSizeMB\": 64, },\n  \"test_config\": {\"numOps\": 5,}, }\n");
+        let (_d, p) = write(
+            "// head\n{ \"cache_config\": { /* x */ \"cacheSizeMB\": 64, },\n  \"test_config\": {\"numOps\": 5,}, }\n",
+        );
         let l = load(&p, true).unwrap();
         assert_eq!(l.instances[0].cache.cache_size_mb, 64);
-        let (_d, p) = write("// a \"quoted\" comment\n{\n  \"cache_config\": { \"cacheSizeMB\": 64 }\n  \"test_config\": {}\n}\n");
+        let (_d, p) = write(
+            "// a \"quoted\" comment\n{\n  \"cache_config\": { \"cacheSizeMB\": 64 }\n  \"test_config\": {}\n}\n",
+        );
         let e = load(&p, false).unwrap_err().to_string();
         assert!(e.contains("c.json:4:3"), "{e}");
     }
 
     #[test]
     fn unknown_keys_warn_with_suggestions_and_strict_refuses() {
-        let (_d, p) = write(r#"{ "cache_config": { "nvmCachePath": ["/x"] }, "test_config": { "numOp": 3 } }"#);
+        let (_d, p) = write(
+            r#"{ "cache_config": { "nvmCachePath": ["/x"] }, "test_config": { "numOp": 3 } }"#,
+        );
         let l = load(&p, false).unwrap();
-        assert!(l.warnings.iter().any(|w| w.contains("unknown key 'nvmCachePath' (did you mean 'nvmCachePaths'?)")), "{:?}", l.warnings);
-        assert!(l.warnings.iter().any(|w| w.contains("test_config: unknown key 'numOp' (did you mean 'numOps'?)")), "{:?}", l.warnings);
+        assert!(
+            l.warnings
+                .iter()
+                .any(|w| w.contains("unknown key 'nvmCachePath' (did you mean 'nvmCachePaths'?)")),
+            "{:?}",
+            l.warnings
+        );
+        assert!(
+            l.warnings
+                .iter()
+                .any(|w| w.contains("test_config: unknown key 'numOp' (did you mean 'numOps'?)")),
+            "{:?}",
+            l.warnings
+        );
         let e = load(&p, true).unwrap_err().to_string();
         assert!(e.contains("--strict") && e.contains("numOp"), "{e}");
     }
@@ -630,13 +948,34 @@ mod tests {
     #[test]
     fn inconsistent_sizes_and_types_are_named() {
         for (text, want) in [
-            (r#"{"cache_config": {"numPools": 2, "poolSizes": [1.0]}, "test_config": {}}"#, "numPools is 2 but poolSizes has 1"),
-            (r#"{"cache_config": {"numPools": 2, "poolSizes": [0.8, 0.4]}, "test_config": {}}"#, "summing to at most 1"),
-            (r#"{"cache_config": {}, "test_config": {"keySizeRange": [1, 8], "keySizeRangeProbability": [0.5, 0.5]}}"#, "keySizeRange has 2 bounds"),
-            (r#"{"cache_config": {}, "test_config": {"valSizeRange": [1, 8, 9, 10], "valSizeRangeProbability": [0.5, 0.5]}}"#, "valSizeRange has 4 values"),
-            (r#"{"cache_config": {}, "test_config": {"numOps": "ten"}}"#, "test_config.numOps: expected a non-negative integer, got \"ten\""),
-            (r#"{"cache_config": {}, "test_config": {"numThreads": 0}}"#, "numThreads: expected at least 1"),
-            (r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"opPoolDistribution": [1.0]}}"#, "opPoolDistribution has 1 entries but numPools is 2"),
+            (
+                r#"{"cache_config": {"numPools": 2, "poolSizes": [1.0]}, "test_config": {}}"#,
+                "numPools is 2 but poolSizes has 1",
+            ),
+            (
+                r#"{"cache_config": {"numPools": 2, "poolSizes": [0.8, 0.4]}, "test_config": {}}"#,
+                "summing to at most 1",
+            ),
+            (
+                r#"{"cache_config": {}, "test_config": {"keySizeRange": [1, 8], "keySizeRangeProbability": [0.5, 0.5]}}"#,
+                "keySizeRange has 2 bounds",
+            ),
+            (
+                r#"{"cache_config": {}, "test_config": {"valSizeRange": [1, 8, 9, 10], "valSizeRangeProbability": [0.5, 0.5]}}"#,
+                "valSizeRange has 4 values",
+            ),
+            (
+                r#"{"cache_config": {}, "test_config": {"numOps": "ten"}}"#,
+                "test_config.numOps: expected a non-negative integer, got \"ten\"",
+            ),
+            (
+                r#"{"cache_config": {}, "test_config": {"numThreads": 0}}"#,
+                "numThreads: expected at least 1",
+            ),
+            (
+                r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"opPoolDistribution": [1.0]}}"#,
+                "opPoolDistribution has 1 entries but numPools is 2",
+            ),
         ] {
             let (_d, p) = write(text);
             let e = load(&p, false).unwrap_err().to_string();

@@ -3,11 +3,18 @@
 //! - [`config`]: CacheLib's JSON test configs (`cache_config`,
 //!   `test_config`), read unchanged;
 //! - [`cache`]: the cache engine, ours: DRAM slabs, allocation classes,
-//!   pools, eviction and the hash index.
+//!   pools, eviction and the hash index;
+//! - [`workload`] and [`stressor`]: the synthetic workload and the threads
+//!   that run it;
+//! - [`output`]: upstream's report text; [`CacheBench`]: the workload
+//!   (`rackbench cachebench --json_test_config FILE`).
 
 pub mod cache;
+mod command;
 pub mod config;
 pub mod output;
 pub mod stats;
 pub mod stressor;
 pub mod workload;
+
+pub use command::CacheBench;

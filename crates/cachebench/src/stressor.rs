@@ -160,13 +160,17 @@ fn worker(
         if pending_ops >= 1024 {
             progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
             progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
-            progress.get_misses.fetch_add(pending_misses, Ordering::Relaxed);
+            progress
+                .get_misses
+                .fetch_add(pending_misses, Ordering::Relaxed);
             (pending_ops, pending_gets, pending_misses) = (0, 0, 0);
         }
     }
     progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
     progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
-    progress.get_misses.fetch_add(pending_misses, Ordering::Relaxed);
+    progress
+        .get_misses
+        .fetch_add(pending_misses, Ordering::Relaxed);
     tp
 }
 

@@ -100,7 +100,11 @@ impl Sizes {
             Sizes::Ranges(b, w) => {
                 let i = w.sample(rng);
                 let (lo, hi) = (b[i], b[i + 1]);
-                if hi <= lo { lo } else { rng.random_range(lo..hi) }
+                if hi <= lo {
+                    lo
+                } else {
+                    rng.random_range(lo..hi)
+                }
             }
         }
     }
@@ -162,7 +166,8 @@ impl Generator {
         let mut pools = Vec::with_capacity(n_pools);
         let mut max_value = 0;
         for p in 0..n_pools {
-            let share = spec.key_pool_distribution.get(p).copied().unwrap_or(1.0) / kp_sum.max(f64::MIN_POSITIVE);
+            let share = spec.key_pool_distribution.get(p).copied().unwrap_or(1.0)
+                / kp_sum.max(f64::MIN_POSITIVE);
             let count = if p + 1 == n_pools {
                 spec.num_keys - keys.len() as u64
             } else {
@@ -267,7 +272,11 @@ impl Generator {
                     let b = w.sample(rng);
                     let lo = if b == 0 { 0 } else { bounds[b - 1] };
                     let hi = bounds[b].max(lo + 1).min(p.keys);
-                    if hi <= lo { lo.min(p.keys - 1) } else { rng.random_range(lo..hi) }
+                    if hi <= lo {
+                        lo.min(p.keys - 1)
+                    } else {
+                        rng.random_range(lo..hi)
+                    }
                 }
                 Popularity::Normal(n) => loop {
                     let x = n.sample(rng);

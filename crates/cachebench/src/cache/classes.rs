@@ -21,7 +21,9 @@ impl AllocClasses {
             return Err(format!("minAllocSize must be at least 8 bytes, got {min}"));
         }
         if max < min {
-            return Err(format!("maxAllocSize ({max}) is smaller than minAllocSize ({min})"));
+            return Err(format!(
+                "maxAllocSize ({max}) is smaller than minAllocSize ({min})"
+            ));
         }
         if max as usize > SLAB_SIZE {
             return Err(format!(
@@ -61,7 +63,10 @@ impl AllocClasses {
             }
         }
         if sizes[0] < 8 {
-            return Err(format!("allocSizes: {} bytes is below the 8-byte minimum", sizes[0]));
+            return Err(format!(
+                "allocSizes: {} bytes is below the 8-byte minimum",
+                sizes[0]
+            ));
         }
         if *sizes.last().expect("non-empty") as usize > SLAB_SIZE {
             return Err(format!(
@@ -113,10 +118,31 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        assert!(AllocClasses::geometric(64, 32, 1.5).unwrap_err().contains("maxAllocSize"));
-        assert!(AllocClasses::geometric(64, 1024, 1.0).unwrap_err().contains("allocFactor"));
-        assert!(AllocClasses::geometric(64, 8 << 20, 1.5).unwrap_err().contains("slab"));
-        assert!(AllocClasses::explicit(vec![128, 64]).unwrap_err().contains("increase"));
-        assert_eq!(AllocClasses::explicit(vec![100, 200]).unwrap().class_for(150), Some(1));
+        assert!(
+            AllocClasses::geometric(64, 32, 1.5)
+                .unwrap_err()
+                .contains("maxAllocSize")
+        );
+        assert!(
+            AllocClasses::geometric(64, 1024, 1.0)
+                .unwrap_err()
+                .contains("allocFactor")
+        );
+        assert!(
+            AllocClasses::geometric(64, 8 << 20, 1.5)
+                .unwrap_err()
+                .contains("slab")
+        );
+        assert!(
+            AllocClasses::explicit(vec![128, 64])
+                .unwrap_err()
+                .contains("increase")
+        );
+        assert_eq!(
+            AllocClasses::explicit(vec![100, 200])
+                .unwrap()
+                .class_for(150),
+            Some(1)
+        );
     }
 }

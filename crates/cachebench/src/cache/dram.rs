@@ -217,14 +217,18 @@ impl DramCache {
             ));
         }
         let sum: f64 = cfg.pool_sizes.iter().sum();
-        if cfg.pool_sizes.is_empty() || sum > 1.0 + 1e-9 || cfg.pool_sizes.iter().any(|f| *f < 0.0) {
+        if cfg.pool_sizes.is_empty() || sum > 1.0 + 1e-9 || cfg.pool_sizes.iter().any(|f| *f < 0.0)
+        {
             return Err(format!(
                 "poolSizes {:?}: need at least one pool and fractions summing to at most 1",
                 cfg.pool_sizes
             ));
         }
         if !(1..=30).contains(&cfg.ht_bucket_power) {
-            return Err(format!("htBucketPower must be 1 to 30, got {}", cfg.ht_bucket_power));
+            return Err(format!(
+                "htBucketPower must be 1 to 30, got {}",
+                cfg.ht_bucket_power
+            ));
         }
         let pools = cfg
             .pool_sizes
@@ -298,7 +302,13 @@ impl DramCache {
 
     /// Stores `key` with `value` in `pool`, replacing an older value of the
     /// key; `ttl_secs` 0 never expires.
-    pub fn set(&self, pool: usize, key: &[u8], value: &[u8], ttl_secs: u32) -> Result<(), AllocError> {
+    pub fn set(
+        &self,
+        pool: usize,
+        key: &[u8],
+        value: &[u8],
+        ttl_secs: u32,
+    ) -> Result<(), AllocError> {
         let now = self.now();
         if key.len() > u16::MAX as usize {
             return Err(AllocError::TooLarge);
@@ -331,7 +341,9 @@ impl DramCache {
         };
         inner.buckets[b] = id;
         let Inner { slabs, pools, .. } = inner;
-        pools[pool].classes[class].mm.add(&mut Metas(slabs), id, now);
+        pools[pool].classes[class]
+            .mm
+            .add(&mut Metas(slabs), id, now);
         pools[pool].stats.items += 1;
         Ok(())
     }
@@ -423,7 +435,12 @@ impl Inner {
 
     /// A free slot of `class` in `pool`: a freed one, a new one of the slab
     /// being carved, a new slab, or the container's victim.
-    fn allocate(&mut self, classes: &AllocClasses, pool: usize, class: usize) -> Result<u32, AllocError> {
+    fn allocate(
+        &mut self,
+        classes: &AllocClasses,
+        pool: usize,
+        class: usize,
+    ) -> Result<u32, AllocError> {
         let c = &mut self.pools[pool].classes[class];
         if let Some(id) = c.free.pop() {
             return Ok(id);
@@ -502,7 +519,10 @@ mod tests {
         assert_eq!((s.gets, s.hits), (4, 2));
         assert_eq!(s.pools[0].items, 0);
         // Too large for any class.
-        assert_eq!(c.set(0, b"x", &vec![0u8; 2 << 20], 0), Err(AllocError::TooLarge));
+        assert_eq!(
+            c.set(0, b"x", &vec![0u8; 2 << 20], 0),
+            Err(AllocError::TooLarge)
+        );
     }
 
     #[test]
@@ -513,7 +533,8 @@ mod tests {
         let slots = c.classes().slots_per_slab(class);
         let value = vec![1u8; 1000 - 8];
         for i in 0..slots {
-            c.set(0, format!("key{i:04}").as_bytes(), &value, 0).unwrap();
+            c.set(0, format!("key{i:04}").as_bytes(), &value, 0)
+                .unwrap();
         }
         assert_eq!(c.stats().pools[0].evictions, 0);
         // Touch key0000 so key0001 is the least recently used.
@@ -555,7 +576,10 @@ mod tests {
             size_bytes: 4 << 20,
             pool_sizes: vec![1.0],
             classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
-            policy: Policy::TwoQ { hot_pct: 20, cold_pct: 30 },
+            policy: Policy::TwoQ {
+                hot_pct: 20,
+                cold_pct: 30,
+            },
             refresh: Refresh::default(),
             ht_bucket_power: 2,
         })
@@ -570,7 +594,9 @@ mod tests {
         assert_eq!(s.pools[0].items as usize, slots);
         assert_eq!(s.pools[0].evictions as usize, slots * 2);
         // Exactly the items held are found.
-        let found = (0..slots * 3).filter(|i| c.get(format!("{i}").as_bytes(), None).is_some()).count();
+        let found = (0..slots * 3)
+            .filter(|i| c.get(format!("{i}").as_bytes(), None).is_some())
+            .count();
         assert_eq!(found, slots);
     }
 

@@ -202,7 +202,11 @@ impl Container {
     /// Records a read (or write) of an item at `now`: promotes it unless
     /// it was promoted within the refresh time.
     pub fn record_access(&mut self, m: &mut impl Links, id: u32, now: u32, write: bool) {
-        let wanted = if write { self.refresh.on_write } else { self.refresh.on_read };
+        let wanted = if write {
+            self.refresh.on_write
+        } else {
+            self.refresh.on_read
+        };
         if !wanted {
             return;
         }
@@ -442,7 +446,11 @@ mod tests {
             c.remove(&mut m, i);
             let n = c.len();
             let in_tail = (0..64u32).filter(|&i| m.in_tail(i)).count();
-            assert_eq!(in_tail, if n == 0 { 0 } else { (n / 2).max(1) }, "after removing {i}");
+            assert_eq!(
+                in_tail,
+                if n == 0 { 0 } else { (n / 2).max(1) },
+                "after removing {i}"
+            );
         }
         assert_eq!(c.victim(), None);
     }
@@ -450,7 +458,13 @@ mod tests {
     #[test]
     fn two_q_keeps_hot_small_and_evicts_cold_first() {
         let mut m = V::new(128);
-        let mut c = Container::new(Policy::TwoQ { hot_pct: 10, cold_pct: 40 }, refresh(0));
+        let mut c = Container::new(
+            Policy::TwoQ {
+                hot_pct: 10,
+                cold_pct: 40,
+            },
+            refresh(0),
+        );
         for i in 0..100 {
             c.add(&mut m, i, i);
         }

@@ -1,0 +1,123 @@
+//! CacheBench through the binary: a built-in config, an upstream config cut
+//! short by --timeout_seconds, the `cachebench` alias, and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn rackbench(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    c.current_dir(dir)
+        .env("RACKBENCH_DB", dir.join("results.db"))
+        .env_remove("RACKBENCH_JOBS_DIR")
+        .args(["--no-store", "--output-dir"])
+        .arg(dir.join("reports"))
+        .stdin(Stdio::null());
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn upstream(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/cachebench/test_configs")
+        .join(name)
+}
+
+fn report(o: &Output) -> serde_json::Value {
+    let out = text(&o.stdout);
+    serde_json::from_str(out.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn mini_job_prints_upstream_report_and_metrics() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path()).args(["run", "cachebench_mini"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "===JSON Config===",
+        "Welcome to OSS version of cachebench",
+        "Total 0.10M ops to be run",
+        "== Test Results ==",
+        "== Allocator Stats ==",
+        "Items in RAM  : ",
+        "Fraction of pool 1 used : ",
+        "Total Ops : 0.10 million",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+    let r = report(&o);
+    let m = &r["metrics"];
+    assert_eq!(m["ops"], 100_000);
+    assert!(m["ops_per_sec"].as_f64().unwrap() > 1000.0, "{m}");
+    // Lookaside: a get miss stores the key, so hits follow.
+    let hit = m["hit_ratio_pct"].as_f64().unwrap();
+    assert!(hit > 10.0 && hit < 100.0, "{m}");
+    assert!(m["items_in_ram"].as_u64().unwrap() > 1000, "{m}");
+}
+
+#[test]
+fn upstream_config_cut_short_and_alias() {
+    let d = tempfile::tempdir().unwrap();
+    // CacheLib's simple_test.json: 32 threads x 100k ops over 512 MB.
+    let cfg = upstream("simple_test.json");
+    let alias = d.path().join("cachebench");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rackbench"), &alias).unwrap();
+    // Invoked as `cachebench`, the arguments are CacheBench's own (the
+    // report goes under the current folder).
+    let o = Command::new(&alias)
+        .current_dir(d.path())
+        .env("RACKBENCH_DB", d.path().join("results.db"))
+        .stdin(Stdio::null())
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .args(["--timeout_seconds", "2", "--progress", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("Total 3.20M ops to be run"), "{out}");
+    assert!(out.contains("M ops completed. Hit Ratio"), "{out}");
+    let r = report(&o);
+    assert_eq!(r["benchmark_name"], "cachebench");
+    assert_eq!(r["metrics"]["stopped_by_timeout_seconds"], 2);
+    assert!(r["metrics"]["ops"].as_u64().unwrap() < 3_200_000);
+}
+
+#[test]
+fn bad_configs_are_refused_with_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"cache_config\": {\n  \"test_config\": {}\n}\n").unwrap();
+    let nvm = upstream("consistency/navy.json");
+    for (args, want) in [
+        (vec![format!("--json_test_config={}", bad.display())], "bad.json:".to_string()),
+        (vec![format!("--json_test_config={}", nvm.display())], "nvmCacheSizeMB".to_string()),
+        (vec!["--json_test_config=builtin:nope".to_string()], "no built-in config 'nope'".to_string()),
+        (vec!["--json_test_config=/no/such.json".to_string()], "cannot read /no/such.json".to_string()),
+    ] {
+        let o = rackbench(d.path()).arg("cachebench").args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(&want), "{args:?}: {}", text(&o.stderr));
+    }
+    // A misspelled key: a warning, or an error with --strict.
+    let typo = d.path().join("typo.json");
+    std::fs::write(
+        &typo,
+        r#"{"cache_config": {"cacheSizeMB": 64}, "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
+           "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
+           "valSizeRangeProbability": [1.0], "getRatio": 1, "numOp": 5}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path()).arg("cachebench").arg(format!("--json_test_config={}", typo.display())).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("unknown key 'numOp' (did you mean 'numOps'?)"), "{}", text(&o.stderr));
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", typo.display()))
+        .arg("--strict")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
