@@ -18,3 +18,8 @@ pub mod stressor;
 pub mod workload;
 
 pub use command::CacheBench;
+
+/// The config-to-engine mapping the command uses, for benchmarks.
+pub mod command_support {
+    pub use crate::command::{dram_config as dram_config_of, spec as spec_of};
+}
