@@ -36,7 +36,12 @@ fn run_ours(cache: &DramCache, g: &Generator, value: &[u8], pools: usize) -> f64
                             cache.remove(key);
                         }
                         _ => {
-                            let _ = cache.set(r.pool.min(pools - 1), key, &value[..r.value_size as usize], 0);
+                            let _ = cache.set(
+                                r.pool.min(pools - 1),
+                                key,
+                                &value[..r.value_size as usize],
+                                0,
+                            );
                         }
                     }
                 }
@@ -91,12 +96,16 @@ fn main() {
         .nth(1)
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
-    let loaded = cachebench::config::load(std::path::Path::new("builtin:dram_simple"), true).expect("built-in config");
+    let loaded = cachebench::config::load(std::path::Path::new("builtin:dram_simple"), true)
+        .expect("built-in config");
     let cfg = &loaded.instances[0];
     let dram = dram_config_of(cfg).expect("cache config");
     let spec = spec_of(cfg).expect("workload");
     let g = Generator::new(&spec, 1).expect("generator");
-    let value: Arc<[u8]> = (0..g.max_value_size()).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
+    let value: Arc<[u8]> = (0..g.max_value_size())
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let cache = DramCache::new(&dram).expect("cache");

@@ -243,7 +243,12 @@ impl Workload for CacheBench {
             eprintln!("warning: {w}");
         }
         let mut out = std::io::stdout();
-        writeln!(out, "{}{}", output::config_echo(&loaded.text), output::WELCOME)?;
+        writeln!(
+            out,
+            "{}{}",
+            output::config_echo(&loaded.text),
+            output::WELCOME
+        )?;
         let mut instances = Vec::new();
         let mut total_ops = 0;
         for c in &loaded.instances {

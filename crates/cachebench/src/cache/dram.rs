@@ -601,6 +601,14 @@ mod tests {
     }
 
     #[test]
+    fn per_item_metadata_is_28_bytes() {
+        // Beside each item's key and value: this, plus its share of the
+        // 4-byte hash buckets and its slot's rounding (CacheLib: a ~31-byte
+        // header in the slot, plus a 4-byte bucket).
+        assert_eq!(std::mem::size_of::<Meta>(), 28);
+    }
+
+    #[test]
     fn expired_items_miss() {
         let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
         c.set(0, b"a", b"1", 1).unwrap();
