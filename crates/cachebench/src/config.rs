@@ -126,7 +126,8 @@ pub const CACHE_KEYS: &[&str] = &[
     "initialPoolSizes",
 ];
 
-/// Keys of `test_config`.
+/// Keys of `test_config` besides those of a distribution
+/// ([`DISTRIBUTION_KEYS`], which `test_config` takes too).
 pub const TEST_KEYS: &[&str] = &[
     "name",
     "generator",
@@ -150,7 +151,6 @@ pub const TEST_KEYS: &[&str] = &[
     "ampFactor",
     "timestampFactor",
     "replayGeneratorConfig",
-    "useLegacyKeyGen",
     "touchValue",
     "enableLookaside",
     "onlySetIfMiss",
@@ -167,26 +167,6 @@ pub const TEST_KEYS: &[&str] = &[
     "sizePct",
     "objectSizeTrackingEnabled",
     "oneHits",
-    "popularityBuckets",
-    "popularityWeights",
-    "popDistFile",
-    "valSizeDistFile",
-    "keySizeRange",
-    "keySizeRangeProbability",
-    "valSizeRange",
-    "valSizeRangeProbability",
-    "chainedItemLengthRange",
-    "chainedItemLengthRangeProbability",
-    "chainedItemValSizeRange",
-    "chainedItemValSizeRangeProbability",
-    "getRatio",
-    "setRatio",
-    "delRatio",
-    "loneGetRatio",
-    "loneSetRatio",
-    "updateRatio",
-    "couldExistRatio",
-    "addChainedRatio",
 ];
 
 /// Keys of one `poolDistributions` entry (a distribution).
@@ -377,26 +357,31 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn check_keys(obj: &Map<String, Value>, known: &[&str], place: &str, out: &mut Vec<String>) {
+fn check_keys(
+    obj: &Map<String, Value>,
+    known: &[&[&str]],
+    other: Option<(&[&str], &str)>,
+    place: &str,
+    out: &mut Vec<String>,
+) {
     for k in obj.keys() {
-        if known.contains(&k.as_str()) {
+        if known.iter().any(|set| set.contains(&k.as_str())) {
             continue;
         }
         // A key of the other section: upstream ignores it here.
-        let elsewhere = if std::ptr::eq(known, TEST_KEYS) {
-            CACHE_KEYS.contains(&k.as_str()).then_some("cache_config")
-        } else if std::ptr::eq(known, CACHE_KEYS) {
-            TEST_KEYS.contains(&k.as_str()).then_some("test_config")
-        } else {
-            None
-        };
-        if let Some(section) = elsewhere {
+        if let Some((keys, section)) = other
+            && keys.contains(&k.as_str())
+        {
             out.push(format!(
                 "{place}: '{k}' is a {section} key; here it has no effect (upstream ignores it too)"
             ));
             continue;
         }
-        let best = known.iter().min_by_key(|c| distance(k, c)).copied();
+        let best = known
+            .iter()
+            .flat_map(|set| set.iter())
+            .min_by_key(|c| distance(k, c))
+            .copied();
         match best.filter(|c| distance(k, c) <= 3.max(k.len() / 3)) {
             Some(c) => out.push(format!("{place}: unknown key '{k}' (did you mean '{c}'?)")),
             None => out.push(format!("{place}: unknown key '{k}'")),
@@ -625,7 +610,13 @@ fn instance(
     warnings: &mut Vec<String>,
 ) -> Result<BenchConfig, String> {
     let top = object(v, place)?;
-    check_keys(top, &["cache_config", "test_config"], place, warnings);
+    check_keys(
+        top,
+        &[&["cache_config", "test_config"]],
+        None,
+        place,
+        warnings,
+    );
     let empty = Value::Object(Map::new());
     let c = object(
         top.get("cache_config").unwrap_or(&empty),
@@ -635,8 +626,20 @@ fn instance(
         top.get("test_config").unwrap_or(&empty),
         &format!("{place}test_config"),
     )?;
-    check_keys(c, CACHE_KEYS, &format!("{place}cache_config"), warnings);
-    check_keys(t, TEST_KEYS, &format!("{place}test_config"), warnings);
+    check_keys(
+        c,
+        &[CACHE_KEYS],
+        Some((TEST_KEYS, "test_config")),
+        &format!("{place}cache_config"),
+        warnings,
+    );
+    check_keys(
+        t,
+        &[TEST_KEYS, DISTRIBUTION_KEYS],
+        Some((CACHE_KEYS, "cache_config")),
+        &format!("{place}test_config"),
+        warnings,
+    );
     let cf = Fields {
         obj: c,
         place: format!("{place}cache_config"),
@@ -691,7 +694,7 @@ fn instance(
         for (i, d) in list.iter().enumerate() {
             let p = format!("{place}test_config.poolDistributions[{i}]");
             let o = object(d, &p)?;
-            check_keys(o, DISTRIBUTION_KEYS, &p, warnings);
+            check_keys(o, &[DISTRIBUTION_KEYS], None, &p, warnings);
             pool_distributions.push(self::distribution(
                 &Fields { obj: o, place: p },
                 Some(&distribution),
