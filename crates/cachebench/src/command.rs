@@ -266,7 +266,11 @@ impl Workload for CacheBench {
                 ops_per_thread: c.test.num_ops,
                 lookaside: c.test.enable_lookaside,
                 only_set_if_miss: c.test.only_set_if_miss,
-                ttl_secs: 0,
+                ttl_secs: c.test.ttl_secs_range,
+                rate_per_sec: c.test.op_rate_per_sec,
+                rate_burst: c.test.op_rate_burst_size,
+                delay_batch: c.test.op_delay_batch,
+                delay: Duration::from_nanos(c.test.op_delay_ns),
                 seed: a.seed,
             };
             total_ops += options.threads as u64 * options.ops_per_thread;

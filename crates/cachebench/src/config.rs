@@ -251,6 +251,16 @@ pub struct TestConfig {
     pub distribution: DistributionConfig,
     pub pool_distributions: Vec<DistributionConfig>,
     pub trace_files: Vec<PathBuf>,
+    /// TTL of stored items drawn uniformly from [min, max] seconds
+    /// (`ttlSecsRange`; none when empty).
+    pub ttl_secs_range: Option<(u32, u32)>,
+    /// Operations per second over all threads (`opRatePerSec`; 0 = as fast
+    /// as possible) and the token bucket's burst (`opRateBurstSize`).
+    pub op_rate_per_sec: u64,
+    pub op_rate_burst_size: u64,
+    /// A pause of `opDelayNs` after every `opDelayBatch` operations.
+    pub op_delay_batch: u64,
+    pub op_delay_ns: u64,
 }
 
 /// One cache and its workload.
@@ -732,7 +742,22 @@ fn instance(
             .ok_or_else(|| tf.err("traceFileName", "a file name", f))?;
         trace_files.insert(0, dir.join(s));
     }
+    let ttl = tf.u32s("ttlSecsRange")?;
+    let ttl_secs_range = match ttl.as_slice() {
+        [] => None,
+        [lo, hi] if lo <= hi => Some((*lo, *hi)),
+        _ => {
+            return Err(format!(
+                "{place}test_config.ttlSecsRange {ttl:?}: expected [min, max] seconds with min <= max"
+            ));
+        }
+    };
     let test = TestConfig {
+        ttl_secs_range,
+        op_rate_per_sec: tf.u64("opRatePerSec", 0)?,
+        op_rate_burst_size: tf.u64("opRateBurstSize", 0)?,
+        op_delay_batch: tf.u64("opDelayBatch", 0)?,
+        op_delay_ns: tf.u64("opDelayNs", 0)?,
         generator: tf.string("generator", "workload")?,
         num_ops: tf.u64("numOps", 1000)?,
         num_threads,

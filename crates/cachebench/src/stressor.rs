@@ -21,9 +21,51 @@ pub struct Options {
     pub lookaside: bool,
     /// Sets only store keys that are not cached (`onlySetIfMiss`).
     pub only_set_if_miss: bool,
-    /// TTL of stored items, seconds (0: none).
-    pub ttl_secs: u32,
+    /// TTL of stored items, uniform in [min, max] seconds (none: never
+    /// expire).
+    pub ttl_secs: Option<(u32, u32)>,
+    /// Operations per second over all threads (0: unpaced) and the token
+    /// bucket's burst (0: one second's worth per thread).
+    pub rate_per_sec: u64,
+    pub rate_burst: u64,
+    /// A pause of `delay` after every `delay_batch` operations.
+    pub delay_batch: u64,
+    pub delay: Duration,
     pub seed: u64,
+}
+
+/// A token bucket pacing one thread.
+struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(rate: f64, burst: f64) -> Bucket {
+        Bucket {
+            rate,
+            burst,
+            tokens: burst.min(1.0),
+            last: Instant::now(),
+        }
+    }
+
+    /// Waits until an operation may go.
+    fn take(&mut self) {
+        loop {
+            let now = Instant::now();
+            self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate)
+                .min(self.burst);
+            self.last = now;
+            if self.tokens >= 1.0 {
+                self.tokens -= 1.0;
+                return;
+            }
+            std::thread::sleep(Duration::from_secs_f64((1.0 - self.tokens) / self.rate));
+        }
+    }
 }
 
 /// Running totals the progress reporter reads.
@@ -85,10 +127,24 @@ fn worker(
     let mut lone = 0u64;
     let mut lone_key = Vec::with_capacity(32);
     let (mut pending_ops, mut pending_gets, mut pending_misses) = (0u64, 0u64, 0u64);
-    let set = |key: &[u8], pool: usize, size: u32, tp: &mut Throughput| {
+    let mut bucket = (opts.rate_per_sec > 0).then(|| {
+        let rate = opts.rate_per_sec as f64 / opts.threads.max(1) as f64;
+        let burst = if opts.rate_burst > 0 {
+            opts.rate_burst as f64
+        } else {
+            rate.max(1.0)
+        };
+        Bucket::new(rate, burst)
+    });
+    let mut ttl_rng = SmallRng::seed_from_u64(opts.seed ^ 0x5151 ^ thread as u64);
+    let mut ttl = move || match opts.ttl_secs {
+        None => 0,
+        Some((lo, hi)) => rand::Rng::random_range(&mut ttl_rng, lo..=hi).max(1),
+    };
+    let mut set = |key: &[u8], pool: usize, size: u32, tp: &mut Throughput| {
         tp.sets += 1;
         let size = (size as usize).min(value.len());
-        match cache.set(pool, key, &value[..size], opts.ttl_secs) {
+        match cache.set(pool, key, &value[..size], ttl()) {
             Ok(()) => {}
             Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
         }
@@ -96,6 +152,12 @@ fn worker(
     for i in 0..opts.ops_per_thread {
         if i % 1024 == 0 && stop.load(Ordering::Relaxed) {
             break;
+        }
+        if let Some(b) = bucket.as_mut() {
+            b.take();
+        }
+        if opts.delay_batch > 0 && i > 0 && i % opts.delay_batch == 0 {
+            std::thread::sleep(opts.delay);
         }
         let r = generator.next(&mut rng);
         tp.ops += 1;
@@ -222,7 +284,11 @@ mod tests {
             ops_per_thread: 50_000,
             lookaside: true,
             only_set_if_miss: false,
-            ttl_secs: 0,
+            ttl_secs: None,
+            rate_per_sec: 0,
+            rate_burst: 0,
+            delay_batch: 0,
+            delay: Duration::ZERO,
             seed: 9,
         };
         let stop = AtomicBool::new(false);
@@ -246,5 +312,22 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         let s = run(&cache, &g, &opts, &stop, &Progress::default());
         assert_eq!(s.throughput.ops, 0);
+        // Paced: 2,000 operations at 4,000/s take about half a second.
+        let paced = Options {
+            ops_per_thread: 1000,
+            rate_per_sec: 4000,
+            rate_burst: 1,
+            ttl_secs: Some((1, 3)),
+            ..opts.clone()
+        };
+        let s = run(
+            &cache,
+            &g,
+            &paced,
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        assert_eq!(s.throughput.ops, 2000);
+        assert!((0.4..1.5).contains(&s.elapsed_secs), "{}", s.elapsed_secs);
     }
 }
