@@ -422,3 +422,27 @@ fn help_and_unknown_commands() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
 }
+
+/// Every embedded job's arguments validate (`--dry-run`): a job file that
+/// names a flag its workload does not take fails here, not on a user's run.
+#[test]
+fn every_embedded_job_validates() {
+    let env = Env::new();
+    let o = env.run(&["list"]);
+    assert!(o.status.success());
+    let listing = String::from_utf8_lossy(&o.stdout).into_owned();
+    let jobs: Vec<&str> = listing
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(jobs.len() >= 11, "{jobs:?}");
+    for job in jobs {
+        let o = env.run(&["run", job, "--dry-run"]);
+        assert!(
+            o.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
