@@ -6,7 +6,7 @@
 //! value mix, 80% sets, 15% gets, 5% deletes, 512 MB), with 2 threads. moka
 //! gets the same byte budget through a weigher (key + value bytes). Each
 //! engine runs the stream `--rounds` times, alternating; the medians are
-//! printed, then the ratio.
+//! printed, then the ratio, then where our cache's memory went per item.
 
 use cachebench::cache::DramCache;
 use cachebench::command_support::{dram_config_of, spec_of};
@@ -107,9 +107,11 @@ fn main() {
         .collect::<Vec<u8>>()
         .into();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut footprint = None;
     for _ in 0..rounds {
         let cache = DramCache::new(&dram).expect("cache");
         ours.push(run_ours(&cache, &g, &value, dram.pool_sizes.len()));
+        footprint = Some(cache.footprint());
         drop(cache);
         theirs.push(run_moka(&g, &value, dram.size_bytes));
     }
@@ -117,4 +119,13 @@ fn main() {
     println!("rackbench DRAM cache: {o:.0} ops/s (runs {ours:.0?})");
     println!("moka::sync::Cache:    {t:.0} ops/s (runs {theirs:.0?})");
     println!("ratio: {:.2}", o / t);
+    if let Some(f) = footprint {
+        println!(
+            "memory: {} items, {:.1} bytes of bookkeeping per item (metadata + index share), \
+             {:.1} bytes per item beyond key and value including the class rounding",
+            f.items,
+            f.bookkeeping_per_item(),
+            f.overhead_per_item()
+        );
+    }
 }

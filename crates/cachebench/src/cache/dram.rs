@@ -64,6 +64,42 @@ pub struct Stats {
     pub pools: Vec<PoolStats>,
 }
 
+/// Where the cache's memory goes, for the items it holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Footprint {
+    pub items: u64,
+    /// The keys and values themselves.
+    pub key_value_bytes: u64,
+    /// The slots holding them (key and value plus the class rounding).
+    pub slot_bytes: u64,
+    /// Per-item metadata beside the slabs.
+    pub metadata_bytes: u64,
+    /// The hash index's buckets (fixed by htBucketPower).
+    pub index_bytes: u64,
+}
+
+impl Footprint {
+    /// Bytes per item beyond its key and value: slot rounding, metadata
+    /// and the item's share of the index.
+    pub fn overhead_per_item(&self) -> f64 {
+        if self.items == 0 {
+            return 0.0;
+        }
+        (self.slot_bytes - self.key_value_bytes + self.metadata_bytes + self.index_bytes) as f64
+            / self.items as f64
+    }
+
+    /// The same without the allocation-class rounding: what each item
+    /// costs in bookkeeping (CacheLib: a ~31-byte header and a 4-byte
+    /// bucket).
+    pub fn bookkeeping_per_item(&self) -> f64 {
+        if self.items == 0 {
+            return 0.0;
+        }
+        (self.metadata_bytes + self.index_bytes) as f64 / self.items as f64
+    }
+}
+
 const FLAG_IN_TAIL: u8 = 1;
 
 /// Per-item metadata beside the slab (28 bytes).
@@ -370,6 +406,29 @@ impl DramCache {
         s
     }
 
+    /// Where the memory of the items held goes: walks every item (takes the
+    /// lock for the walk; meant for reports, not the hot path).
+    pub fn footprint(&self) -> Footprint {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = Footprint {
+            index_bytes: (g.buckets.len() * 4) as u64,
+            ..Footprint::default()
+        };
+        for b in &g.buckets {
+            let mut at = *b;
+            while at != NIL {
+                let (s, i) = split(at);
+                let m = &g.slabs[s].meta[i];
+                f.items += 1;
+                f.key_value_bytes += u64::from(m.key_len) + u64::from(m.val_len);
+                f.slot_bytes += g.slabs[s].slot_size as u64;
+                f.metadata_bytes += std::mem::size_of::<Meta>() as u64;
+                at = m.hash_next;
+            }
+        }
+        f
+    }
+
     /// Items held per (pool, class), for stats and tests.
     pub fn class_items(&self, pool: usize) -> Vec<usize> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -598,6 +657,21 @@ mod tests {
             .filter(|i| c.get(format!("{i}").as_bytes(), None).is_some())
             .count();
         assert_eq!(found, slots);
+    }
+
+    #[test]
+    fn footprint_counts_every_item() {
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        c.set(0, b"abc", &[0u8; 60], 0).unwrap();
+        c.set(0, b"defg", &[0u8; 100], 0).unwrap();
+        let f = c.footprint();
+        assert_eq!(f.items, 2);
+        assert_eq!(f.key_value_bytes, 63 + 104);
+        // 63 bytes fit the 64-byte class, 104 the 144-byte one.
+        assert_eq!(f.slot_bytes, 64 + 144);
+        assert_eq!(f.metadata_bytes, 56);
+        assert_eq!(f.index_bytes, 4 << 10);
+        assert!((f.bookkeeping_per_item() - (56.0 + 4096.0) / 2.0).abs() < 1e-9);
     }
 
     #[test]

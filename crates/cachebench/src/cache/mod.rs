@@ -8,5 +8,5 @@ pub mod dram;
 pub mod mm;
 
 pub use classes::{AllocClasses, SLAB_SIZE};
-pub use dram::{AllocError, DramCache, DramConfig, PoolStats, Stats};
+pub use dram::{AllocError, DramCache, DramConfig, Footprint, PoolStats, Stats};
 pub use mm::{Policy, Refresh};
