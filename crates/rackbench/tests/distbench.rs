@@ -562,3 +562,46 @@ fn test_builder_runs_tests_on_a_sequencer() {
         text(&again.stderr)
     );
 }
+
+/// Ctrl-C during a start_localhost test: the traffic is cancelled, the test
+/// ends with what it measured, the results file is written and the report
+/// says interrupted (exit 130).
+#[test]
+fn ctrl_c_keeps_the_partial_test() {
+    let d = tempfile::tempdir().unwrap();
+    let child = rackbench(d.path())
+        .args(["--output-dir"])
+        .arg(d.path().join("reports"))
+        .args([
+            "--no-store",
+            "distbench",
+            "start_localhost",
+            "-n",
+            "2",
+            "--port=0",
+            "-t",
+            "30",
+            "--pattern",
+            "client_server:parallel_queries=2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs() < 15, "took {:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let report: serde_json::Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
+    let m = &report["metrics"];
+    assert_eq!(report["success"], false);
+    assert_eq!(m["interrupted"], true, "{m}");
+    assert_eq!(m["tests_completed"], 1, "{m}");
+    let r: distbench::proto::TestSequenceResults =
+        distbench::files::read(Path::new(m["outfile"].as_str().unwrap())).unwrap();
+    assert_eq!(r.test_results.len(), 1);
+}
