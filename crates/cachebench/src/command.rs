@@ -122,15 +122,37 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
     })
 }
 
-/// The workload an instance describes.
-pub fn spec(c: &BenchConfig) -> anyhow::Result<Spec> {
-    let t = &c.test;
-    match t.generator.as_str() {
-        "workload" | "online" => {}
+/// Where an instance's operations come from.
+pub enum Source {
+    Synthetic(Generator),
+    Replay(crate::replay::Trace),
+}
+
+/// Checks the generator an instance names.
+fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
+    match c.test.generator.as_str() {
+        "workload" | "online" => Ok(()),
+        "replay" => {
+            if c.test.trace_files.is_empty() {
+                bail!("test_config: generator 'replay' needs traceFileName or traceFileNames");
+            }
+            for f in &c.test.trace_files {
+                if !f.is_file() {
+                    bail!("test_config: trace file {} cannot be read", f.display());
+                }
+            }
+            Ok(())
+        }
         other => bail!(
-            "test_config.generator '{other}' is not built yet in rackbench (built: workload, online)"
+            "test_config.generator '{other}' is not built yet in rackbench (built: workload, online, replay)"
         ),
     }
+}
+
+/// The synthetic workload an instance describes.
+pub fn spec(c: &BenchConfig) -> anyhow::Result<Spec> {
+    let t = &c.test;
+    check_generator(c)?;
     let mut mixes = Vec::new();
     if t.pool_distributions.is_empty() {
         mixes.push(mix(&t.distribution, "test_config")?);
@@ -180,7 +202,8 @@ fn sum_cache(stats: &[CacheStats]) -> CacheStats {
 
 struct Instance {
     cache: DramCache,
-    generator: Generator,
+    source: Source,
+    repeat_trace: bool,
     options: Options,
     fractions: Vec<f64>,
 }
@@ -231,7 +254,11 @@ impl Workload for CacheBench {
         let loaded = config::load(&a.json_test_config, a.strict)?;
         for c in &loaded.instances {
             dram_config(c)?;
-            spec(c)?;
+            if c.test.generator == "replay" {
+                check_generator(c)?;
+            } else {
+                spec(c)?;
+            }
         }
         Ok(())
     }
@@ -253,14 +280,34 @@ impl Workload for CacheBench {
         let mut total_ops = 0;
         for c in &loaded.instances {
             let dram = dram_config(c)?;
-            let spec = spec(c)?;
             let t0 = Instant::now();
-            let generator = Generator::new(&spec, a.seed).map_err(anyhow::Error::msg)?;
-            write!(
-                out,
-                "{}",
-                output::keys_created(generator.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
-            )?;
+            let source = if c.test.generator == "replay" {
+                check_generator(c)?;
+                let trace = crate::replay::load(
+                    &c.test.trace_files,
+                    &crate::replay::ReplayOptions {
+                        threads: c.test.num_threads,
+                        amp_factor: c.test.amp_factor,
+                        repeat_op_count: c.test.repeat_op_count,
+                    },
+                )
+                .map_err(anyhow::Error::msg)?;
+                if trace.parse_errors > 0 {
+                    eprintln!(
+                        "warning: {} of {} trace lines could not be parsed and were skipped",
+                        trace.parse_errors, trace.lines
+                    );
+                }
+                Source::Replay(trace)
+            } else {
+                let generator = Generator::new(&spec(c)?, a.seed).map_err(anyhow::Error::msg)?;
+                write!(
+                    out,
+                    "{}",
+                    output::keys_created(generator.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
+                )?;
+                Source::Synthetic(generator)
+            };
             let options = Options {
                 threads: c.test.num_threads,
                 ops_per_thread: c.test.num_ops,
@@ -276,7 +323,8 @@ impl Workload for CacheBench {
             total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
                 cache: DramCache::new(&dram).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?,
-                generator,
+                source,
+                repeat_trace: c.test.repeat_trace_replay,
                 options,
                 fractions: dram.pool_sizes.clone(),
             });
@@ -301,7 +349,12 @@ impl Workload for CacheBench {
                 .iter()
                 .zip(&progress)
                 .map(|(i, p)| {
-                    s.spawn(|| stressor::run(&i.cache, &i.generator, &i.options, &stop, p))
+                    s.spawn(|| match &i.source {
+                        Source::Synthetic(g) => stressor::run(&i.cache, g, &i.options, &stop, p),
+                        Source::Replay(t) => {
+                            stressor::run_replay(&i.cache, t, &i.options, i.repeat_trace, &stop, p)
+                        }
+                    })
                 })
                 .collect();
             // Progress, timeout and Ctrl-C, until every instance is done.

@@ -261,6 +261,11 @@ pub struct TestConfig {
     /// A pause of `opDelayNs` after every `opDelayBatch` operations.
     pub op_delay_batch: u64,
     pub op_delay_ns: u64,
+    /// Trace replay: `ampFactor` (in `replayGeneratorConfig` or
+    /// `test_config`), `repeatTraceReplay`, `repeatOpCount`.
+    pub amp_factor: u32,
+    pub repeat_trace_replay: bool,
+    pub repeat_op_count: bool,
 }
 
 /// One cache and its workload.
@@ -752,7 +757,23 @@ fn instance(
             ));
         }
     };
+    let mut amp_factor = tf.u64("ampFactor", 1)?;
+    if let Some(rg) = t.get("replayGeneratorConfig") {
+        let p = format!("{place}test_config.replayGeneratorConfig");
+        let o = object(rg, &p)?;
+        check_keys(
+            o,
+            &[&["ampFactor", "binaryFileName", "fastForwardCount"]],
+            None,
+            &p,
+            warnings,
+        );
+        amp_factor = Fields { obj: o, place: p }.u64("ampFactor", amp_factor)?;
+    }
     let test = TestConfig {
+        amp_factor: u32::try_from(amp_factor.max(1)).unwrap_or(u32::MAX),
+        repeat_trace_replay: tf.bool("repeatTraceReplay", false)?,
+        repeat_op_count: tf.bool("repeatOpCount", false)?,
         ttl_secs_range,
         op_rate_per_sec: tf.u64("opRatePerSec", 0)?,
         op_rate_burst_size: tf.u64("opRateBurstSize", 0)?,

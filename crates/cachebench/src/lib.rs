@@ -13,6 +13,7 @@ pub mod cache;
 mod command;
 pub mod config;
 pub mod output;
+pub mod replay;
 pub mod stats;
 pub mod stressor;
 pub mod workload;

@@ -236,6 +236,112 @@ fn worker(
     tp
 }
 
+/// Replays a trace: each thread its own share, in order, each request
+/// `count` times; up to `ops_per_thread` operations per thread, looping over
+/// the trace with `repeat`. Gets that miss store the key when `lookaside`
+/// and the request has a size.
+pub fn run_replay(
+    cache: &DramCache,
+    trace: &crate::replay::Trace,
+    opts: &Options,
+    repeat: bool,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> RunStats {
+    use crate::replay::ReplayOp;
+    let start = Instant::now();
+    let max = trace
+        .per_thread
+        .iter()
+        .flatten()
+        .map(|r| r.size)
+        .max()
+        .unwrap_or(0);
+    let value: Vec<u8> = (0..max as usize).map(|i| (i % 251) as u8).collect();
+    let mut total = Throughput::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = trace
+            .per_thread
+            .iter()
+            .map(|reqs| {
+                let value = &value;
+                s.spawn(move || {
+                    let mut tp = Throughput::default();
+                    if reqs.is_empty() {
+                        return tp;
+                    }
+                    let mut i = 0usize;
+                    'outer: while tp.ops < opts.ops_per_thread {
+                        if i == reqs.len() {
+                            if !repeat {
+                                break;
+                            }
+                            i = 0;
+                        }
+                        let r = &reqs[i];
+                        i += 1;
+                        for _ in 0..r.count {
+                            if tp.ops >= opts.ops_per_thread
+                                || (tp.ops % 1024 == 0 && stop.load(Ordering::Relaxed))
+                            {
+                                break 'outer;
+                            }
+                            tp.ops += 1;
+                            let size = (r.size as usize).min(value.len());
+                            match r.op {
+                                ReplayOp::Get => {
+                                    tp.gets += 1;
+                                    if cache.get(&r.key, None).is_none() {
+                                        tp.get_misses += 1;
+                                        if opts.lookaside && r.size > 0 {
+                                            tp.sets += 1;
+                                            if cache
+                                                .set(0, &r.key, &value[..size], r.ttl_secs)
+                                                .is_err()
+                                            {
+                                                tp.set_failures += 1;
+                                            }
+                                        }
+                                    }
+                                }
+                                ReplayOp::Set => {
+                                    tp.sets += 1;
+                                    if cache.set(0, &r.key, &value[..size], r.ttl_secs).is_err() {
+                                        tp.set_failures += 1;
+                                    }
+                                }
+                                ReplayOp::Delete => {
+                                    tp.dels += 1;
+                                    if !cache.remove(&r.key) {
+                                        tp.del_not_found += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    progress.ops.fetch_add(tp.ops, Ordering::Relaxed);
+                    progress.gets.fetch_add(tp.gets, Ordering::Relaxed);
+                    progress
+                        .get_misses
+                        .fetch_add(tp.get_misses, Ordering::Relaxed);
+                    tp
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Ok(tp) = h.join() {
+                total.add(&tp);
+            }
+        }
+    });
+    RunStats {
+        cache: cache.stats(),
+        pool_fractions: Vec::new(),
+        throughput: total,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+    }
+}
+
 /// Waits `every` between calls of `tick` until `done` is raised.
 pub fn every(every: Duration, done: &AtomicBool, mut tick: impl FnMut()) {
     let mut next = Instant::now() + every;
@@ -329,5 +435,74 @@ mod tests {
         );
         assert_eq!(s.throughput.ops, 2000);
         assert!((0.4..1.5).contains(&s.elapsed_secs), "{}", s.elapsed_secs);
+    }
+
+    #[test]
+    fn replay_runs_each_request_count_times_and_can_loop() {
+        use crate::replay::{ReplayOp, Request, Trace};
+        let cache = DramCache::new(&DramConfig {
+            size_bytes: 8 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 10,
+        })
+        .unwrap();
+        let req = |k: &str, op, count| Request {
+            key: k.as_bytes().to_vec(),
+            op,
+            size: 100,
+            ttl_secs: 0,
+            count,
+        };
+        let trace = Trace {
+            per_thread: vec![
+                vec![
+                    req("a", ReplayOp::Get, 2),
+                    req("a", ReplayOp::Get, 1),
+                    req("b", ReplayOp::Delete, 1),
+                ],
+                vec![req("c", ReplayOp::Set, 1), req("c", ReplayOp::Get, 3)],
+            ],
+            lines: 5,
+            parse_errors: 0,
+        };
+        let mut opts = Options {
+            threads: 2,
+            ops_per_thread: 1000,
+            lookaside: true,
+            only_set_if_miss: false,
+            ttl_secs: None,
+            rate_per_sec: 0,
+            rate_burst: 0,
+            delay_batch: 0,
+            delay: Duration::ZERO,
+            seed: 1,
+        };
+        let s = run_replay(
+            &cache,
+            &trace,
+            &opts,
+            false,
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        let t = &s.throughput;
+        assert_eq!(t.ops, 4 + 4);
+        // a: miss then stored (lookaside), then two hits; c: set, three hits.
+        assert_eq!((t.gets, t.get_misses), (6, 1));
+        assert_eq!((t.dels, t.del_not_found), (1, 1));
+        // Looping stops at ops_per_thread.
+        opts.ops_per_thread = 50;
+        let s = run_replay(
+            &cache,
+            &trace,
+            &opts,
+            true,
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        assert_eq!(s.throughput.ops, 100);
     }
 }

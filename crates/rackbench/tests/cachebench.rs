@@ -121,3 +121,22 @@ fn bad_configs_are_refused_with_exit_2() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+/// CacheLib's kvcache trace replay config runs (its CSV traces beside it).
+#[test]
+fn upstream_trace_replay_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = upstream("trace_replay/kvcache/config_kvtrace.json");
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let m = &report(&o)["metrics"];
+    // 198 trace lines, op_count repeats included.
+    assert!(m["ops"].as_u64().unwrap() > 198, "{m}");
+    assert!(m["gets_per_sec"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(text(&o.stdout).contains("Cache Gets    : "));
+}

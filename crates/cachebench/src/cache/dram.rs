@@ -291,7 +291,9 @@ impl DramCache {
                 slab_owner: Vec::new(),
                 total_slabs,
                 pools,
-                buckets: vec![NIL; 1 << cfg.ht_bucket_power],
+                // Zeroed memory is mapped lazily: a 2^29-bucket index costs
+                // nothing until used. Buckets hold slot id + 1 (0 = empty).
+                buckets: vec![0; 1 << cfg.ht_bucket_power],
                 stats: Stats::default(),
             }),
         })
@@ -363,19 +365,20 @@ impl DramCache {
         let id = inner.allocate(&self.classes, pool, class)?;
         inner.pools[pool].stats.alloc_successes += 1;
         let (s, i) = split(id);
+        let b = (hash(key) as usize) & (inner.buckets.len() - 1);
+        let chain = inner.head(b);
         let slab = &mut inner.slabs[s];
         let start = i * slab.slot_size;
         slab.mem[start..start + key.len()].copy_from_slice(key);
         slab.mem[start + key.len()..start + key.len() + value.len()].copy_from_slice(value);
-        let b = (hash(key) as usize) & (inner.buckets.len() - 1);
         slab.meta[i] = Meta {
-            hash_next: inner.buckets[b],
+            hash_next: chain,
             key_len: key.len() as u16,
             val_len: value.len() as u32,
             expiry: if ttl_secs == 0 { 0 } else { now + ttl_secs },
             ..EMPTY
         };
-        inner.buckets[b] = id;
+        inner.set_head(b, id);
         let Inner { slabs, pools, .. } = inner;
         pools[pool].classes[class]
             .mm
@@ -414,8 +417,8 @@ impl DramCache {
             index_bytes: (g.buckets.len() * 4) as u64,
             ..Footprint::default()
         };
-        for b in &g.buckets {
-            let mut at = *b;
+        for b in 0..g.buckets.len() {
+            let mut at = g.head(b);
             while at != NIL {
                 let (s, i) = split(at);
                 let m = &g.slabs[s].meta[i];
@@ -437,6 +440,15 @@ impl DramCache {
 }
 
 impl Inner {
+    /// The first item of bucket `b`'s chain (NIL when empty).
+    fn head(&self, b: usize) -> u32 {
+        self.buckets[b].wrapping_sub(1)
+    }
+
+    fn set_head(&mut self, b: usize, id: u32) {
+        self.buckets[b] = id.wrapping_add(1);
+    }
+
     fn key_of(&self, id: u32) -> &[u8] {
         let (s, i) = split(id);
         let slab = &self.slabs[s];
@@ -446,7 +458,7 @@ impl Inner {
 
     fn find(&self, key: &[u8]) -> Option<u32> {
         let b = (hash(key) as usize) & (self.buckets.len() - 1);
-        let mut at = self.buckets[b];
+        let mut at = self.head(b);
         while at != NIL {
             if self.key_of(at) == key {
                 return Some(at);
@@ -470,10 +482,10 @@ impl Inner {
             let (s, i) = split(id);
             self.slabs[s].meta[i].hash_next
         };
-        if self.buckets[b] == id {
-            self.buckets[b] = next;
+        if self.head(b) == id {
+            self.set_head(b, next);
         } else {
-            let mut at = self.buckets[b];
+            let mut at = self.head(b);
             while at != NIL {
                 let (s, i) = split(at);
                 if self.slabs[s].meta[i].hash_next == id {
