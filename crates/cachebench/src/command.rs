@@ -241,7 +241,7 @@ impl Workload for CacheBench {
     }
 
     fn description(&self) -> &'static str {
-        "CacheBench: a CacheLib-style DRAM cache under CacheLib's synthetic workloads (NVM tier and trace replay not built yet)"
+        "CacheBench: a CacheLib-style DRAM cache under CacheLib's synthetic and replayed workloads (NVM tier not built yet)"
     }
 
     fn help(&self) -> String {
