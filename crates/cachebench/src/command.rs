@@ -289,6 +289,7 @@ impl Workload for CacheBench {
                         threads: c.test.num_threads,
                         amp_factor: c.test.amp_factor,
                         repeat_op_count: c.test.repeat_op_count,
+                        fast_forward: c.test.fast_forward_count,
                     },
                 )
                 .map_err(anyhow::Error::msg)?;

@@ -266,6 +266,7 @@ pub struct TestConfig {
     pub amp_factor: u32,
     pub repeat_trace_replay: bool,
     pub repeat_op_count: bool,
+    pub fast_forward_count: u64,
 }
 
 /// One cache and its workload.
@@ -758,6 +759,7 @@ fn instance(
         }
     };
     let mut amp_factor = tf.u64("ampFactor", 1)?;
+    let mut fast_forward_count = tf.u64("fastForwardCount", 0)?;
     if let Some(rg) = t.get("replayGeneratorConfig") {
         let p = format!("{place}test_config.replayGeneratorConfig");
         let o = object(rg, &p)?;
@@ -768,12 +770,15 @@ fn instance(
             &p,
             warnings,
         );
-        amp_factor = Fields { obj: o, place: p }.u64("ampFactor", amp_factor)?;
+        let rf = Fields { obj: o, place: p };
+        amp_factor = rf.u64("ampFactor", amp_factor)?;
+        fast_forward_count = rf.u64("fastForwardCount", fast_forward_count)?;
     }
     let test = TestConfig {
         amp_factor: u32::try_from(amp_factor.max(1)).unwrap_or(u32::MAX),
         repeat_trace_replay: tf.bool("repeatTraceReplay", false)?,
         repeat_op_count: tf.bool("repeatOpCount", false)?,
+        fast_forward_count,
         ttl_secs_range,
         op_rate_per_sec: tf.u64("opRatePerSec", 0)?,
         op_rate_burst_size: tf.u64("opRateBurstSize", 0)?,

@@ -45,6 +45,8 @@ pub struct ReplayOptions {
     pub threads: usize,
     pub amp_factor: u32,
     pub repeat_op_count: bool,
+    /// Data lines skipped at the start of the trace (`fastForwardCount`).
+    pub fast_forward: u64,
 }
 
 fn thread_of(key: &[u8], threads: usize) -> usize {
@@ -62,6 +64,7 @@ pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, S
         per_thread: vec![Vec::new(); opts.threads.max(1)],
         ..Trace::default()
     };
+    let mut skipped = 0u64;
     for f in files {
         let f = f.as_ref();
         let text = std::fs::read_to_string(f)
@@ -81,6 +84,10 @@ pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, S
         let (count_col, key_size_col, ttl_col) = (col("op_count"), col("key_size"), col("ttl"));
         for line in lines {
             if line.trim().is_empty() {
+                continue;
+            }
+            if skipped < opts.fast_forward {
+                skipped += 1;
                 continue;
             }
             trace.lines += 1;
@@ -150,10 +157,11 @@ mod tests {
 
     #[test]
     fn upstream_traces_parse() {
-        let opts = ReplayOptions {
+        let mut opts = ReplayOptions {
             threads: 4,
             amp_factor: 1,
             repeat_op_count: true,
+            fast_forward: 0,
         };
         let t = load(
             &[upstream("kv_traces_1.csv"), upstream("kv_traces_2.csv")],
@@ -177,6 +185,14 @@ mod tests {
                 assert_eq!(thread_of(&r.key, 4), i);
             }
         }
+        // Fast-forwarding skips lines across the files.
+        opts.fast_forward = 150;
+        let t = load(
+            &[upstream("kv_traces_1.csv"), upstream("kv_traces_2.csv")],
+            &opts,
+        )
+        .unwrap();
+        assert_eq!(t.lines, 48);
     }
 
     #[test]
@@ -192,6 +208,7 @@ mod tests {
             threads: 2,
             amp_factor: 3,
             repeat_op_count: true,
+            fast_forward: 0,
         };
         let t = load(&[&f], &opts).unwrap();
         assert_eq!((t.lines, t.parse_errors), (5, 3));
