@@ -102,9 +102,6 @@ pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
 }
 
 fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
-    if d.pop_dist_file.is_some() || d.val_size_dist_file.is_some() {
-        bail!("{what}: popDistFile / valSizeDistFile distributions are not built yet in rackbench");
-    }
     if d.add_chained_ratio > 0.0 {
         bail!("{what}: addChainedRatio (chained items) is not built yet in rackbench");
     }

@@ -575,6 +575,8 @@ fn distribution(
             d.as_ref().and_then(|d| d.val_size_dist_file.clone()),
         )?,
     };
+    let mut out = out;
+    load_dist_files(&mut out, &f.place, base)?;
     if out
         .op_ratios
         .iter()
@@ -617,6 +619,73 @@ fn distribution(
         ));
     }
     Ok(out)
+}
+
+/// Reads a distribution's `popDistFile` (popularityBuckets and
+/// popularityWeights; its `oneHits` is left to loneGetRatio, which carries
+/// the same share) and `valSizeDistFile` (valSizeRange and
+/// valSizeRangeProbability), replacing what the config says inline. A
+/// distribution inherited from `test_config` keeps the files already read.
+fn load_dist_files(
+    d: &mut DistributionConfig,
+    place: &str,
+    base: Option<&DistributionConfig>,
+) -> Result<(), String> {
+    let read = |p: &Path, key: &str| -> Result<Map<String, Value>, String> {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| format!("{place}.{key}: cannot read {}: {e}", p.display()))?;
+        match serde_json::from_str::<Value>(&strip(&text)) {
+            Ok(Value::Object(o)) => Ok(o),
+            Ok(_) => Err(format!(
+                "{place}.{key}: {} is not a JSON object",
+                p.display()
+            )),
+            Err(e) => Err(format!("{}:{}:{}: {e}", p.display(), e.line(), e.column())),
+        }
+    };
+    let inherited = |p: &Option<PathBuf>, get: fn(&DistributionConfig) -> &Option<PathBuf>| {
+        base.is_some_and(|b| get(b) == p)
+    };
+    if let Some(p) = d
+        .pop_dist_file
+        .clone()
+        .filter(|p| !inherited(&Some(p.clone()), |b| &b.pop_dist_file))
+    {
+        let o = read(&p, "popDistFile")?;
+        let f = Fields {
+            obj: &o,
+            place: p.display().to_string(),
+        };
+        d.popularity_buckets =
+            f.list("popularityBuckets", Value::as_u64, "non-negative integers")?;
+        d.popularity_weights = f.f64s("popularityWeights")?;
+        if d.popularity_buckets.is_empty() {
+            return Err(format!(
+                "{}: needs popularityBuckets and popularityWeights",
+                p.display()
+            ));
+        }
+    }
+    if let Some(p) = d
+        .val_size_dist_file
+        .clone()
+        .filter(|p| !inherited(&Some(p.clone()), |b| &b.val_size_dist_file))
+    {
+        let o = read(&p, "valSizeDistFile")?;
+        let f = Fields {
+            obj: &o,
+            place: p.display().to_string(),
+        };
+        d.val_size_range = f.u32s("valSizeRange")?;
+        d.val_size_range_probability = f.f64s("valSizeRangeProbability")?;
+        if d.val_size_range.is_empty() {
+            return Err(format!(
+                "{}: needs valSizeRange and valSizeRangeProbability",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn instance(
@@ -952,6 +1021,39 @@ mod tests {
         );
         assert_eq!(i.test.distribution.op_ratios[..3], [0.15, 0.8, 0.05]);
         assert!(l.text.starts_with("// @nolint"));
+    }
+
+    #[test]
+    fn distribution_files_are_read() {
+        let l = load(
+            &conformance().join("hit_ratio/graph_cache_leader_assocs/config.json"),
+            true,
+        )
+        .unwrap();
+        let d = &l.instances[0].test.distribution;
+        assert_eq!(
+            (d.popularity_buckets.len(), d.popularity_weights.len()),
+            (563, 563)
+        );
+        assert_eq!(
+            (d.val_size_range.len(), d.val_size_range_probability.len()),
+            (2956, 2956)
+        );
+        assert_eq!(d.val_size_range[..3], [31, 63, 95]);
+        let (dir, p) =
+            write(r#"{"cache_config": {}, "test_config": {"popDistFile": "missing.json"}}"#);
+        let e = load(&p, false).unwrap_err().to_string();
+        assert!(
+            e.contains("popDistFile: cannot read") && e.contains("missing.json"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("pop.json"), r#"{"popularityWeights": [1]}"#).unwrap();
+        let (_d2, p) = write(&format!(
+            r#"{{"cache_config": {{}}, "test_config": {{"popDistFile": "{}"}}}}"#,
+            dir.path().join("pop.json").display()
+        ));
+        let e = load(&p, false).unwrap_err().to_string();
+        assert!(e.contains("needs popularityBuckets"), "{e}");
     }
 
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
