@@ -414,13 +414,19 @@ impl Workload for CacheBench {
         }
         let mut metrics = Map::new();
         let mut per_instance = Vec::new();
+        let mut total = RunStats::default();
         for (i, mut r) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
             print!("{}", output::final_report(&r, &[]));
             per_instance.push(metrics_of(&r));
+            total.throughput.add(&r.throughput);
+            total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
+            total.elapsed_secs = total.elapsed_secs.max(r.elapsed_secs);
         }
-        if let Some(Value::Object(first)) = per_instance.first().cloned() {
-            metrics.extend(first);
+        // One instance: its figures; several: the sums over all of them
+        // (rates over the longest instance's time), each instance beside.
+        if let Value::Object(all) = metrics_of(&total) {
+            metrics.extend(all);
         }
         if per_instance.len() > 1 {
             metrics.insert("instances".into(), Value::Array(per_instance));

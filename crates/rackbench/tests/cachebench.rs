@@ -140,3 +140,27 @@ fn upstream_trace_replay_runs() {
     assert!(m["gets_per_sec"].as_f64().unwrap() > 0.0, "{m}");
     assert!(text(&o.stdout).contains("Cache Gets    : "));
 }
+
+/// A top-level array runs its instances at the same time: each prints its
+/// report, and the metrics sum them.
+#[test]
+fn multi_instance_configs_sum_their_instances() {
+    let d = tempfile::tempdir().unwrap();
+    let one = r#"{"cache_config": {"cacheSizeMB": 16}, "test_config": {"numOps": 5000, "numThreads": 1,
+        "numKeys": 1000, "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
+        "valSizeRange": [100, 200], "valSizeRangeProbability": [1.0], "getRatio": 0.5, "setRatio": 0.5}}"#;
+    let cfg = d.path().join("multi.json");
+    std::fs::write(&cfg, format!("[{one}, {one}]")).unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).matches("== Test Results ==").count(), 2);
+    let m = &report(&o)["metrics"];
+    assert_eq!(m["ops"], 10_000);
+    assert_eq!(m["instances"].as_array().unwrap().len(), 2);
+    assert_eq!(m["instances"][0]["ops"], 5000);
+}
