@@ -99,18 +99,9 @@ pub fn run(
                 s.spawn(move || worker(cache, generator, opts, t, &value, stop, progress))
             })
             .collect();
-        for h in handles {
-            if let Ok(tp) = h.join() {
-                total.add(&tp);
-            }
-        }
+        total = join_all(handles);
     });
-    RunStats {
-        cache: cache.stats(),
-        pool_fractions: Vec::new(),
-        throughput: total,
-        elapsed_secs: start.elapsed().as_secs_f64(),
-    }
+    finish(cache, total, start)
 }
 
 fn worker(
@@ -328,29 +319,28 @@ pub fn run_replay(
                 })
             })
             .collect();
-        for h in handles {
-            if let Ok(tp) = h.join() {
-                total.add(&tp);
-            }
-        }
+        total = join_all(handles);
     });
+    finish(cache, total, start)
+}
+
+/// Sums the threads' counters (a thread that panicked counts nothing).
+fn join_all(handles: Vec<std::thread::ScopedJoinHandle<'_, Throughput>>) -> Throughput {
+    let mut total = Throughput::default();
+    for h in handles {
+        if let Ok(tp) = h.join() {
+            total.add(&tp);
+        }
+    }
+    total
+}
+
+fn finish(cache: &DramCache, throughput: Throughput, start: Instant) -> RunStats {
     RunStats {
         cache: cache.stats(),
         pool_fractions: Vec::new(),
-        throughput: total,
+        throughput,
         elapsed_secs: start.elapsed().as_secs_f64(),
-    }
-}
-
-/// Waits `every` between calls of `tick` until `done` is raised.
-pub fn every(every: Duration, done: &AtomicBool, mut tick: impl FnMut()) {
-    let mut next = Instant::now() + every;
-    while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50).min(every));
-        if Instant::now() >= next {
-            tick();
-            next += every;
-        }
     }
 }
 
