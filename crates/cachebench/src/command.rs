@@ -226,6 +226,8 @@ fn metrics_of(s: &RunStats) -> Value {
         "hit_ratio_pct": pct(s.cache.hits, s.cache.gets),
         "get_miss_pct": pct(t.get_misses, t.gets),
         "set_success_pct": pct(t.sets - t.set_failures, t.sets),
+        "consistency_checks": t.consistency_checks,
+        "inconsistencies": t.inconsistencies,
         "items_in_ram": items,
         "ram_evictions": evictions,
         "elapsed_secs": s.elapsed_secs,
@@ -317,6 +319,7 @@ impl Workload for CacheBench {
                 delay_batch: c.test.op_delay_batch,
                 delay: Duration::from_nanos(c.test.op_delay_ns),
                 seed: a.seed,
+                check_consistency: c.test.check_consistency,
             };
             total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
@@ -417,7 +420,10 @@ impl Workload for CacheBench {
         let mut total = RunStats::default();
         for (i, mut r) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
-            print!("{}", output::final_report(&r, &[]));
+            let failure = (r.throughput.inconsistencies > 0)
+                .then(|| format!("Found {} inconsistent cases", r.throughput.inconsistencies));
+            let failures: Vec<&str> = failure.iter().map(String::as_str).collect();
+            print!("{}", output::final_report(&r, &failures));
             per_instance.push(metrics_of(&r));
             total.throughput.add(&r.throughput);
             total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
@@ -441,9 +447,19 @@ impl Workload for CacheBench {
                 json!(a.timeout_seconds),
             );
         }
+        let consistent = total.throughput.inconsistencies == 0;
+        if !consistent {
+            metrics.insert(
+                "error".into(),
+                json!(format!(
+                    "{} values read were inconsistent with the sets",
+                    total.throughput.inconsistencies
+                )),
+            );
+        }
         Ok(Outcome {
             metrics,
-            success: !interrupted,
+            success: !interrupted && consistent,
         })
     }
 }

@@ -267,6 +267,8 @@ pub struct TestConfig {
     pub repeat_trace_replay: bool,
     pub repeat_op_count: bool,
     pub fast_forward_count: u64,
+    /// Check every value read against the sets that could have left it.
+    pub check_consistency: bool,
 }
 
 /// One cache and its workload.
@@ -848,6 +850,7 @@ fn instance(
         repeat_trace_replay: tf.bool("repeatTraceReplay", false)?,
         repeat_op_count: tf.bool("repeatOpCount", false)?,
         fast_forward_count,
+        check_consistency: tf.bool("checkConsistency", false)?,
         ttl_secs_range,
         op_rate_per_sec: tf.u64("opRatePerSec", 0)?,
         op_rate_burst_size: tf.u64("opRateBurstSize", 0)?,

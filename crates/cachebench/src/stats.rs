@@ -19,6 +19,10 @@ pub struct Throughput {
     pub could_exist_false: u64,
     pub updates: u64,
     pub update_misses: u64,
+    /// With checkConsistency: gets whose value was checked, and those that
+    /// returned a value no set could have left there.
+    pub consistency_checks: u64,
+    pub inconsistencies: u64,
 }
 
 impl Throughput {
@@ -37,6 +41,8 @@ impl Throughput {
         self.could_exist_false += o.could_exist_false;
         self.updates += o.updates;
         self.update_misses += o.update_misses;
+        self.consistency_checks += o.consistency_checks;
+        self.inconsistencies += o.inconsistencies;
     }
 }
 

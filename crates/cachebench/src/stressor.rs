@@ -32,6 +32,47 @@ pub struct Options {
     pub delay_batch: u64,
     pub delay: Duration,
     pub seed: u64,
+    /// Check values read (`checkConsistency`).
+    pub check_consistency: bool,
+}
+
+/// The value-history checker of `checkConsistency`: every set of key k
+/// writes a value starting with (k, v) for a fresh version v; a get may
+/// return a version no older than the newest set completed before the get
+/// began, no newer than the newest issued when it ended, and of its own
+/// key. Anything else is an inconsistency of the cache.
+pub struct Versions {
+    issued: Vec<AtomicU64>,
+    completed: Vec<AtomicU64>,
+}
+
+impl Versions {
+    pub fn new(keys: u64) -> Versions {
+        Versions {
+            issued: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            completed: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// A value of `size` (at least 16 bytes) carrying key `k`, version `v`.
+    fn stamp(buf: &mut Vec<u8>, k: u64, v: u64, size: usize, fill: &[u8]) {
+        buf.clear();
+        buf.extend_from_slice(&k.to_le_bytes());
+        buf.extend_from_slice(&v.to_le_bytes());
+        let rest = size.max(16) - 16;
+        buf.extend_from_slice(&fill[..rest.min(fill.len())]);
+        buf.resize(size.max(16), 0);
+    }
+
+    /// Whether `value`, read for key `k`, is one the sets could explain.
+    fn check(&self, k: u64, value: &[u8], completed_before: u64) -> bool {
+        if value.len() < 16 {
+            return false;
+        }
+        let key = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+        let v = u64::from_le_bytes(value[8..16].try_into().expect("8 bytes"));
+        key == k && v >= completed_before && v <= self.issued[k as usize].load(Ordering::Acquire)
+    }
 }
 
 /// A token bucket pacing one thread.
@@ -91,12 +132,16 @@ pub fn run(
             .map(|i| (i % 251) as u8)
             .collect(),
     );
+    let versions = opts
+        .check_consistency
+        .then(|| Versions::new(generator.num_keys()));
     let mut total = Throughput::default();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads.max(1))
             .map(|t| {
                 let value = value.clone();
-                s.spawn(move || worker(cache, generator, opts, t, &value, stop, progress))
+                let versions = versions.as_ref();
+                s.spawn(move || worker(cache, generator, opts, t, &value, stop, progress, versions))
             })
             .collect();
         total = join_all(handles);
@@ -104,6 +149,7 @@ pub fn run(
     finish(cache, total, start)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn worker(
     cache: &DramCache,
     generator: &Generator,
@@ -112,7 +158,10 @@ fn worker(
     value: &[u8],
     stop: &AtomicBool,
     progress: &Progress,
+    versions: Option<&Versions>,
 ) -> Throughput {
+    let mut stamped = Vec::new();
+    let mut read = Vec::new();
     let mut rng = SmallRng::seed_from_u64(opts.seed.wrapping_add(thread as u64 * 0x9e37_79b9));
     let mut tp = Throughput::default();
     let mut lone = 0u64;
@@ -132,12 +181,40 @@ fn worker(
         None => 0,
         Some((lo, hi)) => rand::Rng::random_range(&mut ttl_rng, lo..=hi).max(1),
     };
-    let mut set = |key: &[u8], pool: usize, size: u32, tp: &mut Throughput| {
+    // `k`: the key's index, for the consistency checker's stamps.
+    let mut set = |key: &[u8], k: Option<u64>, pool: usize, size: u32, tp: &mut Throughput| {
         tp.sets += 1;
         let size = (size as usize).min(value.len());
-        match cache.set(pool, key, &value[..size], ttl()) {
-            Ok(()) => {}
+        let (bytes, version) = match (versions, k) {
+            (Some(vs), Some(k)) => {
+                let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
+                Versions::stamp(&mut stamped, k, v, size, value);
+                (&stamped[..], Some((vs, k, v)))
+            }
+            _ => (&value[..size], None),
+        };
+        match cache.set(pool, key, bytes, ttl()) {
+            Ok(()) => {
+                if let Some((vs, k, v)) = version {
+                    vs.completed[k as usize].fetch_max(v, Ordering::AcqRel);
+                }
+            }
             Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
+        }
+    };
+    // A get; with the checker, the value read is checked.
+    let mut get = |key: &[u8], k: u64, tp: &mut Throughput| -> Option<usize> {
+        match versions {
+            None => cache.get(key, None),
+            Some(vs) => {
+                let before = vs.completed[k as usize].load(Ordering::Acquire);
+                let len = cache.get(key, Some(&mut read))?;
+                tp.consistency_checks += 1;
+                if !vs.check(k, &read, before) {
+                    tp.inconsistencies += 1;
+                }
+                Some(len)
+            }
         }
     };
     for i in 0..opts.ops_per_thread {
@@ -158,20 +235,20 @@ fn worker(
                 tp.gets += 1;
                 pending_gets += 1;
                 let key = generator.key(r.key);
-                if cache.get(key, None).is_none() {
+                if get(key, r.key, &mut tp).is_none() {
                     tp.get_misses += 1;
                     pending_misses += 1;
                     if opts.lookaside {
-                        set(key, r.pool, r.value_size, &mut tp);
+                        set(key, Some(r.key), r.pool, r.value_size, &mut tp);
                     }
                 }
             }
             Op::Set => {
                 let key = generator.key(r.key);
-                if opts.only_set_if_miss && cache.get(key, None).is_some() {
+                if opts.only_set_if_miss && get(key, r.key, &mut tp).is_some() {
                     continue;
                 }
-                set(key, r.pool, r.value_size, &mut tp);
+                set(key, Some(r.key), r.pool, r.value_size, &mut tp);
             }
             Op::Del => {
                 tp.dels += 1;
@@ -192,14 +269,14 @@ fn worker(
                         pending_misses += 1;
                     }
                 } else {
-                    set(&lone_key, r.pool, r.value_size, &mut tp);
+                    set(&lone_key, None, r.pool, r.value_size, &mut tp);
                 }
             }
             Op::Update => {
                 tp.updates += 1;
                 let key = generator.key(r.key);
-                match cache.get(key, None) {
-                    Some(len) => set(key, r.pool, len as u32, &mut tp),
+                match get(key, r.key, &mut tp) {
+                    Some(len) => set(key, Some(r.key), r.pool, len as u32, &mut tp),
                     None => tp.update_misses += 1,
                 }
             }
@@ -386,6 +463,7 @@ mod tests {
             delay_batch: 0,
             delay: Duration::ZERO,
             seed: 9,
+            check_consistency: false,
         };
         let stop = AtomicBool::new(false);
         let progress = Progress::default();
@@ -469,6 +547,7 @@ mod tests {
             delay_batch: 0,
             delay: Duration::ZERO,
             seed: 1,
+            check_consistency: false,
         };
         let s = run_replay(
             &cache,
@@ -494,5 +573,71 @@ mod tests {
             &Progress::default(),
         );
         assert_eq!(s.throughput.ops, 100);
+    }
+
+    #[test]
+    fn consistency_checker_passes_on_the_engine_and_catches_a_bad_value() {
+        let cache = DramCache::new(&DramConfig {
+            size_bytes: 32 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::TwoQ {
+                hot_pct: 20,
+                cold_pct: 20,
+            },
+            refresh: Refresh::default(),
+            ht_bucket_power: 12,
+        })
+        .unwrap();
+        let spec = Spec {
+            num_keys: 500,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![PoolMix {
+                key_size_range: vec![8, 16],
+                key_size_probability: vec![1.0],
+                val_size_range: vec![16, 4000],
+                val_size_probability: vec![1.0],
+                op_weights: [0.5, 0.3, 0.05, 0.0, 0.0, 0.15, 0.0],
+                popularity: None,
+            }],
+        };
+        let g = Generator::new(&spec, 3).unwrap();
+        let opts = Options {
+            threads: 2,
+            ops_per_thread: 30_000,
+            lookaside: true,
+            only_set_if_miss: false,
+            ttl_secs: None,
+            rate_per_sec: 0,
+            rate_burst: 0,
+            delay_batch: 0,
+            delay: Duration::ZERO,
+            seed: 5,
+            check_consistency: true,
+        };
+        let s = run(
+            &cache,
+            &g,
+            &opts,
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        assert!(
+            s.throughput.consistency_checks > 10_000,
+            "{:?}",
+            s.throughput
+        );
+        assert_eq!(s.throughput.inconsistencies, 0);
+        // The checker itself: wrong key, stale and future versions fail.
+        let vs = Versions::new(4);
+        vs.issued[1].store(5, Ordering::Relaxed);
+        let mut buf = Vec::new();
+        Versions::stamp(&mut buf, 1, 4, 32, &[7u8; 64]);
+        assert!(vs.check(1, &buf, 3));
+        assert!(!vs.check(1, &buf, 5), "older than a completed set");
+        assert!(!vs.check(2, &buf, 0), "another key's value");
+        Versions::stamp(&mut buf, 1, 6, 32, &[7u8; 64]);
+        assert!(!vs.check(1, &buf, 0), "a version never issued");
     }
 }
