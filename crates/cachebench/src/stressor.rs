@@ -44,6 +44,9 @@ pub struct Options {
 pub struct Versions {
     issued: Vec<AtomicU64>,
     completed: Vec<AtomicU64>,
+    /// Sets of one key are serialised (striped by key), so the cache
+    /// applies a key's versions in the order they were issued.
+    locks: Vec<std::sync::Mutex<()>>,
 }
 
 impl Versions {
@@ -51,7 +54,14 @@ impl Versions {
         Versions {
             issued: (0..keys).map(|_| AtomicU64::new(0)).collect(),
             completed: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            locks: (0..1024).map(|_| std::sync::Mutex::new(())).collect(),
         }
+    }
+
+    fn lock(&self, k: u64) -> std::sync::MutexGuard<'_, ()> {
+        self.locks[(k % self.locks.len() as u64) as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// A value of `size` (at least 16 bytes) carrying key `k`, version `v`.
@@ -185,20 +195,17 @@ fn worker(
     let mut set = |key: &[u8], k: Option<u64>, pool: usize, size: u32, tp: &mut Throughput| {
         tp.sets += 1;
         let size = (size as usize).min(value.len());
-        let (bytes, version) = match (versions, k) {
-            (Some(vs), Some(k)) => {
-                let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
-                Versions::stamp(&mut stamped, k, v, size, value);
-                (&stamped[..], Some((vs, k, v)))
+        let Some((vs, k)) = versions.zip(k) else {
+            if cache.set(pool, key, &value[..size], ttl()).is_err() {
+                tp.set_failures += 1;
             }
-            _ => (&value[..size], None),
+            return;
         };
-        match cache.set(pool, key, bytes, ttl()) {
-            Ok(()) => {
-                if let Some((vs, k, v)) = version {
-                    vs.completed[k as usize].fetch_max(v, Ordering::AcqRel);
-                }
-            }
+        let _serial = vs.lock(k);
+        let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
+        Versions::stamp(&mut stamped, k, v, size, value);
+        match cache.set(pool, key, &stamped, ttl()) {
+            Ok(()) => vs.completed[k as usize].store(v, Ordering::Release),
             Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
         }
     };

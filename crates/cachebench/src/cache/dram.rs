@@ -359,10 +359,13 @@ impl DramCache {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
         inner.pools[pool].stats.alloc_attempts += 1;
+        // Allocate first: a failed set leaves the old value in place (as
+        // CacheLib's insertOrReplace). The allocation may have evicted the
+        // old item; whatever is still there is replaced.
+        let id = inner.allocate(&self.classes, pool, class)?;
         if let Some(old) = inner.find(key) {
             inner.unlink(old, key);
         }
-        let id = inner.allocate(&self.classes, pool, class)?;
         inner.pools[pool].stats.alloc_successes += 1;
         let (s, i) = split(id);
         let b = (hash(key) as usize) & (inner.buckets.len() - 1);
