@@ -268,6 +268,10 @@ impl NodeManager {
     }
 
     async fn results(&self, clear: bool) -> GetTrafficResultResponse {
+        // Handler lists that answered early may still be sending: let them
+        // finish (their RPCs are cancelled after the deadline anyway).
+        let engines = self.state.lock().await.engines.clone();
+        join_all(engines.iter().map(|e| e.quiesce(Duration::from_secs(10)))).await;
         let mut state = self.state.lock().await;
         let mut logs = ServiceLogs::default();
         let mut errors = Vec::new();

@@ -93,6 +93,8 @@ pub struct Engine {
     pending_rpcs: AtomicI64,
     /// Handlers running an action list now.
     active_handlers: AtomicI64,
+    /// Handler lists still running, including those past their response.
+    lists_in_flight: AtomicI64,
     invocations: Vec<AtomicI64>,
     fanout_state: Vec<Mutex<FanoutState>>,
     trace_counters: Vec<AtomicI64>,
@@ -216,6 +218,7 @@ impl Engine {
             cancel_reason: Mutex::new(None),
             pending_rpcs: AtomicI64::new(0),
             active_handlers: AtomicI64::new(0),
+            lists_in_flight: AtomicI64::new(0),
             invocations: tables.lists.iter().map(|_| AtomicI64::new(0)).collect(),
             fanout_state: (0..n_rpcs)
                 .map(|_| Mutex::new(FanoutState::default()))
@@ -418,7 +421,16 @@ impl Engine {
                 respond: Mutex::new(Some(tx)),
                 default_response_size,
             });
-            tokio::spawn(self.clone().run_list(list, Some(incoming), req.warmup()));
+            // The list may go on after the response (send_response_when_done):
+            // count it until it ends, so results wait for its samples.
+            self.lists_in_flight.fetch_add(1, Ordering::AcqRel);
+            let me = self.clone();
+            tokio::spawn(async move {
+                me.clone()
+                    .run_list(list, Some(incoming), req.warmup())
+                    .await;
+                me.lists_in_flight.fetch_sub(1, Ordering::AcqRel);
+            });
             match rx.await {
                 Ok(n) => n,
                 Err(_) => return error(format!("{}: handler ended without a response", self.name)),
@@ -888,6 +900,20 @@ impl Engine {
                     });
             }
         })
+    }
+
+    /// Waits (up to `limit`) until the handler lists still running after
+    /// their responses have ended, so the log holds their samples; true if
+    /// they all did.
+    pub async fn quiesce(&self, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while self.lists_in_flight.load(Ordering::Acquire) > 0 {
+            if Instant::now() >= end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
     }
 
     /// Takes this instance's log (what it measured as a client).
