@@ -40,6 +40,9 @@ struct Args {
     /// Stop the run after this many seconds (0: run all operations).
     #[arg(long = "timeout_seconds", default_value_t = 0)]
     timeout_seconds: u64,
+    /// Time every get and set and report their latency percentiles.
+    #[arg(long = "report_api_latency")]
+    report_api_latency: bool,
     /// Unknown config keys are errors rather than warnings.
     #[arg(long)]
     strict: bool,
@@ -231,6 +234,22 @@ fn metrics_of(s: &RunStats) -> Value {
         "items_in_ram": items,
         "ram_evictions": evictions,
         "elapsed_secs": s.elapsed_secs,
+        "api_latency_ns": s.api_latency.as_ref().map(|l| {
+            let q = |h: &hdrhistogram::Histogram<u64>| {
+                if h.is_empty() {
+                    return Value::Null;
+                }
+                json!({
+                    "count": h.len(),
+                    "p50": h.value_at_quantile(0.5),
+                    "p90": h.value_at_quantile(0.9),
+                    "p99": h.value_at_quantile(0.99),
+                    "p999": h.value_at_quantile(0.999),
+                    "max": h.max(),
+                })
+            };
+            json!({ "get": q(&l.get), "set": q(&l.set) })
+        }),
     })
 }
 
@@ -320,6 +339,7 @@ impl Workload for CacheBench {
                 delay: Duration::from_nanos(c.test.op_delay_ns),
                 seed: a.seed,
                 check_consistency: c.test.check_consistency,
+                api_latency: a.report_api_latency,
             };
             total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
@@ -428,6 +448,12 @@ impl Workload for CacheBench {
             total.throughput.add(&r.throughput);
             total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
             total.elapsed_secs = total.elapsed_secs.max(r.elapsed_secs);
+            if let Some(l) = &r.api_latency {
+                total
+                    .api_latency
+                    .get_or_insert_with(Default::default)
+                    .add(l);
+            }
         }
         // One instance: its figures; several: the sums over all of them
         // (rates over the longest instance's time), each instance beside.

@@ -46,6 +46,37 @@ impl Throughput {
     }
 }
 
+/// Latency of the cache's API calls (`--report_api_latency`), nanoseconds,
+/// merged over threads.
+#[derive(Debug, Clone)]
+pub struct ApiLatency {
+    pub get: hdrhistogram::Histogram<u64>,
+    pub set: hdrhistogram::Histogram<u64>,
+}
+
+impl Default for ApiLatency {
+    fn default() -> Self {
+        let h = || {
+            hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+        };
+        ApiLatency { get: h(), set: h() }
+    }
+}
+
+impl PartialEq for ApiLatency {
+    fn eq(&self, o: &Self) -> bool {
+        self.get.len() == o.get.len() && self.set.len() == o.set.len()
+    }
+}
+
+impl ApiLatency {
+    /// Adds another thread's histograms.
+    pub fn add(&mut self, o: &ApiLatency) {
+        let _ = self.get.add(&o.get);
+        let _ = self.set.add(&o.set);
+    }
+}
+
 /// Everything the end-of-run report shows.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunStats {
@@ -54,4 +85,6 @@ pub struct RunStats {
     pub pool_fractions: Vec<f64>,
     pub throughput: Throughput,
     pub elapsed_secs: f64,
+    /// With `--report_api_latency`.
+    pub api_latency: Option<ApiLatency>,
 }

@@ -34,6 +34,8 @@ pub struct Options {
     pub seed: u64,
     /// Check values read (`checkConsistency`).
     pub check_consistency: bool,
+    /// Time every get and set (`--report_api_latency`).
+    pub api_latency: bool,
 }
 
 /// The value-history checker of `checkConsistency`: every set of key k
@@ -145,18 +147,28 @@ pub fn run(
     let versions = opts
         .check_consistency
         .then(|| Versions::new(generator.num_keys()));
+    let latency = std::sync::Mutex::new(crate::stats::ApiLatency::default());
     let mut total = Throughput::default();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads.max(1))
             .map(|t| {
                 let value = value.clone();
                 let versions = versions.as_ref();
-                s.spawn(move || worker(cache, generator, opts, t, &value, stop, progress, versions))
+                let latency = opts.api_latency.then_some(&latency);
+                s.spawn(move || {
+                    worker(
+                        cache, generator, opts, t, &value, stop, progress, versions, latency,
+                    )
+                })
             })
             .collect();
         total = join_all(handles);
     });
-    finish(cache, total, start)
+    let mut stats = finish(cache, total, start);
+    if opts.api_latency {
+        stats.api_latency = Some(latency.into_inner().unwrap_or_else(|e| e.into_inner()));
+    }
+    stats
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -169,9 +181,13 @@ fn worker(
     stop: &AtomicBool,
     progress: &Progress,
     versions: Option<&Versions>,
+    latency: Option<&std::sync::Mutex<crate::stats::ApiLatency>>,
 ) -> Throughput {
     let mut stamped = Vec::new();
     let mut read = Vec::new();
+    let mut lat = latency.map(|_| crate::stats::ApiLatency::default());
+    let timed = lat.is_some();
+    let (mut get_ns, mut set_ns): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut rng = SmallRng::seed_from_u64(opts.seed.wrapping_add(thread as u64 * 0x9e37_79b9));
     let mut tp = Throughput::default();
     let mut lone = 0u64;
@@ -195,34 +211,51 @@ fn worker(
     let mut set = |key: &[u8], k: Option<u64>, pool: usize, size: u32, tp: &mut Throughput| {
         tp.sets += 1;
         let size = (size as usize).min(value.len());
+        let t0 = timed.then(Instant::now);
         let Some((vs, k)) = versions.zip(k) else {
             if cache.set(pool, key, &value[..size], ttl()).is_err() {
                 tp.set_failures += 1;
+            }
+            if let Some(t0) = t0 {
+                set_ns.push(t0.elapsed().as_nanos() as u64);
             }
             return;
         };
         let _serial = vs.lock(k);
         let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
         Versions::stamp(&mut stamped, k, v, size, value);
-        match cache.set(pool, key, &stamped, ttl()) {
+        let result = cache.set(pool, key, &stamped, ttl());
+        if let Some(t0) = t0 {
+            set_ns.push(t0.elapsed().as_nanos() as u64);
+        }
+        match result {
             Ok(()) => vs.completed[k as usize].store(v, Ordering::Release),
             Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
         }
     };
     // A get; with the checker, the value read is checked.
     let mut get = |key: &[u8], k: u64, tp: &mut Throughput| -> Option<usize> {
-        match versions {
+        let t0 = timed.then(Instant::now);
+        let result = match versions {
             None => cache.get(key, None),
             Some(vs) => {
                 let before = vs.completed[k as usize].load(Ordering::Acquire);
-                let len = cache.get(key, Some(&mut read))?;
+                let len = cache.get(key, Some(&mut read));
+                if let Some(t0) = t0 {
+                    get_ns.push(t0.elapsed().as_nanos() as u64);
+                }
+                let len = len?;
                 tp.consistency_checks += 1;
                 if !vs.check(k, &read, before) {
                     tp.inconsistencies += 1;
                 }
-                Some(len)
+                return Some(len);
             }
+        };
+        if let Some(t0) = t0 {
+            get_ns.push(t0.elapsed().as_nanos() as u64);
         }
+        result
     };
     for i in 0..opts.ops_per_thread {
         if i % 1024 == 0 && stop.load(Ordering::Relaxed) {
@@ -308,6 +341,17 @@ fn worker(
     progress
         .get_misses
         .fetch_add(pending_misses, Ordering::Relaxed);
+    drop(get);
+    drop(set);
+    if let (Some(l), Some(shared)) = (lat.as_mut(), latency) {
+        for ns in get_ns {
+            let _ = l.get.record(ns.max(1));
+        }
+        for ns in set_ns {
+            let _ = l.set.record(ns.max(1));
+        }
+        shared.lock().unwrap_or_else(|e| e.into_inner()).add(l);
+    }
     tp
 }
 
@@ -425,6 +469,7 @@ fn finish(cache: &DramCache, throughput: Throughput, start: Instant) -> RunStats
         pool_fractions: Vec::new(),
         throughput,
         elapsed_secs: start.elapsed().as_secs_f64(),
+        api_latency: None,
     }
 }
 
@@ -471,6 +516,7 @@ mod tests {
             delay: Duration::ZERO,
             seed: 9,
             check_consistency: false,
+            api_latency: false,
         };
         let stop = AtomicBool::new(false);
         let progress = Progress::default();
@@ -555,6 +601,7 @@ mod tests {
             delay: Duration::ZERO,
             seed: 1,
             check_consistency: false,
+            api_latency: false,
         };
         let s = run_replay(
             &cache,
@@ -622,6 +669,7 @@ mod tests {
             delay: Duration::ZERO,
             seed: 5,
             check_consistency: true,
+            api_latency: true,
         };
         let s = run(
             &cache,
@@ -636,6 +684,15 @@ mod tests {
             s.throughput
         );
         assert_eq!(s.throughput.inconsistencies, 0);
+        // --report_api_latency: every get and set timed.
+        let l = s.api_latency.as_ref().unwrap();
+        assert_eq!(l.set.len(), s.throughput.sets);
+        assert!(
+            l.get.len() >= s.throughput.consistency_checks,
+            "{} gets timed",
+            l.get.len()
+        );
+        assert!(l.get.value_at_quantile(0.5) > 0);
         // The checker itself: wrong key, stale and future versions fail.
         let vs = Versions::new(4);
         vs.issued[1].store(5, Ordering::Relaxed);

@@ -154,11 +154,19 @@ fn multi_instance_configs_sum_their_instances() {
     let o = rackbench(d.path())
         .arg("cachebench")
         .arg(format!("--json_test_config={}", cfg.display()))
-        .args(["--progress", "0"])
+        .args(["--progress", "0", "--report_api_latency"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout).matches("== Test Results ==").count(), 2);
+    // --report_api_latency: every get and set of both instances timed.
+    let lat = &report(&o)["metrics"]["api_latency_ns"];
+    assert!(lat["get"]["p50"].as_u64().unwrap() > 0, "{lat}");
+    assert_eq!(
+        lat["get"]["count"].as_u64().unwrap() + lat["set"]["count"].as_u64().unwrap(),
+        10_000,
+        "{lat}"
+    );
     let m = &report(&o)["metrics"];
     assert_eq!(m["ops"], 10_000);
     assert_eq!(m["instances"].as_array().unwrap().len(), 2);
