@@ -341,8 +341,6 @@ fn worker(
     progress
         .get_misses
         .fetch_add(pending_misses, Ordering::Relaxed);
-    drop(get);
-    drop(set);
     if let (Some(l), Some(shared)) = (lat.as_mut(), latency) {
         for ns in get_ns {
             let _ = l.get.record(ns.max(1));
