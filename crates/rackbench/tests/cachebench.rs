@@ -33,7 +33,10 @@ fn report(o: &Output) -> serde_json::Value {
 #[test]
 fn mini_job_prints_upstream_report_and_metrics() {
     let d = tempfile::tempdir().unwrap();
-    let o = rackbench(d.path()).args(["run", "cachebench_mini"]).output().unwrap();
+    let o = rackbench(d.path())
+        .args(["run", "cachebench_mini"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     for line in [
@@ -92,14 +95,34 @@ fn bad_configs_are_refused_with_exit_2() {
     std::fs::write(&bad, "{\n  \"cache_config\": {\n  \"test_config\": {}\n}\n").unwrap();
     let nvm = upstream("consistency/navy.json");
     for (args, want) in [
-        (vec![format!("--json_test_config={}", bad.display())], "bad.json:".to_string()),
-        (vec![format!("--json_test_config={}", nvm.display())], "nvmCacheSizeMB".to_string()),
-        (vec!["--json_test_config=builtin:nope".to_string()], "no built-in config 'nope'".to_string()),
-        (vec!["--json_test_config=/no/such.json".to_string()], "cannot read /no/such.json".to_string()),
+        (
+            vec![format!("--json_test_config={}", bad.display())],
+            "bad.json:".to_string(),
+        ),
+        (
+            vec![format!("--json_test_config={}", nvm.display())],
+            "nvmCacheSizeMB".to_string(),
+        ),
+        (
+            vec!["--json_test_config=builtin:nope".to_string()],
+            "no built-in config 'nope'".to_string(),
+        ),
+        (
+            vec!["--json_test_config=/no/such.json".to_string()],
+            "cannot read /no/such.json".to_string(),
+        ),
     ] {
-        let o = rackbench(d.path()).arg("cachebench").args(&args).output().unwrap();
+        let o = rackbench(d.path())
+            .arg("cachebench")
+            .args(&args)
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(text(&o.stderr).contains(&want), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(&want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
     }
     // A misspelled key: a warning, or an error with --strict.
     let typo = d.path().join("typo.json");
@@ -110,9 +133,17 @@ fn bad_configs_are_refused_with_exit_2() {
            "valSizeRangeProbability": [1.0], "getRatio": 1, "numOp": 5}}"#,
     )
     .unwrap();
-    let o = rackbench(d.path()).arg("cachebench").arg(format!("--json_test_config={}", typo.display())).output().unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", typo.display()))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("unknown key 'numOp' (did you mean 'numOps'?)"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("unknown key 'numOp' (did you mean 'numOps'?)"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = rackbench(d.path())
         .arg("cachebench")
         .arg(format!("--json_test_config={}", typo.display()))

@@ -596,7 +596,8 @@ fn ctrl_c_keeps_the_partial_test() {
     assert!(t0.elapsed().as_secs() < 15, "took {:?}", t0.elapsed());
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    let report: serde_json::Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
     let m = &report["metrics"];
     assert_eq!(report["success"], false);
     assert_eq!(m["interrupted"], true, "{m}");
