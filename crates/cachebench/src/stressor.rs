@@ -477,17 +477,40 @@ mod tests {
     use crate::cache::{AllocClasses, DramConfig, Policy, Refresh};
     use crate::workload::{PoolMix, Spec};
 
-    #[test]
-    fn counts_add_up_and_the_cache_fills() {
-        let cache = DramCache::new(&DramConfig {
-            size_bytes: 64 << 20,
+    /// A one-pool cache of `mb` MiB for the tests.
+    fn cache(mb: u64, policy: Policy, ht_bucket_power: u32) -> DramCache {
+        DramCache::new(&DramConfig {
+            size_bytes: mb << 20,
             pool_sizes: vec![1.0],
             classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
-            policy: Policy::Lru { ip_spec: 0 },
+            policy,
             refresh: Refresh::default(),
-            ht_bucket_power: 16,
+            ht_bucket_power,
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Unpaced options with lookaside, no TTL, no checks.
+    fn options(threads: usize, ops_per_thread: u64, seed: u64) -> Options {
+        Options {
+            threads,
+            ops_per_thread,
+            lookaside: true,
+            only_set_if_miss: false,
+            ttl_secs: None,
+            rate_per_sec: 0,
+            rate_burst: 0,
+            delay_batch: 0,
+            delay: Duration::ZERO,
+            seed,
+            check_consistency: false,
+            api_latency: false,
+        }
+    }
+
+    #[test]
+    fn counts_add_up_and_the_cache_fills() {
+        let cache = cache(64, Policy::Lru { ip_spec: 0 }, 16);
         let spec = Spec {
             num_keys: 20_000,
             key_pool_distribution: vec![1.0],
@@ -502,20 +525,7 @@ mod tests {
             }],
         };
         let g = Generator::new(&spec, 1).unwrap();
-        let opts = Options {
-            threads: 2,
-            ops_per_thread: 50_000,
-            lookaside: true,
-            only_set_if_miss: false,
-            ttl_secs: None,
-            rate_per_sec: 0,
-            rate_burst: 0,
-            delay_batch: 0,
-            delay: Duration::ZERO,
-            seed: 9,
-            check_consistency: false,
-            api_latency: false,
-        };
+        let opts = options(2, 50_000, 9);
         let stop = AtomicBool::new(false);
         let progress = Progress::default();
         let s = run(&cache, &g, &opts, &stop, &progress);
@@ -559,15 +569,7 @@ mod tests {
     #[test]
     fn replay_runs_each_request_count_times_and_can_loop() {
         use crate::replay::{ReplayOp, Request, Trace};
-        let cache = DramCache::new(&DramConfig {
-            size_bytes: 8 << 20,
-            pool_sizes: vec![1.0],
-            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
-            policy: Policy::Lru { ip_spec: 0 },
-            refresh: Refresh::default(),
-            ht_bucket_power: 10,
-        })
-        .unwrap();
+        let cache = cache(8, Policy::Lru { ip_spec: 0 }, 10);
         let req = |k: &str, op, count| Request {
             key: k.as_bytes().to_vec(),
             op,
@@ -587,20 +589,7 @@ mod tests {
             lines: 5,
             parse_errors: 0,
         };
-        let mut opts = Options {
-            threads: 2,
-            ops_per_thread: 1000,
-            lookaside: true,
-            only_set_if_miss: false,
-            ttl_secs: None,
-            rate_per_sec: 0,
-            rate_burst: 0,
-            delay_batch: 0,
-            delay: Duration::ZERO,
-            seed: 1,
-            check_consistency: false,
-            api_latency: false,
-        };
+        let mut opts = options(2, 1000, 1);
         let s = run_replay(
             &cache,
             &trace,
@@ -629,18 +618,14 @@ mod tests {
 
     #[test]
     fn consistency_checker_passes_on_the_engine_and_catches_a_bad_value() {
-        let cache = DramCache::new(&DramConfig {
-            size_bytes: 32 << 20,
-            pool_sizes: vec![1.0],
-            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
-            policy: Policy::TwoQ {
+        let cache = cache(
+            32,
+            Policy::TwoQ {
                 hot_pct: 20,
                 cold_pct: 20,
             },
-            refresh: Refresh::default(),
-            ht_bucket_power: 12,
-        })
-        .unwrap();
+            12,
+        );
         let spec = Spec {
             num_keys: 500,
             key_pool_distribution: vec![1.0],
@@ -656,18 +641,9 @@ mod tests {
         };
         let g = Generator::new(&spec, 3).unwrap();
         let opts = Options {
-            threads: 2,
-            ops_per_thread: 30_000,
-            lookaside: true,
-            only_set_if_miss: false,
-            ttl_secs: None,
-            rate_per_sec: 0,
-            rate_burst: 0,
-            delay_batch: 0,
-            delay: Duration::ZERO,
-            seed: 5,
             check_consistency: true,
             api_latency: true,
+            ..options(2, 30_000, 5)
         };
         let s = run(
             &cache,
