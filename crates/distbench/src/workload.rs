@@ -50,23 +50,14 @@ enum Command {
     Analyze(analyze::Invocation),
 }
 
-/// Accepts upstream's single-dash long flags (`-infile=F`) as well.
-fn normalize(arg: &str) -> String {
-    let bytes = arg.as_bytes();
-    if bytes.len() > 2 && bytes[0] == b'-' && bytes[1].is_ascii_alphabetic() {
-        format!("-{arg}")
-    } else {
-        arg.to_string()
-    }
-}
-
 fn parse(args: &[String]) -> anyhow::Result<Command> {
     let Some((sub, rest)) = args.split_first() else {
         bail!("distbench needs a subcommand: {IMPLEMENTED}");
     };
     match sub.as_str() {
         "check_test" => {
-            let argv = std::iter::once(sub.clone()).chain(rest.iter().map(|a| normalize(a)));
+            let argv = std::iter::once(sub.clone())
+                .chain(rest.iter().map(|a| crate::commands::normalize(a)));
             CheckTestArgs::try_parse_from(argv)
                 .map(Command::CheckTest)
                 .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))

@@ -52,20 +52,11 @@ pub struct Invocation {
     pub options: Options,
 }
 
-/// Accepts absl-style single-dash long flags (`-input_file=F`) as well.
-fn normalize(arg: &str) -> String {
-    let bytes = arg.as_bytes();
-    if bytes.len() > 2 && bytes[0] == b'-' && bytes[1].is_ascii_alphabetic() {
-        format!("-{arg}")
-    } else {
-        arg.to_string()
-    }
-}
-
 impl Invocation {
     /// Parses the arguments that follow `analyze`.
     pub fn parse(args: &[String]) -> Result<Self, AnalyzeError> {
-        let argv = std::iter::once("analyze".to_string()).chain(args.iter().map(|a| normalize(a)));
+        let argv = std::iter::once("analyze".to_string())
+            .chain(args.iter().map(|a| crate::commands::normalize(a)));
         let a = Args::try_parse_from(argv)
             .map_err(|e| AnalyzeError::Usage(e.render().to_string().trim_end().to_string()))?;
         Ok(Invocation {
