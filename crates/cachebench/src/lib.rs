@@ -10,6 +10,7 @@
 //!   (`rackbench cachebench --json_test_config FILE`).
 
 pub mod cache;
+pub mod nvm;
 mod command;
 pub mod config;
 pub mod output;
