@@ -3,3 +3,4 @@
 //! engine (small items) on a file, raw device or memory.
 
 pub mod io;
+pub mod region;
