@@ -25,7 +25,8 @@
 //! buffer happens under it, so a sealed region is always complete); the
 //! index is sharded; readers of a region are counted, and a region is
 //! reclaimed only once its readers are gone (a lookup that finds its region
-//! being reclaimed is a miss, counted in `lookup_races`).
+//! being reclaimed waits until the index says where the item went, counted
+//! in `lookup_races`).
 
 use super::io::{AlignedBuf, BlockIo};
 use std::collections::HashMap;
@@ -101,7 +102,7 @@ pub struct RegionStats {
     pub regions_reclaimed: u64,
     pub regions_flushed: u64,
     pub checksum_errors: u64,
-    /// Lookups whose region was being reclaimed (counted as misses).
+    /// Lookups that found their region being reclaimed and waited for it.
     pub lookup_races: u64,
     /// Items the index holds now.
     pub items: u64,
@@ -174,6 +175,8 @@ struct Alloc {
     entries: Vec<Vec<(u64, u32)>>,
     fatal: Option<String>,
     shutdown: bool,
+    /// The reclaimer is evicting a region.
+    reclaiming: bool,
 }
 
 /// Doubly linked lists over region ids, one per segment.
@@ -396,6 +399,7 @@ impl RegionEngine {
                 entries: vec![Vec::new(); n],
                 fatal: None,
                 shutdown: false,
+                reclaiming: false,
             }),
             freed: Condvar::new(),
             wanted: Condvar::new(),
@@ -498,7 +502,8 @@ impl RegionEngine {
     }
 
     /// Seals the open regions and waits until everything written so far
-    /// is on the device (for tests and the end of a run).
+    /// is on the device and the reclaimer is idle (for tests and the end
+    /// of a run).
     pub fn flush(&self) {
         let Some(tx) = self.shared.flush_sender() else {
             return;
@@ -518,11 +523,14 @@ impl RegionEngine {
         for r in &sealed {
             let _ = tx.send(*r);
         }
+        let want = s.cfg.clean_regions.max(1) as usize + s.reserve;
         let mut a = lock(&s.alloc);
         while a.fatal.is_none()
-            && s.regions
-                .iter()
-                .any(|r| r.state.load(Ordering::SeqCst) == FLUSHING)
+            && (a.reclaiming
+                || (a.free.len() < want && lock(&s.policy).lens.iter().sum::<usize>() > 0)
+                || s.regions
+                    .iter()
+                    .any(|r| r.state.load(Ordering::SeqCst) == FLUSHING))
         {
             a = s
                 .freed
@@ -602,7 +610,8 @@ impl Shared {
                 let _ = tx.send(r);
             }
             let keep = if reinsert { 0 } else { self.reserve };
-            if a.free.len() > keep && !a.spare.is_empty() {
+            let region_free = a.free.len() > keep;
+            if region_free && !a.spare.is_empty() {
                 let r = a.free.pop_front().expect("a free region");
                 let buf = a.spare.pop().expect("a spare buffer");
                 let reg = &self.regions[r as usize];
@@ -616,8 +625,11 @@ impl Shared {
                 }
                 continue;
             }
+            // No region: wake the reclaimer (a reinsertion, which runs on
+            // the reclaimer, gives up instead). No buffer: the flusher
+            // returns one shortly.
             self.wanted.notify_one();
-            if reinsert {
+            if reinsert && !region_free {
                 bump(&self.counters.reinsertion_drops, 1);
                 return Ok(Insert::Dropped);
             }
@@ -687,7 +699,6 @@ impl Shared {
         let st = reg.state.load(Ordering::SeqCst);
         if st == FREE || st == RECLAIMING {
             reg.readers.fetch_sub(1, Ordering::SeqCst);
-            bump(&self.counters.lookup_races, 1);
             return Ok(None);
         }
         let len = loc.blocks as usize * self.block;
@@ -741,18 +752,30 @@ impl Shared {
 
     fn lookup(&self, hash: u64, key: &[u8], now: u32) -> io::Result<Option<Vec<u8>>> {
         bump(&self.counters.lookups, 1);
-        let loc = {
-            let mut idx = lock(&self.index[shard(hash)]);
-            match idx.get_mut(&hash) {
-                Some(l) => {
-                    l.hits = l.hits.saturating_add(1);
-                    *l
+        let mut raced = false;
+        let (loc, e) = loop {
+            let loc = {
+                let mut idx = lock(&self.index[shard(hash)]);
+                match idx.get_mut(&hash) {
+                    Some(l) => {
+                        l.hits = l.hits.saturating_add(1);
+                        *l
+                    }
+                    None => return Ok(None),
                 }
-                None => return Ok(None),
+            };
+            match self.read_entry(&loc)? {
+                Some(e) => break (loc, e),
+                None => {
+                    // The region is being reclaimed: once it is, the index
+                    // says where a reinserted item went, or that it is gone.
+                    if !raced {
+                        raced = true;
+                        bump(&self.counters.lookup_races, 1);
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                }
             }
-        };
-        let Some(e) = self.read_entry(&loc)? else {
-            return Ok(None);
         };
         let Some((v, expiry)) = self.parse(&e, key) else {
             return Ok(None);
@@ -860,6 +883,7 @@ impl Shared {
                         return;
                     }
                     if a.free.len() < want && lock(&self.policy).lens.iter().sum::<usize>() > 0 {
+                        a.reclaiming = true;
                         break;
                     }
                     a = self
@@ -870,6 +894,7 @@ impl Shared {
                 }
             }
             let Some(r) = lock(&self.policy).evict() else {
+                lock(&self.alloc).reclaiming = false;
                 continue;
             };
             self.reclaim(r, buf.as_mut(), &mut rng);
@@ -928,6 +953,7 @@ impl Shared {
         let mut a = lock(&self.alloc);
         reg.state.store(FREE, Ordering::SeqCst);
         a.free.push_back(r);
+        a.reclaiming = false;
         drop(a);
         self.freed.notify_all();
     }
