@@ -3,8 +3,11 @@
 //! workload, runs the stressor with progress lines and prints upstream's
 //! report, then hands the figures to the harness.
 
-use crate::cache::{AllocClasses, DramCache, DramConfig, Policy, Refresh};
+use crate::cache::{AllocClasses, Cache, DramCache, DramConfig, HybridOptions, Policy, Refresh};
 use crate::config::{self, BenchConfig, DistributionConfig};
+use crate::nvm::device::DirectIo;
+use crate::nvm::region::{Eviction, Reinsertion};
+use crate::nvm::{Admission, Navy, NvmConfig};
 use crate::output;
 use crate::stats::{CacheStats, RunStats};
 use crate::stressor::{self, Options, Progress};
@@ -24,7 +27,7 @@ pub struct CacheBench;
 #[derive(Debug, Parser)]
 #[command(
     name = "rackbench cachebench",
-    about = "CacheLib's CacheBench: a DRAM cache under a synthetic workload, configured by CacheLib's JSON test configs"
+    about = "CacheLib's CacheBench: a DRAM + NVM (flash) cache under synthetic or replayed traffic, configured by CacheLib's JSON test configs"
 )]
 struct Args {
     /// CacheLib test config (JSON with comments; an array runs several
@@ -46,6 +49,10 @@ struct Args {
     /// Unknown config keys are errors rather than warnings.
     #[arg(long)]
     strict: bool,
+    /// Refuse NVM paths that do not support O_DIRECT (default: fall back to
+    /// buffered I/O with a warning).
+    #[arg(long = "require_direct_io")]
+    require_direct_io: bool,
     /// Seed of the workload's random draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -63,14 +70,14 @@ fn parse(args: &[String]) -> anyhow::Result<Args> {
     Args::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
 }
 
-/// The cache an instance describes; errors name what is not built yet.
+/// The DRAM cache an instance describes; errors name what is not built
+/// yet.
 pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
     let cc = &c.cache;
-    if cc.nvm_cache_size_mb > 0 {
+    if cc.num_pools > 64 {
         bail!(
-            "cache_config.nvmCacheSizeMB is {}: the NVM (flash) tier is not built yet in rackbench; \
-             set it to 0 to run the DRAM cache alone",
-            cc.nvm_cache_size_mb
+            "cache_config.numPools is {}: at most 64 pools (as CacheLib)",
+            cc.num_pools
         );
     }
     let policy = match cc.allocator.as_str() {
@@ -102,6 +109,134 @@ pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
         },
         ht_bucket_power: cc.ht_bucket_power,
     })
+}
+
+/// The NVM tier an instance describes (None when `nvmCacheSizeMB` is 0).
+pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Option<NvmConfig>> {
+    let cc = &c.cache;
+    if cc.nvm_cache_size_mb == 0 {
+        return Ok(None);
+    }
+    let k = &cc.nvm;
+    if k.encryption {
+        bail!(
+            "cache_config.navyEncryption: encryption of NVM contents is not supported by rackbench \
+             (upstream needs a user-supplied encryptor for it too); remove the key or set it to false"
+        );
+    }
+    let bs = k.block_size;
+    if !(512..=65536).contains(&bs) || !bs.is_power_of_two() {
+        bail!("cache_config.navyBlockSize is {bs}: expected a power of two from 512 to 65536");
+    }
+    let region = k.region_size_mb << 20;
+    if k.region_size_mb == 0 || k.region_size_mb > 1024 {
+        bail!(
+            "cache_config.navyRegionSizeMB is {}: expected 1 to 1024",
+            k.region_size_mb
+        );
+    }
+    if k.big_hash_size_pct > 100 {
+        bail!(
+            "cache_config.navyBigHashSizePct is {}: expected 0 to 100",
+            k.big_hash_size_pct
+        );
+    }
+    if k.big_hash_size_pct > 0 && (k.big_hash_bucket_size == 0 || k.big_hash_bucket_size % bs != 0)
+    {
+        bail!(
+            "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
+            k.big_hash_bucket_size
+        );
+    }
+    if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
+        bail!(
+            "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
+             choose one reinsertion policy"
+        );
+    }
+    let size = cc.nvm_cache_size_mb << 20;
+    if cc.nvm_cache_paths.is_empty() {
+        if let Some(avail) = harness::machine::mem_available() {
+            if size > avail {
+                bail!(
+                    "cache_config.nvmCacheSizeMB is {} with no nvmCachePaths, so the NVM tier would be \
+                     an in-memory device of {} but only {} of memory is available; give nvmCachePaths \
+                     (a directory, file or block device) or a smaller nvmCacheSizeMB",
+                    cc.nvm_cache_size_mb,
+                    harness::machine::human_size(size),
+                    harness::machine::human_size(avail)
+                );
+            }
+        }
+    }
+    let eviction = match k.segmented_fifo_segment_ratio.len() {
+        0 => Eviction::Lru,
+        1 => Eviction::Fifo,
+        _ => Eviction::SegmentedFifo(k.segmented_fifo_segment_ratio.clone()),
+    };
+    let reinsertion = if k.hits_reinsertion_threshold > 0 {
+        Reinsertion::Hits(k.hits_reinsertion_threshold.min(u64::from(u32::MAX)) as u32)
+    } else if k.probability_reinsertion_threshold > 0 {
+        Reinsertion::Probability(k.probability_reinsertion_threshold as u32)
+    } else {
+        Reinsertion::None
+    };
+    let admission = if k.admission_write_rate_mb > 0 {
+        Admission::WriteRate(k.admission_write_rate_mb << 20)
+    } else if k.admission_probability < 1.0 {
+        Admission::Random(k.admission_probability)
+    } else {
+        Admission::All
+    };
+    let write_chunk = (k.device_max_write_size / bs).max(1) * bs;
+    Ok(Some(NvmConfig {
+        size,
+        paths: cc.nvm_cache_paths.iter().map(PathBuf::from).collect(),
+        block_size: bs as u32,
+        region_size: region as u32,
+        bighash_pct: k.big_hash_size_pct as u32,
+        bucket_size: k.big_hash_bucket_size as u32,
+        bloom_bytes_per_bucket: k.bloom_filter_per_bucket_size as u32,
+        small_item_max: k.small_item_max_size as u32,
+        eviction,
+        reinsertion,
+        clean_regions: k.clean_regions.clamp(1, 1 << 20) as u32,
+        buffers: k.num_inmem_buffers.min(1 << 20) as u32,
+        checksum: k.data_checksum,
+        write_chunk: write_chunk.min(region) as u32,
+        admission,
+        direct_io: if require_direct_io {
+            DirectIo::Require
+        } else {
+            DirectIo::Prefer
+        },
+    }))
+}
+
+/// Builds an instance's cache: DRAM, and the NVM tier behind it when
+/// configured (printing what it runs on and any warning).
+pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Cache> {
+    let dram =
+        DramCache::new(&dram_config(c)?).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?;
+    let Some(nc) = nvm_config(c, require_direct_io)? else {
+        return Ok(Cache::dram_only(dram));
+    };
+    let (navy, warnings) = Navy::open(&nc).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    eprintln!("{}", navy.describe());
+    let k = &c.cache.nvm;
+    Ok(Cache::new(
+        dram,
+        Some(navy),
+        HybridOptions {
+            memory_only_ttl: k.memory_only_ttl.min(u64::from(u32::MAX)) as u32,
+            retention_threshold: k
+                .admission_retention_time_threshold
+                .min(u64::from(u32::MAX)) as u32,
+        },
+    ))
 }
 
 fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
@@ -196,12 +331,15 @@ fn sum_cache(stats: &[CacheStats]) -> CacheStats {
         s.expired += c.expired;
         s.removes += c.removes;
         s.pools.extend(c.pools.iter().cloned());
+        if let Some(n) = &c.nvm {
+            s.nvm.get_or_insert_with(Default::default).add(n);
+        }
     }
     s
 }
 
 struct Instance {
-    cache: DramCache,
+    cache: Cache,
     source: Source,
     repeat_trace: bool,
     options: Options,
@@ -259,7 +397,7 @@ impl Workload for CacheBench {
     }
 
     fn description(&self) -> &'static str {
-        "CacheBench: a CacheLib-style DRAM cache under CacheLib's synthetic and replayed workloads (NVM tier not built yet)"
+        "CacheBench: a CacheLib-style DRAM + NVM (flash) cache under CacheLib's synthetic and replayed workloads"
     }
 
     fn help(&self) -> String {
@@ -272,6 +410,7 @@ impl Workload for CacheBench {
         let loaded = config::load(&a.json_test_config, a.strict)?;
         for c in &loaded.instances {
             dram_config(c)?;
+            nvm_config(c, a.require_direct_io)?;
             if c.test.generator == "replay" {
                 check_generator(c)?;
             } else {
@@ -343,7 +482,7 @@ impl Workload for CacheBench {
             };
             total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
-                cache: DramCache::new(&dram).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?,
+                cache: build_cache(c, a.require_direct_io)?,
                 source,
                 repeat_trace: c.test.repeat_trace_replay,
                 options,
@@ -365,6 +504,7 @@ impl Workload for CacheBench {
             None => None,
         };
         let mut timed_out = false;
+        let nvm_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
         let results: Vec<RunStats> = std::thread::scope(|s| {
             let runs: Vec<_> = instances
                 .iter()
@@ -390,6 +530,16 @@ impl Workload for CacheBench {
                 let mut next = Instant::now() + tick;
                 while !done.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(50));
+                    for i in &instances {
+                        if let Some(f) = i.cache.fatal() {
+                            let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
+                            if g.is_none() {
+                                eprintln!("error: {f}; stopping the run");
+                                *g = Some(f);
+                            }
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
                     if ctx.cancel.is_stopped()
                         || (a.timeout_seconds > 0
                             && started.elapsed().as_secs() >= a.timeout_seconds)
@@ -432,7 +582,8 @@ impl Workload for CacheBench {
             done.store(true, Ordering::Relaxed);
             r
         });
-        if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() {
+        let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
+        if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none() {
             timed_out = true;
         }
         let mut metrics = Map::new();
@@ -440,9 +591,17 @@ impl Workload for CacheBench {
         let mut total = RunStats::default();
         for (i, mut r) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
-            let failure = (r.throughput.inconsistencies > 0)
-                .then(|| format!("Found {} inconsistent cases", r.throughput.inconsistencies));
-            let failures: Vec<&str> = failure.iter().map(String::as_str).collect();
+            let mut failures = Vec::new();
+            if r.throughput.inconsistencies > 0 {
+                failures.push(format!(
+                    "Found {} inconsistent cases",
+                    r.throughput.inconsistencies
+                ));
+            }
+            if let Some(f) = instances[i].cache.fatal() {
+                failures.push(format!("NVM error. {f}"));
+            }
+            let failures: Vec<&str> = failures.iter().map(String::as_str).collect();
             print!("{}", output::final_report(&r, &failures));
             per_instance.push(metrics_of(&r));
             total.throughput.add(&r.throughput);
@@ -473,6 +632,9 @@ impl Workload for CacheBench {
                 json!(a.timeout_seconds),
             );
         }
+        if let Some(f) = &nvm_failure {
+            metrics.insert("error".into(), json!(f));
+        }
         let consistent = total.throughput.inconsistencies == 0;
         if !consistent {
             metrics.insert(
@@ -485,7 +647,7 @@ impl Workload for CacheBench {
         }
         Ok(Outcome {
             metrics,
-            success: !interrupted && consistent,
+            success: !interrupted && consistent && nvm_failure.is_none(),
         })
     }
 }

@@ -124,6 +124,11 @@ pub const CACHE_KEYS: &[&str] = &[
     "isNvmCacheTruncateAllocSizeEnabled",
     "numPoolsMin",
     "initialPoolSizes",
+    "useCombinedLockForIterators",
+    "tickerSynchingSeconds",
+    "nvmAdmissionRetentionTimeThreshold",
+    "deviceEnableFDP",
+    "navyAdmissionProbability",
 ];
 
 /// Keys of `test_config` besides those of a distribution
@@ -217,6 +222,34 @@ pub struct CacheConfig {
     pub lru2q_cold_pct: u32,
     pub nvm_cache_size_mb: u64,
     pub nvm_cache_paths: Vec<String>,
+    pub nvm: NvmKeys,
+}
+
+/// The NVM tier's keys (used when `nvmCacheSizeMB` > 0), upstream's
+/// defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NvmKeys {
+    pub block_size: u64,
+    pub region_size_mb: u64,
+    /// Empty: LRU regions; one value: FIFO; several: segmented FIFO.
+    pub segmented_fifo_segment_ratio: Vec<u32>,
+    pub big_hash_size_pct: u64,
+    pub big_hash_bucket_size: u64,
+    pub bloom_filter_per_bucket_size: u64,
+    pub small_item_max_size: u64,
+    pub hits_reinsertion_threshold: u64,
+    pub probability_reinsertion_threshold: u64,
+    pub clean_regions: u64,
+    pub num_inmem_buffers: u64,
+    pub admission_write_rate_mb: u64,
+    /// rackbench's addition: a fixed admission probability (1 = all).
+    pub admission_probability: f64,
+    pub data_checksum: bool,
+    pub device_max_write_size: u64,
+    pub memory_only_ttl: u64,
+    pub admission_retention_time_threshold: u64,
+    /// Refused when the NVM tier is built (not supported).
+    pub encryption: bool,
 }
 
 /// One distribution (the test's own, or one of `poolDistributions`).
@@ -767,6 +800,7 @@ fn instance(
         lru2q_cold_pct: cf.u64("lru2qColdPct", 20)? as u32,
         nvm_cache_size_mb: cf.u64("nvmCacheSizeMB", 0)?,
         nvm_cache_paths: cf.strings("nvmCachePaths")?,
+        nvm: nvm_keys(&cf)?,
     };
     let tf = Fields {
         obj: t,
@@ -872,6 +906,43 @@ fn instance(
         cache,
         test,
         raw: v.clone(),
+    })
+}
+
+fn nvm_keys(cf: &Fields) -> Result<NvmKeys, String> {
+    let p = cf.f64("navyAdmissionProbability", 1.0)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!(
+            "{}.navyAdmissionProbability: expected a probability from 0 to 1, got {p}",
+            cf.place
+        ));
+    }
+    let pct = cf.u64("navyProbabilityReinsertionThreshold", 0)?;
+    if pct > 100 {
+        return Err(format!(
+            "{}.navyProbabilityReinsertionThreshold: expected a percentage from 0 to 100, got {pct}",
+            cf.place
+        ));
+    }
+    Ok(NvmKeys {
+        block_size: cf.u64("navyBlockSize", 512)?,
+        region_size_mb: cf.u64("navyRegionSizeMB", 16)?,
+        segmented_fifo_segment_ratio: cf.u32s("navySegmentedFifoSegmentRatio")?,
+        big_hash_size_pct: cf.u64("navyBigHashSizePct", 50)?,
+        big_hash_bucket_size: cf.u64("navyBigHashBucketSize", 4096)?,
+        bloom_filter_per_bucket_size: cf.u64("navyBloomFilterPerBucketSize", 8)?,
+        small_item_max_size: cf.u64("navySmallItemMaxSize", 2048)?,
+        hits_reinsertion_threshold: cf.u64("navyHitsReinsertionThreshold", 0)?,
+        probability_reinsertion_threshold: pct,
+        clean_regions: cf.u64("navyCleanRegions", 1)?,
+        num_inmem_buffers: cf.u64("navyNumInmemBuffers", 30)?,
+        admission_write_rate_mb: cf.u64("navyAdmissionWriteRateMB", 0)?,
+        admission_probability: p,
+        data_checksum: cf.bool("navyDataChecksum", true)?,
+        device_max_write_size: cf.u64("deviceMaxWriteSize", 1 << 20)?,
+        memory_only_ttl: cf.u64("memoryOnlyTTL", 0)?,
+        encryption: cf.bool("navyEncryption", false)?,
+        admission_retention_time_threshold: cf.u64("nvmAdmissionRetentionTimeThreshold", 0)?,
     })
 }
 

@@ -10,9 +10,9 @@
 //!   (`rackbench cachebench --json_test_config FILE`).
 
 pub mod cache;
-pub mod nvm;
 mod command;
 pub mod config;
+pub mod nvm;
 pub mod output;
 pub mod replay;
 pub mod stats;

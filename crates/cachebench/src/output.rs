@@ -39,6 +39,7 @@
 
 use std::fmt::Write as _;
 
+use crate::cache::HybridCounters;
 use crate::stats::{CacheStats, RunStats, Throughput};
 
 /// The line upstream's `main` prints once the config is parsed.
@@ -208,15 +209,40 @@ pub fn hit_ratios_since(cur: &CacheStats, prev: &CacheStats) -> HitRatios {
     let mut r = HitRatios::default();
     if cur.gets > prev.gets {
         let gets = cur.gets - prev.gets;
-        let misses = misses(cur).saturating_sub(misses(prev));
-        r.overall = inv_pct(misses, gets);
-        r.ram = inv_pct(misses, gets);
+        r.overall = inv_pct(total_misses(cur).saturating_sub(total_misses(prev)), gets);
+        r.ram = inv_pct(misses(cur).saturating_sub(misses(prev)), gets);
+    }
+    let (n, p) = (nvm_counters(cur), nvm_counters(prev));
+    if n.nvm_gets > p.nvm_gets {
+        r.nvm = inv_pct(
+            n.nvm_get_misses.saturating_sub(p.nvm_get_misses),
+            n.nvm_gets - p.nvm_gets,
+        );
     }
     r
 }
 
+/// RAM misses.
 fn misses(c: &CacheStats) -> u64 {
     c.gets.saturating_sub(c.hits)
+}
+
+/// Gets that missed everywhere (upstream `getTotalMisses`: NVM's misses
+/// once NVM saw a get, else RAM's).
+fn total_misses(c: &CacheStats) -> u64 {
+    let n = nvm_counters(c);
+    if n.nvm_gets > 0 {
+        n.nvm_get_misses
+    } else {
+        misses(c)
+    }
+}
+
+fn nvm_counters(c: &CacheStats) -> HybridCounters {
+    c.nvm
+        .as_ref()
+        .map(|n| n.counters.clone())
+        .unwrap_or_default()
 }
 
 /// The line printed every `--progress` seconds (upstream
@@ -294,9 +320,15 @@ pub fn allocator_stats(s: &RunStats) -> String {
     let evict_attempts = sum(|p| p.evict_attempts);
     let evictions = sum(|p| p.evictions);
 
+    let nvm = c.nvm.as_ref();
+    let n = nvm_counters(c);
     let mut out = String::new();
     let _ = writeln!(out, "Items in RAM  : {}", commas(items));
-    let _ = writeln!(out, "Items in NVM  : {}", commas(0));
+    let _ = writeln!(
+        out,
+        "Items in NVM  : {}",
+        commas(nvm.map_or(0, |x| x.engine.items()))
+    );
     let _ = writeln!(
         out,
         "Alloc Attempts: {} Success: {}%",
@@ -329,40 +361,43 @@ pub fn allocator_stats(s: &RunStats) -> String {
         let _ = writeln!(
             out,
             "Hit Ratio     : {:>6}%",
-            fixed(inv_pct(misses(c), c.gets), 2)
+            fixed(inv_pct(total_misses(c), c.gets), 2)
         );
     }
-    // The NVM lines upstream prints on every run; all counters are 0 here,
-    // so the rates are upstream's zero-total values.
+    if let Some(x) = nvm.filter(|_| n.nvm_gets > 0 || n.nvm_deletes > 0 || n.puts > 0) {
+        out.push_str(&nvm_traffic(c, x));
+    }
+    let e = nvm.map(|x| &x.engine);
     let _ = writeln!(
         out,
         "{:<14}: {:>15}, {:<10}: {:>6}%",
         "NVM Gets",
-        commas(0),
+        commas(n.nvm_gets),
         "Coalesced",
-        fixed(pct(0, 0), 2)
+        fixed(pct(n.coalesced, n.nvm_gets), 2)
     );
     let _ = writeln!(
         out,
         "{:<14}: {:>15}, {:<10}: {:>6}%, {:<8}: {:>6}%, {:<16}: {:>8}, {:<16}: {:>8}",
         "NVM Puts",
-        commas(0),
+        commas(n.puts),
         "Success",
-        fixed(inv_pct(0, 0), 2),
+        fixed(inv_pct(n.put_errors + n.aborts_from_del, n.puts), 2),
         "Clean",
-        fixed(pct(0, 0), 2),
+        fixed(pct(0, n.puts), 2),
         "AbortsFromDel",
-        commas(0),
+        commas(n.aborts_from_del),
         "AbortsFromGet",
         commas(0)
     );
+    let nvm_evictions = e.map_or(0, |e| e.evictions());
     let _ = writeln!(
         out,
         "{:<14}: {:>15}, {:<10}: {:>6}%, {:<8}: {:>7}, {:<16}: {:>8}",
         "NVM Evicts",
-        commas(0),
+        commas(nvm_evictions),
         "Clean",
-        fixed(pct(0, 0), 2),
+        fixed(pct(0, nvm_evictions), 2),
         "Unclean",
         commas(0),
         "Double",
@@ -372,15 +407,81 @@ pub fn allocator_stats(s: &RunStats) -> String {
         out,
         "{:<14}: {:>15} {:<14}: {:>6}%",
         "NVM Deletes",
-        commas(0),
+        commas(n.nvm_deletes),
         "Skipped Deletes",
-        fixed(pct(0, 0), 2)
+        fixed(pct(e.map_or(0, |e| e.removes_skipped), n.nvm_deletes), 2)
     );
     if evictions > 0 {
-        // Upstream counts every RAM eviction here when there is no NVM
-        // tier, and prints the number without grouping.
+        // Upstream prints the number without grouping.
         let _ = writeln!(out, "Total eviction executed {evictions}");
     }
+    out
+}
+
+/// The block upstream prints once NVM saw traffic: RAM and NVM hit
+/// ratios, eviction rejects, NVM read and write latency percentiles (µs)
+/// and bytes written with the write amplification.
+fn nvm_traffic(c: &CacheStats, x: &crate::cache::NvmSide) -> String {
+    let n = &x.counters;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "RAM Hit Ratio : {:>6}%\nNVM Hit Ratio : {:>6}%\n",
+        fixed(inv_pct(misses(c), c.gets), 2),
+        fixed(inv_pct(n.nvm_get_misses, n.nvm_gets), 2)
+    );
+    let _ = write!(
+        out,
+        "RAM eviction rejects expiry : {}\nRAM eviction rejects clean : {}\n",
+        commas(n.rejects_expiry),
+        commas(n.rejects_clean)
+    );
+    let quantiles = [
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p999", 0.999),
+        ("p9999", 0.9999),
+        ("p99999", 0.99999),
+        ("p999999", 0.999999),
+        ("p100", 1.0),
+    ];
+    for (cat, h) in [
+        ("NVM Read  Latency", &x.engine.read_latency_us),
+        ("NVM Write Latency", &x.engine.write_latency_us),
+    ] {
+        for (name, q) in quantiles {
+            let v = h
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map_or(0.0, |h| h.value_at_quantile(q) as f64);
+            let _ = writeln!(out, "{cat:<20} {name:<8} : {:>10} us", fixed(v, 2));
+        }
+    }
+    const GB: f64 = 1024.0 * 1024.0 * 1024.0;
+    let physical = x.engine.device.bytes_written;
+    let logical = x.engine.logical_bytes_written();
+    let _ = writeln!(
+        out,
+        "NVM bytes written (physical)  : {:>6} GB",
+        fixed(physical as f64 / GB, 2)
+    );
+    let _ = writeln!(
+        out,
+        "NVM bytes written (logical)   : {:>6} GB",
+        fixed(logical as f64 / GB, 2)
+    );
+    let _ = writeln!(
+        out,
+        "NVM bytes written (nand)      : {:>6} GB",
+        fixed(0.0, 2)
+    );
+    let _ = writeln!(
+        out,
+        "NVM app write amplification   : {:>6}",
+        fixed(pct(physical, logical) / 100.0, 2)
+    );
+    let _ = writeln!(out, "NVM dev write amplification   : {:>6}", fixed(0.0, 2));
     out
 }
 
@@ -477,6 +578,7 @@ NVM Deletes   :               0 Skipped Deletes:   0.00%
     fn busy() -> RunStats {
         RunStats {
             cache: CacheStats {
+                nvm: None,
                 gets: 480_592,
                 hits: 52_713,
                 expired: 12,

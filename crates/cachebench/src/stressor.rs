@@ -3,7 +3,7 @@
 //! stressor does, with counters per thread summed at the end and a
 //! snapshot of the running totals for progress lines.
 
-use crate::cache::{AllocError, DramCache};
+use crate::cache::{AllocError, Cache};
 use crate::stats::{RunStats, Throughput};
 use crate::workload::{Generator, Op};
 use rand::SeedableRng;
@@ -132,7 +132,7 @@ pub struct Progress {
 /// Runs the stressor to the end or until `stop` is raised; `progress`
 /// gets the running totals (every 1,024 operations per thread).
 pub fn run(
-    cache: &DramCache,
+    cache: &Cache,
     generator: &Generator,
     opts: &Options,
     stop: &AtomicBool,
@@ -173,7 +173,7 @@ pub fn run(
 
 #[allow(clippy::too_many_arguments)]
 fn worker(
-    cache: &DramCache,
+    cache: &Cache,
     generator: &Generator,
     opts: &Options,
     thread: usize,
@@ -358,7 +358,7 @@ fn worker(
 /// the trace with `repeat`. Gets that miss store the key when `lookaside`
 /// and the request has a size.
 pub fn run_replay(
-    cache: &DramCache,
+    cache: &Cache,
     trace: &crate::replay::Trace,
     opts: &Options,
     repeat: bool,
@@ -461,7 +461,7 @@ fn join_all(handles: Vec<std::thread::ScopedJoinHandle<'_, Throughput>>) -> Thro
     total
 }
 
-fn finish(cache: &DramCache, throughput: Throughput, start: Instant) -> RunStats {
+fn finish(cache: &Cache, throughput: Throughput, start: Instant) -> RunStats {
     RunStats {
         cache: cache.stats(),
         pool_fractions: Vec::new(),
@@ -474,11 +474,15 @@ fn finish(cache: &DramCache, throughput: Throughput, start: Instant) -> RunStats
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{AllocClasses, DramConfig, Policy, Refresh};
+    use crate::cache::{AllocClasses, DramCache, DramConfig, Policy, Refresh};
     use crate::workload::{PoolMix, Spec};
 
     /// A one-pool cache of `mb` MiB for the tests.
-    fn cache(mb: u64, policy: Policy, ht_bucket_power: u32) -> DramCache {
+    fn cache(mb: u64, policy: Policy, ht_bucket_power: u32) -> Cache {
+        Cache::dram_only(dram(mb, policy, ht_bucket_power))
+    }
+
+    fn dram(mb: u64, policy: Policy, ht_bucket_power: u32) -> DramCache {
         DramCache::new(&DramConfig {
             size_bytes: mb << 20,
             pool_sizes: vec![1.0],

@@ -134,17 +134,6 @@ fn leaf_config(s: &ShapeArgs, t: Threads) -> LeafConfig {
     }
 }
 
-fn mem_available() -> Option<u64> {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()?
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("MemAvailable:")
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                .map(|kib| kib * 1024)
-        })
-}
-
 /// Refuses a dataset that does not fit in available memory.
 fn check_memory(cfg: &LeafConfig, instances: usize) -> anyhow::Result<()> {
     check_bytes(
@@ -161,7 +150,7 @@ fn check_memory(cfg: &LeafConfig, instances: usize) -> anyhow::Result<()> {
 /// Refuses `need` bytes of datasets (made of `what`) when they do not fit
 /// in 90% of the available memory.
 fn check_bytes(need: u64, what: &str) -> anyhow::Result<()> {
-    if let Some(avail) = mem_available()
+    if let Some(avail) = harness::machine::mem_available()
         && need > avail / 10 * 9
     {
         bail!(

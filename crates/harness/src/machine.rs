@@ -268,6 +268,19 @@ impl CacheSummary {
 }
 
 /// Sizes in lscpu's style: binary units, one decimal only when needed.
+/// Memory the kernel says can be allocated without swapping
+/// (`MemAvailable` of /proc/meminfo), in bytes.
+pub fn mem_available() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemAvailable:")
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .map(|kib| kib * 1024)
+        })
+}
+
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = bytes as f64;

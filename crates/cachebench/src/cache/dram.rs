@@ -62,6 +62,8 @@ pub struct Stats {
     pub expired: u64,
     pub removes: u64,
     pub pools: Vec<PoolStats>,
+    /// The NVM tier's counters (a hybrid cache's; None for DRAM alone).
+    pub nvm: Option<super::hybrid::NvmSide>,
 }
 
 /// Where the cache's memory goes, for the items it holds.
@@ -101,6 +103,39 @@ impl Footprint {
 }
 
 const FLAG_IN_TAIL: u8 = 1;
+/// The item is an unchanged copy of what NVM holds (promoted from it).
+const FLAG_NVM_CLEAN: u8 = 2;
+
+/// An item evicted from DRAM, copied out for the NVM tier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evicted {
+    pub pool: u8,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    /// In the cache's clock ([`DramCache::now`]); 0 = never.
+    pub expiry: u32,
+    pub last_access: u32,
+    /// NVM already holds this value.
+    pub clean: bool,
+    /// What the sink's stamp function said about the key at eviction time.
+    pub stamp: u64,
+}
+
+/// Where [`DramCache::set_ex`] puts the items its allocation evicts.
+pub struct EvictionSink<'a> {
+    pub out: &'a mut Vec<Evicted>,
+    /// Called under the cache's lock with each evicted key.
+    pub stamp: &'a dyn Fn(&[u8]) -> u64,
+}
+
+/// How [`DramCache::set_ex`] stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetMode {
+    /// Store, replacing an older value.
+    Replace,
+    /// Store only when the key is absent, marked as NVM's clean copy.
+    Promote,
+}
 
 /// Per-item metadata beside the slab (28 bytes).
 #[derive(Debug, Clone, Copy)]
@@ -299,8 +334,18 @@ impl DramCache {
         })
     }
 
-    fn now(&self) -> u32 {
+    /// The cache's clock: whole seconds since it was built, plus one.
+    pub fn now(&self) -> u32 {
         self.start.elapsed().as_secs() as u32 + 1
+    }
+
+    /// Pools of the cache.
+    pub fn pool_count(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pools
+            .len()
     }
 
     /// The allocation classes.
@@ -311,10 +356,22 @@ impl DramCache {
     /// Looks `key` up; on a hit copies the value into `out` (when given)
     /// and returns its length.
     pub fn get(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        self.lookup(key, out, true)
+    }
+
+    /// [`DramCache::get`] without counting a get (a second look by the
+    /// NVM tier at a key already counted).
+    pub fn get_uncounted(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        self.lookup(key, out, false)
+    }
+
+    fn lookup(&self, key: &[u8], out: Option<&mut Vec<u8>>, count: bool) -> Option<usize> {
         let now = self.now();
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
-        inner.stats.gets += 1;
+        if count {
+            inner.stats.gets += 1;
+        }
         let id = inner.find(key)?;
         let (s, i) = split(id);
         let m = inner.slabs[s].meta[i];
@@ -323,7 +380,9 @@ impl DramCache {
             inner.unlink(id, key);
             return None;
         }
-        inner.stats.hits += 1;
+        if count {
+            inner.stats.hits += 1;
+        }
         let (pool, class) = inner.owner(id);
         let Inner { slabs, pools, .. } = inner;
         pools[pool].classes[class]
@@ -347,6 +406,21 @@ impl DramCache {
         value: &[u8],
         ttl_secs: u32,
     ) -> Result<(), AllocError> {
+        self.set_ex(pool, key, value, ttl_secs, SetMode::Replace, None)
+            .map(|_| ())
+    }
+
+    /// [`DramCache::set`] with a mode, handing what the allocation evicts
+    /// to `sink`; Ok(false) when `Promote` found the key already there.
+    pub fn set_ex(
+        &self,
+        pool: usize,
+        key: &[u8],
+        value: &[u8],
+        ttl_secs: u32,
+        mode: SetMode,
+        mut sink: Option<EvictionSink<'_>>,
+    ) -> Result<bool, AllocError> {
         let now = self.now();
         if key.len() > u16::MAX as usize {
             return Err(AllocError::TooLarge);
@@ -358,11 +432,14 @@ impl DramCache {
         };
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let inner = &mut *g;
+        if mode == SetMode::Promote && inner.find(key).is_some() {
+            return Ok(false);
+        }
         inner.pools[pool].stats.alloc_attempts += 1;
         // Allocate first: a failed set leaves the old value in place (as
         // CacheLib's insertOrReplace). The allocation may have evicted the
         // old item; whatever is still there is replaced.
-        let id = inner.allocate(&self.classes, pool, class)?;
+        let id = inner.allocate(&self.classes, pool, class, &mut sink)?;
         if let Some(old) = inner.find(key) {
             inner.unlink(old, key);
         }
@@ -379,6 +456,11 @@ impl DramCache {
             key_len: key.len() as u16,
             val_len: value.len() as u32,
             expiry: if ttl_secs == 0 { 0 } else { now + ttl_secs },
+            flags: if mode == SetMode::Promote {
+                FLAG_NVM_CLEAN
+            } else {
+                0
+            },
             ..EMPTY
         };
         inner.set_head(b, id);
@@ -387,7 +469,7 @@ impl DramCache {
             .mm
             .add(&mut Metas(slabs), id, now);
         pools[pool].stats.items += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// Removes `key`; true if it was there.
@@ -514,6 +596,7 @@ impl Inner {
         classes: &AllocClasses,
         pool: usize,
         class: usize,
+        sink: &mut Option<EvictionSink<'_>>,
     ) -> Result<u32, AllocError> {
         let c = &mut self.pools[pool].classes[class];
         if let Some(id) = c.free.pop() {
@@ -544,6 +627,21 @@ impl Inner {
             return Err(AllocError::NoMemory);
         };
         let key = self.key_of(victim).to_vec();
+        if let Some(sink) = sink {
+            let (s, i) = split(victim);
+            let slab = &self.slabs[s];
+            let m = slab.meta[i];
+            let start = i * slab.slot_size + m.key_len as usize;
+            sink.out.push(Evicted {
+                pool: pool as u8,
+                value: slab.mem[start..start + m.val_len as usize].to_vec(),
+                expiry: m.expiry,
+                last_access: m.last_access,
+                clean: m.flags & FLAG_NVM_CLEAN != 0,
+                stamp: (sink.stamp)(&key),
+                key: key.clone(),
+            });
+        }
         self.unlink(victim, &key);
         self.pools[pool].stats.evictions += 1;
         Ok(self.pools[pool].classes[class]

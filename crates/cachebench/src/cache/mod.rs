@@ -1,12 +1,15 @@
 //! The cache engine, written here because it is the product: CacheLib's
 //! layout of DRAM into slabs, pools and allocation classes, its eviction
 //! containers (LRU with insertion point and refresh time, 2Q) and its
-//! chained hash index. The SSD (NVM) tier is not built yet.
+//! chained hash index; and the hybrid layer that puts the NVM tier
+//! ([`crate::nvm`]) behind DRAM.
 
 pub mod classes;
 pub mod dram;
+pub mod hybrid;
 pub mod mm;
 
 pub use classes::{AllocClasses, SLAB_SIZE};
-pub use dram::{AllocError, DramCache, DramConfig, Footprint, PoolStats, Stats};
+pub use dram::{AllocError, DramCache, DramConfig, Evicted, Footprint, PoolStats, SetMode, Stats};
+pub use hybrid::{Cache, HybridCounters, HybridOptions, NvmSide};
 pub use mm::{Policy, Refresh};

@@ -57,7 +57,8 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len > 0 {
-            let layout = std::alloc::Layout::from_size_align(self.len, ALIGN).expect("buffer layout");
+            let layout =
+                std::alloc::Layout::from_size_align(self.len, ALIGN).expect("buffer layout");
             // SAFETY: allocated in `zeroed` with this layout.
             unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) }
         }
@@ -85,10 +86,25 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
+/// An I/O error's message followed by its causes (`a: b: c`).
+pub fn error_chain(e: &io::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !out.contains(&m) {
+            out.push_str(": ");
+            out.push_str(&m);
+        }
+        cur = c.source();
+    }
+    out
+}
+
 /// Checks the block rules of a request against a device.
 pub fn check_request(io: &dyn BlockIo, offset: u64, len: usize, ptr: *const u8) -> io::Result<()> {
     let bs = u64::from(io.block_size());
-    if offset % bs != 0 || len as u64 % bs != 0 {
+    if !offset.is_multiple_of(bs) || !(len as u64).is_multiple_of(bs) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("I/O at offset {offset}, {len} bytes: not a multiple of the {bs}-byte block"),
@@ -103,7 +119,7 @@ pub fn check_request(io: &dyn BlockIo, offset: u64, len: usize, ptr: *const u8) 
             ),
         ));
     }
-    if ptr as usize % ALIGN != 0 && len > 0 {
+    if !(ptr as usize).is_multiple_of(ALIGN) && len > 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("I/O buffer not aligned to {ALIGN} bytes"),

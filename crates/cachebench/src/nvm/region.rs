@@ -29,11 +29,11 @@
 //! in `lookup_races`).
 
 use super::io::{AlignedBuf, BlockIo};
+use rand::SeedableRng;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
-use rand::SeedableRng;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 const MAGIC: u32 = 0x5242_4e56; // "RBNV"
@@ -834,7 +834,7 @@ impl Shared {
                 self.wait_readers(reg);
                 let mut a = lock(&self.alloc);
                 a.fatal
-                    .get_or_insert_with(|| format!("{what}: {e}"));
+                    .get_or_insert_with(|| format!("{what}: {}", super::io::error_chain(&e)));
                 let entries = std::mem::take(&mut a.entries[r as usize]);
                 self.drop_entries(r, &entries);
                 let buf = reg.buf.write().unwrap_or_else(|e| e.into_inner()).take();
@@ -1001,7 +1001,10 @@ mod tests {
     fn round_trip_from_buffer_and_from_device() {
         let (_io, e) = engine(8, cfg(Eviction::Fifo, Reinsertion::None));
         for k in 0..20 {
-            assert_eq!(e.insert(h(k), &key(k), &value(k, 3000), 0).unwrap(), Insert::Inserted);
+            assert_eq!(
+                e.insert(h(k), &key(k), &value(k, 3000), 0).unwrap(),
+                Insert::Inserted
+            );
         }
         // Still in the open region's buffer: no device read.
         assert_eq!(e.lookup(h(3), &key(3), 1).unwrap(), Some(value(3, 3000)));
@@ -1016,7 +1019,10 @@ mod tests {
         assert_eq!(s.items, 20);
         // Replace, then remove.
         e.insert(h(3), &key(3), b"new", 0).unwrap();
-        assert_eq!(e.lookup(h(3), &key(3), 1).unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(
+            e.lookup(h(3), &key(3), 1).unwrap().as_deref(),
+            Some(&b"new"[..])
+        );
         assert!(e.remove(h(3)));
         assert!(!e.remove(h(3)));
         assert_eq!(e.lookup(h(3), &key(3), 1).unwrap(), None);
@@ -1058,7 +1064,11 @@ mod tests {
         // The survivors are exactly the newest items, oldest first evicted.
         let first = alive[0];
         assert_eq!(alive, (first..n).collect::<Vec<_>>());
-        assert!(alive.len() >= 16 * 4 && alive.len() <= 128, "{}", alive.len());
+        assert!(
+            alive.len() >= 16 * 4 && alive.len() <= 128,
+            "{}",
+            alive.len()
+        );
         for k in alive {
             assert_eq!(e.lookup(h(k), &key(k), 1).unwrap(), Some(value(k, 4000)));
         }
@@ -1081,7 +1091,11 @@ mod tests {
                 let _ = f.lookup(h(0), &key(0), 1).unwrap();
             }
         }
-        assert_eq!(f.lookup(h(0), &key(0), 1).unwrap(), None, "FIFO ignores reads");
+        assert_eq!(
+            f.lookup(h(0), &key(0), 1).unwrap(),
+            None,
+            "FIFO ignores reads"
+        );
     }
 
     #[test]
