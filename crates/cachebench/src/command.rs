@@ -141,7 +141,8 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
             k.big_hash_size_pct
         );
     }
-    if k.big_hash_size_pct > 0 && (k.big_hash_bucket_size == 0 || k.big_hash_bucket_size % bs != 0)
+    if k.big_hash_size_pct > 0
+        && (k.big_hash_bucket_size == 0 || !k.big_hash_bucket_size.is_multiple_of(bs))
     {
         bail!(
             "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
@@ -155,19 +156,19 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         );
     }
     let size = cc.nvm_cache_size_mb << 20;
-    if cc.nvm_cache_paths.is_empty() {
-        if let Some(avail) = harness::machine::mem_available() {
-            if size > avail {
-                bail!(
-                    "cache_config.nvmCacheSizeMB is {} with no nvmCachePaths, so the NVM tier would be \
-                     an in-memory device of {} but only {} of memory is available; give nvmCachePaths \
-                     (a directory, file or block device) or a smaller nvmCacheSizeMB",
-                    cc.nvm_cache_size_mb,
-                    harness::machine::human_size(size),
-                    harness::machine::human_size(avail)
-                );
-            }
-        }
+    if let (true, Some(avail)) = (
+        cc.nvm_cache_paths.is_empty(),
+        harness::machine::mem_available(),
+    ) && size > avail
+    {
+        bail!(
+            "cache_config.nvmCacheSizeMB is {} with no nvmCachePaths, so the NVM tier would be \
+             an in-memory device of {} but only {} of memory is available; give nvmCachePaths \
+             (a directory, file or block device) or a smaller nvmCacheSizeMB",
+            cc.nvm_cache_size_mb,
+            harness::machine::human_size(size),
+            harness::machine::human_size(avail)
+        );
     }
     let eviction = match k.segmented_fifo_segment_ratio.len() {
         0 => Eviction::Lru,
@@ -364,30 +365,90 @@ fn metrics_of(s: &RunStats) -> Value {
         "gets_per_sec": t.gets as f64 / secs,
         "sets_per_sec": t.sets as f64 / secs,
         "dels_per_sec": t.dels as f64 / secs,
-        "hit_ratio_pct": pct(s.cache.hits, s.cache.gets),
+        "hit_ratio_pct": match s.cache.nvm.as_ref().map(|n| &n.counters) {
+            Some(n) if n.nvm_gets > 0 => pct(s.cache.gets - n.nvm_get_misses, s.cache.gets),
+            _ => pct(s.cache.hits, s.cache.gets),
+        },
+        "ram_hit_ratio_pct": pct(s.cache.hits, s.cache.gets),
         "get_miss_pct": pct(t.get_misses, t.gets),
         "set_success_pct": pct(t.sets - t.set_failures, t.sets),
         "consistency_checks": t.consistency_checks,
         "inconsistencies": t.inconsistencies,
         "items_in_ram": items,
         "ram_evictions": evictions,
+        "nvm": s.cache.nvm.as_ref().map(nvm_metrics),
         "elapsed_secs": s.elapsed_secs,
         "api_latency_ns": s.api_latency.as_ref().map(|l| {
-            let q = |h: &hdrhistogram::Histogram<u64>| {
-                if h.is_empty() {
-                    return Value::Null;
-                }
-                json!({
-                    "count": h.len(),
-                    "p50": h.value_at_quantile(0.5),
-                    "p90": h.value_at_quantile(0.9),
-                    "p99": h.value_at_quantile(0.99),
-                    "p999": h.value_at_quantile(0.999),
-                    "max": h.max(),
-                })
-            };
-            json!({ "get": q(&l.get), "set": q(&l.set) })
+            json!({ "get": quantiles(Some(&l.get)), "set": quantiles(Some(&l.set)) })
         }),
+    })
+}
+
+fn quantiles(h: Option<&hdrhistogram::Histogram<u64>>) -> Value {
+    match h {
+        Some(h) if !h.is_empty() => json!({
+            "count": h.len(),
+            "p50": h.value_at_quantile(0.5),
+            "p90": h.value_at_quantile(0.9),
+            "p99": h.value_at_quantile(0.99),
+            "p999": h.value_at_quantile(0.999),
+            "max": h.max(),
+        }),
+        _ => Value::Null,
+    }
+}
+
+/// The NVM tier's figures for the report.
+fn nvm_metrics(n: &crate::cache::NvmSide) -> Value {
+    let c = &n.counters;
+    let e = &n.engine;
+    let d = &e.device;
+    let logical = e.logical_bytes_written();
+    json!({
+        "gets": c.nvm_gets,
+        "hit_ratio_pct": if c.nvm_gets == 0 {
+            Value::Null
+        } else {
+            json!(100.0 * (c.nvm_gets - c.nvm_get_misses) as f64 / c.nvm_gets as f64)
+        },
+        "coalesced_gets": c.coalesced,
+        "puts": c.puts,
+        "put_errors": c.put_errors,
+        "aborted_puts": c.aborts_from_del,
+        "admission_rejects": e.admission_rejects,
+        "admission_probability": e.admission_probability,
+        "rejects_clean": c.rejects_clean,
+        "rejects_expiry": c.rejects_expiry,
+        "rejects_retention": c.rejects_retention,
+        "deletes": c.nvm_deletes,
+        "items": e.items(),
+        "evictions": e.evictions(),
+        "bytes_read": d.bytes_read,
+        "bytes_written": d.bytes_written,
+        "logical_bytes_written": logical,
+        "app_write_amplification": if logical == 0 {
+            Value::Null
+        } else {
+            json!(d.bytes_written as f64 / logical as f64)
+        },
+        "device_write_amplification": Value::Null,
+        "read_latency_us": quantiles(e.read_latency_us.as_ref()),
+        "write_latency_us": quantiles(e.write_latency_us.as_ref()),
+        "device_read_latency_us": quantiles(Some(&d.read_latency_us)),
+        "device_write_latency_us": quantiles(Some(&d.write_latency_us)),
+        "region_engine": e.large.as_ref().map(|l| json!({
+            "items": l.items,
+            "evictions": l.evictions,
+            "reinsertions": l.reinsertions,
+            "regions_reclaimed": l.regions_reclaimed,
+            "checksum_errors": l.checksum_errors,
+        })),
+        "bucket_engine": e.small.as_ref().map(|s| json!({
+            "items": s.items,
+            "evictions": s.evictions,
+            "bloom_rejects": s.bloom_rejects,
+            "checksum_errors": s.checksum_errors,
+        })),
     })
 }
 

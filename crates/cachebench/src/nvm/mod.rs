@@ -468,10 +468,10 @@ impl Navy {
         if let Some(l) = &self.large {
             found = l.lookup(key_hash(key), key, now)?;
         }
-        if found.is_none() {
-            if let Some(s) = &self.small {
-                found = s.lookup(key, now)?;
-            }
+        if found.is_none()
+            && let Some(s) = &self.small
+        {
+            found = s.lookup(key, now)?;
         }
         self.read_latency.record(start);
         if found.is_some() {
@@ -506,10 +506,10 @@ impl Navy {
             r.map(|r| matches!(r, InsertResult::Inserted { .. }))
         } else if let Some(l) = &self.large {
             let r = l.insert(h, key, value, expiry);
-            if let (Ok(Insert::Inserted), Some(s)) = (&r, &self.small) {
-                if s.could_exist(key) {
-                    s.remove(key)?;
-                }
+            if let (Ok(Insert::Inserted), Some(s)) = (&r, &self.small)
+                && s.could_exist(key)
+            {
+                s.remove(key)?;
             }
             r.map(|r| r == Insert::Inserted)
         } else {

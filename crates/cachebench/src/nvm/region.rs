@@ -342,23 +342,23 @@ impl RegionEngine {
     pub fn new(io: Arc<dyn BlockIo>, cfg: RegionConfig) -> Result<RegionEngine, String> {
         let block = io.block_size() as usize;
         let rs = cfg.region_size as usize;
-        if rs == 0 || rs % block != 0 {
+        if rs == 0 || !rs.is_multiple_of(block) {
             return Err(format!(
                 "navyRegionSizeMB: a region of {rs} bytes is not a multiple of the {block}-byte block"
             ));
         }
-        if cfg.write_chunk == 0 || cfg.write_chunk as usize % block != 0 {
+        if cfg.write_chunk == 0 || !(cfg.write_chunk as usize).is_multiple_of(block) {
             return Err(format!(
                 "device write size {} is not a multiple of the {block}-byte block",
                 cfg.write_chunk
             ));
         }
-        if let Eviction::SegmentedFifo(r) = &cfg.eviction {
-            if r.is_empty() || r.len() > 8 || r.contains(&0) {
-                return Err(format!(
-                    "navySegmentedFifoSegmentRatio {r:?}: expected 1 to 8 positive ratios"
-                ));
-            }
+        if let Eviction::SegmentedFifo(r) = &cfg.eviction
+            && (r.is_empty() || r.len() > 8 || r.contains(&0))
+        {
+            return Err(format!(
+                "navySegmentedFifoSegmentRatio {r:?}: expected 1 to 8 positive ratios"
+            ));
         }
         let priorities = match &cfg.eviction {
             Eviction::SegmentedFifo(r) => r.len(),
