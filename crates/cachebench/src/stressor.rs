@@ -620,6 +620,73 @@ mod tests {
         assert_eq!(s.throughput.ops, 100);
     }
 
+    /// Sets, deletes and gets racing over DRAM and NVM on four threads:
+    /// every value read is one the checker allows (no stale NVM copy
+    /// after a newer set or a delete), and NVM serves hits.
+    #[test]
+    fn consistency_holds_across_dram_and_nvm() {
+        use crate::nvm::{Admission, Navy, NvmConfig};
+        let dram = dram(8, Policy::Lru { ip_spec: 0 }, 12);
+        let (navy, _) = Navy::open(&NvmConfig {
+            size: 16 << 20,
+            paths: Vec::new(),
+            block_size: 512,
+            region_size: 256 << 10,
+            bighash_pct: 30,
+            bucket_size: 4096,
+            bloom_bytes_per_bucket: 8,
+            small_item_max: 2048,
+            eviction: crate::nvm::region::Eviction::Lru,
+            reinsertion: crate::nvm::region::Reinsertion::Hits(1),
+            clean_regions: 1,
+            buffers: 2,
+            checksum: true,
+            write_chunk: 64 << 10,
+            admission: Admission::All,
+            direct_io: crate::nvm::device::DirectIo::Prefer,
+        })
+        .unwrap();
+        let cache = Cache::new(dram, Some(navy), crate::cache::HybridOptions::default());
+        let spec = Spec {
+            num_keys: 6000,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![PoolMix {
+                key_size_range: vec![8, 16],
+                key_size_probability: vec![1.0],
+                val_size_range: vec![100, 1500, 6000],
+                val_size_probability: vec![0.6, 0.4],
+                op_weights: [0.6, 0.3, 0.1, 0.0, 0.0, 0.0, 0.0],
+                popularity: None,
+            }],
+        };
+        let g = Generator::new(&spec, 11).unwrap();
+        let opts = Options {
+            check_consistency: true,
+            ..options(4, 20_000, 7)
+        };
+        let s = run(
+            &cache,
+            &g,
+            &opts,
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        assert!(
+            s.throughput.consistency_checks > 10_000,
+            "{:?}",
+            s.throughput
+        );
+        assert_eq!(s.throughput.inconsistencies, 0);
+        let n = s.cache.nvm.as_ref().unwrap();
+        assert!(
+            n.counters.nvm_gets > n.counters.nvm_get_misses,
+            "NVM served no hit: {:?}",
+            n.counters
+        );
+        assert!(n.counters.nvm_deletes > 0);
+    }
+
     #[test]
     fn consistency_checker_passes_on_the_engine_and_catches_a_bad_value() {
         let cache = cache(

@@ -37,6 +37,35 @@ pub struct HybridOptions {
     pub retention_threshold: u32,
 }
 
+/// Why an eviction stays out of NVM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reject {
+    Clean,
+    Expiry,
+    Retention,
+}
+
+impl HybridOptions {
+    /// Whether `e`, evicted at `now`, stays out of NVM, and why.
+    fn reject(&self, e: &Evicted, now: u32) -> Option<Reject> {
+        if e.clean {
+            return Some(Reject::Clean);
+        }
+        if e.expiry != 0
+            && (e.expiry <= now
+                || (self.memory_only_ttl > 0 && e.expiry - now < self.memory_only_ttl))
+        {
+            return Some(Reject::Expiry);
+        }
+        if self.retention_threshold > 0
+            && now.saturating_sub(e.last_access) > self.retention_threshold
+        {
+            return Some(Reject::Retention);
+        }
+        None
+    }
+}
+
 /// The hybrid layer's counters, as CacheBench's NVM lines.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HybridCounters {
@@ -297,23 +326,20 @@ impl Cache {
         }
         let now = self.dram.now();
         for e in evicted {
-            if e.clean {
-                bump(&self.counters.rejects_clean);
-                continue;
-            }
-            if e.expiry != 0
-                && (e.expiry <= now
-                    || (self.opts.memory_only_ttl > 0
-                        && e.expiry - now < self.opts.memory_only_ttl))
-            {
-                bump(&self.counters.rejects_expiry);
-                continue;
-            }
-            if self.opts.retention_threshold > 0
-                && now.saturating_sub(e.last_access) > self.opts.retention_threshold
-            {
-                bump(&self.counters.rejects_retention);
-                continue;
+            match self.opts.reject(&e, now) {
+                Some(Reject::Clean) => {
+                    bump(&self.counters.rejects_clean);
+                    continue;
+                }
+                Some(Reject::Expiry) => {
+                    bump(&self.counters.rejects_expiry);
+                    continue;
+                }
+                Some(Reject::Retention) => {
+                    bump(&self.counters.rejects_retention);
+                    continue;
+                }
+                None => {}
             }
             bump(&self.counters.puts);
             let _g = self.lock(&e.key);
@@ -398,5 +424,246 @@ impl std::ops::Deref for Cache {
     /// DRAM's own views (classes, footprint, per-class items).
     fn deref(&self) -> &DramCache {
         &self.dram
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{AllocClasses, DramConfig, Policy, Refresh};
+    use crate::nvm::device::DirectIo;
+    use crate::nvm::region::{Eviction, Reinsertion};
+    use crate::nvm::{Admission, NvmConfig};
+
+    fn nvm_config() -> NvmConfig {
+        NvmConfig {
+            size: 8 << 20,
+            paths: Vec::new(),
+            block_size: 512,
+            region_size: 256 << 10,
+            bighash_pct: 50,
+            bucket_size: 4096,
+            bloom_bytes_per_bucket: 8,
+            small_item_max: 2048,
+            eviction: Eviction::Lru,
+            reinsertion: Reinsertion::None,
+            clean_regions: 1,
+            buffers: 2,
+            checksum: true,
+            write_chunk: 64 << 10,
+            admission: Admission::All,
+            direct_io: DirectIo::Prefer,
+        }
+    }
+
+    /// 8 MiB of DRAM (two slabs) in front of 8 MiB of in-memory NVM.
+    fn hybrid(opts: HybridOptions) -> Cache {
+        let dram = DramCache::new(&DramConfig {
+            size_bytes: 8 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh {
+                secs: 0,
+                ..Refresh::default()
+            },
+            ht_bucket_power: 12,
+        })
+        .unwrap();
+        let (navy, _) = Navy::open(&nvm_config()).unwrap();
+        Cache::new(dram, Some(navy), opts)
+    }
+
+    fn key(i: u64) -> Vec<u8> {
+        format!("key{i:06}").into_bytes()
+    }
+
+    fn value(i: u64, version: u8, len: usize) -> Vec<u8> {
+        let mut v = vec![version; len];
+        v[..8].copy_from_slice(&i.to_le_bytes());
+        v
+    }
+
+    fn counters(c: &Cache) -> HybridCounters {
+        c.stats().nvm.unwrap().counters
+    }
+
+    /// Sets keys 0..n of `len` bytes (version 1); DRAM holds a few
+    /// thousand of them, the rest went to NVM.
+    fn fill(c: &Cache, n: u64, len: usize) {
+        for i in 0..n {
+            c.set(0, &key(i), &value(i, 1, len), 0).unwrap();
+        }
+    }
+
+    #[test]
+    fn evictions_go_to_nvm_and_hits_come_back_as_clean_copies() {
+        for len in [1000usize, 6000] {
+            // 1000-byte items go to the bucket engine, 6000-byte ones to
+            // the regions.
+            let c = hybrid(HybridOptions::default());
+            let n = if len == 1000 { 9000 } else { 1500 };
+            fill(&c, n, len);
+            let s = c.stats();
+            let ram_evictions: u64 = s.pools.iter().map(|p| p.evictions).sum();
+            assert!(ram_evictions > 0, "DRAM must have overflowed");
+            let x = s.nvm.as_ref().unwrap();
+            assert_eq!(x.counters.puts, ram_evictions, "every eviction offered");
+            assert!(x.engine.items() > 0);
+            // The first key was evicted first: it is in NVM now.
+            let mut out = Vec::new();
+            assert!(c.dram().get_uncounted(&key(0), None).is_none());
+            assert_eq!(c.get(&key(0), Some(&mut out)), Some(len));
+            assert_eq!(out, value(0, 1, len), "len {len}");
+            let k = counters(&c);
+            assert_eq!((k.nvm_gets, k.nvm_get_misses), (1, 0));
+            // Promoted: DRAM has it again, clean.
+            assert!(c.dram().get_uncounted(&key(0), None).is_some());
+            // Pushing it out of DRAM again does not rewrite it to NVM.
+            let puts_before = counters(&c).puts;
+            for i in n..2 * n {
+                c.set(0, &key(i), &value(i, 1, len), 0).unwrap();
+            }
+            let k = counters(&c);
+            assert!(k.rejects_clean >= 1, "{k:?}");
+            assert!(k.puts > puts_before);
+            // A key never stored misses in both.
+            assert_eq!(c.get(b"never", None), None);
+            assert_eq!(counters(&c).nvm_get_misses, 1);
+        }
+    }
+
+    #[test]
+    fn sets_and_deletes_drop_the_nvm_copy() {
+        let c = hybrid(HybridOptions::default());
+        fill(&c, 9000, 1000);
+        let nvm = c.nvm().unwrap();
+        assert!(nvm.could_exist(&key(5)));
+        // A new value replaces NVM's copy: never the old value again.
+        c.set(0, &key(5), &value(5, 2, 1000), 0).unwrap();
+        assert!(nvm.lookup(&key(5), c.dram().now()).unwrap().is_none());
+        // Version 3, then pushed out of DRAM into NVM by new keys.
+        c.set(0, &key(5), &value(5, 3, 1000), 0).unwrap();
+        for i in 9000..18000 {
+            c.set(0, &key(i), &value(i, 1, 1000), 0).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(c.get(&key(5), Some(&mut out)), Some(1000));
+        assert_eq!(out, value(5, 3, 1000));
+        // Delete: gone from both tiers.
+        assert!(c.remove(&key(7)) || !nvm.could_exist(&key(7)));
+        assert_eq!(c.get(&key(7), None), None);
+        assert!(counters(&c).nvm_deletes > 0);
+    }
+
+    #[test]
+    fn a_stale_eviction_never_reaches_nvm() {
+        let c = hybrid(HybridOptions::default());
+        let k = key(42);
+        c.set(0, &k, &value(42, 1, 1000), 0).unwrap();
+        // An eviction of version 1 recorded before a later delete...
+        let stale = Evicted {
+            pool: 0,
+            key: k.clone(),
+            value: value(42, 1, 1000),
+            expiry: 0,
+            last_access: c.dram().now(),
+            clean: false,
+            stamp: c.seq(&k),
+        };
+        assert!(c.remove(&k));
+        // ...is abandoned when it arrives after the delete.
+        c.offer(vec![stale.clone()]);
+        assert_eq!(counters(&c).aborts_from_del, 1);
+        assert_eq!(c.get(&k, None), None, "a deleted key came back");
+        // The same eviction with a current stamp is stored.
+        let fresh = Evicted {
+            stamp: c.seq(&k),
+            ..stale
+        };
+        c.offer(vec![fresh]);
+        assert_eq!(c.get(&k, None), Some(1000));
+    }
+
+    #[test]
+    fn expired_short_lived_clean_and_idle_items_stay_out_of_nvm() {
+        let opts = HybridOptions {
+            memory_only_ttl: 100,
+            retention_threshold: 50,
+        };
+        let e = |expiry: u32, last_access: u32, clean: bool| Evicted {
+            pool: 0,
+            key: key(1),
+            value: value(1, 1, 500),
+            expiry,
+            last_access,
+            clean,
+            stamp: 0,
+        };
+        let now = 1000;
+        assert_eq!(opts.reject(&e(0, now, true), now), Some(Reject::Clean));
+        assert_eq!(opts.reject(&e(now, now, false), now), Some(Reject::Expiry));
+        // 10 s left, under memoryOnlyTTL.
+        assert_eq!(
+            opts.reject(&e(now + 10, now, false), now),
+            Some(Reject::Expiry)
+        );
+        // Idle for 60 s, over the retention threshold.
+        assert_eq!(
+            opts.reject(&e(0, now - 60, false), now),
+            Some(Reject::Retention)
+        );
+        assert_eq!(opts.reject(&e(now + 1000, now - 10, false), now), None);
+        assert_eq!(opts.reject(&e(0, now, false), now), None);
+        assert_eq!(
+            HybridOptions::default().reject(&e(now + 10, 0, false), now),
+            None
+        );
+        // Through the cache: the expired one is counted, the live one stored.
+        let c = hybrid(opts);
+        let now = c.dram().now();
+        let at = |i: u64, expiry: u32| Evicted {
+            pool: 0,
+            key: key(i),
+            value: value(i, 1, 500),
+            expiry,
+            last_access: now,
+            clean: false,
+            stamp: c.seq(&key(i)),
+        };
+        c.offer(vec![
+            at(1, now),
+            at(2, now + 10),
+            at(4, now + 1000),
+            at(5, 0),
+        ]);
+        let k = counters(&c);
+        assert_eq!((k.rejects_expiry, k.puts), (2, 2));
+        assert!(c.get(&key(4), None).is_some());
+        assert!(c.get(&key(5), None).is_some());
+        assert!(c.get(&key(1), None).is_none());
+    }
+
+    #[test]
+    fn random_admission_turns_away_its_share() {
+        let dram = DramCache::new(&DramConfig {
+            size_bytes: 8 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 12,
+        })
+        .unwrap();
+        let mut cfg = nvm_config();
+        cfg.admission = Admission::Random(0.25);
+        let (navy, _) = Navy::open(&cfg).unwrap();
+        let c = Cache::new(dram, Some(navy), HybridOptions::default());
+        fill(&c, 20_000, 1000);
+        let s = c.stats();
+        let x = s.nvm.unwrap();
+        let offered = x.counters.puts;
+        let share = x.engine.admission_rejects as f64 / offered as f64;
+        assert!((0.7..0.8).contains(&share), "rejected {share} of {offered}");
     }
 }
