@@ -49,6 +49,10 @@ struct Args {
     /// Unknown config keys are errors rather than warnings.
     #[arg(long)]
     strict: bool,
+    /// Put the NVM tier on these paths (comma-separated directories, files
+    /// or block devices) instead of the config's nvmCachePaths.
+    #[arg(long = "nvm_cache_paths", value_name = "PATH[,PATH..]")]
+    nvm_cache_paths: Option<String>,
     /// Refuse NVM paths that do not support O_DIRECT (default: fall back to
     /// buffered I/O with a warning).
     #[arg(long = "require_direct_io")]
@@ -56,6 +60,23 @@ struct Args {
     /// Seed of the workload's random draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+/// Loads the config named by the arguments, with `--nvm_cache_paths`
+/// applied.
+fn load(a: &Args) -> anyhow::Result<config::Loaded> {
+    let mut loaded = config::load(&a.json_test_config, a.strict)?;
+    if let Some(p) = &a.nvm_cache_paths {
+        let paths: Vec<String> = p
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        for c in &mut loaded.instances {
+            c.cache.nvm_cache_paths = paths.clone();
+        }
+    }
+    Ok(loaded)
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Args> {
@@ -468,7 +489,7 @@ impl Workload for CacheBench {
 
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         let a = parse(args)?;
-        let loaded = config::load(&a.json_test_config, a.strict)?;
+        let loaded = load(&a)?;
         for c in &loaded.instances {
             dram_config(c)?;
             nvm_config(c, a.require_direct_io)?;
@@ -483,7 +504,7 @@ impl Workload for CacheBench {
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         let a = parse(args)?;
-        let loaded = config::load(&a.json_test_config, a.strict)?;
+        let loaded = load(&a)?;
         for w in &loaded.warnings {
             eprintln!("warning: {w}");
         }

@@ -951,6 +951,8 @@ fn nvm_keys(cf: &Fields) -> Result<NvmKeys, String> {
 pub const BUILTIN: &[(&str, &str)] = &[
     ("dram_simple", include_str!("../configs/dram_simple.json")),
     ("dram_mini", include_str!("../configs/dram_mini.json")),
+    ("hybrid_mini", include_str!("../configs/hybrid_mini.json")),
+    ("hybrid_ssd", include_str!("../configs/hybrid_ssd.json")),
 ];
 
 /// Reads a config file (or `builtin:NAME`); `strict` turns unknown-key

@@ -1,5 +1,6 @@
 //! CacheBench through the binary: a built-in config, an upstream config cut
-//! short by --timeout_seconds, the `cachebench` alias, and bad input.
+//! short by --timeout_seconds, the `cachebench` alias, bad input, and the
+//! NVM tier on a real directory (with a disk that fills up).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -101,7 +102,7 @@ fn bad_configs_are_refused_with_exit_2() {
         ),
         (
             vec![format!("--json_test_config={}", nvm.display())],
-            "nvmCacheSizeMB".to_string(),
+            "addChainedRatio".to_string(),
         ),
         (
             vec!["--json_test_config=builtin:nope".to_string()],
@@ -202,4 +203,130 @@ fn multi_instance_configs_sum_their_instances() {
     assert_eq!(m["ops"], 10_000);
     assert_eq!(m["instances"].as_array().unwrap().len(), 2);
     assert_eq!(m["instances"][0]["ops"], 5000);
+}
+
+/// DRAM + NVM on a directory: the NVM lines and figures are there, the
+/// consistency checker found nothing, and the NVM file is gone afterwards.
+#[test]
+fn hybrid_cache_on_a_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let nvm_dir = d.path().join("nvm");
+    std::fs::create_dir(&nvm_dir).unwrap();
+    let o = rackbench(d.path())
+        .args(["run", "cachebench_hybrid_mini", "-i"])
+        .arg(
+            serde_json::json!({
+                "extra_args": format!(
+                    "--nvm_cache_paths {} --progress_stats_file stats.log",
+                    nvm_dir.display()
+                )
+            })
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "Items in NVM  : ",
+        "RAM Hit Ratio : ",
+        "NVM Hit Ratio : ",
+        "NVM Read  Latency    p99      : ",
+        "NVM Write Latency    p100     : ",
+        "NVM bytes written (physical)  : ",
+        "NVM Gets      : ",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+    assert!(
+        text(&o.stderr).contains("NVM: 128 MiB on "),
+        "{}",
+        text(&o.stderr)
+    );
+    let m = &report(&o)["metrics"];
+    assert_eq!(m["inconsistencies"], 0, "{m}");
+    assert!(m["consistency_checks"].as_u64().unwrap() > 1000, "{m}");
+    let nvm = &m["nvm"];
+    assert!(nvm["hit_ratio_pct"].as_f64().unwrap() > 1.0, "{nvm}");
+    assert!(nvm["bytes_written"].as_u64().unwrap() > 4 << 20, "{nvm}");
+    assert!(nvm["bucket_engine"]["items"].as_u64().unwrap() > 0, "{nvm}");
+    assert!(nvm["region_engine"]["items"].as_u64().unwrap() > 0, "{nvm}");
+    assert!(nvm["read_latency_us"]["p99"].as_u64().is_some(), "{nvm}");
+    assert_eq!(
+        std::fs::read_dir(&nvm_dir).unwrap().count(),
+        0,
+        "the NVM file created in the directory was left behind"
+    );
+}
+
+/// The device fills up mid-run (injected ENOSPC after 12 MiB): the run
+/// stops, says why, prints the stats so far and fails.
+#[test]
+fn a_full_nvm_device_fails_the_run_with_the_stats_so_far() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path())
+        .env("RACKBENCH_FAULT_NVM_WRITE_LIMIT", (12u64 << 20).to_string())
+        .args([
+            "cachebench",
+            "--json_test_config",
+            "builtin:hybrid_mini",
+            "--nvm_cache_paths",
+        ])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("the NVM device is full"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let out = text(&o.stdout);
+    assert!(out.contains("== Test Results =="), "{out}");
+    assert!(out.contains("NVM error. the NVM device is full"), "{out}");
+    let r = report(&o);
+    assert_eq!(r["success"], false);
+    assert!(
+        r["metrics"]["error"].as_str().unwrap().contains("full"),
+        "{}",
+        r["metrics"]
+    );
+    assert!(r["metrics"]["ops"].as_u64().unwrap() > 0);
+}
+
+/// An NVM cache larger than the filesystem is refused before the run, with
+/// the path and the sizes.
+#[test]
+fn an_nvm_path_too_small_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("big.json");
+    std::fs::write(
+        &cfg,
+        r#"{"cache_config": {"cacheSizeMB": 64, "nvmCacheSizeMB": 1000000000},
+           "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
+           "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
+           "valSizeRangeProbability": [1.0], "getRatio": 1}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .arg("--nvm_cache_paths")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("too small"), "{err}");
+    assert!(err.contains(&d.path().display().to_string()), "{err}");
+    // In memory (no path), the same size is refused against available memory.
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("memory is available"),
+        "{}",
+        text(&o.stderr)
+    );
 }

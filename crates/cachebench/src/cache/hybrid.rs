@@ -357,11 +357,13 @@ impl Cache {
                 Ok(false) => bump(&self.counters.put_errors),
                 Err(err) => {
                     bump(&self.counters.put_errors);
+                    let what = if crate::nvm::device::is_disk_full(&err) {
+                        "the NVM device is full"
+                    } else {
+                        "writing to NVM failed"
+                    };
                     self.note_error(nvm.fatal().unwrap_or_else(|| {
-                        format!(
-                            "writing to NVM failed: {}",
-                            crate::nvm::io::error_chain(&err)
-                        )
+                        format!("{what}: {}", crate::nvm::io::error_chain(&err))
                     }));
                 }
             }

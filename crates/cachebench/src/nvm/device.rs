@@ -492,6 +492,22 @@ pub struct Device {
     stripe: u64,
     store: Store,
     stats: Counters,
+    /// Fault injection for tests of the disk-full path: writes fail with
+    /// ENOSPC once this many bytes were written
+    /// (`RACKBENCH_FAULT_NVM_WRITE_LIMIT`).
+    write_limit: Option<u64>,
+}
+
+/// The environment variable that makes a device "fill up" after that many
+/// bytes written (to exercise the disk-full handling end to end).
+pub const FAULT_WRITE_LIMIT_ENV: &str = "RACKBENCH_FAULT_NVM_WRITE_LIMIT";
+
+fn fault_write_limit() -> Option<u64> {
+    std::env::var(FAULT_WRITE_LIMIT_ENV)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 impl fmt::Debug for Device {
@@ -907,6 +923,7 @@ impl Device {
             stripe: size,
             store: Store::Memory(mem),
             stats: Counters::new(),
+            write_limit: fault_write_limit(),
         })
     }
 
@@ -995,6 +1012,7 @@ impl Device {
                 stripe,
                 store: Store::Files(backings),
                 stats: Counters::new(),
+                write_limit: fault_write_limit(),
             },
             warnings,
         ))
@@ -1146,6 +1164,19 @@ impl BlockIo for Device {
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         check_request(self, offset, buf.len(), buf.as_ptr())?;
+        if let Some(limit) = self.write_limit
+            && self.stats.write.bytes.load(Ordering::Relaxed) + buf.len() as u64 > limit
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "write of {} bytes at offset {offset} of {}: No space left on device \
+                     (injected by {FAULT_WRITE_LIMIT_ENV}={limit})",
+                    buf.len(),
+                    self.describe()
+                ),
+            ));
+        }
         let start = Instant::now();
         let r = match &self.store {
             Store::Memory(m) => {

@@ -191,6 +191,8 @@ impl NvmStats {
         );
         let _ = self.device.read_latency_us.add(&o.device.read_latency_us);
         let _ = self.device.write_latency_us.add(&o.device.write_latency_us);
+        // The probability is a state, not a count: keep the latest.
+        self.admission_probability = o.admission_probability;
         add_hist(&mut self.read_latency_us, &o.read_latency_us);
         add_hist(&mut self.write_latency_us, &o.write_latency_us);
     }
