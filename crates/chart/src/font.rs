@@ -3,7 +3,8 @@
 //! Every glyph is seven rows of five pixels, top row first; in each row bit 4
 //! is the leftmost pixel and bit 0 the rightmost. A glyph occupies a cell of
 //! [`CELL_W`] x [`CELL_H`] pixels (one blank column to its right, one blank
-//! row below), so text is `6 * n - 1` pixels wide at scale 1. Characters
+//! row below), so text is `6 * n - 1` pixels wide at scale 1. The letters
+//! g, p, q and y are drawn [`DESCENT`] rows lower, below the baseline. Characters
 //! outside printable ASCII are drawn as `?`, except the micro sign (µ), which
 //! latency units need.
 
@@ -16,10 +17,14 @@ pub const CELL_W: u32 = GLYPH_W + 1;
 /// Line height at scale 1.
 pub const CELL_H: u32 = GLYPH_H + 1;
 
+/// How far below the other glyphs the descending letters are drawn.
+pub const DESCENT: u32 = 2;
+
 /// The first character in [`GLYPHS`].
 const FIRST: u32 = 0x20;
 
-/// Printable ASCII, 0x20 (space) to 0x7E (`~`).
+/// Printable ASCII, 0x20 (space) to 0x7E (`~`). The rows of g, p, q and y
+/// start at the x-height (see [`descends`]).
 #[rustfmt::skip]
 const GLYPHS: [[u8; 7]; 95] = [
     [0b00000, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000], // ' '
@@ -93,7 +98,7 @@ const GLYPHS: [[u8; 7]; 95] = [
     [0b00001, 0b00001, 0b01101, 0b10011, 0b10001, 0b10001, 0b01111], // 'd'
     [0b00000, 0b00000, 0b01110, 0b10001, 0b11111, 0b10000, 0b01110], // 'e'
     [0b00110, 0b01001, 0b01000, 0b11100, 0b01000, 0b01000, 0b01000], // 'f'
-    [0b00000, 0b01111, 0b10001, 0b10001, 0b01111, 0b00001, 0b01110], // 'g'
+    [0b01111, 0b10001, 0b10001, 0b10011, 0b01101, 0b00001, 0b01110], // 'g'
     [0b10000, 0b10000, 0b10110, 0b11001, 0b10001, 0b10001, 0b10001], // 'h'
     [0b00100, 0b00000, 0b01100, 0b00100, 0b00100, 0b00100, 0b01110], // 'i'
     [0b00010, 0b00000, 0b00110, 0b00010, 0b00010, 0b10010, 0b01100], // 'j'
@@ -102,8 +107,8 @@ const GLYPHS: [[u8; 7]; 95] = [
     [0b00000, 0b00000, 0b11010, 0b10101, 0b10101, 0b10001, 0b10001], // 'm'
     [0b00000, 0b00000, 0b10110, 0b11001, 0b10001, 0b10001, 0b10001], // 'n'
     [0b00000, 0b00000, 0b01110, 0b10001, 0b10001, 0b10001, 0b01110], // 'o'
-    [0b00000, 0b00000, 0b11110, 0b10001, 0b11110, 0b10000, 0b10000], // 'p'
-    [0b00000, 0b00000, 0b01101, 0b10011, 0b01111, 0b00001, 0b00001], // 'q'
+    [0b11110, 0b10001, 0b10001, 0b10001, 0b11110, 0b10000, 0b10000], // 'p'
+    [0b01111, 0b10001, 0b10001, 0b10001, 0b01111, 0b00001, 0b00001], // 'q'
     [0b00000, 0b00000, 0b10110, 0b11001, 0b10000, 0b10000, 0b10000], // 'r'
     [0b00000, 0b00000, 0b01110, 0b10000, 0b01110, 0b00001, 0b11110], // 's'
     [0b01000, 0b01000, 0b11100, 0b01000, 0b01000, 0b01001, 0b00110], // 't'
@@ -111,7 +116,7 @@ const GLYPHS: [[u8; 7]; 95] = [
     [0b00000, 0b00000, 0b10001, 0b10001, 0b10001, 0b01010, 0b00100], // 'v'
     [0b00000, 0b00000, 0b10001, 0b10001, 0b10101, 0b10101, 0b01010], // 'w'
     [0b00000, 0b00000, 0b10001, 0b01010, 0b00100, 0b01010, 0b10001], // 'x'
-    [0b00000, 0b00000, 0b10001, 0b10001, 0b01111, 0b00001, 0b01110], // 'y'
+    [0b10001, 0b10001, 0b10001, 0b10011, 0b01101, 0b00001, 0b01110], // 'y'
     [0b00000, 0b00000, 0b11111, 0b00010, 0b00100, 0b01000, 0b11111], // 'z'
     [0b00010, 0b00100, 0b00100, 0b01000, 0b00100, 0b00100, 0b00010], // '{'
     [0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100], // '|'
@@ -135,6 +140,11 @@ pub fn glyph(c: char) -> &'static [u8; 7] {
     }
 }
 
+/// Whether `c` is drawn [`DESCENT`] rows lower than the other glyphs.
+pub fn descends(c: char) -> bool {
+    matches!(c, 'g' | 'p' | 'q' | 'y')
+}
+
 /// Width in pixels of `text` drawn at `scale` (no trailing gap).
 pub fn text_width(text: &str, scale: u32) -> u32 {
     let n = text.chars().count() as u32;
@@ -143,7 +153,8 @@ pub fn text_width(text: &str, scale: u32) -> u32 {
         .saturating_mul(scale)
 }
 
-/// Height in pixels of one line of text at `scale` (the glyph itself).
+/// Height in pixels of one line of text at `scale`, from the top of the
+/// capitals to the baseline (descenders go [`DESCENT`] rows further).
 pub fn text_height(scale: u32) -> u32 {
     GLYPH_H * scale
 }
@@ -181,7 +192,13 @@ mod tests {
     fn printable_glyphs_are_distinct() {
         for a in 0x20u8..=0x7E {
             for b in a + 1..=0x7E {
-                assert_ne!(glyph(a as char), glyph(b as char), "{:?} and {:?}", a as char, b as char);
+                assert_ne!(
+                    glyph(a as char),
+                    glyph(b as char),
+                    "{:?} and {:?}",
+                    a as char,
+                    b as char
+                );
             }
         }
     }

@@ -28,10 +28,12 @@ impl Rect {
         (self.left..=self.right).contains(&x) && (self.top..=self.bottom).contains(&y)
     }
 
+    /// Width in pixels, edges included.
     pub fn width(&self) -> u32 {
         self.right.saturating_sub(self.left) + 1
     }
 
+    /// Height in pixels, edges included.
     pub fn height(&self) -> u32 {
         self.bottom.saturating_sub(self.top) + 1
     }
@@ -130,11 +132,16 @@ impl Image {
                 break;
             }
             let glyph = font::glyph(c);
+            let drop = if font::descends(c) {
+                font::DESCENT as i64
+            } else {
+                0
+            };
             for (row, bits) in glyph.iter().enumerate() {
                 for col in 0..font::GLYPH_W as i64 {
                     if bits & (1 << (font::GLYPH_W as i64 - 1 - col)) != 0 {
                         let px = cx + col * s;
-                        let py = y + row as i64 * s;
+                        let py = y + (row as i64 + drop) * s;
                         self.fill(px, py, px + s - 1, py + s - 1, color);
                     }
                 }
@@ -255,7 +262,12 @@ mod tests {
     #[test]
     fn lines_are_clipped() {
         let mut img = Image::new(50, 50, WHITE);
-        let clip = Rect { left: 10, top: 10, right: 39, bottom: 39 };
+        let clip = Rect {
+            left: 10,
+            top: 10,
+            right: 39,
+            bottom: 39,
+        };
         img.line((-1e12, 25.0), (1e12, 25.0), clip, RED);
         for x in 0..50 {
             assert_eq!(img.pixel(x, 25) == RED, clip.contains(x, 25), "x {x}");
@@ -277,7 +289,12 @@ mod tests {
 
     #[test]
     fn steep_and_flat_lines_are_two_pixels_thick() {
-        let clip = Rect { left: 0, top: 0, right: 99, bottom: 99 };
+        let clip = Rect {
+            left: 0,
+            top: 0,
+            right: 99,
+            bottom: 99,
+        };
         let mut img = Image::new(100, 100, WHITE);
         img.line((10.0, 50.0), (89.0, 50.0), clip, RED);
         assert_eq!(count(&img, RED), 80 * 2);

@@ -87,10 +87,11 @@ impl Axis {
         let (dlo, dhi) = data.unwrap_or((0.0, 1.0));
         let mut lo = fixed_lo.unwrap_or(dlo);
         let mut hi = fixed_hi.unwrap_or(dhi);
-        // Too narrow (all values equal, or a fixed end beyond the data):
+        // Too narrow (all values equal, or a fixed end beyond the data; lo
+        // and hi are finite here):
         // open up the ends that are free.
         let min_span = (lo.abs().max(hi.abs()) * 1e-9).max(1e-200);
-        if !(hi - lo >= min_span) {
+        if hi - lo < min_span {
             match (fixed_lo.is_some(), fixed_hi.is_some()) {
                 (true, false) => hi = lo + pad_for(lo),
                 (false, true) => lo = hi - pad_for(hi),
@@ -152,7 +153,7 @@ impl Axis {
             .unwrap_or((0.0, 1.0));
         let mut lo = fixed_lo.unwrap_or(dlo);
         let mut hi = fixed_hi.unwrap_or(dhi);
-        if !(hi - lo >= 1e-6) {
+        if hi - lo < 1e-6 {
             match (fixed_lo.is_some(), fixed_hi.is_some()) {
                 (true, false) => hi = lo.floor() + 1.0,
                 (false, true) => lo = hi.ceil() - 1.0,
@@ -177,7 +178,10 @@ impl Axis {
             // Less than a decade between fixed ends: plain nice ticks.
             let t = ticks::linear(vlo, vhi, max_ticks);
             major = t.values.into_iter().filter(|v| *v > 0.0).collect();
-            labels = major.iter().map(|&v| ticks::format_tick(v, t.step)).collect();
+            labels = major
+                .iter()
+                .map(|&v| ticks::format_tick(v, t.step))
+                .collect();
         } else if hi - lo <= 8.0 {
             for k in lo.floor() as i32..=hi.ceil() as i32 {
                 for m in 2..=9 {
@@ -199,8 +203,8 @@ impl Axis {
     }
 }
 
-/// Padding around a single value `v`: a tenth of its size on each side, or
-/// 1 around zero.
+/// How wide a range to open around (or next to) a single value `v`: a
+/// fifth of its size, or 2 for zero.
 fn pad_for(v: f64) -> f64 {
     if v == 0.0 {
         2.0
@@ -272,8 +276,8 @@ impl Layout {
         let tx = self.x.frac(x)?;
         let ty = self.y.frac(y)?;
         let p = self.plot;
-        let px = p.left as f64 + tx * (p.right - p.left) as f64;
-        let py = p.bottom as f64 - ty * (p.bottom - p.top) as f64;
+        let px = p.left as f64 + tx * p.right.saturating_sub(p.left) as f64;
+        let py = p.bottom as f64 - ty * p.bottom.saturating_sub(p.top) as f64;
         (px.is_finite() && py.is_finite()).then_some((px, py))
     }
 
@@ -338,7 +342,11 @@ impl Layout {
         let y_label_text = chart.y_label.trim();
         if !y_label_text.is_empty() {
             let text = font::fit(y_label_text, (w - 2 * PAD) as u32, 1);
-            y_label = Some(Placed { text, x: PAD, y: top });
+            y_label = Some(Placed {
+                text,
+                x: PAD,
+                y: top,
+            });
             top += text_h + 8;
         }
         // Room for the top tick label, centred on the top edge.
@@ -400,7 +408,14 @@ impl Layout {
                 .max(more_w);
             legend_w = fixed + text_w;
         }
-        let mut right = w - 1 - PAD - if legend_w > 0 { legend_w + LEGEND_GAP } else { 0 };
+        let mut right = w
+            - 1
+            - PAD
+            - if legend_w > 0 {
+                legend_w + LEGEND_GAP
+            } else {
+                0
+            };
         let mut legend = legend_w > 0;
         if right - left < MIN_PLOT.max(w / 3) {
             // No room: drop the legend rather than squash the plot.

@@ -41,12 +41,17 @@ pub fn nice_step(raw: f64) -> f64 {
         (1, exp + 1)
     };
     let step: f64 = format!("{mantissa}e{exp}").parse().unwrap_or(f64::NAN);
-    if step.is_finite() && step > 0.0 { step } else { 1.0 }
+    if step.is_finite() && step > 0.0 {
+        step
+    } else {
+        1.0
+    }
 }
 
-/// Nice ticks inside `[lo, hi]`: at most `max_ticks` (at least 2) of them,
-/// as many as that allows. Empty if the range is empty or not finite.
-pub fn linear(lo: f64, hi: f64, max_ticks: usize) -> Ticks {
+/// Nice ticks inside `[lo, hi]`: the step (1, 2 or 5 times a power of ten)
+/// whose number of ticks in the range is closest to `target` (at least 2;
+/// on a tie the larger step). Empty if the range is empty or not finite.
+pub fn linear(lo: f64, hi: f64, target: usize) -> Ticks {
     let empty = Ticks {
         step: 1.0,
         values: Vec::new(),
@@ -54,13 +59,30 @@ pub fn linear(lo: f64, hi: f64, max_ticks: usize) -> Ticks {
     if !(lo.is_finite() && hi.is_finite() && lo < hi) {
         return empty;
     }
-    let intervals = max_ticks.max(2) as f64 - 1.0;
-    // Halve first so that the span of e.g. -MAX..MAX does not overflow.
-    let raw = (hi * 0.5 - lo * 0.5) / intervals * 2.0;
-    let step = nice_step(raw);
-    if !step.is_finite() || raw.is_infinite() {
+    let target = target.max(2) as f64;
+    // Halved first so that the span of e.g. -MAX..MAX does not overflow.
+    let raw = (hi * 0.5 - lo * 0.5) / (target - 1.0) * 2.0;
+    if !(raw.is_finite() && raw > 0.0) {
         return empty;
     }
+    let exp = raw.log10().floor() as i32;
+    let mut best: Option<(f64, f64)> = None; // (distance from target, step)
+    for k in exp - 1..=exp + 1 {
+        for m in [1, 2, 5] {
+            let step: f64 = format!("{m}e{k}").parse().unwrap_or(f64::NAN);
+            if !(step.is_finite() && step > 0.0) {
+                continue;
+            }
+            let count = (hi / step + 1e-9).floor() - (lo / step - 1e-9).ceil() + 1.0;
+            let distance = (count - target).abs();
+            if best.is_none_or(|(d, _)| distance <= d) {
+                best = Some((distance, step));
+            }
+        }
+    }
+    let Some((_, step)) = best else {
+        return empty;
+    };
     Ticks {
         step,
         values: multiples(lo, hi, step),
@@ -105,7 +127,12 @@ pub fn log(lo: f64, hi: f64, max_ticks: usize) -> Vec<f64> {
     }
     let count = (last - first + 1) as usize;
     let stride = count.div_ceil(max_ticks.max(1)).max(1) as i32;
-    let start = first.div_euclid(stride) * stride + if first.rem_euclid(stride) == 0 { 0 } else { stride };
+    let start = first.div_euclid(stride) * stride
+        + if first.rem_euclid(stride) == 0 {
+            0
+        } else {
+            stride
+        };
     (start..=last)
         .step_by(stride as usize)
         .map(pow10)
@@ -122,10 +149,7 @@ pub fn format_linear(values: &[f64], step: f64) -> Vec<String> {
         .filter(|v| v.is_finite())
         .fold(0.0f64, |m, v| m.max(v.abs()));
     let sci = max_abs > 0.0 && !(1e-2..1e18).contains(&max_abs);
-    values
-        .iter()
-        .map(|&v| format_value(v, step, sci))
-        .collect()
+    values.iter().map(|&v| format_value(v, step, sci)).collect()
 }
 
 /// A compact label for `v` on an axis whose ticks are `step` apart:
@@ -152,13 +176,7 @@ fn format_value(v: f64, step: f64, sci: bool) -> String {
     if sci {
         return format_sci(v, step);
     }
-    const UNITS: [(f64, &str); 5] = [
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-    ];
+    const UNITS: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
     for (unit, suffix) in UNITS {
         if a >= unit {
             let d = decimals(step / unit);
@@ -241,12 +259,19 @@ mod tests {
 
     #[test]
     fn linear_0_to_97() {
-        for max in [5, 6, 8, 10, 11] {
-            let t = linear(0.0, 97.0, max);
-            assert!(t.step == 10.0 || t.step == 20.0, "max {max}: {t:?}");
-            assert!(t.values.len() <= max, "max {max}: {t:?}");
+        for target in [5, 6, 8, 10, 11] {
+            let t = linear(0.0, 97.0, target);
+            assert!(t.step == 10.0 || t.step == 20.0, "target {target}: {t:?}");
+            assert!(
+                t.values.len().abs_diff(target) <= 2,
+                "target {target}: {t:?}"
+            );
             assert_eq!(t.values[0], 0.0);
-            assert!(t.values.windows(2).all(|w| (w[1] - w[0] - t.step).abs() < 1e-9));
+            assert!(
+                t.values
+                    .windows(2)
+                    .all(|w| (w[1] - w[0] - t.step).abs() < 1e-9)
+            );
             assert!(*t.values.last().unwrap() <= 97.0);
         }
         assert_eq!(
@@ -257,16 +282,22 @@ mod tests {
 
     #[test]
     fn linear_small_values() {
-        for max in [5, 8, 10] {
-            let t = linear(0.001, 0.0042, max);
-            assert!(t.step == 0.0005 || t.step == 0.001, "max {max}: {t:?}");
+        for target in [5, 8, 10] {
+            let t = linear(0.001, 0.0042, target);
+            assert!(
+                t.step == 0.0005 || t.step == 0.001,
+                "target {target}: {t:?}"
+            );
             assert!((t.values[0] - 0.001).abs() < 1e-12, "{t:?}");
         }
         let t = linear(0.001, 0.0042, 8);
         assert_eq!(t.step, 0.0005);
         assert_eq!(t.values.len(), 7);
         let labels = format_linear(&t.values, t.step);
-        assert_eq!(labels, ["1e-3", "1.5e-3", "2e-3", "2.5e-3", "3e-3", "3.5e-3", "4e-3"]);
+        assert_eq!(
+            labels,
+            ["1e-3", "1.5e-3", "2e-3", "2.5e-3", "3e-3", "3.5e-3", "4e-3"]
+        );
     }
 
     #[test]
@@ -287,7 +318,11 @@ mod tests {
         assert!(linear(f64::NAN, 1.0, 5).values.is_empty());
         assert!(linear(0.0, f64::INFINITY, 5).values.is_empty());
         let t = linear(-f64::MAX, f64::MAX, 5);
-        assert!(t.values.len() <= 5);
+        assert!(!t.values.is_empty() && t.values.len() <= 7, "{t:?}");
+        assert_eq!(
+            linear(0.0, 97.0, 5).values,
+            vec![0.0, 20.0, 40.0, 60.0, 80.0]
+        );
         let t = linear(0.0, 1.0, 0);
         assert_eq!(t.values, vec![0.0, 1.0]);
     }
