@@ -35,7 +35,16 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 unsafe impl Sync for AlignedBuf {}
 
+/// Buffers of at least this size are aligned for (and advised to use)
+/// 2 MiB huge pages.
+const HUGE: usize = 2 << 20;
+
 impl AlignedBuf {
+    fn layout(len: usize) -> std::alloc::Layout {
+        let align = if len >= HUGE { HUGE } else { ALIGN };
+        std::alloc::Layout::from_size_align(len, align).expect("buffer layout")
+    }
+
     /// `len` zero bytes (`len` may be 0).
     pub fn zeroed(len: usize) -> AlignedBuf {
         if len == 0 {
@@ -44,12 +53,20 @@ impl AlignedBuf {
                 len: 0,
             };
         }
-        let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("buffer layout");
+        let layout = Self::layout(len);
         // SAFETY: layout has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         let Some(ptr) = std::ptr::NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
         };
+        if len >= HUGE {
+            // Region buffers: transparent huge pages make pinning them for
+            // O_DIRECT writes (and copying into them) cheaper. Advice only.
+            // SAFETY: the range is the allocation we own.
+            unsafe {
+                libc::madvise(p.cast(), len, libc::MADV_HUGEPAGE);
+            }
+        }
         AlignedBuf { ptr, len }
     }
 }

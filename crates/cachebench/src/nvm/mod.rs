@@ -317,20 +317,9 @@ pub struct Navy {
     description: String,
 }
 
-/// The 64-bit key hash of the region engine's index.
-pub fn key_hash(key: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    // Finalizer (xor-shift-multiply) so all bits depend on all bytes.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
+/// The 64-bit key hash of the engines' indexes (and the hybrid layer's
+/// stripes).
+pub use bighash::key_hash;
 
 impl Navy {
     /// Opens the device and builds the engines; returns warnings to print

@@ -319,13 +319,9 @@ pub enum Insert {
     Dropped,
 }
 
+/// CRC-32C of key and value (hardware-accelerated where available).
 fn checksum(key: &[u8], value: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in key.iter().chain(value) {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
+    crc32c::crc32c_append(crc32c::crc32c(key), value)
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {
