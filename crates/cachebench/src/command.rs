@@ -17,7 +17,7 @@ use clap::Parser;
 use harness::{Outcome, RunContext, Workload};
 use serde_json::{Map, Value, json};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -345,6 +345,51 @@ fn wall_clock() -> (u32, u32, u32) {
     }
 }
 
+/// A chart sample of an interval of `secs` ending at `t`, from the
+/// interval's stats (see [`interval_stats`]).
+fn sample(
+    window: &CacheStats,
+    hit: output::HitRatios,
+    ops: u64,
+    secs: f64,
+    t: f64,
+) -> crate::plots::Sample {
+    let lat = |read: bool| {
+        window.nvm.as_ref().and_then(|n| {
+            let h = if read {
+                &n.engine.read_latency_us
+            } else {
+                &n.engine.write_latency_us
+            };
+            h.as_ref().and_then(|h| crate::plots::interval(h, None))
+        })
+    };
+    crate::plots::Sample {
+        t,
+        ops_per_sec: ops as f64 / secs.max(1e-9),
+        hit,
+        read_us: lat(true),
+        write_us: lat(false),
+    }
+}
+
+/// `cur` with its NVM latency histograms cut to what was recorded since
+/// `prev`.
+fn interval_stats(cur: &CacheStats, prev: &CacheStats) -> CacheStats {
+    let mut w = cur.clone();
+    if let (Some(c), Some(p)) = (w.nvm.as_mut(), prev.nvm.as_ref()) {
+        for (h, ph) in [
+            (&mut c.engine.read_latency_us, &p.engine.read_latency_us),
+            (&mut c.engine.write_latency_us, &p.engine.write_latency_us),
+        ] {
+            if let (Some(h), Some(ph)) = (h.as_mut(), ph.as_ref()) {
+                let _ = h.subtract(ph);
+            }
+        }
+    }
+    w
+}
+
 fn sum_cache(stats: &[CacheStats]) -> CacheStats {
     let mut s = CacheStats::default();
     for c in stats {
@@ -587,88 +632,151 @@ impl Workload for CacheBench {
         };
         let mut timed_out = false;
         let nvm_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-        let results: Vec<RunStats> = std::thread::scope(|s| {
-            let runs: Vec<_> = instances
-                .iter()
-                .zip(&progress)
-                .map(|(i, p)| {
-                    s.spawn(|| match &i.source {
-                        Source::Synthetic(g) => stressor::run(&i.cache, g, &i.options, &stop, p),
-                        Source::Replay(t) => {
-                            stressor::run_replay(&i.cache, t, &i.options, i.repeat_trace, &stop, p)
-                        }
-                    })
-                })
-                .collect();
-            // Progress, timeout and Ctrl-C, until every instance is done.
-            s.spawn(|| {
-                let mut prev = sum_cache(
-                    &instances
-                        .iter()
-                        .map(|i| i.cache.stats())
-                        .collect::<Vec<_>>(),
-                );
-                let tick = Duration::from_secs(a.progress.max(1));
-                let mut next = Instant::now() + tick;
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    for i in &instances {
-                        if let Some(f) = i.cache.fatal() {
-                            let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
-                            if g.is_none() {
-                                eprintln!("error: {f}; stopping the run");
-                                *g = Some(f);
+        let (results, samples): (Vec<RunStats>, Vec<crate::plots::Sample>) =
+            std::thread::scope(|s| {
+                let runs: Vec<_> = instances
+                    .iter()
+                    .zip(&progress)
+                    .map(|(i, p)| {
+                        s.spawn(|| match &i.source {
+                            Source::Synthetic(g) => {
+                                stressor::run(&i.cache, g, &i.options, &stop, p)
                             }
+                            Source::Replay(t) => stressor::run_replay(
+                                &i.cache,
+                                t,
+                                &i.options,
+                                i.repeat_trace,
+                                &stop,
+                                p,
+                            ),
+                        })
+                    })
+                    .collect();
+                // Progress, timeout and Ctrl-C, until every instance is done;
+                // returns the progress samples for the charts.
+                let controller = s.spawn(|| {
+                    let mut samples: Vec<crate::plots::Sample> = Vec::new();
+                    let mut prev_ops = 0u64;
+                    let mut prev_t = 0.0f64;
+                    let mut prev = sum_cache(
+                        &instances
+                            .iter()
+                            .map(|i| i.cache.stats())
+                            .collect::<Vec<_>>(),
+                    );
+                    let tick = Duration::from_secs(a.progress.max(1));
+                    let mut next = Instant::now() + tick;
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                        for i in &instances {
+                            if let Some(f) = i.cache.fatal() {
+                                let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
+                                if g.is_none() {
+                                    eprintln!("error: {f}; stopping the run");
+                                    *g = Some(f);
+                                }
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        if ctx.cancel.is_stopped()
+                            || (a.timeout_seconds > 0
+                                && started.elapsed().as_secs() >= a.timeout_seconds)
+                        {
                             stop.store(true, Ordering::Relaxed);
                         }
+                        if a.progress > 0 && Instant::now() >= next {
+                            next += tick;
+                            let cur = sum_cache(
+                                &instances
+                                    .iter()
+                                    .map(|i| i.cache.stats())
+                                    .collect::<Vec<_>>(),
+                            );
+                            let ops: u64 =
+                                progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+                            let hit = output::hit_ratios_since(&cur, &prev);
+                            let line = output::progress_line(wall_clock(), ops, hit);
+                            print!("{line}");
+                            let _ = std::io::stdout().flush();
+                            let t = started.elapsed().as_secs_f64();
+                            let window = interval_stats(&cur, &prev);
+                            samples.push(sample(&window, hit, ops - prev_ops, t - prev_t, t));
+                            (prev_ops, prev_t) = (ops, t);
+                            if let Some(f) = stats_file.as_mut() {
+                                // NVM latency percentiles of this interval (upstream's
+                                // are over a sliding window of about a minute).
+                                let snapshot = RunStats {
+                                    cache: window,
+                                    ..RunStats::default()
+                                };
+                                let _ = f.write_all(
+                                    output::progress_stats_block(&line, &snapshot, &prev)
+                                        .as_bytes(),
+                                );
+                            }
+                            prev = cur;
+                        }
                     }
-                    if ctx.cancel.is_stopped()
-                        || (a.timeout_seconds > 0
-                            && started.elapsed().as_secs() >= a.timeout_seconds)
-                    {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    if a.progress > 0 && Instant::now() >= next {
-                        next += tick;
+                    // The last stretch (and runs shorter than one interval).
+                    let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+                    let t = started.elapsed().as_secs_f64();
+                    if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 {
                         let cur = sum_cache(
                             &instances
                                 .iter()
                                 .map(|i| i.cache.stats())
                                 .collect::<Vec<_>>(),
                         );
-                        let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                        let line = output::progress_line(
-                            wall_clock(),
-                            ops,
-                            output::hit_ratios_since(&cur, &prev),
-                        );
-                        print!("{line}");
-                        let _ = std::io::stdout().flush();
-                        if let Some(f) = stats_file.as_mut() {
-                            let snapshot = RunStats {
-                                cache: cur.clone(),
-                                ..RunStats::default()
-                            };
-                            let _ = f.write_all(
-                                output::progress_stats_block(&line, &snapshot, &prev).as_bytes(),
-                            );
-                        }
-                        prev = cur;
+                        let hit = output::hit_ratios_since(&cur, &prev);
+                        samples.push(sample(
+                            &interval_stats(&cur, &prev),
+                            hit,
+                            ops - prev_ops,
+                            t - prev_t,
+                            t,
+                        ));
                     }
-                }
+                    samples
+                });
+                let r: Vec<RunStats> = runs
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect();
+                done.store(true, Ordering::Relaxed);
+                (r, controller.join().unwrap_or_default())
             });
-            let r: Vec<RunStats> = runs
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect();
-            done.store(true, Ordering::Relaxed);
-            r
-        });
         let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
         if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none() {
             timed_out = true;
         }
         let mut metrics = Map::new();
+        if !samples.is_empty() {
+            let (dir, stem) = match &a.progress_stats_file {
+                Some(p) => {
+                    let p = ctx.output_path(p);
+                    (
+                        p.parent().map(Path::to_path_buf).unwrap_or_default(),
+                        crate::plots::stem(&p),
+                    )
+                }
+                None => (ctx.output_path(Path::new(".")), "cachebench".to_string()),
+            };
+            match crate::plots::write_all(&dir, &stem, &samples) {
+                Ok(files) => {
+                    metrics.insert(
+                        "charts".into(),
+                        json!(
+                            files
+                                .iter()
+                                .map(|f| f.display().to_string())
+                                .collect::<Vec<_>>()
+                        ),
+                    );
+                }
+                Err(e) => eprintln!("warning: charts not written: {e:#}"),
+            }
+        }
         let mut per_instance = Vec::new();
         let mut total = RunStats::default();
         for (i, mut r) in results.into_iter().enumerate() {

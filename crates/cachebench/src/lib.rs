@@ -14,6 +14,7 @@ mod command;
 pub mod config;
 pub mod nvm;
 pub mod output;
+pub mod plots;
 pub mod replay;
 pub mod stats;
 pub mod stressor;

@@ -257,6 +257,36 @@ fn hybrid_cache_on_a_directory() {
         0,
         "the NVM file created in the directory was left behind"
     );
+    // Charts and extract_latency-style tables beside the stats file.
+    let charts: Vec<PathBuf> = m["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| PathBuf::from(p.as_str().unwrap()))
+        .collect();
+    let names: Vec<String> = charts
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "stats_throughput.png",
+        "stats_hit_ratio.png",
+        "stats_read_latency.tsv",
+        "stats_read_latency.png",
+        "stats_write_latency.tsv",
+        "stats_write_latency.png",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    let stats_dir = charts[0].parent().unwrap();
+    let log = std::fs::read_to_string(stats_dir.join("stats.log")).unwrap();
+    assert!(log.contains("NVM Read  Latency    p99"), "{log}");
+    let tsv = std::fs::read_to_string(stats_dir.join("stats_read_latency.tsv")).unwrap();
+    let mut lines = tsv.lines();
+    assert!(lines.next().unwrap().starts_with("time  p50us"), "{tsv}");
+    assert!(lines.next().unwrap().starts_with("1 "), "{tsv}");
+    let png = std::fs::read(stats_dir.join("stats_read_latency.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
 }
 
 /// The device fills up mid-run (injected ENOSPC after 12 MiB): the run
