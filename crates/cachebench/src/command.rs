@@ -262,8 +262,14 @@ pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<C
 }
 
 fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
-    if d.add_chained_ratio > 0.0 {
-        bail!("{what}: addChainedRatio (chained items) is not built yet in rackbench");
+    if d.add_chained_ratio > 0.0
+        && (d.chained_length_range.is_empty() || d.chained_val_size_range.is_empty())
+    {
+        bail!(
+            "{what}: addChainedRatio is {} but chainedItemLengthRange and chainedItemValSizeRange \
+             (with their probabilities) are missing",
+            d.add_chained_ratio
+        );
     }
     if d.key_size_range.is_empty() || d.val_size_range.is_empty() {
         bail!("{what}: keySizeRange and valSizeRange are required");
@@ -276,6 +282,13 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
         op_weights: d.op_ratios,
         popularity: (!d.popularity_buckets.is_empty())
             .then(|| (d.popularity_buckets.clone(), d.popularity_weights.clone())),
+        add_chained: d.add_chained_ratio,
+        chain: (d.add_chained_ratio > 0.0).then(|| crate::workload::ChainSpec {
+            length_range: d.chained_length_range.clone(),
+            length_probability: d.chained_length_probability.clone(),
+            val_size_range: d.chained_val_size_range.clone(),
+            val_size_probability: d.chained_val_size_probability.clone(),
+        }),
     })
 }
 
@@ -760,7 +773,7 @@ impl Workload for CacheBench {
                         crate::plots::stem(&p),
                     )
                 }
-                None => (ctx.output_path(Path::new(".")), "cachebench".to_string()),
+                None => (ctx.out_dir.clone(), "cachebench".to_string()),
             };
             match crate::plots::write_all(&dir, &stem, &samples) {
                 Ok(files) => {
@@ -803,6 +816,11 @@ impl Workload for CacheBench {
                     .get_or_insert_with(Default::default)
                     .add(l);
             }
+        }
+        if instances.len() > 1 {
+            // Several instances: their sums after their own reports.
+            println!("== Aggregated over {} instances ==", instances.len());
+            print!("{}", output::final_report(&total, &[]));
         }
         // One instance: its figures; several: the sums over all of them
         // (rates over the longest instance's time), each instance beside.

@@ -263,6 +263,10 @@ pub struct DistributionConfig {
     /// updateRatio, couldExistRatio.
     pub op_ratios: [f64; 7],
     pub add_chained_ratio: f64,
+    pub chained_length_range: Vec<u32>,
+    pub chained_length_probability: Vec<f64>,
+    pub chained_val_size_range: Vec<u32>,
+    pub chained_val_size_probability: Vec<f64>,
     pub popularity_buckets: Vec<u64>,
     pub popularity_weights: Vec<f64>,
     pub pop_dist_file: Option<PathBuf>,
@@ -585,6 +589,22 @@ fn distribution(
         add_chained_ratio: f.f64(
             "addChainedRatio",
             d.as_ref().map_or(0.0, |d| d.add_chained_ratio),
+        )?,
+        chained_length_range: u32s_or(
+            "chainedItemLengthRange",
+            d.as_ref().map(|d| d.chained_length_range.clone()),
+        )?,
+        chained_length_probability: f64s_or(
+            "chainedItemLengthRangeProbability",
+            d.as_ref().map(|d| d.chained_length_probability.clone()),
+        )?,
+        chained_val_size_range: u32s_or(
+            "chainedItemValSizeRange",
+            d.as_ref().map(|d| d.chained_val_size_range.clone()),
+        )?,
+        chained_val_size_probability: f64s_or(
+            "chainedItemValSizeRangeProbability",
+            d.as_ref().map(|d| d.chained_val_size_probability.clone()),
         )?,
         popularity_buckets: f
             .list("popularityBuckets", Value::as_u64, "non-negative integers")

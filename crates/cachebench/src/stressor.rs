@@ -192,6 +192,7 @@ fn worker(
     let mut tp = Throughput::default();
     let mut lone = 0u64;
     let mut lone_key = Vec::with_capacity(32);
+    let mut chain_sizes = Vec::new();
     let (mut pending_ops, mut pending_gets, mut pending_misses) = (0u64, 0u64, 0u64);
     let mut bucket = (opts.rate_per_sec > 0).then(|| {
         let rate = opts.rate_per_sec as f64 / opts.threads.max(1) as f64;
@@ -208,18 +209,20 @@ fn worker(
         Some((lo, hi)) => rand::Rng::random_range(&mut ttl_rng, lo..=hi).max(1),
     };
     // `k`: the key's index, for the consistency checker's stamps.
+    // Returns whether the set stored the value.
     let mut set = |key: &[u8], k: Option<u64>, pool: usize, size: u32, tp: &mut Throughput| {
         tp.sets += 1;
         let size = (size as usize).min(value.len());
         let t0 = timed.then(Instant::now);
         let Some((vs, k)) = versions.zip(k) else {
-            if cache.set(pool, key, &value[..size], ttl()).is_err() {
+            let ok = cache.set(pool, key, &value[..size], ttl()).is_ok();
+            if !ok {
                 tp.set_failures += 1;
             }
             if let Some(t0) = t0 {
                 set_ns.push(t0.elapsed().as_nanos() as u64);
             }
-            return;
+            return ok;
         };
         let _serial = vs.lock(k);
         let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
@@ -229,8 +232,14 @@ fn worker(
             set_ns.push(t0.elapsed().as_nanos() as u64);
         }
         match result {
-            Ok(()) => vs.completed[k as usize].store(v, Ordering::Release),
-            Err(AllocError::TooLarge | AllocError::NoMemory) => tp.set_failures += 1,
+            Ok(()) => {
+                vs.completed[k as usize].store(v, Ordering::Release);
+                true
+            }
+            Err(AllocError::TooLarge | AllocError::NoMemory | AllocError::NoParent) => {
+                tp.set_failures += 1;
+                false
+            }
         }
     };
     // A get; with the checker, the value read is checked.
@@ -279,7 +288,7 @@ fn worker(
                     tp.get_misses += 1;
                     pending_misses += 1;
                     if opts.lookaside {
-                        set(key, Some(r.key), r.pool, r.value_size, &mut tp);
+                        let _ = set(key, Some(r.key), r.pool, r.value_size, &mut tp);
                     }
                 }
             }
@@ -288,7 +297,7 @@ fn worker(
                 if opts.only_set_if_miss && get(key, r.key, &mut tp).is_some() {
                     continue;
                 }
-                set(key, Some(r.key), r.pool, r.value_size, &mut tp);
+                let _ = set(key, Some(r.key), r.pool, r.value_size, &mut tp);
             }
             Op::Del => {
                 tp.dels += 1;
@@ -309,15 +318,40 @@ fn worker(
                         pending_misses += 1;
                     }
                 } else {
-                    set(&lone_key, None, r.pool, r.value_size, &mut tp);
+                    let _ = set(&lone_key, None, r.pool, r.value_size, &mut tp);
                 }
             }
             Op::Update => {
                 tp.updates += 1;
                 let key = generator.key(r.key);
                 match get(key, r.key, &mut tp) {
-                    Some(len) => set(key, Some(r.key), r.pool, len as u32, &mut tp),
+                    Some(len) => {
+                        let _ = set(key, Some(r.key), r.pool, len as u32, &mut tp);
+                    }
                     None => tp.update_misses += 1,
+                }
+            }
+            Op::AddChained => {
+                // As upstream: the parent is looked up (a get), stored when
+                // missing (a set), then each chained item is added.
+                tp.gets += 1;
+                pending_gets += 1;
+                let key = generator.key(r.key);
+                if get(key, r.key, &mut tp).is_none() {
+                    tp.get_misses += 1;
+                    pending_misses += 1;
+                    if !set(key, Some(r.key), r.pool, r.value_size, &mut tp) {
+                        continue;
+                    }
+                }
+                chain_sizes.clear();
+                generator.chain_sizes(r.pool, &mut rng, &mut chain_sizes);
+                for &size in &chain_sizes {
+                    tp.add_chained += 1;
+                    let size = (size as usize).min(value.len());
+                    if cache.add_chained(key, &value[..size]).is_err() {
+                        tp.add_chained_failures += 1;
+                    }
                 }
             }
             Op::CouldExist => {
@@ -526,6 +560,8 @@ mod tests {
                 val_size_probability: vec![1.0],
                 op_weights: [0.5, 0.3, 0.1, 0.05, 0.05, 0.0, 0.0],
                 popularity: None,
+                add_chained: 0.0,
+                chain: None,
             }],
         };
         let g = Generator::new(&spec, 1).unwrap();
@@ -658,6 +694,8 @@ mod tests {
                 val_size_probability: vec![0.6, 0.4],
                 op_weights: [0.6, 0.3, 0.1, 0.0, 0.0, 0.0, 0.0],
                 popularity: None,
+                add_chained: 0.0,
+                chain: None,
             }],
         };
         let g = Generator::new(&spec, 11).unwrap();
@@ -708,6 +746,8 @@ mod tests {
                 val_size_probability: vec![1.0],
                 op_weights: [0.5, 0.3, 0.05, 0.0, 0.0, 0.15, 0.0],
                 popularity: None,
+                add_chained: 0.0,
+                chain: None,
             }],
         };
         let g = Generator::new(&spec, 3).unwrap();

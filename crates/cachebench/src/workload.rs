@@ -31,6 +31,8 @@ pub enum Op {
     Update,
     /// An existence check that does not promote the item.
     CouldExist,
+    /// Chained items added to a key's item (stored first when missing).
+    AddChained,
 }
 
 /// The sizes and mix of one pool.
@@ -44,6 +46,20 @@ pub struct PoolMix {
     pub op_weights: [f64; 7],
     /// `popularityBuckets` (keys per bucket) and their weights.
     pub popularity: Option<(Vec<u64>, Vec<f64>)>,
+    /// `addChainedRatio`'s weight and the chain's shape.
+    pub add_chained: f64,
+    pub chain: Option<ChainSpec>,
+}
+
+/// How many chained items an AddChained adds and their sizes
+/// (`chainedItemLengthRange` / `chainedItemValSizeRange` with their
+/// probabilities, each exact values or piecewise-uniform ranges).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainSpec {
+    pub length_range: Vec<u32>,
+    pub length_probability: Vec<f64>,
+    pub val_size_range: Vec<u32>,
+    pub val_size_probability: Vec<f64>,
 }
 
 /// What the stressor runs.
@@ -56,7 +72,7 @@ pub struct Spec {
     pub mixes: Vec<PoolMix>,
 }
 
-const OPS: [Op; 7] = [
+const OPS: [Op; 8] = [
     Op::Get,
     Op::Set,
     Op::Del,
@@ -64,6 +80,7 @@ const OPS: [Op; 7] = [
     Op::LoneSet,
     Op::Update,
     Op::CouldExist,
+    Op::AddChained,
 ];
 
 /// A size distribution: exact values or piecewise-uniform ranges.
@@ -130,6 +147,8 @@ struct PoolGen {
     ops: WeightedIndex<f64>,
     vals: Sizes,
     popularity: Popularity,
+    /// Chain lengths and chained value sizes.
+    chain: Option<(Sizes, Sizes)>,
 }
 
 /// Draws operations; shared by the threads (immutable).
@@ -192,8 +211,38 @@ impl Generator {
                     ));
                 }
             }
-            let ops = WeightedIndex::new(m.op_weights.iter().copied())
-                .map_err(|e| format!("operation ratios {:?}: {e}", m.op_weights))?;
+            let ops = WeightedIndex::new(
+                m.op_weights
+                    .iter()
+                    .copied()
+                    .chain(std::iter::once(m.add_chained)),
+            )
+            .map_err(|e| format!("operation ratios {:?}: {e}", m.op_weights))?;
+            let chain = match (&m.chain, m.add_chained > 0.0) {
+                (_, false) => None,
+                (None, true) => {
+                    return Err(
+                        "addChainedRatio needs chainedItemLengthRange and chainedItemValSizeRange"
+                            .into(),
+                    );
+                }
+                (Some(c), true) => {
+                    let vals = Sizes::new(
+                        &c.val_size_range,
+                        &c.val_size_probability,
+                        "chainedItemValSizeRange",
+                    )?;
+                    max_value = max_value.max(vals.max());
+                    Some((
+                        Sizes::new(
+                            &c.length_range,
+                            &c.length_probability,
+                            "chainedItemLengthRange",
+                        )?,
+                        vals,
+                    ))
+                }
+            };
             let popularity = match &m.popularity {
                 Some((buckets, weights)) => {
                     if buckets.len() != weights.len() || buckets.is_empty() {
@@ -228,6 +277,7 @@ impl Generator {
                 ops,
                 vals,
                 popularity,
+                chain,
             });
         }
         let op_pool = WeightedIndex::new(if spec.op_pool_distribution.is_empty() {
@@ -257,6 +307,16 @@ impl Generator {
     /// The largest value size any pool draws.
     pub fn max_value_size(&self) -> u32 {
         self.max_value
+    }
+
+    /// Draws the sizes of the chained items an AddChained of `pool` adds
+    /// (none when the pool has no chains).
+    pub fn chain_sizes(&self, pool: usize, rng: &mut impl Rng, out: &mut Vec<u32>) {
+        if let Some((len, vals)) = &self.pools[pool.min(self.pools.len() - 1)].chain {
+            for _ in 0..len.draw(rng) {
+                out.push(vals.draw(rng));
+            }
+        }
     }
 
     /// Draws the next operation.
@@ -309,6 +369,8 @@ mod tests {
             val_size_probability: vec![0.5, 0.5],
             op_weights: ops,
             popularity: None,
+            add_chained: 0.0,
+            chain: None,
         }
     }
 

@@ -94,7 +94,7 @@ fn bad_configs_are_refused_with_exit_2() {
     let d = tempfile::tempdir().unwrap();
     let bad = d.path().join("bad.json");
     std::fs::write(&bad, "{\n  \"cache_config\": {\n  \"test_config\": {}\n}\n").unwrap();
-    let nvm = upstream("consistency/navy.json");
+    let nvm = upstream("consistency/navy-with-encryption.json");
     for (args, want) in [
         (
             vec![format!("--json_test_config={}", bad.display())],
@@ -102,7 +102,7 @@ fn bad_configs_are_refused_with_exit_2() {
         ),
         (
             vec![format!("--json_test_config={}", nvm.display())],
-            "addChainedRatio".to_string(),
+            "navyEncryption".to_string(),
         ),
         (
             vec!["--json_test_config=builtin:nope".to_string()],
@@ -190,7 +190,15 @@ fn multi_instance_configs_sum_their_instances() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(text(&o.stdout).matches("== Test Results ==").count(), 2);
+    let out = text(&o.stdout);
+    // Each instance's report, then the aggregate.
+    assert_eq!(out.matches("== Test Results ==").count(), 3, "{out}");
+    let agg = out
+        .split("== Aggregated over 2 instances ==")
+        .nth(1)
+        .unwrap();
+    assert!(agg.contains("Total Ops : 0.01 million"), "{agg}");
+    assert!(agg.contains("Fraction of pool 1 used"), "{agg}");
     // --report_api_latency: every get and set of both instances timed.
     let lat = &report(&o)["metrics"]["api_latency_ns"];
     assert!(lat["get"]["p50"].as_u64().unwrap() > 0, "{lat}");
@@ -359,4 +367,29 @@ fn an_nvm_path_too_small_is_refused() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// Upstream's NVM stress config with chained items (16 threads, both NVM
+/// engines), cut short, on a directory of ours: chains are added and the
+/// run passes.
+#[test]
+fn upstream_navy_config_with_chained_items_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!(
+            "--json_test_config={}",
+            upstream("feature_stress/navy/default.json").display()
+        ))
+        .arg("--nvm_cache_paths")
+        .arg(d.path())
+        .args(["--timeout_seconds", "3", "--progress", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("addChained:"), "{out}");
+    assert!(out.contains("NVM Hit Ratio"), "{out}");
+    let m = &report(&o)["metrics"];
+    assert!(m["nvm"]["puts"].as_u64().unwrap() > 0, "{m}");
 }

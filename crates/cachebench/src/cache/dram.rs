@@ -40,6 +40,9 @@ pub enum AllocError {
     TooLarge,
     /// The pool is full and the item's class has nothing to evict.
     NoMemory,
+    /// A chained item's parent is not in the cache (or was evicted to make
+    /// room for the chained item).
+    NoParent,
 }
 
 /// Per-pool counters, as CacheBench's allocator stats.
@@ -105,6 +108,11 @@ impl Footprint {
 const FLAG_IN_TAIL: u8 = 1;
 /// The item is an unchanged copy of what NVM holds (promoted from it).
 const FLAG_NVM_CLEAN: u8 = 2;
+/// A chained item: not in the index; `hash_next` links the parent's chain
+/// and `expiry` holds the parent's slot id.
+const FLAG_CHILD: u8 = 4;
+/// A parent with chained items (listed in `Inner::chains`).
+const FLAG_HAS_CHAIN: u8 = 8;
 
 /// An item evicted from DRAM, copied out for the NVM tier.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +120,8 @@ pub struct Evicted {
     pub pool: u8,
     pub key: Vec<u8>,
     pub value: Vec<u8>,
+    /// The chained items' values, newest first (as the chain lists them).
+    pub chain: Vec<Vec<u8>>,
     /// In the cache's clock ([`DramCache::now`]); 0 = never.
     pub expiry: u32,
     pub last_access: u32,
@@ -250,6 +260,8 @@ struct Inner {
     total_slabs: usize,
     pools: Vec<Pool>,
     buckets: Vec<u32>,
+    /// First chained item of each parent that has a chain.
+    chains: std::collections::HashMap<u32, u32>,
     stats: Stats,
 }
 
@@ -329,6 +341,7 @@ impl DramCache {
                 // Zeroed memory is mapped lazily: a 2^29-bucket index costs
                 // nothing until used. Buckets hold slot id + 1 (0 = empty).
                 buckets: vec![0; 1 << cfg.ht_bucket_power],
+                chains: std::collections::HashMap::new(),
                 stats: Stats::default(),
             }),
         })
@@ -472,6 +485,82 @@ impl DramCache {
         Ok(true)
     }
 
+    /// Adds a chained item holding `value` to `key`'s item (CacheLib's
+    /// `allocateChainedItem` + `addChainedItem`): it takes a slot of its own
+    /// class in the parent's pool, goes first in the parent's chain and
+    /// leaves with the parent. The parent stops being a clean NVM copy.
+    pub fn add_chained(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        sink: Option<EvictionSink<'_>>,
+    ) -> Result<(), AllocError> {
+        self.add_chained_ex(key, value, false, sink)
+    }
+
+    /// [`DramCache::add_chained`]; `keep_clean` leaves the parent marked as
+    /// NVM's clean copy (a chain promoted from NVM with its parent).
+    pub fn add_chained_ex(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep_clean: bool,
+        mut sink: Option<EvictionSink<'_>>,
+    ) -> Result<(), AllocError> {
+        let now = self.now();
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        let Some(parent) = inner.find(key) else {
+            return Err(AllocError::NoParent);
+        };
+        let (pool, _) = inner.owner(parent);
+        let Some(class) = self.classes.class_for(value.len()) else {
+            inner.pools[pool].stats.alloc_attempts += 1;
+            return Err(AllocError::TooLarge);
+        };
+        inner.pools[pool].stats.alloc_attempts += 1;
+        let id = inner.allocate(&self.classes, pool, class, &mut sink)?;
+        // The allocation may have evicted the parent itself.
+        let Some(parent) = inner.find(key) else {
+            inner.pools[pool].classes[class].free.push(id);
+            return Err(AllocError::NoParent);
+        };
+        inner.pools[pool].stats.alloc_successes += 1;
+        let head = inner.chains.get(&parent).copied().unwrap_or(NIL);
+        let (s, i) = split(id);
+        let slab = &mut inner.slabs[s];
+        let start = i * slab.slot_size;
+        slab.mem[start..start + value.len()].copy_from_slice(value);
+        slab.meta[i] = Meta {
+            hash_next: head,
+            val_len: value.len() as u32,
+            expiry: parent,
+            flags: FLAG_CHILD,
+            ..EMPTY
+        };
+        inner.chains.insert(parent, id);
+        let (ps, pi) = split(parent);
+        let pm = &mut inner.slabs[ps].meta[pi];
+        pm.flags |= FLAG_HAS_CHAIN;
+        if !keep_clean {
+            pm.flags &= !FLAG_NVM_CLEAN;
+        }
+        let Inner { slabs, pools, .. } = inner;
+        pools[pool].classes[class]
+            .mm
+            .add(&mut Metas(slabs), id, now);
+        pools[pool].stats.items += 1;
+        Ok(())
+    }
+
+    /// The values of `key`'s chained items, newest first (None without the
+    /// key).
+    pub fn chain(&self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let parent = g.find(key)?;
+        Some(g.chain_values(parent))
+    }
+
     /// Removes `key`; true if it was there.
     pub fn remove(&self, key: &[u8]) -> bool {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -580,6 +669,19 @@ impl Inner {
                 at = self.slabs[s].meta[i].hash_next;
             }
         }
+        self.release(id);
+        if let Some(mut child) = self.chains.remove(&id) {
+            while child != NIL {
+                let (s, i) = split(child);
+                let next = self.slabs[s].meta[i].hash_next;
+                self.release(child);
+                child = next;
+            }
+        }
+    }
+
+    /// Takes a slot out of its container and frees it.
+    fn release(&mut self, id: u32) {
         let (pool, class) = self.owner(id);
         let Inner { slabs, pools, .. } = self;
         pools[pool].classes[class].mm.remove(&mut Metas(slabs), id);
@@ -587,6 +689,21 @@ impl Inner {
         pools[pool].stats.items -= 1;
         let (s, i) = split(id);
         self.slabs[s].meta[i] = EMPTY;
+    }
+
+    /// The values of a parent's chained items, newest first.
+    fn chain_values(&self, parent: u32) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut at = self.chains.get(&parent).copied().unwrap_or(NIL);
+        while at != NIL {
+            let (s, i) = split(at);
+            let slab = &self.slabs[s];
+            let m = slab.meta[i];
+            let start = i * slab.slot_size;
+            out.push(slab.mem[start..start + m.val_len as usize].to_vec());
+            at = m.hash_next;
+        }
+        out
     }
 
     /// A free slot of `class` in `pool`: a freed one, a new one of the slab
@@ -623,9 +740,17 @@ impl Inner {
             return Ok(slot_id(slab, 0));
         }
         self.pools[pool].stats.evict_attempts += 1;
-        let Some(victim) = self.pools[pool].classes[class].mm.victim() else {
+        let Some(mut victim) = self.pools[pool].classes[class].mm.victim() else {
             return Err(AllocError::NoMemory);
         };
+        {
+            // A chained item leaves with its parent (and the whole chain).
+            let (s, i) = split(victim);
+            let m = self.slabs[s].meta[i];
+            if m.flags & FLAG_CHILD != 0 {
+                victim = m.expiry;
+            }
+        }
         let key = self.key_of(victim).to_vec();
         if let Some(sink) = sink {
             let (s, i) = split(victim);
@@ -640,6 +765,7 @@ impl Inner {
                 clean: m.flags & FLAG_NVM_CLEAN != 0,
                 stamp: (sink.stamp)(&key),
                 key: key.clone(),
+                chain: self.chain_values(victim),
             });
         }
         self.unlink(victim, &key);
@@ -804,5 +930,89 @@ mod tests {
         assert_eq!(c.get(b"a", None), None);
         assert_eq!(c.get(b"b", None), Some(1));
         assert_eq!(c.stats().expired, 1);
+    }
+
+    #[test]
+    fn chained_items_live_and_leave_with_their_parent() {
+        let c = cache(16, &[1.0], Policy::Lru { ip_spec: 0 });
+        assert_eq!(c.add_chained(b"p", b"x", None), Err(AllocError::NoParent));
+        c.set(0, b"p", b"parent", 0).unwrap();
+        c.add_chained(b"p", b"first", None).unwrap();
+        c.add_chained(b"p", &[9u8; 3000], None).unwrap();
+        // Newest first, as CacheLib's chains.
+        assert_eq!(
+            c.chain(b"p").unwrap(),
+            vec![vec![9u8; 3000], b"first".to_vec()]
+        );
+        assert_eq!(c.stats().pools[0].items, 3);
+        let mut out = Vec::new();
+        assert_eq!(c.get(b"p", Some(&mut out)), Some(6));
+        assert_eq!(out, b"parent");
+        // Replacing the parent drops its chain.
+        c.set(0, b"p", b"new", 0).unwrap();
+        assert_eq!(c.chain(b"p").unwrap(), Vec::<Vec<u8>>::new());
+        assert_eq!(c.stats().pools[0].items, 1);
+        c.add_chained(b"p", b"again", None).unwrap();
+        assert!(c.remove(b"p"));
+        assert_eq!(c.stats().pools[0].items, 0);
+        assert_eq!(c.chain(b"p"), None);
+        // The freed slots are reused: fill and empty a few times.
+        for round in 0..3 {
+            for i in 0..200 {
+                let k = format!("k{i}");
+                c.set(0, k.as_bytes(), b"v", 0).unwrap();
+                c.add_chained(k.as_bytes(), &[round as u8; 100], None)
+                    .unwrap();
+            }
+            for i in 0..200 {
+                assert!(c.remove(format!("k{i}").as_bytes()));
+            }
+            assert_eq!(c.stats().pools[0].items, 0, "round {round}");
+        }
+    }
+
+    #[test]
+    fn evicting_a_chained_item_evicts_its_parent_and_chain() {
+        // One 4 MiB slab per class; chained items of 1000 bytes fill their
+        // class, then the next one must evict a whole chain.
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(1000).unwrap();
+        let per_slab = c.classes().slots_per_slab(class);
+        let mut evicted = Vec::new();
+        let stamp = |_: &[u8]| 7u64;
+        let mut n = 0;
+        while evicted.is_empty() {
+            let k = format!("parent{n:05}");
+            c.set(0, k.as_bytes(), b"small", 0).unwrap();
+            for j in 0..4u8 {
+                let r = c.add_chained(
+                    k.as_bytes(),
+                    &[j; 1000],
+                    Some(EvictionSink {
+                        out: &mut evicted,
+                        stamp: &stamp,
+                    }),
+                );
+                if r.is_err() {
+                    break;
+                }
+            }
+            n += 1;
+            assert!(n < 10 * per_slab, "no eviction");
+        }
+        let e = &evicted[0];
+        // The oldest parent went, with its whole chain, newest first.
+        assert_eq!(e.key, b"parent00000");
+        assert_eq!(e.value, b"small");
+        assert_eq!(
+            e.chain,
+            (0..4u8).rev().map(|j| vec![j; 1000]).collect::<Vec<_>>()
+        );
+        assert_eq!(e.stamp, 7);
+        assert_eq!(c.get(b"parent00000", None), None);
+        assert!(
+            c.get(format!("parent{:05}", n - 1).as_bytes(), None)
+                .is_some()
+        );
     }
 }

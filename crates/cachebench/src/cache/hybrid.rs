@@ -154,12 +154,41 @@ fn stripe_of(key: &[u8]) -> usize {
     (crate::nvm::key_hash(key) >> 20) as usize % STRIPES
 }
 
-/// The framing of a value in NVM: the item's pool, then the value.
-fn frame(pool: u8, value: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(value.len() + 1);
+/// An item as NVM stores it: its pool, the number of chained items, the
+/// value's length and the value, then each chained value with its length
+/// (lengths u32, little-endian).
+fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>]) -> Vec<u8> {
+    let mut v =
+        Vec::with_capacity(9 + value.len() + chain.iter().map(|c| c.len() + 4).sum::<usize>());
     v.push(pool);
+    v.extend_from_slice(&(chain.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(value.len() as u32).to_le_bytes());
     v.extend_from_slice(value);
+    for c in chain {
+        v.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        v.extend_from_slice(c);
+    }
     v
+}
+
+/// The parts of a framed item: pool, value, chained values; None when the
+/// bytes are not a whole frame.
+fn unframe(b: &[u8]) -> Option<(u8, &[u8], Vec<&[u8]>)> {
+    let u32_at = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let pool = *b.first()?;
+    let n = u32_at(1)?;
+    let len = u32_at(5)?;
+    let value = b.get(9..9 + len)?;
+    let mut at = 9 + len;
+    let mut chain = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let l = u32_at(at)?;
+        chain.push(b.get(at + 4..at + 4 + l)?);
+        at += 4 + l;
+    }
+    (at == b.len()).then_some((pool, value, chain))
 }
 
 impl Cache {
@@ -218,13 +247,13 @@ impl Cache {
             bump(&self.counters.nvm_gets);
             let now = self.dram.now();
             match nvm.lookup(key, now) {
-                Ok(Some(framed)) if !framed.is_empty() => {
-                    let (pool, value) = (framed[0] as usize, &framed[1..]);
-                    let pool = pool.min(self.dram.pool_count().saturating_sub(1));
+                Ok(Some(framed)) if unframe(&framed).is_some() => {
+                    let (pool, value, chain) = unframe(&framed).expect("checked");
+                    let pool = (pool as usize).min(self.dram.pool_count().saturating_sub(1));
                     // The TTL left is not kept in NVM's value; the engines
                     // already refused expired items, so promote without one.
                     let stamp = |k: &[u8]| self.seq(k);
-                    let _ = self.dram.set_ex(
+                    let promoted = self.dram.set_ex(
                         pool,
                         key,
                         value,
@@ -235,6 +264,28 @@ impl Cache {
                             stamp: &stamp,
                         }),
                     );
+                    if promoted == Ok(true) && !chain.is_empty() {
+                        // The chain comes back with its parent, oldest
+                        // first so it keeps its order; the parent stays a
+                        // clean copy of NVM's item.
+                        let complete = chain.iter().rev().all(|c| {
+                            self.dram
+                                .add_chained_ex(
+                                    key,
+                                    c,
+                                    true,
+                                    Some(EvictionSink {
+                                        out: &mut evicted,
+                                        stamp: &stamp,
+                                    }),
+                                )
+                                .is_ok()
+                        });
+                        if !complete {
+                            // A partial chain must not pass for NVM's item.
+                            self.dram.remove(key);
+                        }
+                    }
                     if let Some(out) = out {
                         out.clear();
                         out.extend_from_slice(value);
@@ -306,6 +357,34 @@ impl Cache {
         }
     }
 
+    /// Adds a chained item to `key`'s item; the NVM copy of the item (now
+    /// out of date) is dropped.
+    pub fn add_chained(&self, key: &[u8], value: &[u8]) -> Result<(), AllocError> {
+        let Some(nvm) = &self.nvm else {
+            return self.dram.add_chained(key, value, None);
+        };
+        let mut evicted = Vec::new();
+        let r = {
+            let _g = self.lock(key);
+            let stamp = |k: &[u8]| self.seq(k);
+            let r = self.dram.add_chained(
+                key,
+                value,
+                Some(EvictionSink {
+                    out: &mut evicted,
+                    stamp: &stamp,
+                }),
+            );
+            if r.is_ok() {
+                self.nvm_remove(nvm, key);
+                self.changed(key);
+            }
+            r
+        };
+        self.offer(evicted);
+        r
+    }
+
     /// Removes `key` from DRAM and NVM; true if either had it.
     pub fn remove(&self, key: &[u8]) -> bool {
         let Some(nvm) = &self.nvm else {
@@ -349,7 +428,7 @@ impl Cache {
             }
             match nvm.insert(
                 &e.key,
-                &frame(e.pool, &e.value),
+                &frame(e.pool, &e.value, &e.chain),
                 e.expiry,
                 rand::random::<f64>(),
             ) {
@@ -566,6 +645,7 @@ mod tests {
         // An eviction of version 1 recorded before a later delete...
         let stale = Evicted {
             pool: 0,
+            chain: Vec::new(),
             key: k.clone(),
             value: value(42, 1, 1000),
             expiry: 0,
@@ -595,6 +675,7 @@ mod tests {
         };
         let e = |expiry: u32, last_access: u32, clean: bool| Evicted {
             pool: 0,
+            chain: Vec::new(),
             key: key(1),
             value: value(1, 1, 500),
             expiry,
@@ -626,6 +707,7 @@ mod tests {
         let now = c.dram().now();
         let at = |i: u64, expiry: u32| Evicted {
             pool: 0,
+            chain: Vec::new(),
             key: key(i),
             value: value(i, 1, 500),
             expiry,
@@ -667,5 +749,49 @@ mod tests {
         let offered = x.counters.puts;
         let share = x.engine.admission_rejects as f64 / offered as f64;
         assert!((0.7..0.8).contains(&share), "rejected {share} of {offered}");
+    }
+
+    #[test]
+    fn frames_round_trip_and_reject_garbage() {
+        let chain = vec![b"c1".to_vec(), Vec::new(), vec![7u8; 300]];
+        let f = frame(3, b"value", &chain);
+        let (pool, value, c) = unframe(&f).unwrap();
+        assert_eq!((pool, value), (3, &b"value"[..]));
+        assert_eq!(c, chain.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(unframe(&frame(0, b"", &[])).unwrap().1, b"");
+        for cut in 0..f.len() {
+            assert!(unframe(&f[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut longer = f.clone();
+        longer.push(0);
+        assert!(unframe(&longer).is_none());
+    }
+
+    #[test]
+    fn chains_travel_to_nvm_and_back_with_their_parent() {
+        let c = hybrid(HybridOptions::default());
+        c.set(0, &key(1), &value(1, 1, 1000), 0).unwrap();
+        // (Sizes in the parent's class: 8 MiB of DRAM is two slabs.)
+        c.add_chained(&key(1), &[3u8; 1000]).unwrap();
+        c.add_chained(&key(1), &[5u8; 990]).unwrap();
+        let chain = c.dram().chain(&key(1)).unwrap();
+        assert_eq!(chain.len(), 2);
+        // Push it out of DRAM.
+        for i in 100..9100 {
+            c.set(0, &key(i), &value(i, 1, 1000), 0).unwrap();
+        }
+        assert!(c.dram().get_uncounted(&key(1), None).is_none());
+        let mut out = Vec::new();
+        assert_eq!(c.get(&key(1), Some(&mut out)), Some(1000));
+        assert_eq!(out, value(1, 1, 1000));
+        assert_eq!(
+            c.dram().chain(&key(1)).unwrap(),
+            chain,
+            "the chain came back in order"
+        );
+        // Adding to the chain makes NVM's copy stale: it is dropped.
+        assert!(c.nvm().unwrap().could_exist(&key(1)));
+        c.add_chained(&key(1), &[6u8; 1000]).unwrap();
+        assert!(!c.nvm().unwrap().could_exist(&key(1)));
     }
 }
