@@ -171,9 +171,11 @@ fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>]) -> Vec<u8> {
     v
 }
 
-/// The parts of a framed item: pool, value, chained values; None when the
-/// bytes are not a whole frame.
-fn unframe(b: &[u8]) -> Option<(u8, &[u8], Vec<&[u8]>)> {
+/// A framed item's parts: pool, value, chained values.
+type Unframed<'a> = (u8, &'a [u8], Vec<&'a [u8]>);
+
+/// The parts of a framed item; None when the bytes are not a whole frame.
+fn unframe(b: &[u8]) -> Option<Unframed<'_>> {
     let u32_at = |at: usize| -> Option<usize> {
         Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
     };
