@@ -3,7 +3,10 @@
 //! workload, runs the stressor with progress lines and prints upstream's
 //! report, then hands the figures to the harness.
 
-use crate::cache::{AllocClasses, Cache, DramCache, DramConfig, HybridOptions, Policy, Refresh};
+use crate::cache::{
+    AllocClasses, Cache, DramCache, DramConfig, HybridOptions, Policy, Rebalance, RebalanceConfig,
+    Refresh,
+};
 use crate::config::{self, BenchConfig, DistributionConfig};
 use crate::nvm::device::DirectIo;
 use crate::nvm::region::{Eviction, Reinsertion};
@@ -15,6 +18,8 @@ use crate::workload::{Generator, PoolMix, Spec};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, RunContext, Workload};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -235,6 +240,42 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
     }))
 }
 
+/// Pool rebalancing of an instance (None when `poolRebalanceIntervalSec`
+/// is 0).
+pub fn rebalance_config(c: &BenchConfig) -> anyhow::Result<Option<(Duration, RebalanceConfig)>> {
+    let cc = &c.cache;
+    if cc.pool_rebalance_interval_sec == 0 {
+        return Ok(None);
+    }
+    let strategy = match cc.rebalance_strategy.as_str() {
+        "tail-age" => Rebalance::TailAge,
+        "hits" => Rebalance::Hits,
+        "random" | "" => Rebalance::Random,
+        other => {
+            eprintln!(
+                "warning: cache_config.rebalanceStrategy '{other}' is not one of random, tail-age, \
+                 hits; upstream runs the random strategy for it, and so do we"
+            );
+            Rebalance::Random
+        }
+    };
+    if !(0.0..=100.0).contains(&cc.rebalance_diff_ratio) {
+        bail!(
+            "cache_config.rebalanceDiffRatio is {}: expected a ratio from 0 to 100",
+            cc.rebalance_diff_ratio
+        );
+    }
+    Ok(Some((
+        Duration::from_secs(cc.pool_rebalance_interval_sec),
+        RebalanceConfig {
+            strategy,
+            min_slabs: cc.rebalance_min_slabs.min(u64::from(u32::MAX)) as u32,
+            diff_ratio: cc.rebalance_diff_ratio,
+            move_items: cc.move_on_slab_release,
+        },
+    )))
+}
+
 /// Builds an instance's cache: DRAM, and the NVM tier behind it when
 /// configured (printing what it runs on and any warning).
 pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Cache> {
@@ -411,6 +452,12 @@ fn sum_cache(stats: &[CacheStats]) -> CacheStats {
         s.expired += c.expired;
         s.removes += c.removes;
         s.pools.extend(c.pools.iter().cloned());
+        let (r, o) = (&mut s.release, &c.release);
+        r.slabs_released += o.slabs_released;
+        r.move_attempts += o.move_attempts;
+        r.move_successes += o.move_successes;
+        r.eviction_attempts += o.eviction_attempts;
+        r.eviction_successes += o.eviction_successes;
         if let Some(n) = &c.nvm {
             s.nvm.get_or_insert_with(Default::default).add(n);
         }
@@ -420,6 +467,8 @@ fn sum_cache(stats: &[CacheStats]) -> CacheStats {
 
 struct Instance {
     cache: Cache,
+    /// Pool rebalancing: every this often, with these settings.
+    rebalance: Option<(Duration, RebalanceConfig)>,
     source: Source,
     repeat_trace: bool,
     options: Options,
@@ -551,6 +600,7 @@ impl Workload for CacheBench {
         for c in &loaded.instances {
             dram_config(c)?;
             nvm_config(c, a.require_direct_io)?;
+            rebalance_config(c)?;
             if c.test.generator == "replay" {
                 check_generator(c)?;
             } else {
@@ -623,6 +673,7 @@ impl Workload for CacheBench {
             total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
                 cache: build_cache(c, a.require_direct_io)?,
+                rebalance: rebalance_config(c)?,
                 source,
                 repeat_trace: c.test.repeat_trace_replay,
                 options,
@@ -666,6 +717,23 @@ impl Workload for CacheBench {
                         })
                     })
                     .collect();
+                // Pool rebalancing, one thread per instance that has it.
+                for i in &instances {
+                    if let Some((every, cfg)) = i.rebalance {
+                        let (done, cache) = (&done, &i.cache);
+                        s.spawn(move || {
+                            let mut rng = SmallRng::seed_from_u64(a.seed ^ 0x5eba1);
+                            let mut next = Instant::now() + every;
+                            while !done.load(Ordering::Relaxed) {
+                                std::thread::sleep(Duration::from_millis(20));
+                                if Instant::now() >= next {
+                                    next += every;
+                                    cache.rebalance(&cfg, &mut |n| rng.random_range(0..n.max(1)));
+                                }
+                            }
+                        });
+                    }
+                }
                 // Progress, timeout and Ctrl-C, until every instance is done;
                 // returns the progress samples for the charts.
                 let controller = s.spawn(|| {
@@ -804,6 +872,12 @@ impl Workload for CacheBench {
             if let Some(f) = instances[i].cache.fatal() {
                 failures.push(format!("NVM error. {f}"));
             }
+            if r.throughput.failed_threads > 0 {
+                failures.push(format!(
+                    "{} stressor thread(s) failed (see the panic message above); their operations are not counted",
+                    r.throughput.failed_threads
+                ));
+            }
             let failures: Vec<&str> = failures.iter().map(String::as_str).collect();
             print!("{}", output::final_report(&r, &failures));
             per_instance.push(metrics_of(&r));
@@ -843,7 +917,17 @@ impl Workload for CacheBench {
         if let Some(f) = &nvm_failure {
             metrics.insert("error".into(), json!(f));
         }
-        let consistent = total.throughput.inconsistencies == 0;
+        if total.throughput.failed_threads > 0 {
+            metrics.insert(
+                "error".into(),
+                json!(format!(
+                    "{} stressor thread(s) failed",
+                    total.throughput.failed_threads
+                )),
+            );
+        }
+        let consistent =
+            total.throughput.inconsistencies == 0 && total.throughput.failed_threads == 0;
         if !consistent {
             metrics.insert(
                 "error".into(),

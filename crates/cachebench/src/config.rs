@@ -223,6 +223,15 @@ pub struct CacheConfig {
     pub nvm_cache_size_mb: u64,
     pub nvm_cache_paths: Vec<String>,
     pub nvm: NvmKeys,
+    /// Pool rebalancing: seconds between rounds (0 = off), the strategy
+    /// (`random`, `tail-age`, `hits`; upstream runs random for any other
+    /// name), the slabs a class keeps, the ratio a receiver must beat the
+    /// victim by, and whether items move instead of being evicted.
+    pub pool_rebalance_interval_sec: u64,
+    pub rebalance_strategy: String,
+    pub rebalance_min_slabs: u64,
+    pub rebalance_diff_ratio: f64,
+    pub move_on_slab_release: bool,
 }
 
 /// The NVM tier's keys (used when `nvmCacheSizeMB` > 0), upstream's
@@ -821,6 +830,11 @@ fn instance(
         nvm_cache_size_mb: cf.u64("nvmCacheSizeMB", 0)?,
         nvm_cache_paths: cf.strings("nvmCachePaths")?,
         nvm: nvm_keys(&cf)?,
+        pool_rebalance_interval_sec: cf.u64("poolRebalanceIntervalSec", 0)?,
+        rebalance_strategy: cf.string("rebalanceStrategy", "")?,
+        rebalance_min_slabs: cf.u64("rebalanceMinSlabs", 1)?,
+        rebalance_diff_ratio: cf.f64("rebalanceDiffRatio", 0.1)?,
+        move_on_slab_release: cf.bool("moveOnSlabRelease", false)?,
     };
     let tf = Fields {
         obj: t,

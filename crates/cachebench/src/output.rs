@@ -411,6 +411,18 @@ pub fn allocator_stats(s: &RunStats) -> String {
         "Skipped Deletes",
         fixed(pct(e.map_or(0, |e| e.removes_skipped), n.nvm_deletes), 2)
     );
+    let r = &c.release;
+    if r.slabs_released > 0 {
+        let _ = writeln!(
+            out,
+            "Released {} slabs\n  Moves     : attempts: {:>10}, success: {:>6}%\n  Evictions : attempts: {:>10}, success: {:>6}%",
+            commas(r.slabs_released),
+            commas(r.move_attempts),
+            fixed(pct(r.move_successes, r.move_attempts), 2),
+            commas(r.eviction_attempts),
+            fixed(pct(r.eviction_successes, r.eviction_attempts), 2)
+        );
+    }
     if evictions > 0 {
         // Upstream prints the number without grouping.
         let _ = writeln!(out, "Total eviction executed {evictions}");
@@ -579,6 +591,7 @@ NVM Deletes   :               0 Skipped Deletes:   0.00%
         RunStats {
             cache: CacheStats {
                 nvm: None,
+                release: Default::default(),
                 gets: 480_592,
                 hits: 52_713,
                 expired: 12,

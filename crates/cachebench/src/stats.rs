@@ -23,6 +23,9 @@ pub struct Throughput {
     /// returned a value no set could have left there.
     pub consistency_checks: u64,
     pub inconsistencies: u64,
+    /// Stressor threads that panicked (their counts are lost; the run
+    /// fails).
+    pub failed_threads: u64,
 }
 
 impl Throughput {
@@ -43,6 +46,7 @@ impl Throughput {
         self.update_misses += o.update_misses;
         self.consistency_checks += o.consistency_checks;
         self.inconsistencies += o.inconsistencies;
+        self.failed_threads += o.failed_threads;
     }
 }
 

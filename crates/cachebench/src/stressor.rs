@@ -484,12 +484,14 @@ pub fn run_replay(
     finish(cache, total, start)
 }
 
-/// Sums the threads' counters (a thread that panicked counts nothing).
+/// Sums the threads' counters; a thread that panicked (its message is on
+/// stderr) counts in `failed_threads`.
 fn join_all(handles: Vec<std::thread::ScopedJoinHandle<'_, Throughput>>) -> Throughput {
     let mut total = Throughput::default();
     for h in handles {
-        if let Ok(tp) = h.join() {
-            total.add(&tp);
+        match h.join() {
+            Ok(tp) => total.add(&tp),
+            Err(_) => total.failed_threads += 1,
         }
     }
     total
@@ -723,6 +725,86 @@ mod tests {
             n.counters
         );
         assert!(n.counters.nvm_deletes > 0);
+    }
+
+    /// Slabs released over and over (moving or evicting, chained items
+    /// included) while two threads work: no thread fails, every value read
+    /// is one the checker allows.
+    #[test]
+    fn rebalancing_under_load_keeps_values_consistent() {
+        use crate::cache::{Rebalance, RebalanceConfig};
+        for move_items in [true, false] {
+            let cache = cache(48, Policy::Lru { ip_spec: 0 }, 12);
+            let spec = Spec {
+                num_keys: 20_000,
+                key_pool_distribution: vec![1.0],
+                op_pool_distribution: vec![1.0],
+                mixes: vec![PoolMix {
+                    key_size_range: vec![8, 16],
+                    key_size_probability: vec![1.0],
+                    val_size_range: vec![100, 1000],
+                    val_size_probability: vec![1.0],
+                    op_weights: [0.5, 0.3, 0.05, 0.0, 0.0, 0.0, 0.0],
+                    popularity: None,
+                    add_chained: 0.15,
+                    chain: Some(crate::workload::ChainSpec {
+                        length_range: vec![1, 4],
+                        length_probability: vec![1.0],
+                        val_size_range: vec![100, 1000],
+                        val_size_probability: vec![1.0],
+                    }),
+                }],
+            };
+            let g = Generator::new(&spec, 9).unwrap();
+            let opts = Options {
+                check_consistency: true,
+                ..options(2, 40_000, 3)
+            };
+            let done = AtomicBool::new(false);
+            let mut released = 0;
+            let s = std::thread::scope(|sc| {
+                let r = sc.spawn(|| {
+                    let mut rng = SmallRng::seed_from_u64(1);
+                    let cfg = RebalanceConfig {
+                        strategy: Rebalance::Random,
+                        min_slabs: 0,
+                        diff_ratio: 0.0,
+                        move_items,
+                    };
+                    let mut n = 0;
+                    while !done.load(Ordering::Relaxed) {
+                        n += cache.rebalance(&cfg, &mut |k| {
+                            rand::Rng::random_range(&mut rng, 0..k.max(1))
+                        });
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                    n
+                });
+                let s = run(
+                    &cache,
+                    &g,
+                    &opts,
+                    &AtomicBool::new(false),
+                    &Progress::default(),
+                );
+                done.store(true, Ordering::Relaxed);
+                released = r.join().unwrap();
+                s
+            });
+            assert_eq!(s.throughput.failed_threads, 0);
+            assert!(released > 10, "only {released} slabs released");
+            assert_eq!(s.cache.release.slabs_released, released);
+            assert!(
+                s.throughput.consistency_checks > 2_000,
+                "{:?}",
+                s.throughput
+            );
+            assert_eq!(s.throughput.inconsistencies, 0, "move_items {move_items}");
+            if move_items {
+                assert!(s.cache.release.move_successes > 0, "{:?}", s.cache.release);
+            }
+            assert!(s.throughput.add_chained > 0);
+        }
     }
 
     #[test]

@@ -393,3 +393,40 @@ fn upstream_navy_config_with_chained_items_runs() {
     let m = &report(&o)["metrics"];
     assert!(m["nvm"]["puts"].as_u64().unwrap() > 0, "{m}");
 }
+
+/// Pool rebalancing releases slabs every second (moving items where their
+/// class has room) and upstream's `Released N slabs` lines report it.
+#[test]
+fn pool_rebalancing_releases_slabs() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("rebalance.json");
+    std::fs::write(
+        &cfg,
+        r#"{"cache_config": {"cacheSizeMB": 64, "poolRebalanceIntervalSec": 1,
+            "moveOnSlabRelease": true, "rebalanceStrategy": "random", "rebalanceMinSlabs": 1},
+           "test_config": {"numOps": 100000000, "numThreads": 2, "numKeys": 200000,
+           "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
+           "valSizeRange": [100, 1000, 10000], "valSizeRangeProbability": [0.5, 0.5],
+           "getRatio": 0.6, "setRatio": 0.35, "delRatio": 0.05, "checkConsistency": true}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .args(["--timeout_seconds", "4", "--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let released = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Released ")?.strip_suffix(" slabs"))
+        .unwrap_or_else(|| panic!("no Released line in\n{out}"));
+    assert!(
+        released.replace(',', "").parse::<u64>().unwrap() >= 2,
+        "{out}"
+    );
+    assert!(out.contains("  Moves     : attempts: "), "{out}");
+    assert!(out.contains("  Evictions : attempts: "), "{out}");
+    assert_eq!(report(&o)["metrics"]["inconsistencies"], 0);
+}

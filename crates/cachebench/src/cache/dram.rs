@@ -67,6 +67,46 @@ pub struct Stats {
     pub pools: Vec<PoolStats>,
     /// The NVM tier's counters (a hybrid cache's; None for DRAM alone).
     pub nvm: Option<super::hybrid::NvmSide>,
+    /// Pool rebalancing.
+    pub release: ReleaseStats,
+}
+
+/// Slab releases of pool rebalancing, as CacheBench reports them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReleaseStats {
+    pub slabs_released: u64,
+    pub move_attempts: u64,
+    pub move_successes: u64,
+    pub eviction_attempts: u64,
+    pub eviction_successes: u64,
+}
+
+/// How rebalancing picks the class that gives up a slab and the class
+/// that gets it (`rebalanceStrategy`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rebalance {
+    /// Both at random (upstream's choice for any other name).
+    Random,
+    /// From the class whose eviction victim is oldest to the one whose
+    /// victim is youngest (`tail-age`).
+    TailAge,
+    /// From the class with the fewest hits per slab since the last
+    /// rebalancing to the one with the most (`hits`).
+    Hits,
+}
+
+/// Rebalancing settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RebalanceConfig {
+    pub strategy: Rebalance,
+    /// A class keeps at least this many slabs (`rebalanceMinSlabs`).
+    pub min_slabs: u32,
+    /// The receiver's measure must beat the victim's by this ratio
+    /// (`rebalanceDiffRatio`; tail-age and hits).
+    pub diff_ratio: f64,
+    /// Items of a released slab move to free slots of their class when
+    /// there are some, instead of being evicted (`moveOnSlabRelease`).
+    pub move_items: bool,
 }
 
 /// Where the cache's memory goes, for the items it holds.
@@ -246,6 +286,10 @@ struct Class {
     /// The slab being carved and its next unused slot.
     carving: Option<(usize, usize)>,
     mm: Container,
+    /// Slabs the class holds.
+    slabs: u32,
+    /// Hits since the last rebalancing (the hits strategy's measure).
+    hits: u64,
 }
 
 struct Pool {
@@ -263,6 +307,7 @@ struct Inner {
     /// First chained item of each parent that has a chain.
     chains: std::collections::HashMap<u32, u32>,
     stats: Stats,
+    release: ReleaseStats,
 }
 
 /// The DRAM cache.
@@ -321,6 +366,8 @@ impl DramCache {
                     .map(|_| Class {
                         free: Vec::new(),
                         carving: None,
+                        slabs: 0,
+                        hits: 0,
                         mm: Container::new(cfg.policy, cfg.refresh),
                     })
                     .collect(),
@@ -343,6 +390,7 @@ impl DramCache {
                 buckets: vec![0; 1 << cfg.ht_bucket_power],
                 chains: std::collections::HashMap::new(),
                 stats: Stats::default(),
+                release: ReleaseStats::default(),
             }),
         })
     }
@@ -393,10 +441,11 @@ impl DramCache {
             inner.unlink(id, key);
             return None;
         }
+        let (pool, class) = inner.owner(id);
         if count {
             inner.stats.hits += 1;
+            inner.pools[pool].classes[class].hits += 1;
         }
-        let (pool, class) = inner.owner(id);
         let Inner { slabs, pools, .. } = inner;
         pools[pool].classes[class]
             .mm
@@ -561,6 +610,42 @@ impl DramCache {
         Some(g.chain_values(parent))
     }
 
+    /// One rebalancing round: in each pool, the strategy picks a class to
+    /// give up one slab and a class to get it; the slab's items are moved
+    /// (see [`RebalanceConfig::move_items`]) or evicted into `sink`.
+    /// `draw` gives the random strategy its choices. Returns the slabs
+    /// released.
+    pub fn rebalance(
+        &self,
+        cfg: &RebalanceConfig,
+        draw: &mut dyn FnMut(usize) -> usize,
+        mut sink: Option<EvictionSink<'_>>,
+    ) -> u64 {
+        let now = self.now();
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let inner = &mut *g;
+        let mut released = 0;
+        for pool in 0..inner.pools.len() {
+            let Some((victim, receiver)) = inner.pick(pool, cfg, now, draw) else {
+                continue;
+            };
+            if inner.release_slab(
+                &self.classes,
+                pool,
+                victim,
+                receiver,
+                cfg.move_items,
+                &mut sink,
+            ) {
+                released += 1;
+            }
+            for c in &mut inner.pools[pool].classes {
+                c.hits = 0;
+            }
+        }
+        released
+    }
+
     /// Removes `key`; true if it was there.
     pub fn remove(&self, key: &[u8]) -> bool {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -580,6 +665,7 @@ impl DramCache {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = g.stats.clone();
         s.pools = g.pools.iter().map(|p| p.stats.clone()).collect();
+        s.release = g.release.clone();
         s
     }
 
@@ -680,6 +766,246 @@ impl Inner {
         }
     }
 
+    /// The (victim, receiver) classes of `pool` for one rebalancing step.
+    fn pick(
+        &self,
+        pool: usize,
+        cfg: &RebalanceConfig,
+        now: u32,
+        draw: &mut dyn FnMut(usize) -> usize,
+    ) -> Option<(usize, usize)> {
+        let classes = &self.pools[pool].classes;
+        // A class keeps at least min_slabs slabs.
+        let givers: Vec<usize> = (0..classes.len())
+            .filter(|&c| classes[c].slabs > 0 && classes[c].slabs > cfg.min_slabs)
+            .collect();
+        if givers.is_empty() || classes.len() < 2 {
+            return None;
+        }
+        match cfg.strategy {
+            Rebalance::Random => {
+                let victim = givers[draw(givers.len())];
+                let mut receiver = draw(classes.len() - 1);
+                if receiver >= victim {
+                    receiver += 1;
+                }
+                Some((victim, receiver))
+            }
+            Rebalance::TailAge => {
+                let last_access = |id: u32| {
+                    let (s, i) = split(id);
+                    self.slabs[s].meta[i].last_access
+                };
+                let age = |c: usize| classes[c].mm.tail_age(last_access, now);
+                let victim = givers
+                    .iter()
+                    .copied()
+                    .filter_map(|c| age(c).map(|a| (a, c)))
+                    .max()?;
+                // The receiver: a class under eviction pressure (it holds
+                // items and its pool is out of slabs) with the youngest tail.
+                let receiver = (0..classes.len())
+                    .filter(|&c| c != victim.1)
+                    .filter_map(|c| age(c).map(|a| (a, c)))
+                    .min()?;
+                (f64::from(victim.0) > f64::from(receiver.0) * (1.0 + cfg.diff_ratio)
+                    && victim.0 > receiver.0)
+                    .then_some((victim.1, receiver.1))
+            }
+            Rebalance::Hits => {
+                let per_slab =
+                    |c: usize| classes[c].hits as f64 / f64::from(classes[c].slabs.max(1));
+                let victim = givers
+                    .iter()
+                    .copied()
+                    .min_by(|&a, &b| per_slab(a).total_cmp(&per_slab(b)))?;
+                let receiver = (0..classes.len())
+                    .filter(|&c| c != victim && classes[c].hits > 0)
+                    .max_by(|&a, &b| per_slab(a).total_cmp(&per_slab(b)))?;
+                (per_slab(receiver) > per_slab(victim) * (1.0 + cfg.diff_ratio))
+                    .then_some((victim, receiver))
+            }
+        }
+    }
+
+    /// Releases one slab of (`pool`, `victim`) to `receiver`; false when
+    /// the class has no slab.
+    fn release_slab(
+        &mut self,
+        classes: &AllocClasses,
+        pool: usize,
+        victim: usize,
+        receiver: usize,
+        move_items: bool,
+        sink: &mut Option<EvictionSink<'_>>,
+    ) -> bool {
+        let owned: Vec<usize> = (0..self.slabs.len())
+            .filter(|&s| self.slab_owner[s] == (pool, victim))
+            .collect();
+        // The slab with the fewest items costs least to empty.
+        let Some(&slab) = owned.iter().min_by_key(|&&s| {
+            self.slabs[s]
+                .meta
+                .iter()
+                .filter(|m| m.key_len > 0 || m.flags & FLAG_CHILD != 0)
+                .count()
+        }) else {
+            return false;
+        };
+        let slots = self.slabs[slab].meta.len();
+        // Slots of this slab are no longer free or to be carved.
+        let c = &mut self.pools[pool].classes[victim];
+        if matches!(c.carving, Some((s, _)) if s == slab) {
+            c.carving = None;
+        }
+        c.free.retain(|&id| split(id).0 != slab);
+        for i in 0..slots {
+            let id = slot_id(slab, i);
+            let m = self.slabs[slab].meta[i];
+            if m.key_len == 0 && m.flags & FLAG_CHILD == 0 {
+                continue;
+            }
+            if move_items {
+                self.release.move_attempts += 1;
+                if let Some(to) = self.free_slot_elsewhere(classes, pool, victim, slab) {
+                    self.move_item(id, to);
+                    self.release.move_successes += 1;
+                    continue;
+                }
+            }
+            self.release.eviction_attempts += 1;
+            // A chained item goes with its parent.
+            let target = if m.flags & FLAG_CHILD != 0 {
+                m.expiry
+            } else {
+                id
+            };
+            let key = self.key_of(target).to_vec();
+            if let Some(sink) = sink.as_mut() {
+                let (ts, ti) = split(target);
+                let t = &self.slabs[ts];
+                let tm = t.meta[ti];
+                let start = ti * t.slot_size + tm.key_len as usize;
+                let (pool_of, _) = self.owner(target);
+                sink.out.push(Evicted {
+                    pool: pool_of as u8,
+                    value: t.mem[start..start + tm.val_len as usize].to_vec(),
+                    expiry: tm.expiry,
+                    last_access: tm.last_access,
+                    clean: tm.flags & FLAG_NVM_CLEAN != 0,
+                    stamp: (sink.stamp)(&key),
+                    chain: self.chain_values(target),
+                    key: key.clone(),
+                });
+            }
+            self.unlink(target, &key);
+            self.release.eviction_successes += 1;
+        }
+        // Evicting parents freed chained slots of this slab too.
+        self.pools[pool].classes[victim]
+            .free
+            .retain(|&id| split(id).0 != slab);
+        // The slab now belongs to the receiver, all of it free.
+        let size = classes.sizes()[receiver] as usize;
+        let n = classes.slots_per_slab(receiver);
+        self.slabs[slab].slot_size = size;
+        self.slabs[slab].meta = vec![EMPTY; n];
+        self.slab_owner[slab] = (pool, receiver);
+        self.pools[pool].classes[victim].slabs -= 1;
+        let r = &mut self.pools[pool].classes[receiver];
+        r.slabs += 1;
+        r.free.extend((0..n).rev().map(|i| slot_id(slab, i)));
+        self.release.slabs_released += 1;
+        true
+    }
+
+    /// A free slot of `class` outside `slab`, without evicting.
+    fn free_slot_elsewhere(
+        &mut self,
+        classes: &AllocClasses,
+        pool: usize,
+        class: usize,
+        slab: usize,
+    ) -> Option<u32> {
+        let c = &mut self.pools[pool].classes[class];
+        // Slots of the slab being released (freed by evictions during the
+        // release) are not room.
+        while let Some(id) = c.free.pop() {
+            if split(id).0 != slab {
+                return Some(id);
+            }
+        }
+        let (s, next) = c.carving?;
+        if s == slab {
+            return None;
+        }
+        c.carving = (next + 1 < classes.slots_per_slab(class)).then_some((s, next + 1));
+        Some(slot_id(s, next))
+    }
+
+    /// Moves the item in slot `from` to the free slot `to` of its class,
+    /// keeping its place in the index, its container and its chain.
+    fn move_item(&mut self, from: u32, to: u32) {
+        let (fs, fi) = split(from);
+        let (ts, ti) = split(to);
+        let size = self.slabs[fs].slot_size;
+        let m = self.slabs[fs].meta[fi];
+        let bytes = self.slabs[fs].mem[fi * size..(fi + 1) * size].to_vec();
+        self.slabs[ts].mem[ti * size..(ti + 1) * size].copy_from_slice(&bytes);
+        self.slabs[ts].meta[ti] = m;
+        self.slabs[fs].meta[fi] = EMPTY;
+        // The container: `to` takes `from`'s place.
+        let (pool, class) = self.owner(to);
+        let Inner { slabs, pools, .. } = self;
+        pools[pool].classes[class]
+            .mm
+            .replace(&mut Metas(slabs), from, to);
+        if m.flags & FLAG_CHILD != 0 {
+            // The link to it: the parent's chain head or the previous child.
+            let parent = m.expiry;
+            if self.chains.get(&parent) == Some(&from) {
+                self.chains.insert(parent, to);
+            } else {
+                let mut at = self.chains.get(&parent).copied().unwrap_or(NIL);
+                while at != NIL {
+                    let (s, i) = split(at);
+                    if self.slabs[s].meta[i].hash_next == from {
+                        self.slabs[s].meta[i].hash_next = to;
+                        break;
+                    }
+                    at = self.slabs[s].meta[i].hash_next;
+                }
+            }
+            return;
+        }
+        // The index: the bucket head or the previous item of the chain.
+        let key = self.key_of(to).to_vec();
+        let b = (hash(&key) as usize) & (self.buckets.len() - 1);
+        if self.head(b) == from {
+            self.set_head(b, to);
+        } else {
+            let mut at = self.head(b);
+            while at != NIL {
+                let (s, i) = split(at);
+                if self.slabs[s].meta[i].hash_next == from {
+                    self.slabs[s].meta[i].hash_next = to;
+                    break;
+                }
+                at = self.slabs[s].meta[i].hash_next;
+            }
+        }
+        // Its chained items know their parent by slot.
+        if let Some(first) = self.chains.remove(&from) {
+            self.chains.insert(to, first);
+            let mut at = first;
+            while at != NIL {
+                let (s, i) = split(at);
+                self.slabs[s].meta[i].expiry = to;
+                at = self.slabs[s].meta[i].hash_next;
+            }
+        }
+    }
+
     /// Takes a slot out of its container and frees it.
     fn release(&mut self, id: u32) {
         let (pool, class) = self.owner(id);
@@ -736,6 +1062,7 @@ impl Inner {
             });
             self.slab_owner.push((pool, class));
             self.pools[pool].stats.slabs += 1;
+            self.pools[pool].classes[class].slabs += 1;
             self.pools[pool].classes[class].carving = (slots > 1).then_some((slab, 1));
             return Ok(slot_id(slab, 0));
         }
@@ -1014,5 +1341,145 @@ mod tests {
             c.get(format!("parent{:05}", n - 1).as_bytes(), None)
                 .is_some()
         );
+    }
+
+    /// Three slabs: two for 1000-byte items (the second half empty after
+    /// deletes), one for 40-byte items. Returns the 1000-byte keys kept.
+    fn two_classes(c: &DramCache) -> Vec<String> {
+        let big = c.classes().class_for(1000).unwrap();
+        let per_slab = c.classes().slots_per_slab(big);
+        let mut kept = Vec::new();
+        for i in 0..per_slab + per_slab / 2 {
+            let k = format!("big{i:05}");
+            c.set(0, k.as_bytes(), &vec![(i % 251) as u8; 990], 0)
+                .unwrap();
+            if i % 2 == 0 {
+                kept.push(k);
+            }
+        }
+        for i in 0..per_slab + per_slab / 2 {
+            if i % 2 == 1 {
+                assert!(c.remove(format!("big{i:05}").as_bytes()));
+            }
+        }
+        for i in 0..100 {
+            c.set(0, format!("s{i}").as_bytes(), b"small value", 0)
+                .unwrap();
+        }
+        kept
+    }
+
+    fn check_big(c: &DramCache, kept: &[String]) -> usize {
+        let mut out = Vec::new();
+        let mut found = 0;
+        for k in kept {
+            let i: usize = k[3..].parse().unwrap();
+            if c.get(k.as_bytes(), Some(&mut out)).is_some() {
+                assert_eq!(out, vec![(i % 251) as u8; 990], "{k}");
+                found += 1;
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn a_released_slab_moves_its_items_when_its_class_has_room() {
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
+        let kept = two_classes(&c);
+        let big = c.classes().class_for(1000).unwrap();
+        let small = c.classes().class_for(20).unwrap();
+        // A parent with a chain among them.
+        c.add_chained(kept[0].as_bytes(), &[1u8; 900], None)
+            .unwrap();
+        let cfg = RebalanceConfig {
+            strategy: Rebalance::Random,
+            min_slabs: 1,
+            diff_ratio: 0.1,
+            move_items: true,
+        };
+        // Random draws: the only class above min_slabs gives, and the
+        // receiver is the small class.
+        let mut draw = |n: usize| if n > 1 { small.min(n - 1) } else { 0 };
+        assert_eq!(c.rebalance(&cfg, &mut draw, None), 1);
+        let s = c.stats();
+        assert_eq!(s.release.slabs_released, 1);
+        assert!(s.release.move_attempts > 0);
+        assert_eq!(
+            s.release.move_successes, s.release.move_attempts,
+            "{:?}",
+            s.release
+        );
+        assert_eq!(s.release.eviction_attempts, 0);
+        assert_eq!(
+            check_big(&c, &kept),
+            kept.len(),
+            "every item survived the move"
+        );
+        assert_eq!(c.chain(kept[0].as_bytes()).unwrap(), vec![vec![1u8; 900]]);
+        // The small class has a second slab now: thousands more fit without
+        // evicting.
+        let per_slab = c.classes().slots_per_slab(small);
+        for i in 0..per_slab + 100 {
+            c.set(0, format!("t{i}").as_bytes(), b"small value", 0)
+                .unwrap();
+        }
+        assert_eq!(c.stats().pools[0].evictions, 0);
+        let _ = big;
+    }
+
+    #[test]
+    fn a_released_slab_evicts_without_move_and_strategies_pick_by_measure() {
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
+        let kept = two_classes(&c);
+        let small = c.classes().class_for(20).unwrap();
+        let big = c.classes().class_for(1000).unwrap();
+        // Hits: only the small class is read.
+        for _ in 0..10 {
+            for i in 0..100 {
+                assert!(c.get(format!("s{i}").as_bytes(), None).is_some());
+            }
+        }
+        let hits = RebalanceConfig {
+            strategy: Rebalance::Hits,
+            min_slabs: 1,
+            diff_ratio: 0.1,
+            move_items: false,
+        };
+        let mut never = |_: usize| -> usize { unreachable!("no random draw") };
+        let mut evicted = Vec::new();
+        let stamp = |_: &[u8]| 0u64;
+        let n = c.rebalance(
+            &hits,
+            &mut never,
+            Some(EvictionSink {
+                out: &mut evicted,
+                stamp: &stamp,
+            }),
+        );
+        assert_eq!(n, 1);
+        let s = c.stats();
+        assert_eq!(s.release.move_attempts, 0);
+        assert!(s.release.eviction_successes > 0);
+        assert_eq!(evicted.len() as u64, s.release.eviction_successes);
+        // Hit counts start over: with no reads since, nothing moves.
+        assert_eq!(c.rebalance(&hits, &mut never, None), 0);
+        // Tail age: the big class's victim is no older than the small
+        // one's here (all written in the same second), so nothing moves.
+        let tail = RebalanceConfig {
+            strategy: Rebalance::TailAge,
+            ..hits
+        };
+        assert_eq!(c.rebalance(&tail, &mut never, None), 0);
+        let left = check_big(&c, &kept);
+        assert_eq!(left + evicted.len(), kept.len());
+        assert_eq!(c.class_items(0)[big], left);
+        // Now the big class was read and the small one not: the slab
+        // goes back.
+        assert_eq!(c.rebalance(&hits, &mut never, None), 1);
+        assert_eq!(c.stats().release.slabs_released, 2);
+        for i in 0..100 {
+            assert!(c.get(format!("s{i}").as_bytes(), None).is_some(), "s{i}");
+        }
+        let _ = small;
     }
 }

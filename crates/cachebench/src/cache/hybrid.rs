@@ -19,7 +19,7 @@
 //! `AbortsFromDel`). Concurrent misses of one key wait for each other;
 //! the later ones find the promoted item in DRAM (counted as `Coalesced`).
 
-use super::dram::{AllocError, DramCache, Evicted, EvictionSink, SetMode, Stats};
+use super::dram::{AllocError, DramCache, Evicted, EvictionSink, RebalanceConfig, SetMode, Stats};
 use crate::nvm::{Navy, NvmStats};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,6 +152,17 @@ pub struct Cache {
 
 fn stripe_of(key: &[u8]) -> usize {
     (crate::nvm::key_hash(key) >> 20) as usize % STRIPES
+}
+
+/// An NVM I/O error for the run's failure line: a full device is named as
+/// such, anything else after `what`.
+fn describe_error(what: &str, e: &std::io::Error) -> String {
+    let what = if crate::nvm::device::is_disk_full(e) {
+        "the NVM device is full"
+    } else {
+        what
+    };
+    format!("{what}: {}", crate::nvm::io::error_chain(e))
 }
 
 /// An item as NVM stores it: its pool, the number of chained items, the
@@ -350,10 +361,7 @@ impl Cache {
         match nvm.remove(key) {
             Ok(found) => found,
             Err(e) => {
-                self.note_error(format!(
-                    "removing a key from NVM failed: {}",
-                    crate::nvm::io::error_chain(&e)
-                ));
+                self.note_error(describe_error("removing a key from NVM failed", &e));
                 false
             }
         }
@@ -385,6 +393,26 @@ impl Cache {
         };
         self.offer(evicted);
         r
+    }
+
+    /// One pool rebalancing round (see [`DramCache::rebalance`]); evicted
+    /// items go to NVM like any eviction.
+    pub fn rebalance(&self, cfg: &RebalanceConfig, draw: &mut dyn FnMut(usize) -> usize) -> u64 {
+        if self.nvm.is_none() {
+            return self.dram.rebalance(cfg, draw, None);
+        }
+        let mut evicted = Vec::new();
+        let stamp = |k: &[u8]| self.seq(k);
+        let n = self.dram.rebalance(
+            cfg,
+            draw,
+            Some(EvictionSink {
+                out: &mut evicted,
+                stamp: &stamp,
+            }),
+        );
+        self.offer(evicted);
+        n
     }
 
     /// Removes `key` from DRAM and NVM; true if either had it.
@@ -438,14 +466,10 @@ impl Cache {
                 Ok(false) => bump(&self.counters.put_errors),
                 Err(err) => {
                     bump(&self.counters.put_errors);
-                    let what = if crate::nvm::device::is_disk_full(&err) {
-                        "the NVM device is full"
-                    } else {
-                        "writing to NVM failed"
-                    };
-                    self.note_error(nvm.fatal().unwrap_or_else(|| {
-                        format!("{what}: {}", crate::nvm::io::error_chain(&err))
-                    }));
+                    self.note_error(
+                        nvm.fatal()
+                            .unwrap_or_else(|| describe_error("writing to NVM failed", &err)),
+                    );
                 }
             }
         }

@@ -242,6 +242,32 @@ impl Container {
         }
     }
 
+    /// Puts `new` where `old` is (an item moved to another slot): `new`'s
+    /// links must already be a copy of `old`'s.
+    pub fn replace(&mut self, m: &mut impl Links, old: u32, new: u32) {
+        let q = m.queue(new) as usize;
+        let (p, n) = (m.prev(new), m.next(new));
+        if p == NIL {
+            self.lists[q].head = new;
+        } else {
+            m.set_next(p, new);
+        }
+        if n == NIL {
+            self.lists[q].tail = new;
+        } else {
+            m.set_prev(n, new);
+        }
+        if self.ip == old {
+            self.ip = new;
+        }
+    }
+
+    /// Seconds since the next eviction victim was last accessed (the tail
+    /// age CacheLib's tail-age rebalancing compares).
+    pub fn tail_age(&self, last_access: impl Fn(u32) -> u32, now: u32) -> Option<u32> {
+        self.victim().map(|t| now.saturating_sub(last_access(t)))
+    }
+
     /// The item eviction takes next, if any.
     pub fn victim(&self) -> Option<u32> {
         let t = self.victim_list_tail();

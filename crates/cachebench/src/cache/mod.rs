@@ -10,6 +10,9 @@ pub mod hybrid;
 pub mod mm;
 
 pub use classes::{AllocClasses, SLAB_SIZE};
-pub use dram::{AllocError, DramCache, DramConfig, Evicted, Footprint, PoolStats, SetMode, Stats};
+pub use dram::{
+    AllocError, DramCache, DramConfig, Evicted, Footprint, PoolStats, Rebalance, RebalanceConfig,
+    ReleaseStats, SetMode, Stats,
+};
 pub use hybrid::{Cache, HybridCounters, HybridOptions, NvmSide};
 pub use mm::{Policy, Refresh};
