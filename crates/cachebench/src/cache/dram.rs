@@ -18,7 +18,8 @@
 
 use super::classes::{AllocClasses, SLAB_SIZE};
 use super::mm::{Container, Links, NIL, Policy, Refresh};
-use std::sync::Mutex;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What a DRAM cache is built from.
@@ -289,7 +290,7 @@ struct Class {
     /// Slabs the class holds.
     slabs: u32,
     /// Hits since the last rebalancing (the hits strategy's measure).
-    hits: u64,
+    hits: AtomicU64,
 }
 
 struct Pool {
@@ -314,7 +315,10 @@ struct Inner {
 pub struct DramCache {
     classes: AllocClasses,
     start: Instant,
-    inner: Mutex<Inner>,
+    inner: RwLock<Inner>,
+    /// Gets and hits, counted outside the lock (gets share a read lock).
+    gets: AtomicU64,
+    hits: AtomicU64,
 }
 
 /// FNV-1a: the index's hash of a key.
@@ -367,7 +371,7 @@ impl DramCache {
                         free: Vec::new(),
                         carving: None,
                         slabs: 0,
-                        hits: 0,
+                        hits: AtomicU64::new(0),
                         mm: Container::new(cfg.policy, cfg.refresh),
                     })
                     .collect(),
@@ -380,7 +384,9 @@ impl DramCache {
         Ok(DramCache {
             classes: cfg.classes.clone(),
             start: Instant::now(),
-            inner: Mutex::new(Inner {
+            gets: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            inner: RwLock::new(Inner {
                 slabs: Vec::new(),
                 slab_owner: Vec::new(),
                 total_slabs,
@@ -402,11 +408,7 @@ impl DramCache {
 
     /// Pools of the cache.
     pub fn pool_count(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pools
-            .len()
+        self.read().pools.len()
     }
 
     /// The allocation classes.
@@ -428,35 +430,73 @@ impl DramCache {
 
     fn lookup(&self, key: &[u8], out: Option<&mut Vec<u8>>, count: bool) -> Option<usize> {
         let now = self.now();
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if count {
+            self.gets.fetch_add(1, Ordering::Relaxed);
+        }
+        // Under the shared lock: find, copy, and see whether the container
+        // wants the access recorded (within the refresh time it does not,
+        // which is most gets); only then take the exclusive lock.
+        let len = {
+            let g = self.read();
+            let id = g.find(key)?;
+            let (s, i) = split(id);
+            let m = g.slabs[s].meta[i];
+            if m.expiry != 0 && m.expiry <= now {
+                drop(g);
+                let mut g = self.write();
+                if let Some(id) = g.find(key) {
+                    let (s, i) = split(id);
+                    let e = g.slabs[s].meta[i].expiry;
+                    if e != 0 && e <= now {
+                        g.stats.expired += 1;
+                        g.unlink(id, key);
+                    }
+                }
+                return None;
+            }
+            let (pool, class) = g.owner(id);
+            if count {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                g.pools[pool].classes[class]
+                    .hits
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            let len = m.val_len as usize;
+            if let Some(out) = out {
+                let start = i * g.slabs[s].slot_size + m.key_len as usize;
+                out.clear();
+                out.extend_from_slice(&g.slabs[s].mem[start..start + len]);
+            }
+            let last_access = |x: u32| {
+                let (s, i) = split(x);
+                g.slabs[s].meta[i].last_access
+            };
+            if !g.pools[pool].classes[class]
+                .mm
+                .would_promote(last_access, id, now, false)
+            {
+                return Some(len);
+            }
+            len
+        };
+        let mut g = self.write();
         let inner = &mut *g;
-        if count {
-            inner.stats.gets += 1;
-        }
-        let id = inner.find(key)?;
-        let (s, i) = split(id);
-        let m = inner.slabs[s].meta[i];
-        if m.expiry != 0 && m.expiry <= now {
-            inner.stats.expired += 1;
-            inner.unlink(id, key);
-            return None;
-        }
-        let (pool, class) = inner.owner(id);
-        if count {
-            inner.stats.hits += 1;
-            inner.pools[pool].classes[class].hits += 1;
-        }
-        let Inner { slabs, pools, .. } = inner;
-        pools[pool].classes[class]
-            .mm
-            .record_access(&mut Metas(slabs), id, now, false);
-        let len = m.val_len as usize;
-        if let Some(out) = out {
-            let start = i * slabs[s].slot_size + m.key_len as usize;
-            out.clear();
-            out.extend_from_slice(&slabs[s].mem[start..start + len]);
+        if let Some(id) = inner.find(key) {
+            let (pool, class) = inner.owner(id);
+            let Inner { slabs, pools, .. } = inner;
+            pools[pool].classes[class]
+                .mm
+                .record_access(&mut Metas(slabs), id, now, false);
         }
         Some(len)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Stores `key` with `value` in `pool`, replacing an older value of the
@@ -488,11 +528,11 @@ impl DramCache {
             return Err(AllocError::TooLarge);
         }
         let Some(class) = self.classes.class_for(key.len() + value.len()) else {
-            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let mut g = self.write();
             g.pools[pool].stats.alloc_attempts += 1;
             return Err(AllocError::TooLarge);
         };
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.write();
         let inner = &mut *g;
         if mode == SetMode::Promote && inner.find(key).is_some() {
             return Ok(false);
@@ -557,7 +597,7 @@ impl DramCache {
         mut sink: Option<EvictionSink<'_>>,
     ) -> Result<(), AllocError> {
         let now = self.now();
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.write();
         let inner = &mut *g;
         let Some(parent) = inner.find(key) else {
             return Err(AllocError::NoParent);
@@ -605,7 +645,7 @@ impl DramCache {
     /// The values of `key`'s chained items, newest first (None without the
     /// key).
     pub fn chain(&self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let g = self.read();
         let parent = g.find(key)?;
         Some(g.chain_values(parent))
     }
@@ -622,7 +662,7 @@ impl DramCache {
         mut sink: Option<EvictionSink<'_>>,
     ) -> u64 {
         let now = self.now();
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.write();
         let inner = &mut *g;
         let mut released = 0;
         for pool in 0..inner.pools.len() {
@@ -640,7 +680,7 @@ impl DramCache {
                 released += 1;
             }
             for c in &mut inner.pools[pool].classes {
-                c.hits = 0;
+                c.hits.store(0, Ordering::Relaxed);
             }
         }
         released
@@ -648,7 +688,7 @@ impl DramCache {
 
     /// Removes `key`; true if it was there.
     pub fn remove(&self, key: &[u8]) -> bool {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.write();
         let inner = &mut *g;
         inner.stats.removes += 1;
         match inner.find(key) {
@@ -662,8 +702,10 @@ impl DramCache {
 
     /// The counters so far.
     pub fn stats(&self) -> Stats {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let g = self.read();
         let mut s = g.stats.clone();
+        s.gets = self.gets.load(Ordering::Relaxed);
+        s.hits = self.hits.load(Ordering::Relaxed);
         s.pools = g.pools.iter().map(|p| p.stats.clone()).collect();
         s.release = g.release.clone();
         s
@@ -672,7 +714,7 @@ impl DramCache {
     /// Where the memory of the items held goes: walks every item (takes the
     /// lock for the walk; meant for reports, not the hot path).
     pub fn footprint(&self) -> Footprint {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let g = self.read();
         let mut f = Footprint {
             index_bytes: (g.buckets.len() * 4) as u64,
             ..Footprint::default()
@@ -694,7 +736,7 @@ impl DramCache {
 
     /// Items held per (pool, class), for stats and tests.
     pub fn class_items(&self, pool: usize) -> Vec<usize> {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let g = self.read();
         g.pools[pool].classes.iter().map(|c| c.mm.len()).collect()
     }
 }
@@ -813,14 +855,16 @@ impl Inner {
                     .then_some((victim.1, receiver.1))
             }
             Rebalance::Hits => {
-                let per_slab =
-                    |c: usize| classes[c].hits as f64 / f64::from(classes[c].slabs.max(1));
+                let per_slab = |c: usize| {
+                    classes[c].hits.load(Ordering::Relaxed) as f64
+                        / f64::from(classes[c].slabs.max(1))
+                };
                 let victim = givers
                     .iter()
                     .copied()
                     .min_by(|&a, &b| per_slab(a).total_cmp(&per_slab(b)))?;
                 let receiver = (0..classes.len())
-                    .filter(|&c| c != victim && classes[c].hits > 0)
+                    .filter(|&c| c != victim && classes[c].hits.load(Ordering::Relaxed) > 0)
                     .max_by(|&a, &b| per_slab(a).total_cmp(&per_slab(b)))?;
                 (per_slab(receiver) > per_slab(victim) * (1.0 + cfg.diff_ratio))
                     .then_some((victim, receiver))

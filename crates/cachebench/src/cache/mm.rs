@@ -202,23 +202,7 @@ impl Container {
     /// Records a read (or write) of an item at `now`: promotes it unless
     /// it was promoted within the refresh time.
     pub fn record_access(&mut self, m: &mut impl Links, id: u32, now: u32, write: bool) {
-        let wanted = if write {
-            self.refresh.on_write
-        } else {
-            self.refresh.on_read
-        };
-        if !wanted {
-            return;
-        }
-        let mut refresh = self.refresh.secs;
-        if self.refresh.ratio > 0.0 {
-            let tail = self.victim_list_tail();
-            if tail != NIL {
-                let age = now.saturating_sub(m.last_access(tail));
-                refresh = refresh.max((f64::from(age) * self.refresh.ratio) as u32);
-            }
-        }
-        if now.saturating_sub(m.last_access(id)) < refresh {
+        if !self.would_promote(|x| m.last_access(x), id, now, write) {
             return;
         }
         match self.policy {
@@ -266,6 +250,35 @@ impl Container {
     /// age CacheLib's tail-age rebalancing compares).
     pub fn tail_age(&self, last_access: impl Fn(u32) -> u32, now: u32) -> Option<u32> {
         self.victim().map(|t| now.saturating_sub(last_access(t)))
+    }
+
+    /// Whether [`Container::record_access`] would move `id` (it was not
+    /// promoted within the refresh time); needs only the items' last
+    /// access times, so a reader can ask without a write lock.
+    pub fn would_promote(
+        &self,
+        last_access: impl Fn(u32) -> u32,
+        id: u32,
+        now: u32,
+        write: bool,
+    ) -> bool {
+        let wanted = if write {
+            self.refresh.on_write
+        } else {
+            self.refresh.on_read
+        };
+        if !wanted {
+            return false;
+        }
+        let mut refresh = self.refresh.secs;
+        if self.refresh.ratio > 0.0 {
+            let tail = self.victim_list_tail();
+            if tail != NIL {
+                let age = now.saturating_sub(last_access(tail));
+                refresh = refresh.max((f64::from(age) * self.refresh.ratio) as u32);
+            }
+        }
+        now.saturating_sub(last_access(id)) >= refresh
     }
 
     /// The item eviction takes next, if any.
