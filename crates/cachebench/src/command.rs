@@ -648,12 +648,32 @@ impl Workload for CacheBench {
                 }
                 Source::Replay(trace)
             } else {
-                let generator = Generator::new(&spec(c)?, a.seed).map_err(anyhow::Error::msg)?;
-                write!(
-                    out,
-                    "{}",
-                    output::keys_created(generator.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
-                )?;
+                let spec = spec(c)?;
+                let generator = if c.test.generator == "online" {
+                    let g = Generator::new(&spec, a.seed).map_err(anyhow::Error::msg)?;
+                    write!(
+                        out,
+                        "{}",
+                        output::keys_created(g.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
+                    )?;
+                    g
+                } else {
+                    // `workload`: sizes per key and key choices sampled up
+                    // front, as upstream's WorkloadGenerator.
+                    let mut lines = String::new();
+                    let accesses = c.test.num_ops.saturating_mul(c.test.num_threads as u64);
+                    let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |l| {
+                        lines.push_str(&l)
+                    })
+                    .map_err(anyhow::Error::msg)?;
+                    write!(
+                        out,
+                        "{}{lines}{}",
+                        output::keys_created(g.num_keys(), 0.0),
+                        output::generated_patterns(t0.elapsed().as_secs_f64() / 60.0)
+                    )?;
+                    g
+                };
                 Source::Synthetic(generator)
             };
             let options = Options {

@@ -12,6 +12,11 @@
 //! popularity: `popularityBuckets` / `popularityWeights`, else a truncated
 //! normal over the pool's keys (mean at the middle, standard deviation a
 //! quarter of the range; our choice, see the README).
+//!
+//! Two generators, as upstream: `online` ([`Generator::new`]) draws the
+//! key and the value size of every operation as it runs; `workload`
+//! ([`Generator::pregenerated`], the default) fixes each key's value size
+//! and samples the pools' key choices before the run.
 
 use rand::Rng;
 use rand::distr::weighted::WeightedIndex;
@@ -149,11 +154,16 @@ struct PoolGen {
     popularity: Popularity,
     /// Chain lengths and chained value sizes.
     chain: Option<(Sizes, Sizes)>,
+    /// Pre-generated: key offsets sampled from the popularity once; an
+    /// operation picks one of them at random (empty: draw online).
+    sampled: Vec<u32>,
 }
 
 /// Draws operations; shared by the threads (immutable).
 pub struct Generator {
     keys: Vec<Vec<u8>>,
+    /// Pre-generated: each key's value size, drawn once (empty: online).
+    value_sizes: Vec<u32>,
     pools: Vec<PoolGen>,
     op_pool: WeightedIndex<f64>,
     max_value: u32,
@@ -278,6 +288,7 @@ impl Generator {
                 vals,
                 popularity,
                 chain,
+                sampled: Vec::new(),
             });
         }
         let op_pool = WeightedIndex::new(if spec.op_pool_distribution.is_empty() {
@@ -288,10 +299,76 @@ impl Generator {
         .map_err(|e| format!("opPoolDistribution {:?}: {e}", spec.op_pool_distribution))?;
         Ok(Generator {
             keys,
+            value_sizes: Vec::new(),
             pools,
             op_pool,
             max_value,
         })
+    }
+
+    /// The `workload` generator: as [`Generator::new`], then, as upstream
+    /// pre-generates its workload, each key gets one value size for the
+    /// run and each pool `accesses` key choices (at most 10 M) sampled
+    /// from its popularity up front; an operation then picks one of the
+    /// sampled choices at random. `progress` gets upstream's lines
+    /// (`Generating X.XXM sampled accesses` per pool).
+    pub fn pregenerated(
+        spec: &Spec,
+        seed: u64,
+        accesses: u64,
+        progress: &mut dyn FnMut(String),
+    ) -> Result<Generator, String> {
+        use rand::SeedableRng;
+        let mut g = Generator::new(spec, seed)?;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut sizes = vec![0u32; g.keys.len()];
+        for p in &g.pools {
+            for k in p.first_key..p.first_key + p.keys {
+                sizes[k as usize] = p.vals.draw(&mut rng);
+            }
+        }
+        g.value_sizes = sizes;
+        let n = accesses.clamp(1, 10_000_000);
+        for p in 0..g.pools.len() {
+            if g.pools[p].keys == 0 {
+                continue;
+            }
+            progress(crate::output::generating_accesses(n));
+            let sampled: Vec<u32> = (0..n).map(|_| g.draw_offset(p, &mut rng) as u32).collect();
+            g.pools[p].sampled = sampled;
+        }
+        Ok(g)
+    }
+
+    /// A key offset within pool `p` drawn from its popularity.
+    fn draw_offset(&self, pool: usize, rng: &mut impl Rng) -> u64 {
+        let p = &self.pools[pool];
+        if p.keys == 0 {
+            return 0;
+        }
+        match &p.popularity {
+            Popularity::Buckets(bounds, w) => {
+                let b = w.sample(rng);
+                let lo = if b == 0 { 0 } else { bounds[b - 1] };
+                let hi = bounds[b].max(lo + 1).min(p.keys);
+                if hi <= lo {
+                    lo.min(p.keys - 1)
+                } else {
+                    rng.random_range(lo..hi)
+                }
+            }
+            Popularity::Normal(n) => loop {
+                let x = n.sample(rng);
+                if x >= 0.0 && x < p.keys as f64 {
+                    break x as u64;
+                }
+            },
+        }
+    }
+
+    /// Whether the generator pre-generated its choices.
+    pub fn is_pregenerated(&self) -> bool {
+        !self.value_sizes.is_empty()
     }
 
     /// The key with index `i`.
@@ -324,33 +401,22 @@ impl Generator {
         let pool = self.op_pool.sample(rng).min(self.pools.len() - 1);
         let p = &self.pools[pool];
         let op = OPS[p.ops.sample(rng)];
-        let offset = if p.keys == 0 {
-            0
+        let offset = if p.sampled.is_empty() {
+            self.draw_offset(pool, rng)
         } else {
-            match &p.popularity {
-                Popularity::Buckets(bounds, w) => {
-                    let b = w.sample(rng);
-                    let lo = if b == 0 { 0 } else { bounds[b - 1] };
-                    let hi = bounds[b].max(lo + 1).min(p.keys);
-                    if hi <= lo {
-                        lo.min(p.keys - 1)
-                    } else {
-                        rng.random_range(lo..hi)
-                    }
-                }
-                Popularity::Normal(n) => loop {
-                    let x = n.sample(rng);
-                    if x >= 0.0 && x < p.keys as f64 {
-                        break x as u64;
-                    }
-                },
-            }
+            u64::from(p.sampled[rng.random_range(0..p.sampled.len())])
+        };
+        let key = p.first_key + offset;
+        let value_size = if self.value_sizes.is_empty() {
+            p.vals.draw(rng)
+        } else {
+            self.value_sizes[key as usize]
         };
         Request {
             pool,
             op,
-            key: p.first_key + offset,
-            value_size: p.vals.draw(rng),
+            key,
+            value_size,
         }
     }
 }
@@ -451,5 +517,47 @@ mod tests {
         };
         let err = Generator::new(&spec, 1).err().unwrap();
         assert!(err.contains("distinct keys"), "{err}");
+    }
+
+    #[test]
+    fn pregenerated_workload_fixes_sizes_per_key_and_samples_popularity() {
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.val_size_range = vec![64, 512];
+        m.val_size_probability = vec![0.25, 0.75];
+        m.popularity = Some((vec![1, 9], vec![0.9, 0.1]));
+        let spec = Spec {
+            num_keys: 1000,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m],
+        };
+        let mut lines = Vec::new();
+        let g = Generator::pregenerated(&spec, 3, 200_000, &mut |l| lines.push(l)).unwrap();
+        assert!(g.is_pregenerated());
+        assert!(!Generator::new(&spec, 3).unwrap().is_pregenerated());
+        assert_eq!(lines, ["Generating 0.20M sampled accesses\n"]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let mut size_of: HashMap<u64, u32> = HashMap::new();
+        let (mut hot, mut small) = (0, 0);
+        for _ in 0..50_000 {
+            let r = g.next(&mut rng);
+            // One size per key for the whole run.
+            assert_eq!(*size_of.entry(r.key).or_insert(r.value_size), r.value_size);
+            hot += u32::from(r.key < 100);
+        }
+        for s in size_of.values() {
+            small += u32::from(*s == 64);
+        }
+        assert!((f64::from(hot) / 50_000.0 - 0.9).abs() < 0.01, "{hot}");
+        // A quarter of the keys are small (over the keys, not the ops).
+        let share = f64::from(small) / size_of.len() as f64;
+        assert!((share - 0.25).abs() < 0.06, "{share}");
+        // The same seed gives the same sampled workload.
+        let g2 = Generator::pregenerated(&spec, 3, 200_000, &mut |_| {}).unwrap();
+        let mut r1 = rand::rngs::StdRng::seed_from_u64(9);
+        let mut r2 = rand::rngs::StdRng::seed_from_u64(9);
+        for _ in 0..1000 {
+            assert_eq!(g.next(&mut r1), g2.next(&mut r2));
+        }
     }
 }

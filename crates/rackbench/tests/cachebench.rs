@@ -43,6 +43,9 @@ fn mini_job_prints_upstream_report_and_metrics() {
     for line in [
         "===JSON Config===",
         "Welcome to OSS version of cachebench",
+        "Created 20,000 keys in 0.00 mins",
+        "Generating 0.10M sampled accesses",
+        "Generated access patterns in ",
         "Total 0.10M ops to be run",
         "== Test Results ==",
         "== Allocator Stats ==",
