@@ -175,25 +175,59 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
             k.big_hash_bucket_size
         );
     }
+    if k.big_hash_size_pct > 0 && k.bloom_filter_per_bucket_size > k.big_hash_bucket_size {
+        bail!(
+            "cache_config.navyBloomFilterPerBucketSize is {}: expected at most the bucket size \
+             (navyBigHashBucketSize, {})",
+            k.bloom_filter_per_bucket_size,
+            k.big_hash_bucket_size
+        );
+    }
     if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
         bail!(
             "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
              choose one reinsertion policy"
         );
     }
-    let size = cc.nvm_cache_size_mb << 20;
-    if let (true, Some(avail)) = (
-        cc.nvm_cache_paths.is_empty(),
-        harness::machine::mem_available(),
-    ) && size > avail
+    let size = cc.nvm_cache_size_mb.saturating_mul(1 << 20);
+    // What the tier holds in memory: region buffers, Bloom filters, and the
+    // whole device when it is in memory.
+    let buffers = k.num_inmem_buffers.clamp(2, 1 << 20);
+    let buckets = if k.big_hash_size_pct > 0 {
+        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
+    } else {
+        0
+    };
+    let in_memory = if cc.nvm_cache_paths.is_empty() {
+        size
+    } else {
+        0
+    };
+    let needed = buffers
+        .saturating_mul(region)
+        .saturating_add(buckets.saturating_mul(k.bloom_filter_per_bucket_size))
+        .saturating_add(in_memory);
+    if let Some(avail) = harness::machine::mem_available()
+        && needed > avail
     {
         bail!(
-            "cache_config.nvmCacheSizeMB is {} with no nvmCachePaths, so the NVM tier would be \
-             an in-memory device of {} but only {} of memory is available; give nvmCachePaths \
-             (a directory, file or block device) or a smaller nvmCacheSizeMB",
-            cc.nvm_cache_size_mb,
-            harness::machine::human_size(size),
-            harness::machine::human_size(avail)
+            "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
+             (navyNumInmemBuffers x navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
+             {}",
+            harness::machine::human_size(needed),
+            buffers,
+            harness::machine::human_size(region),
+            if in_memory > 0 {
+                ", and the in-memory device itself (no nvmCachePaths)"
+            } else {
+                ""
+            },
+            harness::machine::human_size(avail),
+            if in_memory > 0 {
+                "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
+            } else {
+                "lower navyNumInmemBuffers or navyRegionSizeMB"
+            }
         );
     }
     let eviction = match k.segmented_fifo_segment_ratio.len() {
@@ -228,7 +262,7 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         eviction,
         reinsertion,
         clean_regions: k.clean_regions.clamp(1, 1 << 20) as u32,
-        buffers: k.num_inmem_buffers.min(1 << 20) as u32,
+        buffers: buffers as u32,
         checksum: k.data_checksum,
         write_chunk: write_chunk.min(region) as u32,
         admission,

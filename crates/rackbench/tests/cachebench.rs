@@ -341,7 +341,7 @@ fn an_nvm_path_too_small_is_refused() {
     let cfg = d.path().join("big.json");
     std::fs::write(
         &cfg,
-        r#"{"cache_config": {"cacheSizeMB": 64, "nvmCacheSizeMB": 1000000000},
+        r#"{"cache_config": {"cacheSizeMB": 64, "nvmCacheSizeMB": 1000000000, "navyBigHashSizePct": 0},
            "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
            "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
            "valSizeRangeProbability": [1.0], "getRatio": 1}}"#,

@@ -259,9 +259,17 @@ impl Cache {
             }
             bump(&self.counters.nvm_gets);
             let now = self.dram.now();
-            match nvm.lookup(key, now) {
-                Ok(Some(framed)) if unframe(&framed).is_some() => {
-                    let (pool, value, chain) = unframe(&framed).expect("checked");
+            let looked_up = nvm.lookup(key, now);
+            let item = match &looked_up {
+                Ok(Some(framed)) => unframe(framed).ok_or(()),
+                Ok(None) => Err(()),
+                Err(_) => {
+                    bump(&self.counters.nvm_lookup_errors);
+                    Err(())
+                }
+            };
+            match item {
+                Ok((pool, value, chain)) => {
                     let pool = (pool as usize).min(self.dram.pool_count().saturating_sub(1));
                     // The TTL left is not kept in NVM's value; the engines
                     // already refused expired items, so promote without one.
@@ -305,12 +313,7 @@ impl Cache {
                     }
                     Some(value.len())
                 }
-                Ok(_) => {
-                    bump(&self.counters.nvm_get_misses);
-                    None
-                }
-                Err(_) => {
-                    bump(&self.counters.nvm_lookup_errors);
+                Err(()) => {
                     bump(&self.counters.nvm_get_misses);
                     None
                 }
