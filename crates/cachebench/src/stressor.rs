@@ -663,25 +663,12 @@ mod tests {
     /// after a newer set or a delete), and NVM serves hits.
     #[test]
     fn consistency_holds_across_dram_and_nvm() {
-        use crate::nvm::{Admission, Navy, NvmConfig};
+        use crate::nvm::{Navy, NvmConfig};
         let dram = dram(8, Policy::Lru { ip_spec: 0 }, 12);
         let (navy, _) = Navy::open(&NvmConfig {
-            size: 16 << 20,
-            paths: Vec::new(),
-            block_size: 512,
-            region_size: 256 << 10,
             bighash_pct: 30,
-            bucket_size: 4096,
-            bloom_bytes_per_bucket: 8,
-            small_item_max: 2048,
-            eviction: crate::nvm::region::Eviction::Lru,
             reinsertion: crate::nvm::region::Reinsertion::Hits(1),
-            clean_regions: 1,
-            buffers: 2,
-            checksum: true,
-            write_chunk: 64 << 10,
-            admission: Admission::All,
-            direct_io: crate::nvm::device::DirectIo::Prefer,
+            ..NvmConfig::for_tests(16 << 20)
         })
         .unwrap();
         let cache = Cache::new(dram, Some(navy), crate::cache::HybridOptions::default());

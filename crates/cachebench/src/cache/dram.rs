@@ -787,15 +787,7 @@ impl Inner {
         if self.head(b) == id {
             self.set_head(b, next);
         } else {
-            let mut at = self.head(b);
-            while at != NIL {
-                let (s, i) = split(at);
-                if self.slabs[s].meta[i].hash_next == id {
-                    self.slabs[s].meta[i].hash_next = next;
-                    break;
-                }
-                at = self.slabs[s].meta[i].hash_next;
-            }
+            self.relink(self.head(b), id, next);
         }
         self.release(id);
         if let Some(mut child) = self.chains.remove(&id) {
@@ -924,25 +916,7 @@ impl Inner {
             } else {
                 id
             };
-            let key = self.key_of(target).to_vec();
-            if let Some(sink) = sink.as_mut() {
-                let (ts, ti) = split(target);
-                let t = &self.slabs[ts];
-                let tm = t.meta[ti];
-                let start = ti * t.slot_size + tm.key_len as usize;
-                let (pool_of, _) = self.owner(target);
-                sink.out.push(Evicted {
-                    pool: pool_of as u8,
-                    value: t.mem[start..start + tm.val_len as usize].to_vec(),
-                    expiry: tm.expiry,
-                    last_access: tm.last_access,
-                    clean: tm.flags & FLAG_NVM_CLEAN != 0,
-                    stamp: (sink.stamp)(&key),
-                    chain: self.chain_values(target),
-                    key: key.clone(),
-                });
-            }
-            self.unlink(target, &key);
+            self.evict(target, sink);
             self.release.eviction_successes += 1;
         }
         // Evicting parents freed chained slots of this slab too.
@@ -1007,18 +981,12 @@ impl Inner {
         if m.flags & FLAG_CHILD != 0 {
             // The link to it: the parent's chain head or the previous child.
             let parent = m.expiry;
-            if self.chains.get(&parent) == Some(&from) {
-                self.chains.insert(parent, to);
-            } else {
-                let mut at = self.chains.get(&parent).copied().unwrap_or(NIL);
-                while at != NIL {
-                    let (s, i) = split(at);
-                    if self.slabs[s].meta[i].hash_next == from {
-                        self.slabs[s].meta[i].hash_next = to;
-                        break;
-                    }
-                    at = self.slabs[s].meta[i].hash_next;
+            match self.chains.get(&parent).copied() {
+                Some(head) if head == from => {
+                    self.chains.insert(parent, to);
                 }
+                Some(head) => self.relink(head, from, to),
+                None => {}
             }
             return;
         }
@@ -1028,15 +996,7 @@ impl Inner {
         if self.head(b) == from {
             self.set_head(b, to);
         } else {
-            let mut at = self.head(b);
-            while at != NIL {
-                let (s, i) = split(at);
-                if self.slabs[s].meta[i].hash_next == from {
-                    self.slabs[s].meta[i].hash_next = to;
-                    break;
-                }
-                at = self.slabs[s].meta[i].hash_next;
-            }
+            self.relink(self.head(b), from, to);
         }
         // Its chained items know their parent by slot.
         if let Some(first) = self.chains.remove(&from) {
@@ -1048,6 +1008,43 @@ impl Inner {
                 at = self.slabs[s].meta[i].hash_next;
             }
         }
+    }
+
+    /// In the `hash_next` chain starting at `head`, points the link to
+    /// `from` at `to` instead (index chains and chained-item chains).
+    fn relink(&mut self, head: u32, from: u32, to: u32) {
+        let mut at = head;
+        while at != NIL {
+            let (s, i) = split(at);
+            let m = &mut self.slabs[s].meta[i];
+            if m.hash_next == from {
+                m.hash_next = to;
+                return;
+            }
+            at = m.hash_next;
+        }
+    }
+
+    /// Evicts item `id` (with its chain), copying it into `sink` first.
+    fn evict(&mut self, id: u32, sink: &mut Option<EvictionSink<'_>>) {
+        let key = self.key_of(id).to_vec();
+        if let Some(sink) = sink.as_mut() {
+            let (s, i) = split(id);
+            let slab = &self.slabs[s];
+            let m = slab.meta[i];
+            let start = i * slab.slot_size + m.key_len as usize;
+            sink.out.push(Evicted {
+                pool: self.owner(id).0 as u8,
+                value: slab.mem[start..start + m.val_len as usize].to_vec(),
+                expiry: m.expiry,
+                last_access: m.last_access,
+                clean: m.flags & FLAG_NVM_CLEAN != 0,
+                stamp: (sink.stamp)(&key),
+                chain: self.chain_values(id),
+                key: key.clone(),
+            });
+        }
+        self.unlink(id, &key);
     }
 
     /// Takes a slot out of its container and frees it.
@@ -1122,24 +1119,7 @@ impl Inner {
                 victim = m.expiry;
             }
         }
-        let key = self.key_of(victim).to_vec();
-        if let Some(sink) = sink {
-            let (s, i) = split(victim);
-            let slab = &self.slabs[s];
-            let m = slab.meta[i];
-            let start = i * slab.slot_size + m.key_len as usize;
-            sink.out.push(Evicted {
-                pool: pool as u8,
-                value: slab.mem[start..start + m.val_len as usize].to_vec(),
-                expiry: m.expiry,
-                last_access: m.last_access,
-                clean: m.flags & FLAG_NVM_CLEAN != 0,
-                stamp: (sink.stamp)(&key),
-                key: key.clone(),
-                chain: self.chain_values(victim),
-            });
-        }
-        self.unlink(victim, &key);
+        self.evict(victim, sink);
         self.pools[pool].stats.evictions += 1;
         Ok(self.pools[pool].classes[class]
             .free

@@ -331,24 +331,33 @@ impl Cache {
         value: &[u8],
         ttl_secs: u32,
     ) -> Result<(), AllocError> {
+        self.change(key, |sink| {
+            self.dram
+                .set_ex(pool, key, value, ttl_secs, SetMode::Replace, sink)
+                .map(|_| ())
+        })
+    }
+
+    /// Runs a DRAM change of `key` the way every change goes with NVM
+    /// behind: under the key's stripe lock, with evictions recorded; on
+    /// success NVM's copy is dropped and the stripe's sequence moves; the
+    /// evictions are offered to NVM after the lock.
+    fn change(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<EvictionSink<'_>>) -> Result<(), AllocError>,
+    ) -> Result<(), AllocError> {
         let Some(nvm) = &self.nvm else {
-            return self.dram.set(pool, key, value, ttl_secs);
+            return f(None);
         };
         let mut evicted = Vec::new();
         let r = {
             let _g = self.lock(key);
             let stamp = |k: &[u8]| self.seq(k);
-            let r = self.dram.set_ex(
-                pool,
-                key,
-                value,
-                ttl_secs,
-                SetMode::Replace,
-                Some(EvictionSink {
-                    out: &mut evicted,
-                    stamp: &stamp,
-                }),
-            );
+            let r = f(Some(EvictionSink {
+                out: &mut evicted,
+                stamp: &stamp,
+            }));
             if r.is_ok() {
                 self.nvm_remove(nvm, key);
                 self.changed(key);
@@ -356,7 +365,7 @@ impl Cache {
             r
         };
         self.offer(evicted);
-        r.map(|_| ())
+        r
     }
 
     fn nvm_remove(&self, nvm: &Navy, key: &[u8]) -> bool {
@@ -373,29 +382,7 @@ impl Cache {
     /// Adds a chained item to `key`'s item; the NVM copy of the item (now
     /// out of date) is dropped.
     pub fn add_chained(&self, key: &[u8], value: &[u8]) -> Result<(), AllocError> {
-        let Some(nvm) = &self.nvm else {
-            return self.dram.add_chained(key, value, None);
-        };
-        let mut evicted = Vec::new();
-        let r = {
-            let _g = self.lock(key);
-            let stamp = |k: &[u8]| self.seq(k);
-            let r = self.dram.add_chained(
-                key,
-                value,
-                Some(EvictionSink {
-                    out: &mut evicted,
-                    stamp: &stamp,
-                }),
-            );
-            if r.is_ok() {
-                self.nvm_remove(nvm, key);
-                self.changed(key);
-            }
-            r
-        };
-        self.offer(evicted);
-        r
+        self.change(key, |sink| self.dram.add_chained(key, value, sink))
     }
 
     /// One pool rebalancing round (see [`DramCache::rebalance`]); evicted
@@ -541,29 +528,10 @@ impl std::ops::Deref for Cache {
 mod tests {
     use super::*;
     use crate::cache::{AllocClasses, DramConfig, Policy, Refresh};
-    use crate::nvm::device::DirectIo;
-    use crate::nvm::region::{Eviction, Reinsertion};
     use crate::nvm::{Admission, NvmConfig};
 
     fn nvm_config() -> NvmConfig {
-        NvmConfig {
-            size: 8 << 20,
-            paths: Vec::new(),
-            block_size: 512,
-            region_size: 256 << 10,
-            bighash_pct: 50,
-            bucket_size: 4096,
-            bloom_bytes_per_bucket: 8,
-            small_item_max: 2048,
-            eviction: Eviction::Lru,
-            reinsertion: Reinsertion::None,
-            clean_regions: 1,
-            buffers: 2,
-            checksum: true,
-            write_chunk: 64 << 10,
-            admission: Admission::All,
-            direct_io: DirectIo::Prefer,
-        }
+        NvmConfig::for_tests(8 << 20)
     }
 
     /// 8 MiB of DRAM (two slabs) in front of 8 MiB of in-memory NVM.

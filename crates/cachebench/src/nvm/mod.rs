@@ -50,6 +50,32 @@ pub struct NvmConfig {
     pub direct_io: DirectIo,
 }
 
+impl NvmConfig {
+    /// A small in-memory tier for tests: `size` bytes, 512-byte blocks,
+    /// 256 KiB regions, half of it in 4 KiB buckets.
+    #[cfg(test)]
+    pub(crate) fn for_tests(size: u64) -> NvmConfig {
+        NvmConfig {
+            size,
+            paths: Vec::new(),
+            block_size: 512,
+            region_size: 256 << 10,
+            bighash_pct: 50,
+            bucket_size: 4096,
+            bloom_bytes_per_bucket: 8,
+            small_item_max: 2048,
+            eviction: Eviction::Lru,
+            reinsertion: Reinsertion::None,
+            clean_regions: 1,
+            buffers: 2,
+            checksum: true,
+            write_chunk: 64 << 10,
+            admission: Admission::All,
+            direct_io: DirectIo::Prefer,
+        }
+    }
+}
+
 /// Which evicted items NVM takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Admission {
