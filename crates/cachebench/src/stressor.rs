@@ -780,7 +780,9 @@ mod tests {
             });
             assert_eq!(s.throughput.failed_threads, 0);
             assert!(released > 10, "only {released} slabs released");
-            assert_eq!(s.cache.release.slabs_released, released);
+            // The run's snapshot may predate the rebalancer's last round.
+            assert!(s.cache.release.slabs_released <= released);
+            assert_eq!(cache.stats().release.slabs_released, released);
             assert!(
                 s.throughput.consistency_checks > 2_000,
                 "{:?}",
