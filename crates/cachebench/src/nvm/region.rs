@@ -780,7 +780,10 @@ impl Shared {
             bump(&self.counters.expired, 1);
             return Ok(None);
         }
-        lock(&self.policy).touch(loc.region);
+        if self.cfg.eviction == Eviction::Lru {
+            // Only LRU reorders on a read; FIFO readers skip the lock.
+            lock(&self.policy).touch(loc.region);
+        }
         bump(&self.counters.hits, 1);
         Ok(Some(v.to_vec()))
     }
