@@ -108,10 +108,16 @@ fn main() {
         .into();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut footprint = None;
+    let mut set_success = Vec::new();
     for _ in 0..rounds {
         let cache = DramCache::new(&dram).expect("cache");
         ours.push(run_ours(&cache, &g, &value, dram.pool_sizes.len()));
         footprint = Some(cache.footprint());
+        let s = cache.stats();
+        let (tried, stored) = s.pools.iter().fold((0, 0), |(t, o), p| {
+            (t + p.alloc_attempts, o + p.alloc_successes)
+        });
+        set_success.push(100.0 * stored as f64 / tried.max(1) as f64);
         drop(cache);
         theirs.push(run_moka(&g, &value, dram.size_bytes));
     }
@@ -119,6 +125,7 @@ fn main() {
     println!("rackbench DRAM cache: {o:.0} ops/s (runs {ours:.0?})");
     println!("moka::sync::Cache:    {t:.0} ops/s (runs {theirs:.0?})");
     println!("ratio: {:.2}", o / t);
+    println!("rackbench sets stored: {set_success:.1?} %");
     if let Some(f) = footprint {
         println!(
             "memory: {} items, {:.1} bytes of bookkeeping per item (metadata + index share), \

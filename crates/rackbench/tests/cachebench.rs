@@ -300,6 +300,81 @@ fn hybrid_cache_on_a_directory() {
     assert_eq!(&png[..4], b"\x89PNG");
 }
 
+/// A loop device over a file, detached on drop (None with the reason
+/// printed where the host has none, unless RACKBENCH_REQUIRE_LOOP is set).
+struct LoopDev(PathBuf);
+
+impl LoopDev {
+    fn attach(backing: &Path, size: u64) -> Option<LoopDev> {
+        std::fs::File::create(backing)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let why = match Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(backing)
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                return Some(LoopDev(text(&o.stdout).trim().into()));
+            }
+            Ok(o) => text(&o.stderr),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            std::env::var_os("RACKBENCH_REQUIRE_LOOP").is_none(),
+            "RACKBENCH_REQUIRE_LOOP is set but no loop device: {why}"
+        );
+        eprintln!("block device test not run: no loop device ({why})");
+        None
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+/// The NVM tier on two raw block devices striped RAID-0 (loop devices):
+/// O_DIRECT, items written and read back, the devices left in place.
+#[test]
+fn hybrid_cache_on_two_block_devices() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(a) = LoopDev::attach(&d.path().join("a.img"), 96 << 20) else {
+        return;
+    };
+    let Some(b) = LoopDev::attach(&d.path().join("b.img"), 96 << 20) else {
+        return;
+    };
+    let o = rackbench(d.path())
+        .args(["run", "cachebench_hybrid_mini", "-i"])
+        .arg(
+            serde_json::json!({
+                "extra_args": format!(
+                    "--nvm_cache_paths {},{} --require_direct_io",
+                    a.0.display(),
+                    b.0.display()
+                )
+            })
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("NVM: 128 MiB on 2 block devices striped"),
+        "{err}"
+    );
+    let m = &report(&o)["metrics"];
+    assert_eq!(m["inconsistencies"], 0, "{m}");
+    let nvm = &m["nvm"];
+    assert!(nvm["bytes_written"].as_u64().unwrap() > 4 << 20, "{nvm}");
+    assert!(nvm["hit_ratio_pct"].as_f64().unwrap() > 1.0, "{nvm}");
+    assert!(a.0.exists() && b.0.exists());
+}
+
 /// The device fills up mid-run (injected ENOSPC after 12 MiB): the run
 /// stops, says why, prints the stats so far and fails.
 #[test]

@@ -6,20 +6,25 @@
 //! free slot and its pool has slabs left, and carves it into slots of its
 //! size. When the pool is full an allocation evicts the victim of its own
 //! class's container; a class that never got a slab cannot allocate (as in
-//! CacheLib, until rebalancing moves slabs, which is not built yet). Items
-//! are stored in their slot (key, then value); the per-item metadata (28
-//! bytes: hash chain, list links, sizes, access and expiry times, flags)
-//! sits beside the slab, and the hash index is `2^htBucketPower` 4-byte
-//! bucket heads chaining through it.
+//! CacheLib, until rebalancing moves a slab to it). Items are stored in
+//! their slot (key, then value); the per-item metadata (28 bytes: hash
+//! chain, list links, sizes, access and expiry times, flags) and a 4-byte
+//! pin count per slot sit beside the slab, and the hash index is
+//! `2^htBucketPower` 4-byte bucket heads chaining through it.
 //!
-//! Concurrency, for now: one lock around the whole cache. Operations are
-//! short (no I/O under the lock), but with many threads it serialises them;
-//! striping the index and the containers is the next step.
+//! Concurrency: one reader-writer lock around the index, the containers
+//! and the allocator, held only for their updates. Gets share it. Large
+//! values are copied outside it: a get pins the item's slot (a per-slot
+//! count, as CacheLib's item handles) and copies after unlocking; a set
+//! reserves its slot, copies after unlocking and links the item under the
+//! lock again. A pinned item that is replaced, deleted or evicted leaves the
+//! index at once and its slot is freed by the last reader; eviction skips
+//! pinned items and rebalancing skips slabs with pinned slots.
 
 use super::classes::{AllocClasses, SLAB_SIZE};
 use super::mm::{Container, Links, NIL, Policy, Refresh};
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What a DRAM cache is built from.
@@ -215,10 +220,118 @@ const EMPTY: Meta = Meta {
     flags: 0,
 };
 
+/// Items at least this large (key + value) are copied outside the lock.
+const UNLOCKED_COPY: usize = 4096;
+/// How many items from the eviction end an allocation looks at for one
+/// that is not pinned.
+const EVICTION_TRIES: usize = 64;
+/// In a slot's pin count: the item left the cache while pinned; the last
+/// unpin frees the slot.
+const ZOMBIE: u32 = 1 << 31;
+
+/// A slab's 4 MiB, written through raw pointers: a slot being filled or
+/// read outside the cache's lock is reachable by no one else (reserved, or
+/// pinned and never written while pinned).
+struct SlabMem {
+    ptr: std::ptr::NonNull<u8>,
+}
+
+// SAFETY: the memory is owned; access is coordinated by the cache's lock
+// and the slot pins as described on SlabMem.
+unsafe impl Send for SlabMem {}
+unsafe impl Sync for SlabMem {}
+
+impl SlabMem {
+    fn layout() -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(SLAB_SIZE, 64).expect("slab layout")
+    }
+
+    fn new() -> SlabMem {
+        // Zeroed pages are mapped lazily, as with a zeroed Vec.
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout()) };
+        let Some(ptr) = std::ptr::NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(Self::layout())
+        };
+        SlabMem { ptr }
+    }
+
+    /// Bytes `start..end` (under the cache's lock, or of a pinned slot).
+    fn get(&self, start: usize, end: usize) -> &[u8] {
+        assert!(start <= end && end <= SLAB_SIZE);
+        // SAFETY: in bounds; no one writes a linked or pinned slot.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), end - start) }
+    }
+
+    /// Writes `bytes` at `start`.
+    ///
+    /// # Safety
+    /// The caller has the range to itself: the cache's write lock, or a
+    /// reserved slot that no one else can reach.
+    unsafe fn put(&self, start: usize, bytes: &[u8]) {
+        // SAFETY: per the caller's contract.
+        unsafe { put_raw(self.ptr, start, bytes) }
+    }
+}
+
+/// Writes `bytes` at `start` of the slab memory at `base`.
+///
+/// # Safety
+/// `base` is a live slab's memory and the caller has the range to itself.
+unsafe fn put_raw(base: std::ptr::NonNull<u8>, start: usize, bytes: &[u8]) {
+    assert!(start + bytes.len() <= SLAB_SIZE);
+    // SAFETY: in bounds; exclusive per the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr().add(start), bytes.len()) }
+}
+
+impl Drop for SlabMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in SlabMem::new with the same layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout()) }
+    }
+}
+
 struct Slab {
-    mem: Box<[u8]>,
+    mem: SlabMem,
     slot_size: usize,
     meta: Vec<Meta>,
+    /// Per slot: readers copying it outside the lock (a set filling it
+    /// counts as one), plus [`ZOMBIE`].
+    pins: Box<[AtomicU32]>,
+}
+
+fn pins(n: usize) -> Box<[AtomicU32]> {
+    (0..n).map(|_| AtomicU32::new(0)).collect()
+}
+
+/// A slot pinned for copying outside the lock; unpins on drop.
+struct Pinned<'a> {
+    cache: &'a DramCache,
+    id: u32,
+    pin: *const AtomicU32,
+    data: *const u8,
+    len: usize,
+}
+
+impl Pinned<'_> {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the slot is pinned: its slab is neither released nor
+        // reused and nothing writes the slot until the last unpin.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the pin count lives in the slab's pins, which are not
+        // replaced while a slot is pinned (rebalancing skips such slabs).
+        let pin = unsafe { &*self.pin };
+        if pin.fetch_sub(1, Ordering::AcqRel) == ZOMBIE | 1 {
+            // The item left the cache while we copied it: free its slot.
+            let mut g = self.cache.write();
+            g.free_slot(self.id);
+        }
+    }
 }
 
 /// Slot ids: slab index in the high 16 bits, slot in the low 16.
@@ -433,10 +546,12 @@ impl DramCache {
         if count {
             self.gets.fetch_add(1, Ordering::Relaxed);
         }
-        // Under the shared lock: find, copy, and see whether the container
-        // wants the access recorded (within the refresh time it does not,
-        // which is most gets); only then take the exclusive lock.
-        let len = {
+        // Under the shared lock: find, copy (or pin a large item to copy it
+        // after unlocking), and see whether the container wants the access
+        // recorded (within the refresh time it does not, which is most
+        // gets); only then take the exclusive lock.
+        let mut out = out;
+        let (len, pinned, promote) = {
             let g = self.read();
             let id = g.find(key)?;
             let (s, i) = split(id);
@@ -462,23 +577,41 @@ impl DramCache {
                     .fetch_add(1, Ordering::Relaxed);
             }
             let len = m.val_len as usize;
-            if let Some(out) = out {
-                let start = i * g.slabs[s].slot_size + m.key_len as usize;
+            let slab = &g.slabs[s];
+            let start = i * slab.slot_size + m.key_len as usize;
+            let mut pinned = None;
+            if let Some(out) = out.as_deref_mut() {
                 out.clear();
-                out.extend_from_slice(&g.slabs[s].mem[start..start + len]);
+                if m.key_len as usize + len < UNLOCKED_COPY {
+                    out.extend_from_slice(slab.mem.get(start, start + len));
+                } else {
+                    slab.pins[i].fetch_add(1, Ordering::AcqRel);
+                    pinned = Some(Pinned {
+                        cache: self,
+                        id,
+                        pin: &slab.pins[i],
+                        data: slab.mem.get(start, start + len).as_ptr(),
+                        len,
+                    });
+                }
             }
             let last_access = |x: u32| {
                 let (s, i) = split(x);
                 g.slabs[s].meta[i].last_access
             };
-            if !g.pools[pool].classes[class]
-                .mm
-                .would_promote(last_access, id, now, false)
-            {
-                return Some(len);
-            }
-            len
+            let promote =
+                g.pools[pool].classes[class]
+                    .mm
+                    .would_promote(last_access, id, now, false);
+            (len, pinned, promote)
         };
+        if let (Some(p), Some(out)) = (&pinned, out) {
+            out.extend_from_slice(p.bytes());
+        }
+        drop(pinned);
+        if !promote {
+            return Some(len);
+        }
         let mut g = self.write();
         let inner = &mut *g;
         if let Some(id) = inner.find(key) {
@@ -542,17 +675,47 @@ impl DramCache {
         // CacheLib's insertOrReplace). The allocation may have evicted the
         // old item; whatever is still there is replaced.
         let id = inner.allocate(&self.classes, pool, class, &mut sink)?;
+        inner.pools[pool].stats.alloc_successes += 1;
+        let (s, i) = split(id);
+        let start = i * inner.slabs[s].slot_size;
+        let mut g = if key.len() + value.len() < UNLOCKED_COPY {
+            // SAFETY: under the write lock; the slot is free.
+            unsafe {
+                inner.slabs[s].mem.put(start, key);
+                inner.slabs[s].mem.put(start + key.len(), value);
+            }
+            g
+        } else {
+            // Reserve the slot (a pin keeps rebalancing off its slab), fill
+            // it without the lock, then link it.
+            let slab = &inner.slabs[s];
+            slab.pins[i].store(1, Ordering::Release);
+            let base = slab.mem.ptr;
+            drop(g);
+            // SAFETY: the slot is reserved: not free, not in the index nor a
+            // container, and its slab is not released while pinned; slab
+            // memory stays put (only the Slab records move) until the cache
+            // is dropped.
+            unsafe {
+                put_raw(base, start, key);
+                put_raw(base, start + key.len(), value);
+            }
+            let g = self.write();
+            g.slabs[s].pins[i].store(0, Ordering::Release);
+            g
+        };
+        let inner = &mut *g;
+        if mode == SetMode::Promote && inner.find(key).is_some() {
+            // Another promotion got there while the slot was filled.
+            inner.free_slot(id);
+            return Ok(false);
+        }
         if let Some(old) = inner.find(key) {
             inner.unlink(old, key);
         }
-        inner.pools[pool].stats.alloc_successes += 1;
-        let (s, i) = split(id);
         let b = (hash(key) as usize) & (inner.buckets.len() - 1);
         let chain = inner.head(b);
         let slab = &mut inner.slabs[s];
-        let start = i * slab.slot_size;
-        slab.mem[start..start + key.len()].copy_from_slice(key);
-        slab.mem[start + key.len()..start + key.len() + value.len()].copy_from_slice(value);
         slab.meta[i] = Meta {
             hash_next: chain,
             key_len: key.len() as u16,
@@ -619,7 +782,8 @@ impl DramCache {
         let (s, i) = split(id);
         let slab = &mut inner.slabs[s];
         let start = i * slab.slot_size;
-        slab.mem[start..start + value.len()].copy_from_slice(value);
+        // SAFETY: under the write lock; the slot is free.
+        unsafe { slab.mem.put(start, value) };
         slab.meta[i] = Meta {
             hash_next: head,
             val_len: value.len() as u32,
@@ -727,7 +891,8 @@ impl DramCache {
                 f.items += 1;
                 f.key_value_bytes += u64::from(m.key_len) + u64::from(m.val_len);
                 f.slot_bytes += g.slabs[s].slot_size as u64;
-                f.metadata_bytes += std::mem::size_of::<Meta>() as u64;
+                // The metadata and the slot's pin count.
+                f.metadata_bytes += (std::mem::size_of::<Meta>() + 4) as u64;
                 at = m.hash_next;
             }
         }
@@ -755,7 +920,7 @@ impl Inner {
         let (s, i) = split(id);
         let slab = &self.slabs[s];
         let start = i * slab.slot_size;
-        &slab.mem[start..start + slab.meta[i].key_len as usize]
+        slab.mem.get(start, start + slab.meta[i].key_len as usize)
     }
 
     fn find(&self, key: &[u8]) -> Option<u32> {
@@ -875,8 +1040,15 @@ impl Inner {
         move_items: bool,
         sink: &mut Option<EvictionSink<'_>>,
     ) -> bool {
+        // A slab with a slot pinned (read or filled outside the lock) stays.
         let owned: Vec<usize> = (0..self.slabs.len())
             .filter(|&s| self.slab_owner[s] == (pool, victim))
+            .filter(|&s| {
+                self.slabs[s]
+                    .pins
+                    .iter()
+                    .all(|p| p.load(Ordering::Acquire) == 0)
+            })
             .collect();
         // The slab with the fewest items costs least to empty.
         let Some(&slab) = owned.iter().min_by_key(|&&s| {
@@ -928,6 +1100,7 @@ impl Inner {
         let n = classes.slots_per_slab(receiver);
         self.slabs[slab].slot_size = size;
         self.slabs[slab].meta = vec![EMPTY; n];
+        self.slabs[slab].pins = pins(n);
         self.slab_owner[slab] = (pool, receiver);
         self.pools[pool].classes[victim].slabs -= 1;
         let r = &mut self.pools[pool].classes[receiver];
@@ -968,8 +1141,9 @@ impl Inner {
         let (ts, ti) = split(to);
         let size = self.slabs[fs].slot_size;
         let m = self.slabs[fs].meta[fi];
-        let bytes = self.slabs[fs].mem[fi * size..(fi + 1) * size].to_vec();
-        self.slabs[ts].mem[ti * size..(ti + 1) * size].copy_from_slice(&bytes);
+        let bytes = self.slabs[fs].mem.get(fi * size, (fi + 1) * size).to_vec();
+        // SAFETY: under the write lock; `to` is free.
+        unsafe { self.slabs[ts].mem.put(ti * size, &bytes) };
         self.slabs[ts].meta[ti] = m;
         self.slabs[fs].meta[fi] = EMPTY;
         // The container: `to` takes `from`'s place.
@@ -1035,7 +1209,7 @@ impl Inner {
             let start = i * slab.slot_size + m.key_len as usize;
             sink.out.push(Evicted {
                 pool: self.owner(id).0 as u8,
-                value: slab.mem[start..start + m.val_len as usize].to_vec(),
+                value: slab.mem.get(start, start + m.val_len as usize).to_vec(),
                 expiry: m.expiry,
                 last_access: m.last_access,
                 clean: m.flags & FLAG_NVM_CLEAN != 0,
@@ -1047,15 +1221,27 @@ impl Inner {
         self.unlink(id, &key);
     }
 
-    /// Takes a slot out of its container and frees it.
+    /// Takes a slot out of its container and frees it (a pinned slot is
+    /// freed by its last reader).
     fn release(&mut self, id: u32) {
         let (pool, class) = self.owner(id);
         let Inner { slabs, pools, .. } = self;
         pools[pool].classes[class].mm.remove(&mut Metas(slabs), id);
-        pools[pool].classes[class].free.push(id);
         pools[pool].stats.items -= 1;
         let (s, i) = split(id);
         self.slabs[s].meta[i] = EMPTY;
+        // Pins are taken under the lock, so none can start now.
+        if self.slabs[s].pins[i].fetch_or(ZOMBIE, Ordering::AcqRel) == 0 {
+            self.free_slot(id);
+        }
+    }
+
+    /// Puts a slot that is in no container on its class's free list.
+    fn free_slot(&mut self, id: u32) {
+        let (s, i) = split(id);
+        self.slabs[s].pins[i].store(0, Ordering::Release);
+        let (pool, class) = self.owner(id);
+        self.pools[pool].classes[class].free.push(id);
     }
 
     /// The values of a parent's chained items, newest first.
@@ -1067,7 +1253,7 @@ impl Inner {
             let slab = &self.slabs[s];
             let m = slab.meta[i];
             let start = i * slab.slot_size;
-            out.push(slab.mem[start..start + m.val_len as usize].to_vec());
+            out.push(slab.mem.get(start, start + m.val_len as usize).to_vec());
             at = m.hash_next;
         }
         out
@@ -1097,9 +1283,10 @@ impl Inner {
             let size = classes.sizes()[class] as usize;
             let slots = classes.slots_per_slab(class);
             self.slabs.push(Slab {
-                mem: vec![0u8; SLAB_SIZE].into_boxed_slice(),
+                mem: SlabMem::new(),
                 slot_size: size,
                 meta: vec![EMPTY; slots],
+                pins: pins(slots),
             });
             self.slab_owner.push((pool, class));
             self.pools[pool].stats.slabs += 1;
@@ -1108,17 +1295,33 @@ impl Inner {
             return Ok(slot_id(slab, 0));
         }
         self.pools[pool].stats.evict_attempts += 1;
-        let Some(mut victim) = self.pools[pool].classes[class].mm.victim() else {
+        // A chained item leaves with its parent (and the whole chain); an
+        // item being read outside the lock is passed over.
+        let slabs = &self.slabs;
+        let meta = |id: u32| {
+            let (s, i) = split(id);
+            slabs[s].meta[i]
+        };
+        let target = |id: u32| {
+            let m = meta(id);
+            if m.flags & FLAG_CHILD != 0 {
+                m.expiry
+            } else {
+                id
+            }
+        };
+        let unpinned = |id: u32| {
+            let (s, i) = split(target(id));
+            slabs[s].pins[i].load(Ordering::Acquire) == 0
+        };
+        let Some(victim) = self.pools[pool].classes[class].mm.victim_where(
+            |id| meta(id).prev,
+            unpinned,
+            EVICTION_TRIES,
+        ) else {
             return Err(AllocError::NoMemory);
         };
-        {
-            // A chained item leaves with its parent (and the whole chain).
-            let (s, i) = split(victim);
-            let m = self.slabs[s].meta[i];
-            if m.flags & FLAG_CHILD != 0 {
-                victim = m.expiry;
-            }
-        }
+        let victim = target(victim);
         self.evict(victim, sink);
         self.pools[pool].stats.evictions += 1;
         Ok(self.pools[pool].classes[class]
@@ -1259,9 +1462,12 @@ mod tests {
         assert_eq!(f.key_value_bytes, 63 + 104);
         // 63 bytes fit the 64-byte class, 104 the 144-byte one.
         assert_eq!(f.slot_bytes, 64 + 144);
-        assert_eq!(f.metadata_bytes, 56);
+        assert_eq!(
+            f.metadata_bytes, 64,
+            "2 x (28 B of metadata + a 4-byte pin count)"
+        );
         assert_eq!(f.index_bytes, 4 << 10);
-        assert!((f.bookkeeping_per_item() - (56.0 + 4096.0) / 2.0).abs() < 1e-9);
+        assert!((f.bookkeeping_per_item() - (64.0 + 4096.0) / 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -1505,5 +1711,195 @@ mod tests {
             assert!(c.get(format!("s{i}").as_bytes(), None).is_some(), "s{i}");
         }
         let _ = small;
+    }
+
+    impl DramCache {
+        /// Pins `key`'s slot as a get of a large value does.
+        fn pin(&self, key: &[u8]) -> Option<Pinned<'_>> {
+            let g = self.read();
+            let id = g.find(key)?;
+            let (s, i) = split(id);
+            let slab = &g.slabs[s];
+            let m = slab.meta[i];
+            let start = i * slab.slot_size + m.key_len as usize;
+            slab.pins[i].fetch_add(1, Ordering::AcqRel);
+            Some(Pinned {
+                cache: self,
+                id,
+                pin: &slab.pins[i],
+                data: slab.mem.get(start, start + m.val_len as usize).as_ptr(),
+                len: m.val_len as usize,
+            })
+        }
+
+        /// Every slot is linked, free or (with `zombies`) pinned after
+        /// leaving; the counters match the index. Returns the zombies.
+        fn check(&self) -> usize {
+            let g = self.read();
+            let mut zombies = 0;
+            let mut linked = 0u64;
+            for b in 0..g.buckets.len() {
+                let mut at = g.head(b);
+                while at != NIL {
+                    linked += 1;
+                    let (s, i) = split(at);
+                    at = g.slabs[s].meta[i].hash_next;
+                }
+            }
+            let items: u64 = g.pools.iter().map(|p| p.stats.items).sum();
+            assert_eq!(items, linked, "items counted vs in the index");
+            for (p, pool) in g.pools.iter().enumerate() {
+                for (c, class) in pool.classes.iter().enumerate() {
+                    let mut free = class.free.clone();
+                    free.sort_unstable();
+                    free.dedup();
+                    assert_eq!(free.len(), class.free.len(), "a slot freed twice");
+                    let (mut carved, mut held) = (0, 0);
+                    for s in 0..g.slabs.len() {
+                        if g.slab_owner[s] != (p, c) {
+                            continue;
+                        }
+                        let n = match class.carving {
+                            Some((cs, next)) if cs == s => next,
+                            _ => g.slabs[s].meta.len(),
+                        };
+                        carved += n;
+                        for i in 0..n {
+                            let pin = g.slabs[s].pins[i].load(Ordering::Acquire);
+                            if pin & ZOMBIE == 0 {
+                                assert_eq!(pin, 0, "a pin left behind");
+                            }
+                            held += usize::from(pin != 0);
+                        }
+                    }
+                    assert_eq!(
+                        carved,
+                        class.mm.len() + class.free.len() + held,
+                        "pool {p} class {c}: slots lost"
+                    );
+                    zombies += held;
+                }
+            }
+            zombies
+        }
+    }
+
+    fn stamped(key: u32, version: u32, len: usize) -> Vec<u8> {
+        let mut v = vec![(key ^ version) as u8; len];
+        v[..4].copy_from_slice(&key.to_le_bytes());
+        v[4..8].copy_from_slice(&version.to_le_bytes());
+        v
+    }
+
+    fn check_stamped(key: u32, v: &[u8]) {
+        assert_eq!(u32::from_le_bytes(v[..4].try_into().unwrap()), key);
+        let version = u32::from_le_bytes(v[4..8].try_into().unwrap());
+        let fill = (key ^ version) as u8;
+        assert!(v[8..].iter().all(|&b| b == fill), "key {key}: torn value");
+    }
+
+    #[test]
+    fn a_pinned_item_outlives_its_replacement_and_eviction_skips_it() {
+        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(20_000).unwrap();
+        let slots = c.classes().slots_per_slab(class);
+        for k in 0..slots as u32 {
+            c.set(0, format!("k{k:03}").as_bytes(), &stamped(k, 0, 19_990), 0)
+                .unwrap();
+        }
+        // k000 is the eviction victim; pinned, it is passed over.
+        let p = c.pin(b"k000").unwrap();
+        c.set(0, b"new", &stamped(999, 0, 19_990), 0).unwrap();
+        assert!(c.get(b"k000", None).is_some());
+        assert!(c.get(b"k001", None).is_none(), "the next one went");
+        // Replaced while pinned: readers see the new value, the pinned
+        // copy stays whole, and the slot is not reused while pinned.
+        c.set(0, b"k000", &stamped(0, 1, 19_990), 0).unwrap();
+        let mut out = Vec::new();
+        c.get(b"k000", Some(&mut out)).unwrap();
+        assert_eq!(out, stamped(0, 1, 19_990));
+        for k in 1000..1000 + 2 * slots as u32 {
+            c.set(0, format!("k{k}").as_bytes(), &stamped(k, 0, 19_990), 0)
+                .unwrap();
+        }
+        assert_eq!(p.bytes(), &stamped(0, 0, 19_990)[..]);
+        assert_eq!(c.check(), 1, "the old slot waits for its reader");
+        drop(p);
+        assert_eq!(c.check(), 0, "the last reader freed it");
+        // Deleted while pinned: the same.
+        let last = 1000 + 2 * slots as u32 - 1;
+        let key = format!("k{last}");
+        let p = c.pin(key.as_bytes()).unwrap();
+        assert!(c.remove(key.as_bytes()));
+        assert_eq!(c.check(), 1);
+        check_stamped(last, p.bytes());
+        drop(p);
+        assert_eq!(c.check(), 0);
+    }
+
+    #[test]
+    fn unlocked_copies_under_concurrent_sets_gets_deletes_and_rebalancing() {
+        use rand::{Rng, SeedableRng};
+        // 10 slabs for 1000 keys of 5-60 KB values (~32 MB): constant
+        // eviction, and slabs moving between classes.
+        let c = cache(40, &[1.0], Policy::Lru { ip_spec: 0 });
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let released = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let c = &c;
+                    s.spawn(move || {
+                        let mut rng = rand::rngs::SmallRng::seed_from_u64(t);
+                        let mut out = Vec::new();
+                        let mut version = 0u32;
+                        for _ in 0..20_000 {
+                            let k: u32 = rng.random_range(0..1000);
+                            let key = format!("key{k}");
+                            match rng.random_range(0..10) {
+                                0..=3 => {
+                                    version += 1;
+                                    let len = rng.random_range(5_000..60_000);
+                                    let _ = c.set(0, key.as_bytes(), &stamped(k, version, len), 0);
+                                }
+                                4 => {
+                                    c.remove(key.as_bytes());
+                                }
+                                _ => {
+                                    if c.get(key.as_bytes(), Some(&mut out)).is_some() {
+                                        check_stamped(k, &out);
+                                    }
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let rebalancer = s.spawn(|| {
+                let cfg = RebalanceConfig {
+                    strategy: Rebalance::Random,
+                    min_slabs: 0,
+                    diff_ratio: 0.0,
+                    move_items: true,
+                };
+                let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
+                let mut draw = |n: usize| rng.random_range(0..n);
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += c.rebalance(&cfg, &mut draw, None);
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                n
+            });
+            for w in workers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+            rebalancer.join().unwrap()
+        });
+        assert!(released > 0, "rebalancing moved no slab");
+        assert_eq!(c.check(), 0);
+        let s = c.stats();
+        assert!(s.pools[0].evictions > 0);
+        assert!(s.hits > 0);
     }
 }

@@ -287,6 +287,32 @@ impl Container {
         (t != NIL).then_some(t)
     }
 
+    /// The first item from the eviction end that `ok` accepts, looking at
+    /// no more than `tries` items (CacheLib skips items in use the same
+    /// way); `prev` follows the links toward the head.
+    pub fn victim_where(
+        &self,
+        prev: impl Fn(u32) -> u32,
+        mut ok: impl FnMut(u32) -> bool,
+        tries: usize,
+    ) -> Option<u32> {
+        let mut left = tries;
+        for q in [2, 1, 0] {
+            let mut at = self.lists[q].tail;
+            while at != NIL {
+                if left == 0 {
+                    return None;
+                }
+                if ok(at) {
+                    return Some(at);
+                }
+                left -= 1;
+                at = prev(at);
+            }
+        }
+        None
+    }
+
     fn victim_list_tail(&self) -> u32 {
         for q in [2, 1, 0] {
             if self.lists[q].tail != NIL {

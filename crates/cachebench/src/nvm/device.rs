@@ -1502,6 +1502,106 @@ mod tests {
         assert_eq!(s.reads, 3);
     }
 
+    /// A loop device over a file, detached on drop.
+    struct LoopDev {
+        dev: PathBuf,
+    }
+
+    impl LoopDev {
+        /// Attaches a loop device of `size` bytes with `sector` logical
+        /// blocks; None (with the reason printed) where the host cannot,
+        /// unless RACKBENCH_REQUIRE_LOOP is set (CI), which makes it fail.
+        fn attach(dir: &Path, name: &str, size: u64, sector: u32) -> Option<LoopDev> {
+            let backing = dir.join(name);
+            File::create(&backing).unwrap().set_len(size).unwrap();
+            let out = std::process::Command::new("losetup")
+                .args(["--find", "--show", "--sector-size", &sector.to_string()])
+                .arg(&backing)
+                .output();
+            let why = match out {
+                Ok(o) if o.status.success() => {
+                    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                    return Some(LoopDev { dev: dev.into() });
+                }
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Err(e) => format!("losetup: {e}"),
+            };
+            if std::env::var_os("RACKBENCH_REQUIRE_LOOP").is_some() {
+                panic!("RACKBENCH_REQUIRE_LOOP is set but no loop device: {why}");
+            }
+            eprintln!("block device tests not run: no loop device ({why})");
+            None
+        }
+    }
+
+    impl Drop for LoopDev {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup")
+                .arg("-d")
+                .arg(&self.dev)
+                .status();
+        }
+    }
+
+    #[test]
+    fn block_devices_striped_with_o_direct_and_their_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let stripe = 1 << 20;
+        let Some(a) = LoopDev::attach(dir.path(), "a.img", 8 * stripe, 512) else {
+            return;
+        };
+        let Some(b) = LoopDev::attach(dir.path(), "b.img", 8 * stripe, 512) else {
+            return;
+        };
+        let paths = vec![a.dev.clone(), b.dev.clone()];
+        let (dev, warnings) = Device::open(&paths, &opts(16 * stripe, 4096, stripe)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(dev.size(), 16 * stripe);
+        assert!(dev.direct(), "block devices take O_DIRECT");
+        assert!(dev.describe().ends_with("O_DIRECT"), "{}", dev.describe());
+        assert!(
+            dev.describe().starts_with("2 block devices striped"),
+            "{}",
+            dev.describe()
+        );
+        // Across the stripe boundary: the halves land on both devices.
+        let data = pattern(2 * 4096, 9);
+        dev.write_at(stripe - 4096, &data).unwrap();
+        assert_eq!(&read(&dev, stripe - 4096, data.len())[..], &data[..]);
+        drop(dev);
+        assert_eq!(file_bytes(&a.dev, stripe - 4096, 4096), &data[..4096]);
+        assert_eq!(file_bytes(&b.dev, 0, 4096), &data[4096..]);
+        // Block devices are used as they are, never removed.
+        assert!(a.dev.exists() && b.dev.exists());
+
+        // More than the devices hold: refused naming the device and sizes.
+        let e = Device::open(&paths, &opts(32 * stripe, 4096, stripe))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(&a.dev.display().to_string()), "{e}");
+
+        // A 4 KiB-sector device cannot take 512-byte blocks.
+        let Some(c) = LoopDev::attach(dir.path(), "c.img", 8 * stripe, 4096) else {
+            return;
+        };
+        let e = Device::open(std::slice::from_ref(&c.dev), &opts(4 * stripe, 512, stripe))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("logical block size 4096 does not divide navyBlockSize 512"),
+            "{e}"
+        );
+        let (dev, _) = Device::open(
+            std::slice::from_ref(&c.dev),
+            &opts(4 * stripe, 4096, stripe),
+        )
+        .unwrap();
+        dev.write_at(0, &pattern(4096, 1)).unwrap();
+        assert_eq!(&read(&dev, 0, 4096)[..], &pattern(4096, 1)[..]);
+    }
+
     #[test]
     fn raid0_over_two_directories() {
         let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
