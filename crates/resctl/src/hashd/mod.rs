@@ -1,0 +1,1 @@
+//! hashd (in progress)

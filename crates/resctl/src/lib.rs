@@ -1,0 +1,13 @@
+//! resctl-bench: resource-control benchmarks around hashd, a
+//! latency-sensitive workload simulator (rd-hashd's model), written here.
+//!
+//! - [`hashd`]: the workload: test files, the request (file pages, anonymous
+//!   memory, SHA1), the concurrency control loop, reports and the log;
+//! - [`fmt`]: upstream's number formats (`1.2M`, `885u`, `45.50`);
+//! - [`spec`]: job specs (`KIND[:k[=v],...][:group2]...`);
+//! - [`journal`]: the result file, a JSON array of jobs written atomically.
+
+pub mod fmt;
+pub mod hashd;
+pub mod journal;
+pub mod spec;
