@@ -117,12 +117,17 @@ fn registry() -> Registry {
     r.register(Box::new(feedsim::FeedSim));
     r.register(Box::new(distbench::Distbench));
     r.register(Box::new(cachebench::CacheBench));
+    r.register(Box::new(resctl::Resctl));
     r
 }
 
 /// Upstream tool names the binary answers to when invoked under them (a
 /// symlink or copy named `cachebench` runs `rackbench cachebench ...`).
-const ALIASES: &[(&str, &str)] = &[("cachebench", "cachebench")];
+const ALIASES: &[(&str, &str)] = &[
+    ("cachebench", "cachebench"),
+    ("resctl-bench", "resctl"),
+    ("rd-hashd", "resctl hashd"),
+];
 
 /// The command line, with the workload inserted when argv[0] is an alias.
 fn args_with_alias() -> Vec<std::ffi::OsString> {
@@ -134,7 +139,9 @@ fn args_with_alias() -> Vec<std::ffi::OsString> {
         .unwrap_or("")
         .to_string();
     if let Some((_, workload)) = ALIASES.iter().find(|(alias, _)| *alias == name) {
-        args.insert(1, (*workload).into());
+        for (i, word) in workload.split(' ').enumerate() {
+            args.insert(1 + i, word.into());
+        }
     }
     args
 }

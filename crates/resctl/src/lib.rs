@@ -7,7 +7,11 @@
 //! - [`spec`]: job specs (`KIND[:k[=v],...][:group2]...`);
 //! - [`journal`]: the result file, a JSON array of jobs written atomically.
 
+pub mod clock;
+mod command;
 pub mod fmt;
 pub mod hashd;
 pub mod journal;
 pub mod spec;
+
+pub use command::Resctl;

@@ -1,0 +1,334 @@
+//! `rackbench resctl hashd`: rd-hashd's command line.
+
+use super::engine::{Hashd, Stat, Tick};
+use super::log::HashLog;
+use super::params::{self, Args, Params, ParamsFile};
+use super::report::{Phase, Report, Status};
+use super::testfiles::TestFiles;
+use crate::fmt::{format_size, parse_size};
+use clap::Parser;
+use harness::Cancel;
+use serde_json::{Map, Value, json};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// hashd: a latency-sensitive workload (rd-hashd's model). Each request
+/// reads test-file pages through the page cache, touches anonymous memory,
+/// hashes what it read with SHA1 and sleeps; concurrency is steered to
+/// keep the p95 latency at the target while meeting the rate target.
+#[derive(Debug, Parser)]
+#[command(name = "rackbench resctl hashd", disable_version_flag = true)]
+pub struct HashdArgs {
+    /// Test file directory.
+    #[arg(short = 't', long = "testfiles", value_name = "DIR")]
+    testfiles: Option<PathBuf>,
+    /// Footprint at mem_frac 1.0 (default 4 x memory), e.g. 8G.
+    #[arg(short = 's', long = "size", value_name = "SIZE")]
+    size: Option<String>,
+    /// Share of the footprint backed by test files (0.25).
+    #[arg(short = 'f', long = "file-max", value_name = "FRAC")]
+    file_max: Option<f64>,
+    /// Share of zeros in the test data (0).
+    #[arg(short = 'c', long = "compressibility", value_name = "FRAC")]
+    compressibility: Option<f64>,
+    /// Runtime parameters file (created with defaults when missing;
+    /// reloaded when it changes).
+    #[arg(short = 'p', long = "params", value_name = "FILE")]
+    params: Option<PathBuf>,
+    /// Report file, rewritten every second.
+    #[arg(short = 'r', long = "report", value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Hash log directory.
+    #[arg(short = 'l', long = "log-dir", value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// Bytes of hash log kept (default: half of memory).
+    #[arg(short = 'L', long = "log-size", value_name = "SIZE")]
+    log_size: Option<String>,
+    /// Seconds between status lines (10; 0: none).
+    #[arg(short = 'i', long = "interval", value_name = "SECS")]
+    interval: Option<u32>,
+    /// Arguments file: read when it exists, written with the options given.
+    #[arg(short = 'a', long = "args", value_name = "FILE")]
+    args: Option<PathBuf>,
+    /// Keep the test files in the page cache after preparing them.
+    #[arg(long)]
+    keep_cache: bool,
+    /// Remove the test files and exit.
+    #[arg(long)]
+    clear_testfiles: bool,
+    /// Write the args and params files and exit.
+    #[arg(long)]
+    prepare_config: bool,
+    /// Write the config files and the test files and exit.
+    #[arg(long)]
+    prepare: bool,
+    /// Memory size to assume (default: MemTotal).
+    #[arg(long, value_name = "SIZE")]
+    total_memory: Option<String>,
+    /// CPUs to assume (default: those available).
+    #[arg(long, value_name = "N")]
+    nr_cpus: Option<usize>,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+}
+
+pub fn parse(args: &[String]) -> anyhow::Result<HashdArgs> {
+    let argv = std::iter::once("hashd".to_string()).chain(args.iter().cloned());
+    HashdArgs::try_parse_from(argv)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+}
+
+/// The effective args: the args file (if any), then the options.
+fn effective_args(a: &HashdArgs) -> anyhow::Result<(Args, bool)> {
+    let mem = match &a.total_memory {
+        Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--total-memory: {e}"))?,
+        None => super::total_memory(),
+    };
+    let mut args = match &a.args {
+        Some(p) if p.exists() => params::load::<Args>(p).map_err(anyhow::Error::msg)?,
+        _ => Args::with_mem(mem),
+    };
+    let mut changed = false;
+    if let Some(t) = &a.testfiles {
+        args.testfiles = Some(t.display().to_string());
+        changed = true;
+    }
+    if let Some(s) = &a.size {
+        args.size = parse_size(s).map_err(|e| anyhow::anyhow!("-s/--size: {e}"))?;
+        changed = true;
+    }
+    if let Some(f) = a.file_max {
+        args.file_max_frac = f.clamp(0.0, 1.0);
+        changed = true;
+    }
+    if let Some(c) = a.compressibility {
+        args.compressibility = c.clamp(0.0, 1.0);
+        changed = true;
+    }
+    if let Some(p) = &a.params {
+        args.params = Some(p.display().to_string());
+        changed = true;
+    }
+    if let Some(r) = &a.report {
+        args.report = Some(r.display().to_string());
+        changed = true;
+    }
+    if let Some(l) = &a.log_dir {
+        args.log_dir = Some(l.display().to_string());
+        changed = true;
+    }
+    if let Some(s) = &a.log_size {
+        args.log_size = parse_size(s).map_err(|e| anyhow::anyhow!("-L/--log-size: {e}"))?;
+        changed = true;
+    }
+    if let Some(i) = a.interval {
+        args.interval = i;
+        changed = true;
+    }
+    if args.size == 0 {
+        anyhow::bail!("-s/--size: 0 bytes: expected a footprint size such as 4G");
+    }
+    Ok((args, changed))
+}
+
+/// Prints test-file progress: a rewritten line on a terminal, a plain line
+/// a second otherwise.
+fn progress_printer() -> impl FnMut(u64, u64) {
+    let tty = std::io::stderr().is_terminal();
+    let mut last = Instant::now() - Duration::from_secs(2);
+    move |done, total| {
+        if done < total && last.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        last = Instant::now();
+        let pct = 100.0 * done as f64 / total.max(1) as f64;
+        let line = format!(
+            "testfiles: {pct:6.2}% ({} / {})",
+            format_size(done as f64),
+            format_size(total as f64)
+        );
+        if tty {
+            eprint!("\r{line}");
+            if done >= total {
+                eprintln!();
+            }
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Runs `rackbench resctl hashd ARGS`.
+pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Value>, bool)> {
+    let a = parse(argv)?;
+    let (args, changed) = effective_args(&a)?;
+    let nr_cpus = a.nr_cpus.unwrap_or_else(super::nr_cpus).max(1);
+    if let (Some(p), true) = (&a.args, changed) {
+        params::save_args(p, &args).map_err(anyhow::Error::msg)?;
+    }
+    let dir = args.testfiles.clone().map(PathBuf::from).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no test file directory: expected -t/--testfiles DIR (or `testfiles` in the args file)"
+        )
+    })?;
+    if a.clear_testfiles {
+        let n = TestFiles::clear(&dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
+        eprintln!("removed {n} test file folders from {}", dir.display());
+        return Ok((Map::new(), true));
+    }
+    let (mut params_file, mut params) = match &args.params {
+        Some(p) => {
+            let (f, p) =
+                ParamsFile::open(Path::new(p), &Params::default()).map_err(anyhow::Error::msg)?;
+            (Some(f), p)
+        }
+        None => (None, Params::default()),
+    };
+    if params.file_frac > args.file_max_frac {
+        params.file_frac = args.file_max_frac;
+    }
+    if a.prepare_config {
+        return Ok((Map::new(), true));
+    }
+    let files = Arc::new(TestFiles::new(
+        &dir,
+        args.file_max_size(),
+        args.compressibility,
+    ));
+    eprintln!(
+        "Populating {} with {} 32M files ({})",
+        dir.display(),
+        files.nr_files(),
+        format_size(files.size() as f64)
+    );
+    let t0 = Instant::now();
+    let prepared = files
+        .prepare(&mut progress_printer())
+        .map_err(anyhow::Error::msg)?;
+    eprintln!(
+        "testfiles: {} created, {} reused in {:.1}s",
+        prepared.created,
+        prepared.reused,
+        t0.elapsed().as_secs_f64()
+    );
+    if !a.keep_cache {
+        files.drop_cache();
+    }
+    if a.prepare {
+        return Ok((Map::new(), true));
+    }
+
+    let mut log = match &args.log_dir {
+        Some(d) => Some(
+            HashLog::start(Path::new(d), 1 << 30, args.log_size, params.log_padding())
+                .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
+    let mut hashd =
+        Hashd::new(args.clone(), params.clone(), files, nr_cpus).map_err(anyhow::Error::msg)?;
+    let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &params);
+    eprintln!(
+        "Starting hasher (maxcon={} lat={:.1}ms rps={} file={} anon={})",
+        params.concurrency_max,
+        params.lat_target * 1000.0,
+        params.rps_target,
+        format_size(file as f64),
+        format_size(anon as f64)
+    );
+    let padding = log.as_ref().map(|l| l.padding_handle());
+    let report_path = args.report.clone().map(PathBuf::from);
+    let start = Instant::now();
+    let mut status = Status::default();
+    let mut last_status = Instant::now();
+    let mut history: Vec<Stat> = Vec::new();
+    let mut report_error = None;
+    let result = hashd.run(
+        &mut |c| {
+            if let Some(l) = log.as_mut() {
+                l.log(c.digest, c.latency);
+            }
+        },
+        &mut |s| {
+            history.push(s.clone());
+            status.add(s);
+            if let Some(p) = &report_path
+                && let Err(e) = Report::new(Phase::Running, s.clone()).save(p)
+            {
+                report_error = Some(e);
+                return Tick::Stop;
+            }
+            if args.interval > 0 && last_status.elapsed().as_secs() >= u64::from(args.interval) {
+                println!("{}", status.line(s));
+                last_status = Instant::now();
+            }
+            if cancel.is_stopped()
+                || a.duration
+                    .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
+            {
+                return Tick::Stop;
+            }
+            if let Some(f) = params_file.as_mut() {
+                match f.poll() {
+                    Some(Ok(p)) => {
+                        eprintln!("Reloaded params file {}", f.path.display());
+                        if let Some(pad) = &padding {
+                            pad.store(p.log_padding(), std::sync::atomic::Ordering::Relaxed);
+                        }
+                        return Tick::Params(Box::new(p));
+                    }
+                    Some(Err(e)) => eprintln!("warning: params not reloaded: {e}"),
+                    None => {}
+                }
+            }
+            Tick::Continue
+        },
+    );
+    let dropped = log.as_ref().map(|l| l.dropped).unwrap_or(0);
+    if let Some(l) = log.take() {
+        l.finish().map_err(anyhow::Error::msg)?;
+    }
+    if let Some(e) = report_error {
+        anyhow::bail!(e);
+    }
+    let mut metrics = summarize(&history);
+    metrics.insert("elapsed_secs".into(), json!(start.elapsed().as_secs_f64()));
+    metrics.insert("testfiles_created".into(), json!(prepared.created));
+    metrics.insert("testfiles_reused".into(), json!(prepared.reused));
+    metrics.insert("log_lines_dropped".into(), json!(dropped));
+    if cancel.is_stopped() {
+        metrics.insert("interrupted".into(), json!(true));
+    }
+    match result {
+        Ok(()) => Ok((metrics, !cancel.is_stopped())),
+        Err(e) => {
+            eprintln!("hashd failed: {e}");
+            metrics.insert("error".into(), json!(e));
+            Ok((metrics, false))
+        }
+    }
+}
+
+/// The run's metrics: means over the second half of the periods (the
+/// first half is the controllers settling).
+pub fn summarize(history: &[Stat]) -> Map<String, Value> {
+    let tail = &history[history.len() / 2..];
+    let n = tail.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&Stat) -> f64| tail.iter().map(f).sum::<f64>() / n;
+    let mut m = Map::new();
+    m.insert("periods".into(), json!(history.len()));
+    m.insert("rps".into(), json!(mean(&|s| s.rps)));
+    m.insert("concurrency".into(), json!(mean(&|s| s.concurrency)));
+    m.insert("lat_p50_ms".into(), json!(mean(&|s| s.lat.p50) * 1000.0));
+    m.insert("lat_p95_ms".into(), json!(mean(&|s| s.lat.p95) * 1000.0));
+    m.insert("lat_p99_ms".into(), json!(mean(&|s| s.lat.p99) * 1000.0));
+    m.insert(
+        "nr_done".into(),
+        json!(history.last().map(|s| s.nr_done).unwrap_or(0)),
+    );
+    m
+}
