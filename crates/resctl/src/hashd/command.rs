@@ -73,6 +73,13 @@ pub struct HashdArgs {
     /// Stop after this many seconds (default: until Ctrl-C).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Find rps_max: the rate at which the p95 latency meets the target
+    /// with the whole footprint in use; saved in the params file.
+    #[arg(long)]
+    bench: bool,
+    /// `--bench` with short settling windows (smoke runs, CI).
+    #[arg(long)]
+    bench_test: bool,
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<HashdArgs> {
@@ -191,6 +198,16 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     if params.file_frac > args.file_max_frac {
         params.file_frac = args.file_max_frac;
     }
+    let bench = a.bench || a.bench_test;
+    let saved_params = params.clone();
+    if bench {
+        // Only the latency target limits concurrency, and accesses spread
+        // over the whole footprint.
+        params.rps_target = u32::MAX;
+        params.rps_max = 0;
+        params.file_addr_stdev_ratio = 100.0;
+        params.anon_addr_stdev_ratio = 100.0;
+    }
     if a.prepare_config {
         return Ok((Map::new(), true));
     }
@@ -247,6 +264,20 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     let mut last_status = Instant::now();
     let mut history: Vec<Stat> = Vec::new();
     let mut report_error = None;
+    let mut search = bench.then(|| {
+        let cfg = if a.bench_test {
+            super::bench::ConvergeCfg::TEST
+        } else {
+            super::bench::ConvergeCfg::CPU
+        };
+        super::bench::CpuSearch::new(cfg, params.lat_target, 5)
+    });
+    let mut found: Option<(u32, bool)> = None;
+    let phase = if bench {
+        Phase::BenchCpuSaturation
+    } else {
+        Phase::Running
+    };
     let result = hashd.run(
         &mut |c| {
             if let Some(l) = log.as_mut() {
@@ -257,7 +288,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             history.push(s.clone());
             status.add(s);
             if let Some(p) = &report_path
-                && let Err(e) = Report::new(Phase::Running, s.clone()).save(p)
+                && let Err(e) = Report::new(phase, s.clone()).save(p)
             {
                 report_error = Some(e);
                 return Tick::Stop;
@@ -271,6 +302,14 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
                     .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
             {
                 return Tick::Stop;
+            }
+            if let Some(search) = search.as_mut() {
+                if let Some(r) = search.push(s.lat.ctl, s.rps, &mut |l| eprintln!("{l}")) {
+                    found = Some(r);
+                    return Tick::Stop;
+                }
+                // The bench's params are fixed.
+                return Tick::Continue;
             }
             if let Some(f) = params_file.as_mut() {
                 match f.poll() {
@@ -296,6 +335,29 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         anyhow::bail!(e);
     }
     let mut metrics = summarize(&history);
+    if bench {
+        metrics.insert("rps_max_converged".into(), json!(false));
+    }
+    if let Some((rps_max, met)) = found {
+        eprintln!(
+            "Bench results: rps {rps_max}{}",
+            if met {
+                ""
+            } else {
+                " (failed to converge to the latency target)"
+            }
+        );
+        metrics.insert("rps_max".into(), json!(rps_max));
+        metrics.insert("rps_max_converged".into(), json!(met));
+        if let Some(f) = &params_file {
+            let p = Params {
+                rps_max,
+                ..saved_params.clone()
+            };
+            params::save_params(&f.path, &p).map_err(anyhow::Error::msg)?;
+            eprintln!("rps_max saved in {}", f.path.display());
+        }
+    }
     metrics.insert("elapsed_secs".into(), json!(start.elapsed().as_secs_f64()));
     metrics.insert("testfiles_created".into(), json!(prepared.created));
     metrics.insert("testfiles_reused".into(), json!(prepared.reused));

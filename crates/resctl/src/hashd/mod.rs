@@ -10,6 +10,7 @@
 //! - [`command`]: `rackbench resctl hashd`.
 
 pub mod anon;
+pub mod bench;
 pub mod command;
 pub mod dist;
 pub mod engine;
