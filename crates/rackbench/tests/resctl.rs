@@ -122,3 +122,41 @@ fn hashd_bad_input_is_refused_naming_it() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("-s/--size"), "{}", text(&o.stderr));
 }
+
+/// `--bench-test`: the rps_max search through the binary (short windows,
+/// at most two rounds): the result is saved in the params file with the
+/// other params kept.
+#[test]
+fn hashd_bench_saves_rps_max() {
+    let d = tempfile::tempdir().unwrap();
+    let params = d.path().join("params.json");
+    std::fs::write(&params, "{\n  \"chunk_pages\": 20\n}\n").unwrap();
+    let o = rackbench(d.path())
+        .args(["resctl", "hashd", "-t"])
+        .arg(d.path().join("tf"))
+        .args(["-s", "128M", "-i", "0", "--bench-test", "-p"])
+        .arg(&params)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("Bench results: rps "), "{err}");
+    assert!(err.contains("/3] lat:"), "{err}");
+    let p = std::fs::read_to_string(&params).unwrap();
+    let p: serde_json::Value = serde_json::from_str(
+        &p.lines()
+            .filter(|l| !l.starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    assert!(p["rps_max"].as_u64().unwrap() > 0, "{p}");
+    assert_eq!(p["chunk_pages"], 20, "the other params are kept");
+    assert_eq!(
+        p["rps_target"], 65536,
+        "the bench's own settings are not saved"
+    );
+    let out = text(&o.stdout);
+    let m: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(m["metrics"]["rps_max"], p["rps_max"]);
+}

@@ -77,7 +77,8 @@ pub struct HashdArgs {
     /// with the whole footprint in use; saved in the params file.
     #[arg(long)]
     bench: bool,
-    /// `--bench` with short settling windows (smoke runs, CI).
+    /// `--bench` with short settling windows and at most two rounds
+    /// (smoke runs, CI).
     #[arg(long)]
     bench_test: bool,
 }
@@ -270,7 +271,8 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         } else {
             super::bench::ConvergeCfg::CPU
         };
-        super::bench::CpuSearch::new(cfg, params.lat_target, 5)
+        let rounds = if a.bench_test { 2 } else { 5 };
+        super::bench::CpuSearch::new(cfg, params.lat_target, rounds)
     });
     let mut found: Option<(u32, bool)> = None;
     let phase = if bench {
