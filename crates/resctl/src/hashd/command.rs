@@ -173,7 +173,10 @@ fn progress_printer() -> impl FnMut(u64, u64) {
 pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Value>, bool)> {
     let a = parse(argv)?;
     let (args, changed) = effective_args(&a)?;
-    let nr_cpus = a.nr_cpus.unwrap_or_else(super::nr_cpus).max(1);
+    let nr_cpus = a
+        .nr_cpus
+        .unwrap_or_else(harness::machine::usable_cpus)
+        .max(1);
     if let (Some(p), true) = (&a.args, changed) {
         params::save_args(p, &args).map_err(anyhow::Error::msg)?;
     }
@@ -262,7 +265,11 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     let report_path = args.report.clone().map(PathBuf::from);
     let start = Instant::now();
     let mut status = Status::default();
-    let mut last_status = Instant::now();
+    // Status lines every `interval` seconds of control periods (counting
+    // periods: timing each from the last print would skip a line whenever
+    // a period ends a hair under a second after it).
+    let mut periods_since_status = 0u32;
+    let period = params.control_period;
     let mut history: Vec<Stat> = Vec::new();
     let mut report_error = None;
     let mut search = bench.then(|| {
@@ -295,9 +302,12 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
                 report_error = Some(e);
                 return Tick::Stop;
             }
-            if args.interval > 0 && last_status.elapsed().as_secs() >= u64::from(args.interval) {
+            periods_since_status += 1;
+            if args.interval > 0
+                && f64::from(periods_since_status) * period >= f64::from(args.interval) - 1e-9
+            {
                 println!("{}", status.line(s));
-                last_status = Instant::now();
+                periods_since_status = 0;
             }
             if cancel.is_stopped()
                 || a.duration
