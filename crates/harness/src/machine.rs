@@ -271,14 +271,12 @@ impl CacheSummary {
 /// Memory the kernel says can be allocated without swapping
 /// (`MemAvailable` of /proc/meminfo), in bytes.
 pub fn mem_available() -> Option<u64> {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()?
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("MemAvailable:")
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                .map(|kib| kib * 1024)
-        })
+    meminfo_bytes("MemAvailable")
+}
+
+/// A /proc/meminfo field (e.g. `MemTotal`) in bytes.
+pub fn meminfo_bytes(field: &str) -> Option<u64> {
+    meminfo().get(field).map(|kib| kib * 1024)
 }
 
 pub fn human_size(bytes: u64) -> String {

@@ -2,23 +2,11 @@
 //! short by --timeout_seconds, the `cachebench` alias, bad input, and the
 //! NVM tier on a real directory (with a disk that fills up).
 
+mod common;
+
+use common::{rackbench, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn rackbench(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
-    c.current_dir(dir)
-        .env("RACKBENCH_DB", dir.join("results.db"))
-        .env_remove("RACKBENCH_JOBS_DIR")
-        .args(["--no-store", "--output-dir"])
-        .arg(dir.join("reports"))
-        .stdin(Stdio::null());
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn upstream(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

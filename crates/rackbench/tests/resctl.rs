@@ -1,24 +1,11 @@
 //! resctl through the binary: hashd on a small footprint with its params,
 //! report and log files, live params reload, and bad input.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod common;
+
+use common::{rackbench, text};
+use std::process::Stdio;
 use std::time::Duration;
-
-fn rackbench(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
-    c.current_dir(dir)
-        .env("RACKBENCH_DB", dir.join("results.db"))
-        .env_remove("RACKBENCH_JOBS_DIR")
-        .args(["--no-store", "--output-dir"])
-        .arg(dir.join("reports"))
-        .stdin(Stdio::null());
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn hashd_runs_writes_its_files_and_reloads_params() {

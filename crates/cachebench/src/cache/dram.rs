@@ -585,14 +585,7 @@ impl DramCache {
                 if m.key_len as usize + len < UNLOCKED_COPY {
                     out.extend_from_slice(slab.mem.get(start, start + len));
                 } else {
-                    slab.pins[i].fetch_add(1, Ordering::AcqRel);
-                    pinned = Some(Pinned {
-                        cache: self,
-                        id,
-                        pin: &slab.pins[i],
-                        data: slab.mem.get(start, start + len).as_ptr(),
-                        len,
-                    });
+                    pinned = Some(self.pin_slot(&g, id));
                 }
             }
             let last_access = |x: u32| {
@@ -622,6 +615,23 @@ impl DramCache {
                 .record_access(&mut Metas(slabs), id, now, false);
         }
         Some(len)
+    }
+
+    /// Pins linked item `id`'s slot for copying its value after the lock
+    /// (held shared as `g`) is released.
+    fn pin_slot<'a>(&'a self, g: &Inner, id: u32) -> Pinned<'a> {
+        let (s, i) = split(id);
+        let slab = &g.slabs[s];
+        let m = slab.meta[i];
+        let start = i * slab.slot_size + m.key_len as usize;
+        slab.pins[i].fetch_add(1, Ordering::AcqRel);
+        Pinned {
+            cache: self,
+            id,
+            pin: &slab.pins[i],
+            data: slab.mem.get(start, start + m.val_len as usize).as_ptr(),
+            len: m.val_len as usize,
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
@@ -1718,18 +1728,7 @@ mod tests {
         fn pin(&self, key: &[u8]) -> Option<Pinned<'_>> {
             let g = self.read();
             let id = g.find(key)?;
-            let (s, i) = split(id);
-            let slab = &g.slabs[s];
-            let m = slab.meta[i];
-            let start = i * slab.slot_size + m.key_len as usize;
-            slab.pins[i].fetch_add(1, Ordering::AcqRel);
-            Some(Pinned {
-                cache: self,
-                id,
-                pin: &slab.pins[i],
-                data: slab.mem.get(start, start + m.val_len as usize).as_ptr(),
-                len: m.val_len as usize,
-            })
+            Some(self.pin_slot(&g, id))
         }
 
         /// Every slot is linked, free or (with `zombies`) pinned after

@@ -22,20 +22,5 @@ pub mod worker;
 
 /// Bytes of memory on this host (MemTotal).
 pub fn total_memory() -> u64 {
-    meminfo("MemTotal:").unwrap_or(1 << 30)
-}
-
-/// A /proc/meminfo field in bytes.
-pub fn meminfo(field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// CPUs this process may run on.
-pub fn nr_cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    harness::machine::meminfo_bytes("MemTotal").unwrap_or(1 << 30)
 }

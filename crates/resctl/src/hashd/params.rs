@@ -270,29 +270,11 @@ pub fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
         .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))
 }
 
-/// Writes `bytes` to `path` atomically: a staging file in the same
-/// directory, synced, renamed over the target.
+/// Writes `bytes` to `path` atomically (the harness's staging file and
+/// rename), errors naming the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file path", path.display()))?;
-    let staging = dir.unwrap_or(Path::new(".")).join(format!(
-        ".{}.staging-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&staging)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&staging, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&staging);
-        format!("{}: cannot write: {e}", path.display())
-    })
+    harness::fsutil::write_atomic(path, bytes)
+        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
 }
 
 fn save<T: Serialize>(path: &Path, preamble: &str, v: &T) -> Result<(), String> {
