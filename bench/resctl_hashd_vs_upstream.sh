@@ -18,15 +18,19 @@ fi
 cargo build --release -q -p rackbench
 work="$(mktemp -d /var/tmp/hashd-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
+# rps_max of a params file (its // comment lines dropped).
+rps_max() {
+  python3 -c 'import json,sys; t="".join(l for l in open(sys.argv[1]) if not l.lstrip().startswith("//")); print(json.loads(t)["rps_max"])' "$1"
+}
 ours=() theirs=()
 for r in $(seq "$rounds"); do
   rm -f "$work/up-params.json" "$work/params.json"
   "$peer/root/bin/rd-hashd" -t "$work/up-tf" -p "$work/up-params.json" \
     --total-memory 2147483648 --bench-cpu >"$work/up.log" 2>&1
-  up="$(python3 -c 'import json,sys; t="".join(l for l in open(sys.argv[1]) if not l.lstrip().startswith("//")); print(json.loads(t)["rps_max"])' "$work/up-params.json")"
+  up="$(rps_max "$work/up-params.json")"
   target/release/rackbench --no-store --output-dir "$work/out" resctl hashd \
     -t "$work/tf" -s 1G -p "$work/params.json" -i 0 --bench >"$work/ours.log" 2>&1
-  me="$(python3 -c 'import json,sys; t="".join(l for l in open(sys.argv[1]) if not l.lstrip().startswith("//")); print(json.loads(t)["rps_max"])' "$work/params.json")"
+  me="$(rps_max "$work/params.json")"
   echo "round $r: rackbench rps_max $me, rd-hashd 2.2.5 rps_max $up" >&2
   ours+=("$me") theirs+=("$up")
 done
