@@ -110,9 +110,10 @@ fn hashd_bad_input_is_refused_naming_it() {
     assert!(text(&o.stderr).contains("-s/--size"), "{}", text(&o.stderr));
 }
 
-/// `--bench-test`: the rps_max search through the binary (short windows,
-/// at most two rounds): the result is saved in the params file with the
-/// other params kept.
+/// `--bench-test`: the rps_max search then the memory search through the
+/// binary (short windows, at most two rps_max rounds, one memory probe per
+/// stage): the results are saved in the params file with the other params
+/// kept.
 #[test]
 fn hashd_bench_saves_rps_max() {
     let d = tempfile::tempdir().unwrap();
@@ -127,8 +128,10 @@ fn hashd_bench_saves_rps_max() {
         .unwrap();
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("Bench results: rps "), "{err}");
+    assert!(err.contains("Bench results: memory "), "{err}");
     assert!(err.contains("/3] lat:"), "{err}");
+    assert!(err.contains("mem-up mem_frac=1.000: rps "), "{err}");
+    assert!(err.contains("mem-refine mem_frac="), "{err}");
     let p = std::fs::read_to_string(&params).unwrap();
     let p: serde_json::Value = serde_json::from_str(
         &p.lines()
@@ -146,4 +149,26 @@ fn hashd_bench_saves_rps_max() {
     let out = text(&o.stdout);
     let m: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(m["metrics"]["rps_max"], p["rps_max"]);
+    assert_eq!(m["metrics"]["mem_frac"], p["mem_frac"]);
+    let probes = m["metrics"]["mem_probes"].as_array().unwrap();
+    assert_eq!(probes.last().unwrap()["stage"], "mem-refine", "{probes:?}");
+    // The refinement's fraction is what is saved.
+    assert_eq!(probes.last().unwrap()["mem_frac"], p["mem_frac"]);
+}
+
+/// `--bench-mem` alone needs rps_max in the params file.
+#[test]
+fn hashd_bench_mem_needs_rps_max() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path())
+        .args(["resctl", "hashd", "-t", "tf", "-s", "64M", "--bench-mem", "-p"])
+        .arg(d.path().join("params.json"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--bench-mem needs rps_max"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -30,6 +30,22 @@ impl ConvergeCfg {
         slope: 0.01,
         err_slope: 0.025,
     };
+    /// rd-hashd's memory up-rounds and bisection (the refinement uses
+    /// [`ConvergeCfg::MEM_REFINE`]).
+    pub const MEM: ConvergeCfg = ConvergeCfg {
+        converges: 5,
+        period: 15,
+        min_secs: 30,
+        max_secs: 90,
+        slope: 0.01,
+        err_slope: 0.025,
+    };
+    /// rd-hashd's memory refinement: longer windows, as the steps are small.
+    pub const MEM_REFINE: ConvergeCfg = ConvergeCfg {
+        min_secs: 60,
+        max_secs: 240,
+        ..ConvergeCfg::MEM
+    };
     /// The short settings of `--bench-test` (CI).
     pub const TEST: ConvergeCfg = ConvergeCfg {
         converges: 3,
@@ -74,6 +90,7 @@ pub struct Converge {
     slopes: Vec<f64>,
     settled: Vec<Option<(f64, f64)>>,
     secs: usize,
+    streak: i64,
 }
 
 /// Where a wait stands after a sample.
@@ -95,7 +112,19 @@ impl Converge {
             slopes: Vec::new(),
             settled: Vec::new(),
             secs: 0,
+            streak: 0,
         }
+    }
+
+    /// Seconds pushed so far.
+    pub fn secs(&self) -> usize {
+        self.secs
+    }
+
+    /// The sign streak of the latest judged window: positive while the
+    /// rate keeps climbing, negative while it keeps falling, 0 otherwise.
+    pub fn streak(&self) -> i64 {
+        self.streak
     }
 
     /// Takes one second's (latency, rps); `line` gets the progress line.
@@ -141,6 +170,7 @@ impl Converge {
         if streak.unsigned_abs() as usize <= p / 2 || streak.signum() != sign(slope) {
             streak = 0;
         }
+        self.streak = streak;
         let ok = self.secs >= self.cfg.min_secs
             && slope.abs() <= self.cfg.slope
             && e_slope.abs() <= self.cfg.err_slope
@@ -251,6 +281,260 @@ impl CpuSearch {
     }
 }
 
+/// The stages of the memory search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemStage {
+    /// mem_frac 0.2, 0.4, ... 1.0 until the rate falls 25% short.
+    Up,
+    /// Halving the interval between the last fitting and the first
+    /// saturated fraction (saturated: 10% short).
+    Bisect,
+    /// Stepping down 2.5% at a time until the rate is within 7.5%.
+    Refine,
+}
+
+impl MemStage {
+    /// Upstream's phase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemStage::Up => "mem-up",
+            MemStage::Bisect => "mem-bisect",
+            MemStage::Refine => "mem-refine",
+        }
+    }
+}
+
+/// One probe of the memory search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub stage: MemStage,
+    pub mem_frac: f64,
+    pub rps: f64,
+    /// (rps - rps_max) / rps_max.
+    pub err: f64,
+    /// How the round ended: "settled", "timed out", "RPS high enough",
+    /// "RPS too low".
+    pub end: &'static str,
+}
+
+/// What the memory search asks for after a second's sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemStep {
+    Continue,
+    /// Switch the footprint to this mem_frac and start a new round.
+    Probe(f64),
+    /// Done: the largest mem_frac that keeps rps_max.
+    Done(f64),
+}
+
+/// The memory footprint search (rd-hashd's `--bench-mem`): at rps_max,
+/// the largest share of the footprint (`mem_frac`) that still sustains
+/// the rate. Once the footprint no longer fits in memory, requests wait
+/// on page-ins and the rate falls.
+pub struct MemSearch {
+    rps_max: f64,
+    grain: f64,
+    test: bool,
+    stage: MemStage,
+    frac: f64,
+    up: Vec<f64>,
+    /// Bisection bounds, newest first.
+    left: Vec<f64>,
+    right: Vec<f64>,
+    went_right: bool,
+    verifying: bool,
+    verifies_left: usize,
+    refine_step: f64,
+    refine_min: f64,
+    cur: Converge,
+    pub probes: Vec<Probe>,
+}
+
+impl MemSearch {
+    /// Starts with the first up-round; `frac()` is the mem_frac to run.
+    pub fn new(rps_max: u32, grain: f64, test: bool) -> MemSearch {
+        let grain = if grain > 0.0 { grain } else { 1.0 };
+        // The short form probes each stage once.
+        let up: Vec<f64> = if test {
+            vec![1.0]
+        } else {
+            vec![0.2, 0.4, 0.6, 0.8, 1.0]
+        };
+        let mut s = MemSearch {
+            rps_max: f64::from(rps_max.max(1)),
+            grain,
+            test,
+            stage: MemStage::Up,
+            frac: up[0],
+            up,
+            left: vec![0.0],
+            right: Vec::new(),
+            went_right: false,
+            verifying: false,
+            verifies_left: 2,
+            refine_step: 0.0,
+            refine_min: 0.0,
+            cur: Converge::new(ConvergeCfg::MEM),
+            probes: Vec::new(),
+        };
+        s.cur = Converge::new(s.cfg());
+        s
+    }
+
+    /// The stage running now.
+    pub fn stage(&self) -> MemStage {
+        self.stage
+    }
+
+    /// The mem_frac of the round running now.
+    pub fn frac(&self) -> f64 {
+        self.frac
+    }
+
+    fn cfg(&self) -> ConvergeCfg {
+        match (self.test, self.stage) {
+            (true, _) => ConvergeCfg::TEST,
+            (false, MemStage::Refine) => ConvergeCfg::MEM_REFINE,
+            (false, _) => ConvergeCfg::MEM,
+        }
+    }
+
+    fn start(&mut self, stage: MemStage, frac: f64) -> MemStep {
+        self.stage = stage;
+        self.frac = frac;
+        self.cur = Converge::new(self.cfg());
+        MemStep::Probe(frac)
+    }
+
+    /// Takes a second's (latency, rps); `line` gets progress lines.
+    pub fn push(&mut self, lat: f64, rps: f64, line: &mut dyn FnMut(String)) -> MemStep {
+        let progress = self.cur.push(lat, rps, line);
+        let p = self.cur.cfg.period;
+        let secs = self.cur.secs();
+        let streak = self.cur.streak();
+        let (rps, end) = match progress {
+            Progress::Settled(_, r) => (r, "settled"),
+            Progress::TimedOut(_, r) => (r, "timed out"),
+            Progress::Waiting => {
+                if self.stage != MemStage::Refine
+                    && secs >= p
+                    && streak > 0
+                    && rps > 0.95 * self.rps_max
+                {
+                    (rps, "RPS high enough")
+                } else if secs >= 2 * p && streak < 0 && rps < 0.5 * self.rps_max {
+                    (rps, "RPS too low")
+                } else {
+                    return MemStep::Continue;
+                }
+            }
+        };
+        let err = (rps - self.rps_max) / self.rps_max;
+        line(format!(
+            "{} mem_frac={:.3}: rps {:.1} ({:+.1}% of rps_max), {end}",
+            self.stage.name(),
+            self.frac,
+            rps,
+            err * 100.0
+        ));
+        self.probes.push(Probe {
+            stage: self.stage,
+            mem_frac: self.frac,
+            rps,
+            err,
+            end,
+        });
+        match self.stage {
+            MemStage::Up => self.after_up(err),
+            MemStage::Bisect => self.after_bisect(err),
+            MemStage::Refine => self.after_refine(err),
+        }
+    }
+
+    fn after_up(&mut self, err: f64) -> MemStep {
+        if err <= -0.25 {
+            self.right = vec![self.frac];
+            return self.next_bisect();
+        }
+        self.left.insert(0, self.frac);
+        let i = self.up.iter().position(|f| *f == self.frac).unwrap_or(0) + 1;
+        match self.up.get(i) {
+            Some(&f) => self.start(MemStage::Up, f),
+            // Nothing saturated: the whole footprint fits.
+            None => self.begin_refine(self.frac),
+        }
+    }
+
+    fn next_bisect(&mut self) -> MemStep {
+        let (l, r) = (self.left[0], self.right[0]);
+        if r - l < 0.05 * self.grain || (self.test && self.stage == MemStage::Bisect) {
+            return self.verify_or_refine();
+        }
+        self.start(MemStage::Bisect, (l + r) / 2.0)
+    }
+
+    /// At the end of the bisection the bound opposite to the last probe is
+    /// tested again once; if it flips, the bisection goes on.
+    fn verify_or_refine(&mut self) -> MemStep {
+        if self.verifies_left > 0 && !self.test {
+            let other = if self.went_right {
+                (self.left.len() > 1).then(|| self.left[0])
+            } else {
+                (self.right.len() > 1).then(|| self.right[0])
+            };
+            if let Some(f) = other {
+                self.verifies_left -= 1;
+                self.verifying = true;
+                return self.start(MemStage::Bisect, f);
+            }
+        }
+        self.begin_refine(self.right[0])
+    }
+
+    fn after_bisect(&mut self, err: f64) -> MemStep {
+        let saturated = err <= -0.10;
+        if self.verifying {
+            self.verifying = false;
+            if self.went_right && saturated {
+                // The fitting bound did not fit after all.
+                let f = self.left.remove(0);
+                self.right.insert(0, f);
+                return self.next_bisect();
+            }
+            if !self.went_right && !saturated {
+                let f = self.right.remove(0);
+                self.left.insert(0, f);
+                return self.next_bisect();
+            }
+            return self.begin_refine(self.right[0]);
+        }
+        self.went_right = saturated;
+        if saturated {
+            self.right.insert(0, self.frac);
+        } else {
+            self.left.insert(0, self.frac);
+        }
+        self.next_bisect()
+    }
+
+    fn begin_refine(&mut self, frac: f64) -> MemStep {
+        self.refine_step = frac * 0.025 * self.grain;
+        self.refine_min = (frac / 2.0).max(0.001);
+        self.start(MemStage::Refine, frac)
+    }
+
+    fn after_refine(&mut self, err: f64) -> MemStep {
+        if err >= 0.0 || -err <= 0.075 || self.test {
+            return MemStep::Done(self.frac);
+        }
+        let next = self.frac - self.refine_step;
+        if next < self.refine_min + self.refine_step {
+            return MemStep::Done(next.max(self.refine_min));
+        }
+        self.start(MemStage::Refine, next)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +596,50 @@ mod tests {
         assert_eq!(got, Some((500, true)));
         assert_eq!(s.rounds.len(), 2);
         assert!(!s.rounds[0].settled || s.rounds[0].lat == 0.100);
+    }
+    /// Feeds a search a model host where the rate holds at rps_max up to
+    /// `fits` and falls in proportion beyond it.
+    fn run_mem_search(fits: f64, test: bool) -> (f64, Vec<Probe>) {
+        let mut s = MemSearch::new(1000, 1.0, test);
+        for _ in 0..100_000 {
+            let f = s.frac();
+            let rps = if f <= fits { 1000.0 } else { 1000.0 * fits / f };
+            match s.push(0.075, rps, &mut |_| {}) {
+                MemStep::Done(f) => return (f, s.probes),
+                MemStep::Continue | MemStep::Probe(_) => {}
+            }
+        }
+        panic!("the search did not end");
+    }
+
+    #[test]
+    fn the_memory_search_finds_where_the_rate_falls() {
+        let (frac, probes) = run_mem_search(0.5, false);
+        // Up-rounds to 0.8 (0.5/0.8 = 37.5% short), bisection, refinement.
+        let ups: Vec<f64> = probes
+            .iter()
+            .filter(|p| p.stage == MemStage::Up)
+            .map(|p| p.mem_frac)
+            .collect();
+        assert_eq!(ups, vec![0.2, 0.4, 0.6, 0.8]);
+        assert!(probes.iter().any(|p| p.stage == MemStage::Bisect));
+        // Within 7.5% of the rate: frac <= 0.5 / 0.925.
+        assert!(frac > 0.45 && frac <= 0.5 / 0.925 + 1e-9, "{frac} {probes:?}");
+    }
+
+    #[test]
+    fn the_memory_search_keeps_the_whole_footprint_when_it_fits() {
+        let (frac, probes) = run_mem_search(2.0, false);
+        assert_eq!(frac, 1.0);
+        assert_eq!(probes.len(), 6, "{probes:?}");
+        assert_eq!(probes.last().map(|p| p.stage), Some(MemStage::Refine));
+    }
+
+    #[test]
+    fn the_short_memory_search_probes_each_stage_once() {
+        let (frac, probes) = run_mem_search(0.3, true);
+        let stages: Vec<MemStage> = probes.iter().map(|p| p.stage).collect();
+        assert_eq!(stages, vec![MemStage::Up, MemStage::Bisect, MemStage::Refine]);
+        assert_eq!(frac, 0.5);
     }
 }

@@ -1,5 +1,6 @@
 //! `rackbench resctl hashd`: rd-hashd's command line.
 
+use super::bench::{ConvergeCfg, CpuSearch, MemSearch, MemStage, MemStep};
 use super::engine::{Hashd, Stat, Tick};
 use super::log::HashLog;
 use super::params::{self, Args, Params, ParamsFile};
@@ -73,14 +74,34 @@ pub struct HashdArgs {
     /// Stop after this many seconds (default: until Ctrl-C).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Find rps_max: the rate at which the p95 latency meets the target
-    /// with the whole footprint in use; saved in the params file.
+    /// `--bench-cpu` then `--bench-mem`; the results are saved in the
+    /// params file.
     #[arg(long)]
     bench: bool,
-    /// `--bench` with short settling windows and at most two rounds
-    /// (smoke runs, CI).
+    /// Find rps_max: the rate at which the p95 latency meets the target
+    /// with the whole footprint in use.
+    #[arg(long)]
+    bench_cpu: bool,
+    /// Find mem_frac: the largest share of the footprint that still
+    /// sustains rps_max (taken from the params file unless found in the
+    /// same run).
+    #[arg(long)]
+    bench_mem: bool,
+    /// `--bench` with short settling windows, at most two rps_max rounds
+    /// and one memory probe per stage (smoke runs, CI).
     #[arg(long)]
     bench_test: bool,
+    /// Memory search resolution multiplier (1.0: bisect to 5% and refine
+    /// in 2.5% steps; larger is coarser and faster).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    bench_grain: f64,
+}
+
+/// The search `--bench*` runs now.
+enum Search {
+    None,
+    Cpu(CpuSearch),
+    Mem(MemSearch),
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<HashdArgs> {
@@ -202,9 +223,30 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     if params.file_frac > args.file_max_frac {
         params.file_frac = args.file_max_frac;
     }
-    let bench = a.bench || a.bench_test;
+    let bench_cpu = a.bench || a.bench_cpu || a.bench_test;
+    let bench_mem = a.bench || a.bench_mem || a.bench_test;
+    let bench = bench_cpu || bench_mem;
+    if !(a.bench_grain > 0.0 && a.bench_grain.is_finite()) {
+        anyhow::bail!(
+            "--bench-grain {}: expected a positive number such as 1.0",
+            a.bench_grain
+        );
+    }
+    if bench_mem && !bench_cpu && params.rps_max == 0 {
+        anyhow::bail!(
+            "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, or --bench)"
+        );
+    }
     let saved_params = params.clone();
-    if bench {
+    // The memory search runs at rps_max with the usual access pattern.
+    let mem_params = move |rps_max: u32, mem_frac: f64| Params {
+        rps_max,
+        rps_target: rps_max,
+        mem_frac,
+        ..saved_params.clone()
+    };
+    let saved_params = params.clone();
+    if bench_cpu {
         // Only the latency target limits concurrency, and accesses spread
         // over the whole footprint.
         params.rps_target = u32::MAX;
@@ -272,20 +314,28 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     let period = params.control_period;
     let mut history: Vec<Stat> = Vec::new();
     let mut report_error = None;
-    let mut search = bench.then(|| {
+    let mut search = if bench_cpu {
         let cfg = if a.bench_test {
-            super::bench::ConvergeCfg::TEST
+            ConvergeCfg::TEST
         } else {
-            super::bench::ConvergeCfg::CPU
+            ConvergeCfg::CPU
         };
         let rounds = if a.bench_test { 2 } else { 5 };
-        super::bench::CpuSearch::new(cfg, params.lat_target, rounds)
-    });
-    let mut found: Option<(u32, bool)> = None;
-    let phase = if bench {
-        Phase::BenchCpuSaturation
+        Search::Cpu(CpuSearch::new(cfg, params.lat_target, rounds))
+    } else if bench_mem {
+        let m = MemSearch::new(params.rps_max, a.bench_grain, a.bench_test);
+        hashd.set_params(mem_params(params.rps_max, m.frac()));
+        Search::Mem(m)
     } else {
-        Phase::Running
+        Search::None
+    };
+    let mut found: Option<(u32, bool)> = (bench_mem && !bench_cpu).then_some((params.rps_max, true));
+    let mut found_mem: Option<f64> = None;
+    let mut mem_probes = Vec::new();
+    let mut phase = match &search {
+        Search::Cpu(_) => Phase::BenchCpuSaturation,
+        Search::Mem(_) => Phase::BenchMemUp,
+        Search::None => Phase::Running,
     };
     let result = hashd.run(
         &mut |c| {
@@ -315,13 +365,44 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             {
                 return Tick::Stop;
             }
-            if let Some(search) = search.as_mut() {
-                if let Some(r) = search.push(s.lat.ctl, s.rps, &mut |l| eprintln!("{l}")) {
+            let mut line = |l: String| eprintln!("{l}");
+            match &mut search {
+                Search::None => {}
+                Search::Cpu(c) => {
+                    let Some(r) = c.push(s.lat.ctl, s.rps, &mut line) else {
+                        return Tick::Continue;
+                    };
                     found = Some(r);
-                    return Tick::Stop;
+                    if !bench_mem {
+                        return Tick::Stop;
+                    }
+                    eprintln!("rps_max {}: searching the memory footprint", r.0);
+                    let m = MemSearch::new(r.0, a.bench_grain, a.bench_test);
+                    let p = mem_params(r.0, m.frac());
+                    search = Search::Mem(m);
+                    phase = Phase::BenchMemUp;
+                    return Tick::Params(Box::new(p));
                 }
-                // The bench's params are fixed.
-                return Tick::Continue;
+                Search::Mem(m) => {
+                    let step = m.push(s.lat.ctl, s.rps, &mut line);
+                    phase = match m.stage() {
+                        MemStage::Up => Phase::BenchMemUp,
+                        MemStage::Bisect => Phase::BenchMemBisect,
+                        MemStage::Refine => Phase::BenchMemRefine,
+                    };
+                    match step {
+                        MemStep::Continue => return Tick::Continue,
+                        MemStep::Probe(f) => {
+                            let rps_max = found.map(|f| f.0).unwrap_or(0);
+                            return Tick::Params(Box::new(mem_params(rps_max, f)));
+                        }
+                        MemStep::Done(f) => {
+                            found_mem = Some(f);
+                            mem_probes = m.probes.clone();
+                            return Tick::Stop;
+                        }
+                    }
+                }
             }
             if let Some(f) = params_file.as_mut() {
                 match f.poll() {
@@ -350,9 +431,23 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     if bench {
         metrics.insert("rps_max_converged".into(), json!(false));
     }
-    if let Some((rps_max, met)) = found {
+    // Bench results are kept only when each requested search finished.
+    let complete = (!bench_cpu || found.is_some()) && (!bench_mem || found_mem.is_some());
+    if let (Some((rps_max, met)), true) = (found, bench && complete) {
+        let mem_frac = found_mem.unwrap_or(saved_params.mem_frac);
+        let (file, anon) = super::engine::footprint(
+            &args,
+            hashd.files.size(),
+            &Params {
+                mem_frac,
+                ..saved_params.clone()
+            },
+        );
         eprintln!(
-            "Bench results: rps {rps_max}{}",
+            "Bench results: memory {} ({:.2}%), hash {}, rps {rps_max}{}",
+            format_size((file + anon) as f64),
+            mem_frac * 100.0,
+            format_size(saved_params.file_size_mean as f64),
             if met {
                 ""
             } else {
@@ -361,13 +456,30 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         );
         metrics.insert("rps_max".into(), json!(rps_max));
         metrics.insert("rps_max_converged".into(), json!(met));
+        if bench_mem {
+            metrics.insert("mem_frac".into(), json!(mem_frac));
+            metrics.insert("mem_size".into(), json!(args.size));
+            metrics.insert(
+                "mem_probes".into(),
+                Value::Array(
+                    mem_probes
+                        .iter()
+                        .map(|p| {
+                            json!({"stage": p.stage.name(), "mem_frac": p.mem_frac,
+                                   "rps": p.rps, "end": p.end})
+                        })
+                        .collect(),
+                ),
+            );
+        }
         if let Some(f) = &params_file {
             let p = Params {
                 rps_max,
+                mem_frac,
                 ..saved_params.clone()
             };
             params::save_params(&f.path, &p).map_err(anyhow::Error::msg)?;
-            eprintln!("rps_max saved in {}", f.path.display());
+            eprintln!("bench results saved in {}", f.path.display());
         }
     }
     metrics.insert("elapsed_secs".into(), json!(start.elapsed().as_secs_f64()));
