@@ -1,18 +1,147 @@
-//! `rackbench resctl ...`: the workload as the harness runs it.
+//! `rackbench resctl ...`: resctl-bench's commands, hashd and the memory
+//! hog, as the harness runs them.
 
+use crate::bench::job::{self, Options};
 use harness::{Outcome, RunContext, Workload};
+use serde_json::{Map, json};
+use std::path::PathBuf;
 
 /// resctl-bench and hashd.
 pub struct Resctl;
 
 const HELP: &str = "\
-rackbench resctl SUBCOMMAND ...
+rackbench resctl [OPTIONS] COMMAND ...      (also installed as `resctl-bench`)
 
-Subcommands:
-  hashd [OPTIONS]    the latency-sensitive workload simulator (rd-hashd's model);
-                     `rackbench resctl hashd --help` lists its options
+Commands:
+  run SPEC...          run the jobs not yet completed in the result file
+  format [SPEC...]     print the full results (all, or the matching jobs)
+  summary [SPEC...]    print the summaries
+  deps                 check the system requirements of every bench
+  doc [SUBJECT]        documentation: specs, a bench, sysreqs, cgroups
+  hashd [OPTIONS]      the latency-sensitive workload (`hashd --help`)
+  mem-hog OPTIONS      the memory hog (`mem-hog --help`)
 
-The resctl-bench commands (run, format, summary, deps, doc) are being built.";
+Options:
+  -r, --result FILE    the result journal (JSON; gzipped when it ends in .gz)
+  -d, --dir DIR        scratch directory, must exist (default /var/lib/rackbench-resctl,
+                       created): hashd's test files and state, fio's test file
+  --mem-profile N|off  memory profile in GiB, a power of two (default: the largest
+                       whose share fits in available memory; 1 with --test)
+  --force              run even when a bench's hard requirements are missed
+  --test               short runs for CI (small profile, short windows)
+
+Specs: KIND[:k[=v],...][:group2]...; id=ID and passive=... may appear in any
+group. Kinds: hashd-params, iocost-params, protection, storage.";
+
+const DFL_DIR: &str = "/var/lib/rackbench-resctl";
+
+/// Global options and the command with its arguments.
+fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
+    let mut o = Options::default();
+    let mut dir: Option<PathBuf> = None;
+    let mut cmd: Option<String> = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |name: &str| match &inline {
+            Some(v) => Ok(v.clone()),
+            None => val(name),
+        };
+        match key {
+            "-r" | "--result" => o.result = Some(PathBuf::from(value("-r/--result")?)),
+            "-d" | "--dir" => dir = Some(PathBuf::from(value("-d/--dir")?)),
+            "--mem-profile" => o.mem_profile = Some(value("--mem-profile")?),
+            "--force" => o.force = true,
+            "--test" => o.test = true,
+            "-h" | "--help" if cmd.is_none() => return Err(HELP.to_string()),
+            _ if a.starts_with('-') && cmd.is_none() => {
+                return Err(format!("unknown option {a:?}\n\n{HELP}"));
+            }
+            _ if cmd.is_none() => cmd = Some(a.clone()),
+            _ => rest.push(a.clone()),
+        }
+    }
+    let cmd = cmd.ok_or_else(|| format!("no command\n\n{HELP}"))?;
+    o.dir = match dir {
+        Some(d) => d,
+        None => {
+            let d = PathBuf::from(DFL_DIR);
+            if matches!(cmd.as_str(), "run" | "deps") {
+                std::fs::create_dir_all(&d)
+                    .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            }
+            d
+        }
+    };
+    Ok((o, cmd, rest))
+}
+
+const COMMANDS: &[&str] = &["run", "format", "summary", "deps", "doc"];
+
+fn doc(subject: Option<&str>) -> Result<String, String> {
+    Ok(match subject {
+        None | Some("specs") => format!(
+            "{HELP}\n\nBenches:\n{}\nSubjects: specs, sysreqs, cgroups, and each bench kind.\n",
+            job::BENCHES
+                .iter()
+                .map(|b| format!("  {:14} {}\n", b.kind, b.about))
+                .collect::<String>()
+        ),
+        Some("hashd-params") => crate::bench::hashd_params::DOC.to_string(),
+        Some("iocost-params") => crate::bench::iocost_params::DOC.to_string(),
+        Some("protection") => crate::bench::protection::run::DOC.to_string(),
+        Some("storage") => crate::bench::storage::DOC.to_string(),
+        Some("sysreqs") => format!(
+            "System requirements (upstream's names). `deps` checks them all on this host; each\n\
+             bench lists the ones it cannot do without (hard: refused unless --force) and the\n\
+             ones it runs without, degraded (the result's header says how):\n\n{}",
+            job::BENCHES
+                .iter()
+                .map(|b| format!(
+                    "  {}: hard: {}; soft: {}\n",
+                    b.kind,
+                    names(b.hard),
+                    names(b.soft)
+                ))
+                .collect::<String>()
+        ),
+        Some("cgroups") => "\
+Cgroup backends, chosen by probing (RACKBENCH_CGROUP_BACKEND=cgroup2|cgroup1|none forces one)
+and stamped in every result:
+  cgroup2  memory.low/high/max, cpu.weight, io.weight, io.cost.*, PSI;
+  cgroup1  memory.limit_in_bytes (and soft_limit_in_bytes for high), cpu.shares, blkio
+           weights where the scheduler has them; no memory protection, so the
+           workload is protected by capping the others; PSI read from a cgroup2
+           hierarchy mounted beside (e.g. /sys/fs/cgroup/unified) when there is one;
+  none     nothing is isolated; only whole-system stats.
+Children (hashd, the hog) join their cgroup before they exec; no systemd is needed.
+"
+        .to_string(),
+        Some(other) => {
+            return Err(format!(
+                "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
+                job::BENCHES.iter().map(|b| b.kind).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    })
+}
+
+fn names(v: &[crate::sys::sysreqs::SysReq]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter().map(|r| r.name()).collect::<Vec<_>>().join(" ")
+    }
+}
 
 impl Workload for Resctl {
     fn name(&self) -> &'static str {
@@ -31,18 +160,70 @@ impl Workload for Resctl {
         match args.first().map(String::as_str) {
             Some("hashd") => {
                 crate::hashd::command::parse(&args[1..])?;
-                Ok(())
+                return Ok(());
             }
-            Some(other) => anyhow::bail!(
-                "resctl: unknown subcommand {other:?}: expected `hashd` (see `rackbench resctl --help`)"
-            ),
-            None => anyhow::bail!("resctl: no subcommand: expected `hashd`\n\n{HELP}"),
+            Some("mem-hog") => {
+                crate::hog::parse(&args[1..]).map_err(anyhow::Error::msg)?;
+                return Ok(());
+            }
+            _ => {}
         }
+        let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
+        if !COMMANDS.contains(&cmd.as_str()) {
+            anyhow::bail!(
+                "resctl: unknown command {cmd:?}: expected run, format, summary, deps, doc, hashd or mem-hog"
+            );
+        }
+        if cmd == "run" || cmd == "format" || cmd == "summary" {
+            for s in &rest {
+                job::parse_spec(s).map_err(anyhow::Error::msg)?;
+            }
+        }
+        Ok(())
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         self.validate(args)?;
-        let (metrics, success) = crate::hashd::command::run(&args[1..], &ctx.cancel)?;
+        match args.first().map(String::as_str) {
+            Some("hashd") => {
+                let (metrics, success) = crate::hashd::command::run(&args[1..], &ctx.cancel)?;
+                return Ok(Outcome { metrics, success });
+            }
+            Some("mem-hog") => {
+                crate::hog::command(&args[1..], &ctx.cancel)?;
+                return Ok(Outcome {
+                    metrics: Map::new(),
+                    success: true,
+                });
+            }
+            _ => {}
+        }
+        let (opts, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
+        let mut metrics = Map::new();
+        let success = match cmd.as_str() {
+            "run" => {
+                let ok = job::cmd_run(&opts, &rest, &ctx.cancel).map_err(anyhow::Error::msg)?;
+                if let Some(r) = &opts.result {
+                    metrics.insert("result_file".into(), json!(r.display().to_string()));
+                }
+                ok
+            }
+            "format" | "summary" => {
+                let out = job::cmd_format(&opts, &rest, cmd == "format")
+                    .map_err(anyhow::Error::msg)?;
+                print!("{out}");
+                true
+            }
+            "deps" => {
+                print!("{}", job::cmd_deps(&opts).map_err(anyhow::Error::msg)?);
+                true
+            }
+            _ => {
+                let out = doc(rest.first().map(String::as_str)).map_err(anyhow::Error::msg)?;
+                print!("{out}");
+                true
+            }
+        };
         Ok(Outcome { metrics, success })
     }
 }

@@ -9,9 +9,12 @@
 
 pub mod clock;
 mod command;
+pub mod bench;
 pub mod fmt;
 pub mod hashd;
+pub mod hog;
 pub mod journal;
 pub mod spec;
+pub mod sys;
 
 pub use command::Resctl;

@@ -1,0 +1,277 @@
+//! The `hashd-params` bench; what it does, for users, is [`DOC`].
+
+use super::job::{Ctx, Outcome};
+use super::knobs::HashdKnobs;
+use crate::fmt::{format_size, parse_size};
+use crate::hashd::params::{self, Params};
+use crate::journal::JobData;
+use crate::spec::{JobSpec, check_keys};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use crate::sys::cgroup::Cgroup;
+use std::process::{Child, Command, Stdio};
+
+/// What `doc hashd-params` prints.
+pub const DOC: &str = "\
+hashd-params: hashd's rps_max and memory footprint on this host.
+
+hashd runs as a child (rackbench resctl hashd --bench) sized for the
+memory profile's share (--total-memory SHARE, so its footprint at
+mem_frac 1.0 is 4 x share) with its files in DIR/hashd/. The knobs it
+saves in its params file are the record:
+hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25.
+
+Properties: rps-max=N (skip the rps_max search), hash-size=SIZE,
+chunk-pages=N, log-bps=SIZE (the hash log's rate at rps_max),
+fake-cpu-load (sleep instead of hashing), and upstream's apply and
+commit (accepted; the knobs are always kept in the journal, where
+later benches find them).
+";
+
+const KEYS: &[&str] = &[
+    "apply",
+    "commit",
+    "fake-cpu-load",
+    "rps-max",
+    "hash-size",
+    "chunk-pages",
+    "log-bps",
+];
+
+/// The properties, checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Props {
+    pub rps_max: Option<u32>,
+    pub hash_size: Option<u64>,
+    pub chunk_pages: Option<usize>,
+    pub log_bps: u64,
+    pub fake_cpu_load: bool,
+}
+
+fn num<T: std::str::FromStr>(k: &str, v: &str, what: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("property {k}={v:?}: expected {what}"))
+}
+
+/// Parses the first property group.
+pub fn props(spec: &JobSpec) -> Result<Props, String> {
+    check_keys(spec, 0, KEYS).map_err(|e| e.to_string())?;
+    if spec.props.len() > 1 {
+        return Err("multiple property sets not supported".into());
+    }
+    let mut p = Props {
+        log_bps: Params::default().log_bps,
+        ..Props::default()
+    };
+    for (k, v) in spec.props.first().into_iter().flatten() {
+        match k.as_str() {
+            "rps-max" => {
+                let r = num::<u32>(k, v, "a request rate > 0")?;
+                if r == 0 {
+                    return Err(format!("property {k}={v:?}: expected a request rate > 0"));
+                }
+                p.rps_max = Some(r);
+            }
+            "hash-size" => {
+                let s = parse_size(v).map_err(|e| format!("property {k}: {e}"))?;
+                if s < 4096 {
+                    return Err(format!("property {k}={v:?}: expected at least 4K"));
+                }
+                p.hash_size = Some(s);
+            }
+            "chunk-pages" => {
+                let n = num::<usize>(k, v, "a page count > 0")?;
+                if n == 0 {
+                    return Err(format!("property {k}={v:?}: expected a page count > 0"));
+                }
+                p.chunk_pages = Some(n);
+            }
+            "log-bps" => p.log_bps = parse_size(v).map_err(|e| format!("property {k}: {e}"))?,
+            "fake-cpu-load" => p.fake_cpu_load = flag(k, v)?,
+            _ => {
+                flag(k, v)?;
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// A boolean property: bare, `true`/`false`, `1`/`0`.
+fn flag(k: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "" | "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(format!("property {k}={v:?}: expected true or false")),
+    }
+}
+
+/// Checks a spec.
+pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+    props(spec).map(|_| ())
+}
+
+/// hashd's files in the scratch directory.
+pub struct HashdFiles {
+    pub dir: PathBuf,
+    pub testfiles: PathBuf,
+    pub params: PathBuf,
+    pub report: PathBuf,
+    pub args: PathBuf,
+}
+
+impl HashdFiles {
+    pub fn new(scratch: &Path) -> Result<HashdFiles, String> {
+        let dir = scratch.join("hashd");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(HashdFiles {
+            testfiles: dir.join("testfiles"),
+            params: dir.join("params.json"),
+            report: dir.join("report.json"),
+            args: dir.join("args.json"),
+            dir,
+        })
+    }
+}
+
+/// Starts `rackbench resctl hashd` with `files` and `extra` options, sized
+/// for `share` bytes of memory, inside `cg` when given. stdout is dropped
+/// (status lines), stderr goes to ours.
+pub fn spawn_hashd_in(
+    ctx: &Ctx,
+    files: &HashdFiles,
+    share: u64,
+    extra: &[&str],
+    cg: Option<&Cgroup>,
+) -> Result<Child, String> {
+    let mut cmd = Command::new(&ctx.exe);
+    cmd.arg("resctl")
+        .arg("hashd")
+        .arg("-t")
+        .arg(&files.testfiles)
+        .arg("-p")
+        .arg(&files.params)
+        .arg("-r")
+        .arg(&files.report)
+        .arg("--total-memory")
+        .arg(share.to_string())
+        .args(["-i", "0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    super::job::spawn_in(cmd, cg)
+        .map_err(|e| format!("cannot start hashd ({}): {e}", ctx.exe.display()))
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let p = props(spec)?;
+    let files = HashdFiles::new(&ctx.opts.dir)?;
+    let mut params = Params {
+        log_bps: p.log_bps,
+        fake_cpu_load: p.fake_cpu_load,
+        ..Params::default()
+    };
+    if let Some(h) = p.hash_size {
+        params.file_size_mean = h as usize;
+    }
+    if let Some(c) = p.chunk_pages {
+        params.chunk_pages = c;
+    }
+    if let Some(r) = p.rps_max {
+        params.rps_max = r;
+    }
+    params::save_params(&files.params, &params)?;
+    let bench = match (ctx.opts.test, p.rps_max.is_some()) {
+        (true, false) => "--bench-test",
+        (false, false) => "--bench",
+        (_, true) => "--bench-mem",
+    };
+    let mut extra = vec![bench];
+    if ctx.opts.test && p.rps_max.is_some() {
+        // The short memory search.
+        extra = vec!["--bench-test"];
+    }
+    let share = ctx.mem.share;
+    eprintln!(
+        "hashd-params: hashd {bench} sized for {} (footprint {} at mem_frac 1.0)",
+        format_size(share as f64),
+        format_size(4.0 * share as f64)
+    );
+    let mut child = spawn_hashd_in(ctx, &files, share, &extra, None)?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for hashd: {e}"))?;
+    if ctx.cancel.is_stopped() {
+        return Ok(Outcome::Partial(None, "interrupted".into()));
+    }
+    if !status.success() {
+        return Err(format!("hashd {bench} failed ({status}); its messages are above"));
+    }
+    let saved = params::load_params(&files.params)?;
+    if saved.rps_max == 0 {
+        return Err(format!(
+            "hashd {bench} left rps_max 0 in {}",
+            files.params.display()
+        ));
+    }
+    let knobs = HashdKnobs {
+        hash_size: saved.file_size_mean as u64,
+        rps_max: saved.rps_max,
+        mem_size: 4 * share,
+        mem_frac: saved.mem_frac,
+        chunk_pages: saved.chunk_pages,
+        fake_cpu_load: saved.fake_cpu_load,
+    };
+    let record = serde_json::to_value(&knobs).map_err(|e| e.to_string())?;
+    Ok(Outcome::Done(record, json!(true)))
+}
+
+/// `Params: log_bps=1.0M`, a blank line, `Result: KNOBS`.
+pub fn format(d: &JobData, _full: bool) -> Result<String, String> {
+    let log_bps = props(&d.spec).map(|p| p.log_bps).unwrap_or(Params::default().log_bps);
+    let knobs: HashdKnobs = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
+        .map_err(|e| format!("the record is not hashd knobs: {e}"))?;
+    Ok(format!(
+        "Params: log_bps={}\n\nResult: {knobs}\n",
+        format_size(log_bps as f64)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse;
+
+    #[test]
+    fn properties_are_checked() {
+        let p = props(&parse("hashd-params:rps-max=900,hash-size=1M,log-bps=2M").unwrap()).unwrap();
+        assert_eq!(p.rps_max, Some(900));
+        assert_eq!(p.hash_size, Some(1 << 20));
+        assert_eq!(p.log_bps, 2 << 20);
+        let e = props(&parse("hashd-params:rps-mx=9").unwrap()).unwrap_err();
+        assert!(e.contains("rps-mx") && e.contains("rps-max"), "{e}");
+        let e = props(&parse("hashd-params:rps-max=lots").unwrap()).unwrap_err();
+        assert!(e.contains("rps-max=\"lots\""), "{e}");
+        let e = props(&parse("hashd-params:chunk-pages=0").unwrap()).unwrap_err();
+        assert!(e.contains("chunk-pages"), "{e}");
+        let e = props(&parse("hashd-params:fake-cpu-load=maybe").unwrap()).unwrap_err();
+        assert!(e.contains("true or false"), "{e}");
+        assert!(props(&parse("hashd-params::x=1").unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_result_prints_as_upstream() {
+        let d = JobData {
+            spec: parse("hashd-params").unwrap(),
+            period: (0, 0),
+            sysinfo: Value::Null,
+            record: Some(json!({"hash_size": 1258291, "rps_max": 1029, "mem_size": 51539607552u64,
+                                 "mem_frac": 0.3354, "chunk_pages": 25, "fake_cpu_load": false})),
+            result: Some(json!(true)),
+        };
+        assert_eq!(
+            format(&d, false).unwrap(),
+            "Params: log_bps=1.0M\n\nResult: hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25\n"
+        );
+    }
+}

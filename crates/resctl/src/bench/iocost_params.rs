@@ -1,0 +1,304 @@
+//! The `iocost-params` bench; what it does, for users, is [`DOC`].
+
+use super::job::{Ctx, Outcome};
+use super::knobs::{IoCostKnobs, IoCostModel, IoCostQos};
+use crate::journal::JobData;
+use crate::spec::{JobSpec, check_keys};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What `doc iocost-params` prints.
+pub const DOC: &str = "\
+iocost-params: the scratch device's linear IO cost model and QoS,
+measured with fio (upstream's iocost_coef_gen, written here).
+
+Six fio runs give the model: wbps and rbps (QD1, 128M blocks), wseqiops
+and rseqiops (QD256, 4K sequential), wrandiops and rrandiops (QD256, 4K
+random); the IO counts are bandwidth / 4096. Two more runs give the
+QoS: random reads (writes) at 90% of the measured random IOPS, whose
+completion latency at the target percentile (95 on SSDs, 50 on
+rotational devices), in µs and times 1.5, is rlat (wlat); min/max are
+60 and 100. fio runs 8 jobs on SSDs, 1 on rotational devices, O_DIRECT
+with libaio, on DIR/iocost-coef-fio.testfile (16G; 256M with
+--test, which also runs each job 3 s instead of 60 s).
+
+With apply (default) the model and QoS are written to the cgroup2
+root's io.cost.model/io.cost.qos where they exist; otherwise they
+are recorded, with the reason, for later benches (the memory hog's base
+rate is wbps).
+";
+
+/// Checks a spec: `apply` and `commit`, booleans.
+pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+    props(spec).map(|_| ())
+}
+
+fn props(spec: &JobSpec) -> Result<bool, String> {
+    check_keys(spec, 0, &["apply", "commit"]).map_err(|e| e.to_string())?;
+    if spec.props.len() > 1 {
+        return Err("multiple property sets not supported".into());
+    }
+    let mut apply = true;
+    for (k, v) in spec.props.first().into_iter().flatten() {
+        let b = match v.as_str() {
+            "" | "true" | "1" => true,
+            "false" | "0" => false,
+            _ => return Err(format!("property {k}={v:?}: expected true or false")),
+        };
+        if k == "apply" || (k == "commit" && b) {
+            apply = b;
+        }
+    }
+    Ok(apply)
+}
+
+/// What the bench records: the knobs and whether they were applied.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCostRecord {
+    pub devnr: String,
+    pub model: IoCostModel,
+    pub qos: IoCostQos,
+    /// "applied" or why not.
+    pub applied: String,
+}
+
+/// One fio run.
+struct FioJob<'a> {
+    rw: &'a str,
+    depth: u32,
+    bs: &'a str,
+    rate_iops: Option<u64>,
+}
+
+/// Sum over fio's jobs of read + write bytes/s, and the first job's
+/// completion latency percentiles (ns) of the `rw` direction.
+pub fn parse_fio(text: &str, dir: &str) -> Result<(f64, Vec<(f64, f64)>), String> {
+    // fio may print warnings before the JSON.
+    let start = text
+        .find('{')
+        .ok_or("fio printed no JSON output")?;
+    let v: Value = serde_json::from_str(&text[start..])
+        .map_err(|e| format!("fio's JSON output: {e}"))?;
+    let jobs = v["jobs"].as_array().ok_or("fio's JSON output has no jobs")?;
+    let mut bw = 0.0;
+    for j in jobs {
+        bw += j["read"]["bw_bytes"].as_f64().unwrap_or(0.0)
+            + j["write"]["bw_bytes"].as_f64().unwrap_or(0.0);
+    }
+    let mut pcts: Vec<(f64, f64)> = jobs
+        .first()
+        .and_then(|j| j[dir]["clat_ns"]["percentile"].as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, v.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    pcts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok((bw, pcts))
+}
+
+/// The latency at the percentile nearest to `pct`.
+pub fn nearest_pct(pcts: &[(f64, f64)], pct: f64) -> Option<f64> {
+    pcts.iter()
+        .min_by(|a, b| (a.0 - pct).abs().total_cmp(&(b.0 - pct).abs()))
+        .map(|p| p.1)
+}
+
+fn fio(file: &Path, size: u64, secs: u32, jobs: u32, j: &FioJob) -> Result<(f64, Vec<(f64, f64)>), String> {
+    let mut cmd = Command::new("fio");
+    cmd.args(["--direct=1", "--ioengine=libaio", "--name=coef", "--time_based"])
+        .arg(format!("--filename={}", file.display()))
+        .arg(format!("--size={size}"))
+        .arg(format!("--runtime={secs}"))
+        .arg(format!("--readwrite={}", j.rw))
+        .arg(format!("--iodepth={}", j.depth))
+        .arg(format!("--blocksize={}", j.bs))
+        .arg(format!("--numjobs={jobs}"))
+        .arg(format!("--iodepth_batch_submit={}", j.depth.div_ceil(16)))
+        .arg("--output-format=json")
+        .stdin(Stdio::null());
+    if let Some(r) = j.rate_iops {
+        cmd.arg(format!("--rate_iops={}", r.max(1)));
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run fio (apt install fio): {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "fio {} failed ({}): {}",
+            j.rw,
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let dir = if j.rw.contains("write") { "write" } else { "read" };
+    parse_fio(&String::from_utf8_lossy(&out.stdout), dir)
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let apply = props(spec)?;
+    let si = ctx.sysinfo;
+    let rot = si.scr_dev_rotational;
+    let (size, secs): (u64, u32) = if ctx.opts.test {
+        (256 << 20, 3)
+    } else {
+        (16 << 30, 60)
+    };
+    let jobs = if rot { 1 } else { 8 };
+    let pct = if rot { 50.0 } else { 95.0 };
+    let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
+    let mut model = IoCostModel::default();
+    let plan: [(&str, FioJob); 6] = [
+        ("wbps", FioJob { rw: "write", depth: 1, bs: "128M", rate_iops: None }),
+        ("rbps", FioJob { rw: "read", depth: 1, bs: "128M", rate_iops: None }),
+        ("wseqiops", FioJob { rw: "write", depth: 256, bs: "4k", rate_iops: None }),
+        ("rseqiops", FioJob { rw: "read", depth: 256, bs: "4k", rate_iops: None }),
+        ("wrandiops", FioJob { rw: "randwrite", depth: 256, bs: "4k", rate_iops: None }),
+        ("rrandiops", FioJob { rw: "randread", depth: 256, bs: "4k", rate_iops: None }),
+    ];
+    let total = plan.len() + 2;
+    for (i, (name, job)) in plan.iter().enumerate() {
+        if ctx.cancel.is_stopped() {
+            let _ = std::fs::remove_file(&file);
+            return Ok(Outcome::Partial(None, "interrupted".into()));
+        }
+        eprintln!("iocost-params [{}/{total}] {name}: fio {} for {secs}s", i + 1, job.rw);
+        let (bw, _) = fio(&file, size, secs, jobs, job)?;
+        let v = if name.ends_with("bps") { bw } else { bw / 4096.0 };
+        let v = v.round() as u64;
+        match *name {
+            "wbps" => model.wbps = v,
+            "rbps" => model.rbps = v,
+            "wseqiops" => model.wseqiops = v,
+            "rseqiops" => model.rseqiops = v,
+            "wrandiops" => model.wrandiops = v,
+            _ => model.rrandiops = v,
+        }
+        eprintln!("iocost-params [{}/{total}] {name}={v}", i + 1);
+    }
+    let mut lat = [0u64; 2];
+    for (i, (rw, iops)) in [("randread", model.rrandiops), ("randwrite", model.wrandiops)]
+        .into_iter()
+        .enumerate()
+    {
+        if ctx.cancel.is_stopped() {
+            let _ = std::fs::remove_file(&file);
+            return Ok(Outcome::Partial(None, "interrupted".into()));
+        }
+        let rate = (iops as f64 * 0.9) as u64;
+        eprintln!(
+            "iocost-params [{}/{total}] {rw} latency at {rate} IOPS (90%)",
+            plan.len() + i + 1
+        );
+        let job = FioJob { rw, depth: 256, bs: "4k", rate_iops: Some(rate) };
+        let (_, pcts) = fio(&file, size, secs, jobs, &job)?;
+        let ns = nearest_pct(&pcts, pct)
+            .ok_or_else(|| format!("fio {rw}: no completion latency percentiles in its output"))?;
+        lat[i] = (ns / 1000.0 * 1.5).round() as u64;
+    }
+    let _ = std::fs::remove_file(&file);
+    let devnr = format!("{}:{}", si.scr_devnr.0, si.scr_devnr.1);
+    let qos = IoCostQos {
+        rpct: pct,
+        rlat: lat[0],
+        wpct: pct,
+        wlat: lat[1],
+        min: 60.0,
+        max: 100.0,
+    };
+    let knobs = IoCostKnobs {
+        devnr: devnr.clone(),
+        model: model.clone(),
+        qos: qos.clone(),
+    };
+    let applied = if !apply {
+        "not applied: apply=false".to_string()
+    } else {
+        apply_knobs(ctx, &knobs)
+    };
+    eprintln!("iocost-params: {applied}");
+    let rec = IoCostRecord {
+        devnr,
+        model,
+        qos,
+        applied,
+    };
+    Ok(Outcome::Done(
+        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+        json!(true),
+    ))
+}
+
+/// Writes the model and QoS to the cgroup2 root; the outcome in words.
+fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
+    let Some(root) = ctx.cgroups.v2_root() else {
+        return "not applied: no cgroup2 hierarchy with the io controller (io.cost.model)".into();
+    };
+    let (mf, qf) = (root.join("io.cost.model"), root.join("io.cost.qos"));
+    if !mf.exists() || !qf.exists() {
+        return format!("not applied: {} is missing (kernel without iocost)", mf.display());
+    }
+    let m = &k.model;
+    let q = &k.qos;
+    let model = format!(
+        "{} ctrl=user model=linear rbps={} rseqiops={} rrandiops={} wbps={} wseqiops={} wrandiops={}",
+        k.devnr, m.rbps, m.rseqiops, m.rrandiops, m.wbps, m.wseqiops, m.wrandiops
+    );
+    let qos = format!(
+        "{} enable=1 ctrl=user rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
+        k.devnr, q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
+    );
+    match crate::sys::write_existing(&mf, &model).and_then(|()| crate::sys::write_existing(&qf, &qos)) {
+        Ok(()) => "applied".into(),
+        Err(e) => format!("not applied: {e}"),
+    }
+}
+
+/// The model and QoS lines (and, in full, whether they were applied).
+pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+    let rec: IoCostRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
+        .map_err(|e| format!("the record is not an iocost record: {e}"))?;
+    let k = IoCostKnobs {
+        devnr: rec.devnr.clone(),
+        model: rec.model,
+        qos: rec.qos,
+    };
+    let mut out = k.format_lines("");
+    if full {
+        out.push_str(&format!("iocost {}: {}\n", rec.devnr, rec.applied));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse;
+
+    #[test]
+    fn properties() {
+        assert!(props(&parse("iocost-params").unwrap()).unwrap());
+        assert!(!props(&parse("iocost-params:apply=false").unwrap()).unwrap());
+        assert!(props(&parse("iocost-params:aply").unwrap()).unwrap_err().contains("apply"));
+        assert!(props(&parse("iocost-params:apply=maybe").unwrap()).is_err());
+    }
+
+    #[test]
+    fn fio_json_is_read() {
+        let text = r#"note: a warning line
+{"jobs": [
+  {"read": {"bw_bytes": 1000, "clat_ns": {"percentile": {"50.000000": 2000, "95.000000": 9000, "99.000000": 20000}}},
+   "write": {"bw_bytes": 0}},
+  {"read": {"bw_bytes": 500}, "write": {"bw_bytes": 24}}
+]}"#;
+        let (bw, pcts) = parse_fio(text, "read").unwrap();
+        assert_eq!(bw, 1524.0);
+        assert_eq!(nearest_pct(&pcts, 95.0), Some(9000.0));
+        assert_eq!(nearest_pct(&pcts, 60.0), Some(2000.0));
+        assert!(parse_fio("fio: bad option", "read").unwrap_err().contains("no JSON"));
+    }
+}

@@ -1,0 +1,687 @@
+//! The resctl-bench commands: `run`, `format`, `summary`, `deps` and
+//! `doc`, over the result journal.
+//!
+//! `run SPEC...` opens the journal (refusing a file that is not one),
+//! checks every spec before anything runs, prints the summary of specs
+//! already completed (matched by kind and id) and runs the others in
+//! order. The system is probed once: system info, the cgroup backend and
+//! the requirements of the pending benches. A bench declares which
+//! requirements it cannot do without (missed ones refuse the run unless
+//! `--force`) and which it can degrade without (the result says so in the
+//! header and in the JSON). Each job is saved when it starts and when it
+//! ends, atomically; an interrupted or failed job keeps what it recorded,
+//! without a result, so the next run redoes it.
+
+use super::knobs::{HashdKnobs, IoCostKnobs, JobSysInfo, MemInfo, SysReqsReport};
+use crate::clock::Local;
+use crate::journal::{JobData, Journal};
+use crate::spec::{self, JobSpec};
+use crate::sys::cgroup::Cgroups;
+use crate::sys::sysinfo::{self, SysInfo};
+use crate::sys::sysreqs::{self, Check, Status, SysReq};
+use harness::Cancel;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The global options of the resctl-bench commands.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub result: Option<PathBuf>,
+    /// The scratch directory (test files, hashd's files, hog reports).
+    pub dir: PathBuf,
+    pub mem_profile: Option<String>,
+    pub force: bool,
+    /// Short runs for CI: small memory profile, short stabilisation and
+    /// hog periods.
+    pub test: bool,
+}
+
+/// One bench kind.
+pub struct BenchDef {
+    pub kind: &'static str,
+    pub about: &'static str,
+    /// Requirements the bench cannot do without.
+    pub hard: &'static [SysReq],
+    /// Requirements it checks and can run without, degraded.
+    pub soft: &'static [SysReq],
+    /// Checks a spec's properties.
+    pub check: fn(&JobSpec) -> Result<(), String>,
+}
+
+use SysReq::*;
+
+/// The benches.
+pub const BENCHES: &[BenchDef] = &[
+    BenchDef {
+        kind: "hashd-params",
+        about: "hashd's rps_max and memory footprint on this host",
+        hard: &[],
+        soft: &[MemShadowInodeProt, AnonBalance, SwapOnScratch, Swap, HostCriticalServices],
+        check: super::hashd_params::check_spec,
+    },
+    BenchDef {
+        kind: "iocost-params",
+        about: "the IO cost model and QoS of the scratch device, measured with fio",
+        hard: &[DepsIoCostCoefGen],
+        soft: &[IoCost],
+        check: super::iocost_params::check_spec,
+    },
+    BenchDef {
+        kind: "protection",
+        about: "how well hashd is protected from a memory hog",
+        hard: &[],
+        soft: &[
+            Controllers,
+            Freezer,
+            MemCgRecursiveProt,
+            MemShadowInodeProt,
+            IoCost,
+            IoCostVer,
+            NoOtherIoControllers,
+            AnonBalance,
+            Btrfs,
+            BtrfsAsyncDiscard,
+            NoCompositeStorage,
+            IoSched,
+            NoWbt,
+            SwapOnScratch,
+            Swap,
+            Oomd,
+            NoSysOomd,
+            HostCriticalServices,
+        ],
+        check: super::protection::run::check_spec,
+    },
+    BenchDef {
+        kind: "storage",
+        about: "memory offloading: how far the workload's footprint can exceed memory",
+        hard: &[Swap, SwapOnScratch],
+        soft: &[MemShadowInodeProt, AnonBalance, HostCriticalServices],
+        check: super::storage::check_spec,
+    },
+];
+
+/// The definition of `kind`, or an error listing the kinds.
+pub fn bench(kind: &str) -> Result<&'static BenchDef, String> {
+    BENCHES.iter().find(|b| b.kind == kind).ok_or_else(|| {
+        format!(
+            "unknown bench kind {kind:?}: expected one of {}",
+            BENCHES.iter().map(|b| b.kind).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Parses and checks a spec, naming it in the error.
+pub fn parse_spec(text: &str) -> Result<JobSpec, String> {
+    let s = spec::parse(text).map_err(|e| e.to_string())?;
+    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
+    (b.check)(&s).map_err(|e| format!("job spec {text:?}: {e}"))?;
+    Ok(s)
+}
+
+/// What a running job can use.
+pub struct Ctx<'a> {
+    pub opts: &'a Options,
+    pub cancel: &'a Cancel,
+    pub sysinfo: &'a SysInfo,
+    pub cgroups: &'a Cgroups,
+    pub mem: MemInfo,
+    /// The journal's hashd knobs (latest hashd-params result).
+    pub hashd: Option<HashdKnobs>,
+    /// The journal's IO cost model (latest iocost-params result).
+    pub iocost: Option<IoCostKnobs>,
+    /// The binary, to start hashd and the hog as children.
+    pub exe: PathBuf,
+    /// Set by the job: the hashd knobs it ran with (goes to sysinfo).
+    pub used_hashd: Option<HashdKnobs>,
+}
+
+/// How a job ended.
+pub enum Outcome {
+    /// record and result.
+    Done(Value, Value),
+    /// Stopped early (Ctrl-C, a dying child): what was recorded, why.
+    Partial(Option<Value>, String),
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The latest completed result of `kind` in the journal, parsed.
+fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> {
+    j.jobs
+        .iter()
+        .rev()
+        .filter(|d| d.spec.kind == kind && d.is_completed())
+        .find_map(|d| d.record.clone().and_then(|r| serde_json::from_value(r).ok()))
+}
+
+fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    match spec.kind.as_str() {
+        "hashd-params" => super::hashd_params::run(spec, ctx),
+        "iocost-params" => super::iocost_params::run(spec, ctx),
+        "protection" => super::protection::run::run(spec, ctx),
+        "storage" => super::storage::run(spec, ctx),
+        k => Err(format!("unknown bench kind {k:?}")),
+    }
+}
+
+/// Formats one job (a header and the bench's text), as `format` (`full`)
+/// or `summary` print it.
+pub fn format_job(out: &mut String, d: &JobData, full: bool) {
+    out.push_str(&"=".repeat(90));
+    out.push_str("\n\n");
+    let si: JobSysInfo = serde_json::from_value(d.sysinfo.clone()).unwrap_or_default();
+    format_header(out, d, &si);
+    let body = match d.spec.kind.as_str() {
+        "hashd-params" => super::hashd_params::format(d, full),
+        "iocost-params" => super::iocost_params::format(d, full),
+        "protection" => super::protection::run::format(d, full),
+        "storage" => super::storage::format(d, full),
+        k => Err(format!("unknown bench kind {k:?}")),
+    };
+    match body {
+        Ok(b) => out.push_str(&b),
+        Err(e) => out.push_str(&format!("(cannot format this result: {e})\n")),
+    }
+    out.push('\n');
+}
+
+/// The header: `[KIND result] "ID" DATE TIME - TIME`, System info, IO info,
+/// hashd params, missed requirements and (ours) how the result is
+/// degraded.
+pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
+    use crate::fmt::format_size as fs;
+    let start = Local::at(UNIX_EPOCH + std::time::Duration::from_secs(d.period.0));
+    let end = Local::at(UNIX_EPOCH + std::time::Duration::from_secs(d.period.1));
+    out.push_str(&format!("[{} result] ", d.spec.kind));
+    if let Some(id) = &d.spec.id {
+        out.push_str(&format!("\"{id}\" "));
+    }
+    out.push_str(&format!("{} - {}", start.date_time(), end.time()));
+    if !d.is_completed() {
+        out.push_str(" (incomplete)");
+    }
+    out.push_str("\n\n");
+    if let Some(r) = &si.sysreqs_report {
+        out.push_str(&format!(
+            "System info: kernel={:?}\n             nr_cpus={} memory={} swap={} swappiness={}{}\n",
+            r.kernel_version,
+            r.nr_cpus,
+            fs(r.total_memory as f64),
+            fs(r.total_swap as f64),
+            si.swappiness,
+            if si.zswap_enabled { " zswap" } else { "" }
+        ));
+        if si.mem.profile > 0 {
+            out.push_str(&format!(
+                "             mem_profile={} (avail={} share={} target={})\n",
+                si.mem.profile,
+                fs(si.mem.avail as f64),
+                fs(si.mem.share as f64),
+                fs(si.mem.target as f64)
+            ));
+        }
+        if !si.passive.is_empty() {
+            out.push_str(&format!("             passive={}\n", si.passive));
+        }
+        out.push('\n');
+        let on = |b: bool| if b { "on" } else { "off" };
+        out.push_str(&format!(
+            "IO info: dev={}({}:{}) model={:?} firmware={:?} size={}\n         iosched={} wbt={} iocost={} other={}\n",
+            r.scr_dev,
+            r.scr_devnr.0,
+            r.scr_devnr.1,
+            r.scr_dev_model,
+            r.scr_dev_fwrev,
+            fs(r.scr_dev_size as f64),
+            r.scr_dev_iosched,
+            on(si.sysreqs_missed.contains_key(&NoWbt)),
+            on(si.iocost.is_some()),
+            on(si.sysreqs_missed.contains_key(&NoOtherIoControllers)),
+        ));
+        if let Some(ioc) = &si.iocost {
+            out.push_str(&ioc.format_lines("         "));
+        }
+        out.push('\n');
+    }
+    if let Some(h) = &si.hashd {
+        out.push_str(&format!("hashd params: {h}\n\n"));
+    }
+    if !si.sysreqs_missed.is_empty() {
+        let names: Vec<&str> = si.sysreqs_missed.keys().map(|r| r.name()).collect();
+        out.push_str(&format!("Missed sysreqs: {}\n", names.join(", ")));
+        for msgs in si.sysreqs_missed.values() {
+            for m in msgs {
+                out.push_str(&format!("    * {m}\n"));
+            }
+        }
+        out.push('\n');
+    }
+    if !si.degraded.is_empty() || si.cgroup_backend.is_some() {
+        if let Some(b) = si.cgroup_backend {
+            out.push_str(&format!(
+                "Cgroups: {}\n",
+                serde_json::to_value(b)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            ));
+        }
+        for (i, l) in si.degraded.iter().enumerate() {
+            let lead = if i == 0 { "Degraded: " } else { "          " };
+            out.push_str(&format!("{lead}{l}\n"));
+        }
+        out.push('\n');
+    }
+}
+
+/// The probed host: system info, cgroups and requirement statuses.
+struct Host {
+    sysinfo: SysInfo,
+    cgroups: Cgroups,
+    statuses: BTreeMap<SysReq, Status>,
+    _restore: sysreqs::Restore,
+}
+
+fn probe(opts: &Options, reqs: &[SysReq], fix: bool) -> Result<Host, String> {
+    let cgroups = Cgroups::probe()?;
+    let sysinfo = sysinfo::collect(&opts.dir, cgroups.kind())?;
+    let (report, restore) = sysreqs::check(
+        reqs,
+        &Check {
+            scratch_dir: &opts.dir,
+            sysinfo: &sysinfo,
+            cgroups: &cgroups,
+            fix,
+        },
+    );
+    Ok(Host {
+        sysinfo,
+        cgroups,
+        statuses: report.statuses,
+        _restore: restore,
+    })
+}
+
+fn sysreqs_report(h: &Host) -> SysReqsReport {
+    let s = &h.sysinfo;
+    SysReqsReport {
+        satisfied: h
+            .statuses
+            .iter()
+            .filter(|(_, st)| !matches!(st, Status::Missed(_)))
+            .map(|(r, _)| *r)
+            .collect(),
+        missed: missed(&h.statuses),
+        kernel_version: s.kernel_version.clone(),
+        agent_version: String::new(),
+        hashd_version: env!("CARGO_PKG_VERSION").to_string(),
+        nr_cpus: s.nr_cpus,
+        total_memory: s.total_memory,
+        total_swap: s.total_swap,
+        scr_dev: s.scr_dev.clone(),
+        scr_devnr: s.scr_devnr,
+        scr_dev_model: s.scr_dev_model.clone(),
+        scr_dev_fwrev: s.scr_dev_fwrev.clone(),
+        scr_dev_size: s.scr_dev_size,
+        scr_dev_iosched: s.scr_dev_iosched.clone(),
+    }
+}
+
+fn missed(statuses: &BTreeMap<SysReq, Status>) -> BTreeMap<SysReq, Vec<String>> {
+    statuses
+        .iter()
+        .filter_map(|(r, st)| match st {
+            Status::Missed(m) => Some((*r, m.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn opts_dir_check(opts: &Options) -> Result<(), String> {
+    if !opts.dir.is_dir() {
+        return Err(format!(
+            "scratch directory {} does not exist or is not a directory: create it or pass another --dir",
+            opts.dir.display()
+        ));
+    }
+    Ok(())
+}
+
+fn memory(opts: &Options, si: &SysInfo) -> Result<MemInfo, String> {
+    let avail = harness::machine::mem_available().unwrap_or(si.total_memory);
+    match (&opts.mem_profile, opts.test) {
+        (Some(p), _) => MemInfo::parse(p, avail, si.total_memory),
+        (None, true) => Ok(MemInfo::for_profile(1, avail)),
+        (None, false) => Ok(MemInfo::for_profile(MemInfo::auto_profile(avail), avail)),
+    }
+}
+
+fn print_summary(d: &JobData) {
+    let mut out = String::new();
+    format_job(&mut out, d, false);
+    print!("{out}");
+}
+
+/// `run SPEC...`. Returns false when a job failed or was interrupted.
+pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool, String> {
+    let result = opts
+        .result
+        .as_ref()
+        .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")?;
+    if specs.is_empty() {
+        return Err("run: no job spec: expected KIND[:k=v,...]... (see `doc`)".into());
+    }
+    let specs: Vec<JobSpec> = specs
+        .iter()
+        .map(|s| parse_spec(s))
+        .collect::<Result<_, _>>()?;
+    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    opts_dir_check(opts)?;
+
+    let mut pending = Vec::new();
+    let mut seen = BTreeSet::new();
+    for s in specs {
+        if !seen.insert((s.kind.clone(), s.id.clone())) {
+            return Err(format!(
+                "job {s} is given twice: give each job of a kind its own id= "
+            ));
+        }
+        match journal.find_completed(&s.kind, s.id.as_deref()) {
+            Some(i) => {
+                eprintln!("{s}: already completed in {}, skipping", result.display());
+                print_summary(&journal.jobs[i]);
+            }
+            None => pending.push(s),
+        }
+    }
+    if pending.is_empty() {
+        return Ok(true);
+    }
+    // protection needs hashd's knobs: find them first when the journal
+    // has none (upstream runs hashd-params nested).
+    let have_knobs = journal.find_completed("hashd-params", None).is_some()
+        || latest::<HashdKnobs>(&journal, "hashd-params").is_some()
+        || pending.iter().any(|s| s.kind == "hashd-params");
+    if !have_knobs && pending.iter().any(|s| s.kind == "protection") {
+        eprintln!("protection needs hashd-params: running it first");
+        pending.insert(0, parse_spec("hashd-params")?);
+    }
+    let mut reqs = BTreeSet::new();
+    for s in &pending {
+        let b = bench(&s.kind)?;
+        reqs.extend(b.hard.iter().chain(b.soft).copied());
+    }
+    let reqs: Vec<SysReq> = reqs.into_iter().collect();
+    let fix = pending.iter().all(|s| {
+        s.passive
+            .as_deref()
+            .and_then(|p| spec::Passive::parse(p).ok())
+            .is_none_or(|p| !p.io && !p.mem)
+    });
+    let host = probe(opts, &reqs, fix)?;
+    let all_missed = missed(&host.statuses);
+    let mut hard_missed = Vec::new();
+    for s in &pending {
+        for r in bench(&s.kind)?.hard {
+            if let Some(m) = all_missed.get(r) {
+                hard_missed.push(format!("{s}: {}: {}", r.name(), m.join("; ")));
+            }
+        }
+    }
+    if !hard_missed.is_empty() {
+        let list = hard_missed.join("\n  ");
+        if !opts.force {
+            return Err(format!(
+                "Failed {} system requirements, use --force to ignore:\n  {list}",
+                hard_missed.len()
+            ));
+        }
+        eprintln!("warning: running without these requirements (--force):\n  {list}");
+    }
+    for (r, st) in &host.statuses {
+        if let Status::Fixed(what) = st {
+            eprintln!("sysreq {}: fixed: {what} (restored on exit)", r.name());
+        }
+    }
+    let mem = memory(opts, &host.sysinfo)?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+
+    let mut ok = true;
+    for s in pending {
+        if cancel.is_stopped() {
+            ok = false;
+            break;
+        }
+        let b = bench(&s.kind)?;
+        let job_missed: BTreeMap<SysReq, Vec<String>> = all_missed
+            .iter()
+            .filter(|(r, _)| b.hard.contains(r) || b.soft.contains(r))
+            .map(|(r, m)| (*r, m.clone()))
+            .collect();
+        let mut degraded: Vec<String> = job_missed
+            .keys()
+            .filter(|r| b.soft.contains(r))
+            .map(|r| format!("ran without {}", r.name()))
+            .collect();
+        if s.kind == "protection" {
+            degraded.extend(host.cgroups.limitations());
+        }
+        let mut ctx = Ctx {
+            opts,
+            cancel,
+            sysinfo: &host.sysinfo,
+            cgroups: &host.cgroups,
+            mem,
+            hashd: latest(&journal, "hashd-params"),
+            iocost: latest(&journal, "iocost-params"),
+            exe: exe.clone(),
+            used_hashd: None,
+        };
+        let mut si = JobSysInfo {
+            bench_version: env!("CARGO_PKG_VERSION").to_string(),
+            sysreqs: b.hard.iter().chain(b.soft).copied().collect(),
+            sysreqs_missed: job_missed,
+            sysreqs_report: Some(sysreqs_report(&host)),
+            iocost: None,
+            hashd: None,
+            mem,
+            swappiness: host.sysinfo.swappiness,
+            zswap_enabled: host.sysinfo.zswap_enabled,
+            cgroup_backend: Some(host.cgroups.kind()),
+            degraded,
+            fixed: host
+                .statuses
+                .iter()
+                .filter_map(|(r, st)| match st {
+                    Status::Fixed(w) => Some(format!("{}: {w}", r.name())),
+                    _ => None,
+                })
+                .collect(),
+            passive: s
+                .passive
+                .as_deref()
+                .and_then(|p| spec::Passive::parse(p).ok())
+                .map(|p| p.to_passive_string())
+                .unwrap_or_default(),
+        };
+        let start = now_secs();
+        let mut data = JobData {
+            spec: s.clone(),
+            period: (start, start),
+            sysinfo: serde_json::to_value(&si).map_err(|e| e.to_string())?,
+            record: None,
+            result: None,
+        };
+        journal.upsert(data.clone());
+        journal.save().map_err(|e| e.to_string())?;
+        eprintln!("{s}: running");
+        let outcome = run_job(&s, &mut ctx);
+        data.period.1 = now_secs();
+        si.hashd = ctx.used_hashd.take();
+        data.sysinfo = serde_json::to_value(&si).map_err(|e| e.to_string())?;
+        match outcome {
+            Ok(Outcome::Done(record, result)) => {
+                data.record = Some(record);
+                data.result = Some(result);
+                journal.upsert(data.clone());
+                journal.save().map_err(|e| e.to_string())?;
+                print_summary(&data);
+            }
+            Ok(Outcome::Partial(record, why)) => {
+                data.record = record;
+                journal.upsert(data);
+                journal.save().map_err(|e| e.to_string())?;
+                eprintln!(
+                    "{s}: stopped: {why}; what it recorded is kept in {} (incomplete; a re-run redoes it)",
+                    result.display()
+                );
+                ok = false;
+                break;
+            }
+            Err(e) => {
+                journal.upsert(data);
+                journal.save().map_err(|e| e.to_string())?;
+                eprintln!("{s}: failed: {e}");
+                ok = false;
+                break;
+            }
+        }
+    }
+    Ok(ok)
+}
+
+/// `format`/`summary [SPEC...]`: every completed job, or those matching
+/// the specs' kind and id.
+pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String, String> {
+    let result = opts
+        .result
+        .as_ref()
+        .ok_or("no result file: expected -r/--result FILE")?;
+    if !result.exists() {
+        return Err(format!("result file {} does not exist", result.display()));
+    }
+    let journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    if specs.is_empty() {
+        for d in &journal.jobs {
+            format_job(&mut out, d, full);
+        }
+        return Ok(out);
+    }
+    for text in specs {
+        let s = parse_spec(text)?;
+        let d = journal
+            .jobs
+            .iter()
+            .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
+            .ok_or_else(|| format!("No matching result for {text}"))?;
+        format_job(&mut out, d, full);
+    }
+    Ok(out)
+}
+
+/// `deps`: every requirement, satisfied or missed, on this host.
+pub fn cmd_deps(opts: &Options) -> Result<String, String> {
+    opts_dir_check(opts)?;
+    let host = probe(opts, &SysReq::ALL, false)?;
+    let ok: Vec<&str> = host
+        .statuses
+        .iter()
+        .filter(|(_, s)| !matches!(s, Status::Missed(_)))
+        .map(|(r, _)| r.name())
+        .collect();
+    let mut out = format!(
+        "Satisfied sysreqs ({}/{}): {}\n",
+        ok.len(),
+        host.statuses.len(),
+        ok.join(" ")
+    );
+    let m = missed(&host.statuses);
+    if !m.is_empty() {
+        out.push_str(&format!(
+            "Missed sysreqs ({}/{}): {}\n",
+            m.len(),
+            host.statuses.len(),
+            m.keys().map(|r| r.name()).collect::<Vec<_>>().join(" ")
+        ));
+        for (r, msgs) in &m {
+            for msg in msgs {
+                out.push_str(&format!("    * {}: {msg}\n", r.name()));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "Cgroup backend: {:?}\n",
+        host.cgroups.kind()
+    ));
+    for l in host.cgroups.limitations() {
+        out.push_str(&format!("    * {l}\n"));
+    }
+    out.push_str("\nWhat each bench needs (hard: refused without, unless --force; soft: runs degraded):\n");
+    for b in BENCHES {
+        let names = |v: &[SysReq]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.iter().map(|r| r.name()).collect::<Vec<_>>().join(" ")
+            }
+        };
+        out.push_str(&format!(
+            "  {}: hard: {}; soft: {}\n",
+            b.kind,
+            names(b.hard),
+            names(b.soft)
+        ));
+    }
+    Ok(out)
+}
+
+/// Path helpers for jobs: a file in the scratch directory.
+pub fn scratch(opts: &Options, name: &str) -> PathBuf {
+    opts.dir.join(name)
+}
+
+/// True when `p` is an existing file.
+pub fn exists(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// Starts `cmd` inside `cg`: the child writes 0 to each `cgroup.procs`
+/// before exec, so everything it allocates is charged there.
+pub fn spawn_in(mut cmd: std::process::Command, cg: Option<&crate::sys::cgroup::Cgroup>) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let files: Vec<std::ffi::CString> = cg
+        .map(|c| c.procs_files())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
+        .collect();
+    // SAFETY: between fork and exec the closure only calls open, write and
+    // close on strings prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for f in &files {
+                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if r != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+

@@ -1,0 +1,273 @@
+//! What benches learn about the host and hand to later benches: hashd's
+//! parameters (from `hashd-params`), the IO cost model (from
+//! `iocost-params`) and the memory profile, plus the per-job system info
+//! kept in the journal (upstream's `sysinfo` layout, with our additions).
+
+use crate::fmt::format_size;
+use crate::sys::cgroup::BackendKind;
+use crate::sys::sysreqs::SysReq;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// hashd's parameters found by `hashd-params` (upstream's HashdKnobs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HashdKnobs {
+    /// Mean file bytes per request (file_size_mean).
+    pub hash_size: u64,
+    pub rps_max: u32,
+    /// hashd's footprint size at mem_frac 1.0 (its `--size`).
+    pub mem_size: u64,
+    pub mem_frac: f64,
+    pub chunk_pages: usize,
+    pub fake_cpu_load: bool,
+}
+
+impl HashdKnobs {
+    /// The memory hashd uses at these knobs.
+    pub fn mem_actual(&self) -> u64 {
+        (self.mem_size as f64 * self.mem_frac).ceil() as u64
+    }
+}
+
+impl fmt::Display for HashdKnobs {
+    /// `hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "hash_size={} rps_max={} mem_actual={} chunk_pages={}{}",
+            format_size(self.hash_size as f64),
+            self.rps_max,
+            format_size(self.mem_actual() as f64),
+            self.chunk_pages,
+            if self.fake_cpu_load {
+                " fake_cpu_load"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// The linear IO cost model (bytes and IOs a second).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCostModel {
+    pub rbps: u64,
+    pub rseqiops: u64,
+    pub rrandiops: u64,
+    pub wbps: u64,
+    pub wseqiops: u64,
+    pub wrandiops: u64,
+}
+
+/// The IO cost QoS: latency targets (µs) at percentiles, vrate bounds (%).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCostQos {
+    pub rpct: f64,
+    pub rlat: u64,
+    pub wpct: f64,
+    pub wlat: u64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// What `iocost-params` found for a device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCostKnobs {
+    /// "MAJ:MIN".
+    pub devnr: String,
+    pub model: IoCostModel,
+    pub qos: IoCostQos,
+}
+
+impl IoCostKnobs {
+    /// The two `iocost model:` lines and the `iocost QoS:` line, each
+    /// line prefixed by `indent`.
+    pub fn format_lines(&self, indent: &str) -> String {
+        let m = &self.model;
+        let q = &self.qos;
+        format!(
+            "{indent}iocost model: rbps={} rseqiops={} rrandiops={}\n\
+             {indent}              wbps={} wseqiops={} wrandiops={}\n\
+             {indent}iocost QoS: rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}\n",
+            m.rbps, m.rseqiops, m.rrandiops, m.wbps, m.wseqiops, m.wrandiops, q.rpct, q.rlat,
+            q.wpct, q.wlat, q.min, q.max
+        )
+    }
+}
+
+/// The memory profile: how much memory the benches size themselves for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInfo {
+    /// Profile in GiB (a power of two); 0 when off.
+    pub profile: u32,
+    /// Memory available for the workload.
+    pub avail: u64,
+    /// The workload's share (hashd runs as if the host had this much).
+    pub share: u64,
+    /// What the workload should end up using.
+    pub target: u64,
+}
+
+const GIB: u64 = 1 << 30;
+
+impl MemInfo {
+    /// Upstream's profile sizing: share = p/2 GiB up to 4, 3p/4 GiB up to
+    /// 16, p - 8 GiB beyond; target = share - min(share/8, 1 GiB).
+    pub fn for_profile(profile: u32, avail: u64) -> MemInfo {
+        let p = u64::from(profile);
+        let share = if p <= 4 {
+            p * GIB / 2
+        } else if p <= 16 {
+            p * GIB * 3 / 4
+        } else {
+            (p - 8) * GIB
+        };
+        MemInfo {
+            profile,
+            avail,
+            share,
+            target: share - (share / 8).min(GIB),
+        }
+    }
+
+    /// The largest power-of-two profile whose share fits in `avail`
+    /// (at least 1).
+    pub fn auto_profile(avail: u64) -> u32 {
+        let mut p = 1u32;
+        while p < 1 << 16 && MemInfo::for_profile(p * 2, avail).share <= avail {
+            p *= 2;
+        }
+        p
+    }
+
+    /// Parses `--mem-profile`: a power of two, or `off` (the whole memory
+    /// is the share).
+    pub fn parse(s: &str, avail: u64, total: u64) -> Result<MemInfo, String> {
+        if s == "off" {
+            return Ok(MemInfo {
+                profile: 0,
+                avail,
+                share: total,
+                target: total,
+            });
+        }
+        match s.parse::<u32>() {
+            Ok(p) if p.is_power_of_two() && p <= 1 << 16 => Ok(MemInfo::for_profile(p, avail)),
+            _ => Err(format!(
+                "--mem-profile {s:?}: expected a power of two (GiB) such as 16, or `off`"
+            )),
+        }
+    }
+}
+
+/// The upstream `sysreqs_report`: what the system looked like when the job
+/// ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SysReqsReport {
+    pub satisfied: Vec<SysReq>,
+    pub missed: BTreeMap<SysReq, Vec<String>>,
+    pub kernel_version: String,
+    pub agent_version: String,
+    pub hashd_version: String,
+    pub nr_cpus: usize,
+    pub total_memory: u64,
+    pub total_swap: u64,
+    pub scr_dev: String,
+    pub scr_devnr: (u32, u32),
+    pub scr_dev_model: String,
+    pub scr_dev_fwrev: String,
+    pub scr_dev_size: u64,
+    pub scr_dev_iosched: String,
+}
+
+/// A job's `sysinfo` in the journal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobSysInfo {
+    pub bench_version: String,
+    /// The requirements the bench checks.
+    pub sysreqs: Vec<SysReq>,
+    /// Those it missed, with the reasons.
+    pub sysreqs_missed: BTreeMap<SysReq, Vec<String>>,
+    pub sysreqs_report: Option<SysReqsReport>,
+    /// The IO cost model in force (None: iocost off or unavailable).
+    pub iocost: Option<IoCostKnobs>,
+    /// hashd's knobs when the job ran hashd.
+    pub hashd: Option<HashdKnobs>,
+    pub mem: MemInfo,
+    pub swappiness: u32,
+    pub zswap_enabled: bool,
+    /// Ours: the cgroup backend the job ran on.
+    pub cgroup_backend: Option<BackendKind>,
+    /// Ours: how the result is weaker than upstream's, one line each
+    /// (empty: not degraded).
+    pub degraded: Vec<String>,
+    /// Ours: system settings changed for the job (restored afterwards).
+    pub fixed: Vec<String>,
+    /// Ours: the `passive=` setting.
+    pub passive: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knobs_print_as_upstream() {
+        let k = HashdKnobs {
+            hash_size: 1258291,
+            rps_max: 1029,
+            mem_size: 48 << 30,
+            mem_frac: 0.3354,
+            chunk_pages: 25,
+            fake_cpu_load: false,
+        };
+        assert_eq!(
+            k.to_string(),
+            "hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25"
+        );
+    }
+
+    #[test]
+    fn memory_profiles_size_as_upstream() {
+        let m = MemInfo::for_profile(16, 0);
+        assert_eq!(format_size(m.share as f64), "12.0G");
+        assert_eq!(format_size(m.target as f64), "11.0G");
+        assert_eq!(MemInfo::for_profile(2, 0).share, GIB);
+        assert_eq!(MemInfo::for_profile(32, 0).share, 24 * GIB);
+        assert_eq!(MemInfo::auto_profile(23 * GIB), 16);
+        assert_eq!(MemInfo::auto_profile(GIB / 4), 1);
+        assert!(MemInfo::parse("12", 0, 0).unwrap_err().contains("power of two"));
+        assert_eq!(MemInfo::parse("off", 5, 9).unwrap().share, 9);
+    }
+
+    #[test]
+    fn iocost_lines_match_upstream() {
+        let k = IoCostKnobs {
+            devnr: "259:0".into(),
+            model: IoCostModel {
+                rbps: 1348822120,
+                rseqiops: 235687,
+                rrandiops: 218614,
+                wbps: 601694170,
+                wseqiops: 133453,
+                wrandiops: 69308,
+            },
+            qos: IoCostQos {
+                rpct: 95.0,
+                rlat: 19562,
+                wpct: 95.0,
+                wlat: 65667,
+                min: 60.0,
+                max: 100.0,
+            },
+        };
+        assert_eq!(
+            k.format_lines(""),
+            "iocost model: rbps=1348822120 rseqiops=235687 rrandiops=218614\n              wbps=601694170 wseqiops=133453 wrandiops=69308\niocost QoS: rpct=95.00 rlat=19562 wpct=95.00 wlat=65667 min=60.00 max=100.00\n"
+        );
+    }
+}

@@ -1,0 +1,793 @@
+//! Text output of the protection benchmark's memory-hog scenarios, laid out
+//! byte for byte like upstream resctl-bench.
+//!
+//! [`format_protection`] prints everything that follows the `hashd params:`
+//! line (and its blank lines) of a protection entry: with `full`, one
+//! section per scenario and the "Memory Hog Summary" with all tables; in
+//! summary mode only the summary's IO latency lines, isolation table and
+//! Result line. The output ends with the last `Result:` line (and its
+//! error lines), without a trailing blank line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::study::{
+    IOLAT_LAT_PCTS, IOLAT_TIME_PCTS, MemHogRecord, MemHogResult, PCT_KEYS, cmp_pct_keys,
+};
+use crate::fmt::{custom_underline, format_duration, format_pct, format_percentile, format_size};
+
+/// How a table cell is formatted.
+#[derive(Clone, Copy)]
+enum Kind {
+    Pct,
+    Size,
+}
+
+/// Rows of the slice resource stat tables: label, field, kind.
+const RSTAT_ROWS: [(&str, &str, Kind); 11] = [
+    ("cpu%", "cpu_util", Kind::Pct),
+    ("sys%", "sys_util", Kind::Pct),
+    ("mem", "mem_bytes", Kind::Size),
+    ("io%", "io_util", Kind::Pct),
+    ("rbps", "io_rbps", Kind::Size),
+    ("wbps", "io_wbps", Kind::Size),
+    ("cpu-some%", "cpu_some", Kind::Pct),
+    ("mem-some%", "mem_some", Kind::Pct),
+    ("mem-full%", "mem_full", Kind::Pct),
+    ("io-some%", "io_some", Kind::Pct),
+    ("io-full%", "io_full", Kind::Pct),
+];
+
+/// Columns of the IO latency tables, after the time percentiles.
+const IOLAT_EXTRA_COLS: [&str; 3] = ["cum", "mean", "stdev"];
+
+/// Keys of the percentile table columns: [`PCT_KEYS`], mean, stdev.
+fn pcts_cols() -> impl Iterator<Item = &'static str> {
+    PCT_KEYS.iter().copied().chain(["mean", "stdev"])
+}
+
+/// `{name:<10}  ` followed by the right-aligned column labels.
+fn pcts_header(out: &mut String, name: &str) {
+    let labels: Vec<String> = pcts_cols()
+        .map(|k| format!("{:>5}", format_percentile(k)))
+        .collect();
+    let _ = writeln!(out, "{name:<10}  {}", labels.join(" "));
+}
+
+/// One distribution row. If the map is missing or every value is 0, every
+/// cell is `-`.
+fn pcts_line(out: &mut String, field: &str, map: Option<&BTreeMap<String, f64>>, kind: Kind) {
+    let empty = map.is_none_or(|m| m.values().all(|v| *v == 0.0));
+    let mut line = format!("{field:<10}  ");
+    for key in pcts_cols() {
+        let cell = match map.and_then(|m| m.get(key)) {
+            Some(v) if !empty => match kind {
+                Kind::Pct => format_pct(*v),
+                Kind::Size => format_size(*v),
+            },
+            _ => "-".to_string(),
+        };
+        let _ = write!(line, "{cell:>5} ");
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// The Info block, ending with a blank line.
+fn format_info(out: &mut String, r: &MemHogResult) {
+    let _ = writeln!(
+        out,
+        "Info: baseline_rps={:.2} baseline_lat={}:{} vrate={:.2}:{:.2}",
+        r.base_rps,
+        format_duration(r.base_lat),
+        format_duration(r.base_lat_stdev),
+        r.vrate,
+        r.vrate_stdev
+    );
+    let _ = writeln!(
+        out,
+        "      io_usage={:.1} io_unused={:.1} hog_io_usage={:.1} hog_io_loss={:.1}",
+        r.io_usage, r.io_unused, r.hog_io_usage, r.hog_io_loss
+    );
+    let _ = writeln!(
+        out,
+        "      hog_bytes={} hog_lost_bytes={}",
+        format_size(r.hog_bytes as f64),
+        format_size(r.hog_lost_bytes as f64)
+    );
+    out.push('\n');
+}
+
+fn has_iolat(r: &MemHogResult) -> bool {
+    r.iolat.iter().any(|d| !d.is_empty())
+}
+
+/// Width of an IO latency column: key length + 1, at least 5.
+fn iolat_width(key: &str) -> usize {
+    (key.chars().count() + 1).max(5)
+}
+
+/// The latency rows to print: the standard ones, then any others present.
+fn iolat_rows(dir: &BTreeMap<String, BTreeMap<String, f64>>) -> Vec<String> {
+    let mut rows: Vec<String> = IOLAT_LAT_PCTS.iter().map(|k| k.to_string()).collect();
+    let mut extra: Vec<&String> = dir
+        .keys()
+        .filter(|k| !IOLAT_LAT_PCTS.contains(&k.as_str()))
+        .collect();
+    extra.sort_by(|a, b| cmp_pct_keys(a, b));
+    rows.extend(extra.into_iter().cloned());
+    rows
+}
+
+/// One direction's IO latency table (header and rows, no blank line).
+fn format_iolat_table(
+    out: &mut String,
+    title: &str,
+    dir: &BTreeMap<String, BTreeMap<String, f64>>,
+) {
+    let cols: Vec<&str> = IOLAT_TIME_PCTS
+        .iter()
+        .copied()
+        .chain(IOLAT_EXTRA_COLS)
+        .collect();
+    let mut line = format!("{title:6} ");
+    for key in &cols {
+        let _ = write!(
+            line,
+            " {:>w$}",
+            format_percentile(key),
+            w = iolat_width(key)
+        );
+    }
+    out.push_str(&line);
+    out.push('\n');
+    for row in iolat_rows(dir) {
+        let map = dir.get(&row);
+        let mut line = format!("{:<7}", format_percentile(&row));
+        for key in &cols {
+            let cell = match map.and_then(|m| m.get(*key)) {
+                Some(v) => format_duration(*v),
+                None => "-".to_string(),
+            };
+            let _ = write!(line, " {cell:>w$}", w = iolat_width(key));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+}
+
+/// `IO Latency Distribution:` and both tables, each followed by a blank
+/// line, or the not-measured line and a blank line.
+fn format_iolat_tables(out: &mut String, r: &MemHogResult) {
+    if !has_iolat(r) {
+        out.push_str("IO Latency Distribution: not measured on this host\n\n");
+        return;
+    }
+    out.push_str("IO Latency Distribution:\n\n");
+    format_iolat_table(out, "READ", &r.iolat[0]);
+    out.push('\n');
+    format_iolat_table(out, "WRITE", &r.iolat[1]);
+    out.push('\n');
+}
+
+/// `p50=mean:stdev/max p90=… p99=… max=…` of one direction.
+fn iolat_summary(dir: &BTreeMap<String, BTreeMap<String, f64>>) -> String {
+    let cell = |row: &str, col: &str| match dir.get(row).and_then(|m| m.get(col)) {
+        Some(v) => format_duration(*v),
+        None => "-".to_string(),
+    };
+    [("p50", "50"), ("p90", "90"), ("p99", "99"), ("max", "100")]
+        .iter()
+        .map(|(label, row)| {
+            format!(
+                "{label}={}:{}/{}",
+                cell(row, "mean"),
+                cell(row, "stdev"),
+                cell(row, "100")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `IO Latency: R …` and `            W …` lines.
+fn format_iolat_summary(out: &mut String, r: &MemHogResult) {
+    if !has_iolat(r) {
+        out.push_str("IO Latency: not measured\n");
+        return;
+    }
+    let _ = writeln!(out, "IO Latency: R {}", iolat_summary(&r.iolat[0]));
+    let _ = writeln!(out, "            W {}", iolat_summary(&r.iolat[1]));
+}
+
+/// `Slice resource stat:` and the three slice tables, separated by blank
+/// lines (no blank line after the last).
+fn format_rstat(out: &mut String, r: &MemHogResult) {
+    out.push_str("Slice resource stat:\n");
+    for (name, stat) in [
+        ("[ROOT]", &r.root_rstat),
+        ("[WORKLOAD]", &r.work_rstat),
+        ("[SYSTEM]", &r.sys_rstat),
+    ] {
+        out.push('\n');
+        pcts_header(out, name);
+        for (label, field, kind) in RSTAT_ROWS {
+            pcts_line(out, label, stat.get(field), kind);
+        }
+    }
+}
+
+fn get(map: &BTreeMap<String, f64>, key: &str) -> f64 {
+    map.get(key).copied().unwrap_or(0.0)
+}
+
+/// The missing-report ratio.
+fn missing_ratio(r: &MemHogResult) -> f64 {
+    let (got, missed) = r.nr_reports;
+    let total = got as f64 + missed as f64;
+    if total > 0.0 {
+        missed as f64 / total
+    } else {
+        0.0
+    }
+}
+
+/// A blank line, the isolation table, a blank line, the Result line and the
+/// failure messages.
+fn format_isolation(out: &mut String, r: &MemHogResult) {
+    out.push_str("\nIsolation and Request Latency Impact Distributions:\n\n");
+    pcts_header(out, "");
+    pcts_line(out, "isol%", Some(&r.isol), Kind::Pct);
+    pcts_line(out, "lat-imp%", Some(&r.lat_imp), Kind::Pct);
+    out.push('\n');
+    let fail = if r.fail_ratio > 0.0 {
+        format!("FAIL={}% ", format_pct(r.fail_ratio))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "Result: {fail}isol={}:{}% lat_imp={}%:{} work_csv={}% missing={}%",
+        format_pct(get(&r.isol, "mean")),
+        format_pct(get(&r.isol, "stdev")),
+        format_pct(get(&r.lat_imp, "mean")),
+        format_pct(get(&r.lat_imp, "stdev")),
+        format_pct(r.work_csv),
+        format_pct(missing_ratio(r)),
+    );
+    for msg in &r.fail_msgs {
+        let _ = writeln!(out, "        [error] {msg}");
+    }
+}
+
+/// Prints one result.
+///
+/// With `full`: the Info block, the IO latency tables, the `IO Latency:`
+/// lines, the slice resource stat tables, the isolation table and the
+/// Result line. Without: only the `IO Latency:` lines, the isolation table
+/// and the Result line. The text starts without a blank line and ends with
+/// the Result line (or its error lines).
+pub fn format_result(out: &mut String, r: &MemHogResult, full: bool) {
+    if full {
+        format_info(out, r);
+        format_iolat_tables(out, r);
+    }
+    format_iolat_summary(out, r);
+    if full {
+        out.push('\n');
+        format_rstat(out, r);
+    }
+    format_isolation(out, r);
+}
+
+/// `Params: loops={} load={} speed={}` with the load printed as Rust's `{}`
+/// prints an f64 (`1`, `0.8`).
+pub fn format_scenario_params(out: &mut String, rec: &MemHogRecord) {
+    let _ = writeln!(
+        out,
+        "Params: loops={} load={} speed={}",
+        rec.loops, rec.load, rec.speed
+    );
+}
+
+/// Prints the scenarios and their combined summary.
+///
+/// With `full`, for each scenario: `Scenario {i}/{n} - Memory Hog`
+/// underlined with `=`, a blank line, the Params line, one `Hog ends: …`
+/// line per run that recorded why its hog ended (not in upstream), a blank
+/// line, the full result and a blank line; then `Memory Hog Summary`
+/// underlined, a blank line and the combined full result. Without `full`:
+/// only the summary title, a blank line and the combined short result.
+pub fn format_protection(
+    out: &mut String,
+    scenarios: &[(MemHogRecord, MemHogResult)],
+    combined: &MemHogResult,
+    full: bool,
+) {
+    if full {
+        let n = scenarios.len();
+        for (i, (rec, res)) in scenarios.iter().enumerate() {
+            out.push_str(&custom_underline(
+                &format!("Scenario {}/{} - Memory Hog", i + 1, n),
+                '=',
+            ));
+            out.push('\n');
+            format_scenario_params(out, rec);
+            for run in rec.runs.iter().filter(|r| !r.end.is_empty()) {
+                let _ = writeln!(out, "Hog ends: {}", run.end);
+            }
+            out.push('\n');
+            format_result(out, res, true);
+            out.push('\n');
+        }
+    }
+    out.push_str(&custom_underline("Memory Hog Summary", '='));
+    out.push('\n');
+    format_result(out, combined, full);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::protection::study::{MemHogRun, pct_map};
+    use crate::fmt::{parse_duration, parse_size};
+
+    const SEPARATOR_LEN: usize = 90;
+
+    /// Reads a conformance file; fails (does not skip) if it is absent.
+    fn conformance(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/conformance/resctl-bench")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "conformance file {} is required by this test: {e}",
+                path.display()
+            )
+        })
+    }
+
+    fn is_separator(l: &str) -> bool {
+        l.len() == SEPARATOR_LEN && l.chars().all(|c| c == '=')
+    }
+
+    /// For each protection entry, the lines after `hashd params:` and its
+    /// blank lines, up to the entry's last non-blank line.
+    fn protection_tails(text: &str) -> Vec<Vec<&str>> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut entries: Vec<Vec<&str>> = vec![];
+        let mut cur = vec![];
+        for l in lines {
+            if is_separator(l) {
+                entries.push(std::mem::take(&mut cur));
+            } else {
+                cur.push(l);
+            }
+        }
+        entries.push(cur);
+        entries
+            .into_iter()
+            .filter(|e| e.iter().any(|l| l.starts_with("[protection result]")))
+            .map(|e| {
+                let start = e
+                    .iter()
+                    .position(|l| l.starts_with("hashd params:"))
+                    .expect("hashd params line");
+                let mut tail: Vec<&str> = e[start + 1..]
+                    .iter()
+                    .copied()
+                    .skip_while(|l| l.is_empty())
+                    .collect();
+                while tail.last().is_some_and(|l| l.is_empty()) {
+                    tail.pop();
+                }
+                tail
+            })
+            .collect()
+    }
+
+    fn joined(lines: &[&str]) -> String {
+        let mut s = lines.join("\n");
+        s.push('\n');
+        s
+    }
+
+    fn pct_cell(s: &str) -> Option<f64> {
+        (s != "-").then(|| s.parse::<f64>().expect("pct cell") / 100.0)
+    }
+
+    /// format_size labels 2^40 "P" and 2^50 "E"; parse_size does not.
+    fn size_cell(s: &str) -> Option<f64> {
+        if s == "-" {
+            return None;
+        }
+        let fixed = if let Some(n) = s.strip_suffix('P') {
+            format!("{n}T")
+        } else if let Some(n) = s.strip_suffix('E') {
+            format!("{n}P")
+        } else {
+            s.to_string()
+        };
+        Some(parse_size(&fixed).expect("size cell") as f64)
+    }
+
+    fn dur_cell(s: &str) -> f64 {
+        parse_duration(s).expect("duration cell")
+    }
+
+    fn label_key(label: &str) -> String {
+        match label {
+            "min" => "00".to_string(),
+            "max" => "100".to_string(),
+            l => l.strip_prefix('p').unwrap_or(l).to_string(),
+        }
+    }
+
+    fn kv<'a>(line: &'a str, key: &str) -> &'a str {
+        line.split_whitespace()
+            .find_map(|t| t.strip_prefix(key).and_then(|t| t.strip_prefix('=')))
+            .unwrap_or_else(|| panic!("{key} in {line:?}"))
+    }
+
+    fn pair(s: &str) -> (&str, &str) {
+        s.split_once(':').expect("a:b")
+    }
+
+    /// Rebuilds a result from its printed form (full or short).
+    fn parse_result(lines: &[&str]) -> MemHogResult {
+        let mut r = MemHogResult::default();
+        let mut i = 0;
+        let mut saw_tables = false;
+        while i < lines.len() {
+            let l = lines[i];
+            if l.starts_with("Info:") {
+                r.base_rps = kv(l, "baseline_rps").parse().unwrap();
+                let (a, b) = pair(kv(l, "baseline_lat"));
+                (r.base_lat, r.base_lat_stdev) = (dur_cell(a), dur_cell(b));
+                let (a, b) = pair(kv(l, "vrate"));
+                (r.vrate, r.vrate_stdev) = (a.parse().unwrap(), b.parse().unwrap());
+            } else if l.trim_start().starts_with("io_usage=") {
+                r.io_usage = kv(l, "io_usage").parse().unwrap();
+                r.io_unused = kv(l, "io_unused").parse().unwrap();
+                r.hog_io_usage = kv(l, "hog_io_usage").parse().unwrap();
+                r.hog_io_loss = kv(l, "hog_io_loss").parse().unwrap();
+            } else if l.trim_start().starts_with("hog_bytes=") {
+                r.hog_bytes = size_cell(kv(l, "hog_bytes")).unwrap() as u64;
+                r.hog_lost_bytes = size_cell(kv(l, "hog_lost_bytes")).unwrap() as u64;
+            } else if l.starts_with("READ ") || l.starts_with("WRITE ") {
+                saw_tables = true;
+                let dir = usize::from(l.starts_with("WRITE"));
+                let cols: Vec<String> = l.split_whitespace().skip(1).map(label_key).collect();
+                i += 1;
+                while i < lines.len() && !lines[i].is_empty() {
+                    let mut cells = lines[i].split_whitespace();
+                    let row = label_key(cells.next().unwrap());
+                    let map = cols
+                        .iter()
+                        .zip(cells)
+                        .map(|(c, v)| (c.clone(), dur_cell(v)))
+                        .collect();
+                    r.iolat[dir].insert(row, map);
+                    i += 1;
+                }
+                continue;
+            } else if l.starts_with("IO Latency: R ") || l.starts_with("            W ") {
+                if !saw_tables {
+                    let dir = usize::from(l.trim_start().starts_with("W "));
+                    for t in l.split_whitespace().filter(|t| t.contains('=')) {
+                        let (label, v) = t.split_once('=').unwrap();
+                        let (ms, max) = v.split_once('/').unwrap();
+                        let (mean, stdev) = pair(ms);
+                        let row = r.iolat[dir].entry(label_key(label)).or_default();
+                        row.insert("mean".into(), dur_cell(mean));
+                        row.insert("stdev".into(), dur_cell(stdev));
+                        row.insert("100".into(), dur_cell(max));
+                    }
+                }
+            } else if l.starts_with('[') || l.starts_with("       ") {
+                let slice = l.split_whitespace().next().unwrap();
+                i += 1;
+                while i < lines.len() && !lines[i].is_empty() {
+                    let mut cells = lines[i].split_whitespace();
+                    let label = cells.next().unwrap();
+                    let cells: Vec<&str> = cells.collect();
+                    let (field, kind) = match label {
+                        "isol%" => ("isol", Kind::Pct),
+                        "lat-imp%" => ("lat_imp", Kind::Pct),
+                        _ => RSTAT_ROWS
+                            .iter()
+                            .find(|(l, _, _)| *l == label)
+                            .map(|(_, f, k)| (*f, *k))
+                            .unwrap(),
+                    };
+                    let values: Option<BTreeMap<String, f64>> = pcts_cols()
+                        .zip(&cells)
+                        .map(|(k, c)| {
+                            let v = match kind {
+                                Kind::Pct => pct_cell(c),
+                                Kind::Size => size_cell(c),
+                            };
+                            v.map(|v| (k.to_string(), v))
+                        })
+                        .collect();
+                    if let Some(values) = values {
+                        match (slice, field) {
+                            (_, "isol") => r.isol = values,
+                            (_, "lat_imp") => r.lat_imp = values,
+                            ("[ROOT]", f) => _ = r.root_rstat.insert(f.into(), values),
+                            ("[WORKLOAD]", f) => _ = r.work_rstat.insert(f.into(), values),
+                            ("[SYSTEM]", f) => _ = r.sys_rstat.insert(f.into(), values),
+                            _ => panic!("unexpected table {slice}"),
+                        }
+                    }
+                    i += 1;
+                }
+                continue;
+            } else if l.starts_with("Result:") {
+                r.work_csv = pct_cell(kv(l, "work_csv").trim_end_matches('%')).unwrap();
+                let missing = pct_cell(kv(l, "missing").trim_end_matches('%')).unwrap();
+                let missed = (missing * 10000.0).round() as u64;
+                r.nr_reports = (10000 - missed, missed);
+            }
+            i += 1;
+        }
+        r
+    }
+
+    /// Splits a tail into (title, body lines) sections.
+    fn sections<'a>(tail: &[&'a str]) -> Vec<(&'a str, Vec<&'a str>)> {
+        let mut out: Vec<(&str, Vec<&str>)> = vec![];
+        let mut i = 0;
+        while i < tail.len() {
+            let is_title = tail.get(i + 1).is_some_and(|u| {
+                !u.is_empty() && u.chars().all(|c| c == '=') && u.len() == tail[i].len()
+            });
+            if is_title {
+                out.push((tail[i], vec![]));
+                i += 3; // title, underline, blank
+                continue;
+            }
+            out.last_mut().expect("section title").1.push(tail[i]);
+            i += 1;
+        }
+        for (_, body) in out.iter_mut() {
+            while body.last().is_some_and(|l| l.is_empty()) {
+                body.pop();
+            }
+        }
+        out
+    }
+
+    type Parsed = (Vec<(MemHogRecord, MemHogResult)>, MemHogResult);
+
+    fn parse_tail(tail: &[&str]) -> Parsed {
+        let mut scenarios = vec![];
+        let mut combined = None;
+        for (title, body) in sections(tail) {
+            if title == "Memory Hog Summary" {
+                combined = Some(parse_result(&body));
+            } else {
+                let params = body[0];
+                assert!(params.starts_with("Params:"), "{params}");
+                let rec = MemHogRecord {
+                    loops: kv(params, "loops").parse().unwrap(),
+                    load: kv(params, "load").parse().unwrap(),
+                    speed: kv(params, "speed").to_string(),
+                    ..Default::default()
+                };
+                scenarios.push((rec, parse_result(&body[2..])));
+            }
+        }
+        (scenarios, combined.expect("summary section"))
+    }
+
+    fn assert_same_text(got: &str, want: &str) {
+        for (n, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+            assert_eq!(g, w, "line {} differs", n + 1);
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn conformance_full_entries_byte_exact() {
+        let text = conformance("prot-iocost-off-on-format.txt");
+        let tails = protection_tails(&text);
+        assert_eq!(tails.len(), 2, "iocost-off and iocost-on entries");
+        for tail in &tails {
+            assert!(tail.len() > 250, "a whole entry: {} lines", tail.len());
+            let (scenarios, combined) = parse_tail(tail);
+            assert_eq!(scenarios.len(), 2);
+            let mut out = String::new();
+            format_protection(&mut out, &scenarios, &combined, true);
+            assert_same_text(&out, &joined(tail));
+        }
+    }
+
+    #[test]
+    fn conformance_summary_from_full_tables_byte_exact() {
+        let full = conformance("prot-iocost-off-on-format.txt");
+        let summary = conformance("prot-iocost-off-on-summary.txt");
+        let full_tails = protection_tails(&full);
+        let summary_tails = protection_tails(&summary);
+        assert_eq!(summary_tails.len(), 2);
+        for (ft, st) in full_tails.iter().zip(&summary_tails) {
+            let (scenarios, combined) = parse_tail(ft);
+            let mut out = String::new();
+            format_protection(&mut out, &scenarios, &combined, false);
+            assert_same_text(&out, &joined(st));
+        }
+    }
+
+    fn map(values: [f64; 13]) -> BTreeMap<String, f64> {
+        pcts_cols()
+            .zip(values)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    fn iolat_row(mean: f64, stdev: f64, max: f64) -> BTreeMap<String, f64> {
+        [("mean", mean), ("stdev", stdev), ("100", max)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    /// The iocost-off "Memory Hog Summary" of the summary file, built by
+    /// hand.
+    fn iocost_off_summary() -> MemHogResult {
+        let (u, m) = (1e-6, 1e-3);
+        let mut r = MemHogResult {
+            isol: map([
+                0.0, 0.0049, 0.0165, 0.0224, 0.1312, 0.5090, 0.7252, 0.8212, 0.8856, 1.0, 1.0,
+                0.4550, 0.3072,
+            ]),
+            lat_imp: map([
+                0.0, 0.0, 0.0, 0.0, 0.0469, 0.1700, 0.4054, 0.7506, 1.219, 3.803, 8.825, 0.3942,
+                0.8153,
+            ]),
+            work_csv: 1.0,
+            nr_reports: (9974, 26),
+            nr_runs: 4,
+            ..Default::default()
+        };
+        for (row, v) in [
+            ("50", iolat_row(885.0 * u, 3.7 * m, 49.5 * m)),
+            ("90", iolat_row(4.7 * m, 12.7 * m, 150.0 * m)),
+            ("99", iolat_row(13.1 * m, 25.1 * m, 350.0 * m)),
+            ("100", iolat_row(30.4 * m, 65.4 * m, 750.0 * m)),
+        ] {
+            r.iolat[0].insert(row.to_string(), v);
+        }
+        for (row, v) in [
+            ("50", iolat_row(5.0 * m, 16.3 * m, 99.5 * m)),
+            ("90", iolat_row(17.6 * m, 28.3 * m, 250.0 * m)),
+            ("99", iolat_row(29.0 * m, 38.8 * m, 450.0 * m)),
+            ("100", iolat_row(48.9 * m, 87.0 * m, 850.0 * m)),
+        ] {
+            r.iolat[1].insert(row.to_string(), v);
+        }
+        r
+    }
+
+    #[test]
+    fn conformance_hand_built_iocost_off_summary() {
+        let summary = conformance("prot-iocost-off-on-summary.txt");
+        let tail = &protection_tails(&summary)[0];
+        let mut out = String::new();
+        format_protection(&mut out, &[], &iocost_off_summary(), false);
+        assert_same_text(&out, &joined(tail));
+        // format_result alone is the section without its title.
+        let mut short = String::new();
+        format_result(&mut short, &iocost_off_summary(), false);
+        assert_same_text(&short, &joined(&tail[3..]));
+    }
+
+    #[test]
+    fn table_layouts() {
+        let mut out = String::new();
+        pcts_header(&mut out, "[ROOT]");
+        pcts_header(&mut out, "");
+        assert_eq!(
+            out,
+            "[ROOT]        min   p01   p05   p10   p25   p50   p75   p90   p95   p99   max  mean stdev\n\
+             \x20             min   p01   p05   p10   p25   p50   p75   p90   p95   p99   max  mean stdev\n"
+        );
+        let mut out = String::new();
+        pcts_line(&mut out, "io%", None, Kind::Pct);
+        pcts_line(&mut out, "mem", Some(&pct_map(&[0.0, 0.0])), Kind::Size);
+        // As line 84 of the format conformance file.
+        let dashes =
+            "    -     -     -     -     -     -     -     -     -     -     -     -     -";
+        assert_eq!(out, format!("io%         {dashes}\nmem         {dashes}\n"));
+    }
+
+    #[test]
+    fn params_line() {
+        let mut out = String::new();
+        let mut rec = MemHogRecord {
+            loops: 2,
+            load: 1.0,
+            speed: "2x".into(),
+            ..Default::default()
+        };
+        format_scenario_params(&mut out, &rec);
+        rec.load = 0.8;
+        format_scenario_params(&mut out, &rec);
+        assert_eq!(
+            out,
+            "Params: loops=2 load=1 speed=2x\nParams: loops=2 load=0.8 speed=2x\n"
+        );
+    }
+
+    #[test]
+    fn failures_and_hog_ends() {
+        let mut res = iocost_off_summary();
+        res.fail_ratio = 0.25;
+        res.fail_msgs = vec!["hashd died".into()];
+        let rec = MemHogRecord {
+            loops: 1,
+            load: 1.0,
+            speed: "2x".into(),
+            runs: vec![MemHogRun {
+                end: "killed by the kernel (OOM) after 41s".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut out = String::new();
+        format_protection(&mut out, &[(rec, res.clone())], &res, true);
+        assert!(out.contains(
+            "Params: loops=1 load=1 speed=2x\nHog ends: killed by the kernel (OOM) after 41s\n\nInfo:"
+        ));
+        let fail = "Result: FAIL=25.00% isol=45.50:30.72% lat_imp=39.42%:81.53 \
+                    work_csv=100.0% missing=0.26%\n        [error] hashd died\n";
+        assert!(
+            out.contains(&format!("{fail}\nMemory Hog Summary\n")),
+            "{out}"
+        );
+        assert!(out.ends_with(fail), "{out}");
+        let mut summary = String::new();
+        format_protection(&mut summary, &[], &res, false);
+        assert!(!summary.contains("Hog ends"));
+        assert!(summary.ends_with(fail));
+    }
+
+    #[test]
+    fn iolat_not_measured_and_missing_rows() {
+        let mut r = MemHogResult {
+            isol: pct_map(&[]),
+            lat_imp: pct_map(&[]),
+            work_csv: 1.0,
+            ..Default::default()
+        };
+        let mut out = String::new();
+        format_result(&mut out, &r, true);
+        assert!(out.contains(
+            "      hog_bytes=0 hog_lost_bytes=0\n\n\
+             IO Latency Distribution: not measured on this host\n\n\
+             IO Latency: not measured\n\nSlice resource stat:\n\n[ROOT]"
+        ));
+        assert!(out.ends_with(
+            "isol%           -     -     -     -     -     -     -     -     -     -     -     -     -\n\
+             lat-imp%        -     -     -     -     -     -     -     -     -     -     -     -     -\n\n\
+             Result: isol=0:0% lat_imp=0%:0 work_csv=100.0% missing=0%\n"
+        ));
+        let mut short = String::new();
+        format_result(&mut short, &r, false);
+        assert!(short.starts_with("IO Latency: not measured\n\nIsolation"));
+
+        // Only the read p50 row: every other row prints dashes.
+        r.iolat[0].insert("50".into(), iolat_row(0.001, 0.002, 0.003));
+        let mut out = String::new();
+        format_result(&mut out, &r, true);
+        assert!(out.contains(
+            "p50         -     -     -     -     -     -     -     -  3.0m     -  1.0m   2.0m\n"
+        ));
+        assert!(out.contains(
+            "max         -     -     -     -     -     -     -     -     -     -     -      -\n"
+        ));
+        assert!(out.contains(
+            "IO Latency: R p50=1.0m:2.0m/3.0m p90=-:-/- p99=-:-/- max=-:-/-\n            W p50=-:-/-"
+        ));
+    }
+}

@@ -1,0 +1,684 @@
+//! The `protection` bench; what it does, for users, is [`DOC`].
+
+use super::format::format_protection;
+use super::study::{
+    self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
+    SliceSample,
+};
+use crate::bench::hashd_params::{HashdFiles, spawn_hashd_in};
+use crate::bench::job::{Ctx, Outcome, spawn_in};
+use crate::fmt::{format_size, parse_frac};
+use crate::hashd::bench::linreg;
+use crate::hashd::params::{self, Params};
+use crate::hog::HogReport;
+use crate::journal::JobData;
+use crate::spec::{JobSpec, check_keys};
+use crate::sys::cgroup::{Applied, CgStat, Cgroup};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What `doc protection` prints.
+pub const DOC: &str = "\
+Running the protection bench: hashd at a share of rps_max in
+workload.slice, a memory hog in system.slice, and a sampler taking
+every second what the study needs.
+
+Spec: protection[:scenario=mem-hog,loops=N,load=FRAC,speed=S]...;
+without scenario groups, mem-hog at load 1.0 and then at 0.8. Speeds
+are 10%, 25%, 50%, 1x and 2x of the hog's base rate: the scratch
+device's write bandwidth from iocost-params when the journal has it,
+otherwise an assumed rate (recorded).
+
+Each scenario: hashd's params are rewritten (it reloads them live) with
+rps_target = rps_max x load; the run waits until hashd is stable
+(rate within 2.5% of the target with a flat trend over 15 seconds, or
+300 s), holds a 15 s baseline on the first loop, then starts the hog
+and watches until the hog ends (killed by the kernel at its memory cap,
+usually) or 300 s pass. --test shortens all of it (30 s to settle, a
+5 s baseline, a 10 s hog).
+
+Memory control: on cgroup2 the workload gets memory.low = the memory
+profile's target. Everywhere, the hog's slice is capped at total memory
+minus that target (cgroup1 has no memory.low, so the cap is the
+protection there; without cgroups the hog stops growing at the cap by
+itself). Each control's outcome is recorded.
+";
+
+/// One mem-hog scenario of the spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    pub loops: u32,
+    pub load: f64,
+    pub speed: String,
+}
+
+const SPEEDS: &[(&str, f64)] = &[("10%", 0.1), ("25%", 0.25), ("50%", 0.5), ("1x", 1.0), ("2x", 2.0)];
+
+/// The scenarios of a spec.
+pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
+    check_keys(spec, 0, &[]).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for (i, g) in spec.props.iter().enumerate().skip(1) {
+        match g.get("scenario").map(String::as_str) {
+            Some("mem-hog") => {}
+            Some(other) => {
+                return Err(format!(
+                    "group {}: scenario {other:?}: expected mem-hog",
+                    i + 1
+                ));
+            }
+            None => return Err(format!("group {}: \"scenario\" invalid or missing", i + 1)),
+        }
+        check_keys(spec, i, &["scenario", "loops", "load", "speed"]).map_err(|e| e.to_string())?;
+        let mut s = Scenario {
+            loops: 2,
+            load: 1.0,
+            speed: "2x".into(),
+        };
+        if let Some(v) = g.get("loops") {
+            s.loops = v
+                .parse()
+                .map_err(|_| format!("group {}: loops={v:?}: expected a count", i + 1))?;
+        }
+        if let Some(v) = g.get("load") {
+            s.load = parse_frac(v).map_err(|e| format!("group {}: load: {e}", i + 1))?;
+        }
+        if s.loops == 0 || s.load == 0.0 {
+            return Err(format!("group {}: \"loops\" and \"load\" can't be 0", i + 1));
+        }
+        if let Some(v) = g.get("speed") {
+            if !SPEEDS.iter().any(|(k, _)| k == v) {
+                return Err(format!(
+                    "group {}: speed={v:?}: expected one of 10%, 25%, 50%, 1x, 2x",
+                    i + 1
+                ));
+            }
+            s.speed = v.clone();
+        }
+        out.push(s);
+    }
+    if out.is_empty() {
+        for load in [1.0, 0.8] {
+            out.push(Scenario {
+                loops: 2,
+                load,
+                speed: "2x".into(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a spec.
+pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+    scenarios(spec).map(|_| ())
+}
+
+/// What the bench records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtectionRecord {
+    pub scenarios: Vec<MemHogRecord>,
+    /// Per scenario, every second from its start to its end.
+    pub samples: Vec<Vec<Sample>>,
+    /// The hog's rate at speed 1x, bytes/s, and where it came from.
+    pub hog_base_wbps: u64,
+    pub hog_base_source: String,
+    /// The hog's memory cap, bytes.
+    pub hog_cap: u64,
+    /// What the memory controls did.
+    pub controls: Vec<String>,
+}
+
+/// What the bench computes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtectionResult {
+    pub scenarios: Vec<MemHogResult>,
+    pub combined: MemHogResult,
+}
+
+/// The timings of a run.
+struct Timing {
+    settle_max: f64,
+    baseline: f64,
+    hog_max: f64,
+    /// Rate and trend thresholds of "stable".
+    thr: f64,
+}
+
+const DFL_HOG_WBPS: u64 = 512 << 20;
+const TEST_HOG_WBPS: u64 = 64 << 20;
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn applied(what: &str, a: Applied) -> String {
+    match a {
+        Applied::Done => format!("{what}: done"),
+        Applied::Degraded(w) => format!("{what}: degraded: {w}"),
+        Applied::Unsupported(w) => format!("{what}: not applied: {w}"),
+    }
+}
+
+fn slice(c: &CgStat) -> SliceSample {
+    SliceSample {
+        cpu_usage: c.cpu_usage,
+        cpu_sys: c.cpu_sys,
+        mem_bytes: c.mem_bytes,
+        io_rbytes: c.io_rbytes,
+        io_wbytes: c.io_wbytes,
+        io_usage: None,
+        psi: c.psi.as_ref().map(|p| PsiSample {
+            cpu_some: p.cpu_some,
+            mem_some: p.mem_some,
+            mem_full: p.mem_full,
+            io_some: p.io_some,
+            io_full: p.io_full,
+        }),
+    }
+}
+
+/// Completed IOs and milliseconds spent, (reads, read ms, writes, write
+/// ms), of a disk from /proc/diskstats.
+fn diskstats(dev: &str) -> Option<(u64, u64, u64, u64)> {
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 11 && f[2] == dev).then(|| {
+            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            (n(3), n(6), n(7), n(10))
+        })
+    })
+}
+
+/// Takes a sample every second.
+struct Sampler<'a> {
+    ctx: &'a Ctx<'a>,
+    work: Option<&'a Cgroup>,
+    sys: Option<&'a Cgroup>,
+    report: PathBuf,
+    hog_report: PathBuf,
+    last_hashd: String,
+    last_disk: Option<(u64, u64, u64, u64)>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+}
+
+impl Sampler<'_> {
+    fn sample(&mut self, hog_running: bool) -> Sample {
+        let at = now();
+        // hashd's report; the same timestamp as last time means stale.
+        let hashd = read_json::<serde_json::Value>(&self.report).and_then(|v| {
+            let ts = v["timestamp"].as_str()?.to_string();
+            if ts == self.last_hashd {
+                return None;
+            }
+            self.last_hashd = ts;
+            Some(HashdSample {
+                rps: v["rps"].as_f64()?,
+                lat_ctl: v["lat"]["ctl"].as_f64()?,
+                nr_done: v["nr_done"].as_u64()?,
+            })
+        });
+        let hog = if hog_running {
+            read_json::<HogReport>(&self.hog_report).map(|h| HogSample {
+                wbytes: h.wbytes,
+                wloss: h.wloss,
+                mem_bytes: h.mem_bytes,
+            })
+        } else {
+            None
+        };
+        let disk = diskstats(&self.ctx.sysinfo.scr_dev);
+        let iolat = match (self.last_disk, disk) {
+            (Some(a), Some(b)) => {
+                let mean = |ios: u64, ms: u64| {
+                    let mut m = BTreeMap::new();
+                    if ios > 0 {
+                        m.insert("mean".to_string(), ms as f64 / ios as f64 / 1000.0);
+                    }
+                    m
+                };
+                Some([
+                    mean(b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)),
+                    mean(b.2.saturating_sub(a.2), b.3.saturating_sub(a.3)),
+                ])
+            }
+            _ => None,
+        };
+        self.last_disk = disk;
+        Sample {
+            at,
+            nr_cpus: self.ctx.sysinfo.nr_cpus,
+            hashd,
+            hog,
+            root: slice(&self.ctx.cgroups.root_stat()),
+            workload: self.work.map(|c| slice(&c.stat())).unwrap_or_default(),
+            system: self.sys.map(|c| slice(&c.stat())).unwrap_or_default(),
+            iolat,
+            vrate: None,
+        }
+    }
+}
+
+/// hashd as a child: dies with the bench.
+struct HashdChild(Child);
+
+impl HashdChild {
+    fn check(&mut self) -> Result<(), String> {
+        match self.0.try_wait() {
+            Ok(Some(st)) => Err(format!("hashd exited ({st})")),
+            Ok(None) => Ok(()),
+            Err(e) => Err(format!("hashd: {e}")),
+        }
+    }
+}
+
+impl Drop for HashdChild {
+    fn drop(&mut self) {
+        stop_child(&mut self.0);
+    }
+}
+
+/// SIGINT, up to 5 s to exit, then SIGKILL.
+fn stop_child(c: &mut Child) {
+    if let Ok(Some(_)) = c.try_wait() {
+        return;
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+fn write_params(files: &HashdFiles, ctx: &Ctx, load: f64) -> Result<(), String> {
+    let k = ctx.hashd.as_ref().ok_or("no hashd knobs")?;
+    let p = Params {
+        file_size_mean: k.hash_size as usize,
+        rps_max: k.rps_max,
+        rps_target: ((f64::from(k.rps_max) * load).round() as u32).max(1),
+        mem_frac: k.mem_frac,
+        chunk_pages: k.chunk_pages,
+        fake_cpu_load: k.fake_cpu_load,
+        ..Params::default()
+    };
+    params::save_params(&files.params, &p)
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let scen = scenarios(spec)?;
+    let knobs = ctx.hashd.clone().ok_or(
+        "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)",
+    )?;
+    ctx.used_hashd = Some(knobs.clone());
+    let ctx: &Ctx = ctx;
+    let t = if ctx.opts.test {
+        Timing {
+            settle_max: 30.0,
+            baseline: 5.0,
+            hog_max: 10.0,
+            thr: 1.0,
+        }
+    } else {
+        Timing {
+            settle_max: 300.0,
+            baseline: 15.0,
+            hog_max: 300.0,
+            thr: 0.025,
+        }
+    };
+    let files = HashdFiles::new(&ctx.opts.dir)?;
+    let hog_report = ctx.opts.dir.join("mem-hog.json");
+    let mut rec = ProtectionRecord::default();
+    let (base, source) = match &ctx.iocost {
+        Some(k) if k.model.wbps > 0 => (k.model.wbps, "iocost-params wbps".to_string()),
+        _ if ctx.opts.test => (TEST_HOG_WBPS, "assumed (--test)".to_string()),
+        _ => (
+            DFL_HOG_WBPS,
+            "assumed: no iocost-params result in the journal".to_string(),
+        ),
+    };
+    rec.hog_base_wbps = base;
+    rec.hog_base_source = source;
+    let total = ctx.sysinfo.total_memory;
+    rec.hog_cap = total.saturating_sub(ctx.mem.target).max(64 << 20);
+
+    let parent = format!("rackbench-{}", std::process::id());
+    let backend = ctx.cgroups.kind();
+    let (work, sys) = if backend == crate::sys::cgroup::BackendKind::None {
+        rec.controls
+            .push("no cgroups: hashd and the hog share the system unprotected".into());
+        (None, None)
+    } else {
+        let w = ctx.cgroups.create(&format!("{parent}/workload.slice"))?;
+        let s = ctx.cgroups.create(&format!("{parent}/system.slice"))?;
+        rec.controls.push(applied(
+            &format!("workload memory.low={}", format_size(ctx.mem.target as f64)),
+            w.set_mem_low(ctx.mem.target),
+        ));
+        rec.controls.push(applied(
+            &format!("hog memory cap={}", format_size(rec.hog_cap as f64)),
+            s.set_mem_max(rec.hog_cap),
+        ));
+        (Some(w), Some(s))
+    };
+    for c in &rec.controls {
+        eprintln!("protection: {c}");
+    }
+
+    write_params(&files, ctx, scen[0].load)?;
+    let _ = std::fs::remove_file(&files.report);
+    let mut hashd = HashdChild(spawn_hashd_in(ctx, &files, ctx.mem.share, &[], work.as_ref())?);
+    let mut sampler = Sampler {
+        ctx,
+        work: work.as_ref(),
+        sys: sys.as_ref(),
+        report: files.report.clone(),
+        hog_report: hog_report.clone(),
+        last_hashd: String::new(),
+        last_disk: None,
+    };
+    let n = scen.len();
+    for (si, s) in scen.iter().enumerate() {
+        let speed = SPEEDS.iter().find(|(k, _)| *k == s.speed).map(|x| x.1).unwrap_or(2.0);
+        let wbps = (base as f64 * speed) as u64;
+        let target_rps = f64::from(knobs.rps_max) * s.load;
+        if si > 0 {
+            write_params(&files, ctx, s.load)?;
+        }
+        let mut mh = MemHogRecord {
+            loops: s.loops,
+            load: s.load,
+            speed: s.speed.clone(),
+            period: (now(), now()),
+            base_period: (0.0, 0.0),
+            base_rps: target_rps,
+            runs: Vec::new(),
+        };
+        let mut samples: Vec<Sample> = Vec::new();
+        let label = format!("protection: scenario {}/{n} (load={} speed={})", si + 1, s.load, s.speed);
+        let mut stop_why: Option<String> = None;
+        'loops: for li in 0..s.loops {
+            // Settle.
+            eprintln!("{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps", li + 1, s.loops);
+            let t0 = Instant::now();
+            let mut rates: Vec<f64> = Vec::new();
+            loop {
+                if let Some(why) = tick(ctx, &mut hashd, &mut sampler, &mut samples, false) {
+                    stop_why = Some(why);
+                    break 'loops;
+                }
+                if let Some(h) = samples.last().and_then(|x| x.hashd.as_ref()) {
+                    rates.push(h.rps);
+                }
+                let el = t0.elapsed().as_secs_f64();
+                if rates.len() >= 15 {
+                    let w = &rates[rates.len() - 15..];
+                    let mean = w.iter().sum::<f64>() / 15.0;
+                    let (slope, _) = linreg(w);
+                    let off = (mean - target_rps).abs() / target_rps;
+                    if (slope / mean.max(1e-9)).abs() <= t.thr / 10.0 && off <= t.thr {
+                        eprintln!("{label}: settled at {mean:.1} rps after {el:.0}s");
+                        break;
+                    }
+                }
+                if el >= t.settle_max {
+                    eprintln!("{label}: not settled after {:.0}s, going on", t.settle_max);
+                    break;
+                }
+                if (el as u64) % 10 == 9 {
+                    progress(&label, samples.last(), target_rps, None);
+                }
+            }
+            if li == 0 {
+                eprintln!("{label}: baseline for {:.0}s", t.baseline);
+                let b0 = now();
+                let t0 = Instant::now();
+                while t0.elapsed().as_secs_f64() < t.baseline {
+                    if let Some(why) = tick(ctx, &mut hashd, &mut sampler, &mut samples, false) {
+                        stop_why = Some(why);
+                        break 'loops;
+                    }
+                }
+                mh.base_period = (b0, now());
+            }
+            // The hog.
+            let _ = std::fs::remove_file(&hog_report);
+            let mut cmd = Command::new(&ctx.exe);
+            cmd.args(["resctl", "mem-hog", "--wbps"])
+                .arg(wbps.to_string())
+                .arg("--report")
+                .arg(&hog_report)
+                .arg("--max")
+                .arg(rec.hog_cap.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            let oom0 = sys.as_ref().and_then(|c| c.oom_kills());
+            let mut hog = spawn_in(cmd, sys.as_ref())
+                .map_err(|e| format!("cannot start the memory hog: {e}"))?;
+            eprintln!(
+                "{label} loop {}/{}: memory hog at {}/s (cap {})",
+                li + 1,
+                s.loops,
+                format_size(wbps as f64),
+                format_size(rec.hog_cap as f64)
+            );
+            let h0 = Instant::now();
+            let mut first: Option<f64> = None;
+            let mut last = 0.0;
+            let mut mems: Vec<u64> = Vec::new();
+            let mut last_hog = HogSample::default();
+            let mut failed = None;
+            let end = loop {
+                let why = tick(ctx, &mut hashd, &mut sampler, &mut samples, true);
+                let el = h0.elapsed().as_secs_f64();
+                if let Some(h) = samples.last().and_then(|x| x.hog.clone()) {
+                    if h.mem_bytes > 0 && first.is_none() {
+                        first = Some(samples.last().map(|x| x.at).unwrap_or(0.0));
+                    }
+                    last = samples.last().map(|x| x.at).unwrap_or(0.0);
+                    mems.push(h.mem_bytes);
+                    last_hog = h;
+                }
+                if let Some(why) = why {
+                    failed = Some((t.hog_max, el.min(t.hog_max), why.clone()));
+                    stop_child(&mut hog);
+                    stop_why = Some(why);
+                    break "the bench stopped".to_string();
+                }
+                if (el as u64) % 5 == 4 {
+                    progress(&label, samples.last(), target_rps, Some(el));
+                }
+                match hog.try_wait() {
+                    Ok(Some(st)) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        let oom = sys.as_ref().and_then(|c| c.oom_kills());
+                        let by_oom = matches!((oom0, oom), (Some(a), Some(b)) if b > a);
+                        break match st.signal() {
+                            Some(9) if by_oom => {
+                                format!("killed by the kernel (OOM at its memory cap) after {el:.0}s")
+                            }
+                            Some(9) => format!(
+                                "killed by SIGKILL (the kernel's OOM killer, most likely) after {el:.0}s"
+                            ),
+                            Some(sig) => format!("killed by signal {sig} after {el:.0}s"),
+                            None => format!("exited ({st}) after {el:.0}s"),
+                        };
+                    }
+                    Ok(None) => {}
+                    Err(e) => break format!("lost track of the hog: {e}"),
+                }
+                if el >= t.hog_max {
+                    stop_child(&mut hog);
+                    break format!("timeout {:.0}s", t.hog_max);
+                }
+            };
+            eprintln!("{label} loop {}/{}: hog {end}", li + 1, s.loops);
+            let tail = &mems[mems.len().saturating_sub(5)..];
+            let last_mem = if tail.is_empty() {
+                0
+            } else {
+                tail.iter().sum::<u64>() / tail.len() as u64
+            };
+            let start = first.unwrap_or(last);
+            mh.runs.push(MemHogRun {
+                hog_period: (start, last.max(start)),
+                failed,
+                last_hog_mem: last_mem,
+                last_hog_wbytes: last_hog.wbytes,
+                hog_wloss: last_hog.wloss,
+                end,
+            });
+            if stop_why.is_some() {
+                break;
+            }
+        }
+        mh.period.1 = now();
+        rec.scenarios.push(mh);
+        rec.samples.push(samples);
+        if let Some(why) = stop_why {
+            let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+            return Ok(Outcome::Partial(Some(v), why));
+        }
+    }
+    drop(hashd);
+    let result = study_record(&rec);
+    Ok(Outcome::Done(
+        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+        serde_json::to_value(&result).map_err(|e| e.to_string())?,
+    ))
+}
+
+/// One second: sleep to the next second, then a sample; Some(why) when the
+/// bench must stop (Ctrl-C, hashd gone).
+fn tick(
+    ctx: &Ctx,
+    hashd: &mut HashdChild,
+    sampler: &mut Sampler,
+    samples: &mut Vec<Sample>,
+    hog: bool,
+) -> Option<String> {
+    std::thread::sleep(Duration::from_secs(1));
+    if ctx.cancel.is_stopped() {
+        return Some("interrupted".into());
+    }
+    if let Err(e) = hashd.check() {
+        return Some(e);
+    }
+    samples.push(sampler.sample(hog));
+    None
+}
+
+fn progress(label: &str, s: Option<&Sample>, target: f64, hog: Option<f64>) {
+    let Some(h) = s.and_then(|s| s.hashd.as_ref()) else {
+        eprintln!("{label}: no hashd report this second");
+        return;
+    };
+    let mut line = format!(
+        "{label}: rps {:.1} ({:.1}% of {target:.0}) p95 {:.1}ms",
+        h.rps,
+        100.0 * h.rps / target.max(1e-9),
+        h.lat_ctl * 1000.0
+    );
+    if let (Some(el), Some(hs)) = (hog, s.and_then(|s| s.hog.as_ref())) {
+        line.push_str(&format!(" hog {} after {el:.0}s", format_size(hs.mem_bytes as f64)));
+    }
+    eprintln!("{line}");
+}
+
+/// The study of every scenario and the combined summary.
+pub fn study_record(rec: &ProtectionRecord) -> ProtectionResult {
+    let scenarios: Vec<MemHogResult> = rec
+        .scenarios
+        .iter()
+        .zip(&rec.samples)
+        .map(|(r, s)| study::study(r, s))
+        .collect();
+    let combined = study::combine(&scenarios);
+    ProtectionResult {
+        scenarios,
+        combined,
+    }
+}
+
+/// The text: a blank line, then the scenarios (`full`) and the summary.
+pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+    let rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
+        .map_err(|e| format!("the record is not a protection record: {e}"))?;
+    let res: ProtectionResult = match &d.result {
+        Some(r) if !r.is_null() => serde_json::from_value(r.clone())
+            .map_err(|e| format!("the result is not a protection result: {e}"))?,
+        // An interrupted run: study what it recorded.
+        _ => study_record(&rec),
+    };
+    let mut out = String::from("\n");
+    if full {
+        out.push_str(&format!(
+            "Hog: base rate {}/s ({}), memory cap {}\n",
+            format_size(rec.hog_base_wbps as f64),
+            rec.hog_base_source,
+            format_size(rec.hog_cap as f64)
+        ));
+        for c in &rec.controls {
+            out.push_str(&format!("Control: {c}\n"));
+        }
+        out.push('\n');
+    }
+    let pairs: Vec<(MemHogRecord, MemHogResult)> = rec
+        .scenarios
+        .iter()
+        .cloned()
+        .zip(res.scenarios.iter().cloned())
+        .collect();
+    format_protection(&mut out, &pairs, &res.combined, full);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse;
+
+    #[test]
+    fn scenarios_default_and_parse() {
+        let s = scenarios(&parse("protection").unwrap()).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].load, s[1].load), (1.0, 0.8));
+        let s = scenarios(&parse("protection::scenario=mem-hog,loops=1,load=50%,speed=1x").unwrap())
+            .unwrap();
+        assert_eq!(
+            s,
+            vec![Scenario {
+                loops: 1,
+                load: 0.5,
+                speed: "1x".into()
+            }]
+        );
+        let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
+        assert!(bad("protection::loops=1").contains("\"scenario\" invalid or missing"));
+        assert!(bad("protection::scenario=cpu-hog").contains("cpu-hog"));
+        assert!(bad("protection::scenario=mem-hog,loops=0").contains("can't be 0"));
+        assert!(bad("protection::scenario=mem-hog,speed=3x").contains("3x"));
+        assert!(bad("protection::scenario=mem-hog,lod=1").contains("load"));
+        assert!(bad("protection:x=1").contains("x"));
+    }
+}
