@@ -147,6 +147,10 @@ fn args_with_alias() -> Vec<std::ffi::OsString> {
 }
 
 fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some(resctl::CHILD_CMD) {
+        return ExitCode::from(resctl::child_main(&raw[2..]) as u8);
+    }
     let cli = Cli::parse_from(args_with_alias());
     match run(cli) {
         Ok(code) => code,

@@ -161,7 +161,16 @@ fn hashd_bench_saves_rps_max() {
 fn hashd_bench_mem_needs_rps_max() {
     let d = tempfile::tempdir().unwrap();
     let o = rackbench(d.path())
-        .args(["resctl", "hashd", "-t", "tf", "-s", "64M", "--bench-mem", "-p"])
+        .args([
+            "resctl",
+            "hashd",
+            "-t",
+            "tf",
+            "-s",
+            "64M",
+            "--bench-mem",
+            "-p",
+        ])
         .arg(d.path().join("params.json"))
         .output()
         .unwrap();
@@ -170,5 +179,234 @@ fn hashd_bench_mem_needs_rps_max() {
         text(&o.stderr).contains("--bench-mem needs rps_max"),
         "{}",
         text(&o.stderr)
+    );
+}
+
+/// True when this process may create cgroup1/cgroup2 groups (root and a
+/// writable memory hierarchy); with RACKBENCH_REQUIRE_CGROUP=1 a host
+/// without them fails the test instead of skipping it.
+fn cgroups_writable() -> bool {
+    // SAFETY: getuid has no preconditions.
+    let root = unsafe { libc::getuid() } == 0;
+    let ok = root
+        && (std::path::Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists()
+            || std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+                .is_ok_and(|c| c.contains("memory")));
+    if !ok {
+        assert!(
+            std::env::var("RACKBENCH_REQUIRE_CGROUP").as_deref() != Ok("1"),
+            "RACKBENCH_REQUIRE_CGROUP=1 but cgroups are not writable here"
+        );
+        eprintln!("skipping: needs root and a writable memory cgroup hierarchy");
+    }
+    ok
+}
+
+fn journal(p: &std::path::Path) -> Vec<serde_json::Value> {
+    serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap())
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The whole protection path in `--test` form: hashd-params runs first by
+/// itself, hashd runs in workload.slice, the hog in system.slice with a
+/// 96M cap so that the kernel kills it; the scenario ends, the results are
+/// kept, the text has upstream's sections, a re-run skips both jobs, and
+/// the cgroups are gone afterwards.
+#[test]
+fn resctl_bench_protection_runs_end_to_end() {
+    if !cgroups_writable() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let result = d.path().join("result.json");
+    let run = || {
+        rackbench(d.path())
+            .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
+            .args(["resctl", "--test", "-d"])
+            .arg(d.path())
+            .arg("-r")
+            .arg(&result)
+            .args(["run", "protection:id=t:scenario=mem-hog,loops=1"])
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("protection needs hashd-params: running it first"),
+        "{err}"
+    );
+    let j = journal(&result);
+    assert_eq!(j.len(), 2, "{j:?}");
+    assert_eq!(j[0]["spec"]["kind"], "hashd-params");
+    assert!(j[0]["record"]["rps_max"].as_u64().unwrap() > 0);
+    assert_eq!(j[1]["spec"]["id"], "t");
+    let run0 = &j[1]["record"]["scenarios"][0]["runs"][0];
+    assert!(
+        run0["end"]
+            .as_str()
+            .unwrap()
+            .contains("killed by the kernel (OOM"),
+        "{run0}"
+    );
+    assert!(j[1]["sysinfo"]["cgroup_backend"].as_str().is_some());
+    let isol = j[1]["result"]["combined"]["isol"]["mean"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&isol), "{isol}");
+    let out = text(&o.stdout);
+    assert!(out.contains("[protection result] \"t\" "), "{out}");
+    assert!(
+        out.contains("Memory Hog Summary\n=================="),
+        "{out}"
+    );
+    assert!(out.contains("\nResult: isol="), "{out}");
+    assert!(out.contains("hashd params: hash_size="), "{out}");
+
+    // Everything is done: a re-run prints the summaries and runs nothing.
+    let o = run();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("already completed"), "{err}");
+    assert!(!err.contains("waiting for hashd"), "{err}");
+    assert_eq!(journal(&result), j, "the journal is unchanged");
+
+    // The full format has the scenario, its tables and how the hog ended.
+    let o = rackbench(d.path())
+        .args(["resctl", "-r"])
+        .arg(&result)
+        .args(["format", "protection:id=t"])
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.contains("Scenario 1/1 - Memory Hog"), "{out}");
+    assert!(out.contains("Params: loops=1 load=1 speed=2x"), "{out}");
+    assert!(out.contains("Hog ends: killed by the kernel"), "{out}");
+    assert!(out.contains("Slice resource stat:"), "{out}");
+    assert!(out.contains("[WORKLOAD]"), "{out}");
+    assert!(
+        !out.contains("hashd-params result"),
+        "only the matching job"
+    );
+
+    // The bench's cgroups are removed.
+    let left: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/memory")
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rackbench-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// hashd dying mid-run fails the job with the reason; the journal keeps
+/// the completed hashd-params and the incomplete protection entry.
+#[test]
+fn resctl_bench_fails_cleanly_when_hashd_dies() {
+    if !cgroups_writable() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let result = d.path().join("result.json.gz");
+    let knobs = r#"[{"spec": {"kind": "hashd-params", "id": null, "passive": null, "props": [{}]},
+        "period": [1, 2], "sysinfo": {}, "result": true,
+        "record": {"hash_size": 1258291, "rps_max": 200, "mem_size": 268435456,
+                   "mem_frac": 1.0, "chunk_pages": 25, "fake_cpu_load": false}}]"#;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, knobs.as_bytes()).unwrap();
+    std::fs::write(&result, gz.finish().unwrap()).unwrap();
+    let o = rackbench(d.path())
+        .env("RACKBENCH_FAULT_HASHD_EXIT_AFTER", "3")
+        .args(["resctl", "--test", "-d"])
+        .arg(d.path())
+        .arg("-r")
+        .arg(&result)
+        .args(["run", "protection::scenario=mem-hog,loops=1"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("stopped: hashd exited"), "{err}");
+    let mut s = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&result).unwrap()),
+        &mut s,
+    )
+    .unwrap();
+    let j: Vec<serde_json::Value> = serde_json::from_str(&s).unwrap();
+    assert_eq!(j.len(), 2);
+    assert_eq!(j[0]["record"]["rps_max"], 200, "the finished job is kept");
+    assert!(j[1]["result"].is_null(), "{}", j[1]);
+    assert_eq!(j[1]["spec"]["kind"], "protection");
+}
+
+/// Bad input: each refused with a message naming the problem, and a
+/// result file that is not a journal is left untouched.
+#[test]
+fn resctl_bench_refuses_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.json");
+    let go = |args: &[&str]| {
+        let o = rackbench(d.path())
+            .args(["resctl", "-d"])
+            .arg(d.path())
+            .arg("-r")
+            .arg(&res)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        text(&o.stderr)
+    };
+    assert!(go(&["run", "protektion"]).contains("unknown bench kind \"protektion\""));
+    let e = go(&["run", "protection::scenario=mem-hog,lod=1"]);
+    assert!(
+        e.contains("lod") && e.contains("did you mean \"load\""),
+        "{e}"
+    );
+    assert!(go(&["run", "hashd-params:rps-max=fast"]).contains("rps-max=\"fast\""));
+    assert!(go(&["run", "protection::scenario=mem-hog,speed=9x"]).contains("9x"));
+    assert!(go(&["run"]).contains("no job spec"));
+    assert!(go(&["frobnicate"]).contains("unknown command \"frobnicate\""));
+
+    std::fs::write(&res, "{\"not\": \"a journal\"}").unwrap();
+    let e = go(&["run", "hashd-params"]);
+    assert!(e.contains("refusing to use") && e.contains("r.json"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&res).unwrap(),
+        "{\"not\": \"a journal\"}"
+    );
+
+    std::fs::remove_file(&res).unwrap();
+    let o = rackbench(d.path())
+        .args(["resctl", "-d"])
+        .arg(d.path().join("missing"))
+        .arg("-r")
+        .arg(&res)
+        .args(["run", "hashd-params"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("scratch directory") && text(&o.stderr).contains("missing"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!res.exists(), "nothing is written on bad input");
+
+    let o = rackbench(d.path())
+        .args(["resctl", "doc", "protection"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(
+        text(&o.stdout).contains("memory hog"),
+        "{}",
+        text(&o.stdout)
     );
 }

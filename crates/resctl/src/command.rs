@@ -33,6 +33,32 @@ Options:
 Specs: KIND[:k[=v],...][:group2]...; id=ID and passive=... may appear in any
 group. Kinds: hashd-params, iocost-params, protection, storage.";
 
+/// The hidden command under which the benches start their children
+/// (hashd, the hog): run directly, without the harness's report folder and
+/// results store.
+pub const CHILD_CMD: &str = "__resctl-child";
+
+/// Runs a child: `hashd ARGS` or `mem-hog ARGS`. Returns the exit code.
+pub fn child_main(args: &[String]) -> i32 {
+    let cancel = harness::Cancel::global();
+    let r = match args.first().map(String::as_str) {
+        Some("hashd") => crate::hashd::command::run(&args[1..], &cancel).map(|(m, ok)| {
+            println!("{}", serde_json::Value::Object(m));
+            ok
+        }),
+        Some("mem-hog") => crate::hog::command(&args[1..], &cancel).map(|()| true),
+        _ => Err(anyhow::anyhow!("{CHILD_CMD}: expected hashd or mem-hog")),
+    };
+    match r {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+    }
+}
+
 const DFL_DIR: &str = "/var/lib/rackbench-resctl";
 
 /// Global options and the command with its arguments.
@@ -129,7 +155,11 @@ Children (hashd, the hog) join their cgroup before they exec; no systemd is need
         Some(other) => {
             return Err(format!(
                 "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
-                job::BENCHES.iter().map(|b| b.kind).collect::<Vec<_>>().join(", ")
+                job::BENCHES
+                    .iter()
+                    .map(|b| b.kind)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     })
@@ -209,8 +239,8 @@ impl Workload for Resctl {
                 ok
             }
             "format" | "summary" => {
-                let out = job::cmd_format(&opts, &rest, cmd == "format")
-                    .map_err(anyhow::Error::msg)?;
+                let out =
+                    job::cmd_format(&opts, &rest, cmd == "format").map_err(anyhow::Error::msg)?;
                 print!("{out}");
                 true
             }

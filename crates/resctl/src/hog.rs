@@ -70,7 +70,9 @@ pub fn parse(args: &[String]) -> Result<HogArgs, String> {
         match k.as_str() {
             "--wbps" => a.wbps = parse_size(&val()?).map_err(|e| format!("mem-hog --wbps: {e}"))?,
             "--report" => a.report = Some(PathBuf::from(val()?)),
-            "--max" => a.max = Some(parse_size(&val()?).map_err(|e| format!("mem-hog --max: {e}"))?),
+            "--max" => {
+                a.max = Some(parse_size(&val()?).map_err(|e| format!("mem-hog --max: {e}"))?)
+            }
             "--duration" => {
                 let v = val()?;
                 let d: f64 = v
@@ -85,7 +87,9 @@ pub fn parse(args: &[String]) -> Result<HogArgs, String> {
         }
     }
     if a.wbps == 0 {
-        return Err(format!("mem-hog: --wbps is required and must be > 0\n\n{USAGE}"));
+        return Err(format!(
+            "mem-hog: --wbps is required and must be > 0\n\n{USAGE}"
+        ));
     }
     Ok(a)
 }
@@ -258,10 +262,26 @@ mod tests {
         let a = parse(&args(&["--wbps", "64M", "--max", "1G", "--duration", "2"])).unwrap();
         assert_eq!(a.wbps, 64 << 20);
         assert_eq!(a.max, Some(1 << 30));
-        assert!(parse(&args(&["--max", "1G"])).unwrap_err().contains("--wbps is required"));
-        assert!(parse(&args(&["--wbps", "fast"])).unwrap_err().contains("--wbps"));
-        assert!(parse(&args(&["--wpbs", "1M"])).unwrap_err().contains("unknown option \"--wpbs\""));
-        assert!(parse(&args(&["--wbps"])).unwrap_err().contains("needs a value"));
+        assert!(
+            parse(&args(&["--max", "1G"]))
+                .unwrap_err()
+                .contains("--wbps is required")
+        );
+        assert!(
+            parse(&args(&["--wbps", "fast"]))
+                .unwrap_err()
+                .contains("--wbps")
+        );
+        assert!(
+            parse(&args(&["--wpbs", "1M"]))
+                .unwrap_err()
+                .contains("unknown option \"--wpbs\"")
+        );
+        assert!(
+            parse(&args(&["--wbps"]))
+                .unwrap_err()
+                .contains("needs a value")
+        );
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! - [`spec`]: job specs (`KIND[:k[=v],...][:group2]...`);
 //! - [`journal`]: the result file, a JSON array of jobs written atomically.
 
+pub mod bench;
 pub mod clock;
 mod command;
-pub mod bench;
 pub mod fmt;
 pub mod hashd;
 pub mod hog;
@@ -17,4 +17,4 @@ pub mod journal;
 pub mod spec;
 pub mod sys;
 
-pub use command::Resctl;
+pub use command::{CHILD_CMD, Resctl, child_main};

@@ -6,9 +6,9 @@ use crate::fmt::{format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
+use crate::sys::cgroup::Cgroup;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use crate::sys::cgroup::Cgroup;
 use std::process::{Child, Command, Stdio};
 
 /// What `doc hashd-params` prints.
@@ -122,7 +122,8 @@ pub struct HashdFiles {
 impl HashdFiles {
     pub fn new(scratch: &Path) -> Result<HashdFiles, String> {
         let dir = scratch.join("hashd");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         Ok(HashdFiles {
             testfiles: dir.join("testfiles"),
             params: dir.join("params.json"),
@@ -144,7 +145,7 @@ pub fn spawn_hashd_in(
     cg: Option<&Cgroup>,
 ) -> Result<Child, String> {
     let mut cmd = Command::new(&ctx.exe);
-    cmd.arg("resctl")
+    cmd.arg(crate::CHILD_CMD)
         .arg("hashd")
         .arg("-t")
         .arg(&files.testfiles)
@@ -205,7 +206,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         return Ok(Outcome::Partial(None, "interrupted".into()));
     }
     if !status.success() {
-        return Err(format!("hashd {bench} failed ({status}); its messages are above"));
+        return Err(format!(
+            "hashd {bench} failed ({status}); its messages are above"
+        ));
     }
     let saved = params::load_params(&files.params)?;
     if saved.rps_max == 0 {
@@ -228,7 +231,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
 
 /// `Params: log_bps=1.0M`, a blank line, `Result: KNOBS`.
 pub fn format(d: &JobData, _full: bool) -> Result<String, String> {
-    let log_bps = props(&d.spec).map(|p| p.log_bps).unwrap_or(Params::default().log_bps);
+    let log_bps = props(&d.spec)
+        .map(|p| p.log_bps)
+        .unwrap_or(Params::default().log_bps);
     let knobs: HashdKnobs = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
         .map_err(|e| format!("the record is not hashd knobs: {e}"))?;
     Ok(format!(
@@ -265,8 +270,10 @@ mod tests {
             spec: parse("hashd-params").unwrap(),
             period: (0, 0),
             sysinfo: Value::Null,
-            record: Some(json!({"hash_size": 1258291, "rps_max": 1029, "mem_size": 51539607552u64,
-                                 "mem_frac": 0.3354, "chunk_pages": 25, "fake_cpu_load": false})),
+            record: Some(
+                json!({"hash_size": 1258291, "rps_max": 1029, "mem_size": 51539607552u64,
+                                 "mem_frac": 0.3354, "chunk_pages": 25, "fake_cpu_load": false}),
+            ),
             result: Some(json!(true)),
         };
         assert_eq!(

@@ -76,12 +76,12 @@ struct FioJob<'a> {
 /// completion latency percentiles (ns) of the `rw` direction.
 pub fn parse_fio(text: &str, dir: &str) -> Result<(f64, Vec<(f64, f64)>), String> {
     // fio may print warnings before the JSON.
-    let start = text
-        .find('{')
-        .ok_or("fio printed no JSON output")?;
-    let v: Value = serde_json::from_str(&text[start..])
-        .map_err(|e| format!("fio's JSON output: {e}"))?;
-    let jobs = v["jobs"].as_array().ok_or("fio's JSON output has no jobs")?;
+    let start = text.find('{').ok_or("fio printed no JSON output")?;
+    let v: Value =
+        serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON output: {e}"))?;
+    let jobs = v["jobs"]
+        .as_array()
+        .ok_or("fio's JSON output has no jobs")?;
     let mut bw = 0.0;
     for j in jobs {
         bw += j["read"]["bw_bytes"].as_f64().unwrap_or(0.0)
@@ -107,19 +107,30 @@ pub fn nearest_pct(pcts: &[(f64, f64)], pct: f64) -> Option<f64> {
         .map(|p| p.1)
 }
 
-fn fio(file: &Path, size: u64, secs: u32, jobs: u32, j: &FioJob) -> Result<(f64, Vec<(f64, f64)>), String> {
+fn fio(
+    file: &Path,
+    size: u64,
+    secs: u32,
+    jobs: u32,
+    j: &FioJob,
+) -> Result<(f64, Vec<(f64, f64)>), String> {
     let mut cmd = Command::new("fio");
-    cmd.args(["--direct=1", "--ioengine=libaio", "--name=coef", "--time_based"])
-        .arg(format!("--filename={}", file.display()))
-        .arg(format!("--size={size}"))
-        .arg(format!("--runtime={secs}"))
-        .arg(format!("--readwrite={}", j.rw))
-        .arg(format!("--iodepth={}", j.depth))
-        .arg(format!("--blocksize={}", j.bs))
-        .arg(format!("--numjobs={jobs}"))
-        .arg(format!("--iodepth_batch_submit={}", j.depth.div_ceil(16)))
-        .arg("--output-format=json")
-        .stdin(Stdio::null());
+    cmd.args([
+        "--direct=1",
+        "--ioengine=libaio",
+        "--name=coef",
+        "--time_based",
+    ])
+    .arg(format!("--filename={}", file.display()))
+    .arg(format!("--size={size}"))
+    .arg(format!("--runtime={secs}"))
+    .arg(format!("--readwrite={}", j.rw))
+    .arg(format!("--iodepth={}", j.depth))
+    .arg(format!("--blocksize={}", j.bs))
+    .arg(format!("--numjobs={jobs}"))
+    .arg(format!("--iodepth_batch_submit={}", j.depth.div_ceil(16)))
+    .arg("--output-format=json")
+    .stdin(Stdio::null());
     if let Some(r) = j.rate_iops {
         cmd.arg(format!("--rate_iops={}", r.max(1)));
     }
@@ -134,7 +145,11 @@ fn fio(file: &Path, size: u64, secs: u32, jobs: u32, j: &FioJob) -> Result<(f64,
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let dir = if j.rw.contains("write") { "write" } else { "read" };
+    let dir = if j.rw.contains("write") {
+        "write"
+    } else {
+        "read"
+    };
     parse_fio(&String::from_utf8_lossy(&out.stdout), dir)
 }
 
@@ -153,12 +168,60 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
     let mut model = IoCostModel::default();
     let plan: [(&str, FioJob); 6] = [
-        ("wbps", FioJob { rw: "write", depth: 1, bs: "128M", rate_iops: None }),
-        ("rbps", FioJob { rw: "read", depth: 1, bs: "128M", rate_iops: None }),
-        ("wseqiops", FioJob { rw: "write", depth: 256, bs: "4k", rate_iops: None }),
-        ("rseqiops", FioJob { rw: "read", depth: 256, bs: "4k", rate_iops: None }),
-        ("wrandiops", FioJob { rw: "randwrite", depth: 256, bs: "4k", rate_iops: None }),
-        ("rrandiops", FioJob { rw: "randread", depth: 256, bs: "4k", rate_iops: None }),
+        (
+            "wbps",
+            FioJob {
+                rw: "write",
+                depth: 1,
+                bs: "128M",
+                rate_iops: None,
+            },
+        ),
+        (
+            "rbps",
+            FioJob {
+                rw: "read",
+                depth: 1,
+                bs: "128M",
+                rate_iops: None,
+            },
+        ),
+        (
+            "wseqiops",
+            FioJob {
+                rw: "write",
+                depth: 256,
+                bs: "4k",
+                rate_iops: None,
+            },
+        ),
+        (
+            "rseqiops",
+            FioJob {
+                rw: "read",
+                depth: 256,
+                bs: "4k",
+                rate_iops: None,
+            },
+        ),
+        (
+            "wrandiops",
+            FioJob {
+                rw: "randwrite",
+                depth: 256,
+                bs: "4k",
+                rate_iops: None,
+            },
+        ),
+        (
+            "rrandiops",
+            FioJob {
+                rw: "randread",
+                depth: 256,
+                bs: "4k",
+                rate_iops: None,
+            },
+        ),
     ];
     let total = plan.len() + 2;
     for (i, (name, job)) in plan.iter().enumerate() {
@@ -166,9 +229,17 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             let _ = std::fs::remove_file(&file);
             return Ok(Outcome::Partial(None, "interrupted".into()));
         }
-        eprintln!("iocost-params [{}/{total}] {name}: fio {} for {secs}s", i + 1, job.rw);
+        eprintln!(
+            "iocost-params [{}/{total}] {name}: fio {} for {secs}s",
+            i + 1,
+            job.rw
+        );
         let (bw, _) = fio(&file, size, secs, jobs, job)?;
-        let v = if name.ends_with("bps") { bw } else { bw / 4096.0 };
+        let v = if name.ends_with("bps") {
+            bw
+        } else {
+            bw / 4096.0
+        };
         let v = v.round() as u64;
         match *name {
             "wbps" => model.wbps = v,
@@ -181,9 +252,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         eprintln!("iocost-params [{}/{total}] {name}={v}", i + 1);
     }
     let mut lat = [0u64; 2];
-    for (i, (rw, iops)) in [("randread", model.rrandiops), ("randwrite", model.wrandiops)]
-        .into_iter()
-        .enumerate()
+    for (i, (rw, iops)) in [
+        ("randread", model.rrandiops),
+        ("randwrite", model.wrandiops),
+    ]
+    .into_iter()
+    .enumerate()
     {
         if ctx.cancel.is_stopped() {
             let _ = std::fs::remove_file(&file);
@@ -194,7 +268,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             "iocost-params [{}/{total}] {rw} latency at {rate} IOPS (90%)",
             plan.len() + i + 1
         );
-        let job = FioJob { rw, depth: 256, bs: "4k", rate_iops: Some(rate) };
+        let job = FioJob {
+            rw,
+            depth: 256,
+            bs: "4k",
+            rate_iops: Some(rate),
+        };
         let (_, pcts) = fio(&file, size, secs, jobs, &job)?;
         let ns = nearest_pct(&pcts, pct)
             .ok_or_else(|| format!("fio {rw}: no completion latency percentiles in its output"))?;
@@ -240,7 +319,10 @@ fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
     };
     let (mf, qf) = (root.join("io.cost.model"), root.join("io.cost.qos"));
     if !mf.exists() || !qf.exists() {
-        return format!("not applied: {} is missing (kernel without iocost)", mf.display());
+        return format!(
+            "not applied: {} is missing (kernel without iocost)",
+            mf.display()
+        );
     }
     let m = &k.model;
     let q = &k.qos;
@@ -252,7 +334,9 @@ fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
         "{} enable=1 ctrl=user rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
         k.devnr, q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
     );
-    match crate::sys::write_existing(&mf, &model).and_then(|()| crate::sys::write_existing(&qf, &qos)) {
+    match crate::sys::write_existing(&mf, &model)
+        .and_then(|()| crate::sys::write_existing(&qf, &qos))
+    {
         Ok(()) => "applied".into(),
         Err(e) => format!("not applied: {e}"),
     }
@@ -283,7 +367,11 @@ mod tests {
     fn properties() {
         assert!(props(&parse("iocost-params").unwrap()).unwrap());
         assert!(!props(&parse("iocost-params:apply=false").unwrap()).unwrap());
-        assert!(props(&parse("iocost-params:aply").unwrap()).unwrap_err().contains("apply"));
+        assert!(
+            props(&parse("iocost-params:aply").unwrap())
+                .unwrap_err()
+                .contains("apply")
+        );
         assert!(props(&parse("iocost-params:apply=maybe").unwrap()).is_err());
     }
 
@@ -299,6 +387,10 @@ mod tests {
         assert_eq!(bw, 1524.0);
         assert_eq!(nearest_pct(&pcts, 95.0), Some(9000.0));
         assert_eq!(nearest_pct(&pcts, 60.0), Some(2000.0));
-        assert!(parse_fio("fio: bad option", "read").unwrap_err().contains("no JSON"));
+        assert!(
+            parse_fio("fio: bad option", "read")
+                .unwrap_err()
+                .contains("no JSON")
+        );
     }
 }

@@ -58,7 +58,13 @@ pub const BENCHES: &[BenchDef] = &[
         kind: "hashd-params",
         about: "hashd's rps_max and memory footprint on this host",
         hard: &[],
-        soft: &[MemShadowInodeProt, AnonBalance, SwapOnScratch, Swap, HostCriticalServices],
+        soft: &[
+            MemShadowInodeProt,
+            AnonBalance,
+            SwapOnScratch,
+            Swap,
+            HostCriticalServices,
+        ],
         check: super::hashd_params::check_spec,
     },
     BenchDef {
@@ -108,7 +114,11 @@ pub fn bench(kind: &str) -> Result<&'static BenchDef, String> {
     BENCHES.iter().find(|b| b.kind == kind).ok_or_else(|| {
         format!(
             "unknown bench kind {kind:?}: expected one of {}",
-            BENCHES.iter().map(|b| b.kind).collect::<Vec<_>>().join(", ")
+            BENCHES
+                .iter()
+                .map(|b| b.kind)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })
 }
@@ -159,7 +169,11 @@ fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> 
         .iter()
         .rev()
         .filter(|d| d.spec.kind == kind && d.is_completed())
-        .find_map(|d| d.record.clone().and_then(|r| serde_json::from_value(r).ok()))
+        .find_map(|d| {
+            d.record
+                .clone()
+                .and_then(|r| serde_json::from_value(r).ok())
+        })
 }
 
 fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
@@ -466,11 +480,19 @@ pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool
             .filter(|(r, _)| b.hard.contains(r) || b.soft.contains(r))
             .map(|(r, m)| (*r, m.clone()))
             .collect();
-        let mut degraded: Vec<String> = job_missed
+        let soft_missed: Vec<&str> = job_missed
             .keys()
             .filter(|r| b.soft.contains(r))
-            .map(|r| format!("ran without {}", r.name()))
+            .map(|r| r.name())
             .collect();
+        let mut degraded = Vec::new();
+        if !soft_missed.is_empty() {
+            degraded.push(format!(
+                "ran without {} of its {} sysreqs (missed above)",
+                soft_missed.len(),
+                b.hard.len() + b.soft.len()
+            ));
+        }
         if s.kind == "protection" {
             degraded.extend(host.cgroups.limitations());
         }
@@ -618,14 +640,13 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
             }
         }
     }
-    out.push_str(&format!(
-        "Cgroup backend: {:?}\n",
-        host.cgroups.kind()
-    ));
+    out.push_str(&format!("Cgroup backend: {:?}\n", host.cgroups.kind()));
     for l in host.cgroups.limitations() {
         out.push_str(&format!("    * {l}\n"));
     }
-    out.push_str("\nWhat each bench needs (hard: refused without, unless --force; soft: runs degraded):\n");
+    out.push_str(
+        "\nWhat each bench needs (hard: refused without, unless --force; soft: runs degraded):\n",
+    );
     for b in BENCHES {
         let names = |v: &[SysReq]| {
             if v.is_empty() {
@@ -656,7 +677,10 @@ pub fn exists(p: &Path) -> bool {
 
 /// Starts `cmd` inside `cg`: the child writes 0 to each `cgroup.procs`
 /// before exec, so everything it allocates is charged there.
-pub fn spawn_in(mut cmd: std::process::Command, cg: Option<&crate::sys::cgroup::Cgroup>) -> std::io::Result<std::process::Child> {
+pub fn spawn_in(
+    mut cmd: std::process::Command,
+    cg: Option<&crate::sys::cgroup::Cgroup>,
+) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     let files: Vec<std::ffi::CString> = cg
         .map(|c| c.procs_files())
@@ -684,4 +708,3 @@ pub fn spawn_in(mut cmd: std::process::Command, cg: Option<&crate::sys::cgroup::
     }
     cmd.spawn()
 }
-

@@ -91,8 +91,18 @@ impl IoCostKnobs {
             "{indent}iocost model: rbps={} rseqiops={} rrandiops={}\n\
              {indent}              wbps={} wseqiops={} wrandiops={}\n\
              {indent}iocost QoS: rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}\n",
-            m.rbps, m.rseqiops, m.rrandiops, m.wbps, m.wseqiops, m.wrandiops, q.rpct, q.rlat,
-            q.wpct, q.wlat, q.min, q.max
+            m.rbps,
+            m.rseqiops,
+            m.rrandiops,
+            m.wbps,
+            m.wseqiops,
+            m.wrandiops,
+            q.rpct,
+            q.rlat,
+            q.wpct,
+            q.wlat,
+            q.min,
+            q.max
         )
     }
 }
@@ -240,7 +250,11 @@ mod tests {
         assert_eq!(MemInfo::for_profile(32, 0).share, 24 * GIB);
         assert_eq!(MemInfo::auto_profile(23 * GIB), 16);
         assert_eq!(MemInfo::auto_profile(GIB / 4), 1);
-        assert!(MemInfo::parse("12", 0, 0).unwrap_err().contains("power of two"));
+        assert!(
+            MemInfo::parse("12", 0, 0)
+                .unwrap_err()
+                .contains("power of two")
+        );
         assert_eq!(MemInfo::parse("off", 5, 9).unwrap().share, 9);
     }
 

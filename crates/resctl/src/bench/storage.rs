@@ -38,7 +38,10 @@ pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
     }
     for (k, v) in spec.props.first().into_iter().flatten() {
         let ok = match k.as_str() {
-            "loops" | "rps-max" | "chunk-pages" | "mem-avail-inner-retries"
+            "loops"
+            | "rps-max"
+            | "chunk-pages"
+            | "mem-avail-inner-retries"
             | "mem-avail-outer-retries" => v.parse::<u32>().is_ok(),
             "mem-avail-err-max" => v.parse::<f64>().is_ok_and(|f| f > 0.0),
             "hash-size" | "log-bps" => crate::fmt::parse_size(v).is_ok(),
@@ -80,7 +83,11 @@ mod tests {
     #[test]
     fn keys_and_values_are_checked() {
         assert!(check_spec(&parse("storage:loops=3,hash-size=1M").unwrap()).is_ok());
-        assert!(check_spec(&parse("storage:lops=3").unwrap()).unwrap_err().contains("loops"));
+        assert!(
+            check_spec(&parse("storage:lops=3").unwrap())
+                .unwrap_err()
+                .contains("loops")
+        );
         assert!(check_spec(&parse("storage:loops=x").unwrap()).is_err());
     }
 }

@@ -624,7 +624,10 @@ mod tests {
         assert_eq!(ups, vec![0.2, 0.4, 0.6, 0.8]);
         assert!(probes.iter().any(|p| p.stage == MemStage::Bisect));
         // Within 7.5% of the rate: frac <= 0.5 / 0.925.
-        assert!(frac > 0.45 && frac <= 0.5 / 0.925 + 1e-9, "{frac} {probes:?}");
+        assert!(
+            frac > 0.45 && frac <= 0.5 / 0.925 + 1e-9,
+            "{frac} {probes:?}"
+        );
     }
 
     #[test]
@@ -639,7 +642,10 @@ mod tests {
     fn the_short_memory_search_probes_each_stage_once() {
         let (frac, probes) = run_mem_search(0.3, true);
         let stages: Vec<MemStage> = probes.iter().map(|p| p.stage).collect();
-        assert_eq!(stages, vec![MemStage::Up, MemStage::Bisect, MemStage::Refine]);
+        assert_eq!(
+            stages,
+            vec![MemStage::Up, MemStage::Bisect, MemStage::Refine]
+        );
         assert_eq!(frac, 0.5);
     }
 }

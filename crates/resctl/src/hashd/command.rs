@@ -329,7 +329,8 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     } else {
         Search::None
     };
-    let mut found: Option<(u32, bool)> = (bench_mem && !bench_cpu).then_some((params.rps_max, true));
+    let mut found: Option<(u32, bool)> =
+        (bench_mem && !bench_cpu).then_some((params.rps_max, true));
     let mut found_mem: Option<f64> = None;
     let mut mem_probes = Vec::new();
     let mut phase = match &search {
@@ -337,6 +338,10 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         Search::Mem(_) => Phase::BenchMemUp,
         Search::None => Phase::Running,
     };
+    // Fault injection for tests: exit abruptly after this many seconds.
+    let die_after: Option<f64> = std::env::var("RACKBENCH_FAULT_HASHD_EXIT_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let result = hashd.run(
         &mut |c| {
             if let Some(l) = log.as_mut() {
@@ -344,6 +349,10 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             }
         },
         &mut |s| {
+            if die_after.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
+                eprintln!("hashd: exiting as RACKBENCH_FAULT_HASHD_EXIT_AFTER asks");
+                std::process::exit(3);
+            }
             history.push(s.clone());
             status.add(s);
             if let Some(p) = &report_path

@@ -552,7 +552,10 @@ impl Cgroup {
     /// without cgroups). A child can join the cgroup before it execs by
     /// writing `0` to each.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        self.dirs().into_iter().map(|d| d.join("cgroup.procs")).collect()
+        self.dirs()
+            .into_iter()
+            .map(|d| d.join("cgroup.procs"))
+            .collect()
     }
 
     /// Moves process `pid` into this cgroup in every hierarchy.

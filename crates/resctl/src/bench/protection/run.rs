@@ -55,7 +55,13 @@ pub struct Scenario {
     pub speed: String,
 }
 
-const SPEEDS: &[(&str, f64)] = &[("10%", 0.1), ("25%", 0.25), ("50%", 0.5), ("1x", 1.0), ("2x", 2.0)];
+const SPEEDS: &[(&str, f64)] = &[
+    ("10%", 0.1),
+    ("25%", 0.25),
+    ("50%", 0.5),
+    ("1x", 1.0),
+    ("2x", 2.0),
+];
 
 /// The scenarios of a spec.
 pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
@@ -87,7 +93,10 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
             s.load = parse_frac(v).map_err(|e| format!("group {}: load: {e}", i + 1))?;
         }
         if s.loops == 0 || s.load == 0.0 {
-            return Err(format!("group {}: \"loops\" and \"load\" can't be 0", i + 1));
+            return Err(format!(
+                "group {}: \"loops\" and \"load\" can't be 0",
+                i + 1
+            ));
         }
         if let Some(v) = g.get("speed") {
             if !SPEEDS.iter().any(|(k, _)| k == v) {
@@ -358,6 +367,13 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     rec.hog_base_source = source;
     let total = ctx.sysinfo.total_memory;
     rec.hog_cap = total.saturating_sub(ctx.mem.target).max(64 << 20);
+    // A smaller cap (tests, or to keep the hog from crowding a shared
+    // host): the hog is killed sooner.
+    if let Ok(v) = std::env::var("RACKBENCH_RESCTL_HOG_CAP") {
+        rec.hog_cap = crate::fmt::parse_size(&v)
+            .map_err(|e| format!("RACKBENCH_RESCTL_HOG_CAP: {e}"))?
+            .max(1 << 20);
+    }
 
     let parent = format!("rackbench-{}", std::process::id());
     let backend = ctx.cgroups.kind();
@@ -384,7 +400,14 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
 
     write_params(&files, ctx, scen[0].load)?;
     let _ = std::fs::remove_file(&files.report);
-    let mut hashd = HashdChild(spawn_hashd_in(ctx, &files, ctx.mem.share, &[], work.as_ref())?);
+    let _ = std::fs::remove_file(&hog_report);
+    let mut hashd = HashdChild(spawn_hashd_in(
+        ctx,
+        &files,
+        ctx.mem.share,
+        &[],
+        work.as_ref(),
+    )?);
     let mut sampler = Sampler {
         ctx,
         work: work.as_ref(),
@@ -396,7 +419,11 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     };
     let n = scen.len();
     for (si, s) in scen.iter().enumerate() {
-        let speed = SPEEDS.iter().find(|(k, _)| *k == s.speed).map(|x| x.1).unwrap_or(2.0);
+        let speed = SPEEDS
+            .iter()
+            .find(|(k, _)| *k == s.speed)
+            .map(|x| x.1)
+            .unwrap_or(2.0);
         let wbps = (base as f64 * speed) as u64;
         let target_rps = f64::from(knobs.rps_max) * s.load;
         if si > 0 {
@@ -412,11 +439,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             runs: Vec::new(),
         };
         let mut samples: Vec<Sample> = Vec::new();
-        let label = format!("protection: scenario {}/{n} (load={} speed={})", si + 1, s.load, s.speed);
+        let label = format!(
+            "protection: scenario {}/{n} (load={} speed={})",
+            si + 1,
+            s.load,
+            s.speed
+        );
         let mut stop_why: Option<String> = None;
         'loops: for li in 0..s.loops {
             // Settle.
-            eprintln!("{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps", li + 1, s.loops);
+            eprintln!(
+                "{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps",
+                li + 1,
+                s.loops
+            );
             let t0 = Instant::now();
             let mut rates: Vec<f64> = Vec::new();
             loop {
@@ -461,12 +497,14 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             // The hog.
             let _ = std::fs::remove_file(&hog_report);
             let mut cmd = Command::new(&ctx.exe);
-            cmd.args(["resctl", "mem-hog", "--wbps"])
+            cmd.args([crate::CHILD_CMD, "mem-hog", "--wbps"])
                 .arg(wbps.to_string())
                 .arg("--report")
                 .arg(&hog_report)
                 .arg("--max")
-                .arg(rec.hog_cap.to_string())
+                // Above the cgroup cap: the kernel's cap acts first where
+                // there is one.
+                .arg((rec.hog_cap + (64 << 20)).to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
             let oom0 = sys.as_ref().and_then(|c| c.oom_kills());
@@ -512,7 +550,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                         let by_oom = matches!((oom0, oom), (Some(a), Some(b)) if b > a);
                         break match st.signal() {
                             Some(9) if by_oom => {
-                                format!("killed by the kernel (OOM at its memory cap) after {el:.0}s")
+                                format!(
+                                    "killed by the kernel (OOM at its memory cap) after {el:.0}s"
+                                )
                             }
                             Some(9) => format!(
                                 "killed by SIGKILL (the kernel's OOM killer, most likely) after {el:.0}s"
@@ -597,7 +637,10 @@ fn progress(label: &str, s: Option<&Sample>, target: f64, hog: Option<f64>) {
         h.lat_ctl * 1000.0
     );
     if let (Some(el), Some(hs)) = (hog, s.and_then(|s| s.hog.as_ref())) {
-        line.push_str(&format!(" hog {} after {el:.0}s", format_size(hs.mem_bytes as f64)));
+        line.push_str(&format!(
+            " hog {} after {el:.0}s",
+            format_size(hs.mem_bytes as f64)
+        ));
     }
     eprintln!("{line}");
 }
@@ -663,8 +706,9 @@ mod tests {
         let s = scenarios(&parse("protection").unwrap()).unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!((s[0].load, s[1].load), (1.0, 0.8));
-        let s = scenarios(&parse("protection::scenario=mem-hog,loops=1,load=50%,speed=1x").unwrap())
-            .unwrap();
+        let s =
+            scenarios(&parse("protection::scenario=mem-hog,loops=1,load=50%,speed=1x").unwrap())
+                .unwrap();
         assert_eq!(
             s,
             vec![Scenario {
