@@ -29,7 +29,7 @@ for r in $(seq "$rounds"); do
     --total-memory 2147483648 --bench-cpu >"$work/up.log" 2>&1
   up="$(rps_max "$work/up-params.json")"
   target/release/rackbench --no-store --output-dir "$work/out" resctl hashd \
-    -t "$work/tf" -s 1G -p "$work/params.json" -i 0 --bench >"$work/ours.log" 2>&1
+    -t "$work/tf" -s 1G -p "$work/params.json" -i 0 --bench-cpu >"$work/ours.log" 2>&1
   me="$(rps_max "$work/params.json")"
   echo "round $r: rackbench rps_max $me, rd-hashd 2.2.5 rps_max $up" >&2
   ours+=("$me") theirs+=("$up")

@@ -410,3 +410,56 @@ fn resctl_bench_refuses_bad_input() {
         text(&o.stdout)
     );
 }
+
+/// iocost-params with fio (`--test`: 3 s runs on a 256M file): the six
+/// model numbers and the QoS latencies are positive, and where the host
+/// has no io.cost files the record says why it was not applied.
+#[test]
+fn resctl_bench_iocost_params_measures_with_fio() {
+    let has_fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_fio {
+        assert!(
+            std::env::var("RACKBENCH_REQUIRE_FIO").as_deref() != Ok("1"),
+            "RACKBENCH_REQUIRE_FIO=1 but fio is not installed"
+        );
+        eprintln!("skipping: fio is not installed");
+        return;
+    }
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    let result = d.path().join("r.json");
+    let o = rackbench(d.path())
+        .args(["resctl", "--test", "-d"])
+        .arg(d.path())
+        .arg("-r")
+        .arg(&result)
+        .args(["run", "iocost-params"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j = journal(&result);
+    let r = &j[0]["record"];
+    for k in [
+        "rbps",
+        "rseqiops",
+        "rrandiops",
+        "wbps",
+        "wseqiops",
+        "wrandiops",
+    ] {
+        assert!(r["model"][k].as_u64().unwrap() > 0, "{k}: {r}");
+    }
+    assert!(r["qos"]["rlat"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["qos"]["wlat"].as_u64().unwrap() > 0, "{r}");
+    let applied = r["applied"].as_str().unwrap();
+    if !std::path::Path::new("/sys/fs/cgroup/io.cost.model").exists() {
+        assert!(applied.starts_with("not applied: "), "{applied}");
+    }
+    assert!(text(&o.stdout).contains("iocost model: rbps="));
+    assert!(
+        !d.path().join("iocost-coef-fio.testfile").exists(),
+        "the fio file is removed"
+    );
+}

@@ -235,6 +235,9 @@ impl Workload for Resctl {
                 let ok = job::cmd_run(&opts, &rest, &ctx.cancel).map_err(anyhow::Error::msg)?;
                 if let Some(r) = &opts.result {
                     metrics.insert("result_file".into(), json!(r.display().to_string()));
+                    if let Ok(j) = crate::journal::Journal::open(r) {
+                        metrics.extend(job::metrics(&j));
+                    }
                 }
                 ok
             }

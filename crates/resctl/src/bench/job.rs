@@ -708,3 +708,45 @@ pub fn spawn_in(
     }
     cmd.spawn()
 }
+
+/// The harness's metrics: the key figures of the latest completed job of
+/// each kind (`hashd_rps_max`, `protection_isol_pct`, ...).
+pub fn metrics(j: &Journal) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    if let Some(k) = latest::<HashdKnobs>(j, "hashd-params") {
+        m.insert("hashd_rps_max".into(), k.rps_max.into());
+        m.insert("hashd_mem_frac".into(), k.mem_frac.into());
+        m.insert("hashd_mem_actual_bytes".into(), k.mem_actual().into());
+    }
+    if let Some(k) = latest::<IoCostKnobs>(j, "iocost-params") {
+        m.insert("iocost_rbps".into(), k.model.rbps.into());
+        m.insert("iocost_wbps".into(), k.model.wbps.into());
+        m.insert("iocost_rrandiops".into(), k.model.rrandiops.into());
+        m.insert("iocost_wrandiops".into(), k.model.wrandiops.into());
+    }
+    let prot = j
+        .jobs
+        .iter()
+        .rev()
+        .find(|d| d.spec.kind == "protection" && d.is_completed())
+        .and_then(|d| d.result.clone())
+        .and_then(|r| serde_json::from_value::<super::protection::run::ProtectionResult>(r).ok());
+    if let Some(p) = prot {
+        let c = &p.combined;
+        let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;
+        m.insert("protection_isol_pct".into(), pct(c.isol.get("mean")).into());
+        m.insert(
+            "protection_isol_p05_pct".into(),
+            pct(c.isol.get("05")).into(),
+        );
+        m.insert(
+            "protection_lat_imp_pct".into(),
+            pct(c.lat_imp.get("mean")).into(),
+        );
+        m.insert(
+            "protection_work_csv_pct".into(),
+            (c.work_csv * 100.0).into(),
+        );
+    }
+    m
+}
