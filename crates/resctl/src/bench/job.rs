@@ -22,7 +22,7 @@ use crate::sys::sysreqs::{self, Check, Status, SysReq};
 use harness::Cancel;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The global options of the resctl-bench commands.
@@ -78,26 +78,9 @@ pub const BENCHES: &[BenchDef] = &[
         kind: "protection",
         about: "how well hashd is protected from a memory hog",
         hard: &[],
-        soft: &[
-            Controllers,
-            Freezer,
-            MemCgRecursiveProt,
-            MemShadowInodeProt,
-            IoCost,
-            IoCostVer,
-            NoOtherIoControllers,
-            AnonBalance,
-            Btrfs,
-            BtrfsAsyncDiscard,
-            NoCompositeStorage,
-            IoSched,
-            NoWbt,
-            SwapOnScratch,
-            Swap,
-            Oomd,
-            NoSysOomd,
-            HostCriticalServices,
-        ],
+        // Every requirement but the tool dependencies (the last four):
+        // the hog is built in and nothing is compiled.
+        soft: SysReq::ALL.split_at(SysReq::ALL.len() - 4).0,
         check: super::protection::run::check_spec,
     },
     BenchDef {
@@ -421,8 +404,7 @@ pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool
     }
     // protection needs hashd's knobs: find them first when the journal
     // has none (upstream runs hashd-params nested).
-    let have_knobs = journal.find_completed("hashd-params", None).is_some()
-        || latest::<HashdKnobs>(&journal, "hashd-params").is_some()
+    let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some()
         || pending.iter().any(|s| s.kind == "hashd-params");
     if !have_knobs && pending.iter().any(|s| s.kind == "protection") {
         eprintln!("protection needs hashd-params: running it first");
@@ -663,16 +645,6 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
         ));
     }
     Ok(out)
-}
-
-/// Path helpers for jobs: a file in the scratch directory.
-pub fn scratch(opts: &Options, name: &str) -> PathBuf {
-    opts.dir.join(name)
-}
-
-/// True when `p` is an existing file.
-pub fn exists(p: &Path) -> bool {
-    p.is_file()
 }
 
 /// Starts `cmd` inside `cg`: the child writes 0 to each `cgroup.procs`

@@ -237,13 +237,13 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, or --bench)"
         );
     }
-    let saved_params = params.clone();
     // The memory search runs at rps_max with the usual access pattern.
+    let base = params.clone();
     let mem_params = move |rps_max: u32, mem_frac: f64| Params {
         rps_max,
         rps_target: rps_max,
         mem_frac,
-        ..saved_params.clone()
+        ..base.clone()
     };
     let saved_params = params.clone();
     if bench_cpu {

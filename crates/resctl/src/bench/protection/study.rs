@@ -391,26 +391,17 @@ fn push_rstat(
         delta_rate(u2f(a.io_wbytes), u2f(b.io_wbytes), dt),
     );
     if let (Some(pa), Some(pb)) = (&a.psi, &b.psi) {
-        put(
-            "cpu_some",
-            delta_rate(Some(pa.cpu_some), Some(pb.cpu_some), dt),
-        );
-        put(
-            "mem_some",
-            delta_rate(Some(pa.mem_some), Some(pb.mem_some), dt),
-        );
-        put(
-            "mem_full",
-            delta_rate(Some(pa.mem_full), Some(pb.mem_full), dt),
-        );
-        put(
-            "io_some",
-            delta_rate(Some(pa.io_some), Some(pb.io_some), dt),
-        );
-        put(
-            "io_full",
-            delta_rate(Some(pa.io_full), Some(pb.io_full), dt),
-        );
+        type Field = fn(&PsiSample) -> f64;
+        let fields: [(&str, Field); 5] = [
+            ("cpu_some", |p| p.cpu_some),
+            ("mem_some", |p| p.mem_some),
+            ("mem_full", |p| p.mem_full),
+            ("io_some", |p| p.io_some),
+            ("io_full", |p| p.io_full),
+        ];
+        for (name, f) in fields {
+            put(name, delta_rate(Some(f(pa)), Some(f(pb)), dt));
+        }
     }
 }
 
