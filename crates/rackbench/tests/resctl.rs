@@ -463,3 +463,27 @@ fn resctl_bench_iocost_params_measures_with_fio() {
         "the fio file is removed"
     );
 }
+
+/// `--bench-mem --bench-test` runs only the short memory search: the
+/// params file's rps_max is kept.
+#[test]
+fn hashd_short_memory_search_keeps_rps_max() {
+    let d = tempfile::tempdir().unwrap();
+    let params = d.path().join("params.json");
+    std::fs::write(&params, "{\n  \"rps_max\": 150\n}\n").unwrap();
+    let o = rackbench(d.path())
+        .args(["resctl", "hashd", "-t"])
+        .arg(d.path().join("tf"))
+        .args(["-s", "128M", "-i", "0", "--bench-mem", "--bench-test", "-p"])
+        .arg(&params)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // No rps_max search ran before the memory search.
+    assert!(!err.contains("searching the memory footprint"), "{err}");
+    assert!(err.contains("mem-refine mem_frac="), "{err}");
+    assert!(err.contains("rps 150"), "{err}");
+    let p = std::fs::read_to_string(&params).unwrap();
+    assert!(p.contains("\"rps_max\": 150"), "{p}");
+}

@@ -182,15 +182,15 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         params.rps_max = r;
     }
     params::save_params(&files.params, &params)?;
-    let bench = match (ctx.opts.test, p.rps_max.is_some()) {
-        (true, false) => "--bench-test",
-        (false, false) => "--bench",
-        (_, true) => "--bench-mem",
+    // Given rps_max, only the memory search runs.
+    let bench = if p.rps_max.is_some() {
+        "--bench-mem"
+    } else {
+        "--bench"
     };
     let mut extra = vec![bench];
-    if ctx.opts.test && p.rps_max.is_some() {
-        // The short memory search.
-        extra = vec!["--bench-test"];
+    if ctx.opts.test {
+        extra.push("--bench-test");
     }
     let share = ctx.mem.share;
     eprintln!(

@@ -88,7 +88,8 @@ pub struct HashdArgs {
     #[arg(long)]
     bench_mem: bool,
     /// `--bench` with short settling windows, at most two rps_max rounds
-    /// and one memory probe per stage (smoke runs, CI).
+    /// and one memory probe per stage (smoke runs, CI); with `--bench-cpu`
+    /// or `--bench-mem`, that search only, short.
     #[arg(long)]
     bench_test: bool,
     /// Memory search resolution multiplier (1.0: bisect to 5% and refine
@@ -223,8 +224,10 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     if params.file_frac > args.file_max_frac {
         params.file_frac = args.file_max_frac;
     }
-    let bench_cpu = a.bench || a.bench_cpu || a.bench_test;
-    let bench_mem = a.bench || a.bench_mem || a.bench_test;
+    // --bench-test alone is both searches, short; with --bench-cpu or
+    // --bench-mem it shortens just that one.
+    let bench_cpu = a.bench || a.bench_cpu || (a.bench_test && !a.bench_mem);
+    let bench_mem = a.bench || a.bench_mem || (a.bench_test && !a.bench_cpu);
     let bench = bench_cpu || bench_mem;
     if !(a.bench_grain > 0.0 && a.bench_grain.is_finite()) {
         anyhow::bail!(
