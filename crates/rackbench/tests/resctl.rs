@@ -202,6 +202,145 @@ fn cgroups_writable() -> bool {
     ok
 }
 
+/// Held by the tests that add swap or need the host without it.
+static SWAP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A swap file, enabled while this lives.
+struct SwapFile(std::path::PathBuf);
+
+impl SwapFile {
+    /// `size` bytes in `dir`; `None` (the test skips) when swapon is not
+    /// allowed here, unless RACKBENCH_REQUIRE_SWAPON=1.
+    fn enable(dir: &std::path::Path, size: u64) -> Option<SwapFile> {
+        let path = dir.join("swap");
+        let f = std::fs::File::create(&path).unwrap();
+        // A swap file needs its blocks allocated; fallocate does it without
+        // writing (zeros written here would still be flushing to the disk
+        // while the bench measures it).
+        // SAFETY: fallocate on a file descriptor we own.
+        let r = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+                0,
+                size as libc::off_t,
+            )
+        };
+        assert_eq!(
+            r,
+            0,
+            "fallocate {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+        drop(f);
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let ok = |cmd: &str| {
+            std::process::Command::new(cmd)
+                .arg(&path)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if ok("mkswap") && ok("swapon") {
+            return Some(SwapFile(path));
+        }
+        assert!(
+            std::env::var("RACKBENCH_REQUIRE_SWAPON").as_deref() != Ok("1"),
+            "RACKBENCH_REQUIRE_SWAPON=1 but mkswap/swapon failed on {}",
+            path.display()
+        );
+        eprintln!("skipping: swapon is not allowed here");
+        None
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("swapoff").arg(&self.0).status();
+    }
+}
+
+/// storage in `--test` form with a 1.5G swap file beside the scratch
+/// directory: hashd, held to the 1G profile's 512M share by its cgroup,
+/// runs its memory search twice at a fixed rate with fake CPU load; the
+/// footprint it sustains is larger than its memory (swap took the rest),
+/// the factor is size over usage, and the text has the offloading line.
+#[test]
+fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
+    if !cgroups_writable() {
+        return;
+    }
+    let _swap = SWAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let Some(_swapfile) = SwapFile::enable(d.path(), 1536 << 20) else {
+        return;
+    };
+    let result = d.path().join("result.json");
+    let o = rackbench(d.path())
+        .args(["resctl", "--test", "--mem-profile", "1", "-d"])
+        .arg(d.path())
+        .arg("-r")
+        .arg(&result)
+        .args(["run", "storage:loops=2,rps-max=60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = o.id();
+    let o = o.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let j = journal(&result);
+    assert_eq!(j.len(), 1, "{j:?}");
+    let rec = &j[0]["record"];
+    let share = rec["mem_share"].as_u64().unwrap();
+    assert_eq!(share, 512 << 20);
+    let runs = rec["runs"].as_array().unwrap();
+    let kept: Vec<_> = runs.iter().filter(|r| r["used"] == true).collect();
+    assert_eq!(kept.len(), 2, "{rec}");
+    for r in &kept {
+        let (usage, size) = (r["usage"].as_u64().unwrap(), r["size"].as_u64().unwrap());
+        // The cgroup held hashd near its share, and the footprint it
+        // served went beyond it.
+        assert!(
+            usage <= share + (share / 10) && usage >= share - share / 10,
+            "{r}"
+        );
+        assert!(size >= share, "{r}");
+        // hashd served requests in each probe of its search.
+        let probes = r["probes"].as_array().unwrap();
+        assert!(!probes.is_empty(), "{r}");
+        assert!(
+            probes.iter().all(|p| p["rps"].as_f64().unwrap() > 0.0),
+            "{r}"
+        );
+    }
+    assert!(
+        runs.iter().any(|r| r["swap_peak"].as_u64().unwrap() > 0),
+        "{rec}"
+    );
+    let res = &j[0]["result"];
+    let f = res["mem_offload_factor"].as_f64().unwrap();
+    let expect = res["mem_size_mean"].as_f64().unwrap() / res["mem_usage_mean"].as_f64().unwrap();
+    assert!(f >= 1.0 && (f - expect).abs() < 1e-9, "{res}");
+    let out = text(&o.stdout);
+    assert!(out.contains("[storage result] "), "{out}");
+    assert!(
+        out.contains(&format!("Memory offloading: factor={f:.3}@1 ")),
+        "{out}"
+    );
+    assert!(out.contains("fake_cpu_load"), "{out}");
+    let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n == &format!("rackbench-{pid}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 fn journal(p: &std::path::Path) -> Vec<serde_json::Value> {
     serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap())
         .unwrap()
@@ -220,6 +359,8 @@ fn resctl_bench_protection_runs_end_to_end() {
     if !cgroups_writable() {
         return;
     }
+    // The hog must meet its cap without swap (the storage test adds some).
+    let _swap = SWAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let result = d.path().join("result.json");
     let run = || {

@@ -10,6 +10,7 @@ use crate::sys::cgroup::Cgroup;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// What `doc hashd-params` prints.
 pub const DOC: &str = "\
@@ -135,14 +136,16 @@ impl HashdFiles {
 }
 
 /// Starts `rackbench resctl hashd` with `files` and `extra` options, sized
-/// for `share` bytes of memory, inside `cg` when given. stdout is dropped
-/// (status lines), stderr goes to ours.
+/// for `share` bytes of memory, inside `cg` when given. stdout (status
+/// lines, then the run's metrics as one JSON line) is piped when `capture`
+/// and dropped otherwise; stderr goes to ours.
 pub fn spawn_hashd_in(
     ctx: &Ctx,
     files: &HashdFiles,
     share: u64,
     extra: &[&str],
     cg: Option<&Cgroup>,
+    capture: bool,
 ) -> Result<Child, String> {
     let mut cmd = Command::new(&ctx.exe);
     cmd.arg(crate::CHILD_CMD)
@@ -158,9 +161,56 @@ pub fn spawn_hashd_in(
         .args(["-i", "0"])
         .args(extra)
         .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        .stdout(if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
     super::job::spawn_in(cmd, cg)
         .map_err(|e| format!("cannot start hashd ({}): {e}", ctx.exe.display()))
+}
+
+/// hashd as a child: dies with the bench.
+pub struct HashdChild(pub Child);
+
+impl HashdChild {
+    pub fn check(&mut self) -> Result<(), String> {
+        match self.0.try_wait() {
+            Ok(Some(st)) => Err(format!("hashd exited ({st})")),
+            Ok(None) => Ok(()),
+            Err(e) => Err(format!("hashd: {e}")),
+        }
+    }
+}
+
+impl Drop for HashdChild {
+    fn drop(&mut self) {
+        stop_child(&mut self.0);
+    }
+}
+
+/// SIGINT, up to 5 s to exit, then SIGKILL.
+pub fn stop_child(c: &mut Child) {
+    if let Ok(Some(_)) = c.try_wait() {
+        return;
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// A JSON file, or `None` when it is missing or malformed (a report
+/// being replaced).
+pub fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
 }
 
 /// Runs the bench.
@@ -198,7 +248,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         format_size(share as f64),
         format_size(4.0 * share as f64)
     );
-    let mut child = spawn_hashd_in(ctx, &files, share, &extra, None)?;
+    let mut child = spawn_hashd_in(ctx, &files, share, &extra, None, false)?;
     let status = child
         .wait()
         .map_err(|e| format!("waiting for hashd: {e}"))?;

@@ -86,8 +86,10 @@ pub const BENCHES: &[BenchDef] = &[
     BenchDef {
         kind: "storage",
         about: "memory offloading: how far the workload's footprint can exceed memory",
-        hard: &[Swap, SwapOnScratch],
-        soft: &[MemShadowInodeProt, AnonBalance, HostCriticalServices],
+        // Swap's size recommendation is soft: a smaller swap caps the
+        // factor, which the result flags; no swap at all is refused.
+        hard: &[SwapOnScratch],
+        soft: &[Swap, MemShadowInodeProt, AnonBalance, HostCriticalServices],
         check: super::storage::check_spec,
     },
 ];
@@ -703,6 +705,20 @@ pub fn metrics(j: &Journal) -> serde_json::Map<String, Value> {
         .find(|d| d.spec.kind == "protection" && d.is_completed())
         .and_then(|d| d.result.clone())
         .and_then(|r| serde_json::from_value::<super::protection::run::ProtectionResult>(r).ok());
+    let storage = j
+        .jobs
+        .iter()
+        .rev()
+        .find(|d| d.spec.kind == "storage" && d.is_completed())
+        .and_then(|d| d.result.clone())
+        .and_then(|r| serde_json::from_value::<super::storage::StorageResult>(r).ok());
+    if let Some(s) = storage {
+        m.insert("storage_mof".into(), s.mem_offload_factor.into());
+        m.insert("storage_mem_usage_bytes".into(), s.mem_usage_mean.into());
+        m.insert("storage_mem_size_bytes".into(), s.mem_size_mean.into());
+        m.insert("storage_rbps_final".into(), s.rbps_final.into());
+        m.insert("storage_wbps_final".into(), s.wbps_final.into());
+    }
     if let Some(p) = prot {
         let c = &p.combined;
         let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;

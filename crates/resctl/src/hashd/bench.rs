@@ -524,8 +524,12 @@ impl MemSearch {
     }
 
     fn after_refine(&mut self, err: f64) -> MemStep {
-        if err >= 0.0 || -err <= 0.075 || self.test {
+        if err >= 0.0 || -err <= 0.075 {
             return MemStep::Done(self.frac);
+        }
+        if self.test {
+            // One probe per stage: the largest fraction seen to fit.
+            return MemStep::Done(self.left[0].max(self.refine_min));
         }
         let next = self.frac - self.refine_step;
         if next < self.refine_min + self.refine_step {
@@ -646,6 +650,13 @@ mod tests {
             stages,
             vec![MemStage::Up, MemStage::Bisect, MemStage::Refine]
         );
+        // Nothing fitted: the refinement's floor, half the last bound.
+        assert_eq!(frac, 0.25);
+        // 0.5 fitted, the refinement probe at 1.0 did not: 0.5, never a
+        // fraction seen to fail.
+        let (frac, probes) = run_mem_search(0.6, true);
+        assert_eq!(probes.last().map(|p| p.mem_frac), Some(1.0));
         assert_eq!(frac, 0.5);
+        assert_eq!(run_mem_search(2.0, true).0, 1.0);
     }
 }

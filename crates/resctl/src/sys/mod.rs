@@ -174,6 +174,41 @@ pub fn write_existing(path: &Path, value: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
 }
 
+/// Cumulative counters of one disk from `/proc/diskstats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    pub reads: u64,
+    pub read_sectors: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub write_sectors: u64,
+    pub write_ms: u64,
+}
+
+/// Parses the line of `dev` (a name such as `vda`) in a `/proc/diskstats`
+/// text.
+pub fn parse_diskstats(text: &str, dev: &str) -> Option<DiskStats> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 11 && f[2] == dev).then(|| {
+            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            DiskStats {
+                reads: n(3),
+                read_sectors: n(5),
+                read_ms: n(6),
+                writes: n(7),
+                write_sectors: n(9),
+                write_ms: n(10),
+            }
+        })
+    })
+}
+
+/// The counters of `dev` now; `None` when it is not listed.
+pub fn diskstats(dev: &str) -> Option<DiskStats> {
+    parse_diskstats(&fs::read_to_string("/proc/diskstats").ok()?, dev)
+}
+
 /// Finds an executable file called `name` in the directories of `$PATH`.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -190,6 +225,25 @@ pub fn which(name: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diskstats_fields() {
+        let text = " 254       0 vda 1000 5 80000 400 2000 7 160000 900 0 1200 1300\n 254       1 vda1 1 0 8 1 0 0 0 0 0 1 1\n";
+        let d = parse_diskstats(text, "vda").unwrap();
+        assert_eq!(
+            d,
+            DiskStats {
+                reads: 1000,
+                read_sectors: 80000,
+                read_ms: 400,
+                writes: 2000,
+                write_sectors: 160000,
+                write_ms: 900,
+            }
+        );
+        assert_eq!(parse_diskstats(text, "vda1").unwrap().reads, 1);
+        assert_eq!(parse_diskstats(text, "sda"), None);
+    }
 
     const FIXTURE: &str = "\
 22 27 0:21 / /proc rw,relatime - proc proc rw

@@ -5,7 +5,7 @@ use super::study::{
     self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
     SliceSample,
 };
-use crate::bench::hashd_params::{HashdFiles, spawn_hashd_in};
+use crate::bench::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in, stop_child};
 use crate::bench::job::{Ctx, Outcome, spawn_in};
 use crate::fmt::{format_size, parse_frac};
 use crate::hashd::bench::linreg;
@@ -13,11 +13,12 @@ use crate::hashd::params::{self, Params};
 use crate::hog::HogReport;
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
+use crate::sys::DiskStats;
 use crate::sys::cgroup::{Applied, CgStat, Cgroup};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What `doc protection` prints.
@@ -193,19 +194,6 @@ fn slice(c: &CgStat) -> SliceSample {
     }
 }
 
-/// Completed IOs and milliseconds spent, (reads, read ms, writes, write
-/// ms), of a disk from /proc/diskstats.
-fn diskstats(dev: &str) -> Option<(u64, u64, u64, u64)> {
-    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 11 && f[2] == dev).then(|| {
-            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
-            (n(3), n(6), n(7), n(10))
-        })
-    })
-}
-
 /// Takes a sample every second.
 struct Sampler<'a> {
     ctx: &'a Ctx<'a>,
@@ -214,11 +202,7 @@ struct Sampler<'a> {
     report: PathBuf,
     hog_report: PathBuf,
     last_hashd: String,
-    last_disk: Option<(u64, u64, u64, u64)>,
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
-    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+    last_disk: Option<DiskStats>,
 }
 
 impl Sampler<'_> {
@@ -246,7 +230,7 @@ impl Sampler<'_> {
         } else {
             None
         };
-        let disk = diskstats(&self.ctx.sysinfo.scr_dev);
+        let disk = crate::sys::diskstats(&self.ctx.sysinfo.scr_dev);
         let iolat = match (self.last_disk, disk) {
             (Some(a), Some(b)) => {
                 let mean = |ios: u64, ms: u64| {
@@ -257,8 +241,14 @@ impl Sampler<'_> {
                     m
                 };
                 Some([
-                    mean(b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)),
-                    mean(b.2.saturating_sub(a.2), b.3.saturating_sub(a.3)),
+                    mean(
+                        b.reads.saturating_sub(a.reads),
+                        b.read_ms.saturating_sub(a.read_ms),
+                    ),
+                    mean(
+                        b.writes.saturating_sub(a.writes),
+                        b.write_ms.saturating_sub(a.write_ms),
+                    ),
                 ])
             }
             _ => None,
@@ -276,43 +266,6 @@ impl Sampler<'_> {
             vrate: None,
         }
     }
-}
-
-/// hashd as a child: dies with the bench.
-struct HashdChild(Child);
-
-impl HashdChild {
-    fn check(&mut self) -> Result<(), String> {
-        match self.0.try_wait() {
-            Ok(Some(st)) => Err(format!("hashd exited ({st})")),
-            Ok(None) => Ok(()),
-            Err(e) => Err(format!("hashd: {e}")),
-        }
-    }
-}
-
-impl Drop for HashdChild {
-    fn drop(&mut self) {
-        stop_child(&mut self.0);
-    }
-}
-
-/// SIGINT, up to 5 s to exit, then SIGKILL.
-fn stop_child(c: &mut Child) {
-    if let Ok(Some(_)) = c.try_wait() {
-        return;
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(5) {
-        if let Ok(Some(_)) = c.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 fn write_params(files: &HashdFiles, ctx: &Ctx, load: f64) -> Result<(), String> {
@@ -407,6 +360,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         ctx.mem.share,
         &[],
         work.as_ref(),
+        false,
     )?);
     let mut sampler = Sampler {
         ctx,
