@@ -446,7 +446,8 @@ fn resctl_bench_protection_runs_end_to_end() {
 }
 
 /// hashd dying mid-run fails the job with the reason; the journal keeps
-/// the completed hashd-params and the incomplete protection entry.
+/// the completed hashd-params and the incomplete protection entry. The
+/// run is passive for memory and IO, which its controls say.
 #[test]
 fn resctl_bench_fails_cleanly_when_hashd_dies() {
     if !cgroups_writable() {
@@ -467,12 +468,20 @@ fn resctl_bench_fails_cleanly_when_hashd_dies() {
         .arg(d.path())
         .arg("-r")
         .arg(&result)
-        .args(["run", "protection::scenario=mem-hog,loops=1"])
+        .args(["run", "protection:passive=mem/io:scenario=mem-hog,loops=1"])
         .output()
         .unwrap();
     let err = text(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("stopped: hashd exited"), "{err}");
+    // passive=mem/io: hashd unprotected, the hog held only below the
+    // whole memory, IO control untouched.
+    assert!(
+        err.contains("passive=mem: workload memory.low not set"),
+        "{err}"
+    );
+    assert!(err.contains("hog safety cap="), "{err}");
+    assert!(err.contains("passive=io: IO control left"), "{err}");
     let mut s = String::new();
     std::io::Read::read_to_string(
         &mut flate2::read::GzDecoder::new(std::fs::File::open(&result).unwrap()),

@@ -312,6 +312,67 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     ))
 }
 
+/// What io.cost.model/io.cost.qos said for a device before a bench
+/// enabled iocost; written back on drop.
+pub struct IoCostRestore {
+    lines: Vec<(std::path::PathBuf, String)>,
+}
+
+impl Drop for IoCostRestore {
+    fn drop(&mut self) {
+        for (f, line) in &self.lines {
+            if let Err(e) = crate::sys::write_existing(f, line) {
+                eprintln!("warning: cannot restore {}: {e}", f.display());
+            }
+        }
+    }
+}
+
+/// The line that puts `prev` (a line of io.cost.model or io.cost.qos)
+/// back: kernel-chosen (`ctrl=auto`) parameters are restored by asking for
+/// auto again, as writing them back would make them user parameters.
+pub fn restore_line(prev: &str, qos: bool) -> String {
+    let mut it = prev.split_whitespace();
+    let dev = it.next().unwrap_or("");
+    if !prev.split_whitespace().any(|t| t == "ctrl=auto") {
+        return prev.trim().to_string();
+    }
+    if qos {
+        let enable = prev
+            .split_whitespace()
+            .find(|t| t.starts_with("enable="))
+            .unwrap_or("enable=0");
+        format!("{dev} {enable} ctrl=auto")
+    } else {
+        format!("{dev} ctrl=auto")
+    }
+}
+
+/// Enables iocost with `k` for the length of a bench (protection): the
+/// outcome in words, and the guard that restores what was there.
+pub fn enable_for_run(ctx: &Ctx, k: &IoCostKnobs) -> (String, Option<IoCostRestore>) {
+    let Some(root) = ctx.cgroups.v2_root() else {
+        return (
+            "not enabled: no cgroup2 hierarchy with the io controller (io.cost.qos)".into(),
+            None,
+        );
+    };
+    let mut lines = Vec::new();
+    for (name, qos) in [("io.cost.model", false), ("io.cost.qos", true)] {
+        let f = root.join(name);
+        if let Some(prev) = std::fs::read_to_string(&f).ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.split_whitespace().next() == Some(k.devnr.as_str()))
+                .map(str::to_string)
+        }) {
+            lines.push((f, restore_line(&prev, qos)));
+        }
+    }
+    let what = apply_knobs(ctx, k);
+    let guard = (what == "applied").then_some(IoCostRestore { lines });
+    (what, guard)
+}
+
 /// Writes the model and QoS to the cgroup2 root; the outcome in words.
 fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
     let Some(root) = ctx.cgroups.v2_root() else {
@@ -360,6 +421,16 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn restore_lines_put_auto_parameters_back_as_auto() {
+        let m = "8:16 ctrl=auto model=linear rbps=174029730 rseqiops=41322 rrandiops=370 wbps=178380670 wseqiops=42387 wrandiops=370";
+        assert_eq!(super::restore_line(m, false), "8:16 ctrl=auto");
+        let q = "8:16 enable=0 ctrl=auto rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=1.00 max=10000.00";
+        assert_eq!(super::restore_line(q, true), "8:16 enable=0 ctrl=auto");
+        let u = "8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00";
+        assert_eq!(super::restore_line(u, true), u);
+    }
+
     use super::*;
     use crate::spec::parse;
 

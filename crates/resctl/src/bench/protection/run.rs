@@ -45,7 +45,16 @@ Memory control: on cgroup2 the workload gets memory.low = the memory
 profile's target. Everywhere, the hog's slice is capped at total memory
 minus that target (cgroup1 has no memory.low, so the cap is the
 protection there; without cgroups the hog stops growing at the cap by
-itself). Each control's outcome is recorded.
+itself). With passive=mem neither is set: hashd is unprotected and the
+hog is held only just below the whole memory (total minus 1/16, at most
+1G), so the kernel kills it in its own cgroup rather than another
+process.
+
+IO control: where the kernel has iocost (cgroup2 io.cost.qos) and the
+journal has an iocost-params result, its model and QoS are enabled for
+the bench and the previous settings restored after; passive=io leaves
+IO control as the host has it (upstream's iocost off/on comparison).
+Each control's outcome is recorded.
 ";
 
 /// One mem-hog scenario of the spec.
@@ -318,8 +327,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     };
     rec.hog_base_wbps = base;
     rec.hog_base_source = source;
+    let passive = match spec.passive.as_deref() {
+        Some(p) => crate::spec::Passive::parse(p).map_err(|e| e.to_string())?,
+        None => crate::spec::Passive::default(),
+    };
     let total = ctx.sysinfo.total_memory;
-    rec.hog_cap = total.saturating_sub(ctx.mem.target).max(64 << 20);
+    rec.hog_cap = if passive.mem {
+        // No protection for hashd: the hog is held just below the whole
+        // memory so that the kernel kills it in its cgroup, not another
+        // process of the host.
+        total.saturating_sub((total / 16).min(1 << 30))
+    } else {
+        total.saturating_sub(ctx.mem.target)
+    }
+    .max(64 << 20);
     // A smaller cap (tests, or to keep the hog from crowding a shared
     // host): the hog is killed sooner.
     if let Ok(v) = std::env::var("RACKBENCH_RESCTL_HOG_CAP") {
@@ -337,15 +358,39 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     } else {
         let w = ctx.cgroups.create(&format!("{parent}/workload.slice"))?;
         let s = ctx.cgroups.create(&format!("{parent}/system.slice"))?;
-        rec.controls.push(applied(
-            &format!("workload memory.low={}", format_size(ctx.mem.target as f64)),
-            w.set_mem_low(ctx.mem.target),
-        ));
-        rec.controls.push(applied(
-            &format!("hog memory cap={}", format_size(rec.hog_cap as f64)),
-            s.set_mem_max(rec.hog_cap),
-        ));
+        if passive.mem {
+            rec.controls
+                .push("passive=mem: workload memory.low not set (hashd unprotected)".into());
+            rec.controls.push(applied(
+                &format!("hog safety cap={}", format_size(rec.hog_cap as f64)),
+                s.set_mem_max(rec.hog_cap),
+            ));
+        } else {
+            rec.controls.push(applied(
+                &format!("workload memory.low={}", format_size(ctx.mem.target as f64)),
+                w.set_mem_low(ctx.mem.target),
+            ));
+            rec.controls.push(applied(
+                &format!("hog memory cap={}", format_size(rec.hog_cap as f64)),
+                s.set_mem_max(rec.hog_cap),
+            ));
+        }
         (Some(w), Some(s))
+    };
+    // IO control: iocost with the journal's model and QoS for the length
+    // of the bench (restored after), unless passive=io.
+    let _iocost = if passive.io {
+        rec.controls
+            .push("passive=io: IO control left as the host has it".into());
+        None
+    } else if let Some(k) = ctx.iocost.as_ref() {
+        let (what, guard) = crate::bench::iocost_params::enable_for_run(ctx, k);
+        rec.controls.push(format!("iocost: {what}"));
+        guard
+    } else {
+        rec.controls
+            .push("iocost: not enabled: no iocost-params result in the journal".into());
+        None
     };
     for c in &rec.controls {
         eprintln!("protection: {c}");
