@@ -143,11 +143,12 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
         Some("cgroups") => "\
 Cgroup backends, chosen by probing (RACKBENCH_CGROUP_BACKEND=cgroup2|cgroup1|none forces one)
 and stamped in every result:
-  cgroup2  memory.low/high/max, cpu.weight, io.weight, io.cost.*, PSI;
+  cgroup2  memory.low/high/max, cpu.weight, io.weight, io.max, io.cost.*, PSI;
   cgroup1  memory.limit_in_bytes (and soft_limit_in_bytes for high), cpu.shares, blkio
-           weights where the scheduler has them; no memory protection, so the
-           workload is protected by capping the others; PSI read from a cgroup2
-           hierarchy mounted beside (e.g. /sys/fs/cgroup/unified) when there is one;
+           weights where the scheduler has them, blkio.throttle bandwidth limits;
+           no memory protection, so the workload is protected by capping the
+           others; PSI read from a cgroup2 hierarchy mounted beside (e.g.
+           /sys/fs/cgroup/unified) when there is one;
   none     nothing is isolated; only whole-system stats.
 Children (hashd, the hog) join their cgroup before they exec; no systemd is needed.
 "

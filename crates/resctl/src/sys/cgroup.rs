@@ -710,6 +710,53 @@ impl Cgroup {
         }
     }
 
+    /// IO bandwidth limits on one device (`MAJ:MIN`), bytes a second;
+    /// `None` lifts that direction's limit: cgroup2 `io.max`
+    /// (`MAJ:MIN rbps=N wbps=max`); cgroup1 `blkio.throttle.read_bps_device`
+    /// and `blkio.throttle.write_bps_device` (`MAJ:MIN N`, 0 = no limit).
+    pub fn set_io_max(&self, devnr: &str, rbps: Option<u64>, wbps: Option<u64>) -> Applied {
+        let v2 = |v: Option<u64>| v.map_or("max".to_string(), |n| n.to_string());
+        match self.kind {
+            BackendKind::Cgroup2 => match &self.v2 {
+                Some(d) => {
+                    let path = d.join("io.max");
+                    if !path.exists() {
+                        return Applied::Unsupported(format!(
+                            "{} is missing: the io controller is not enabled",
+                            path.display()
+                        ));
+                    }
+                    write_applied(
+                        &path,
+                        &format!("{devnr} rbps={} wbps={}", v2(rbps), v2(wbps)),
+                        Applied::Done,
+                    )
+                }
+                None => not_in("io.max"),
+            },
+            BackendKind::Cgroup1 => {
+                let Some(d) = self.v1.get("blkio") else {
+                    return Applied::Unsupported("no cgroup1 blkio hierarchy".to_string());
+                };
+                for (file, v) in [
+                    ("blkio.throttle.read_bps_device", rbps),
+                    ("blkio.throttle.write_bps_device", wbps),
+                ] {
+                    let r = write_applied(
+                        &d.join(file),
+                        &format!("{devnr} {}", v.unwrap_or(0)),
+                        Applied::Done,
+                    );
+                    if r != Applied::Done {
+                        return r;
+                    }
+                }
+                Applied::Done
+            }
+            BackendKind::None => not_in("io.max"),
+        }
+    }
+
     /// Current cumulative counters; those the backend cannot provide are
     /// `None`.
     pub fn stat(&self) -> CgStat {
@@ -1124,6 +1171,7 @@ mod tests {
             "memory.high",
             "cpu.weight",
             "io.weight",
+            "io.max",
         ] {
             touch(&a, f, "");
         }
@@ -1222,6 +1270,8 @@ mod tests {
         if with_bfq {
             touch(&blk, "blkio.bfq.weight", "100\n");
         }
+        touch(&blk, "blkio.throttle.read_bps_device", "");
+        touch(&blk, "blkio.throttle.write_bps_device", "");
         let cgs = Cgroups::with_roots(BackendKind::Cgroup1, None, roots, Some(psi));
         (tmp, cgs)
     }
@@ -1269,6 +1319,8 @@ mod tests {
         assert_eq!(read(&a, "cpu.weight"), "1");
         assert_eq!(cg.set_io_weight(50), Applied::Done);
         assert_eq!(read(&a, "io.weight"), "default 50");
+        assert_eq!(cg.set_io_max("254:0", Some(1 << 20), None), Applied::Done);
+        assert_eq!(read(&a, "io.max"), "254:0 rbps=1048576 wbps=max");
         cg.add_pid(4321).unwrap();
         assert_eq!(read(&a, "cgroup.procs"), "4321");
         assert_eq!(cg.pids(), vec![4321]);
@@ -1313,6 +1365,13 @@ mod tests {
         assert_eq!(
             read(&tmp.path().join("blkio/t/a"), "blkio.bfq.weight"),
             "300"
+        );
+        assert_eq!(cg.set_io_max("254:0", None, Some(2 << 20)), Applied::Done);
+        let blk = tmp.path().join("blkio/t/a");
+        assert_eq!(read(&blk, "blkio.throttle.read_bps_device"), "254:0 0");
+        assert_eq!(
+            read(&blk, "blkio.throttle.write_bps_device"),
+            "254:0 2097152"
         );
         cg.add_pid(77).unwrap();
         for d in ["memory", "cpu,cpuacct", "blkio", "unified"] {
@@ -1509,6 +1568,19 @@ mod tests {
                 read_u64(&mem_dir.join("memory.limit_in_bytes")).unwrap(),
                 256 << 20
             );
+            // A write limit on a whole disk, read back from blkio.
+            let disk = fs::read_dir("/sys/block").ok().and_then(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with("loop"))
+                    .find_map(|e| fs::read_to_string(e.path().join("dev")).ok())
+            });
+            if let (Some(dev), Some(blk)) = (disk, cgs.v1_root("blkio")) {
+                let dev = dev.trim();
+                assert_eq!(cg.set_io_max(dev, None, Some(50 << 20)), Applied::Done);
+                let w = fs::read_to_string(blk.join(&rel).join("blkio.throttle.write_bps_device"))
+                    .unwrap();
+                assert!(w.contains(&format!("{dev} {}", 50u64 << 20)), "{w}");
+            }
         }
         let st = cg.stat();
         eprintln!("{st:?}");
