@@ -141,7 +141,8 @@ pub enum Outcome {
     Partial(Option<Value>, String),
 }
 
-fn now_secs() -> u64 {
+/// Seconds since the epoch (0 if the clock is before it).
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

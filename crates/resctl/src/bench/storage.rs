@@ -1,8 +1,9 @@
 //! The `storage` bench; what it does, for users, is [`DOC`].
 
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
-use super::job::{Ctx, Outcome};
+use super::job::{Ctx, Outcome, now_secs};
 use super::knobs::HashdKnobs;
+use super::protection::study::mean_stdev;
 use crate::fmt::{format_duration, format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::BufRead;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// What `doc storage` prints.
 pub const DOC: &str = "\
@@ -221,19 +222,6 @@ pub struct StorageResult {
     pub swap_full: bool,
 }
 
-fn mean_stdev(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0);
-    }
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (m, 0.0);
-    }
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    (m, var.sqrt())
-}
-
 /// Studies the loops kept in the mean.
 pub fn study(rec: &StorageRecord) -> StorageResult {
     let used: Vec<&LoopRecord> = rec.runs.iter().filter(|r| r.used).collect();
@@ -263,29 +251,13 @@ pub fn study(rec: &StorageRecord) -> StorageResult {
     }
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 /// Swap in use now (SwapTotal - SwapFree), bytes.
 fn swap_used() -> u64 {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kb = |key: &str| {
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix(key)?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    (kb("SwapTotal:").saturating_sub(kb("SwapFree:"))) * 1024
+    let m = crate::sys::cgroup::parse_meminfo(
+        &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
+    );
+    let kb = |k: &str| m.get(k).copied().unwrap_or(0);
+    kb("SwapTotal").saturating_sub(kb("SwapFree"))
 }
 
 /// Reads hashd's stdout; the last JSON line is its metrics.
@@ -346,7 +318,8 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         if window.len() > USAGE_WINDOW + 1 {
             window.pop_front();
         }
-        swap_peak = swap_peak.max(swap_used());
+        let swap = swap_used();
+        swap_peak = swap_peak.max(swap);
         if last_line.elapsed() >= Duration::from_secs(10) {
             last_line = Instant::now();
             let rep = read_json::<Value>(&files.report).unwrap_or(Value::Null);
@@ -357,7 +330,7 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
                 format_size(max as f64),
                 (max as f64 - share as f64) / share as f64 * 100.0,
                 rep["rps"].as_f64().unwrap_or(0.0),
-                format_size(swap_used() as f64),
+                format_size(swap as f64),
                 format_duration(start.elapsed().as_secs_f64()),
             );
         }
@@ -534,12 +507,13 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             .fold(0.0f64, f64::max);
         // --test probes (10 s, one per stage) are too short to tell a
         // CPU-bound rate from a ramping one: noted, not judged.
-        if ctx.opts.test && best < 0.9 * f64::from(p.rps_max) {
+        let rate_missed = best < 0.9 * f64::from(p.rps_max);
+        if rate_missed && ctx.opts.test {
             rec.notes.push(format!(
                 "{label}: best rate {best:.0} of rps_max {} (--test probes are too short to judge it)",
                 p.rps_max
             ));
-        } else if best < 0.9 * f64::from(p.rps_max) {
+        } else if rate_missed {
             rec.runs.push(l);
             return Err(format!(
                 "hashd never served rps_max {} at any footprint it tried (best {best:.0} rps): \
