@@ -12,3 +12,4 @@
 //!   server or client.
 
 pub mod config;
+pub mod kernels;

@@ -19,6 +19,12 @@ pub mod proto {
         tonic::include_proto!("rackbench.feedsim");
     }
 
+    /// AdSim's inference service and serialization payload
+    /// (`proto/rackbench/adsim.proto`).
+    pub mod adsim {
+        tonic::include_proto!("rackbench.adsim");
+    }
+
     /// The calibration service (`proto/rackbench/calibrate.proto`).
     pub mod calibrate {
         tonic::include_proto!("rackbench.calibrate");
