@@ -13,3 +13,4 @@
 
 pub mod config;
 pub mod kernels;
+pub mod server;

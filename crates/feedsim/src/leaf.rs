@@ -11,12 +11,13 @@
 
 use crate::dataset::{Dataset, Shape};
 use crate::icache;
-use crate::pool::Pool;
 use crate::story;
 use prost::Message;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma};
+use rpc::pool::Pool;
+pub use rpc::procstat::{proc_self, thread_cpu_ns};
 use rpc::proto::feedsim::leaf_server::{Leaf, LeafServer};
 use rpc::proto::feedsim::{
     RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest, StepCpu,
@@ -126,19 +127,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// CPU time of the calling thread, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Runs `f`, adding the thread CPU time it took to `cell`.
@@ -386,29 +374,6 @@ impl LeafState {
                 .collect(),
         }
     }
-}
-
-/// RSS (bytes) and CPU time (seconds) of this process, from /proc/self.
-pub fn proc_self() -> (u64, f64) {
-    let page = 4096u64;
-    let rss = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(|p| p * page)
-        .unwrap_or(0);
-    // SAFETY: getrusage fills a zeroed struct for this process.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let cpu = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    } else {
-        0.0
-    };
-    (rss, cpu)
 }
 
 /// The gRPC service over a shared state.

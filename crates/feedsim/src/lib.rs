@@ -12,7 +12,7 @@ pub mod dataset;
 pub mod graph;
 pub use icache;
 pub mod leaf;
-pub mod pool;
+pub use rpc::pool;
 pub mod story;
 pub mod workload;
 

@@ -5,11 +5,15 @@
 //!   routers with TCP_NODELAY on every accepted connection.
 //! - [`client`]: connecting channels with TCP_NODELAY and spreading requests
 //!   over several HTTP/2 connections ([`client::Pool`]).
+//! - [`pool`]: fixed thread pools whose tasks are awaited from async code.
+//! - [`procstat`]: process and thread CPU time and memory.
 //! - [`frame`]: multiplexed request/response frames over plain TCP, a
 //!   lighter transport than gRPC.
 
 pub mod client;
 pub mod frame;
+pub mod pool;
+pub mod procstat;
 pub mod server;
 
 /// Generated protobuf messages and gRPC services.

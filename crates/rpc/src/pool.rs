@@ -1,5 +1,6 @@
-//! Fixed-size thread pools whose tasks are awaited from async code: the
-//! leaf's ranking, serialization, IO and pointer-chasing pools.
+//! Fixed-size thread pools whose tasks are awaited from async code:
+//! FeedSim's ranking, serialization, IO and pointer-chasing pools, AdSim's
+//! request-handling and application-logic pools.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
