@@ -22,6 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
+        // AdSim's request and response bodies are shared, not copied, as
+        // they pass through the client and server (up to megabytes each).
+        .bytes(".rackbench.adsim.SimRequest.request")
+        .bytes(".rackbench.adsim.SimReply.response")
         .compile_fds(fds)?;
     Ok(())
 }

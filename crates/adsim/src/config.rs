@@ -812,7 +812,7 @@ pub const PRESETS: &[&str] = &["ads"];
 ///   request and Shape drawing the response size from a CDF up to
 ///   ~948 KB. Pools: ceil(nproc/6) request, 1 IO, ceil(1.5 nproc) app
 ///   logic, 2 request-local.
-pub fn preset(name: &str, nproc: usize) -> Result<ServerConfig, String> {
+pub fn preset(name: &str, nproc: usize, _scale: f64) -> Result<ServerConfig, String> {
     if name != "ads" {
         return Err(format!(
             "unknown preset {name:?}: expected one of {}",
@@ -1059,7 +1059,7 @@ mod tests {
 
     #[test]
     fn the_ads_preset_is_upstreams_pipeline() {
-        let c = preset("ads", 12).unwrap();
+        let c = preset("ads", 12, 1.0).unwrap();
         assert_eq!(
             (
                 c.num_req_handle_threads,
@@ -1080,9 +1080,9 @@ mod tests {
         let shape = &c.kernels[15].params;
         assert_eq!(shape["sizes"].as_array().unwrap().len(), 101);
         assert_eq!(shape["sizes"][100], 948019);
-        assert_eq!(preset("ads", 1).unwrap().num_app_logic_threads, 2);
+        assert_eq!(preset("ads", 1, 1.0).unwrap().num_app_logic_threads, 2);
         assert!(
-            preset("model_b", 2)
+            preset("model_b", 2, 1.0)
                 .unwrap_err()
                 .contains("expected one of ads")
         );

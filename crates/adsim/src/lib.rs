@@ -11,6 +11,11 @@
 //!   plan (stages of kernel instances). No kernel runs yet, and there is no
 //!   server or client.
 
+pub mod cli;
+pub mod client;
 pub mod config;
 pub mod kernels;
 pub mod server;
+pub mod workload;
+
+pub use workload::AdSim;

@@ -308,11 +308,9 @@ pub struct Service(pub Arc<Engine>);
 #[tonic::async_trait]
 impl AdSim for Service {
     async fn sim(&self, req: Request<SimRequest>) -> Result<Response<SimReply>, Status> {
-        let body = Bytes::from(req.into_inner().request);
+        let body = req.into_inner().request;
         match self.0.handle(body).await {
-            Ok(response) => Ok(Response::new(SimReply {
-                response: response.to_vec(),
-            })),
+            Ok(response) => Ok(Response::new(SimReply { response })),
             Err(e) if !self.0.is_ready() => Err(Status::unavailable(e)),
             Err(e) => Err(Status::internal(e)),
         }

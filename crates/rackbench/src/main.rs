@@ -115,6 +115,7 @@ fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Box::new(calibrate::Calibrate));
     r.register(Box::new(feedsim::FeedSim));
+    r.register(Box::new(adsim::AdSim));
     r.register(Box::new(distbench::Distbench));
     r.register(Box::new(cachebench::CacheBench));
     r.register(Box::new(resctl::Resctl));

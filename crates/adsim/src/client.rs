@@ -1,0 +1,540 @@
+//! The AdSim client: open-loop Poisson load from the load core against an
+//! AdSim server, the load core's SLO search for the highest rate whose
+//! latency percentile meets the target, upstream's per-probe CSV and the
+//! report metrics.
+//!
+//! Request bodies: one random string per listed size, generated once (as
+//! upstream's load generator does); each request picks one of the 100
+//! uniformly (a size listed twice is twice as likely).
+
+use crate::cli::{ClientArgs, Mode};
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use harness::{Outcome, Progress, RunContext};
+use load::report::{probe_line, searching_line};
+use load::search::{Event, Search, SearchOutcome};
+use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
+use rand::SeedableRng;
+use rpc::proto::adsim::ad_sim_client::AdSimClient;
+use rpc::proto::adsim::{SimRequest, StatusReply, StatusRequest};
+use serde_json::{Map, Value, json};
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tonic::Request;
+use tonic::transport::Channel;
+
+/// Default-mode request sizes, bytes (ad-serving requests, ~21 KB to 2.2 MB).
+pub const REQUEST_SIZES: [u64; 100] = [
+    21102, 24046, 26718, 29396, 31428, 33406, 35250, 37347, 39302, 40635, 42162, 43776, 45231,
+    46550, 47941, 49375, 50490, 51753, 52789, 54042, 55129, 56060, 57210, 58453, 59665, 60732,
+    61951, 63153, 64345, 65565, 66788, 67846, 68939, 70263, 71538, 72658, 74003, 75320, 77021,
+    78416, 80017, 81649, 83231, 84890, 86338, 87779, 89549, 91274, 92716, 94312, 96249, 98685,
+    100195, 102476, 104590, 106565, 108892, 112220, 115426, 118539, 121885, 125940, 129406, 133907,
+    138907, 144358, 150643, 157272, 164905, 173752, 181697, 190219, 199184, 208782, 216714, 226552,
+    234955, 242400, 250273, 258056, 264527, 274102, 282639, 291434, 302631, 314295, 326790, 338368,
+    351672, 365455, 378563, 392808, 408717, 428298, 453281, 482706, 517475, 566604, 655912,
+    2205630,
+];
+
+/// Ai-mode request sizes, bytes before the multiplier (inference requests,
+/// 4 B to ~317 KB at multiplier 1).
+pub const AI_REQUEST_SIZES: [u64; 100] = [
+    4, 8, 928, 1040, 1200, 1340, 2040, 2272, 2400, 2520, 2812, 2868, 2892, 2964, 3216, 3460, 3520,
+    5120, 6780, 8160, 8288, 12264, 14892, 21024, 21120, 26496, 28032, 28032, 28032, 28032, 28032,
+    28032, 28032, 28160, 28160, 28160, 28160, 28160, 30720, 31580, 35836, 37544, 38400, 38400,
+    46120, 46348, 48484, 50270, 53212, 62900, 76800, 76800, 76800, 76800, 87752, 109680, 144132,
+    146240, 146240, 146240, 146240, 146240, 146240, 146240, 146240, 146240, 146240, 146240, 146240,
+    146240, 146240, 146240, 188460, 194108, 197552, 199160, 199980, 202692, 206676, 209172, 209756,
+    212456, 214116, 214960, 215384, 275052, 278592, 280852, 283968, 287156, 287808, 291532, 293000,
+    294112, 297472, 305160, 305336, 311672, 315932, 317208,
+];
+
+/// The CSV header (upstream qps_search.sh's columns).
+pub const CSV_HEADER: &str = "seq,runtime,requested_qps,achieved_qps,target_latency_quantile,target_latency_usec,achieved_latency_usec";
+
+/// The request sizes of a mode.
+pub fn request_sizes(mode: Mode, multiplier: u64) -> Vec<u64> {
+    match mode {
+        Mode::Default => REQUEST_SIZES.to_vec(),
+        Mode::Ai => AI_REQUEST_SIZES.iter().map(|s| s * multiplier).collect(),
+    }
+}
+
+/// One random body per size.
+pub fn request_bodies(sizes: &[u64], seed: u64) -> Vec<Bytes> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0xad51_u64);
+    sizes
+        .iter()
+        .map(|&n| Bytes::from(crate::kernels::gen_string(n as usize, &mut rng)))
+        .collect()
+}
+
+/// A CSV row for a probe.
+pub fn csv_row(seq: usize, p: &ProbeRecord, quantile: &str, target_ms: f64) -> String {
+    format!(
+        "{seq},{:.0},{:.3},{:.3},{quantile},{:.0},{:.0}",
+        p.duration_secs,
+        p.requested_qps,
+        p.achieved_qps,
+        target_ms * 1000.0,
+        p.target_value_ms * 1000.0
+    )
+}
+
+/// Resolves `server:port` (an IPv6 address needs no brackets).
+pub fn resolve(server: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    let host = server.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("--server {server:?}: cannot resolve the host name"))?
+        .next()
+        .with_context(|| format!("--server {server:?}: the host name has no address"))
+}
+
+async fn status(c: &mut AdSimClient<Channel>) -> Result<StatusReply, tonic::Status> {
+    c.status(Request::new(StatusRequest {}))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Connects and waits until the server has built its kernels.
+async fn wait_ready(
+    addr: SocketAddr,
+    wait: Duration,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> anyhow::Result<(AdSimClient<Channel>, StatusReply)> {
+    let t0 = Instant::now();
+    let mut said = false;
+    let mut last: String;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            bail!("stopped while waiting for the server at {addr}");
+        }
+        match rpc::client::connect(addr).await {
+            Ok(ch) => {
+                let mut c = AdSimClient::new(ch).max_decoding_message_size(256 << 20);
+                match status(&mut c).await {
+                    Ok(s) if s.ready => return Ok((c, s)),
+                    Ok(_) => last = "it is still initialising its kernels".into(),
+                    Err(e) => last = format!("its status RPC failed: {}", e.message()),
+                }
+            }
+            Err(e) => {
+                last = format!("{e}");
+                if let Some(src) = std::error::Error::source(&e) {
+                    last = format!("{e}: {src}");
+                }
+            }
+        }
+        if t0.elapsed() > wait {
+            bail!(
+                "the AdSim server at {addr} was not ready within {} s ({last}); is `rackbench adsim server` running there, on that port?",
+                wait.as_secs()
+            );
+        }
+        if !said {
+            progress.phase(&format!("waiting for the server at {addr} ({last})"));
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn search_config(a: &ClientArgs, target: SloTarget) -> SearchConfig {
+    let secs = Duration::from_secs_f64;
+    let mut c = SearchConfig::new(target);
+    c.arrival = load::Arrival::Poisson;
+    if a.quick {
+        c.warmup = secs(1.0);
+        c.peak = secs(2.0);
+        c.probe = secs(a.probe_secs.min(2.0));
+        c.probe_warmup = secs(0.5);
+        c.final_duration = secs((a.runtime as f64).min(4.0));
+        c.tolerance = 0.05;
+    } else {
+        c.warmup = secs(5.0);
+        c.peak = secs(5.0);
+        c.probe = secs(a.probe_secs);
+        c.probe_warmup = secs(1.0);
+        c.final_duration = secs(a.runtime as f64);
+        c.tolerance = 0.03;
+        c.borderline = 0.1;
+        c.max_extensions = 1;
+    }
+    if let Some(q) = a.qps_min {
+        c.min_qps = q;
+    } else {
+        c.min_qps = 0.5;
+    }
+    c.max_qps = a.qps_max;
+    // The unthrottled probes keep one request per worker in flight: AdSim
+    // requests take hundreds of milliseconds, and a deep closed loop would
+    // only queue them past the probe's end.
+    c.peak_concurrency = a.workers.clamp(2, 1000);
+    c
+}
+
+/// Runs the client: waits for the server, searches, writes the CSV and
+/// returns the report metrics.
+pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let (percentile, quantile, latency_ms) = a.target().map_err(anyhow::Error::msg)?;
+    if a.tls {
+        bail!("--tls: the client's TLS transport is not built yet; run without --tls");
+    }
+    if a.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    if let (Some(lo), Some(hi)) = (a.qps_min, a.qps_max) {
+        if lo > hi {
+            bail!("--qps-min {lo} is above --qps-max {hi}");
+        }
+    }
+    let addr = resolve(&a.server, a.port)?;
+    let target = SloTarget {
+        percentile,
+        latency_ms,
+    };
+    let cfg = search_config(a, target);
+    let progress = Progress::new("adsim client", cfg.planned());
+    let stop = Arc::new(AtomicBool::new(false));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    // Ctrl-C, the job's timeout or --timeout stop the search; probes so far are kept.
+    let watcher = {
+        let (stop, timed_out, cancel) = (stop.clone(), timed_out.clone(), ctx.cancel.clone());
+        let deadline = (a.timeout > 0).then(|| Instant::now() + Duration::from_secs(a.timeout));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if cancel.is_stopped() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    timed_out.store(true, Ordering::Relaxed);
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let r = drive(
+        a,
+        ctx,
+        addr,
+        cfg,
+        &progress,
+        stop.clone(),
+        (&quantile, latency_ms),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    progress.finish();
+    let (outcome, before, after, csv_path, client_cpu) = r?;
+    let mut m = Map::new();
+    let reported = outcome.final_probe.as_ref().filter(|_| outcome.success);
+    let f = |x: f64| (x * 1000.0).round() / 1000.0;
+    m.insert(
+        "final_requested_qps".into(),
+        json!(f(reported.map_or(0.0, |p| p.requested_qps))),
+    );
+    m.insert(
+        "final_achieved_qps".into(),
+        json!(f(reported.map_or(0.0, |p| p.achieved_qps))),
+    );
+    m.insert(
+        "final_latency_msec".into(),
+        json!(reported.map(|p| f(p.target_value_ms))),
+    );
+    m.insert(
+        "average_latency_msec".into(),
+        json!(reported.map(|p| f(p.latency.avg_ms))),
+    );
+    m.insert("success".into(), json!(outcome.success));
+    m.insert("target_latency_msec".into(), json!(latency_ms));
+    m.insert("target_latency_percentile".into(), json!(quantile));
+    m.insert("peak_qps".into(), json!(f(outcome.peak_qps)));
+    m.insert("probes".into(), json!(outcome.probes.len()));
+    m.insert("interrupted".into(), json!(outcome.interrupted));
+    if let Some(why) = &outcome.failure {
+        m.insert("failure".into(), json!(why));
+    }
+    m.insert("csv".into(), json!(csv_path.display().to_string()));
+    m.insert("client_cpu_seconds".into(), json!(f(client_cpu)));
+    if let (Some(b), Some(af)) = (&before, &after) {
+        m.insert("server".into(), server_metrics(b, af, reported));
+    }
+    m.insert(
+        "search".into(),
+        serde_json::to_value(&outcome.probes).unwrap_or(Value::Null),
+    );
+    if outcome.interrupted {
+        progress.println("adsim client: stopped; the probes so far are in the report (partial)");
+    }
+    Ok(Outcome {
+        metrics: m,
+        success: outcome.success,
+    })
+}
+
+type Driven = (
+    SearchOutcome,
+    Option<StatusReply>,
+    Option<StatusReply>,
+    PathBuf,
+    f64,
+);
+
+fn drive(
+    a: &ClientArgs,
+    ctx: &RunContext,
+    addr: SocketAddr,
+    cfg: SearchConfig,
+    progress: &Progress,
+    stop: Arc<AtomicBool>,
+    (quantile, latency_ms): (&str, f64),
+) -> anyhow::Result<Driven> {
+    let rt = rpc::runtime(a.client_threads, "adsim-client").context("cannot start the runtime")?;
+    let (mut client, before) = rt.block_on(wait_ready(
+        addr,
+        Duration::from_secs(a.wait_server),
+        &stop,
+        progress,
+    ))?;
+    let pool = rt
+        .block_on(rpc::client::connect_pool(addr, a.connections.max(1)))
+        .with_context(|| format!("cannot connect to the AdSim server at {addr}"))?;
+    let sim = AdSimClient::new(pool)
+        .max_decoding_message_size(256 << 20)
+        .max_encoding_message_size(256 << 20);
+    let svc = tower::service_fn(move |req: Request<SimRequest>| {
+        let mut c = sim.clone();
+        async move { c.sim(req).await }
+    });
+    let sizes = request_sizes(a.mode, a.ai_request_size_multiplier);
+    let bodies = Arc::new(request_bodies(&sizes, a.seed));
+    let seed = a.seed;
+    let make = Arc::new(move |n: u64| {
+        // A cheap mix of the request number picks the body uniformly.
+        let mut x = n.wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^= x >> 29;
+        Request::new(SimRequest {
+            request: bodies[(x % bodies.len() as u64) as usize].clone(),
+        })
+    });
+    let settle_client = client.clone();
+    let settle: load::prober::SettleFn = Box::new(move || {
+        let mut c = settle_client.clone();
+        Box::pin(async move {
+            let t = Instant::now();
+            loop {
+                let s = status(&mut c)
+                    .await
+                    .map_err(|e| format!("the server stopped answering: {}", e.message()))?;
+                if s.in_flight == 0 || t.elapsed() > Duration::from_secs(60) {
+                    return Ok(t.elapsed());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    });
+    let drain = Duration::from_secs_f64((2.0 * latency_ms / 1000.0).max(2.0));
+    let workers = a.workers;
+    let mut prober = ServiceProber {
+        svc,
+        make,
+        workers: Box::new(move |_| workers),
+        max_in_flight: 1000,
+        drain,
+        seed: a.seed,
+        stop: stop.clone(),
+        check: Box::new(|| Ok(())),
+        settle: Some(settle),
+    };
+    let csv_path = ctx.output_path(&a.output);
+    let mut csv = CsvOut::create(&csv_path)?;
+    progress.println(&searching_line(&cfg.target));
+    progress.println(&format!(
+        "adsim client: {} workers, Poisson arrivals, {} request sizes {}..{} bytes, server {addr} (kernels ready in {:.1} s)",
+        a.workers,
+        sizes.len(),
+        sizes.iter().min().unwrap_or(&0),
+        sizes.iter().max().unwrap_or(&0),
+        before.init_seconds
+    ));
+    let cpu0 = rpc::procstat::proc_self().1;
+    let mut seq = 0usize;
+    let mut on_event = |e: Event<'_>| match e {
+        Event::Start {
+            phase,
+            requested_qps,
+            duration,
+            ..
+        } => {
+            let rate = if requested_qps > 0.0 {
+                format!("{requested_qps:.2} QPS")
+            } else {
+                "unthrottled".into()
+            };
+            progress.phase(&format!(
+                "{} {rate} for {:.0}s",
+                phase.label(),
+                duration.as_secs_f64()
+            ));
+        }
+        Event::Done(p) => {
+            progress.println(&probe_line(p));
+            // The CSV has the rate-driven probes (upstream's measurements);
+            // the unthrottled warm-up and peak are in the report only.
+            if p.requested_qps > 0.0 {
+                seq += 1;
+                csv.row(&csv_row(seq, p, quantile, latency_ms));
+            }
+        }
+    };
+    let outcome = rt.block_on(Search::new(cfg, &mut prober, &mut on_event).run());
+    let client_cpu = rpc::procstat::proc_self().1 - cpu0;
+    // The final line: the reported rate, or zeros when no rate met the target.
+    let last = match outcome.final_probe.as_ref().filter(|_| outcome.success) {
+        Some(p) => csv_row(seq + 1, p, quantile, latency_ms),
+        None => format!("{},0,0,0,{quantile},{:.0},0", seq + 1, latency_ms * 1000.0),
+    };
+    csv.row(&last);
+    if let Some(e) = csv.error.take() {
+        progress.println(&format!(
+            "adsim client: cannot write {}: {e}",
+            csv_path.display()
+        ));
+    }
+    match &outcome.failure {
+        Some(why) if !outcome.interrupted => progress.println(&format!(
+            "adsim client: the search ended without a result: {why}"
+        )),
+        _ => {}
+    }
+    let after = rt.block_on(status(&mut client)).ok();
+    Ok((outcome, Some(before), after, csv_path, client_cpu))
+}
+
+/// The CSV, on stdout and in a file, each row flushed as it is written.
+struct CsvOut {
+    file: Option<std::fs::File>,
+    error: Option<std::io::Error>,
+}
+
+impl CsvOut {
+    fn create(path: &Path) -> anyhow::Result<CsvOut> {
+        if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let mut c = CsvOut {
+            file: Some(file),
+            error: None,
+        };
+        c.row(CSV_HEADER);
+        Ok(c)
+    }
+
+    fn row(&mut self, line: &str) {
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+        if let Some(f) = self.file.as_mut() {
+            if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                self.error.get_or_insert(e);
+                self.file = None;
+            }
+        }
+    }
+}
+
+/// The server's side of the final run: per-kernel fires and CPU per fire
+/// over the whole client run, the server's CPU and memory.
+fn server_metrics(
+    before: &StatusReply,
+    after: &StatusReply,
+    _final: Option<&ProbeRecord>,
+) -> Value {
+    let kernels: Vec<Value> = after
+        .kernels
+        .iter()
+        .map(|k| {
+            let b = before.kernels.iter().find(|x| x.index == k.index);
+            let fired = k.fired - b.map_or(0, |x| x.fired);
+            let cpu = k.cpu_seconds - b.map_or(0.0, |x| x.cpu_seconds);
+            let wall = k.wall_seconds - b.map_or(0.0, |x| x.wall_seconds);
+            let flops = k.flops - b.map_or(0.0, |x| x.flops);
+            let per = |v: f64| {
+                if fired > 0 {
+                    v / fired as f64 * 1e6
+                } else {
+                    0.0
+                }
+            };
+            json!({
+                "index": k.index,
+                "name": k.name,
+                "fired": fired,
+                "cpu_usec_per_fire": (per(cpu) * 1000.0).round() / 1000.0,
+                "wall_usec_per_fire": (per(wall) * 1000.0).round() / 1000.0,
+                "gflops_per_cpu_second": if cpu > 0.0 { flops / cpu / 1e9 } else { 0.0 },
+            })
+        })
+        .collect();
+    json!({
+        "requests": after.requests - before.requests,
+        "failed": after.failed - before.failed,
+        "cpu_seconds": after.cpu_seconds - before.cpu_seconds,
+        "rss_bytes": after.rss_bytes,
+        "init_seconds": after.init_seconds,
+        "kernels": kernels,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use load::Percentile;
+
+    #[test]
+    fn size_lists_span_upstreams_ranges() {
+        let d = request_sizes(Mode::Default, 20);
+        assert_eq!(d.len(), 100);
+        assert_eq!((d[0], d[99]), (21102, 2_205_630));
+        let ai = request_sizes(Mode::Ai, 6);
+        assert_eq!(ai.len(), 100);
+        assert_eq!((ai[0], ai[99]), (24, 317_208 * 6));
+        let bodies = request_bodies(&[3, 5], 1);
+        assert_eq!(
+            bodies.iter().map(Bytes::len).collect::<Vec<_>>(),
+            vec![3, 5]
+        );
+    }
+
+    #[test]
+    fn ipv6_and_names_resolve() {
+        assert_eq!(resolve("::1", 10086).unwrap().to_string(), "[::1]:10086");
+        assert_eq!(resolve("[::1]", 1).unwrap().port(), 1);
+        assert_eq!(resolve("127.0.0.1", 2).unwrap().to_string(), "127.0.0.1:2");
+        assert!(resolve("localhost", 3).is_ok());
+    }
+
+    #[test]
+    fn ai_mode_defaults_to_p99_under_100_ms() {
+        use clap::Parser;
+        let a = ClientArgs::try_parse_from(["c", "--mode", "ai"]).unwrap();
+        assert_eq!(a.target().unwrap(), (Percentile::P99, "P99".into(), 100.0));
+        let a = ClientArgs::try_parse_from(["c"]).unwrap();
+        assert_eq!(a.target().unwrap(), (Percentile::P95, "P95".into(), 989.0));
+        let a = ClientArgs::try_parse_from(["c", "--criteria", "p99.9", "--latency", "5"]).unwrap();
+        assert_eq!(a.target().unwrap(), (Percentile::P999, "P99.9".into(), 5.0));
+        let a = ClientArgs::try_parse_from(["c", "--criteria", "P97"]).unwrap();
+        assert!(a.target().unwrap_err().contains("P97"));
+    }
+}

@@ -1,0 +1,219 @@
+//! `rackbench adsim`: the workload entry (server, client, kernel).
+
+use crate::cli::{ClientArgs, KernelArgs, ServerArgs};
+use crate::config::{self, ServerConfig};
+use crate::server::{Engine, Service};
+use anyhow::{Context, bail};
+use clap::Parser;
+use harness::{Outcome, RunContext, Workload};
+use serde_json::{Map, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+pub struct AdSim;
+
+enum Parsed {
+    Server(ServerArgs),
+    Client(ClientArgs),
+    Kernel(KernelArgs),
+}
+
+fn parse<T: Parser>(name: &str, args: &[String]) -> anyhow::Result<T> {
+    T::try_parse_from(std::iter::once(name.to_string()).chain(args.iter().cloned()))
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+}
+
+fn parse_any(args: &[String]) -> anyhow::Result<Parsed> {
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("server") => Ok(Parsed::Server(parse("rackbench adsim server", rest)?)),
+        Some("client") => Ok(Parsed::Client(parse("rackbench adsim client", rest)?)),
+        Some("kernel") => Ok(Parsed::Kernel(parse("rackbench adsim kernel", rest)?)),
+        Some(other) => bail!(
+            "unknown adsim command {other:?}: expected server, client or kernel (see rackbench adsim --help)"
+        ),
+        None => {
+            bail!("adsim needs a command: server, client or kernel (see rackbench adsim --help)")
+        }
+    }
+}
+
+impl Workload for AdSim {
+    fn name(&self) -> &'static str {
+        "adsim"
+    }
+
+    fn description(&self) -> &'static str {
+        "AdSim ML-inference server and client: max QPS under a latency percentile target"
+    }
+
+    fn help(&self) -> String {
+        use clap::CommandFactory;
+        format!(
+            "rackbench adsim server|client|kernel ...\n\n{}\n\n{}\n\n{}",
+            ServerArgs::command().render_long_help(),
+            ClientArgs::command().render_long_help(),
+            KernelArgs::command().render_help()
+        )
+    }
+
+    fn validate(&self, args: &[String]) -> anyhow::Result<()> {
+        match parse_any(args)? {
+            Parsed::Server(a) => resolve_config(&a).map(|_| ()),
+            Parsed::Client(a) => a.target().map(|_| ()).map_err(anyhow::Error::msg),
+            Parsed::Kernel(_) => Ok(()),
+        }
+    }
+
+    fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
+        match parse_any(args)? {
+            Parsed::Server(a) => run_server(&a, ctx),
+            Parsed::Client(a) => crate::client::run(&a, ctx),
+            Parsed::Kernel(a) => run_kernel(&a),
+        }
+    }
+}
+
+fn nproc() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The configuration the flags ask for: a file or a preset, then field
+/// overrides, then kernel edits.
+pub fn resolve_config(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
+    let from_file = |p: &std::path::Path| -> anyhow::Result<ServerConfig> {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read the config file {}", p.display()))?;
+        Ok(ServerConfig::from_json(&text, &p.display().to_string())?)
+    };
+    let preset = |name: &str| config::preset(name, nproc(), a.scale).map_err(anyhow::Error::msg);
+    if !(a.scale.is_finite() && a.scale > 0.0) {
+        bail!("--scale {}: expected a positive factor", a.scale);
+    }
+    let mut cfg = if let Some(p) = &a.config {
+        from_file(p)?
+    } else if let Some(f) = &a.cfg_file {
+        if f == "default" {
+            preset("ads")?
+        } else {
+            from_file(std::path::Path::new(f))?
+        }
+    } else if let Some(t) = &a.auto_config_type {
+        match t.as_str() {
+            "ads" => preset("ads")?,
+            "inference" => preset(&a.auto_config_model)?,
+            other => bail!("--auto-config-type {other:?}: expected ads or inference"),
+        }
+    } else {
+        preset(a.preset.as_deref().unwrap_or("ads"))?
+    };
+    for (key, v) in [
+        ("num_req_handle_threads", &a.num_req_handle_threads),
+        ("num_io_handle_threads", &a.num_io_handle_threads),
+        ("num_app_logic_threads", &a.num_app_logic_threads),
+        ("num_req_local_threads", &a.num_req_local_threads),
+        ("num_thrift_accept_threads", &a.num_thrift_accept_threads),
+    ] {
+        if let Some(v) = v {
+            cfg.set_field(key, v)?;
+        }
+    }
+    if let Some(p) = a.port {
+        cfg.port = p;
+    }
+    if let Some(k) = &a.kernels {
+        cfg.apply_kernel_edits(k)?;
+    }
+    Ok(cfg)
+}
+
+fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let cfg = resolve_config(a)?;
+    if a.print_config {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&cfg.to_value()).unwrap_or_default()
+        );
+        return Ok(Outcome {
+            metrics: Map::new(),
+            success: true,
+        });
+    }
+    if a.tls {
+        bail!("--tls: the server's TLS transport is not built yet; run without --tls");
+    }
+    let plan = cfg.plan();
+    let rt =
+        rpc::runtime(cfg.num_io_handle_threads, "adsim-io").context("cannot start the runtime")?;
+    let engine = Engine::new(cfg.clone());
+    let addr = SocketAddr::new(a.bind, cfg.port);
+    let running = {
+        let _g = rt.enter();
+        let bound = rpc::server::bind(addr)?;
+        let router =
+            tonic::transport::Server::builder().add_service(Service(engine.clone()).into_server());
+        rpc::server::spawn(router, bound)
+    };
+    eprintln!(
+        "adsim server: listening on {}; building {} kernels ({} instances per request in {} stages); pools: {} requestHandle, {} IOHandle, {} applicationLogic, {} reqLocal per request",
+        running.addr,
+        cfg.kernels.len(),
+        plan.instances(),
+        plan.stages.len(),
+        cfg.num_req_handle_threads,
+        cfg.num_io_handle_threads,
+        cfg.num_app_logic_threads,
+        cfg.num_req_local_threads
+    );
+    let last = std::sync::Mutex::new(Instant::now());
+    let built = engine.build(a.init_threads.unwrap_or_else(nproc), &|done, total| {
+        let mut l = last.lock().unwrap_or_else(|e| e.into_inner());
+        if done == total || l.elapsed() > Duration::from_secs(2) {
+            eprintln!("adsim server: {done}/{total} kernel instances built");
+            *l = Instant::now();
+        }
+    });
+    let took = match built {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = rt.block_on(running.shutdown());
+            bail!("{e}");
+        }
+    };
+    eprintln!(
+        "adsim server: all kernels initialized in {:.1} s; serving on {}",
+        took.as_secs_f64(),
+        running.addr
+    );
+    let deadline = (a.timeout > 0).then(|| Instant::now() + Duration::from_secs(a.timeout));
+    while !ctx.cancel.is_stopped()
+        && !running.is_finished()
+        && deadline.is_none_or(|d| Instant::now() < d)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let failed = running.is_finished();
+    let _ = rt.block_on(running.shutdown());
+    let st = engine.status();
+    let mut m = Map::new();
+    m.insert("address".into(), json!(addr.to_string()));
+    m.insert("init_seconds".into(), json!(took.as_secs_f64()));
+    m.insert("requests".into(), json!(st.requests));
+    m.insert("failed_requests".into(), json!(st.failed));
+    m.insert("rss_bytes".into(), json!(st.rss_bytes));
+    m.insert("cpu_seconds".into(), json!(st.cpu_seconds));
+    if let Some(e) = engine.first_error() {
+        m.insert("first_error".into(), json!(e));
+    }
+    if failed {
+        bail!("the AdSim server stopped unexpectedly");
+    }
+    Ok(Outcome {
+        metrics: m,
+        success: true,
+    })
+}
+
+fn run_kernel(_a: &KernelArgs) -> anyhow::Result<Outcome> {
+    bail!("rackbench adsim kernel: not built yet")
+}
