@@ -7,112 +7,14 @@
 //! and returns, unless `RACKBENCH_REQUIRE_NETNS=1` (set by `.ci/run` when
 //! it runs as root), which turns a missing prerequisite into a failure.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod common;
+
+use common::netns::{Proc, build_net, in_ns};
 use std::time::Duration;
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let o = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr)
-        ))
-    }
-}
-
-/// The namespaces and links of one test; deleted on drop.
-struct Net {
-    hub: String,
-    spokes: Vec<String>,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in self.spokes.iter().chain(std::iter::once(&self.hub)) {
-            let _ = ip(&["netns", "del", ns]);
-        }
-    }
-}
-
-/// A bridge namespace and `n` spoke namespaces with 10.213.<tag>.(i+1)/24.
-fn build_net(tag: u8, n: usize) -> Result<Net, String> {
-    let pid = std::process::id();
-    let hub = format!("rb-hub-{pid}");
-    let mut net = Net {
-        hub: hub.clone(),
-        spokes: Vec::new(),
-    };
-    ip(&["netns", "add", &hub])?;
-    ip(&["-n", &hub, "link", "add", "br0", "type", "bridge"])?;
-    ip(&["-n", &hub, "link", "set", "br0", "up"])?;
-    for i in 0..n {
-        let ns = format!("rb-{pid}-{i}");
-        ip(&["netns", "add", &ns])?;
-        net.spokes.push(ns.clone());
-        let (a, b) = (format!("rbv{i}a"), format!("rbv{i}b"));
-        ip(&[
-            "-n", &ns, "link", "add", &a, "type", "veth", "peer", "name", &b, "netns", &hub,
-        ])?;
-        ip(&["-n", &hub, "link", "set", &b, "master", "br0"])?;
-        ip(&["-n", &hub, "link", "set", &b, "up"])?;
-        ip(&[
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &format!("10.213.{tag}.{}/24", i + 1),
-            "dev",
-            &a,
-        ])?;
-        ip(&["-n", &ns, "link", "set", &a, "up"])?;
-        ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-    }
-    Ok(net)
-}
-
-struct Proc(std::process::Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn in_ns(ns: &str, dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_rackbench")])
-        .args(["--no-store", "--output-dir"])
-        .arg(dir.join("reports"))
-        .args(args)
-        .current_dir(dir)
-        .env("RACKBENCH_DB", dir.join("results.db"))
-        .stdin(Stdio::null());
-    c
-}
-
-fn prerequisites() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root".into());
-    }
-    ip(&["netns", "list"]).map_err(|e| format!("iproute2 unusable: {e}"))
-}
 
 #[test]
 fn client_server_and_clique_across_network_namespaces() {
-    if let Err(why) = prerequisites() {
-        if std::env::var("RACKBENCH_REQUIRE_NETNS").is_ok_and(|v| v == "1") {
-            panic!("RACKBENCH_REQUIRE_NETNS=1 but network namespaces cannot be made: {why}");
-        }
-        eprintln!("SKIPPED client_server_and_clique_across_network_namespaces: {why}");
+    if !common::netns::available("client_server_and_clique_across_network_namespaces") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests that run the binary.
 
+#[allow(dead_code)]
+pub mod netns;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 

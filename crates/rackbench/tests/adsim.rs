@@ -1,0 +1,422 @@
+//! AdSim through the binary: a server and a client on loopback with a
+//! light pipeline (the full ads preset needs ~13 GB and seconds per
+//! request on two cores), bad configurations, a server that goes away
+//! mid-run, and server and client in two network namespaces.
+
+mod common;
+
+use common::{rackbench, text};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A pipeline that exercises every pool and passes data between stages,
+/// cheap enough for many requests per second.
+const LIGHT: &str = r#"{
+  "port": 0,
+  "num_req_handle_threads": 1,
+  "num_io_handle_threads": 1,
+  "num_app_logic_threads": 2,
+  "num_req_local_threads": 2,
+  "Kernels": [
+    {"name": "Decompress", "pool": "requestHandle", "stage": 0, "fanout": 4,
+     "params": {"input": "Hdecompress{fidx}", "output": "Rdecompressed{fidx}",
+                "compressor": "zstd", "level": 4, "size": 8192}},
+    {"name": "Serialize", "pool": "applicationLogic", "stage": 1, "fanout": 2,
+     "params": {"input": "Hserialize{fidx}", "output": "Rserialized{fidx}", "req_vec_len": 16, "niters": 2}},
+    {"name": "Compress", "pool": "defaultPool", "stage": 2, "fanout": 2,
+     "params": {"input": "Rserialized{fidx}", "output": "Rcompressed{fidx}",
+                "compressor": "zstd", "level": 1, "size": 1}},
+    {"name": "HashMap", "pool": "applicationLogic", "stage": 3,
+     "params": {"map_type": "f14vec", "runs": 4, "size": 2000}},
+    {"name": "DeepCopy", "pool": "applicationLogic", "stage": 3,
+     "params": {"unit_vec_len": 64, "copy_len": 8, "i64_vec_len": 32, "stri64_map_size": 4}},
+    {"name": "FakeIO", "pool": "IOHandle", "stage": 4,
+     "params": {"quantiles": [0, 0.5, 1], "latencies": [2000, 5000, 10000]}},
+    {"name": "Shape", "pool": "IOHandle", "stage": 5, "params": {"input": "Rshape", "quantiles": [0, 1], "sizes": [1, 1]}},
+    {"name": "Shape", "pool": "IOHandle", "stage": 5, "params": {"quantiles": [0, 1], "sizes": [100, 1000]}}
+  ]
+}"#;
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the server's stderr until it serves; returns the port.
+fn wait_serving(child: &mut Child) -> u16 {
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut port = None;
+        let mut log = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if port.is_none() {
+                if let Some(p) = line.strip_prefix("adsim server: listening on ") {
+                    let addr = p.split(';').next().unwrap_or("");
+                    port = addr.rsplit(':').next().and_then(|x| x.parse::<u16>().ok());
+                }
+            }
+            if line.contains("serving on") {
+                let _ = tx.send(Ok(port.expect("the listening line comes first")));
+            }
+        }
+        let _ = tx.send(Err(log));
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(Ok(p)) => p,
+        Ok(Err(log)) => panic!("the server ended before serving:\n{log}"),
+        Err(_) => panic!("the server did not come up in 120 s"),
+    }
+}
+
+fn start_server(dir: &Path, extra: &[&str]) -> Server {
+    std::fs::write(dir.join("light.json"), LIGHT).unwrap();
+    let mut child = rackbench(dir)
+        .args([
+            "adsim",
+            "server",
+            "--config",
+            "light.json",
+            "--timeout",
+            "300",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let port = wait_serving(&mut child);
+    Server { child, port }
+}
+
+/// The `metrics` of the newest report under `dir/reports`.
+fn report_metrics(dir: &Path) -> Value {
+    let mut newest: Option<(std::time::SystemTime, std::path::PathBuf)> = None;
+    for run in std::fs::read_dir(dir.join("reports")).unwrap().flatten() {
+        for f in std::fs::read_dir(run.path()).unwrap().flatten() {
+            let p = f.path();
+            if p.extension().is_some_and(|e| e == "json") && p.to_string_lossy().contains("adsim") {
+                let t = f.metadata().unwrap().modified().unwrap();
+                if newest.as_ref().is_none_or(|(n, _)| t > *n) {
+                    newest = Some((t, p));
+                }
+            }
+        }
+    }
+    let (_, p) = newest.expect("a report was written");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["metrics"].clone()
+}
+
+#[test]
+fn client_finds_a_rate_meeting_the_target_on_a_light_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = start_server(d, &["--bind", "::1"]);
+    let port = server.port.to_string();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "::1",
+            "--port",
+            &port,
+            "--quick",
+            "--runtime",
+            "3",
+            "--criteria",
+            "P95",
+            "--latency",
+            "150",
+            "--mode",
+            "ai",
+            "--ai-request-size-multiplier",
+            "1",
+            "--workers",
+            "4",
+            "--timeout",
+            "240",
+            // Well below the light pipeline's capacity (hundreds of QPS
+            // here), so tests running beside this one cannot tip it over.
+            "--qps-max",
+            "60",
+        ])
+        .output()
+        .unwrap();
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "client failed:\n{se}\n{so}");
+    // Upstream's CSV on stdout: the header, a row per rate-driven probe and
+    // the final line, seven columns each.
+    let rows: Vec<&str> = so.lines().filter(|l| l.split(',').count() == 7).collect();
+    assert_eq!(
+        rows[0],
+        "seq,runtime,requested_qps,achieved_qps,target_latency_quantile,target_latency_usec,achieved_latency_usec"
+    );
+    assert!(rows.len() >= 4, "{so}");
+    let last: Vec<&str> = rows.last().unwrap().split(',').collect();
+    let requested: f64 = last[2].parse().unwrap();
+    let achieved: f64 = last[3].parse().unwrap();
+    let achieved_us: f64 = last[6].parse().unwrap();
+    assert_eq!(last[4], "P95");
+    assert_eq!(last[5], "150000");
+    assert!(requested > 20.0 && requested <= 60.0, "final line {last:?}");
+    assert!(achieved > requested * 0.8, "final line {last:?}");
+    assert!(
+        achieved_us > 2000.0 && achieved_us <= 150_000.0,
+        "final line {last:?}"
+    );
+
+    let m = report_metrics(d);
+    assert_eq!(m["success"], Value::Bool(true), "{m}");
+    assert_eq!(m["target_latency_percentile"], "P95");
+    assert_eq!(m["target_latency_msec"], 150.0);
+    assert_eq!(m["final_requested_qps"].as_f64().unwrap(), requested);
+    let avg = m["average_latency_msec"].as_f64().unwrap();
+    // FakeIO alone waits 2 to 10 ms (median 5 ms).
+    assert!(avg > 2.0 && avg < 150.0, "{m}");
+    // Every configured kernel fired on the server, each in proportion to
+    // its fanout.
+    let kernels = m["server"]["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 8);
+    let fired: Vec<u64> = kernels
+        .iter()
+        .map(|k| k["fired"].as_u64().unwrap())
+        .collect();
+    assert!(fired.iter().all(|&f| f > 0), "{fired:?}");
+    assert_eq!(fired[0], 4 * fired[3], "{fired:?}");
+    assert_eq!(m["server"]["failed"], 0);
+    // The CSV file holds the same rows.
+    let csv =
+        std::fs::read_to_string(m["csv"].as_str().map(|p| d.join(p)).unwrap()).unwrap_or_default();
+    let csv = if csv.is_empty() {
+        std::fs::read_to_string(m["csv"].as_str().unwrap()).unwrap()
+    } else {
+        csv
+    };
+    assert_eq!(csv.lines().count(), rows.len());
+}
+
+#[test]
+fn bad_configurations_are_named_by_file_line_and_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("broken.json"),
+        "{\n  \"port\": 1,\n  \"Kernels\": [\n    {\"name\": \"Echo\",}\n  ]\n}\n",
+    )
+    .unwrap();
+    let out = rackbench(d)
+        .args(["adsim", "server", "--config", "broken.json"])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("broken.json: line 4"), "{se}");
+
+    std::fs::write(
+        d.join("unknown.json"),
+        r#"{"port": 1, "Kernels": [{"name": "Echo", "params": {"quantiles": [0, 1], "latencies": [1, 2]}}, {"name": "GEMMM"}]}"#,
+    )
+    .unwrap();
+    let out = rackbench(d)
+        .args(["adsim", "server", "--config", "unknown.json"])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("Kernels[1]") && se.contains("GEMMM"), "{se}");
+
+    // A kernel whose params pass the schema but cannot be built.
+    std::fs::write(
+        d.join("level.json"),
+        r#"{"port": 0, "Kernels": [{"name": "Compress", "params": {"compressor": "zstd", "level": 99, "size": 10}}]}"#,
+    )
+    .unwrap();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "server",
+            "--config",
+            "level.json",
+            "--bind",
+            "127.0.0.1",
+        ])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        se.contains("Kernels[0] (Compress)") && se.contains("level"),
+        "{se}"
+    );
+}
+
+#[test]
+fn a_server_that_goes_away_ends_the_client_with_its_probes_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &["--bind", "127.0.0.1"]);
+    let port = server.port.to_string();
+    let client = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--latency",
+            "150",
+            "--mode",
+            "ai",
+            "--ai-request-size-multiplier",
+            "1",
+            "--workers",
+            "4",
+            "--probe-secs",
+            "2",
+            "--runtime",
+            "30",
+            "--timeout",
+            "120",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the search run a few probes, then stop the server.
+    std::thread::sleep(Duration::from_secs(14));
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let t = Instant::now();
+    let out = client.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "the client hung after the server died"
+    );
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{se}");
+    let m = report_metrics(d);
+    assert_eq!(m["success"], Value::Bool(false));
+    let why = m["failure"].as_str().unwrap_or("");
+    assert!(
+        why.contains("every request failed") || why.contains("stopped answering"),
+        "{m}"
+    );
+    assert!(m["probes"].as_u64().unwrap() >= 2, "{m}");
+    // The probes before the failure are on stdout.
+    assert!(
+        so.lines().filter(|l| l.split(',').count() == 7).count() >= 3,
+        "{so}"
+    );
+}
+
+#[test]
+fn a_client_without_a_server_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A port nobody listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &free.to_string(),
+            "--wait-server",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        se.contains(&format!("127.0.0.1:{free} was not ready within 2 s")),
+        "{se}"
+    );
+}
+
+#[test]
+fn server_and_client_in_two_network_namespaces() {
+    if !common::netns::available("server_and_client_in_two_network_namespaces") {
+        return;
+    }
+    use common::netns::{Proc, build_net, in_ns};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("light.json"), LIGHT).unwrap();
+    let net = build_net(9, 2).unwrap();
+    let mut child = in_ns(
+        &net.spokes[0],
+        d,
+        &[
+            "adsim",
+            "server",
+            "--config",
+            "light.json",
+            "--bind",
+            "::",
+            "--port",
+            "10086",
+            "--timeout",
+            "300",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_serving(&mut child);
+    let _server = Proc(child);
+    let out = in_ns(
+        &net.spokes[1],
+        d,
+        &[
+            "adsim",
+            "client",
+            "--server",
+            "10.213.9.1",
+            "--quick",
+            "--runtime",
+            "2",
+            "--latency",
+            "150",
+            "--mode",
+            "ai",
+            "--ai-request-size-multiplier",
+            "1",
+            "--workers",
+            "4",
+            "--wait-server",
+            "30",
+            "--qps-max",
+            "60",
+        ],
+    )
+    .output()
+    .unwrap();
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{se}\n{so}");
+    let m = report_metrics(d);
+    assert_eq!(m["success"], Value::Bool(true), "{m}");
+    assert!(m["final_achieved_qps"].as_f64().unwrap() > 1.0, "{m}");
+}
