@@ -10,7 +10,7 @@
 mod common;
 
 use common::netns::{Proc, build_net, in_ns};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
