@@ -7,6 +7,7 @@
 //! and returns, unless `RACKBENCH_REQUIRE_NETNS=1` (set by `.ci/run` when
 //! it runs as root), which turns a missing prerequisite into a failure.
 
+#[allow(dead_code)]
 mod common;
 
 use common::netns::{Proc, build_net, in_ns};
