@@ -104,8 +104,66 @@ async fn status(c: &mut AdSimClient<Channel>) -> Result<StatusReply, tonic::Stat
         .map(tonic::Response::into_inner)
 }
 
-/// Connects and waits until the server has built its kernels.
+/// How the client reaches the server: plain HTTP/2 or over TLS.
+#[derive(Clone)]
+enum Link {
+    Plain,
+    Tls {
+        connector: tokio_rustls::TlsConnector,
+        name: String,
+    },
+}
+
+impl Link {
+    async fn connect(&self, addr: SocketAddr) -> Result<Channel, tonic::transport::Error> {
+        match self {
+            Link::Plain => rpc::client::connect(addr).await,
+            Link::Tls { connector, name } => crate::tls::connect(addr, name, connector).await,
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Link::Plain => "plaintext (no --tls)",
+            Link::Tls { .. } => "TLS (--tls)",
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = c.source();
+    }
+    s
+}
+
+/// True when nothing listens at the address (yet).
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        cur = c.source();
+    }
+    chain(e).contains("Connection refused")
+}
+
+/// Connects and waits until the server has built its kernels. A server
+/// that accepts connections but cannot complete the handshake (one side
+/// uses TLS, the other not) is an error after a few tries, not a wait.
 async fn wait_ready(
+    link: &Link,
     addr: SocketAddr,
     wait: Duration,
     stop: &AtomicBool,
@@ -113,26 +171,36 @@ async fn wait_ready(
 ) -> anyhow::Result<(AdSimClient<Channel>, StatusReply)> {
     let t0 = Instant::now();
     let mut said = false;
+    let mut handshake_failures = 0;
     let mut last: String;
     loop {
         if stop.load(Ordering::Relaxed) {
             bail!("stopped while waiting for the server at {addr}");
         }
-        match rpc::client::connect(addr).await {
+        match link.connect(addr).await {
             Ok(ch) => {
                 let mut c = AdSimClient::new(ch).max_decoding_message_size(256 << 20);
                 match status(&mut c).await {
                     Ok(s) if s.ready => return Ok((c, s)),
                     Ok(_) => last = "it is still initialising its kernels".into(),
-                    Err(e) => last = format!("its status RPC failed: {}", e.message()),
+                    Err(e) => {
+                        handshake_failures += 1;
+                        last = format!("its status RPC failed: {}", chain(&e));
+                    }
                 }
             }
             Err(e) => {
-                last = format!("{e}");
-                if let Some(src) = std::error::Error::source(&e) {
-                    last = format!("{e}: {src}");
+                last = chain(&e);
+                if !refused(&e) {
+                    handshake_failures += 1;
                 }
             }
+        }
+        if handshake_failures >= 3 {
+            bail!(
+                "cannot talk to the AdSim server at {addr}: {last}. Something accepts connections there but does not answer AdSim over {}: is the server using --tls while this client is not, or the other way round?",
+                link.describe()
+            );
         }
         if t0.elapsed() > wait {
             bail!(
@@ -186,16 +254,13 @@ fn search_config(a: &ClientArgs, target: SloTarget) -> SearchConfig {
 /// returns the report metrics.
 pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (percentile, quantile, latency_ms) = a.target().map_err(anyhow::Error::msg)?;
-    if a.tls {
-        bail!("--tls: the client's TLS transport is not built yet; run without --tls");
-    }
     if a.workers == 0 {
         bail!("--workers must be at least 1");
     }
-    if let (Some(lo), Some(hi)) = (a.qps_min, a.qps_max) {
-        if lo > hi {
-            bail!("--qps-min {lo} is above --qps-max {hi}");
-        }
+    if let (Some(lo), Some(hi)) = (a.qps_min, a.qps_max)
+        && lo > hi
+    {
+        bail!("--qps-min {lo} is above --qps-max {hi}");
     }
     let addr = resolve(&a.server, a.port)?;
     let target = SloTarget {
@@ -300,14 +365,29 @@ fn drive(
     (quantile, latency_ms): (&str, f64),
 ) -> anyhow::Result<Driven> {
     let rt = rpc::runtime(a.client_threads, "adsim-client").context("cannot start the runtime")?;
+    let link = if a.tls {
+        Link::Tls {
+            connector: crate::tls::client_connector(a.ca.as_deref())?,
+            name: a.server.clone(),
+        }
+    } else {
+        Link::Plain
+    };
     let (mut client, before) = rt.block_on(wait_ready(
+        &link,
         addr,
         Duration::from_secs(a.wait_server),
         &stop,
         progress,
     ))?;
     let pool = rt
-        .block_on(rpc::client::connect_pool(addr, a.connections.max(1)))
+        .block_on(async {
+            let mut channels = Vec::new();
+            for _ in 0..a.connections.max(1) {
+                channels.push(link.connect(addr).await?);
+            }
+            Ok::<_, tonic::transport::Error>(rpc::client::Pool::new(channels))
+        })
         .with_context(|| format!("cannot connect to the AdSim server at {addr}"))?;
     let sim = AdSimClient::new(pool)
         .max_decoding_message_size(256 << 20)
@@ -445,11 +525,11 @@ impl CsvOut {
     fn row(&mut self, line: &str) {
         println!("{line}");
         let _ = std::io::stdout().flush();
-        if let Some(f) = self.file.as_mut() {
-            if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
-                self.error.get_or_insert(e);
-                self.file = None;
-            }
+        if let Some(f) = self.file.as_mut()
+            && let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush())
+        {
+            self.error.get_or_insert(e);
+            self.file = None;
         }
     }
 }

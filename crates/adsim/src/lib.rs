@@ -16,6 +16,7 @@ pub mod client;
 pub mod config;
 pub mod kernels;
 pub mod server;
+pub mod tls;
 pub mod workload;
 
 pub use workload::AdSim;

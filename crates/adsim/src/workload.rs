@@ -139,9 +139,27 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             success: true,
         });
     }
-    if a.tls {
-        bail!("--tls: the server's TLS transport is not built yet; run without --tls");
-    }
+    let tls = if a.tls {
+        let pair = crate::tls::server_pair(a.cert.as_deref(), a.key.as_deref(), a.bind)?;
+        if pair.generated {
+            let p = ctx.output_path(std::path::Path::new("adsim-server-cert.pem"));
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("cannot create {}", d.display()))?;
+            }
+            std::fs::write(&p, &pair.cert_pem)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            eprintln!(
+                "adsim server: TLS with a generated self-signed certificate (clients can pin it with --ca {})",
+                p.display()
+            );
+        }
+        Some(tonic::transport::ServerTlsConfig::new().identity(
+            tonic::transport::Identity::from_pem(&pair.cert_pem, &pair.key_pem),
+        ))
+    } else {
+        None
+    };
     let plan = cfg.plan();
     let rt =
         rpc::runtime(cfg.num_io_handle_threads, "adsim-io").context("cannot start the runtime")?;
@@ -150,13 +168,17 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let running = {
         let _g = rt.enter();
         let bound = rpc::server::bind(addr)?;
-        let router =
-            tonic::transport::Server::builder().add_service(Service(engine.clone()).into_server());
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(t) = tls {
+            builder = builder.tls_config(t).context("TLS configuration")?;
+        }
+        let router = builder.add_service(Service(engine.clone()).into_server());
         rpc::server::spawn(router, bound)
     };
     eprintln!(
-        "adsim server: listening on {}; building {} kernels ({} instances per request in {} stages); pools: {} requestHandle, {} IOHandle, {} applicationLogic, {} reqLocal per request",
+        "adsim server: listening on {}{}; building {} kernels ({} instances per request in {} stages); pools: {} requestHandle, {} IOHandle, {} applicationLogic, {} reqLocal per request",
         running.addr,
+        if a.tls { " (TLS)" } else { "" },
         cfg.kernels.len(),
         plan.instances(),
         plan.stages.len(),

@@ -62,11 +62,11 @@ fn wait_serving(child: &mut Child) -> u16 {
         for line in BufReader::new(err).lines().map_while(Result::ok) {
             log.push_str(&line);
             log.push('\n');
-            if port.is_none() {
-                if let Some(p) = line.strip_prefix("adsim server: listening on ") {
-                    let addr = p.split(';').next().unwrap_or("");
-                    port = addr.rsplit(':').next().and_then(|x| x.parse::<u16>().ok());
-                }
+            if port.is_none()
+                && let Some(p) = line.strip_prefix("adsim server: listening on ")
+            {
+                let addr = p.split([';', ' ']).next().unwrap_or("");
+                port = addr.rsplit(':').next().and_then(|x| x.parse::<u16>().ok());
             }
             if line.contains("serving on") {
                 let _ = tx.send(Ok(port.expect("the listening line comes first")));
@@ -419,4 +419,111 @@ fn server_and_client_in_two_network_namespaces() {
     let m = report_metrics(d);
     assert_eq!(m["success"], Value::Bool(true), "{m}");
     assert!(m["final_achieved_qps"].as_f64().unwrap() > 1.0, "{m}");
+}
+
+/// The generated certificate the TLS server wrote next to its report.
+fn generated_cert(dir: &Path) -> std::path::PathBuf {
+    for run in std::fs::read_dir(dir.join("reports")).unwrap().flatten() {
+        let p = run.path().join("adsim-server-cert.pem");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "the TLS server wrote no certificate under {}",
+        dir.display()
+    );
+}
+
+#[test]
+fn tls_between_client_and_server_and_a_clear_error_on_a_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tls_server = start_server(d, &["--bind", "127.0.0.1", "--tls"]);
+    let port = tls_server.port.to_string();
+    let cert = generated_cert(d);
+
+    // Verified against the server's generated certificate.
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--tls",
+            "--ca",
+        ])
+        .arg(&cert)
+        .args([
+            "--quick",
+            "--runtime",
+            "2",
+            "--latency",
+            "150",
+            "--mode",
+            "ai",
+            "--ai-request-size-multiplier",
+            "1",
+            "--workers",
+            "4",
+            "--qps-max",
+            "30",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // A plaintext client against the TLS server: an error naming the
+    // likely cause, well before --wait-server runs out.
+    let t = Instant::now();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--wait-server",
+            "120",
+        ])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("--tls"), "{se}");
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+
+    // A TLS client against a plaintext server.
+    let dir2 = tempfile::tempdir().unwrap();
+    let plain = start_server(dir2.path(), &["--bind", "127.0.0.1"]);
+    let t = Instant::now();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "127.0.0.1",
+            "--port",
+            &plain.port.to_string(),
+            "--tls",
+            "--wait-server",
+            "120",
+        ])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("--tls"), "{se}");
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
 }

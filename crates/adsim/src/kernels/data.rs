@@ -61,6 +61,7 @@ enum Table {
     /// `f14fast` / `f14val`: values inline in a SwissTable with a fast hash.
     Inline(hashbrown::HashMap<String, u8, Fast>),
     /// `f14node`: each entry boxed separately (one more pointer chase).
+    #[allow(clippy::box_collection)]
     Node(hashbrown::HashMap<Box<String>, Box<u8>, Fast>),
     /// `f14vec`: entries in a dense vector, the table holding indices.
     Vector {

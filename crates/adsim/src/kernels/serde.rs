@@ -66,7 +66,7 @@ fn corpus(p: &Params, h: &HandleObjs, rand: &Rand, input: &str) -> Result<Arc<Co
                         SerializableInfo {
                             var_bool: v % 2 == 0,
                             var_i32: v,
-                            var_double: f64::from(v) * 3.14,
+                            var_double: f64::from(v) * std::f64::consts::PI,
                         }
                     })
                     .collect(),

@@ -1,0 +1,181 @@
+//! TLS for the server and client (`--tls`), with rustls.
+//!
+//! The server uses `--cert/--key` when given, else generates a self-signed
+//! pair for localhost and its addresses (written next to the report so a
+//! client can pin it with `--ca`). The client verifies the server against
+//! `--ca` when given; without it, it accepts the server's certificate
+//! unverified, as upstream's client does with its bundled example pair:
+//! the point is the cost of encryption, not authentication.
+
+use anyhow::{Context, bail};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::crypto::{
+    CryptoProvider, ring, verify_tls12_signature, verify_tls13_signature,
+};
+use tokio_rustls::rustls::{self, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tonic::transport::{Channel, Endpoint};
+
+/// A PEM certificate chain and private key.
+pub struct Pair {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+    /// True when generated here.
+    pub generated: bool,
+}
+
+/// The server's pair: the given files, or a fresh self-signed one valid for
+/// localhost, the loopback addresses and `bind`.
+pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> anyhow::Result<Pair> {
+    if let (Some(c), Some(k)) = (cert, key) {
+        let read = |p: &Path, what: &str| {
+            std::fs::read(p).with_context(|| format!("cannot read the TLS {what} {}", p.display()))
+        };
+        let (cert_pem, key_pem) = (read(c, "certificate")?, read(k, "key")?);
+        if CertificateDer::pem_slice_iter(&cert_pem).next().is_none() {
+            bail!(
+                "{}: no PEM certificate in the file (expected -----BEGIN CERTIFICATE-----)",
+                c.display()
+            );
+        }
+        if rustls_pki_types::PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
+            bail!("{}: no PEM private key in the file", k.display());
+        }
+        return Ok(Pair {
+            cert_pem,
+            key_pem,
+            generated: false,
+        });
+    }
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    if !bind.is_unspecified() && !bind.is_loopback() {
+        names.push(bind.to_string());
+    }
+    let ck = rcgen::generate_simple_self_signed(names)
+        .context("cannot generate a self-signed certificate")?;
+    Ok(Pair {
+        cert_pem: ck.cert.pem().into_bytes(),
+        key_pem: ck.signing_key.serialize_pem().into_bytes(),
+        generated: true,
+    })
+}
+
+/// Accepts any server certificate (signatures are still checked, so the
+/// handshake is a real one).
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The client's TLS settings: trust `ca` (PEM file) or accept any server.
+pub fn client_connector(ca: Option<&Path>) -> anyhow::Result<TlsConnector> {
+    let provider = Arc::new(ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?;
+    let mut cfg = match ca {
+        Some(p) => {
+            let pem =
+                std::fs::read(p).with_context(|| format!("cannot read --ca {}", p.display()))?;
+            let mut roots = RootCertStore::empty();
+            for c in CertificateDer::pem_slice_iter(&pem) {
+                let c = c.with_context(|| {
+                    format!("--ca {}: a certificate is not valid PEM", p.display())
+                })?;
+                roots.add(c).with_context(|| {
+                    format!("--ca {}: a certificate cannot be used", p.display())
+                })?;
+            }
+            if roots.is_empty() {
+                bail!("--ca {}: no PEM certificate in the file", p.display());
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_no_client_auth(),
+    };
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(TlsConnector::from(Arc::new(cfg)))
+}
+
+/// One HTTP/2 channel over TLS to `addr`, the certificate checked for
+/// `name` (the --server host) when the connector verifies.
+pub async fn connect(
+    addr: SocketAddr,
+    name: &str,
+    tls: &TlsConnector,
+) -> Result<Channel, tonic::transport::Error> {
+    let server_name = ServerName::try_from(
+        name.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+    )
+    .unwrap_or_else(|_| ServerName::IpAddress(addr.ip().into()));
+    let tls = tls.clone();
+    let connector = tower::service_fn(move |_uri: tonic::codegen::http::Uri| {
+        let (tls, server_name) = (tls.clone(), server_name.clone());
+        async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await?;
+            tcp.set_nodelay(true)?;
+            let stream = tls.connect(server_name, tcp).await?;
+            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+        }
+    });
+    Endpoint::from_shared(format!("http://{addr}"))
+        .expect("a socket address is a valid URI authority")
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .connect_with_connector(connector)
+        .await
+}
