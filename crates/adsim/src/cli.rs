@@ -131,6 +131,10 @@ pub struct ClientArgs {
     /// Highest rate the search may try.
     #[arg(long)]
     pub qps_max: Option<f64>,
+    /// Fixed rates instead of a search: QPS[,QPS..], each run for --runtime seconds after the
+    /// warm-up (success when every rate meets the target).
+    #[arg(long, value_delimiter = ',')]
+    pub qps: Vec<f64>,
     /// Connect over TLS.
     #[arg(long)]
     pub tls: bool,

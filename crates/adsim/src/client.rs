@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use bytes::Bytes;
 use harness::{Outcome, Progress, RunContext};
 use load::report::{probe_line, searching_line};
-use load::search::{Event, Search, SearchOutcome};
+use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::SeedableRng;
 use rpc::proto::adsim::ad_sim_client::AdSimClient;
@@ -257,6 +257,9 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     if a.workers == 0 {
         bail!("--workers must be at least 1");
     }
+    if let Some(q) = a.qps.iter().find(|q| !(q.is_finite() && **q > 0.0)) {
+        bail!("--qps {q}: expected positive rates");
+    }
     if let (Some(lo), Some(hi)) = (a.qps_min, a.qps_max)
         && lo > hi
     {
@@ -477,7 +480,16 @@ fn drive(
             }
         }
     };
-    let outcome = rt.block_on(Search::new(cfg, &mut prober, &mut on_event).run());
+    let outcome = if a.qps.is_empty() {
+        rt.block_on(Search::new(cfg, &mut prober, &mut on_event).run())
+    } else {
+        // Fixed rates warm up at their own rate only, so the server's
+        // counters cover just the rates asked for.
+        let mut cfg = cfg;
+        cfg.warmup = Duration::ZERO;
+        let (w, d) = (cfg.probe_warmup, cfg.final_duration);
+        rt.block_on(run_fixed(cfg, &mut prober, &a.qps, w, d, &mut on_event))
+    };
     let client_cpu = rpc::procstat::proc_self().1 - cpu0;
     // The final line: the reported rate, or zeros when no rate met the target.
     let last = match outcome.final_probe.as_ref().filter(|_| outcome.success) {
