@@ -3,13 +3,14 @@
 //! open-loop load and searches for the highest rate meeting a latency
 //! target.
 //!
-//! Being built. So far:
 //! - [`config`]: the server's JSON configuration (upstream's schema), its
-//!   checks (file, line and column for malformed JSON; kernel index and key
-//!   for everything else), the `ads` preset (upstream's default pipeline),
-//!   command-line overrides and the `--kernels` edits, and the execution
-//!   plan (stages of kernel instances). No kernel runs yet, and there is no
-//!   server or client.
+//!   checks, the `ads` and `model_a` presets, command-line overrides,
+//!   `--kernels` edits and the execution plan (stages of kernel instances).
+//! - [`kernels`]: the compute kernels and what they share.
+//! - [`server`]: the engine (pools, stages, counters) and its gRPC service.
+//! - [`client`]: the load, the search, the CSV and the metrics.
+//! - [`tls`]: `--tls` on both sides.
+//! - [`cli`], [`workload`]: the command lines and the harness entry.
 
 pub mod cli;
 pub mod client;

@@ -236,6 +236,50 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     })
 }
 
-fn run_kernel(_a: &KernelArgs) -> anyhow::Result<Outcome> {
-    bail!("rackbench adsim kernel: not built yet")
+/// One kernel alone: its params checked against the schema as in a
+/// config file, then fired on `--threads` threads for `--seconds`.
+fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
+    let params: serde_json::Value = serde_json::from_str(&a.params)
+        .map_err(|e| anyhow::anyhow!("--params: line {}, column {}: {e}", e.line(), e.column()))?;
+    let doc = json!({"port": 0, "Kernels": [{"name": a.name, "params": params}]});
+    let cfg = ServerConfig::from_json(&doc.to_string(), "--params")?;
+    let plan = cfg.plan();
+    let inst = plan
+        .stages
+        .iter()
+        .flatten()
+        .next()
+        .context("the kernel has no instance")?;
+    if !(a.seconds.is_finite() && a.seconds > 0.0) {
+        bail!("--seconds {}: expected a positive duration", a.seconds);
+    }
+    let r = crate::kernels::bench::standalone(&a.name, &inst.params, a.threads, a.seconds)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.name))?;
+    let v = serde_json::to_value(&r)?;
+    if a.json {
+        println!("{v}");
+    } else {
+        eprintln!(
+            "{} on {} thread(s): {:.1} fires/s, {:.3} ms CPU and {:.3} ms wall per fire{}; built in {:.2} s",
+            r.kernel,
+            r.threads,
+            r.fires_per_s,
+            r.cpu_s_per_fire * 1e3,
+            r.wall_s_per_fire * 1e3,
+            if r.gflops > 0.0 {
+                format!(", {:.1} GFLOP/s", r.gflops)
+            } else {
+                String::new()
+            },
+            r.build_s
+        );
+    }
+    let metrics = match v {
+        serde_json::Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Ok(Outcome {
+        metrics,
+        success: true,
+    })
 }

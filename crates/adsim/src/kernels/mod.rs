@@ -14,6 +14,7 @@
 //! Off-CPU waits ([`Fired::wait`]) are not slept on the kernel's thread:
 //! the server awaits them on its timer, like upstream's futures sleep.
 
+pub mod bench;
 pub mod codec;
 pub mod data;
 pub mod ibrun;
