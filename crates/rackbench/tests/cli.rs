@@ -446,7 +446,15 @@ fn every_embedded_job_validates() {
             let roles: Vec<&str> = rest.split(')').next().unwrap_or("").split(", ").collect();
             assert!(roles.len() >= 2, "{job}: {err}");
             for role in roles {
-                let o = env.run(&["run", job, "-r", role, "-i", r#"{"server_ip": "::1"}"#, "--dry-run"]);
+                let o = env.run(&[
+                    "run",
+                    job,
+                    "-r",
+                    role,
+                    "-i",
+                    r#"{"server_ip": "::1"}"#,
+                    "--dry-run",
+                ]);
                 assert!(
                     o.status.success(),
                     "{job} -r {role}: {}",
