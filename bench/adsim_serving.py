@@ -83,12 +83,17 @@ def main():
         stop(srv)
 
     print(f"fixed run at {q:.1f} QPS: achieved {f['final_achieved_qps']:.1f}, success {f['success']}")
+    fixed = f["search"][-1]
+    # The kernels alone see bodies of the served mean size.
+    body = int(fixed["total_bytes_tx"] / max(fixed["total_queries"], 1))
+    print(f"mean request body in the fixed run: {body} bytes")
     total_alone = total_served = 0.0
     print(f"{'kernel':<12} {'fires':>8} {'served us/fire':>15} {'alone us/fire':>14} {'ratio':>6}")
     for k in f["server"]["kernels"]:
         params = cfg["Kernels"][k["index"]].get("params", {})
         r = subprocess.run([binary, "--no-store", "adsim", "kernel", k["name"], "--params", json.dumps(params),
-                            "--threads", "1", "--seconds", "3", "--json"], cwd=d, env=env,
+                            "--threads", "1", "--seconds", "3", "--request-bytes", str(body), "--json"],
+                           cwd=d, env=env,
                            capture_output=True, text=True, check=True)
         alone = json.loads(r.stdout.splitlines()[0])["cpu_s_per_fire"] * 1e6
         served = k["cpu_usec_per_fire"]

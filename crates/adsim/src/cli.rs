@@ -215,6 +215,9 @@ pub struct KernelArgs {
     pub threads: usize,
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
+    /// Bytes of the request body the kernel sees (Features hashes it, Shape may echo it).
+    #[arg(long, default_value_t = 4096)]
+    pub request_bytes: usize,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

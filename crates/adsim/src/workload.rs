@@ -253,8 +253,14 @@ fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
     if !(a.seconds.is_finite() && a.seconds > 0.0) {
         bail!("--seconds {}: expected a positive duration", a.seconds);
     }
-    let r = crate::kernels::bench::standalone(&a.name, &inst.params, a.threads, a.seconds)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", a.name))?;
+    let r = crate::kernels::bench::standalone_with_body(
+        &a.name,
+        &inst.params,
+        a.threads,
+        a.seconds,
+        a.request_bytes,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", a.name))?;
     let v = serde_json::to_value(&r)?;
     if a.json {
         println!("{v}");

@@ -67,6 +67,18 @@ pub fn standalone(
     threads: usize,
     seconds: f64,
 ) -> Result<Standalone, String> {
+    standalone_with_body(name, params, threads, seconds, REQUEST_BYTES)
+}
+
+/// [`standalone`] with request bodies of `body_bytes` (kernels that read
+/// the body, such as `Features` and echoing `Shape`, cost in proportion).
+pub fn standalone_with_body(
+    name: &str,
+    params: &Map<String, Value>,
+    threads: usize,
+    seconds: f64,
+    body_bytes: usize,
+) -> Result<Standalone, String> {
     if threads == 0 || threads > 4096 {
         return Err(format!("threads: {threads}: expected 1..=4096"));
     }
@@ -84,7 +96,7 @@ pub fn standalone(
         map: params,
     };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
-    let body = Bytes::from(gen_string(REQUEST_BYTES, &mut rng));
+    let body = Bytes::from(gen_string(body_bytes, &mut rng));
     let variety = ml::input_variety(name, &p);
     let rqs = (0..threads)
         .map(|t| {
