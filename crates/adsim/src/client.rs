@@ -130,21 +130,6 @@ impl Link {
     }
 }
 
-/// The error and its causes on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = c.source();
-    }
-    s
-}
-
 /// True when nothing listens at the address (yet).
 fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
@@ -156,7 +141,7 @@ fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
         }
         cur = c.source();
     }
-    chain(e).contains("Connection refused")
+    rpc::error_chain(e).contains("Connection refused")
 }
 
 /// Connects and waits until the server has built its kernels. A server
@@ -185,12 +170,12 @@ async fn wait_ready(
                     Ok(_) => last = "it is still initialising its kernels".into(),
                     Err(e) => {
                         handshake_failures += 1;
-                        last = format!("its status RPC failed: {}", chain(&e));
+                        last = format!("its status RPC failed: {}", rpc::error_chain(&e));
                     }
                 }
             }
             Err(e) => {
-                last = chain(&e);
+                last = rpc::error_chain(&e);
                 if !refused(&e) {
                     handshake_failures += 1;
                 }
@@ -411,21 +396,18 @@ fn drive(
         })
     });
     let settle_client = client.clone();
-    let settle: load::prober::SettleFn = Box::new(move || {
-        let mut c = settle_client.clone();
-        Box::pin(async move {
-            let t = Instant::now();
-            loop {
-                let s = status(&mut c)
+    let settle = load::prober::until_idle(
+        move || {
+            let mut c = settle_client.clone();
+            async move {
+                status(&mut c)
                     .await
-                    .map_err(|e| format!("the server stopped answering: {}", e.message()))?;
-                if s.in_flight == 0 || t.elapsed() > Duration::from_secs(60) {
-                    return Ok(t.elapsed());
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                    .map(|s| s.in_flight)
+                    .map_err(|e| format!("the server stopped answering: {}", e.message()))
             }
-        })
-    });
+        },
+        Duration::from_secs(60),
+    );
     let drain = Duration::from_secs_f64((2.0 * latency_ms / 1000.0).max(2.0));
     let workers = a.workers;
     let mut prober = ServiceProber {

@@ -535,21 +535,18 @@ fn drive_instance(
     // requests an overloaded probe gave up on are cancelled and their queued
     // work skipped, and the next probe starts from an idle leaf.
     let settle_client = client.clone();
-    let settle: load::prober::SettleFn = Box::new(move || {
-        let mut c = settle_client.clone();
-        Box::pin(async move {
-            let t = Instant::now();
-            loop {
-                let s = status(&mut c)
+    let settle = load::prober::until_idle(
+        move || {
+            let mut c = settle_client.clone();
+            async move {
+                status(&mut c)
                     .await
-                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))?;
-                if s.in_flight == 0 || t.elapsed() > SETTLE_LIMIT {
-                    return Ok(t.elapsed());
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                    .map(|s| s.in_flight)
+                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))
             }
-        })
-    });
+        },
+        SETTLE_LIMIT,
+    );
     let drain = Duration::from_secs_f64((2.0 * target.latency_ms / 1000.0).max(2.0));
     let stop = ctx.cancel.flag();
     let mut prober = ServiceProber {

@@ -34,6 +34,30 @@ pub struct ServiceProber<S, F> {
 pub type SettleFn =
     Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<Duration, String>> + Send>> + Send>;
 
+/// A [`SettleFn`] that asks the server how many requests it has in flight
+/// (`in_flight`, e.g. a status RPC) every 50 ms until none are, or until
+/// `limit` has passed; an `Err` from `in_flight` (the server stopped
+/// answering) ends the search.
+pub fn until_idle<F, Fut>(in_flight: F, limit: Duration) -> SettleFn
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<u64, String>> + Send + 'static,
+{
+    let in_flight = Arc::new(in_flight);
+    Box::new(move || {
+        let in_flight = in_flight.clone();
+        Box::pin(async move {
+            let t = std::time::Instant::now();
+            loop {
+                if in_flight().await? == 0 || t.elapsed() > limit {
+                    return Ok(t.elapsed());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    })
+}
+
 impl<S, R, F> Prober for ServiceProber<S, F>
 where
     S: Service<R> + Clone + Send + 'static,

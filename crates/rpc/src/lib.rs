@@ -35,6 +35,23 @@ pub mod proto {
     }
 }
 
+/// An error and its sources, `a: b: c`, skipping a source whose text the
+/// line already holds (tonic's own text is often just "transport error",
+/// and the useful part is a few sources down).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
 /// A multi-threaded tokio runtime with `threads` workers (at least one),
 /// timers and IO enabled: what servers and load generators here run on.
 pub fn runtime(threads: usize, name: &str) -> std::io::Result<tokio::runtime::Runtime> {

@@ -123,18 +123,7 @@ impl Peer for GrpcPeer {
     }
 }
 
-/// An error and its sources, `a: b: c` (tonic's own text is often just
-/// "transport error").
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
+pub use rpc::error_chain;
 
 /// A plain-TCP connection to one peer.
 pub struct TcpPeer {
