@@ -38,7 +38,9 @@ pub const RAND_MAX: u32 = 262_144;
 /// Data built at start-up and shared by all requests.
 #[derive(Default)]
 pub struct HandleObjs {
-    map: Mutex<HashMap<String, Obj>>,
+    /// One cell per key, locked only while that key's object is built, so
+    /// kernels with different inputs build in parallel at start-up.
+    map: Mutex<HashMap<String, Arc<Mutex<Option<Obj>>>>>,
     /// The shared random cycle: `cycle[i]` is the successor of `i` in one
     /// random permutation cycle over 0..RAND_MAX.
     cycle: OnceLock<Arc<[u32]>>,
@@ -56,8 +58,12 @@ impl HandleObjs {
         key: &str,
         make: impl FnOnce() -> Result<T, String>,
     ) -> Result<Arc<T>, String> {
-        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(o) = m.get(key) {
+        let cell = {
+            let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            m.entry(key.to_string()).or_default().clone()
+        };
+        let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = slot.as_ref() {
             return o.clone().downcast::<T>().map_err(|_| {
                 format!(
                     "shared input {key:?} is already used by a kernel of another kind (expected {})",
@@ -66,7 +72,7 @@ impl HandleObjs {
             });
         }
         let v = Arc::new(make()?);
-        m.insert(key.to_string(), v.clone());
+        *slot = Some(v.clone());
         Ok(v)
     }
 
@@ -452,6 +458,31 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         let e = h.get_or_build("Hx", || Ok(3u64)).unwrap_err();
         assert!(e.contains("\"Hx\""), "{e}");
+    }
+
+    #[test]
+    fn different_keys_build_at_the_same_time() {
+        // A's build waits for B's to start: with one lock for every key
+        // B could not start and A would time out.
+        let h = HandleObjs::new();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let h = &h;
+            let a = s.spawn(move || {
+                h.get_or_build("Ha", move || {
+                    rx.recv_timeout(std::time::Duration::from_secs(10))
+                        .map(|_| 1u8)
+                        .map_err(|_| "B never started building".to_string())
+                })
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let b = h.get_or_build("Hb", || {
+                let _ = tx.send(());
+                Ok(2u8)
+            });
+            assert_eq!(*b.unwrap(), 2);
+            assert_eq!(*a.join().unwrap().unwrap(), 1);
+        });
     }
 
     #[test]
