@@ -320,7 +320,7 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     m.insert("csv".into(), json!(csv_path.display().to_string()));
     m.insert("client_cpu_seconds".into(), json!(f(client_cpu)));
     if let (Some(b), Some(af)) = (&before, &after) {
-        m.insert("server".into(), server_metrics(b, af, reported));
+        m.insert("server".into(), server_metrics(b, af));
     }
     m.insert(
         "search".into(),
@@ -530,11 +530,7 @@ impl CsvOut {
 
 /// The server's side of the final run: per-kernel fires and CPU per fire
 /// over the whole client run, the server's CPU and memory.
-fn server_metrics(
-    before: &StatusReply,
-    after: &StatusReply,
-    _final: Option<&ProbeRecord>,
-) -> Value {
+fn server_metrics(before: &StatusReply, after: &StatusReply) -> Value {
     let kernels: Vec<Value> = after
         .kernels
         .iter()

@@ -111,7 +111,6 @@ impl Engine {
         let total = flat.len();
         let next = AtomicU64::new(0);
         let done = AtomicU64::new(0);
-        let mut built: Vec<Option<Result<Step, String>>> = (0..total).map(|_| None).collect();
         let slots: Vec<std::sync::Mutex<Option<Result<Step, String>>>> =
             (0..total).map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|s| {
@@ -138,12 +137,9 @@ impl Engine {
                 });
             }
         });
-        for (b, s) in built.iter_mut().zip(slots) {
-            *b = s.into_inner().unwrap_or_else(|e| e.into_inner());
-        }
         let mut stages: Vec<Vec<Arc<Step>>> = plan.stages.iter().map(|_| Vec::new()).collect();
-        for ((stage, _), b) in flat.iter().zip(built) {
-            match b {
+        for ((stage, _), slot) in flat.iter().zip(slots) {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some(Ok(step)) => stages[*stage].push(Arc::new(step)),
                 Some(Err(e)) => return Err(e),
                 None => return Err("a kernel was not built".into()),

@@ -107,19 +107,30 @@ pub struct SparseFeatures {
     pub tables: Vec<Bags>,
 }
 
-/// `c = a * b` for row-major `a` (m x k), `b` (k x n) and `c` (m x n), on
-/// the calling thread.
-pub fn matmul(c: &mut [f32], a: &[f32], b: &[f32], m: usize, n: usize, k: usize) {
-    assert!(
-        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
-        "matmul: buffers too small for {m} x {n} x {k}"
-    );
+/// `c = a * b` with `c` row-major (m x n), `a` row-major (m x k) and `b`
+/// (k x n) read with row stride `b_rs` and column stride `b_cs`, on the
+/// calling thread.
+fn gemm_f32(
+    c: &mut [f32],
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+    (b_rs, b_cs): (usize, usize),
+) {
     if m == 0 || n == 0 {
         return;
     }
-    // SAFETY: the asserts above keep every access, row-major with the
-    // given strides, inside the three slices; `c` is borrowed mutably so
-    // it does not alias `a` or `b`.
+    let b_extent = if k == 0 {
+        0
+    } else {
+        (k - 1) * b_rs + (n - 1) * b_cs + 1
+    };
+    assert!(
+        a.len() >= m * k && b.len() >= b_extent && c.len() >= m * n,
+        "gemm: buffers too small for {m} x {n} x {k}"
+    );
+    // SAFETY: the assert keeps every access, with these strides, inside the
+    // three slices; `c` is borrowed mutably so it does not alias `a` or `b`.
     unsafe {
         gemm::gemm(
             m,
@@ -133,8 +144,8 @@ pub fn matmul(c: &mut [f32], a: &[f32], b: &[f32], m: usize, n: usize, k: usize)
             1,
             k as isize,
             b.as_ptr(),
-            1,
-            n as isize,
+            b_cs as isize,
+            b_rs as isize,
             0.0,
             1.0,
             false,
@@ -145,6 +156,16 @@ pub fn matmul(c: &mut [f32], a: &[f32], b: &[f32], m: usize, n: usize, k: usize)
     }
 }
 
+/// `c = a * b` for row-major `a` (m x k), `b` (k x n) and `c` (m x n), on
+/// the calling thread.
+pub fn matmul(c: &mut [f32], a: &[f32], b: &[f32], m: usize, n: usize, k: usize) {
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        "matmul: buffers too small for {m} x {n} x {k}"
+    );
+    gemm_f32(c, a, b, (m, n, k), (n, 1));
+}
+
 /// The Gram matrix `g = z * z^T` of the `r` rows of length `d` in `z`
 /// (row-major), into `g` (r x r, row-major).
 pub fn gram(g: &mut [f32], z: &[f32], r: usize, d: usize) {
@@ -152,34 +173,8 @@ pub fn gram(g: &mut [f32], z: &[f32], r: usize, d: usize) {
         z.len() >= r * d && g.len() >= r * r,
         "gram: buffers too small for {r} rows of {d}"
     );
-    if r == 0 {
-        return;
-    }
-    // SAFETY: as in `matmul`; the right-hand side is `z` read transposed
-    // (element (p, j) at j * d + p), inside `z` by the assert.
-    unsafe {
-        gemm::gemm(
-            r,
-            r,
-            d,
-            g.as_mut_ptr(),
-            1,
-            r as isize,
-            false,
-            z.as_ptr(),
-            1,
-            d as isize,
-            z.as_ptr(),
-            d as isize,
-            1,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
+    // The right-hand side is `z` read transposed: element (p, j) at j * d + p.
+    gemm_f32(g, z, z, (r, r, d), (1, d));
 }
 
 /// Free objects for reuse across firings (output and scratch buffers), so
