@@ -421,6 +421,28 @@ fn server_and_client_in_two_network_namespaces() {
     assert!(m["final_achieved_qps"].as_f64().unwrap() > 1.0, "{m}");
 }
 
+/// A client (with `extra` flags) against a server on `port` speaking the
+/// other protocol fails within a minute, naming `--tls`, although it was
+/// allowed to wait 120 s for a server.
+fn assert_tls_mismatch_named(d: &Path, port: u16, extra: &[&str]) {
+    let t = Instant::now();
+    let port = port.to_string();
+    let out = rackbench(d)
+        .args(["adsim", "client", "--server", "127.0.0.1", "--port", &port])
+        .args(extra)
+        .args(["--wait-server", "120"])
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("--tls"), "{se}");
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
 /// The generated certificate the TLS server wrote next to its report.
 fn generated_cert(dir: &Path) -> std::path::PathBuf {
     for run in std::fs::read_dir(dir.join("reports")).unwrap().flatten() {
@@ -477,53 +499,10 @@ fn tls_between_client_and_server_and_a_clear_error_on_a_mismatch() {
 
     // A plaintext client against the TLS server: an error naming the
     // likely cause, well before --wait-server runs out.
-    let t = Instant::now();
-    let out = rackbench(d)
-        .args([
-            "adsim",
-            "client",
-            "--server",
-            "127.0.0.1",
-            "--port",
-            &port,
-            "--wait-server",
-            "120",
-        ])
-        .output()
-        .unwrap();
-    let se = text(&out.stderr);
-    assert!(!out.status.success());
-    assert!(se.contains("--tls"), "{se}");
-    assert!(
-        t.elapsed() < Duration::from_secs(60),
-        "took {:?}",
-        t.elapsed()
-    );
+    assert_tls_mismatch_named(d, tls_server.port, &[]);
 
     // A TLS client against a plaintext server.
     let dir2 = tempfile::tempdir().unwrap();
     let plain = start_server(dir2.path(), &["--bind", "127.0.0.1"]);
-    let t = Instant::now();
-    let out = rackbench(d)
-        .args([
-            "adsim",
-            "client",
-            "--server",
-            "127.0.0.1",
-            "--port",
-            &plain.port.to_string(),
-            "--tls",
-            "--wait-server",
-            "120",
-        ])
-        .output()
-        .unwrap();
-    let se = text(&out.stderr);
-    assert!(!out.status.success());
-    assert!(se.contains("--tls"), "{se}");
-    assert!(
-        t.elapsed() < Duration::from_secs(60),
-        "took {:?}",
-        t.elapsed()
-    );
+    assert_tls_mismatch_named(d, plain.port, &["--tls"]);
 }
