@@ -56,8 +56,11 @@ fn thread_cpu() -> Duration {
 #[derive(Default)]
 struct Tally {
     fires: u64,
+    /// Summed over the fires.
     wall: Duration,
     cpu: Duration,
+    /// From the thread's start to its last fire's end.
+    elapsed: Duration,
 }
 
 /// Builds kernel `name` and fires it on `threads` threads for `seconds`.
@@ -115,7 +118,7 @@ pub fn standalone_with_body(
     let barrier = Barrier::new(threads + 1);
     let run = Duration::from_secs_f64(seconds);
     let kernel = &*kernel;
-    let (tallies, wall) = std::thread::scope(|s| {
+    let tallies = std::thread::scope(|s| {
         let handles: Vec<_> = rqs
             .iter()
             .enumerate()
@@ -146,27 +149,30 @@ pub fn standalone_with_body(
                         }
                     }
                     tally.cpu = thread_cpu().saturating_sub(cpu0);
+                    tally.elapsed = start.elapsed();
                     Ok(tally)
                 })
             })
             .collect();
         barrier.wait();
-        let start = Instant::now();
-        let tallies: Vec<Result<Tally, String>> = handles
+        handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("a bench thread panicked".into()))
             })
-            .collect();
-        (tallies, start.elapsed())
+            .collect::<Vec<Result<Tally, String>>>()
     });
+    // The run lasted as long as its longest thread (each timed its own:
+    // this thread may be scheduled after the workers start).
     let mut total = Tally::default();
+    let mut wall = Duration::ZERO;
     for t in tallies {
         let t = t?;
         total.fires += t.fires;
         total.wall += t.wall;
         total.cpu += t.cpu;
+        wall = wall.max(t.elapsed);
     }
     let secs = wall.as_secs_f64();
     let work = kernel.work();
