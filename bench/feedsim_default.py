@@ -14,7 +14,9 @@ efficiency of the default search.
    its knee is the last passing rate below the first failing one, and each
    search's result is compared with it.
 
-Usage: python3 bench/feedsim_default.py [--runs 3] [--sweep]
+Usage: python3 bench/feedsim_default.py [--runs 3] [--sweep [--around QPS]]
+(`--runs 0 --sweep --around QPS` runs only the sweep, around a median
+measured earlier.)
 """
 
 import argparse
@@ -31,7 +33,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--around", type=float, help="sweep around this QPS instead of the runs' median")
     a = ap.parse_args()
+    if a.runs == 0 and not (a.sweep and a.around):
+        ap.error("--runs 0 needs --sweep --around QPS")
     common.build()
     cwd, env = common.scratch()
     low = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", "2", "-d", "60", "-w", "0"], cwd=cwd, env=env,
@@ -59,31 +64,42 @@ def main():
         print(f"run {i + 1}: {el:.0f} s, final requested {m['final_requested_qps']:.2f} achieved {m['final_achieved_qps']:.2f} QPS "
               f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes ({ext} extended), leaf {m.get('leaf_cpu_ms_per_request', 0):.0f} "
               f"CPU-ms/request, driver/leaf CPU {ratios[-1]:.3f}, host speed spread {m.get('host_speed', {}).get('drift_pct', float('nan')):.0f}%", flush=True)
+    if finals:
+        report(finals, times, ratios, capacity, cpu_ms)
+    if a.sweep:
+        sweep(a.around or statistics.median(finals), finals, cwd, env)
+
+
+def report(finals, times, ratios, capacity, cpu_ms):
     med = statistics.median(finals)
     dev = max(abs(f - med) / med for f in finals) * 100
     eff = med / capacity
     print(f"\n| FeedSim default search, {len(finals)} runs | {min(times) / 60:.1f} to {max(times) / 60:.1f} min each | "
           f"final_achieved_qps {', '.join(f'{f:.2f}' for f in finals)} (median {med:.2f}, all within {dev:.1f}%) | "
           f"serving efficiency {eff:.2f} (capacity {capacity:.2f} QPS from {cpu_ms:.0f} CPU-ms/request) | driver/leaf CPU <= {max(ratios):.3f} |", flush=True)
-    if a.sweep:
-        rates = [round(med * (0.8 + 0.04 * k), 2) for k in range(11)]
-        t = time.time()
-        out = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", ",".join(map(str, rates)), "-d", "60", "-w", "30"],
-                             cwd=cwd, env=env, capture_output=True, text=True)
-        el = time.time() - t
-        probes = [p for p in json.loads(out.stdout)["metrics"]["probes"] if p["phase"] == "fixed"]
-        knee = None
-        for p in probes:
-            print(f"  sweep {p['requested_qps']:.2f} QPS: achieved {p['achieved_qps']:.2f}, p95 {p['target_value_ms']:.0f} ms, "
-                  f"{'pass' if p['passed'] else 'FAIL'}")
-            if not p["passed"]:
-                break
-            knee = p["achieved_qps"]
-        if knee is None:
-            print(f"sweep ({el / 60:.1f} min): even the lowest rate failed")
-        else:
-            diffs = ", ".join(f"{(f - knee) / knee * 100:+.1f}%" for f in finals)
-            print(f"sweep ({el / 60:.1f} min, {len(probes)} rates x 60 s): knee {knee:.2f} QPS; searches vs sweep: {diffs}")
+
+
+def sweep(med, finals, cwd, env):
+    rates = [round(med * (0.8 + 0.04 * k), 2) for k in range(11)]
+    t = time.time()
+    out = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", ",".join(map(str, rates)), "-d", "60", "-w", "30"],
+                         cwd=cwd, env=env, capture_output=True, text=True)
+    el = time.time() - t
+    probes = [p for p in json.loads(out.stdout)["metrics"]["probes"] if p["phase"] == "fixed"]
+    knee = None
+    for p in probes:
+        print(f"  sweep {p['requested_qps']:.2f} QPS: achieved {p['achieved_qps']:.2f}, p95 {p['target_value_ms']:.0f} ms, "
+              f"{'pass' if p['passed'] else 'FAIL'}")
+        if not p["passed"]:
+            break
+        knee = p["achieved_qps"]
+    if knee is None:
+        print(f"sweep ({el / 60:.1f} min): even the lowest rate failed")
+    elif all(p["passed"] for p in probes):
+        print(f"sweep ({el / 60:.1f} min): every rate passed, the knee is above {knee:.2f} QPS")
+    else:
+        diffs = ", ".join(f"{(f - knee) / knee * 100:+.1f}%" for f in finals)
+        print(f"sweep ({el / 60:.1f} min, {len(probes)} rates x 60 s): knee {knee:.2f} QPS; searches vs sweep: {diffs}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 //! graph_subset nodes from random starts, as one ranking task with -c 1.
 //! Prints the median and spread of the per-request cost. Used to study
 //! run-to-run variation (page placement, huge pages):
-//! `cargo run --release -p feedsim --example ranking -- [scale] [reps]`.
+//! `cargo run --release -p feedsim --example ranking -- [scale] [reps] [huge|small]`
+//! (`small` leaves the arrays on whatever pages THP gives, as `--no-huge-pages`).
 
 use feedsim::dataset::{Dataset, Shape};
 use rand::rngs::SmallRng;
@@ -14,15 +15,21 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let scale: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(21);
     let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30);
+    let huge = args.get(3).is_none_or(|s| s != "small");
     let t = Instant::now();
     let ds = Dataset::build(
         Shape {
             scale,
+            huge_pages: huge,
             ..Shape::default()
         },
         1,
     );
-    eprintln!("built in {:.2} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "built in {:.2} s, {} MiB on huge pages",
+        t.elapsed().as_secs_f64(),
+        feedsim::hugemem::anon_huge_bytes().unwrap_or(0) >> 20
+    );
     let n = ds.graph.nodes;
     let subset = 2_000_000.min(n);
     let mut rng = SmallRng::seed_from_u64(7);

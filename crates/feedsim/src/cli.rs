@@ -58,6 +58,10 @@ pub struct ShapeArgs {
     /// Seed of the datasets and of the request stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Leave the datasets on whatever pages the host's THP mode gives
+    /// (by default the graph and the permutation are advised onto huge pages).
+    #[arg(long)]
+    pub no_huge_pages: bool,
 }
 
 /// `rackbench feedsim`: upstream run.sh.
@@ -111,6 +115,11 @@ pub struct DriverArgs {
     /// How many times a close call is extended by another probe length.
     #[arg(long, default_value_t = 1)]
     pub extensions: usize,
+    /// Steady-state rule: a probe also fails when the requests completing in
+    /// this last fraction of its window miss the target (latency still
+    /// rising); 0 = judge the whole window only, as upstream.
+    #[arg(long, default_value_t = 0.25)]
+    pub steady_tail: f64,
     /// Relative tolerance of the search.
     #[arg(long, default_value_t = 0.03)]
     pub tolerance: f64,
@@ -192,7 +201,7 @@ impl ShapeArgs {
 
     /// Arguments that reproduce these settings for the leaf process.
     pub fn to_leaf_args(&self, t: Threads) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "-t".into(),
             t.serving.to_string(),
             "-c".into(),
@@ -213,7 +222,11 @@ impl ShapeArgs {
             self.io_wait_ms.to_string(),
             "--seed".into(),
             self.seed.to_string(),
-        ]
+        ];
+        if self.no_huge_pages {
+            args.push("--no-huge-pages".into());
+        }
+        args
     }
 }
 

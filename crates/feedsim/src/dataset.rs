@@ -2,6 +2,7 @@
 //! pointer-chasing permutation and a block of incompressible bytes.
 
 use crate::graph::Graph;
+use crate::hugemem::filled;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
@@ -15,6 +16,8 @@ pub struct Shape {
     /// Entries of the pointer-chasing permutation (u64 each).
     pub chase_entries: usize,
     pub random_bytes: usize,
+    /// Advise the graph and the permutation onto huge pages.
+    pub huge_pages: bool,
 }
 
 impl Default for Shape {
@@ -24,6 +27,7 @@ impl Default for Shape {
             degree: 16,
             chase_entries: 10_000_000,
             random_bytes: 3 << 20,
+            huge_pages: true,
         }
     }
 }
@@ -44,9 +48,9 @@ pub struct Dataset {
 
 impl Dataset {
     pub fn build(shape: Shape, seed: u64) -> Self {
-        let graph = Graph::random(shape.scale, shape.degree, seed);
+        let graph = Graph::random(shape.scale, shape.degree, seed, shape.huge_pages);
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x5EED);
-        let mut chase: Vec<u64> = (0..shape.chase_entries as u64).collect();
+        let mut chase = filled(shape.chase_entries, shape.huge_pages, |i| i as u64);
         chase.shuffle(&mut rng);
         let mut random = vec![0u8; shape.random_bytes];
         rng.fill_bytes(&mut random);
@@ -85,6 +89,7 @@ mod tests {
             degree: 4,
             chase_entries: 1000,
             random_bytes: 4096,
+            huge_pages: false,
         };
         let d = Dataset::build(s, 1);
         assert!(d.bytes() <= s.bytes());

@@ -6,6 +6,7 @@
 //! as upstream's leaf does, without a data race (relaxed atomics compile to
 //! plain loads and stores on x86 and ARM).
 
+use crate::hugemem::filled;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -30,12 +31,13 @@ fn f32_cell(v: f32) -> AtomicU32 {
 impl Graph {
     /// `2^scale` nodes and `degree * nodes` uniformly random edges, built in
     /// two passes over the same random stream (count, then fill) so no edge
-    /// list is held in memory.
-    pub fn random(scale: u32, degree: u32, seed: u64) -> Self {
+    /// list is held in memory. With `huge` the arrays requests read are
+    /// advised onto huge pages ([`crate::hugemem`]).
+    pub fn random(scale: u32, degree: u32, seed: u64, huge: bool) -> Self {
         let nodes = 1usize << scale;
         let edges = nodes * degree as usize;
         let mut in_degree = vec![0u32; nodes];
-        let mut out_degree = vec![0u32; nodes];
+        let mut out_degree = filled(nodes, huge, |_| 0u32);
         let mask = (nodes - 1) as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
         for _ in 0..edges {
@@ -44,15 +46,16 @@ impl Graph {
             out_degree[src] += 1;
             in_degree[dst] += 1;
         }
-        let mut in_offsets = Vec::with_capacity(nodes + 1);
         let mut acc = 0u64;
-        in_offsets.push(0);
-        for d in &in_degree {
-            acc += u64::from(*d);
-            in_offsets.push(acc);
-        }
+        let in_offsets = filled(nodes + 1, huge, |i| {
+            if i > 0 {
+                acc += u64::from(in_degree[i - 1]);
+            }
+            acc
+        });
+        drop(in_degree);
         let mut fill: Vec<u64> = in_offsets[..nodes].to_vec();
-        let mut in_edges = vec![0u32; edges];
+        let mut in_edges = filled(edges, huge, |_| 0u32);
         let mut rng = SmallRng::seed_from_u64(seed);
         for _ in 0..edges {
             let r: u64 = rng.random();
@@ -66,8 +69,8 @@ impl Graph {
             in_offsets,
             in_edges,
             out_degree,
-            scores: (0..nodes).map(|_| f32_cell(init)).collect(),
-            contrib: (0..nodes).map(|_| f32_cell(0.0)).collect(),
+            scores: filled(nodes, huge, |_| f32_cell(init)),
+            contrib: filled(nodes, huge, |_| f32_cell(0.0)),
         }
     }
 
@@ -134,7 +137,7 @@ mod tests {
 
     #[test]
     fn csr_is_consistent() {
-        let g = Graph::random(10, 16, 3);
+        let g = Graph::random(10, 16, 3, false);
         assert_eq!(g.nodes, 1024);
         assert_eq!(g.edges(), 1024 * 16);
         let ins: usize = (0..g.nodes).map(|v| g.in_degree(v)).sum();
@@ -148,7 +151,7 @@ mod tests {
     fn full_iterations_keep_rank_mass() {
         // Full-graph iterations of PageRank keep the total near 1 (mass of
         // dangling nodes, rare at degree 16, leaks a little).
-        let g = Graph::random(12, 16, 9);
+        let g = Graph::random(12, 16, 9, true);
         let mut total = 0.0;
         for _ in 0..5 {
             g.contributions(0, g.nodes);

@@ -364,6 +364,9 @@ impl LeafState {
             dataset_bytes: self.dataset_bytes() as u64,
             in_flight: self.in_flight.load(Ordering::Relaxed),
             skipped_tasks: self.skipped_tasks(),
+            anon_huge_bytes: crate::hugemem::anon_huge_bytes().unwrap_or(0),
+            thp_mode: crate::hugemem::thp_mode().unwrap_or_default(),
+            huge_pages_advised: self.cfg.shape.huge_pages,
             steps: STEPS
                 .iter()
                 .zip(self.step_ns.iter())

@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod graph;
+pub mod hugemem;
 pub use icache;
 pub mod leaf;
 pub use rpc::pool;

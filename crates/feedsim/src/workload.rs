@@ -104,6 +104,9 @@ fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     if !(0.0..1.0).contains(&a.close_call) {
         bail!("--close-call must be in [0, 1), got {}", a.close_call);
     }
+    if !(0.0..1.0).contains(&a.steady_tail) {
+        bail!("--steady-tail must be in [0, 1), got {}", a.steady_tail);
+    }
     Ok(())
 }
 
@@ -123,6 +126,7 @@ fn leaf_config(s: &ShapeArgs, t: Threads) -> LeafConfig {
         shape: Shape {
             scale: s.scale,
             chase_entries: s.chase_entries,
+            huge_pages: !s.no_huge_pages,
             ..Shape::default()
         },
         graph_subset: s.graph_subset,
@@ -461,6 +465,7 @@ fn search_config(a: &DriverArgs, target: SloTarget, t: Threads) -> SearchConfig 
     c.min_qps = 0.2;
     c.borderline = a.close_call;
     c.max_extensions = a.extensions;
+    c.steady_tail = a.steady_tail;
     // Requests spend the IO wait off-CPU: keep enough in flight to saturate.
     c.peak_concurrency = (t.serving * 8).clamp(16, 2048);
     c
@@ -680,6 +685,9 @@ fn instance_metrics(r: &InstanceRun, with_driver_cpu: bool) -> anyhow::Result<Ma
         let reqs = e.requests.saturating_sub(b.requests);
         m.insert("leaf_rss_bytes".into(), json!(e.rss_bytes));
         m.insert("leaf_build_seconds".into(), json!(e.build_seconds));
+        m.insert("leaf_anon_huge_bytes".into(), json!(e.anon_huge_bytes));
+        m.insert("leaf_huge_pages_advised".into(), json!(e.huge_pages_advised));
+        m.insert("thp_mode".into(), json!(e.thp_mode));
         m.insert("leaf_requests".into(), json!(reqs));
         m.insert(
             "leaf_skipped_tasks".into(),

@@ -286,6 +286,23 @@ impl Recorder {
         LatencySummary::of(&self.latency)
     }
 
+    /// Percentiles of the requests that completed in the last `fraction` of
+    /// the seconds that saw completions (at least one second), with the
+    /// length of that tail in seconds; `None` when nothing completed.
+    /// Per-second histograms are coarser than the whole run's (two
+    /// significant digits).
+    pub fn tail_summary(&self, fraction: f64) -> Option<(LatencySummary, u64)> {
+        let first = self.series.iter().position(|s| s.completed > 0)?;
+        let last = self.series.iter().rposition(|s| s.completed > 0)?;
+        let span = last - first + 1;
+        let secs = ((span as f64 * fraction).ceil() as usize).clamp(1, span);
+        let mut h = histogram(SERIES_HIGH_US, 2);
+        for s in &self.series[last + 1 - secs..=last] {
+            h.add(&s.latency).expect("same histogram bounds");
+        }
+        Some((LatencySummary::of(&h), secs as u64))
+    }
+
     /// Per-second rows.
     pub fn series_summary(&self) -> Vec<SecondSummary> {
         self.series
@@ -370,5 +387,35 @@ mod tests {
         assert_eq!("avg".parse::<Percentile>().unwrap(), Percentile::Avg);
         assert!("97p".parse::<Percentile>().is_err());
         assert_eq!(Percentile::P999.label(), "99.9p");
+    }
+
+    #[test]
+    fn tail_summary_covers_the_last_seconds_with_completions() {
+        let mut r = Recorder::new();
+        assert!(r.tail_summary(0.25).is_none());
+        // Seconds 2..=9 see completions (the first two are a warm-up with
+        // none): 10 ms each, except 90 ms in the last two seconds.
+        for sec in 2..10u64 {
+            for _ in 0..10 {
+                let ms = if sec >= 8 { 90 } else { 10 };
+                r.record_ok(
+                    Duration::from_millis(ms),
+                    Duration::from_millis(ms),
+                    Duration::from_secs(sec),
+                    1,
+                );
+            }
+        }
+        let (tail, secs) = r.tail_summary(0.25).unwrap();
+        assert_eq!(secs, 2);
+        assert_eq!(tail.count, 20);
+        assert!((tail.p50_ms - 90.0).abs() < 1.0, "{}", tail.p50_ms);
+        // A third of the 8-second span rounds up to 3 seconds.
+        let (tail, secs) = r.tail_summary(1.0 / 3.0).unwrap();
+        assert_eq!((secs, tail.count), (3, 30));
+        assert!((tail.p50_ms - 90.0).abs() < 1.0);
+        assert!(tail.get(Percentile::P90) > 80.0 && tail.p50_ms > 80.0);
+        let whole = r.summary();
+        assert!(whole.p50_ms < 11.0);
     }
 }

@@ -183,6 +183,15 @@ pub struct SearchConfig {
     pub borderline: f64,
     /// How many times a close call may be extended.
     pub max_extensions: usize,
+    /// Steady-state rule: a probe also fails when the requests completing
+    /// in the last `steady_tail` of its window (0.25: the last quarter)
+    /// miss the target, even if the whole window meets it. A rate the
+    /// server cannot sustain builds a queue, so latency rises through the
+    /// window; judged on the whole window it can pass a short probe and
+    /// fail the longer final run. 0 turns the rule off.
+    pub steady_tail: f64,
+    /// Fewest completions in that tail for the rule to apply.
+    pub steady_min_samples: u64,
 }
 
 impl SearchConfig {
@@ -205,6 +214,8 @@ impl SearchConfig {
             max_probes: 40,
             borderline: 0.0,
             max_extensions: 0,
+            steady_tail: 0.0,
+            steady_min_samples: 20,
         }
     }
 
@@ -224,14 +235,30 @@ impl SearchConfig {
             + self.final_duration
     }
 
-    /// True when a probe's measured percentile is a close call.
+    /// True when a probe is a close call: its measured percentile is near
+    /// the target, or the whole window meets the target while its tail
+    /// does not (a rise that a longer window tells from a passing hiccup).
     pub fn is_close_call(&self, r: &RunResult) -> bool {
         if self.borderline <= 0.0 || r.interrupted || r.completion_ratio() < self.min_completion {
             return false;
         }
         let v = r.recorder.summary().get(self.target.percentile);
         let t = self.target.latency_ms;
-        v.is_finite() && (v - t).abs() <= self.borderline * t
+        if !v.is_finite() {
+            return false;
+        }
+        (v - t).abs() <= self.borderline * t || (v <= t && self.tail_miss(r).is_some())
+    }
+
+    /// The tail's percentile and length when the steady-state rule applies
+    /// and the tail misses the target.
+    fn tail_miss(&self, r: &RunResult) -> Option<(f64, u64)> {
+        if self.steady_tail <= 0.0 {
+            return None;
+        }
+        let (tail, secs) = r.recorder.tail_summary(self.steady_tail)?;
+        let v = tail.get(self.target.percentile);
+        (tail.count >= self.steady_min_samples && v > self.target.latency_ms).then_some((v, secs))
     }
 
     /// Judges a probe against the target and the completion rule.
@@ -269,6 +296,16 @@ impl SearchConfig {
                     "{} latency {:.3} ms > target {} ms",
                     self.target.percentile.label(),
                     value,
+                    self.target.latency_ms
+                ),
+            );
+        }
+        if let Some((v, secs)) = self.tail_miss(r) {
+            return (
+                false,
+                format!(
+                    "{} latency of the last {secs} s {v:.3} ms > target {} ms (the whole window's {value:.3} ms met it): latency was still rising, not a steady state",
+                    self.target.percentile.label(),
                     self.target.latency_ms
                 ),
             );

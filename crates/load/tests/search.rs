@@ -342,3 +342,157 @@ async fn close_calls_are_extended_and_judged_on_the_whole_window() {
     assert_eq!(bracket.extensions, 0);
     assert!(!bracket.passed);
 }
+
+/// A server whose latency at rates above `sustainable` is 300 ms for most of
+/// a window and 600 ms for the last 4% of its requests (a queue starting to
+/// build: the whole window's p95 still meets 500 ms, its last quarter does
+/// not); with `hiccup_only_once`, that slow end happens only in the first
+/// window at each rate (a passing host hiccup, gone when measured longer).
+struct Rising {
+    sustainable: f64,
+    hiccup_only_once: bool,
+    windows: std::collections::HashMap<u64, usize>,
+}
+
+impl Rising {
+    fn new(sustainable: f64, hiccup_only_once: bool) -> Self {
+        Rising {
+            sustainable,
+            hiccup_only_once,
+            windows: Default::default(),
+        }
+    }
+}
+
+impl load::Prober for Rising {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        // Unthrottled probes complete twice the sustainable rate and are
+        // never slow.
+        let (rate, rising) = match mode {
+            Mode::Open { rate, .. } => {
+                let seen = self.windows.entry(rate.to_bits()).or_insert(0);
+                *seen += 1;
+                let first = *seen == 1;
+                (rate, rate > self.sustainable && (first || !self.hiccup_only_once))
+            }
+            Mode::Closed { .. } => (2.0 * self.sustainable, false),
+        };
+        let n = (rate * duration.as_secs_f64()).round() as u64;
+        let mut rec = Recorder::new();
+        rec.scheduled = n;
+        for i in 0..n {
+            let slow = rising && i >= n - n * 4 / 100;
+            let d = Duration::from_millis(if slow { 600 } else { 300 });
+            let at = Duration::from_secs_f64(i as f64 / rate) + d;
+            rec.record_ok(d, d, at, 100);
+        }
+        Ok(RunResult {
+            mode,
+            window: duration,
+            warmup,
+            recorder: rec,
+            interrupted: false,
+            precise_pacing: true,
+        })
+    }
+}
+
+fn steady_cfg() -> SearchConfig {
+    let mut c = cfg();
+    c.probe = Duration::from_secs(20);
+    c.final_duration = Duration::from_secs(20);
+    c.steady_tail = 0.25;
+    c
+}
+
+#[tokio::test]
+async fn a_window_whose_tail_misses_the_target_fails_the_steady_state_rule() {
+    let rates = [50.0, 100.0];
+    let mut on = |_: Event<'_>| {};
+    let mut c = steady_cfg();
+    c.warmup = Duration::ZERO;
+    let out = run_fixed(
+        c.clone(),
+        Rising::new(60.0, false),
+        &rates,
+        Duration::ZERO,
+        Duration::from_secs(20),
+        &mut on,
+    )
+    .await;
+    let (low, high) = (&out.probes[0], &out.probes[1]);
+    assert!(low.passed, "{}", low.verdict);
+    // The whole window's p95 meets the target; the last quarter's does not.
+    assert!(high.target_value_ms <= 500.0, "{}", high.target_value_ms);
+    assert!(!high.passed);
+    assert!(
+        high.verdict.contains("last 6 s") && high.verdict.contains("still rising"),
+        "{}",
+        high.verdict
+    );
+
+    // Judged on the whole window only (upstream's rule), both pass.
+    c.steady_tail = 0.0;
+    let out = run_fixed(
+        c,
+        Rising::new(60.0, false),
+        &rates,
+        Duration::ZERO,
+        Duration::from_secs(20),
+        &mut on,
+    )
+    .await;
+    assert!(out.probes.iter().all(|p| p.passed));
+}
+
+#[tokio::test]
+async fn the_search_reports_the_sustainable_rate_not_one_whose_latency_was_rising() {
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(steady_cfg(), Rising::new(60.0, false), &mut on)
+        .run()
+        .await;
+    assert!(out.success, "{:?}", out.failure);
+    let f = out.final_probe.unwrap();
+    assert!(f.requested_qps <= 60.0, "{}", f.requested_qps);
+    assert!(f.requested_qps >= 60.0 / 1.02, "{}", f.requested_qps);
+    // Without the rule the same search settles on the peak's rate (120 QPS).
+    let mut c = steady_cfg();
+    c.steady_tail = 0.0;
+    let out = Search::new(c, Rising::new(60.0, false), &mut on).run().await;
+    assert!(out.final_probe.unwrap().requested_qps > 100.0);
+}
+
+#[tokio::test]
+async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
+    // A hiccup at the end of the first window only: extended, the probe is
+    // judged on both windows, whose last quarter is clean, and passes.
+    let mut c = steady_cfg();
+    c.borderline = 0.1;
+    c.max_extensions = 1;
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c.clone(), Rising::new(60.0, true), &mut on)
+        .run()
+        .await;
+    let bracket = out
+        .probes
+        .iter()
+        .find(|p| p.phase == Phase::Bracket)
+        .unwrap();
+    assert_eq!(bracket.extensions, 1);
+    assert!(bracket.passed, "{}", bracket.verdict);
+    // A rate whose every window ends rising stays failed after the extension.
+    let out = Search::new(c, Rising::new(60.0, false), &mut on).run().await;
+    let bracket = out
+        .probes
+        .iter()
+        .find(|p| p.phase == Phase::Bracket)
+        .unwrap();
+    assert_eq!(bracket.extensions, 1);
+    assert!(!bracket.passed);
+    assert!(bracket.verdict.contains("still rising"), "{}", bracket.verdict);
+}
