@@ -466,6 +466,9 @@ fn search_config(a: &DriverArgs, target: SloTarget, t: Threads) -> SearchConfig 
     c.borderline = a.close_call;
     c.max_extensions = a.extensions;
     c.steady_tail = a.steady_tail;
+    // Finals step down to rates a probe passed, in smaller steps than the
+    // default's: allow one more before giving up.
+    c.final_attempts = 4;
     // Requests spend the IO wait off-CPU: keep enough in flight to saturate.
     c.peak_concurrency = (t.serving * 8).clamp(16, 2048);
     c

@@ -192,6 +192,8 @@ pub struct SearchConfig {
     pub steady_tail: f64,
     /// Fewest completions in that tail for the rule to apply.
     pub steady_min_samples: u64,
+    /// Final runs tried, each lower than the last, before the search gives up.
+    pub final_attempts: usize,
 }
 
 impl SearchConfig {
@@ -216,6 +218,7 @@ impl SearchConfig {
             max_extensions: 0,
             steady_tail: 0.0,
             steady_min_samples: 20,
+            final_attempts: 3,
         }
     }
 
@@ -555,9 +558,12 @@ impl<'a, P: Prober> Search<'a, P> {
         if let Some(f) = self.before_final.as_mut() {
             f().map_err(Halt)?;
         }
-        // Confirmation: never report a rate whose final run failed.
+        // Confirmation: never report a rate whose final run failed. After a
+        // failed final, the next one runs at the highest rate a shorter
+        // probe passed below it (so the step down is as small as what was
+        // measured allows), and at least 2 x tolerance lower.
         let mut rate = lo;
-        for _ in 0..3 {
+        for _ in 0..c.final_attempts.max(1) {
             let mode = Mode::Open {
                 rate,
                 arrival: c.arrival,
@@ -571,13 +577,27 @@ impl<'a, P: Prober> Search<'a, P> {
                 self.out.success = true;
                 return Ok(());
             }
-            rate *= 1.0 - 2.0 * c.tolerance.max(0.01);
+            rate = next_final_rate(&self.out.probes, rate, c.tolerance);
             if rate < c.min_qps {
                 break;
             }
         }
         Err(Halt("the final run failed at every rate tried".into()))
     }
+}
+
+/// The rate of the final run after one at `failed` QPS failed: the highest
+/// rate a bracket or bisection probe passed that is at least half a
+/// tolerance below `failed`, but never more than 2 x tolerance below it.
+pub fn next_final_rate(probes: &[ProbeRecord], failed: f64, tolerance: f64) -> f64 {
+    let floor = failed * (1.0 - 2.0 * tolerance.max(0.01));
+    let below = failed * (1.0 - tolerance / 2.0);
+    probes
+        .iter()
+        .filter(|p| p.passed && matches!(p.phase, Phase::Bracket | Phase::Bisect))
+        .map(|p| p.requested_qps)
+        .filter(|&q| q < below)
+        .fold(floor, f64::max)
 }
 
 /// Runs fixed-rate experiments (FeedSim's `-q`): an unthrottled warm-up of

@@ -132,6 +132,39 @@ async fn a_failing_final_steps_down_instead_of_being_reported() {
     assert!(!finals[0].passed);
     let f = out.final_probe.unwrap();
     assert!(f.passed && f.requested_qps <= 690.0);
+    // The step down goes to the highest rate a bisection probe passed below
+    // the failed final (687.5 here), not a blind 2 x tolerance lower.
+    let passed_below: Vec<f64> = out
+        .probes
+        .iter()
+        .filter(|p| p.passed && p.phase == Phase::Bisect)
+        .map(|p| p.requested_qps)
+        .filter(|&q| q < finals[0].requested_qps)
+        .collect();
+    assert!(passed_below.contains(&finals[1].requested_qps), "{passed_below:?}");
+    assert!(finals[1].requested_qps > finals[0].requested_qps * 0.96 + 1.0);
+}
+
+#[tokio::test]
+async fn the_search_gives_up_after_its_final_attempts() {
+    // Every final-length run fails: the search tries `final_attempts`
+    // finals, each lower, and fails rather than report any of them.
+    let mut model = Model::new(700.0, 1000.0);
+    model.flaky_final_above = Some(0.0);
+    let mut c = cfg();
+    c.final_attempts = 4;
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    assert!(!out.success);
+    let finals: Vec<f64> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .map(|p| p.requested_qps)
+        .collect();
+    assert_eq!(finals.len(), 4);
+    assert!(finals.windows(2).all(|w| w[1] < w[0]), "{finals:?}");
+    assert!(out.final_probe.is_none());
 }
 
 #[tokio::test]
