@@ -80,6 +80,15 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
     );
     assert!(m["leaf_cpu_ms_per_request"].as_f64().unwrap() > 0.0);
     assert!(m["leaf_rss_bytes"].as_u64().unwrap() > 1 << 20);
+    // The datasets were advised onto huge pages; how much the kernel gave
+    // depends on the host's THP mode, which the report names.
+    assert_eq!(m["leaf_huge_pages_advised"], true);
+    assert!(m["leaf_anon_huge_bytes"].as_u64().is_some());
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .ok()
+        .and_then(|s| Some(s[s.find('[')? + 1..s.find(']')?].to_string()))
+        .unwrap_or_default();
+    assert_eq!(m["thp_mode"], thp.as_str());
     // Warm-up + two fixed rates, each a row of the 15-column CSV.
     let csv = std::fs::read_to_string(
         m["csv"]
@@ -114,6 +123,16 @@ fn bad_flags_are_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("-q values must be positive"),
+        "{}",
+        stderr(&o)
+    );
+    let o = rackbench(d.path())
+        .args(["feedsim", "--steady-tail", "1.5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--steady-tail must be in [0, 1), got 1.5"),
         "{}",
         stderr(&o)
     );
