@@ -6,7 +6,8 @@ efficiency of the default search.
    the leaf's CPU delta covers only those requests); usable_cpus / CPU
    seconds per request is the CPU-bound capacity.
 2. N (default 3) consecutive runs of the `feedsim_default` job (the whole
-   search: 120 s unthrottled warm-up, peak, bracket, bisection, 60 s final),
+   search: unthrottled warm-up until steady (30 to 120 s), peak, bracket,
+   bisection, 60 s final),
    each timed; final_achieved_qps of each, spread around the median, and
    serving efficiency = median final_achieved_qps / CPU-bound capacity.
 3. With --sweep: the long exhaustive alternative, fixed rates from 0.8x to
@@ -61,8 +62,10 @@ def main():
         times.append(el)
         ratios.append(m.get("driver_to_leaf_cpu_ratio", 0))
         ext = sum(p.get("extensions", 0) for p in m["probes"])
+        warm = sum(p["duration_secs"] for p in m["probes"] if p["phase"] == "warmup")
+        finals_run = sum(1 for p in m["probes"] if p["phase"] == "final")
         print(f"run {i + 1}: {el:.0f} s, final requested {m['final_requested_qps']:.2f} achieved {m['final_achieved_qps']:.2f} QPS "
-              f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes ({ext} extended), leaf {m.get('leaf_cpu_ms_per_request', 0):.0f} "
+              f"at p95 {m['final_latency_msec']:.0f} ms, {len(m['probes'])} probes ({ext} extended, warm-up {warm:.0f} s, {finals_run} finals), leaf {m.get('leaf_cpu_ms_per_request', 0):.0f} "
               f"CPU-ms/request, driver/leaf CPU {ratios[-1]:.3f}, host speed spread {m.get('host_speed', {}).get('drift_pct', float('nan')):.0f}%", flush=True)
     if finals:
         report(finals, times, ratios, capacity, cpu_ms)

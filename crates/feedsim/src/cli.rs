@@ -83,9 +83,15 @@ pub struct DriverArgs {
     /// Duration of each fixed-QPS experiment, seconds.
     #[arg(short = 'd', long = "duration", default_value_t = 300)]
     pub duration: u64,
-    /// Unthrottled warm-up before measuring, seconds.
+    /// Unthrottled warm-up before measuring, seconds: the longest one (see
+    /// --warmup-steady).
     #[arg(short = 'w', long = "warmup", default_value_t = 120)]
     pub warmup: u64,
+    /// Adaptive warm-up: it ends (after at least 30 s) once two consecutive
+    /// 10 s pieces of it agree in throughput within this fraction; 0 = run
+    /// all of -w, as upstream.
+    #[arg(long, default_value_t = 0.03)]
+    pub warmup_steady: f64,
     /// The leaf's port (default 11222; with --num-instances the first
     /// instance's, default 21212, instance i on port + i).
     #[arg(short = 'p', long = "port")]
@@ -102,7 +108,7 @@ pub struct DriverArgs {
     /// Arrival process of the driver (upstream paces at a constant rate).
     #[arg(long, default_value = "constant")]
     pub arrival: Arrival,
-    /// Length of each search probe, seconds (default: 20, 4 with --quick).
+    /// Length of each search probe, seconds (default: 30, 4 with --quick).
     #[arg(long)]
     pub probe_secs: Option<f64>,
     /// Length of the confirming final run, seconds (default: 60, 8 with --quick).

@@ -107,6 +107,9 @@ fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     if !(0.0..1.0).contains(&a.steady_tail) {
         bail!("--steady-tail must be in [0, 1), got {}", a.steady_tail);
     }
+    if !(0.0..1.0).contains(&a.warmup_steady) {
+        bail!("--warmup-steady must be in [0, 1), got {}", a.warmup_steady);
+    }
     Ok(())
 }
 
@@ -458,8 +461,17 @@ fn search_config(a: &DriverArgs, target: SloTarget, t: Threads) -> SearchConfig 
     } else {
         secs(a.warmup as f64)
     };
+    c.warmup_steady = if a.quick { 0.0 } else { a.warmup_steady };
     c.peak = if a.quick { secs(3.0) } else { secs(10.0) };
-    c.probe = secs(a.probe_secs.unwrap_or(if a.quick { 4.0 } else { 20.0 }));
+    // The closed-loop peak (enough requests in flight to saturate) is a
+    // close upper estimate of the open-loop knee (the default runs'
+    // knees: 83-93% of it), so bracket around it in small steps rather
+    // than halving and bisecting the whole factor of 2 back up.
+    c.bracket_up = 1.25;
+    c.bracket_down = 0.8;
+    // 30 s probes: at 85-95% utilisation a 20 s probe often passes before
+    // the queue builds up, and the longer final run then fails.
+    c.probe = secs(a.probe_secs.unwrap_or(if a.quick { 4.0 } else { 30.0 }));
     c.probe_warmup = if a.quick { secs(1.0) } else { secs(3.0) };
     c.final_duration = secs(a.final_secs.unwrap_or(if a.quick { 8.0 } else { 60.0 }));
     c.min_qps = 0.2;

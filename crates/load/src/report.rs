@@ -5,7 +5,7 @@
 //! probe CSV, appended as each probe finishes.
 
 use crate::csv::ProbeCsv;
-use crate::search::{Event, ProbeRecord, SloTarget};
+use crate::search::{Event, Phase, ProbeRecord, SloTarget};
 use std::io;
 
 /// The line that opens a search.
@@ -72,10 +72,10 @@ impl<'a> Reporter<'a> {
                 } else {
                     "unthrottled".into()
                 };
-                let close = if extension > 0 {
-                    " more (a close call)"
-                } else {
-                    ""
+                let close = match (phase, extension) {
+                    (_, 0) => "",
+                    (Phase::Warmup, _) => " more (not steady yet)",
+                    _ => " more (a close call)",
                 };
                 (self.phase)(&format!(
                     "{} {rate} for {:.0}s{close}",

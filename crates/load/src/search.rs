@@ -166,8 +166,23 @@ pub struct SearchConfig {
     pub min_completion: f64,
     /// Stop bisecting when `high <= low * (1 + tolerance)`.
     pub tolerance: f64,
+    /// Longest unthrottled warm-up (all of it when `warmup_steady` is 0).
     pub warmup: Duration,
+    /// Adaptive warm-up: the warm-up runs in `warmup_window` pieces and
+    /// ends, after at least `warmup_min`, once the throughput of two
+    /// consecutive pieces agrees within this fraction (0.03: 3%). A server
+    /// that is warm needs no more of it; one still warming up (caches,
+    /// page faults, a JIT) keeps going up to `warmup`. 0 = fixed warm-up.
+    pub warmup_steady: f64,
+    pub warmup_window: Duration,
+    pub warmup_min: Duration,
     pub peak: Duration,
+    /// Bracketing from the peak: factor of each step up after a pass (1.5)
+    /// and of each step down after a failure (0.5). A server whose
+    /// unthrottled peak is a good estimate of its knee is bracketed in
+    /// fewer probes with factors nearer 1.
+    pub bracket_up: f64,
+    pub bracket_down: f64,
     /// In-flight requests of the unthrottled probes.
     pub peak_concurrency: usize,
     pub probe: Duration,
@@ -206,7 +221,12 @@ impl SearchConfig {
             min_completion: 0.98,
             tolerance: 0.02,
             warmup: Duration::from_secs(5),
+            warmup_steady: 0.0,
+            warmup_window: Duration::from_secs(10),
+            warmup_min: Duration::from_secs(30),
             peak: Duration::from_secs(5),
+            bracket_up: 1.5,
+            bracket_down: 0.5,
             peak_concurrency: 64,
             probe: Duration::from_secs(5),
             probe_warmup: Duration::from_secs(1),
@@ -231,7 +251,12 @@ impl SearchConfig {
         } else {
             Duration::ZERO
         };
-        self.warmup
+        let warmup = if self.warmup_steady > 0.0 {
+            self.warmup.min(self.warmup_min + self.warmup_window)
+        } else {
+            self.warmup
+        };
+        warmup
             + self.peak
             + (self.probe + self.probe_warmup) * steps
             + extended
@@ -420,21 +445,40 @@ impl<'a, P: Prober> Search<'a, P> {
             r.interrupted |= more.interrupted;
             r.precise_pacing &= more.precise_pacing;
         }
-        let end_unix_ms = unix_ms();
         let (passed, verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
             _ => self.cfg.judge(&r),
         };
+        self.record(phase, &r, passed, verdict, extensions, settled, start_unix_ms)?;
+        Ok((passed, r))
+    }
+
+    /// Files a finished probe: its record, the Done event; a probe cut
+    /// short by Ctrl-C ends the search.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        phase: Phase,
+        r: &RunResult,
+        passed: bool,
+        verdict: String,
+        extensions: usize,
+        settled: Duration,
+        start_unix_ms: u64,
+    ) -> Result<(), Halt> {
         let summary = r.recorder.summary();
         let rec = ProbeRecord {
             seq: self.out.probes.len(),
             phase,
-            mode: match mode {
+            mode: match r.mode {
                 Mode::Open { arrival, .. } => format!("open:{arrival}"),
                 Mode::Closed { concurrency } => format!("closed:{concurrency}"),
             },
-            requested_qps: requested,
+            requested_qps: match r.mode {
+                Mode::Open { rate, .. } => rate,
+                Mode::Closed { .. } => 0.0,
+            },
             duration_secs: r.window.as_secs_f64(),
             total_queries: r.recorder.ok,
             scheduled: r.recorder.scheduled,
@@ -451,7 +495,7 @@ impl<'a, P: Prober> Search<'a, P> {
             extensions,
             settle_secs: settled.as_secs_f64(),
             start_unix_ms,
-            end_unix_ms,
+            end_unix_ms: unix_ms(),
         };
         (self.on_event)(Event::Done(&rec));
         self.out.probes.push(rec);
@@ -459,7 +503,72 @@ impl<'a, P: Prober> Search<'a, P> {
             self.out.interrupted = true;
             return Err(Halt("interrupted".into()));
         }
-        Ok((passed, r))
+        Ok(())
+    }
+
+    /// The unthrottled warm-up: all of `warmup`, or with `warmup_steady`
+    /// set, pieces of `warmup_window` until two in a row agree (after at
+    /// least `warmup_min`). One record covers the whole warm-up; its
+    /// verdict lists the pieces' throughput.
+    async fn warm_up(&mut self) -> Result<(), Halt> {
+        let c = self.cfg.clone();
+        if c.warmup.is_zero() {
+            return Ok(());
+        }
+        let mode = Mode::Closed {
+            concurrency: c.peak_concurrency,
+        };
+        if c.warmup_steady <= 0.0 || c.warmup_window.is_zero() || c.warmup_window >= c.warmup {
+            self.run_probe(Phase::Warmup, mode, Duration::ZERO, c.warmup)
+                .await?;
+            return Ok(());
+        }
+        let settled = self.prober.settle().await.map_err(Halt)?;
+        let start_unix_ms = unix_ms();
+        let mut total: Option<RunResult> = None;
+        let mut pieces: Vec<f64> = Vec::new();
+        let steady = loop {
+            let elapsed = total.as_ref().map_or(Duration::ZERO, |t| t.window);
+            let piece = c.warmup_window.min(c.warmup - elapsed);
+            (self.on_event)(Event::Start {
+                phase: Phase::Warmup,
+                requested_qps: 0.0,
+                duration: piece,
+                extension: pieces.len(),
+            });
+            let r = self
+                .prober
+                .probe(mode, Duration::ZERO, piece)
+                .await
+                .map_err(Halt)?;
+            pieces.push(r.achieved_qps());
+            let interrupted = r.interrupted;
+            let t = match total.as_mut() {
+                None => total.insert(r),
+                Some(t) => {
+                    t.recorder.extend_with(&r.recorder);
+                    t.window += r.window;
+                    t.interrupted |= r.interrupted;
+                    t.precise_pacing &= r.precise_pacing;
+                    t
+                }
+            };
+            let steady = t.window >= c.warmup_min && warm(&pieces, c.warmup_steady);
+            if interrupted || steady || t.window >= c.warmup {
+                break steady;
+            }
+        };
+        let t = total.expect("at least one warm-up piece ran");
+        let list: Vec<String> = pieces.iter().map(|q| format!("{q:.2}")).collect();
+        let verdict = format!(
+            "unthrottled; {} after {:.0} s (QPS per {:.0} s: {})",
+            if steady { "steady" } else { "not steady" },
+            t.window.as_secs_f64(),
+            c.warmup_window.as_secs_f64(),
+            list.join(", ")
+        );
+        let ok = t.recorder.ok > 0;
+        self.record(Phase::Warmup, &t, ok, verdict, 0, settled, start_unix_ms)
     }
 
     async fn rate(&mut self, phase: Phase, rate: f64) -> Result<bool, Halt> {
@@ -493,10 +602,7 @@ impl<'a, P: Prober> Search<'a, P> {
         let unthrottled = Mode::Closed {
             concurrency: c.peak_concurrency,
         };
-        if !c.warmup.is_zero() {
-            self.run_probe(Phase::Warmup, unthrottled, Duration::ZERO, c.warmup)
-                .await?;
-        }
+        self.warm_up().await?;
         let (_, peak) = self
             .run_probe(Phase::Peak, unthrottled, Duration::ZERO, c.peak)
             .await?;
@@ -513,7 +619,7 @@ impl<'a, P: Prober> Search<'a, P> {
                 if lo >= cap {
                     break;
                 }
-                let up = (lo * 1.5).min(cap);
+                let up = (lo * c.bracket_up).min(cap);
                 if self.rate(Phase::Bracket, up).await? {
                     lo = up;
                 } else {
@@ -523,7 +629,7 @@ impl<'a, P: Prober> Search<'a, P> {
             }
         } else {
             hi = Some(start);
-            let mut cand = start / 2.0;
+            let mut cand = start * c.bracket_down;
             loop {
                 if cand < c.min_qps {
                     return Err(Halt(format!(
@@ -538,7 +644,7 @@ impl<'a, P: Prober> Search<'a, P> {
                     break;
                 }
                 hi = Some(cand);
-                cand /= 2.0;
+                cand *= c.bracket_down;
             }
         }
 
@@ -600,6 +706,14 @@ pub fn next_final_rate(probes: &[ProbeRecord], failed: f64, tolerance: f64) -> f
         .fold(floor, f64::max)
 }
 
+/// True when the last two warm-up pieces' throughput agree within `within`.
+fn warm(pieces: &[f64], within: f64) -> bool {
+    match pieces {
+        [.., a, b] => *a > 0.0 && *b > 0.0 && (b - a).abs() <= within * a.max(*b),
+        _ => false,
+    }
+}
+
 /// Runs fixed-rate experiments (FeedSim's `-q`): an unthrottled warm-up of
 /// `cfg.warmup` when it is not zero, then one probe per rate, each judged
 /// against the target; stops early only on a fault or Ctrl-C.
@@ -612,18 +726,10 @@ pub async fn run_fixed<P: Prober>(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> SearchOutcome {
     let mut s = Search::new(cfg, prober, on_event);
-    if !s.cfg.warmup.is_zero() {
-        let unthrottled = Mode::Closed {
-            concurrency: s.cfg.peak_concurrency,
-        };
-        if let Err(Halt(why)) = s
-            .run_probe(Phase::Warmup, unthrottled, Duration::ZERO, s.cfg.warmup)
-            .await
-        {
-            s.out.failure = Some(why);
-            s.out.success = false;
-            return s.out;
-        }
+    if let Err(Halt(why)) = s.warm_up().await {
+        s.out.failure = Some(why);
+        s.out.success = false;
+        return s.out;
     }
     for &rate in rates {
         let mode = Mode::Open {

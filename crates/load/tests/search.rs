@@ -15,6 +15,9 @@ struct Model {
     flaky_final_above: Option<f64>,
     calls: Vec<(Mode, Duration)>,
     fail_after: Option<usize>,
+    /// Throughput of successive unthrottled probes while warming up (then
+    /// `capacity`).
+    warming: Vec<f64>,
 }
 
 impl Model {
@@ -25,6 +28,7 @@ impl Model {
             flaky_final_above: None,
             calls: Vec::new(),
             fail_after: None,
+            warming: Vec::new(),
         }
     }
 }
@@ -41,8 +45,16 @@ impl load::Prober for Model {
             return Err("leaf died".into());
         }
         let secs = duration.as_secs_f64();
+        let closed_calls = self
+            .calls
+            .iter()
+            .filter(|(m, _)| matches!(m, Mode::Closed { .. }))
+            .count();
         let (rate, lat_ms) = match mode {
-            Mode::Closed { .. } => (self.capacity, 900.0),
+            Mode::Closed { .. } => (
+                *self.warming.get(closed_calls - 1).unwrap_or(&self.capacity),
+                900.0,
+            ),
             Mode::Open { rate, .. } => {
                 let slow = rate > self.knee
                     || (secs >= 10.0 && self.flaky_final_above.is_some_and(|f| rate > f));
@@ -51,7 +63,10 @@ impl load::Prober for Model {
         };
         let mut rec = Recorder::new();
         let scheduled = (rate * secs).round() as u64;
-        let completed = (rate.min(self.capacity) * secs).round() as u64;
+        let completed = match mode {
+            Mode::Closed { .. } => (rate * secs).round() as u64,
+            Mode::Open { .. } => (rate.min(self.capacity) * secs).round() as u64,
+        };
         rec.scheduled = if matches!(mode, Mode::Closed { .. }) {
             completed
         } else {
@@ -165,6 +180,138 @@ async fn the_search_gives_up_after_its_final_attempts() {
     assert_eq!(finals.len(), 4);
     assert!(finals.windows(2).all(|w| w[1] < w[0]), "{finals:?}");
     assert!(out.final_probe.is_none());
+}
+
+fn warmups(out: &load::search::SearchOutcome) -> Vec<&load::search::ProbeRecord> {
+    out.probes
+        .iter()
+        .filter(|p| p.phase == Phase::Warmup)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_adaptive_warm_up_ends_once_two_pieces_agree() {
+    let mut model = Model::new(700.0, 1000.0);
+    // Warming up: 500, 800, 950, then 1000 twice (within 3%).
+    model.warming = vec![500.0, 800.0, 950.0, 1000.0, 1000.0];
+    let mut c = cfg();
+    c.warmup = Duration::from_secs(120);
+    c.warmup_steady = 0.03;
+    c.warmup_window = Duration::from_secs(10);
+    c.warmup_min = Duration::from_secs(30);
+    let mut starts = Vec::new();
+    let mut on = |e: Event<'_>| {
+        if let Event::Start {
+            phase: Phase::Warmup,
+            extension,
+            duration,
+            ..
+        } = e
+        {
+            starts.push((extension, duration));
+        }
+    };
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    assert!(out.success, "{:?}", out.failure);
+    let w = warmups(&out);
+    assert_eq!(w.len(), 1, "one record covers the warm-up");
+    assert_eq!(w[0].duration_secs, 50.0);
+    assert_eq!(w[0].total_queries, 5000 + 8000 + 9500 + 10000 + 10000);
+    assert!(
+        w[0].verdict
+            .contains("steady after 50 s (QPS per 10 s: 500.00, 800.00, 950.00, 1000.00, 1000.00)"),
+        "{}",
+        w[0].verdict
+    );
+    assert_eq!(starts.len(), 5);
+    assert!(starts.iter().all(|&(_, d)| d == Duration::from_secs(10)));
+    assert_eq!(starts.last().unwrap().0, 4);
+    // The peak comes after the warm-up and sees the warm server.
+    assert_eq!(out.probes[1].phase, Phase::Peak);
+    assert!((out.peak_qps - 1000.0).abs() < 1.0);
+}
+
+#[tokio::test]
+async fn an_adaptive_warm_up_that_never_settles_runs_to_its_limit() {
+    let mut model = Model::new(700.0, 1000.0);
+    model.warming = vec![500.0, 600.0, 500.0, 600.0, 500.0, 600.0, 500.0];
+    let mut c = cfg();
+    c.warmup = Duration::from_secs(65);
+    c.warmup_steady = 0.03;
+    c.warmup_window = Duration::from_secs(10);
+    c.warmup_min = Duration::from_secs(30);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    let w = warmups(&out);
+    assert_eq!(w.len(), 1);
+    // Six 10 s pieces and a last 5 s one: never more than -w.
+    assert_eq!(w[0].duration_secs, 65.0);
+    assert!(w[0].verdict.contains("not steady after 65 s"), "{}", w[0].verdict);
+    // Even when the first pieces agree, at least warmup_min runs.
+    let mut model = Model::new(700.0, 1000.0);
+    let mut c = cfg();
+    c.warmup = Duration::from_secs(120);
+    c.warmup_steady = 0.03;
+    c.warmup_min = Duration::from_secs(30);
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    assert_eq!(warmups(&out)[0].duration_secs, 30.0);
+    // warmup_steady 0 keeps upstream's fixed warm-up in one piece.
+    let mut model = Model::new(700.0, 1000.0);
+    let mut c = cfg();
+    c.warmup = Duration::from_secs(120);
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    assert_eq!(warmups(&out)[0].duration_secs, 120.0);
+    assert_eq!(warmups(&out)[0].verdict, "unthrottled");
+    assert_eq!(
+        model
+            .calls
+            .iter()
+            .filter(|(m, _)| matches!(m, Mode::Closed { .. }))
+            .count(),
+        2,
+        "one warm-up and one peak probe"
+    );
+}
+
+#[tokio::test]
+async fn bracketing_steps_by_the_configured_factors() {
+    // Peak 1000 fails; 0.8 steps down: 800 fails, 640 passes; the
+    // bisection then works inside [640, 800] only.
+    let mut model = Model::new(700.0, 1000.0);
+    let mut c = cfg();
+    c.bracket_down = 0.8;
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    let bracket: Vec<(f64, bool)> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Bracket)
+        .map(|p| (p.requested_qps, p.passed))
+        .collect();
+    assert_eq!(bracket, vec![(1000.0, false), (800.0, false), (640.0, true)]);
+    let bisect: Vec<f64> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Bisect)
+        .map(|p| p.requested_qps)
+        .collect();
+    assert_eq!(bisect[0], 720.0);
+    assert!(bisect.iter().all(|&q| (640.0..800.0).contains(&q)), "{bisect:?}");
+    let f = out.final_probe.unwrap();
+    assert!(f.requested_qps <= 700.0 && f.requested_qps >= 700.0 / 1.02);
+    // Upward, a peak that passes steps up by bracket_up.
+    let mut model = Model::new(1300.0, 2000.0);
+    model.warming = vec![1000.0, 1000.0];
+    let mut c = cfg();
+    c.bracket_up = 1.25;
+    let out = Search::new(c, &mut model, &mut on).run().await;
+    let up: Vec<(f64, bool)> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Bracket)
+        .map(|p| (p.requested_qps, p.passed))
+        .collect();
+    assert_eq!(up, vec![(1000.0, true), (1250.0, true), (1562.5, false)]);
 }
 
 #[tokio::test]
