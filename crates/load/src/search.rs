@@ -6,9 +6,11 @@
 //! bisects between 1.8 x peak and 1 QPS until high <= 1.02 x low, fine-tunes,
 //! and confirms with a 300 s run: about 30 minutes. Ours:
 //!
-//! 1. a short unthrottled warm-up and an unthrottled (closed-loop) peak probe;
+//! 1. an unthrottled warm-up, fixed or ending once its throughput is steady
+//!    (`warmup_steady`), and an unthrottled (closed-loop) peak probe;
 //! 2. bracketing from the peak: probe at the peak; if it passes, step up by
-//!    1.5x until a probe fails; if not, halve until one passes;
+//!    `bracket_up` (1.5x) until a probe fails; if not, step down by
+//!    `bracket_down` (0.5x) until one passes;
 //! 3. bisection with short probes until `high <= low * (1 + tolerance)`;
 //! 4. one longer final run at the highest passing rate. If the final run
 //!    fails, the rate steps down and the final run is repeated (at most three
@@ -198,6 +200,10 @@ pub struct SearchConfig {
     pub borderline: f64,
     /// How many times a close call may be extended.
     pub max_extensions: usize,
+    /// Final runs that are close calls are extended too (by another
+    /// `final_duration`), so a host hiccup in one final window does not
+    /// step the result down a whole rate; off by default.
+    pub extend_finals: bool,
     /// Steady-state rule: a probe also fails when the requests completing
     /// in the last `steady_tail` of its window (0.25: the last quarter)
     /// miss the target, even if the whole window meets it. A rate the
@@ -236,6 +242,7 @@ impl SearchConfig {
             max_probes: 40,
             borderline: 0.0,
             max_extensions: 0,
+            extend_finals: false,
             steady_tail: 0.0,
             steady_min_samples: 20,
             final_attempts: 3,
@@ -421,10 +428,15 @@ impl<'a, P: Prober> Search<'a, P> {
             .probe(mode, warmup, duration)
             .await
             .map_err(Halt)?;
-        // Close calls of the bracket and bisection are measured longer and
-        // judged on the whole window.
+        // Close calls of the bracket and bisection (and of the final, when
+        // configured) are measured longer and judged on the whole window.
+        let extensible = match phase {
+            Phase::Bracket | Phase::Bisect => true,
+            Phase::Final => self.cfg.extend_finals,
+            _ => false,
+        };
         let mut extensions = 0;
-        while matches!(phase, Phase::Bracket | Phase::Bisect)
+        while extensible
             && extensions < self.cfg.max_extensions
             && self.cfg.is_close_call(&r)
         {

@@ -676,3 +676,93 @@ async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
     assert!(!bracket.passed);
     assert!(bracket.verdict.contains("still rising"), "{}", bracket.verdict);
 }
+
+/// A knee at `knee` QPS (10 ms below, 900 ms above); every final run's
+/// first window (one with a warm-up; extensions have none) has a host
+/// hiccup: 6% of its requests take 530 ms, a p95 just over the 500 ms
+/// target. Windows after it are clean.
+struct FinalHiccup {
+    knee: f64,
+}
+
+impl load::Prober for FinalHiccup {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        let secs = duration.as_secs_f64();
+        let rate = match mode {
+            Mode::Closed { .. } => 1000.0,
+            Mode::Open { rate, .. } => rate,
+        };
+        let n = (rate * secs).round() as u64;
+        let mut rec = Recorder::new();
+        rec.scheduled = n;
+        let hiccup = secs >= 10.0 && !warmup.is_zero();
+        for i in 0..n {
+            let ms = match mode {
+                Mode::Closed { .. } => 900,
+                Mode::Open { rate, .. } if rate > self.knee => 900,
+                _ if hiccup && i < n * 6 / 100 => 530,
+                _ => 10,
+            };
+            let d = Duration::from_millis(ms);
+            rec.record_ok(d, d, Duration::ZERO, 100);
+        }
+        Ok(RunResult {
+            mode,
+            window: duration,
+            warmup,
+            recorder: rec,
+            interrupted: false,
+            precise_pacing: true,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_close_call_final_is_extended_when_finals_are_extensible() {
+    let mut c = cfg();
+    c.borderline = 0.1;
+    c.max_extensions = 1;
+    c.extend_finals = true;
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(c.clone(), &mut FinalHiccup { knee: 700.0 }, &mut on)
+        .run()
+        .await;
+    assert!(out.success, "{:?}", out.failure);
+    let finals: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .collect();
+    // One final: its first 10 s missed (p95 530 ms), the extension was
+    // clean, and the 20 s window (3% slow) meets the target.
+    assert_eq!(finals.len(), 1);
+    assert_eq!(finals[0].extensions, 1);
+    assert_eq!(finals[0].duration_secs, 20.0);
+    assert!(finals[0].passed && finals[0].target_value_ms < 500.0);
+    let lo = out
+        .probes
+        .iter()
+        .filter(|p| p.passed && p.phase == Phase::Bisect)
+        .map(|p| p.requested_qps)
+        .fold(0.0, f64::max);
+    assert_eq!(out.final_probe.unwrap().requested_qps, lo);
+
+    // Off (the default), the same hiccup fails each final and the search
+    // steps down and gives up: every final run has the hiccup.
+    c.extend_finals = false;
+    let out = Search::new(c, &mut FinalHiccup { knee: 700.0 }, &mut on)
+        .run()
+        .await;
+    let finals: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .collect();
+    assert!(!finals[0].passed && finals[0].extensions == 0);
+    assert!(!out.success);
+}
