@@ -39,18 +39,8 @@ pub fn advise(addr: usize, bytes: usize) -> usize {
     }
     // SAFETY: madvise only changes how the kernel backs the pages of a range
     // this process owns (the vector's allocation); it does not touch data.
-    let rc = unsafe {
-        libc::madvise(
-            start as *mut libc::c_void,
-            end - start,
-            libc::MADV_HUGEPAGE,
-        )
-    };
-    if rc == 0 {
-        end - start
-    } else {
-        0
-    }
+    let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    if rc == 0 { end - start } else { 0 }
 }
 
 /// The host's THP mode (`always`, `madvise` or `never`), if it has THP.
@@ -107,7 +97,10 @@ mod tests {
             // The kernel may fall back to small pages when it cannot find
             // free 2 MiB blocks, but with 24 GiB mostly free it finds some.
             let huge = huge.expect("smaps_rollup readable");
-            assert!(huge >= HUGE_PAGE as u64, "{huge} bytes on huge pages ({mode:?})");
+            assert!(
+                huge >= HUGE_PAGE as u64,
+                "{huge} bytes on huge pages ({mode:?})"
+            );
         }
         assert_eq!(v[bytes / 8 - 1], (bytes / 8 - 1) as u64);
     }

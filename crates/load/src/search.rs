@@ -200,10 +200,14 @@ pub struct SearchConfig {
     pub borderline: f64,
     /// How many times a close call may be extended.
     pub max_extensions: usize,
-    /// Final runs that are close calls are extended too (by another
-    /// `final_duration`), so a host hiccup in one final window does not
-    /// step the result down a whole rate; off by default.
-    pub extend_finals: bool,
+    /// How many final runs of a search may be extended when they just miss
+    /// the target (a close call that fails: within `borderline` above it,
+    /// or only in the steady-state tail): another `final_duration`, judged
+    /// on the whole, so a host hiccup in one final window does not step the
+    /// result down a whole rate. A final that passes is never extended, and
+    /// the budget bounds the time a run of failing finals can take. 0 (the
+    /// default): finals are never extended.
+    pub extended_finals: usize,
     /// Steady-state rule: a probe also fails when the requests completing
     /// in the last `steady_tail` of its window (0.25: the last quarter)
     /// miss the target, even if the whole window meets it. A rate the
@@ -242,7 +246,7 @@ impl SearchConfig {
             max_probes: 40,
             borderline: 0.0,
             max_extensions: 0,
-            extend_finals: false,
+            extended_finals: 0,
             steady_tail: 0.0,
             steady_min_samples: 20,
             final_attempts: 3,
@@ -283,6 +287,21 @@ impl SearchConfig {
             return false;
         }
         (v - t).abs() <= self.borderline * t || (v <= t && self.tail_miss(r).is_some())
+    }
+
+    /// One window's figures against the target, for the record of an
+    /// extended probe: `30 s: 95p 480 ms, last 8 s 560 ms`.
+    pub fn window_brief(&self, r: &RunResult) -> String {
+        let label = self.target.percentile.label();
+        let v = r.recorder.summary().get(self.target.percentile);
+        let mut out = format!("{:.0} s: {label} {v:.0} ms", r.window.as_secs_f64());
+        let tail = (self.steady_tail > 0.0)
+            .then(|| r.recorder.tail_summary(self.steady_tail))
+            .flatten();
+        if let Some((tail, secs)) = tail.filter(|(t, _)| t.count > 0) {
+            out += &format!(", last {secs} s {:.0} ms", tail.get(self.target.percentile));
+        }
+        out
     }
 
     /// The tail's percentile and length when the steady-state rule applies
@@ -428,18 +447,27 @@ impl<'a, P: Prober> Search<'a, P> {
             .probe(mode, warmup, duration)
             .await
             .map_err(Halt)?;
-        // Close calls of the bracket and bisection (and of the final, when
-        // configured) are measured longer and judged on the whole window.
+        // Close calls of the bracket and bisection are measured longer and
+        // judged on the whole window; so are finals that just missed, up to
+        // `extended_finals` of them (a final that passed stands: a longer
+        // window would only make it stricter than the probes and the run
+        // longer).
         let extensible = match phase {
             Phase::Bracket | Phase::Bisect => true,
-            Phase::Final => self.cfg.extend_finals,
+            Phase::Final => {
+                let extended = self
+                    .out
+                    .probes
+                    .iter()
+                    .filter(|p| p.phase == Phase::Final && p.extensions > 0)
+                    .count();
+                extended < self.cfg.extended_finals && !self.cfg.judge(&r).0
+            }
             _ => false,
         };
+        let first = self.cfg.window_brief(&r);
         let mut extensions = 0;
-        while extensible
-            && extensions < self.cfg.max_extensions
-            && self.cfg.is_close_call(&r)
-        {
+        while extensible && extensions < self.cfg.max_extensions && self.cfg.is_close_call(&r) {
             extensions += 1;
             (self.on_event)(Event::Start {
                 phase,
@@ -457,12 +485,23 @@ impl<'a, P: Prober> Search<'a, P> {
             r.interrupted |= more.interrupted;
             r.precise_pacing &= more.precise_pacing;
         }
-        let (passed, verdict) = match phase {
+        let (passed, mut verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
             _ => self.cfg.judge(&r),
         };
-        self.record(phase, &r, passed, verdict, extensions, settled, start_unix_ms)?;
+        if extensions > 0 {
+            verdict = format!("{verdict} (extended {extensions}x; first {first})");
+        }
+        self.record(
+            phase,
+            &r,
+            passed,
+            verdict,
+            extensions,
+            settled,
+            start_unix_ms,
+        )?;
         Ok((passed, r))
     }
 

@@ -156,7 +156,10 @@ async fn a_failing_final_steps_down_instead_of_being_reported() {
         .map(|p| p.requested_qps)
         .filter(|&q| q < finals[0].requested_qps)
         .collect();
-    assert!(passed_below.contains(&finals[1].requested_qps), "{passed_below:?}");
+    assert!(
+        passed_below.contains(&finals[1].requested_qps),
+        "{passed_below:?}"
+    );
     assert!(finals[1].requested_qps > finals[0].requested_qps * 0.96 + 1.0);
 }
 
@@ -246,7 +249,11 @@ async fn an_adaptive_warm_up_that_never_settles_runs_to_its_limit() {
     assert_eq!(w.len(), 1);
     // Six 10 s pieces and a last 5 s one: never more than -w.
     assert_eq!(w[0].duration_secs, 65.0);
-    assert!(w[0].verdict.contains("not steady after 65 s"), "{}", w[0].verdict);
+    assert!(
+        w[0].verdict.contains("not steady after 65 s"),
+        "{}",
+        w[0].verdict
+    );
     // Even when the first pieces agree, at least warmup_min runs.
     let mut model = Model::new(700.0, 1000.0);
     let mut c = cfg();
@@ -288,7 +295,10 @@ async fn bracketing_steps_by_the_configured_factors() {
         .filter(|p| p.phase == Phase::Bracket)
         .map(|p| (p.requested_qps, p.passed))
         .collect();
-    assert_eq!(bracket, vec![(1000.0, false), (800.0, false), (640.0, true)]);
+    assert_eq!(
+        bracket,
+        vec![(1000.0, false), (800.0, false), (640.0, true)]
+    );
     let bisect: Vec<f64> = out
         .probes
         .iter()
@@ -296,7 +306,10 @@ async fn bracketing_steps_by_the_configured_factors() {
         .map(|p| p.requested_qps)
         .collect();
     assert_eq!(bisect[0], 720.0);
-    assert!(bisect.iter().all(|&q| (640.0..800.0).contains(&q)), "{bisect:?}");
+    assert!(
+        bisect.iter().all(|&q| (640.0..800.0).contains(&q)),
+        "{bisect:?}"
+    );
     let f = out.final_probe.unwrap();
     assert!(f.requested_qps <= 700.0 && f.requested_qps >= 700.0 / 1.02);
     // Upward, a peak that passes steps up by bracket_up.
@@ -558,7 +571,10 @@ impl load::Prober for Rising {
                 let seen = self.windows.entry(rate.to_bits()).or_insert(0);
                 *seen += 1;
                 let first = *seen == 1;
-                (rate, rate > self.sustainable && (first || !self.hiccup_only_once))
+                (
+                    rate,
+                    rate > self.sustainable && (first || !self.hiccup_only_once),
+                )
             }
             Mode::Closed { .. } => (2.0 * self.sustainable, false),
         };
@@ -643,7 +659,9 @@ async fn the_search_reports_the_sustainable_rate_not_one_whose_latency_was_risin
     // Without the rule the same search settles on the peak's rate (120 QPS).
     let mut c = steady_cfg();
     c.steady_tail = 0.0;
-    let out = Search::new(c, Rising::new(60.0, false), &mut on).run().await;
+    let out = Search::new(c, Rising::new(60.0, false), &mut on)
+        .run()
+        .await;
     assert!(out.final_probe.unwrap().requested_qps > 100.0);
 }
 
@@ -666,7 +684,9 @@ async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
     assert_eq!(bracket.extensions, 1);
     assert!(bracket.passed, "{}", bracket.verdict);
     // A rate whose every window ends rising stays failed after the extension.
-    let out = Search::new(c, Rising::new(60.0, false), &mut on).run().await;
+    let out = Search::new(c, Rising::new(60.0, false), &mut on)
+        .run()
+        .await;
     let bracket = out
         .probes
         .iter()
@@ -674,7 +694,11 @@ async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
         .unwrap();
     assert_eq!(bracket.extensions, 1);
     assert!(!bracket.passed);
-    assert!(bracket.verdict.contains("still rising"), "{}", bracket.verdict);
+    assert!(
+        bracket.verdict.contains("still rising"),
+        "{}",
+        bracket.verdict
+    );
 }
 
 /// A knee at `knee` QPS (10 ms below, 900 ms above); every final run's
@@ -683,6 +707,7 @@ async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
 /// target. Windows after it are clean.
 struct FinalHiccup {
     knee: f64,
+    hiccup_ms: u64,
 }
 
 impl load::Prober for FinalHiccup {
@@ -705,7 +730,7 @@ impl load::Prober for FinalHiccup {
             let ms = match mode {
                 Mode::Closed { .. } => 900,
                 Mode::Open { rate, .. } if rate > self.knee => 900,
-                _ if hiccup && i < n * 6 / 100 => 530,
+                _ if hiccup && i < n * 6 / 100 => self.hiccup_ms,
                 _ => 10,
             };
             let d = Duration::from_millis(ms);
@@ -727,11 +752,18 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
     let mut c = cfg();
     c.borderline = 0.1;
     c.max_extensions = 1;
-    c.extend_finals = true;
+    c.extended_finals = 1;
     let mut on = |_: Event<'_>| {};
-    let out = Search::new(c.clone(), &mut FinalHiccup { knee: 700.0 }, &mut on)
-        .run()
-        .await;
+    let out = Search::new(
+        c.clone(),
+        &mut FinalHiccup {
+            knee: 700.0,
+            hiccup_ms: 530,
+        },
+        &mut on,
+    )
+    .run()
+    .await;
     assert!(out.success, "{:?}", out.failure);
     let finals: Vec<_> = out
         .probes
@@ -744,6 +776,14 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
     assert_eq!(finals[0].extensions, 1);
     assert_eq!(finals[0].duration_secs, 20.0);
     assert!(finals[0].passed && finals[0].target_value_ms < 500.0);
+    // The record keeps what the first window measured.
+    assert!(
+        finals[0]
+            .verdict
+            .contains("extended 1x; first 10 s: 95p 530 ms"),
+        "{}",
+        finals[0].verdict
+    );
     let lo = out
         .probes
         .iter()
@@ -754,10 +794,17 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
 
     // Off (the default), the same hiccup fails each final and the search
     // steps down and gives up: every final run has the hiccup.
-    c.extend_finals = false;
-    let out = Search::new(c, &mut FinalHiccup { knee: 700.0 }, &mut on)
-        .run()
-        .await;
+    c.extended_finals = 0;
+    let out = Search::new(
+        c,
+        &mut FinalHiccup {
+            knee: 700.0,
+            hiccup_ms: 530,
+        },
+        &mut on,
+    )
+    .run()
+    .await;
     let finals: Vec<_> = out
         .probes
         .iter()
@@ -765,4 +812,132 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
         .collect();
     assert!(!finals[0].passed && finals[0].extensions == 0);
     assert!(!out.success);
+}
+
+#[tokio::test]
+async fn a_final_that_passes_close_to_the_target_is_not_extended() {
+    let mut c = cfg();
+    c.borderline = 0.1;
+    c.max_extensions = 1;
+    c.extended_finals = 1;
+    let mut on = |_: Event<'_>| {};
+    // The hiccup puts the final's p95 at 480 ms: within the close-call
+    // band but under the target, so the final stands as it is.
+    let out = Search::new(
+        c,
+        &mut FinalHiccup {
+            knee: 700.0,
+            hiccup_ms: 480,
+        },
+        &mut on,
+    )
+    .run()
+    .await;
+    assert!(out.success, "{:?}", out.failure);
+    let f = out.final_probe.unwrap();
+    assert_eq!(f.extensions, 0);
+    assert_eq!(f.duration_secs, 10.0);
+    assert!(
+        (f.target_value_ms - 480.0).abs() < 5.0,
+        "{}",
+        f.target_value_ms
+    );
+}
+
+/// Every final window (those with a warm-up) just misses: p95 530 ms in
+/// each 10 s. Extension windows are clean, or with `growing` the queue
+/// keeps growing in them (900 ms). Bracket and bisection probes are clean
+/// up to 700 QPS.
+struct EveryFinalMisses {
+    growing: bool,
+}
+
+impl load::Prober for EveryFinalMisses {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<RunResult, String> {
+        let rate = match mode {
+            Mode::Closed { .. } => 1000.0,
+            Mode::Open { rate, .. } => rate,
+        };
+        let n = (rate * duration.as_secs_f64()).round() as u64;
+        let mut rec = Recorder::new();
+        rec.scheduled = n;
+        let long = duration.as_secs() >= 10;
+        let is_final = long && !warmup.is_zero();
+        let is_extension = long && warmup.is_zero();
+        for i in 0..n {
+            let ms = match mode {
+                Mode::Open { rate, .. } if rate <= 700.0 => {
+                    if is_final && i < n * 6 / 100 {
+                        530
+                    } else if is_extension && self.growing {
+                        900
+                    } else {
+                        10
+                    }
+                }
+                _ => 900,
+            };
+            let d = Duration::from_millis(ms);
+            rec.record_ok(d, d, Duration::ZERO, 100);
+        }
+        Ok(RunResult {
+            mode,
+            window: duration,
+            warmup,
+            recorder: rec,
+            interrupted: false,
+            precise_pacing: true,
+        })
+    }
+}
+
+fn finals_of(out: &load::SearchOutcome) -> Vec<&load::ProbeRecord> {
+    out.probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .collect()
+}
+
+#[tokio::test]
+async fn at_most_extended_finals_finals_are_extended_in_a_search() {
+    let run = |budget: usize, growing: bool| {
+        let mut c = cfg();
+        c.borderline = 0.1;
+        c.max_extensions = 1;
+        c.extended_finals = budget;
+        c.final_attempts = 3;
+        async move {
+            let mut on = |_: Event<'_>| {};
+            Search::new(c, &mut EveryFinalMisses { growing }, &mut on)
+                .run()
+                .await
+        }
+    };
+    // A clean extension passes the first final on the whole.
+    let out = run(1, false).await;
+    assert!(out.success, "{:?}", out.failure);
+    let f = finals_of(&out);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].extensions, 1);
+
+    // Extensions that fail: the budget of one is spent on the first final,
+    // the other two run their plain window and fail, and the search gives up.
+    let out = run(1, true).await;
+    assert!(!out.success);
+    let f = finals_of(&out);
+    assert_eq!(f.len(), 3);
+    let ext: Vec<usize> = f.iter().map(|p| p.extensions).collect();
+    assert_eq!(ext, vec![1, 0, 0]);
+    assert_eq!(f[0].duration_secs, 20.0);
+    assert_eq!(f[1].duration_secs, 10.0);
+
+    // No budget: no final is extended.
+    let out = run(0, false).await;
+    assert!(!out.success);
+    assert!(finals_of(&out).iter().all(|p| p.extensions == 0));
 }
