@@ -1,5 +1,5 @@
 //! FeedSim end to end through the binary: the mini job, bad flags, a port in
-//! use, a leaf that dies mid-run, a dataset too big for memory.
+//! use, a leaf that dies mid-run, Ctrl-C, a dataset too big for memory.
 
 use serde_json::Value;
 use std::path::Path;
@@ -181,28 +181,7 @@ fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
         .unwrap();
     // Wait until the first fixed probe has finished, then kill the leaf
     // (only the leaf: found by its command line and port).
-    let t = Instant::now();
-    let csv_path = loop {
-        let found = std::fs::read_dir(d.path())
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with("benchmark_metrics_")
-            })
-            .map(|e| e.path().join("feedsim_results.txt"))
-            .find(|p| {
-                std::fs::read_to_string(p)
-                    .map(|s| s.lines().count() >= 3)
-                    .unwrap_or(false)
-            });
-        if let Some(p) = found {
-            break p;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "no probe finished");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let csv_path = wait_for_csv_rows(d.path(), 3);
     let pk = Command::new("pkill")
         .args(["-KILL", "-f", &format!("feedsim leaf --port {port}")])
         .status()
@@ -223,6 +202,87 @@ fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
     );
     let rows = std::fs::read_to_string(csv_path).unwrap().lines().count();
     assert!(rows >= 3, "CSV rows so far kept: {rows}");
+}
+
+/// The CSV of the run in `dir`, once it has at least `rows` lines.
+fn wait_for_csv_rows(dir: &Path, rows: usize) -> std::path::PathBuf {
+    let t = Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("benchmark_metrics_")
+            })
+            .map(|e| e.path().join("feedsim_results.txt"))
+            .find(|p| {
+                std::fs::read_to_string(p)
+                    .map(|s| s.lines().count() >= rows)
+                    .unwrap_or(false)
+            });
+        if let Some(p) = found {
+            return p;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no CSV with {rows} rows"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Ctrl-C during a fixed-rate run: the run stops within seconds, exits 130,
+/// reports the interrupted probe as partial and unsuccessful, keeps the
+/// CSV rows so far, and leaves no leaf process behind.
+#[test]
+fn ctrl_c_stops_the_run_with_partial_results_and_no_leaf_left() {
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let child = rackbench(d.path())
+        .args(["feedsim", "-p", &port, "-q", "3,3", "-d", "60", "-w", "1"])
+        .args(SMALL)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Header and the warm-up's row: the first 60 s fixed run has begun;
+    // past its 3 s unmeasured lead-in, its window is a few seconds old.
+    let csv = wait_for_csv_rows(d.path(), 2);
+    std::thread::sleep(Duration::from_secs(8));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["success"], false);
+    assert_eq!(r["metrics"]["interrupted"], true, "{r}");
+    assert_eq!(r["metrics"]["partial"], true, "{r}");
+    let probes = r["metrics"]["probes"].as_array().unwrap();
+    let last = probes.last().unwrap();
+    assert_eq!(last["phase"], "fixed", "{last}");
+    assert_eq!(last["passed"], false, "{last}");
+    assert!(last["total_queries"].as_u64().unwrap() >= 6, "{last}");
+    assert!(last["duration_secs"].as_f64().unwrap() >= 2.0, "{last}");
+    assert!(std::fs::read_to_string(csv).unwrap().lines().count() >= 2);
+    // The leaf went with the driver.
+    let t = Instant::now();
+    while Command::new("pgrep")
+        .args(["-f", &format!("feedsim leaf --port {port}")])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the leaf outlived the driver"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Two autoscale instances on this host's two cores: each pinned to its own
