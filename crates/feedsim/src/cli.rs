@@ -115,7 +115,9 @@ pub struct DriverArgs {
     #[arg(long)]
     pub final_secs: Option<f64>,
     /// A search probe whose percentile is within this fraction of the target
-    /// is a close call and is measured longer (0 = never).
+    /// is a close call and is measured longer (0 = never); so is the first
+    /// final run that just misses (within it above the target, or only in
+    /// its steady-state tail), by another final length.
     #[arg(long, default_value_t = 0.1)]
     pub close_call: f64,
     /// How many times a close call is extended by another probe length.
