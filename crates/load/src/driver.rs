@@ -101,6 +101,15 @@ impl RunResult {
         }
     }
 
+    /// Measures on: a later window at the same load joins this one (its
+    /// requests, its length, an interruption or coarse pacing in it).
+    pub fn append(&mut self, more: &RunResult) {
+        self.recorder.extend_with(&more.recorder);
+        self.window += more.window;
+        self.interrupted |= more.interrupted;
+        self.precise_pacing &= more.precise_pacing;
+    }
+
     /// The rate that was asked for (open loop), if any.
     pub fn requested_qps(&self) -> Option<f64> {
         match self.mode {

@@ -465,9 +465,10 @@ impl<'a, P: Prober> Search<'a, P> {
             }
             _ => false,
         };
-        let first = self.cfg.window_brief(&r);
+        let mut first = None;
         let mut extensions = 0;
         while extensible && extensions < self.cfg.max_extensions && self.cfg.is_close_call(&r) {
+            first.get_or_insert_with(|| self.cfg.window_brief(&r));
             extensions += 1;
             (self.on_event)(Event::Start {
                 phase,
@@ -480,17 +481,14 @@ impl<'a, P: Prober> Search<'a, P> {
                 .probe(mode, Duration::ZERO, duration)
                 .await
                 .map_err(Halt)?;
-            r.recorder.extend_with(&more.recorder);
-            r.window += more.window;
-            r.interrupted |= more.interrupted;
-            r.precise_pacing &= more.precise_pacing;
+            r.append(&more);
         }
         let (passed, mut verdict) = match phase {
             // Unthrottled probes have no rate to meet; they only measure.
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
             _ => self.cfg.judge(&r),
         };
-        if extensions > 0 {
+        if let Some(first) = first {
             verdict = format!("{verdict} (extended {extensions}x; first {first})");
         }
         self.record(
@@ -526,10 +524,7 @@ impl<'a, P: Prober> Search<'a, P> {
                 Mode::Open { arrival, .. } => format!("open:{arrival}"),
                 Mode::Closed { concurrency } => format!("closed:{concurrency}"),
             },
-            requested_qps: match r.mode {
-                Mode::Open { rate, .. } => rate,
-                Mode::Closed { .. } => 0.0,
-            },
+            requested_qps: r.requested_qps().unwrap_or(0.0),
             duration_secs: r.window.as_secs_f64(),
             total_queries: r.recorder.ok,
             scheduled: r.recorder.scheduled,
@@ -597,10 +592,7 @@ impl<'a, P: Prober> Search<'a, P> {
             let t = match total.as_mut() {
                 None => total.insert(r),
                 Some(t) => {
-                    t.recorder.extend_with(&r.recorder);
-                    t.window += r.window;
-                    t.interrupted |= r.interrupted;
-                    t.precise_pacing &= r.precise_pacing;
+                    t.append(&r);
                     t
                 }
             };

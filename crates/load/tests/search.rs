@@ -98,6 +98,40 @@ fn cfg() -> SearchConfig {
     c
 }
 
+/// A probe's result of `rate * duration` requests, all scheduled and
+/// completed: `request(i, n)` gives the i-th of n requests' latency and
+/// when in the window it completed.
+fn window(
+    mode: Mode,
+    warmup: Duration,
+    duration: Duration,
+    rate: f64,
+    request: impl Fn(u64, u64) -> (Duration, Duration),
+) -> RunResult {
+    let n = (rate * duration.as_secs_f64()).round() as u64;
+    let mut rec = Recorder::new();
+    rec.scheduled = n;
+    for i in 0..n {
+        let (d, at) = request(i, n);
+        rec.record_ok(d, d, at, 100);
+    }
+    RunResult {
+        mode,
+        window: duration,
+        warmup,
+        recorder: rec,
+        interrupted: false,
+        precise_pacing: true,
+    }
+}
+
+fn finals_of(out: &load::SearchOutcome) -> Vec<&load::ProbeRecord> {
+    out.probes
+        .iter()
+        .filter(|p| p.phase == Phase::Final)
+        .collect()
+}
+
 #[tokio::test]
 async fn finds_the_knee_within_tolerance_and_never_above_it() {
     let mut model = Model::new(700.0, 1000.0);
@@ -465,22 +499,11 @@ impl load::Prober for CloseCall {
             // Unthrottled probes: 100 QPS, no slow requests.
             Mode::Closed { .. } => (100.0, false),
         };
-        let n = (rate * duration.as_secs_f64()).round() as u64;
-        let mut rec = Recorder::new();
-        rec.scheduled = n;
-        for i in 0..n {
+        Ok(window(mode, warmup, duration, rate, |i, _| {
             let slow = first && i % 100 < 6;
             let d = Duration::from_millis(if slow { 520 } else { 400 });
-            rec.record_ok(d, d, Duration::from_secs(i / rate.max(1.0) as u64), 100);
-        }
-        Ok(RunResult {
-            mode,
-            window: duration,
-            warmup,
-            recorder: rec,
-            interrupted: false,
-            precise_pacing: true,
-        })
+            (d, Duration::from_secs(i / rate.max(1.0) as u64))
+        }))
     }
 }
 
@@ -512,12 +535,7 @@ async fn close_calls_are_extended_and_judged_on_the_whole_window() {
     assert_eq!(bracket.duration_secs, 2.0 * c.probe.as_secs_f64());
     assert!(starts.contains(&1));
     // Final runs are never extended.
-    assert!(
-        out.probes
-            .iter()
-            .filter(|p| p.phase == Phase::Final)
-            .all(|p| p.extensions == 0)
-    );
+    assert!(finals_of(&out).iter().all(|p| p.extensions == 0));
 
     // Without extensions the same first window fails.
     let mut c = cfg();
@@ -578,23 +596,11 @@ impl load::Prober for Rising {
             }
             Mode::Closed { .. } => (2.0 * self.sustainable, false),
         };
-        let n = (rate * duration.as_secs_f64()).round() as u64;
-        let mut rec = Recorder::new();
-        rec.scheduled = n;
-        for i in 0..n {
+        Ok(window(mode, warmup, duration, rate, |i, n| {
             let slow = rising && i >= n - n * 4 / 100;
             let d = Duration::from_millis(if slow { 600 } else { 300 });
-            let at = Duration::from_secs_f64(i as f64 / rate) + d;
-            rec.record_ok(d, d, at, 100);
-        }
-        Ok(RunResult {
-            mode,
-            window: duration,
-            warmup,
-            recorder: rec,
-            interrupted: false,
-            precise_pacing: true,
-        })
+            (d, Duration::from_secs_f64(i as f64 / rate) + d)
+        }))
     }
 }
 
@@ -703,11 +709,22 @@ async fn a_rising_tail_is_a_close_call_that_a_longer_window_settles() {
 
 /// A knee at `knee` QPS (10 ms below, 900 ms above); every final run's
 /// first window (one with a warm-up; extensions have none) has a host
-/// hiccup: 6% of its requests take 530 ms, a p95 just over the 500 ms
-/// target. Windows after it are clean.
+/// hiccup: 6% of its requests take `hiccup_ms`. Extension windows are
+/// clean, or with `growing` the queue keeps growing in them (900 ms).
 struct FinalHiccup {
     knee: f64,
     hiccup_ms: u64,
+    growing: bool,
+}
+
+impl FinalHiccup {
+    fn new(hiccup_ms: u64) -> Self {
+        FinalHiccup {
+            knee: 700.0,
+            hiccup_ms,
+            growing: false,
+        }
+    }
 }
 
 impl load::Prober for FinalHiccup {
@@ -717,33 +734,26 @@ impl load::Prober for FinalHiccup {
         warmup: Duration,
         duration: Duration,
     ) -> Result<RunResult, String> {
-        let secs = duration.as_secs_f64();
         let rate = match mode {
             Mode::Closed { .. } => 1000.0,
             Mode::Open { rate, .. } => rate,
         };
-        let n = (rate * secs).round() as u64;
-        let mut rec = Recorder::new();
-        rec.scheduled = n;
-        let hiccup = secs >= 10.0 && !warmup.is_zero();
-        for i in 0..n {
-            let ms = match mode {
-                Mode::Closed { .. } => 900,
-                Mode::Open { rate, .. } if rate > self.knee => 900,
-                _ if hiccup && i < n * 6 / 100 => self.hiccup_ms,
-                _ => 10,
+        let long = duration.as_secs() >= 10;
+        let is_final = long && !warmup.is_zero();
+        let is_extension = long && warmup.is_zero();
+        let over_knee = matches!(mode, Mode::Closed { .. }) || rate > self.knee;
+        Ok(window(mode, warmup, duration, rate, |i, n| {
+            let ms = if over_knee {
+                900
+            } else if is_final && i < n * 6 / 100 {
+                self.hiccup_ms
+            } else if is_extension && self.growing {
+                900
+            } else {
+                10
             };
-            let d = Duration::from_millis(ms);
-            rec.record_ok(d, d, Duration::ZERO, 100);
-        }
-        Ok(RunResult {
-            mode,
-            window: duration,
-            warmup,
-            recorder: rec,
-            interrupted: false,
-            precise_pacing: true,
-        })
+            (Duration::from_millis(ms), Duration::ZERO)
+        }))
     }
 }
 
@@ -754,22 +764,11 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
     c.max_extensions = 1;
     c.extended_finals = 1;
     let mut on = |_: Event<'_>| {};
-    let out = Search::new(
-        c.clone(),
-        &mut FinalHiccup {
-            knee: 700.0,
-            hiccup_ms: 530,
-        },
-        &mut on,
-    )
-    .run()
-    .await;
+    let out = Search::new(c.clone(), &mut FinalHiccup::new(530), &mut on)
+        .run()
+        .await;
     assert!(out.success, "{:?}", out.failure);
-    let finals: Vec<_> = out
-        .probes
-        .iter()
-        .filter(|p| p.phase == Phase::Final)
-        .collect();
+    let finals = finals_of(&out);
     // One final: its first 10 s missed (p95 530 ms), the extension was
     // clean, and the 20 s window (3% slow) meets the target.
     assert_eq!(finals.len(), 1);
@@ -795,21 +794,10 @@ async fn a_close_call_final_is_extended_when_finals_are_extensible() {
     // Off (the default), the same hiccup fails each final and the search
     // steps down and gives up: every final run has the hiccup.
     c.extended_finals = 0;
-    let out = Search::new(
-        c,
-        &mut FinalHiccup {
-            knee: 700.0,
-            hiccup_ms: 530,
-        },
-        &mut on,
-    )
-    .run()
-    .await;
-    let finals: Vec<_> = out
-        .probes
-        .iter()
-        .filter(|p| p.phase == Phase::Final)
-        .collect();
+    let out = Search::new(c, &mut FinalHiccup::new(530), &mut on)
+        .run()
+        .await;
+    let finals = finals_of(&out);
     assert!(!finals[0].passed && finals[0].extensions == 0);
     assert!(!out.success);
 }
@@ -823,16 +811,9 @@ async fn a_final_that_passes_close_to_the_target_is_not_extended() {
     let mut on = |_: Event<'_>| {};
     // The hiccup puts the final's p95 at 480 ms: within the close-call
     // band but under the target, so the final stands as it is.
-    let out = Search::new(
-        c,
-        &mut FinalHiccup {
-            knee: 700.0,
-            hiccup_ms: 480,
-        },
-        &mut on,
-    )
-    .run()
-    .await;
+    let out = Search::new(c, &mut FinalHiccup::new(480), &mut on)
+        .run()
+        .await;
     assert!(out.success, "{:?}", out.failure);
     let f = out.final_probe.unwrap();
     assert_eq!(f.extensions, 0);
@@ -842,65 +823,6 @@ async fn a_final_that_passes_close_to_the_target_is_not_extended() {
         "{}",
         f.target_value_ms
     );
-}
-
-/// Every final window (those with a warm-up) just misses: p95 530 ms in
-/// each 10 s. Extension windows are clean, or with `growing` the queue
-/// keeps growing in them (900 ms). Bracket and bisection probes are clean
-/// up to 700 QPS.
-struct EveryFinalMisses {
-    growing: bool,
-}
-
-impl load::Prober for EveryFinalMisses {
-    async fn probe(
-        &mut self,
-        mode: Mode,
-        warmup: Duration,
-        duration: Duration,
-    ) -> Result<RunResult, String> {
-        let rate = match mode {
-            Mode::Closed { .. } => 1000.0,
-            Mode::Open { rate, .. } => rate,
-        };
-        let n = (rate * duration.as_secs_f64()).round() as u64;
-        let mut rec = Recorder::new();
-        rec.scheduled = n;
-        let long = duration.as_secs() >= 10;
-        let is_final = long && !warmup.is_zero();
-        let is_extension = long && warmup.is_zero();
-        for i in 0..n {
-            let ms = match mode {
-                Mode::Open { rate, .. } if rate <= 700.0 => {
-                    if is_final && i < n * 6 / 100 {
-                        530
-                    } else if is_extension && self.growing {
-                        900
-                    } else {
-                        10
-                    }
-                }
-                _ => 900,
-            };
-            let d = Duration::from_millis(ms);
-            rec.record_ok(d, d, Duration::ZERO, 100);
-        }
-        Ok(RunResult {
-            mode,
-            window: duration,
-            warmup,
-            recorder: rec,
-            interrupted: false,
-            precise_pacing: true,
-        })
-    }
-}
-
-fn finals_of(out: &load::SearchOutcome) -> Vec<&load::ProbeRecord> {
-    out.probes
-        .iter()
-        .filter(|p| p.phase == Phase::Final)
-        .collect()
 }
 
 #[tokio::test]
@@ -913,9 +835,11 @@ async fn at_most_extended_finals_finals_are_extended_in_a_search() {
         c.final_attempts = 3;
         async move {
             let mut on = |_: Event<'_>| {};
-            Search::new(c, &mut EveryFinalMisses { growing }, &mut on)
-                .run()
-                .await
+            let mut server = FinalHiccup {
+                growing,
+                ..FinalHiccup::new(530)
+            };
+            Search::new(c, &mut server, &mut on).run().await
         }
     };
     // A clean extension passes the first final on the whole.

@@ -172,13 +172,7 @@ fn a_dataset_too_big_for_memory_is_refused_with_its_size() {
 fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
     let d = tempfile::tempdir().unwrap();
     let port = free_port().to_string();
-    let child = rackbench(d.path())
-        .args(["feedsim", "-p", &port, "-q", "2,2,2", "-d", "3", "-w", "1"])
-        .args(SMALL)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_fixed_rates(d.path(), &port, "2,2,2", "3");
     // Wait until the first fixed probe has finished, then kill the leaf
     // (only the leaf: found by its command line and port).
     let csv_path = wait_for_csv_rows(d.path(), 3);
@@ -202,6 +196,18 @@ fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
     );
     let rows = std::fs::read_to_string(csv_path).unwrap().lines().count();
     assert!(rows >= 3, "CSV rows so far kept: {rows}");
+}
+
+/// `rackbench feedsim` on the small dataset at fixed rates `qps`, `secs`
+/// each after a 1 s warm-up, its output piped.
+fn spawn_fixed_rates(dir: &Path, port: &str, qps: &str, secs: &str) -> std::process::Child {
+    rackbench(dir)
+        .args(["feedsim", "-p", port, "-q", qps, "-d", secs, "-w", "1"])
+        .args(SMALL)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// The CSV of the run in `dir`, once it has at least `rows` lines.
@@ -240,13 +246,7 @@ fn wait_for_csv_rows(dir: &Path, rows: usize) -> std::path::PathBuf {
 fn ctrl_c_stops_the_run_with_partial_results_and_no_leaf_left() {
     let d = tempfile::tempdir().unwrap();
     let port = free_port().to_string();
-    let child = rackbench(d.path())
-        .args(["feedsim", "-p", &port, "-q", "3,3", "-d", "60", "-w", "1"])
-        .args(SMALL)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_fixed_rates(d.path(), &port, "3,3", "60");
     // Header and the warm-up's row: the first 60 s fixed run has begun;
     // past its 3 s unmeasured lead-in, its window is a few seconds old.
     let csv = wait_for_csv_rows(d.path(), 2);
