@@ -10,6 +10,8 @@
 //! `pipeline` builds a preset and runs its plan on one thread, stage by
 //! stage, request after request, and prints the mean wall and CPU time
 //! per request and per kernel instance as JSON.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use adsim::config::preset;
 use adsim::kernels::{HandleObjs, RequestObjs, build, gen_string};

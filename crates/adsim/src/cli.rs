@@ -16,9 +16,10 @@ pub struct ServerArgs {
     /// Port to serve on (default: the config's port, 10086).
     #[arg(long)]
     pub port: Option<u16>,
-    /// Address to bind: loopback by default; :: or 0.0.0.0 to be reachable from other hosts.
-    #[arg(long, default_value = "::1")]
-    pub bind: IpAddr,
+    /// Address to bind (default: both loopbacks, 127.0.0.1 and ::1); :: or
+    /// 0.0.0.0 to be reachable from other hosts.
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
     /// Server configuration (upstream's JSON: port, thread pools, Kernels).
     #[arg(long, conflicts_with_all = ["preset", "cfg_file", "auto_config_type"])]
     pub config: Option<PathBuf>,

@@ -140,7 +140,11 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         });
     }
     let tls = if a.tls {
-        let pair = crate::tls::server_pair(a.cert.as_deref(), a.key.as_deref(), a.bind)?;
+        let pair = crate::tls::server_pair(
+            a.cert.as_deref(),
+            a.key.as_deref(),
+            a.bind.unwrap_or(rpc::server::LOOPBACK),
+        )?;
         if pair.generated {
             let p = ctx.output_path(std::path::Path::new("adsim-server-cert.pem"));
             if let Some(d) = p.parent() {
@@ -164,20 +168,29 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let rt =
         rpc::runtime(cfg.num_io_handle_threads, "adsim-io").context("cannot start the runtime")?;
     let engine = Engine::new(cfg.clone());
-    let addr = SocketAddr::new(a.bind, cfg.port);
     let running = {
         let _g = rt.enter();
-        let bound = rpc::server::bind(addr)?;
+        let bound = match a.bind {
+            Some(ip) => rpc::server::bind(SocketAddr::new(ip, cfg.port))?,
+            None => rpc::server::bind_loopback(cfg.port)?,
+        };
+        let listening = bound
+            .addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and ");
         let mut builder = tonic::transport::Server::builder();
         if let Some(t) = tls {
             builder = builder.tls_config(t).context("TLS configuration")?;
         }
         let router = builder.add_service(Service(engine.clone()).into_server());
-        rpc::server::spawn(router, bound)
+        (rpc::server::spawn(router, bound), listening)
     };
+    let (running, listening) = running;
     eprintln!(
         "adsim server: listening on {}{}; building {} kernels ({} instances per request in {} stages); pools: {} requestHandle, {} IOHandle, {} applicationLogic, {} reqLocal per request",
-        running.addr,
+        &listening,
         if a.tls { " (TLS)" } else { "" },
         cfg.kernels.len(),
         plan.instances(),
@@ -205,7 +218,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     eprintln!(
         "adsim server: all kernels initialized in {:.1} s; serving on {}",
         took.as_secs_f64(),
-        running.addr
+        listening
     );
     let deadline = (a.timeout > 0).then(|| Instant::now() + Duration::from_secs(a.timeout));
     while !ctx.cancel.is_stopped()
@@ -218,7 +231,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let _ = rt.block_on(running.shutdown());
     let st = engine.status();
     let mut m = Map::new();
-    m.insert("address".into(), json!(addr.to_string()));
+    m.insert("address".into(), json!(listening));
     m.insert("init_seconds".into(), json!(took.as_secs_f64()));
     m.insert("requests".into(), json!(st.requests));
     m.insert("failed_requests".into(), json!(st.failed));

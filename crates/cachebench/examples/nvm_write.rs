@@ -12,6 +12,8 @@
 //! 12,000 most recently written keys (70%; most are on the device, a few
 //! still in the open region's buffer) or an insert (30%); prints lookup
 //! p50/p99/p999 in microseconds.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use cachebench::nvm::device::{Device, DeviceOptions, DirectIo};
 use cachebench::nvm::io::BlockIo;

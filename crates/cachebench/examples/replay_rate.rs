@@ -8,6 +8,8 @@
 //! (default 2,000,000) over 200,000 keys with a skewed popularity, 80%
 //! GET, 15% SET, 5% DELETE, values of 10 B to 4 KB. Upstream's CSV replay
 //! is quoted at about 1.6 M ops/s.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use cachebench::cache::{AllocClasses, Cache, DramCache, DramConfig, Policy, Refresh};
 use cachebench::replay::{ReplayOptions, load};

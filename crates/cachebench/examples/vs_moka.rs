@@ -7,6 +7,8 @@
 //! gets the same byte budget through a weigher (key + value bytes). Each
 //! engine runs the stream `--rounds` times, alternating; the medians are
 //! printed, then the ratio, then where our cache's memory went per item.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use cachebench::cache::DramCache;
 use cachebench::command_support::{dram_config_of, spec_of};

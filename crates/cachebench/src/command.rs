@@ -886,17 +886,21 @@ impl Workload for CacheBench {
             timed_out = true;
         }
         let mut metrics = Map::new();
-        if !samples.is_empty() {
-            let (dir, stem) = match &a.progress_stats_file {
-                Some(p) => {
-                    let p = ctx.output_path(p);
-                    (
-                        p.parent().map(Path::to_path_buf).unwrap_or_default(),
-                        crate::plots::stem(&p),
-                    )
-                }
-                None => (ctx.out_dir.clone(), "cachebench".to_string()),
-            };
+        // Charts (ours) go beside the progress stats file, or among the
+        // harness's artifacts; a direct run writes none, as upstream draws
+        // none.
+        let chart_at = match (&a.progress_stats_file, &ctx.artifacts) {
+            (_, None) => None,
+            (Some(p), Some(_)) => {
+                let p = ctx.output_path(p);
+                Some((
+                    p.parent().map(Path::to_path_buf).unwrap_or_default(),
+                    crate::plots::stem(&p),
+                ))
+            }
+            (None, Some(dir)) => Some((dir.clone(), "cachebench".to_string())),
+        };
+        if let (false, Some((dir, stem))) = (samples.is_empty(), chart_at) {
             match crate::plots::write_all(&dir, &stem, &samples) {
                 Ok(files) => {
                     metrics.insert(

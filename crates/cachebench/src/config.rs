@@ -1074,8 +1074,9 @@ mod tests {
     use super::*;
 
     fn conformance() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/conformance/cachebench/test_configs")
+        testenv::conformance_root()
+            .unwrap_or_default()
+            .join("cachebench/test_configs")
     }
 
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -1091,6 +1092,7 @@ mod tests {
 
     #[test]
     fn every_upstream_config_loads_without_unknown_keys() {
+        testenv::conformance_or_return!("cachebench/test_configs");
         let mut files = Vec::new();
         walk(&conformance(), &mut files);
         assert!(files.len() > 50, "{}", files.len());
@@ -1135,6 +1137,7 @@ mod tests {
 
     #[test]
     fn distribution_files_are_read() {
+        testenv::conformance_or_return!("cachebench/test_configs");
         let l = load(
             &conformance().join("hit_ratio/graph_cache_leader_assocs/config.json"),
             true,

@@ -150,13 +150,15 @@ mod tests {
     use super::*;
 
     fn upstream(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/conformance/cachebench/test_configs/trace_replay/kvcache")
+        testenv::conformance_root()
+            .unwrap_or_default()
+            .join("cachebench/test_configs/trace_replay/kvcache")
             .join(name)
     }
 
     #[test]
     fn upstream_traces_parse() {
+        testenv::conformance_or_return!("cachebench/test_configs/trace_replay/kvcache");
         let mut opts = ReplayOptions {
             threads: 4,
             amp_factor: 1,

@@ -1,4 +1,6 @@
 //! Writes a few sample charts: `cargo run -p chart --example demo -- OUT_DIR`.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 

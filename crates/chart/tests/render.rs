@@ -1,5 +1,7 @@
 //! End-to-end tests through the public API: rendered pixels, PNG bytes and
 //! files.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
@@ -45,7 +47,7 @@ fn count_in(img: &Image, r: Rect, color: [u8; 3]) -> usize {
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("chart-test-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("create the test directory");
     dir
 }
 

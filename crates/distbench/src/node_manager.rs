@@ -318,6 +318,7 @@ impl NodeManager {
 pub fn rusage() -> RUsage {
     // SAFETY: getrusage fills the zeroed struct we own.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable rusage.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     RUsage {

@@ -1105,8 +1105,7 @@ mod tests {
         );
     }
 
-    fn golden(name: &str) -> TestSequence {
-        let dir = Path::new("/work/shared/conformance/distbench/test_builder_golden_configs");
+    fn golden(dir: &Path, name: &str) -> TestSequence {
         crate::files::read::<TestSequence>(&dir.join(name)).unwrap()
     }
 
@@ -1144,8 +1143,8 @@ mod tests {
 
     #[test]
     fn golden_configs_place_every_instance_once() {
-        let dir = Path::new("/work/shared/conformance/distbench/test_builder_golden_configs");
-        let mut files: Vec<_> = std::fs::read_dir(dir)
+        let dir = testenv::conformance_or_return!("distbench/test_builder_golden_configs");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "config"))
@@ -1163,8 +1162,10 @@ mod tests {
         }
         assert!(tests >= files.len());
 
-        let rect =
-            golden("rectangular_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.config");
+        let rect = golden(
+            &dir,
+            "rectangular_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.config",
+        );
         let names = instance_names(&rect.tests[0].services[0]);
         assert_eq!(names.len(), 15);
         assert_eq!(names[..2], ["rectangular/0/0", "rectangular/1/0"]);
@@ -1175,8 +1176,9 @@ mod tests {
     /// slice 0, x=1 instances on slice 1, the rest anywhere.
     #[test]
     fn golden_same_y_config_honours_its_constraints() {
+        let dir = testenv::conformance_or_return!("distbench/test_builder_golden_configs");
         let name = "rectangular_same_y_sync_burst_5x2x100000x1024x1024-grpc_polling_inline.config";
-        let test = golden(name).tests.remove(0);
+        let test = golden(&dir, name).tests.remove(0);
         assert_eq!(test.service_constraints.len(), 2);
         let p = places_everything_once(&test, name);
         assert_eq!(on(&p, "node0"), ["rectangular/0/0"]);
@@ -1198,14 +1200,14 @@ mod tests {
     /// `rectangular/1/*` on slice 1.
     #[test]
     fn golden_rectangular_with_slice_constraints() {
-        let mut test =
-            golden("rectangular_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.config")
-                .tests
-                .remove(0);
-        let snippet = std::fs::read_to_string(
-            "/work/shared/conformance/distbench/test_builder_golden_configs/constraints_in_a_file",
+        let dir = testenv::conformance_or_return!("distbench/test_builder_golden_configs");
+        let mut test = golden(
+            &dir,
+            "rectangular_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.config",
         )
-        .unwrap();
+        .tests
+        .remove(0);
+        let snippet = std::fs::read_to_string(dir.join("constraints_in_a_file")).unwrap();
         assert!(snippet.contains("rectangular/0/*") && snippet.contains("rectangular/1/*"));
         for slice in ["0", "1"] {
             test.service_constraints.insert(

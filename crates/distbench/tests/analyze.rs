@@ -3,6 +3,8 @@
 //! the flags of upstream's `analysis/results_conversion_test.sh`, and every
 //! file must match byte for byte, with no file missing or extra. Then the
 //! errors: missing, corrupt and unusable inputs, and bad flags.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use distbench::Distbench;
 use distbench::analyze::{
@@ -17,8 +19,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn golden_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/distbench/analysis_golden_results")
+    testenv::conformance_root()
+        .unwrap_or_default()
+        .join("distbench/analysis_golden_results")
 }
 
 /// Every file under `dir`, relative to it, except what upstream's golden
@@ -100,6 +103,7 @@ fn check_golden(case: &str, input: &str, options: Options) {
 
 #[test]
 fn golden_client_server_with_warmups() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     check_golden(
         "client_server_test",
         "client_server_1x1x1-grpc_polling_inline.pb.gz",
@@ -112,6 +116,7 @@ fn golden_client_server_with_warmups() {
 
 #[test]
 fn golden_supress_header() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     check_golden(
         "supress_header_test",
         "multi_level_rpc_2x3x1-grpc_polling_inline.pb",
@@ -124,6 +129,7 @@ fn golden_supress_header() {
 
 #[test]
 fn golden_statistics_format() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     check_golden(
         "statistics_format_test",
         "multi_level_rpc_2x3x1-grpc_polling_inline.pb",
@@ -136,6 +142,7 @@ fn golden_statistics_format() {
 
 #[test]
 fn golden_trace_context_format() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     check_golden(
         "trace_context_test",
         "clique_sync_burst_10x16000x1024x1024-grpc_polling_inline.pb",
@@ -148,6 +155,7 @@ fn golden_trace_context_format() {
 
 #[test]
 fn golden_multidimensional() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     check_golden(
         "multidimensional_test",
         "2dclique_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.pb",
@@ -157,6 +165,7 @@ fn golden_multidimensional() {
 
 #[test]
 fn warmups_are_left_out_by_default() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     let input =
         golden_root().join("client_server_test/client_server_1x1x1-grpc_polling_inline.pb.gz");
     let all = analyze::analyze_input(
@@ -274,6 +283,7 @@ fn missing_input_names_the_file_and_writes_nothing() {
 
 #[test]
 fn corrupt_inputs_name_the_file() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
 
@@ -413,6 +423,7 @@ fn bad_input_fails_validation() {
 
 #[test]
 fn workload_run_writes_relative_output_into_the_metrics_folder() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
     let metrics = tempfile::tempdir().unwrap();
     let input =
         golden_root().join("statistics_format_test/multi_level_rpc_2x3x1-grpc_polling_inline.pb");
@@ -425,6 +436,7 @@ fn workload_run_writes_relative_output_into_the_metrics_folder() {
     Distbench.validate(&args).unwrap();
     let ctx = RunContext {
         out_dir: metrics.path().to_path_buf(),
+        artifacts: Some(metrics.path().to_path_buf()),
         job: "distbench".into(),
         iteration: 0,
         cancel: Cancel::new(),

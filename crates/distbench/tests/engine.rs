@@ -1,5 +1,7 @@
 //! The traffic engine end to end: a sequencer and node managers in this
 //! process on loopback, real gRPC between the service instances.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use distbench::cluster::LocalCluster;
 use distbench::proto::{DistributedSystemDescription, RpcSample, TestResult, TestSequence};
@@ -303,8 +305,7 @@ fn unsupported_protocol_is_refused_before_running() {
 /// clique listens on ::1, the IPv4 one on 127.0.0.1.
 #[test]
 fn golden_ip_version_configs_run() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/distbench/test_builder_golden_configs");
+    let dir = testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     for (file, prefix) in [
         (
             "clique_sync_burst_10x16000x1024x1024-grpc_polling_inline_ipv6.config",
@@ -347,8 +348,7 @@ fn golden_ip_version_configs_run() {
 /// before anything starts, naming the protocol.
 #[test]
 fn every_golden_config_runs_or_is_refused_by_name() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/distbench/test_builder_golden_configs");
+    let dir = testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

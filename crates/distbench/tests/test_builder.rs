@@ -13,6 +13,8 @@
 //! - `variable_response_multi_level_rpc:leaf_size=34`: `leaf_size` is no
 //!   parameter of the pattern; upstream keeps it as an attribute, rackbench
 //!   refuses it unless `-a` is given.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use distbench::Distbench;
 use distbench::check;
@@ -24,8 +26,9 @@ use harness::Workload;
 use std::path::{Path, PathBuf};
 
 fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/distbench/test_builder_golden_configs")
+    testenv::conformance_root()
+        .unwrap_or_default()
+        .join("distbench/test_builder_golden_configs")
 }
 
 /// The golden configs, sorted.
@@ -188,6 +191,7 @@ fn compare(golden: &Path, args: &[String], generated: &Generated) -> Result<(), 
 
 #[test]
 fn every_golden_except_homa_cp_node_regenerates_exactly() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let mut exact = Vec::new();
     let mut failures = Vec::new();
     for golden in goldens().into_iter().filter(|g| !is_homa_cp_node(g)) {
@@ -216,6 +220,7 @@ fn every_golden_except_homa_cp_node_regenerates_exactly() {
 
 #[test]
 fn homa_cp_node_needs_dist_to_proto_and_matches_with_its_output() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let homa: Vec<PathBuf> = goldens()
         .into_iter()
         .filter(|g| is_homa_cp_node(g))
@@ -259,6 +264,7 @@ fn homa_cp_node_needs_dist_to_proto_and_matches_with_its_output() {
 
 #[test]
 fn unused_parameters_are_refused_unless_asked_for() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let mut refused = Vec::new();
     for golden in goldens().into_iter().filter(|g| !is_homa_cp_node(g)) {
         if let Err(Error::UnknownParameter { names, .. }) = generate(&recorded_args(&golden), None)
@@ -326,6 +332,7 @@ fn bad_input_is_refused_with_names() {
 
 #[test]
 fn directory_output_writes_one_file_per_test_and_the_sequence() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let dir = tempfile::tempdir().unwrap();
     let argv = strings(&[
         "-o",

@@ -4,6 +4,8 @@
 //! `icache spread N` calls N randomly chosen generated functions (what a
 //! request does); `icache single N` calls one function N times (a baseline
 //! that fits in L1i). See bench/feedsim_icache.sh.
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -5,6 +5,8 @@
 //! run-to-run variation (page placement, huge pages):
 //! `cargo run --release -p feedsim --example ranking -- [scale] [reps] [huge|small]`
 //! (`small` leaves the arrays on whatever pages THP gives, as `--no-huge-pages`).
+// An example program: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use feedsim::dataset::{Dataset, Shape};
 use rand::rngs::SmallRng;

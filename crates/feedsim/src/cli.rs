@@ -16,9 +16,10 @@ pub struct LeafArgs {
     /// Port to serve on.
     #[arg(short = 'p', long, default_value_t = 11222)]
     pub port: u16,
-    /// Address to bind (loopback by default; 0.0.0.0 or :: to be reachable from another host).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: IpAddr,
+    /// Address to bind (default: both loopbacks, 127.0.0.1 and ::1; 0.0.0.0
+    /// or :: to be reachable from another host).
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
     #[command(flatten)]
     pub shape: ShapeArgs,
 }

@@ -180,10 +180,12 @@ fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     check_memory(&cfg, 1)?;
     let rt = runtime(2, "leaf-grpc")?;
     let state = LeafState::new(cfg.clone());
-    let addr = SocketAddr::new(a.bind, a.port);
     let running = {
         let _g = rt.enter();
-        let bound = rpc::server::bind(addr)?;
+        let bound = match a.bind {
+            Some(ip) => rpc::server::bind(SocketAddr::new(ip, a.port))?,
+            None => rpc::server::bind_loopback(a.port)?,
+        };
         let router = tonic::transport::Server::builder()
             .add_service(LeafService(state.clone()).into_server());
         rpc::server::spawn(router, bound)
@@ -241,25 +243,29 @@ impl LeafProcess {
         ctx: &RunContext,
     ) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot find the rackbench executable")?;
-        let log = ctx.out_dir.join(format!("feedsim_leaf_{port}.log"));
+        // The leaf's log is one of the harness's artifacts; a direct run
+        // (which writes only upstream's files) keeps it in the temp folder.
+        let log = ctx
+            .artifacts
+            .clone()
+            .unwrap_or_else(std::env::temp_dir)
+            .join(format!("feedsim_leaf_{port}.log"));
         let out = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
         let mut cmd = Command::new(exe);
-        cmd.arg("--no-store")
-            .arg("--output-dir")
-            .arg(ctx.out_dir.join(format!("leaf_{port}")))
-            .args([
-                "feedsim",
-                "leaf",
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .args(shape.to_leaf_args(t))
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out);
+        cmd.args([
+            "feedsim",
+            "leaf",
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .args(shape.to_leaf_args(t))
+        .env_remove("RACKBENCH_REPORT")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
         let cpus: Option<Vec<usize>> = cpus.map(<[usize]>::to_vec);
         // SAFETY: between fork and exec only async-signal-safe calls are
         // made: prctl and sched_setaffinity on a prepared set.

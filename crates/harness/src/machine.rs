@@ -38,6 +38,7 @@ struct Uname {
 fn uname() -> Uname {
     // SAFETY: uname fills a zeroed struct; fields are NUL-terminated.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname for uname to fill.
     let ok = unsafe { libc::uname(&mut u) } == 0;
     let field = |f: &[libc::c_char]| {
         let bytes: Vec<u8> = f

@@ -16,9 +16,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What a workload gets to run with.
 pub struct RunContext {
-    /// The invocation's `benchmark_metrics_<run_id>` folder; relative output
-    /// paths of a workload go here.
+    /// Where relative output paths named in the workload's arguments go:
+    /// the invocation's `benchmark_metrics_<run_id>` folder for a job, the
+    /// current directory for a direct command (as upstream's tools).
     pub out_dir: PathBuf,
+    /// Where the harness's own artifacts go (charts, helper processes'
+    /// logs): the metrics folder for a job; `None` for a direct command,
+    /// which writes only the files upstream writes.
+    pub artifacts: Option<PathBuf>,
     pub job: String,
     pub iteration: u32,
     /// Poll it (or hand `cancel.flag()` to the load core): set on Ctrl-C or
@@ -273,6 +278,7 @@ pub fn execute(
             cancel.reset();
             let ctx = RunContext {
                 out_dir: out_dir.clone(),
+                artifacts: Some(out_dir.clone()),
                 job: p.job.name.clone(),
                 iteration,
                 cancel: cancel.clone(),
@@ -329,6 +335,50 @@ pub fn execute(
         }
     }
     Ok(summary)
+}
+
+/// How a direct benchmark command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectEnd {
+    /// The workload ran and met its own definition of success.
+    Succeeded,
+    /// The workload ran (or failed) and did not.
+    Failed,
+    /// Ctrl-C stopped it.
+    Interrupted,
+}
+
+/// Runs one benchmark command directly, as the upstream tool it replaces
+/// would run: the workload prints its own text, relative output paths are
+/// relative to the current directory, and nothing else is written (no
+/// report JSON on stdout, no `benchmark_metrics_*` folder, no store row).
+/// An argument error is returned before anything runs; an error while
+/// running is printed on stderr and ends as [`DirectEnd::Failed`].
+pub fn execute_direct(
+    w: &dyn Workload,
+    args: &[String],
+    cancel: &Cancel,
+) -> anyhow::Result<DirectEnd> {
+    w.validate(args)?;
+    let ctx = RunContext {
+        out_dir: PathBuf::from("."),
+        artifacts: None,
+        job: w.name().to_string(),
+        iteration: 1,
+        cancel: cancel.clone(),
+    };
+    let result = w.run(&ctx, args);
+    if cancel.reason() == Some(StopReason::Interrupted) {
+        return Ok(DirectEnd::Interrupted);
+    }
+    Ok(match result {
+        Ok(o) if o.success => DirectEnd::Succeeded,
+        Ok(_) => DirectEnd::Failed,
+        Err(e) => {
+            eprintln!("{}: {e:#}", w.name());
+            DirectEnd::Failed
+        }
+    })
 }
 
 /// Hooks before, the workload under its timeout, hooks after (reverse order,

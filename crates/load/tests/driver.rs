@@ -1,4 +1,6 @@
 //! The driver against in-process tower services with known behaviour.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use load::{Arrival, Mode, RunConfig, run};
 use std::convert::Infallible;

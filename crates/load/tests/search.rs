@@ -1,5 +1,7 @@
 //! The SLO search against a model server whose behaviour at each rate is
 //! known exactly, so the algorithm's choices can be checked.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use load::driver::{Mode, RunResult};
 use load::search::{Event, Phase, Search, run_fixed};

@@ -34,6 +34,11 @@ struct Cli {
     /// Do not record runs in the results store.
     #[arg(long, global = true)]
     no_store: bool,
+    /// Benchmark commands (`rackbench cachebench ...`) run as the upstream
+    /// tool: its output only. With --report they also write the harness's
+    /// report (JSON on stdout and under --output-dir) and a store row.
+    #[arg(long, global = true, env = "RACKBENCH_REPORT", value_parser = clap::builder::FalseyValueParser::new())]
+    report: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -78,7 +83,9 @@ enum Cmd {
         #[command(subcommand)]
         what: ResultsCmd,
     },
-    /// Run a benchmark directly with its own arguments (`rackbench calibrate --help`).
+    /// Run a benchmark directly with its own arguments, as the upstream tool
+    /// (`rackbench calibrate --help`); `rackbench --report BENCHMARK ...`
+    /// adds the harness's report and store row.
     #[command(external_subcommand)]
     Workload(Vec<String>),
 }
@@ -302,6 +309,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if args.iter().any(|a| a == "-h" || a == "--help") {
                 print!("{}", w.help());
                 return Ok(ExitCode::SUCCESS);
+            }
+            if !cli.report {
+                return Ok(
+                    match harness::runner::execute_direct(w, args, &Cancel::global())? {
+                        harness::runner::DirectEnd::Succeeded => ExitCode::SUCCESS,
+                        harness::runner::DirectEnd::Failed => ExitCode::from(1),
+                        harness::runner::DirectEnd::Interrupted => ExitCode::from(130),
+                    },
+                );
             }
             let cat = Catalogue::adhoc(w.name(), w.description(), args);
             let inv = Invocation {

@@ -2,6 +2,8 @@
 //! light pipeline (the full ads preset needs ~13 GB and seconds per
 //! request on two cores), bad configurations, a server that goes away
 //! mid-run, and server and client in two network namespaces.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -505,4 +507,18 @@ fn tls_between_client_and_server_and_a_clear_error_on_a_mismatch() {
     let dir2 = tempfile::tempdir().unwrap();
     let plain = start_server(dir2.path(), &["--bind", "127.0.0.1"]);
     assert_tls_mismatch_named(d, plain.port, &["--tls"]);
+}
+
+/// With no --bind the server listens on both loopbacks, so a client given
+/// 127.0.0.1 (what most users type) or ::1 reaches it.
+#[test]
+fn default_bind_answers_on_both_loopbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), &[]);
+    for host in ["127.0.0.1", "[::1]"] {
+        let addr = format!("{host}:{}", server.port);
+        if let Err(e) = std::net::TcpStream::connect(&addr) {
+            panic!("the server does not answer at {addr}: {e}");
+        }
+    }
 }

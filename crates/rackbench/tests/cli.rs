@@ -1,5 +1,7 @@
 //! End-to-end tests through the `rackbench` binary: bad input, the report and
 //! the results store, hooks, timeouts and Ctrl-C.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -34,6 +36,7 @@ impl Env {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
         c.current_dir(self.path())
             .env("RACKBENCH_DB", self.path().join("results.db"))
+            .env("RACKBENCH_REPORT", "1")
             .env_remove("RACKBENCH_JOBS_DIR")
             .stdin(Stdio::null());
         c

@@ -2,6 +2,8 @@
 //! upstream's flag forms, and traffic run by separate sequencer and node
 //! manager processes (`run_tests`, a node manager killed mid-test,
 //! `start_localhost`).
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -10,6 +12,7 @@ fn rackbench(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
     c.current_dir(dir)
         .env("RACKBENCH_DB", dir.join("results.db"))
+        .env("RACKBENCH_REPORT", "1")
         .env_remove("RACKBENCH_JOBS_DIR")
         .stdin(Stdio::null());
     c
@@ -20,8 +23,9 @@ fn text(b: &[u8]) -> String {
 }
 
 fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/distbench/test_builder_golden_configs")
+    testenv::conformance_root()
+        .unwrap_or_default()
+        .join("distbench/test_builder_golden_configs")
         .join(name)
 }
 
@@ -34,6 +38,7 @@ fn check_test(dir: &Path, infile: &str) -> Output {
 
 #[test]
 fn check_test_accepts_a_golden_config() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let d = tempfile::tempdir().unwrap();
     let cfg = golden("sweep1.config");
     let o = check_test(d.path(), &format!("--infile={}", cfg.display()));
@@ -365,6 +370,7 @@ fn start_localhost_runs_a_pattern() {
 /// without it, and exit status 2 for bad input.
 #[test]
 fn test_builder_writes_configs_and_refuses_bad_input() {
+    testenv::conformance_or_return!("distbench/test_builder_golden_configs");
     let dir = tempfile::tempdir().unwrap();
     let run = |a: &[&str]| {
         rackbench(dir.path())

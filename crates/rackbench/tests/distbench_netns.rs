@@ -6,6 +6,8 @@
 //! Needs root and `ip` (iproute2). Without them the test says so on stderr
 //! and returns, unless `RACKBENCH_REQUIRE_NETNS=1` (set by `.ci/run` when
 //! it runs as root), which turns a missing prerequisite into a failure.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 #[allow(dead_code)]
 mod common;
@@ -81,6 +83,7 @@ fn client_server_and_clique_across_network_namespaces() {
             .arg(d)
             .arg(pattern)
             .env("RACKBENCH_DB", d.join("results.db"))
+            .env("RACKBENCH_REPORT", "1")
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

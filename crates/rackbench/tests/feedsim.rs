@@ -1,5 +1,7 @@
 //! FeedSim end to end through the binary: the mini job, bad flags, a port in
 //! use, a leaf that dies mid-run, Ctrl-C, a dataset too big for memory.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
 use std::path::Path;
@@ -10,6 +12,7 @@ fn rackbench(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
     c.current_dir(dir)
         .env("RACKBENCH_DB", dir.join("results.db"))
+        .env("RACKBENCH_REPORT", "1")
         .env_remove("RACKBENCH_JOBS_DIR")
         .stdin(Stdio::null());
     c
@@ -292,7 +295,10 @@ fn ctrl_c_stops_the_run_with_partial_results_and_no_leaf_left() {
 fn autoscale_runs_pinned_instances_and_sums_them() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
-        eprintln!("skipped: autoscale with 2 instances needs 2 CPUs, this host has {cores}");
+        testenv::skip(
+            "cores",
+            &format!("autoscale with 2 instances needs 2 CPUs, this host has {cores}"),
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -381,7 +387,10 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
 fn autoscale_instance_failure_leaves_the_others_running() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
-        eprintln!("skipped: autoscale with 2 instances needs 2 CPUs, this host has {cores}");
+        testenv::skip(
+            "cores",
+            &format!("autoscale with 2 instances needs 2 CPUs, this host has {cores}"),
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -23,6 +23,7 @@ impl Local {
         let secs = d.as_secs() as libc::time_t;
         // SAFETY: localtime_r fills the zeroed struct from a valid time.
         let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        // SAFETY: both pointers are to live locals of the right types.
         unsafe { libc::localtime_r(&secs, &mut tm) };
         Local {
             year: tm.tm_year + 1900,

@@ -28,6 +28,7 @@ pub fn proc_self() -> (u64, f64) {
         .unwrap_or(0);
     // SAFETY: getrusage fills a zeroed struct for this process.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
     let cpu = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         tv(ru.ru_utime) + tv(ru.ru_stime)

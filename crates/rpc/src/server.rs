@@ -2,9 +2,11 @@
 //! connection (without it, Nagle's algorithm and delayed ACKs put the p99 of
 //! small RPCs on loopback around 40 ms), graceful shutdown.
 
+use futures::Stream;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use thiserror::Error;
+use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::server::{Router, TcpIncoming};
@@ -21,15 +23,20 @@ pub enum BindError {
     Other { addr: SocketAddr, source: io::Error },
 }
 
-/// A bound listening socket, ready to serve.
+/// Accepted connections of one or more listeners.
+type Incoming = std::pin::Pin<Box<dyn Stream<Item = io::Result<TcpStream>> + Send>>;
+
+/// Bound listening sockets, ready to serve.
 pub struct Bound {
-    incoming: TcpIncoming,
-    /// The actual address (the port is filled in when 0 was asked for).
+    incoming: Incoming,
+    /// The actual address (the port is filled in when 0 was asked for);
+    /// for [`bind_loopback`], the IPv4 one.
     pub addr: SocketAddr,
+    /// Every address listened on.
+    pub addrs: Vec<SocketAddr>,
 }
 
-/// Binds `addr` (port 0 picks a free port). Must run inside a tokio runtime.
-pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
+fn listen(addr: SocketAddr) -> Result<(TcpIncoming, SocketAddr), BindError> {
     let incoming = TcpIncoming::bind(addr).map_err(|source| match source.kind() {
         io::ErrorKind::AddrInUse => BindError::InUse { addr },
         _ => BindError::Other { addr, source },
@@ -37,9 +44,51 @@ pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
     let actual = incoming
         .local_addr()
         .map_err(|source| BindError::Other { addr, source })?;
+    Ok((incoming.with_nodelay(Some(true)), actual))
+}
+
+/// Binds both loopback addresses, 127.0.0.1 and ::1, on one port (0 picks
+/// a port free on both), so that clients reach the server whichever
+/// `localhost` they resolve. Where the host has no IPv6 loopback the
+/// server listens on 127.0.0.1 alone. Must run inside a tokio runtime.
+pub fn bind_loopback(port: u16) -> Result<Bound, BindError> {
+    let v6 = |p: u16| SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), p);
+    // A free IPv4 port may be taken on ::1: try a few when the port is ours
+    // to pick.
+    let tries = if port == 0 { 8 } else { 1 };
+    let mut last = None;
+    for _ in 0..tries {
+        let (a, addr) = listen(SocketAddr::new(LOOPBACK, port))?;
+        match listen(v6(addr.port())) {
+            Ok((b, addr6)) => {
+                return Ok(Bound {
+                    incoming: Box::pin(futures::stream::select(a, b)),
+                    addr,
+                    addrs: vec![addr, addr6],
+                });
+            }
+            Err(BindError::Other { source, .. })
+                if source.kind() == io::ErrorKind::AddrNotAvailable =>
+            {
+                return Ok(Bound {
+                    incoming: Box::pin(a),
+                    addr,
+                    addrs: vec![addr],
+                });
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or(BindError::InUse { addr: v6(port) }))
+}
+
+/// Binds `addr` (port 0 picks a free port). Must run inside a tokio runtime.
+pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
+    let (incoming, actual) = listen(addr)?;
     Ok(Bound {
-        incoming: incoming.with_nodelay(Some(true)),
+        incoming: Box::pin(incoming),
         addr: actual,
+        addrs: vec![actual],
     })
 }
 

@@ -1,4 +1,6 @@
 //! The gRPC plumbing over real loopback sockets.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
 
 use rpc::proto::calibrate::calibrate_client::CalibrateClient;
 use rpc::proto::calibrate::calibrate_server::{Calibrate, CalibrateServer};
@@ -90,5 +92,29 @@ async fn a_port_in_use_is_named() {
         e.contains(&addr.port().to_string()) && e.contains("already in use"),
         "{e}"
     );
+    server.shutdown().await.unwrap();
+}
+
+/// `bind_loopback` serves one port on 127.0.0.1 and ::1 (where the host has
+/// an IPv6 loopback): an RPC through each address is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_loopback_answers_on_both_addresses() {
+    let bound = rpc::server::bind_loopback(0).unwrap();
+    let port = bound.addr.port();
+    assert_eq!(bound.addr, SocketAddr::from(([127, 0, 0, 1], port)));
+    let has_v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let addrs = bound.addrs.clone();
+    assert_eq!(addrs.len(), if has_v6 { 2 } else { 1 }, "{addrs:?}");
+    assert!(
+        addrs
+            .iter()
+            .all(|a| a.port() == port && a.ip().is_loopback())
+    );
+    let router = tonic::transport::Server::builder().add_service(CalibrateServer::new(Echo));
+    let server = rpc::server::spawn(router, bound);
+    for a in addrs {
+        let mut c = CalibrateClient::new(rpc::client::connect(a).await.unwrap());
+        c.work(WorkRequest::default()).await.unwrap();
+    }
     server.shutdown().await.unwrap();
 }

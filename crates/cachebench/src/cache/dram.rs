@@ -239,6 +239,8 @@ struct SlabMem {
 // SAFETY: the memory is owned; access is coordinated by the cache's lock
 // and the slot pins as described on SlabMem.
 unsafe impl Send for SlabMem {}
+// SAFETY: as for Send: shared access goes through the cache's lock and
+// the slot pins.
 unsafe impl Sync for SlabMem {}
 
 impl SlabMem {

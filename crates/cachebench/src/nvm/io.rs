@@ -33,6 +33,7 @@ pub struct AlignedBuf {
 
 // SAFETY: the buffer owns its memory exclusively, like a Vec<u8>.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: &AlignedBuf gives only shared reads of its bytes, like &Vec<u8>.
 unsafe impl Sync for AlignedBuf {}
 
 /// Buffers of at least this size are aligned for (and advised to use)

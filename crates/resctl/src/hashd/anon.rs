@@ -23,6 +23,7 @@ pub struct AnonArea {
 
 // SAFETY: the mapping is only accessed through atomics.
 unsafe impl Send for AnonArea {}
+// SAFETY: as for Send: every access to the mapping is atomic.
 unsafe impl Sync for AnonArea {}
 
 impl AnonArea {

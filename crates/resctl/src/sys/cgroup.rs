@@ -1525,10 +1525,7 @@ mod tests {
     #[test]
     fn real_host_cgroup1() {
         if let Some(why) = real_host_skip_reason() {
-            if std::env::var("RACKBENCH_REQUIRE_CGROUP").as_deref() == Ok("1") {
-                panic!("RACKBENCH_REQUIRE_CGROUP=1 but the cgroup test cannot run: {why}");
-            }
-            eprintln!("skipping the real cgroup1 test: {why}");
+            testenv::skip("cgroup", &why);
             return;
         }
         let cgs = Cgroups::probe().unwrap();
@@ -1545,7 +1542,7 @@ mod tests {
             cgs.limitations()
         );
         if cgs.kind() == BackendKind::None {
-            eprintln!("skipping the real cgroup test: {BACKEND_ENV} forces no cgroups");
+            testenv::skip("cgroup", &format!("{BACKEND_ENV} forces no cgroups"));
             return;
         }
         let top = format!("rackbench-test-{}", std::process::id());

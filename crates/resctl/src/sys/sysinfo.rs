@@ -111,6 +111,7 @@ pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, Stri
 pub fn kernel_release() -> Result<String, String> {
     // SAFETY: utsname is plain data; uname fills it and NUL-terminates.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
     if unsafe { libc::uname(&mut u) } != 0 {
         return Err(format!("uname: {}", std::io::Error::last_os_error()));
     }

