@@ -1137,22 +1137,46 @@ mod tests {
 
     #[test]
     fn distribution_files_are_read() {
-        testenv::conformance_or_return!("cachebench/test_configs");
-        let l = load(
-            &conformance().join("hit_ratio/graph_cache_leader_assocs/config.json"),
-            true,
+        // Files of our own, in upstream's shape.
+        let own = tempfile::tempdir().unwrap();
+        let (pop, val) = (own.path().join("pop.json"), own.path().join("val.json"));
+        std::fs::write(
+            &pop,
+            r#"{"popularityBuckets": [10, 20, 30], "popularityWeights": [0.5, 0.3, 0.2], "oneHits": 0}"#,
         )
         .unwrap();
+        std::fs::write(
+            &val,
+            r#"{"valSizeRange": [31, 63, 95, 127], "valSizeRangeProbability": [0.4, 0.3, 0.2, 0.1]}"#,
+        )
+        .unwrap();
+        let (_d, p) = write(&format!(
+            r#"{{"cache_config": {{}}, "test_config": {{"popDistFile": "{}", "valSizeDistFile": "{}"}}}}"#,
+            pop.display(),
+            val.display()
+        ));
+        let l = load(&p, true).unwrap();
         let d = &l.instances[0].test.distribution;
-        assert_eq!(
-            (d.popularity_buckets.len(), d.popularity_weights.len()),
-            (563, 563)
-        );
-        assert_eq!(
-            (d.val_size_range.len(), d.val_size_range_probability.len()),
-            (2956, 2956)
-        );
-        assert_eq!(d.val_size_range[..3], [31, 63, 95]);
+        assert_eq!(d.popularity_buckets, [10, 20, 30]);
+        assert_eq!(d.popularity_weights, [0.5, 0.3, 0.2]);
+        assert_eq!(d.val_size_range, [31, 63, 95, 127]);
+        assert_eq!(d.val_size_range_probability, [0.4, 0.3, 0.2, 0.1]);
+        // Upstream's, where the conformance data is here.
+        if let Some(cfg) = testenv::conformance(
+            "cachebench/test_configs/hit_ratio/graph_cache_leader_assocs/config.json",
+        ) {
+            let l = load(&cfg, true).unwrap();
+            let d = &l.instances[0].test.distribution;
+            assert_eq!(
+                (d.popularity_buckets.len(), d.popularity_weights.len()),
+                (563, 563)
+            );
+            assert_eq!(
+                (d.val_size_range.len(), d.val_size_range_probability.len()),
+                (2956, 2956)
+            );
+            assert_eq!(d.val_size_range[..3], [31, 63, 95]);
+        }
         let (dir, p) =
             write(r#"{"cache_config": {}, "test_config": {"popDistFile": "missing.json"}}"#);
         let e = load(&p, false).unwrap_err().to_string();

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{rackbench, text};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
@@ -282,14 +282,14 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
     // measured run asks for half of that, so hashd can hold a footprint
     // beyond its memory at it.
     let probe = d.path().join("probe.json");
-    let o = rackbench(d.path())
-        .args(["resctl", "--test", "--mem-profile", "1", "-d"])
-        .arg(d.path())
-        .arg("-r")
-        .arg(&probe)
-        .args(["run", "storage:loops=1,rps-max=60"])
-        .output()
-        .unwrap();
+    let o = resctl_test_run(
+        d.path(),
+        &probe,
+        &["--mem-profile", "1"],
+        "storage:loops=1,rps-max=60",
+    )
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let served = journal(&probe)[0]["record"]["runs"]
         .as_array()
@@ -302,12 +302,8 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
     let rps = ((served / 2.0).floor() as u64).max(1);
     eprintln!("storage: hashd served {served:.1} rps under the share here; the run asks {rps}");
     let result = d.path().join("result.json");
-    let o = rackbench(d.path())
-        .args(["resctl", "--test", "--mem-profile", "1", "-d"])
-        .arg(d.path())
-        .arg("-r")
-        .arg(&result)
-        .args(["run", &format!("storage:loops=2,rps-max={rps}")])
+    let spec = format!("storage:loops=2,rps-max={rps}");
+    let o = resctl_test_run(d.path(), &result, &["--mem-profile", "1"], &spec)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -366,6 +362,24 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `rackbench resctl --test [EXTRA] -d DIR -r RESULT run SPEC`, in DIR.
+fn resctl_test_run(
+    dir: &std::path::Path,
+    result: &std::path::Path,
+    extra: &[&str],
+    spec: &str,
+) -> Command {
+    let mut c = rackbench(dir);
+    c.args(["resctl", "--test"])
+        .args(extra)
+        .arg("-d")
+        .arg(dir)
+        .arg("-r")
+        .arg(result)
+        .args(["run", spec]);
+    c
+}
+
 fn journal(p: &std::path::Path) -> Vec<serde_json::Value> {
     serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap())
         .unwrap()
@@ -389,15 +403,15 @@ fn resctl_bench_protection_runs_end_to_end() {
     let d = tempfile::tempdir().unwrap();
     let result = d.path().join("result.json");
     let run = || {
-        rackbench(d.path())
-            .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
-            .args(["resctl", "--test", "-d"])
-            .arg(d.path())
-            .arg("-r")
-            .arg(&result)
-            .args(["run", "protection:id=t:scenario=mem-hog,loops=1"])
-            .output()
-            .unwrap()
+        resctl_test_run(
+            d.path(),
+            &result,
+            &[],
+            "protection:id=t:scenario=mem-hog,loops=1",
+        )
+        .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
+        .output()
+        .unwrap()
     };
     let o = run();
     let err = text(&o.stderr);
@@ -487,15 +501,15 @@ fn resctl_bench_fails_cleanly_when_hashd_dies() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, knobs.as_bytes()).unwrap();
     std::fs::write(&result, gz.finish().unwrap()).unwrap();
-    let o = rackbench(d.path())
-        .env("RACKBENCH_FAULT_HASHD_EXIT_AFTER", "3")
-        .args(["resctl", "--test", "-d"])
-        .arg(d.path())
-        .arg("-r")
-        .arg(&result)
-        .args(["run", "protection:passive=mem/io:scenario=mem-hog,loops=1"])
-        .output()
-        .unwrap();
+    let o = resctl_test_run(
+        d.path(),
+        &result,
+        &[],
+        "protection:passive=mem/io:scenario=mem-hog,loops=1",
+    )
+    .env("RACKBENCH_FAULT_HASHD_EXIT_AFTER", "3")
+    .output()
+    .unwrap();
     let err = text(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("stopped: hashd exited"), "{err}");
@@ -601,12 +615,7 @@ fn resctl_bench_iocost_params_measures_with_fio() {
     }
     let d = tempfile::tempdir_in("/var/tmp").unwrap();
     let result = d.path().join("r.json");
-    let o = rackbench(d.path())
-        .args(["resctl", "--test", "-d"])
-        .arg(d.path())
-        .arg("-r")
-        .arg(&result)
-        .args(["run", "iocost-params"])
+    let o = resctl_test_run(d.path(), &result, &[], "iocost-params")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
