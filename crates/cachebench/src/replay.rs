@@ -58,7 +58,12 @@ fn thread_of(key: &[u8], threads: usize) -> usize {
     (h % threads.max(1) as u64) as usize
 }
 
-/// Reads the trace files in order.
+/// The longest key CacheLib stores (`KAllocation::kKeyMaxLen`).
+pub const MAX_KEY_LEN: usize = 255;
+
+/// Reads the trace files in order. A line that cannot be parsed (unknown
+/// op, bad number, empty key, a key longer than [`MAX_KEY_LEN`] with its
+/// `key_size` padding) is counted in `parse_errors` and skipped.
 pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, String> {
     let mut trace = Trace {
         per_thread: vec![Vec::new(); opts.threads.max(1)],
@@ -113,11 +118,20 @@ pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, S
                     Some(c) => get(c)?.parse().ok()?,
                     None => 0,
                 };
+                // CacheLib's keys are at most 255 bytes (an 8-bit length);
+                // a longer key, or padding to one, is a bad line, not an
+                // allocation of whatever size the trace asks for.
                 if let Some(c) = key_size_col {
                     let want: usize = get(c)?.parse().ok()?;
+                    if want > MAX_KEY_LEN {
+                        return None;
+                    }
                     if key.len() < want {
                         key.resize(want, b'0');
                     }
+                }
+                if key.len() > MAX_KEY_LEN {
+                    return None;
                 }
                 Some((key, op, size, count, ttl))
             })();
@@ -195,6 +209,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.lines, 48);
+    }
+
+    /// key_size pads up to CacheLib's 255-byte keys; a line asking for
+    /// more (or with a longer key) is a bad line, not a huge allocation
+    /// (found by the cachebench_trace fuzz target).
+    #[test]
+    fn key_size_beyond_the_key_limit_is_a_bad_line() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("t.csv");
+        let long = "k".repeat(256);
+        std::fs::write(
+            &f,
+            format!(
+                "key,op,size,key_size\na,GET,1,255\nb,GET,1,256\nc,GET,1,99999999999999\n{long},GET,1,0\n"
+            ),
+        )
+        .unwrap();
+        let opts = ReplayOptions {
+            threads: 1,
+            amp_factor: 1,
+            repeat_op_count: true,
+            fast_forward: 0,
+        };
+        let t = load(&[&f], &opts).unwrap();
+        assert_eq!((t.lines, t.parse_errors), (4, 3));
+        assert_eq!(t.per_thread[0][0].key.len(), MAX_KEY_LEN);
     }
 
     #[test]

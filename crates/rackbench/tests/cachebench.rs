@@ -516,3 +516,62 @@ fn pool_rebalancing_releases_slabs() {
     assert!(out.contains("  Evictions : attempts: "), "{out}");
     assert_eq!(report(&o)["metrics"]["inconsistencies"], 0);
 }
+
+/// CacheBench killed (SIGKILL) mid-run: the progress stats file holds every
+/// block written so far, each complete (the file is written block by block,
+/// never half a line).
+#[test]
+fn a_run_killed_mid_way_leaves_complete_progress_stats() {
+    let d = tempfile::tempdir().unwrap();
+    let stats = d.path().join("stats.log");
+    // dram_mini with more operations than any machine does in 120 s.
+    let config = d.path().join("long.json");
+    let mini = include_str!("../../cachebench/configs/dram_mini.json");
+    std::fs::write(
+        &config,
+        mini.replace("\"numOps\" : 50000", "\"numOps\" : 50000000000"),
+    )
+    .unwrap();
+    let mut child = rackbench(d.path())
+        .arg("cachebench")
+        .arg("--json_test_config")
+        .arg(&config)
+        .args(["--timeout_seconds", "120", "--progress", "1"])
+        .arg("--progress_stats_file")
+        .arg(&stats)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let blocks = |s: &str| s.matches("== Throughput Stats ==").count();
+    let t0 = std::time::Instant::now();
+    while blocks(&std::fs::read_to_string(&stats).unwrap_or_default()) < 3 {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "no progress written in 60 s: {:?}",
+            std::fs::read_to_string(&stats)
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "cachebench ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let k = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    let s = std::fs::read_to_string(&stats).unwrap();
+    assert!(s.ends_with('\n'), "a half-written line: {s:?}");
+    assert!(blocks(&s) >= 3, "{s}");
+    // Every block is whole: the header and its throughput line.
+    for block in s.split("== Throughput Stats ==").skip(1) {
+        assert!(block.contains("Total Ops"), "a partial block: {block:?}");
+    }
+}

@@ -295,22 +295,37 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
         .len();
     assert!(n > 500, "{n} RPCs");
 
-    // Kill a node manager in the middle of a 30 s test: the test fails
-    // within seconds, naming the node, and run_tests exits non-zero.
+    // Kill a node manager in the middle of the second test of a sequence
+    // (1 s, then 30 s): the run fails within seconds, naming the node,
+    // run_tests exits non-zero, and the outfile written after the first
+    // test is intact and holds it.
+    build_config(d.path(), "short.config", &["-t", "1", "client_server"]);
     build_config(
         d.path(),
         "long.config",
         &["-t", "30", "client_server:parallel_queries=2"],
     );
+    let two = [
+        std::fs::read_to_string(d.path().join("short.config")).unwrap(),
+        std::fs::read_to_string(d.path().join("long.config")).unwrap(),
+    ]
+    .concat();
+    std::fs::write(d.path().join("two.config"), two).unwrap();
+    let partial = d.path().join("partial.pb");
     let run = rackbench(d.path())
-        .args(["--no-store", "--output-dir"])
-        .arg(d.path().join("reports"))
-        .args(["distbench", "run_tests", &flag, "--infile=long.config"])
+        .args(["distbench", "run_tests", &flag, "--infile=two.config"])
+        .arg("--binary_output")
+        .arg(format!("--outfile={}", partial.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    let t0 = std::time::Instant::now();
+    while !partial.exists() && t0.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(partial.exists(), "the first test never finished");
+    std::thread::sleep(std::time::Duration::from_secs(1));
     n1.0.kill().unwrap();
     let t0 = std::time::Instant::now();
     let o = run.wait_with_output().unwrap();
@@ -326,6 +341,9 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
         err.contains("node manager node") && err.contains("died"),
         "{err}"
     );
+    let saved: distbench::proto::TestSequenceResults = distbench::files::read(&partial).unwrap();
+    assert_eq!(saved.test_results.len(), 1, "only the first test completed");
+    assert!(saved.test_results[0].service_logs.is_some());
 }
 
 /// `start_localhost` with a generated test: the report's metrics.

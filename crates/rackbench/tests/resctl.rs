@@ -7,7 +7,7 @@ mod common;
 
 use common::{rackbench, text};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[test]
 fn hashd_runs_writes_its_files_and_reloads_params() {
@@ -484,7 +484,7 @@ fn resctl_bench_protection_runs_end_to_end() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// hashd dying mid-run fails the job with the reason; the journal keeps
+/// hashd killed (SIGKILL) mid-run fails the job with the reason; the journal keeps
 /// the completed hashd-params and the incomplete protection entry. The
 /// run is passive for memory and IO, which its controls say.
 #[test]
@@ -501,18 +501,49 @@ fn resctl_bench_fails_cleanly_when_hashd_dies() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, knobs.as_bytes()).unwrap();
     std::fs::write(&result, gz.finish().unwrap()).unwrap();
-    let o = resctl_test_run(
+    let run = resctl_test_run(
         d.path(),
         &result,
         &[],
         "protection:passive=mem/io:scenario=mem-hog,loops=1",
     )
-    .env("RACKBENCH_FAULT_HASHD_EXIT_AFTER", "3")
-    .output()
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
     .unwrap();
+    // Once hashd runs (found by its test files under our directory), give
+    // it 3 s, then SIGKILL it.
+    let pattern = format!("hashd -t {}", d.path().display());
+    let t0 = Instant::now();
+    let pid = loop {
+        let o = Command::new("pgrep")
+            .args(["-f", &pattern])
+            .output()
+            .unwrap();
+        let pids = text(&o.stdout);
+        if let Some(p) = pids.split_whitespace().next() {
+            break p.to_string();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "hashd never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    let k = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    assert!(k.success());
+    let t1 = Instant::now();
+    let o = run.wait_with_output().unwrap();
     let err = text(&o.stderr);
+    assert!(
+        t1.elapsed() < Duration::from_secs(60),
+        "the bench took {:?} to stop after hashd was killed: {err}",
+        t1.elapsed()
+    );
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("stopped: hashd exited"), "{err}");
+    assert!(err.contains("signal: 9"), "{err}");
     // passive=mem/io: hashd unprotected, the hog held only below the
     // whole memory, IO control untouched.
     assert!(

@@ -341,10 +341,6 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         Search::Mem(_) => Phase::BenchMemUp,
         Search::None => Phase::Running,
     };
-    // Fault injection for tests: exit abruptly after this many seconds.
-    let die_after: Option<f64> = std::env::var("RACKBENCH_FAULT_HASHD_EXIT_AFTER")
-        .ok()
-        .and_then(|v| v.parse().ok());
     let result = hashd.run(
         &mut |c| {
             if let Some(l) = log.as_mut() {
@@ -352,10 +348,6 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             }
         },
         &mut |s| {
-            if die_after.is_some_and(|d| start.elapsed().as_secs_f64() >= d) {
-                eprintln!("hashd: exiting as RACKBENCH_FAULT_HASHD_EXIT_AFTER asks");
-                std::process::exit(3);
-            }
             history.push(s.clone());
             status.add(s);
             if let Some(p) = &report_path
