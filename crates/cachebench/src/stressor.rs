@@ -605,7 +605,9 @@ mod tests {
             &Progress::default(),
         );
         assert_eq!(s.throughput.ops, 2000);
-        assert!((0.4..1.5).contains(&s.elapsed_secs), "{}", s.elapsed_secs);
+        // Paced: not faster than the rate allows; the upper bound leaves
+        // room for a loaded machine.
+        assert!((0.4..5.0).contains(&s.elapsed_secs), "{}", s.elapsed_secs);
     }
 
     #[test]

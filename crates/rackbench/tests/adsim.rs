@@ -272,7 +272,7 @@ fn a_server_that_goes_away_ends_the_client_with_its_probes_so_far() {
     let d = dir.path();
     let mut server = start_server(d, &["--bind", "127.0.0.1"]);
     let port = server.port.to_string();
-    let client = rackbench(d)
+    let mut client = rackbench(d)
         .args([
             "adsim",
             "client",
@@ -299,8 +299,32 @@ fn a_server_that_goes_away_ends_the_client_with_its_probes_so_far() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Let the search run a few probes, then stop the server.
-    std::thread::sleep(Duration::from_secs(14));
+    // Once the search has written two probe rows (after the CSV header),
+    // however long that takes on this machine, stop the server.
+    let stdout = client.stdout.take().unwrap();
+    let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let rows = rows.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                rows.lock().unwrap().push(line);
+            }
+        })
+    };
+    let csv_rows = |v: &[String]| v.iter().filter(|l| l.split(',').count() == 7).count();
+    let t0 = Instant::now();
+    while csv_rows(&rows.lock().unwrap()) < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no two probes in 180 s: {:?}",
+            rows.lock().unwrap()
+        );
+        assert!(
+            client.try_wait().unwrap().is_none(),
+            "the client ended early"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let _ = server.child.kill();
     let _ = server.child.wait();
     let t = Instant::now();
@@ -309,7 +333,9 @@ fn a_server_that_goes_away_ends_the_client_with_its_probes_so_far() {
         t.elapsed() < Duration::from_secs(60),
         "the client hung after the server died"
     );
-    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    reader.join().unwrap();
+    let so = rows.lock().unwrap().join("\n");
+    let se = text(&out.stderr);
     assert!(!out.status.success(), "{se}");
     let m = report_metrics(d);
     assert_eq!(m["success"], Value::Bool(false));

@@ -293,7 +293,7 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
     let n = log.peer_logs["server/0"].rpc_logs[&0]
         .successful_rpc_samples
         .len();
-    assert!(n > 500, "{n} RPCs");
+    assert!(n > 50, "{n} RPCs");
 
     // Kill a node manager in the middle of the second test of a sequence
     // (1 s, then 30 s): the run fails within seconds, naming the node,
