@@ -65,6 +65,10 @@ impl Workload for AdSim {
         }
     }
 
+    fn is_helper(&self, args: &[String]) -> bool {
+        args.iter().any(|a| a == "--print-config")
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse_any(args)? {
             Parsed::Server(a) => run_server(&a, ctx),

@@ -309,7 +309,13 @@ pub fn normalize(arg: &str) -> String {
 /// Parses `args` (after the subcommand) with clap, as a usage error.
 pub fn parse_args<T: Parser>(sub: &str, args: &[String]) -> anyhow::Result<T> {
     let argv = std::iter::once(sub.to_string()).chain(args.iter().map(|a| normalize(a)));
-    T::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
+    T::try_parse_from(argv).map_err(|e| {
+        // clap's text starts with its own "error: ", and ours is added
+        // where the error is printed.
+        let text = e.render().to_string();
+        let text = text.trim_end();
+        anyhow::anyhow!("{}", text.strip_prefix("error: ").unwrap_or(text))
+    })
 }
 
 /// Keeps large buffers (payloads, HTTP/2 frames of 256 KiB responses) in

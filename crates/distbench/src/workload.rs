@@ -55,13 +55,7 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
         bail!("distbench needs a subcommand: {IMPLEMENTED}");
     };
     match sub.as_str() {
-        "check_test" => {
-            let argv = std::iter::once(sub.clone())
-                .chain(rest.iter().map(|a| crate::commands::normalize(a)));
-            CheckTestArgs::try_parse_from(argv)
-                .map(Command::CheckTest)
-                .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
-        }
+        "check_test" => Ok(Command::CheckTest(commands::parse_args(sub, rest)?)),
         "analyze" => Ok(Command::Analyze(analyze::Invocation::parse(rest)?)),
         "test_sequencer" => Ok(Command::Sequencer(commands::parse_args(sub, rest)?)),
         "node_manager" => Ok(Command::NodeManager(commands::parse_args(sub, rest)?)),
@@ -129,6 +123,13 @@ impl Workload for Distbench {
             Command::RunTests(a) => commands::run_tests_input(&a).map(|_| ()),
             Command::Localhost(a) => commands::localhost_tests(&a).map(|_| ()),
         }
+    }
+
+    fn is_helper(&self, args: &[String]) -> bool {
+        matches!(
+            args.first().map(String::as_str),
+            Some("check_test" | "test_builder" | "analyze")
+        )
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {

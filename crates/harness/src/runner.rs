@@ -61,6 +61,12 @@ pub trait Workload: Send + Sync {
     fn validate(&self, args: &[String]) -> anyhow::Result<()>;
     /// Runs; an `Err` is a failure whose message goes into the report.
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome>;
+    /// True when `args` name one of the tool's helper commands (a checker,
+    /// a generator, a formatter, a config dump): it measures nothing, so it
+    /// never produces a report or a store row, even with `--report`.
+    fn is_helper(&self, _args: &[String]) -> bool {
+        false
+    }
 }
 
 /// The workloads compiled into the binary.

@@ -310,7 +310,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", w.help());
                 return Ok(ExitCode::SUCCESS);
             }
-            if !cli.report {
+            let helper = w.is_helper(args);
+            if cli.report && helper {
+                eprintln!(
+                    "rackbench: '{name} {}' is a helper command: it measures nothing, so --report writes no report and no store row",
+                    args.join(" ")
+                );
+            }
+            if !cli.report || helper {
                 return Ok(
                     match harness::runner::execute_direct(w, args, &Cancel::global())? {
                         harness::runner::DirectEnd::Succeeded => ExitCode::SUCCESS,

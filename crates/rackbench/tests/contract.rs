@@ -195,6 +195,15 @@ fn a_bad_direct_command_fails_cleanly() {
         text(&o.stderr)
     );
     c.assert_clean("bad cachebench", &o, &[]);
+    // A usage error is clap's text under one "error: " prefix.
+    let o = c.run(&["distbench", "check_test", "x.config"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with("error: unexpected argument 'x.config'"),
+        "{err}"
+    );
+    assert!(!err.contains("error: error:"), "{err}");
 }
 
 /// `--report` opts in: the report JSON on stdout, the metrics folder and a
@@ -217,4 +226,42 @@ fn report_flag_adds_the_harness_report() {
     assert_eq!(dirs.len(), 1, "{:?}", c.files());
     assert!(Path::new(&c.db()).exists());
     assert_eq!(c.store_rows(), 1);
+}
+
+/// Helper commands measure nothing: even with `--report` they print only
+/// their own output, write no metrics folder and no store row, and say
+/// on stderr that the flag had no effect.
+#[test]
+fn helpers_never_report_even_with_the_flag() {
+    let c = Clean::new();
+    let o = c.run(&["--report", "distbench", "test_builder", "clique"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("helper command"),
+        "{}",
+        text(&o.stderr)
+    );
+    c.assert_clean("--report test_builder", &o, &[]);
+    c.write("x.config", &text(&o.stdout));
+    let o = c.run(&[
+        "--report",
+        "distbench",
+        "check_test",
+        "--infile",
+        "x.config",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    c.assert_clean("--report check_test", &o, &["x.config"]);
+    let o = c.run(&["--report", "adsim", "server", "--print-config"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap();
+    c.assert_clean("--report adsim --print-config", &o, &["x.config"]);
+    let o = c.run(&["--report", "resctl", "--test", "doc", "storage"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).starts_with("storage:"),
+        "{}",
+        text(&o.stdout)
+    );
+    c.assert_clean("--report resctl doc", &o, &["x.config"]);
 }

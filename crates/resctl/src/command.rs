@@ -213,6 +213,22 @@ impl Workload for Resctl {
         Ok(())
     }
 
+    fn is_helper(&self, args: &[String]) -> bool {
+        // The command is the first word that is neither an option nor the
+        // value of one (the same walk as `parse`, without its checks).
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "-r" | "--result" | "-d" | "--dir" | "--mem-profile" => {
+                    it.next();
+                }
+                _ if a.starts_with('-') => {}
+                cmd => return matches!(cmd, "format" | "summary" | "deps" | "doc"),
+            }
+        }
+        false
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         self.validate(args)?;
         match args.first().map(String::as_str) {
