@@ -332,6 +332,7 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics: m,
         success: outcome.success,
+        record: None,
     })
 }
 

@@ -141,6 +141,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         return Ok(Outcome {
             metrics: Map::new(),
             success: true,
+            record: None,
         });
     }
     let tls = if a.tls {
@@ -250,6 +251,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics: m,
         success: true,
+        record: None,
     })
 }
 
@@ -304,5 +306,6 @@ fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics,
         success: true,
+        record: None,
     })
 }

@@ -17,7 +17,7 @@ use crate::stressor::{self, Options, Progress};
 use crate::workload::{Generator, PoolMix, Spec};
 use anyhow::{Context, bail};
 use clap::Parser;
-use harness::{Outcome, RunContext, Workload};
+use harness::{Outcome, Record, RunContext, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
@@ -614,6 +614,40 @@ fn nvm_metrics(n: &crate::cache::NvmSide) -> Value {
     })
 }
 
+/// The version of [`CacheBenchRecord`]; raise it when the record's shape
+/// changes.
+const RECORD_VERSION: u32 = 1;
+
+/// What a CacheBench run keeps with its stored run: each instance's
+/// end-of-run figures and failure lines, and with several instances their
+/// sums. [`write_record`] prints upstream's end-of-run text from it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CacheBenchRecord {
+    pub instances: Vec<InstanceRecord>,
+    pub aggregated: Option<RunStats>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct InstanceRecord {
+    pub stats: RunStats,
+    /// The lines upstream prints after the figures when the run failed.
+    pub failures: Vec<String>,
+}
+
+/// Upstream's end-of-run text (`== Test Results ==` and what follows) for
+/// each instance, then our sums over several instances.
+pub fn write_record(r: &CacheBenchRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    for i in &r.instances {
+        let failures: Vec<&str> = i.failures.iter().map(String::as_str).collect();
+        write!(out, "{}", output::final_report(&i.stats, &failures))?;
+    }
+    if let Some(total) = &r.aggregated {
+        writeln!(out, "== Aggregated over {} instances ==", r.instances.len())?;
+        write!(out, "{}", output::final_report(total, &[]))?;
+    }
+    out.flush()
+}
+
 impl Workload for CacheBench {
     fn name(&self) -> &'static str {
         "cachebench"
@@ -641,6 +675,12 @@ impl Workload for CacheBench {
                 spec(c)?;
             }
         }
+        Ok(())
+    }
+
+    fn format(&self, record: &Record, out: &mut dyn Write) -> anyhow::Result<()> {
+        let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
+        write_record(&r, out)?;
         Ok(())
     }
 
@@ -918,6 +958,10 @@ impl Workload for CacheBench {
         }
         let mut per_instance = Vec::new();
         let mut total = RunStats::default();
+        let mut record = CacheBenchRecord {
+            instances: Vec::new(),
+            aggregated: None,
+        };
         for (i, mut r) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
             let mut failures = Vec::new();
@@ -936,8 +980,6 @@ impl Workload for CacheBench {
                     r.throughput.failed_threads
                 ));
             }
-            let failures: Vec<&str> = failures.iter().map(String::as_str).collect();
-            print!("{}", output::final_report(&r, &failures));
             per_instance.push(metrics_of(&r));
             total.throughput.add(&r.throughput);
             total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
@@ -948,12 +990,14 @@ impl Workload for CacheBench {
                     .get_or_insert_with(Default::default)
                     .add(l);
             }
+            record.instances.push(InstanceRecord { stats: r, failures });
         }
         if instances.len() > 1 {
             // Several instances: their sums after their own reports.
-            println!("== Aggregated over {} instances ==", instances.len());
-            print!("{}", output::final_report(&total, &[]));
+            record.aggregated = Some(total.clone());
         }
+        // The end-of-run text, from the record a saved run reprints.
+        write_record(&record, &mut std::io::stdout().lock())?;
         // One instance: its figures; several: the sums over all of them
         // (rates over the longest instance's time), each instance beside.
         if let Value::Object(all) = metrics_of(&total) {
@@ -998,6 +1042,7 @@ impl Workload for CacheBench {
         Ok(Outcome {
             metrics,
             success: !interrupted && consistent && nvm_failure.is_none(),
+            record: Some(Record::of(self.name(), RECORD_VERSION, &record)),
         })
     }
 }

@@ -246,6 +246,7 @@ fn serve(
     Ok(Outcome {
         metrics: m,
         success: true,
+        record: None,
     })
 }
 
@@ -457,6 +458,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics: m,
         success: outcome.success,
+        record: None,
     })
 }
 

@@ -212,6 +212,7 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
         Ok(Outcome {
             metrics: Map::new(),
             success: true,
+            record: None,
         })
     })
 }
@@ -383,14 +384,45 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
-/// Prints a test's summary lines on stderr (where upstream logs them;
-/// stdout carries the report).
-fn print_summary(_i: usize, r: &TestResult) {
-    eprintln!("Test summary:");
-    for line in &r.log_summary {
-        eprintln!("{line}");
+/// Prints a test's summary lines on stderr, where upstream logs them.
+fn print_summary(r: &TestResult) {
+    let _ = write_summary(&r.log_summary, &mut std::io::stderr().lock());
+}
+
+/// One test's `Test summary:` block.
+pub fn write_summary(lines: &[String], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(out, "Test summary:")?;
+    for line in lines {
+        writeln!(out, "{line}")?;
     }
-    eprintln!();
+    writeln!(out)
+}
+
+/// The version of [`DistbenchRecord`]; raise it when its shape changes.
+pub const RECORD_VERSION: u32 = 1;
+
+/// What a `run_tests` or `start_localhost` run keeps with its stored run:
+/// each finished test's summary lines (the results proto's `log_summary`,
+/// which upstream prints as `Test summary:`). The full results stay in the
+/// run's outfile.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DistbenchRecord {
+    pub tests_planned: usize,
+    pub tests: Vec<TestRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TestRecord {
+    pub name: String,
+    pub summary: Vec<String>,
+}
+
+/// The summaries a run printed, test by test.
+pub fn write_record(r: &DistbenchRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    for t in &r.tests {
+        write_summary(&t.summary, out)?;
+    }
+    out.flush()
 }
 
 /// Metrics of a run: one entry per test, and the first test's overall
@@ -426,9 +458,25 @@ fn outcome(
     if interrupted {
         m.insert("interrupted".into(), json!(true));
     }
+    let record = DistbenchRecord {
+        tests_planned: planned,
+        tests: results
+            .test_results
+            .iter()
+            .map(|r| TestRecord {
+                name: r
+                    .traffic_config
+                    .as_ref()
+                    .map(|c| c.name().to_string())
+                    .unwrap_or_default(),
+                summary: r.log_summary.clone(),
+            })
+            .collect(),
+    };
     Outcome {
         metrics: m,
         success,
+        record: Some(harness::Record::of("distbench", RECORD_VERSION, &record)),
     }
 }
 
@@ -475,6 +523,7 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
         Ok(Outcome {
             metrics: m,
             success: true,
+            record: None,
         })
     })
 }
@@ -520,6 +569,7 @@ pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result
         Ok(Outcome {
             metrics: m,
             success: true,
+            record: None,
         })
     })
 }
@@ -561,8 +611,8 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     let rt = runtime()?;
     let mut results = TestSequenceResults::default();
     let run = rt.block_on(async {
-        let fut = cluster::run_tests(&a.test_sequencer, &seq, |i, r| {
-            print_summary(i, r);
+        let fut = cluster::run_tests(&a.test_sequencer, &seq, |_, r| {
+            print_summary(r);
             results.test_results.push(r.clone());
             if let Some(p) = &outfile {
                 save(p, &results, a.binary_output).map_err(|e| format!("{e:#}"))?;
@@ -642,6 +692,7 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
             return Ok(Outcome {
                 metrics: Map::new(),
                 success: true,
+                record: None,
             });
         }
         let mut results = TestSequenceResults::default();
@@ -672,7 +723,7 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
             };
             match r {
                 Ok(r) => {
-                    print_summary(i, &r);
+                    print_summary(&r);
                     results.test_results.push(r);
                     save(&outfile, &results, true)?;
                 }

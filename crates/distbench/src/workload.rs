@@ -132,6 +132,12 @@ impl Workload for Distbench {
         )
     }
 
+    fn format(&self, record: &harness::Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let r: commands::DistbenchRecord = record.decode(self.name(), commands::RECORD_VERSION)?;
+        commands::write_record(&r, out)?;
+        Ok(())
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse(args)? {
             Command::CheckTest(a) => {
@@ -149,6 +155,7 @@ impl Workload for Distbench {
                 Ok(Outcome {
                     metrics,
                     success: true,
+                    record: None,
                 })
             }
             Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),

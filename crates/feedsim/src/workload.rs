@@ -225,6 +225,7 @@ fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics: m,
         success: true,
+        record: None,
     })
 }
 
@@ -873,6 +874,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         metrics: m,
         success: run.outcome.success,
+        record: None,
     })
 }
 
@@ -1073,6 +1075,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     Ok(Outcome {
         metrics: m,
         success,
+        record: None,
     })
 }
 

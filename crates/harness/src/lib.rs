@@ -4,7 +4,8 @@
 //! templates; [`vars`] resolves them with user input; [`runner`] runs hooks
 //! ([`hooks`]) around the workload and writes one report format
 //! ([`report`], with [`machine`] info) into `benchmark_metrics_<run_id>/` and
-//! the SQLite results store ([`store`]); [`score`] turns stored runs into
+//! the SQLite results store ([`store`]), with the workload's typed
+//! [`record`] from which its upstream text can be printed again; [`score`] turns stored runs into
 //! scores and comparisons. [`progress`] and [`cancel`] give long runs a
 //! progress display and a clean Ctrl-C.
 
@@ -15,6 +16,7 @@ pub mod job;
 pub mod machine;
 pub mod present;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod score;
@@ -24,4 +26,5 @@ pub mod vars;
 pub use cancel::Cancel;
 pub use job::{Catalogue, Job};
 pub use progress::Progress;
+pub use record::Record;
 pub use runner::{Invocation, Outcome, Registry, RunContext, Workload};

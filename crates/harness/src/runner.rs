@@ -6,6 +6,7 @@ use crate::fsutil::write_atomic;
 use crate::hooks::{self, Hook, HookContext};
 use crate::job::{Catalogue, HookSpec, Job};
 use crate::machine::{self, MachineInfo};
+use crate::record::Record;
 use crate::report::{Report, new_run_id};
 use crate::store::{RunRow, Store};
 use crate::vars::{Resolved, resolve};
@@ -42,12 +43,15 @@ impl RunContext {
     }
 }
 
-/// What a workload returns: its metrics and whether it met its own definition
-/// of success. A workload that is stopped returns what it measured so far.
+/// What a workload returns: its metrics, whether it met its own definition
+/// of success, and its typed record (from which [`Workload::format`]
+/// prints the upstream text again). A workload that is stopped returns what
+/// it measured so far.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub metrics: Map<String, Value>,
     pub success: bool,
+    pub record: Option<Record>,
 }
 
 /// A benchmark rackbench can run.
@@ -66,6 +70,12 @@ pub trait Workload: Send + Sync {
     /// never produces a report or a store row, even with `--report`.
     fn is_helper(&self, _args: &[String]) -> bool {
         false
+    }
+    /// Prints the upstream tool's text of a run again from the record its
+    /// `run` returned (`rackbench results show RUN --text`).
+    fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let _ = (record, out);
+        anyhow::bail!("{} keeps no record to print its text from", self.name())
     }
 }
 
@@ -289,7 +299,7 @@ pub fn execute(
                 iteration,
                 cancel: cancel.clone(),
             };
-            let (metrics, success) = run_one(p, &ctx);
+            let (metrics, success, record) = run_one(p, &ctx);
             let report = Report {
                 benchmark_args: p.resolved.argv.clone(),
                 benchmark_desc: p.job.description.clone(),
@@ -327,6 +337,7 @@ pub fn execute(
                     metrics: report.metrics.clone(),
                     report_path: Some(path.display().to_string()),
                     artifacts_dir: Some(out_dir.display().to_string()),
+                    record: record.clone(),
                 };
                 if let Err(e) = s.record(&row) {
                     eprintln!("error: {e}; the report is in {}", path.display());
@@ -388,8 +399,8 @@ pub fn execute_direct(
 }
 
 /// Hooks before, the workload under its timeout, hooks after (reverse order,
-/// always). Returns the metrics and the success flag.
-fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
+/// always). Returns the metrics, the success flag and the workload's record.
+fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool, Option<Record>) {
     let hctx = HookContext {
         out_dir: ctx.out_dir.clone(),
         job: ctx.job.clone(),
@@ -408,6 +419,7 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
     }
     let mut metrics = Map::new();
     let mut success = false;
+    let mut record = None;
     if failure.is_none() {
         eprintln!(
             "running job {} (iteration {}): {} {}",
@@ -426,6 +438,7 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
             Ok(o) => {
                 metrics = o.metrics;
                 success = o.success;
+                record = o.record;
             }
             Err(e) => failure = Some(format!("{e:#}")),
         }
@@ -463,7 +476,7 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool) {
         metrics.insert("error".into(), json!(f));
         success = false;
     }
-    (metrics, success)
+    (metrics, success, record)
 }
 
 /// Raises the stop flag when a job runs past its timeout.

@@ -4,6 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::record::Record;
 use std::path::{Path, PathBuf};
 
 /// A store could not be opened or used; the message names the file.
@@ -31,6 +33,9 @@ pub struct RunRow {
     pub metrics: Value,
     pub report_path: Option<String>,
     pub artifacts_dir: Option<String>,
+    /// The workload's typed result (None for runs recorded before records
+    /// were kept, and for a job that failed before its workload returned).
+    pub record: Option<Record>,
 }
 
 /// The database.
@@ -54,7 +59,8 @@ CREATE TABLE IF NOT EXISTS runs (
     machine       TEXT    NOT NULL,
     metrics       TEXT    NOT NULL,
     report_path   TEXT,
-    artifacts_dir TEXT
+    artifacts_dir TEXT,
+    record        TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_run_id ON runs(run_id);
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job, timestamp);
@@ -93,6 +99,23 @@ impl Store {
             .map_err(|e| err(format!("not a usable SQLite database ({e})")))?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| err(format!("cannot create the schema: {e}")))?;
+        // Stores made before records were kept lack the column; add it (a
+        // parallel instance may have added it first).
+        let has_record: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'record'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| err(format!("cannot read the schema: {e}")))?;
+        if !has_record {
+            if let Err(e) = conn.execute("ALTER TABLE runs ADD COLUMN record TEXT", []) {
+                if !e.to_string().contains("duplicate column") {
+                    return Err(err(format!("cannot add the record column: {e}")));
+                }
+            }
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -114,8 +137,8 @@ impl Store {
     pub fn record(&self, r: &RunRow) -> Result<i64, StoreError> {
         self.conn
             .execute(
-                "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     r.run_id,
                     r.job,
@@ -130,6 +153,9 @@ impl Store {
                     r.metrics.to_string(),
                     r.report_path,
                     r.artifacts_dir,
+                    r.record
+                        .as_ref()
+                        .map(|rec| serde_json::to_string(rec).expect("json")),
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -143,6 +169,7 @@ impl Store {
                 let args: String = row.get(9)?;
                 let machine: String = row.get(10)?;
                 let metrics: String = row.get(11)?;
+                let record: Option<String> = row.get(14)?;
                 Ok(RunRow {
                     id: row.get(0)?,
                     run_id: row.get(1)?,
@@ -158,13 +185,14 @@ impl Store {
                     metrics: serde_json::from_str(&metrics).unwrap_or(Value::Null),
                     report_path: row.get(12)?,
                     artifacts_dir: row.get(13)?,
+                    record: record.and_then(|r| serde_json::from_str(&r).ok()),
                 })
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
-    const COLS: &'static str = "id, run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir";
+    const COLS: &'static str = "id, run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record";
 
     /// The most recent `limit` rows, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
@@ -259,6 +287,7 @@ pub(crate) mod tests {
             metrics: json!({"final_achieved_qps": qps, "nested": {"p99_ms": 2.0}, "history": [1, 2]}),
             report_path: None,
             artifacts_dir: Some("d".into()),
+            record: None,
         }
     }
 
@@ -279,6 +308,34 @@ pub(crate) mod tests {
         assert_eq!(s.recent(10).unwrap()[0].run_id, "bbbbbbbb");
         assert!(s.has_run("bbbbbbbb").unwrap());
         assert!(!s.has_run("cccccccc").unwrap());
+    }
+
+    #[test]
+    fn keeps_records_and_upgrades_a_store_made_without_them() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("old.db");
+        // A store as rackbench made it before records were kept.
+        let old = SCHEMA.replace(",\n    record        TEXT", "");
+        assert!(!old.contains("record"));
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(&old).unwrap();
+        c.execute(
+            "INSERT INTO runs (run_id, job, benchmark, iteration, timestamp, success, hostname, args, machine, metrics)
+             VALUES ('oldrun00', 'j', 'calibrate', 1, 1, 1, 'h', '[]', '{}', '{}')",
+            [],
+        )
+        .unwrap();
+        drop(c);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.by_run_id("oldrun00").unwrap()[0].record, None);
+        let rec = Record::of("calibrate", 1, &json!({"qps": 3}));
+        let mut r = row("newrun00", "j", 1.0, true);
+        r.record = Some(rec.clone());
+        s.record(&r).unwrap();
+        drop(s);
+        // Opening again (column present) changes nothing.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.by_run_id("newrun00").unwrap()[0].record, Some(rec));
     }
 
     #[test]

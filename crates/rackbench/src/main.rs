@@ -112,10 +112,53 @@ enum ResultsCmd {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
-    /// The reports of one run id.
-    Show { run_id: String },
+    /// The stored rows of one run id (JSON), or with --text the upstream
+    /// tool's text of each job, printed again from its stored record.
+    Show {
+        run_id: String,
+        /// Print what the upstream tool printed at the end of each job (e.g.
+        /// CacheBench's Test Results block) instead of the rows' JSON.
+        #[arg(long)]
+        text: bool,
+    },
     /// Each shared metric of two runs side by side, with the relative change.
     Compare { run_a: String, run_b: String },
+}
+
+/// `results show RUN --text`: each row's upstream text from its record. A
+/// row without one is named on stderr; it is an error when no row had one.
+fn show_text(reg: &Registry, rows: &[harness::store::RunRow]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut printed = 0;
+    let several = rows.len() > 1;
+    for row in rows {
+        let what = format!("job {} (iteration {})", row.job, row.iteration);
+        let Some(rec) = &row.record else {
+            eprintln!(
+                "{what}: no record stored (recorded before rackbench kept records, or the job failed before its workload finished)"
+            );
+            continue;
+        };
+        let Some(w) = reg.get(&row.benchmark) else {
+            eprintln!(
+                "{what}: benchmark '{}' is not in this rackbench",
+                row.benchmark
+            );
+            continue;
+        };
+        if several {
+            eprintln!("== {what} ==");
+        }
+        w.format(rec, &mut out)
+            .with_context(|| format!("{what}: cannot print its {} text", row.benchmark))?;
+        out.flush()?;
+        printed += 1;
+    }
+    if printed == 0 {
+        anyhow::bail!("run {} has no job with a stored record", rows[0].run_id);
+    }
+    Ok(())
 }
 
 fn registry() -> Registry {
@@ -272,7 +315,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let store = Store::open(&store_path(&cli.db))?;
             match what {
                 ResultsCmd::List { limit } => print!("{}", present::runs(&store.recent(limit)?)),
-                ResultsCmd::Show { run_id } => {
+                ResultsCmd::Show { run_id, text } => {
                     let rows = store.by_run_id(&run_id)?;
                     if rows.is_empty() {
                         anyhow::bail!(
@@ -280,7 +323,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             store.path().display()
                         );
                     }
-                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                    if text {
+                        show_text(&reg, &rows)?;
+                    } else {
+                        println!("{}", serde_json::to_string_pretty(&rows)?);
+                    }
                 }
                 ResultsCmd::Compare { run_a, run_b } => {
                     let a = store.by_run_id(&run_a)?;

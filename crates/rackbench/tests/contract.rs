@@ -265,3 +265,69 @@ fn helpers_never_report_even_with_the_flag() {
     );
     c.assert_clean("--report resctl doc", &o, &["x.config"]);
 }
+
+/// The report JSON a run printed last on stdout, and the text before it.
+fn split_report(out: &str) -> (String, serde_json::Value) {
+    let (text, last) = match out.trim_end().rsplit_once('\n') {
+        Some((t, l)) => (format!("{t}\n"), l),
+        None => (String::new(), out.trim_end()),
+    };
+    (text, serde_json::from_str(last).unwrap())
+}
+
+/// A stored run prints its upstream text again, byte for byte what the run
+/// printed from `== Test Results ==` on: for a job (`rackbench run`), and
+/// for a direct command with `--report` on a hybrid cache, whose NVM
+/// latency histograms go through the record too.
+#[test]
+fn results_show_text_reprints_a_stored_run() {
+    let c = Clean::new();
+    for argv in [
+        vec!["run", "cachebench_mini"],
+        vec![
+            "--report",
+            "cachebench",
+            "--json_test_config",
+            "builtin:hybrid_mini",
+        ],
+    ] {
+        let o = c.run(&argv);
+        assert!(o.status.success(), "{argv:?}: {}", text(&o.stderr));
+        let (printed, report) = split_report(&text(&o.stdout));
+        let run_id = report["run_id"].as_str().unwrap();
+        let from = printed.find("== Test Results ==").unwrap();
+        let block = &printed[from..];
+        let o = c.run(&["results", "show", run_id, "--text"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), block, "{argv:?}");
+        // The JSON view carries the typed record.
+        let o = c.run(&["results", "show", run_id]);
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(rows[0]["record"]["kind"], "cachebench", "{rows}");
+        assert_eq!(rows[0]["record"]["version"], 1);
+    }
+    assert!(text(&c.run(&["results", "show", "nosuchrun", "--text"]).stderr).contains("no run"));
+}
+
+/// Distbench logs each test's summary on stderr, as upstream does; a stored
+/// run prints the same block again.
+#[test]
+fn results_show_text_reprints_distbench_summaries() {
+    let c = Clean::new();
+    let o = c.run(&["run", "distbench_mini"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (_, report) = split_report(&text(&o.stdout));
+    let err = text(&o.stderr);
+    let from = err.find("Test summary:\n").unwrap();
+    let len = err[from..].find("\n\n").unwrap() + 2;
+    let block = &err[from..from + len];
+    assert!(block.lines().count() > 2, "{block}");
+    let o = c.run(&[
+        "results",
+        "show",
+        report["run_id"].as_str().unwrap(),
+        "--text",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), block);
+}

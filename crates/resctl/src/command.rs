@@ -234,13 +234,18 @@ impl Workload for Resctl {
         match args.first().map(String::as_str) {
             Some("hashd") => {
                 let (metrics, success) = crate::hashd::command::run(&args[1..], &ctx.cancel)?;
-                return Ok(Outcome { metrics, success });
+                return Ok(Outcome {
+                    metrics,
+                    success,
+                    record: None,
+                });
             }
             Some("mem-hog") => {
                 crate::hog::command(&args[1..], &ctx.cancel)?;
                 return Ok(Outcome {
                     metrics: Map::new(),
                     success: true,
+                    record: None,
                 });
             }
             _ => {}
@@ -274,6 +279,10 @@ impl Workload for Resctl {
                 true
             }
         };
-        Ok(Outcome { metrics, success })
+        Ok(Outcome {
+            metrics,
+            success,
+            record: None,
+        })
     }
 }

@@ -52,7 +52,7 @@ pub enum AllocError {
 }
 
 /// Per-pool counters, as CacheBench's allocator stats.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PoolStats {
     pub alloc_attempts: u64,
     pub alloc_successes: u64,
@@ -64,7 +64,7 @@ pub struct PoolStats {
 }
 
 /// Whole-cache counters.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub gets: u64,
     pub hits: u64,
@@ -78,7 +78,7 @@ pub struct Stats {
 }
 
 /// Slab releases of pool rebalancing, as CacheBench reports them.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReleaseStats {
     pub slabs_released: u64,
     pub move_attempts: u64,

@@ -67,7 +67,7 @@ impl HybridOptions {
 }
 
 /// The hybrid layer's counters, as CacheBench's NVM lines.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HybridCounters {
     /// NVM lookups (DRAM misses that went to NVM).
     pub nvm_gets: u64,
@@ -89,7 +89,7 @@ pub struct HybridCounters {
 }
 
 /// A hybrid cache's NVM side of [`Stats`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct NvmSide {
     pub counters: HybridCounters,
     pub engine: NvmStats,

@@ -109,7 +109,7 @@ pub enum InsertResult {
 }
 
 /// Counters since the engine started.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BigHashStats {
     /// Successful inserts (new keys and replacements).
     pub inserts: u64,

@@ -192,7 +192,7 @@ pub enum DeviceError {
 }
 
 /// A snapshot of the device's activity.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceStats {
     /// Successful `read_at` calls.
     pub reads: u64,
@@ -205,8 +205,10 @@ pub struct DeviceStats {
     /// `write_at` calls that failed in the device.
     pub write_errors: u64,
     /// Microseconds per successful `read_at` call.
+    #[serde(with = "crate::stats::histogram")]
     pub read_latency_us: Histogram<u64>,
     /// Microseconds per successful `write_at` call.
+    #[serde(with = "crate::stats::histogram")]
     pub write_latency_us: Histogram<u64>,
 }
 

@@ -88,7 +88,7 @@ pub enum Admission {
 }
 
 /// Counters of the NVM tier.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct NvmStats {
     pub lookups: u64,
     pub hits: u64,
@@ -102,7 +102,9 @@ pub struct NvmStats {
     pub large: Option<RegionStats>,
     pub device: DeviceStats,
     /// Microseconds per lookup and per insert.
+    #[serde(with = "crate::stats::histogram::option")]
     pub read_latency_us: Option<hdrhistogram::Histogram<u64>>,
+    #[serde(with = "crate::stats::histogram::option")]
     pub write_latency_us: Option<hdrhistogram::Histogram<u64>>,
     /// The current admission probability (1 without a policy).
     pub admission_probability: f64,

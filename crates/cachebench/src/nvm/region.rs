@@ -86,7 +86,7 @@ pub struct RegionConfig {
 }
 
 /// Counters of the region engine.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RegionStats {
     pub inserts: u64,
     pub too_large: u64,

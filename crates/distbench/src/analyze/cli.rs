@@ -121,6 +121,7 @@ impl Invocation {
         Ok(Outcome {
             metrics,
             success: true,
+            record: None,
         })
     }
 }

@@ -51,6 +51,7 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
             return Ok(Outcome {
                 metrics,
                 success: false,
+                record: None,
             });
         }
     }
@@ -65,6 +66,7 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
     Ok(Outcome {
         metrics,
         success: true,
+        record: None,
     })
 }
 

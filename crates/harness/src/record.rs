@@ -1,0 +1,121 @@
+//! A workload's typed result, kept with its run so that the upstream text of
+//! the run can be printed again later (`rackbench results show RUN --text`).
+//!
+//! Each workload defines its own record type (serde, with a version number
+//! of its own) and renders the upstream text from it. A direct command
+//! prints its final text through the same rendering, so what a saved run
+//! reprints is what the run printed. The harness stores a record as
+//! `{"kind": ..., "version": ..., "data": ...}` in the run's store row; it
+//! never looks inside `data`.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One workload result, tagged with the workload that made it and the
+/// version of its record type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The workload's name (`cachebench`, `distbench`, ...).
+    pub kind: String,
+    /// The version of the workload's record type.
+    pub version: u32,
+    pub data: Value,
+}
+
+/// A stored record that its workload cannot read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RecordError {
+    #[error("the record is a {found} record, not a {expected} one")]
+    Kind { expected: String, found: String },
+    #[error(
+        "the {kind} record has version {found}; this rackbench reads version {expected} (the run was recorded by {})",
+        if found > expected { "a newer rackbench" } else { "an older rackbench" }
+    )]
+    Version {
+        kind: String,
+        expected: u32,
+        found: u32,
+    },
+    #[error("the {kind} record (version {version}) does not parse: {message}")]
+    Data {
+        kind: String,
+        version: u32,
+        message: String,
+    },
+}
+
+impl Record {
+    /// Wraps a workload's typed result.
+    pub fn of<T: Serialize>(kind: &str, version: u32, data: &T) -> Record {
+        Record {
+            kind: kind.to_string(),
+            version,
+            // The record types are plain data (numbers, strings, vectors,
+            // maps with string keys), which always serialise.
+            data: serde_json::to_value(data).unwrap_or(Value::Null),
+        }
+    }
+
+    /// Reads the typed result back, checking that it is `kind`'s record of
+    /// `version`.
+    pub fn decode<T: DeserializeOwned>(&self, kind: &str, version: u32) -> Result<T, RecordError> {
+        if self.kind != kind {
+            return Err(RecordError::Kind {
+                expected: kind.to_string(),
+                found: self.kind.clone(),
+            });
+        }
+        if self.version != version {
+            return Err(RecordError::Version {
+                kind: kind.to_string(),
+                expected: version,
+                found: self.version,
+            });
+        }
+        serde_json::from_value(self.data.clone()).map_err(|e| RecordError::Data {
+            kind: kind.to_string(),
+            version,
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct R {
+        ops: u64,
+        lines: Vec<String>,
+    }
+
+    #[test]
+    fn round_trips_and_checks_kind_and_version() {
+        let r = R {
+            ops: 7,
+            lines: vec!["a".into()],
+        };
+        let rec = Record::of("cachebench", 2, &r);
+        let text = serde_json::to_string(&rec).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.decode::<R>("cachebench", 2).unwrap(), r);
+        assert!(matches!(
+            back.decode::<R>("distbench", 2),
+            Err(RecordError::Kind { .. })
+        ));
+        let e = back.decode::<R>("cachebench", 1).unwrap_err();
+        assert!(e.to_string().contains("a newer rackbench"), "{e}");
+        let e = back.decode::<R>("cachebench", 3).unwrap_err();
+        assert!(e.to_string().contains("an older rackbench"), "{e}");
+        let bad = Record {
+            data: serde_json::json!({"ops": "x"}),
+            ..back
+        };
+        assert!(matches!(
+            bad.decode::<R>("cachebench", 2),
+            Err(RecordError::Data { .. })
+        ));
+    }
+}
