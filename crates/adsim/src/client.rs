@@ -85,6 +85,48 @@ pub fn csv_row(seq: usize, p: &ProbeRecord, quantile: &str, target_ms: f64) -> S
     )
 }
 
+/// The CSV's closing row: the reported rate, or zeros when no rate met the
+/// target.
+fn last_row(seq: usize, reported: Option<&ProbeRecord>, quantile: &str, target_ms: f64) -> String {
+    match reported {
+        Some(p) => csv_row(seq + 1, p, quantile, target_ms),
+        None => format!("{},0,0,0,{quantile},{:.0},0", seq + 1, target_ms * 1000.0),
+    }
+}
+
+/// The version of [`ClientRecord`]; raise it when its shape changes.
+pub const RECORD_VERSION: u32 = 1;
+
+/// What an AdSim client search keeps with its stored run: the target, every
+/// probe and the reported one.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ClientRecord {
+    /// The target quantile as the CSV writes it (`0.95`).
+    pub quantile: String,
+    pub target_latency_ms: f64,
+    pub probes: Vec<ProbeRecord>,
+    /// The final run that met the target, if one did.
+    pub reported: Option<ProbeRecord>,
+}
+
+/// The CSV the client printed: the header, a row per rate-driven probe
+/// (the unthrottled warm-up and peak are not upstream measurements), and
+/// the closing row.
+pub fn write_record(r: &ClientRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    let mut seq = 0;
+    for p in r.probes.iter().filter(|p| p.requested_qps > 0.0) {
+        seq += 1;
+        writeln!(out, "{}", csv_row(seq, p, &r.quantile, r.target_latency_ms))?;
+    }
+    writeln!(
+        out,
+        "{}",
+        last_row(seq, r.reported.as_ref(), &r.quantile, r.target_latency_ms)
+    )?;
+    out.flush()
+}
+
 /// Resolves `server:port` (an IPv6 address needs no brackets).
 pub fn resolve(server: &str, port: u16) -> anyhow::Result<SocketAddr> {
     let host = server.trim_start_matches('[').trim_end_matches(']');
@@ -329,10 +371,16 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     if outcome.interrupted {
         progress.println("adsim client: stopped; the probes so far are in the report (partial)");
     }
+    let record = ClientRecord {
+        quantile: quantile.to_string(),
+        target_latency_ms: latency_ms,
+        probes: outcome.probes.clone(),
+        reported: reported.cloned(),
+    };
     Ok(Outcome {
         metrics: m,
         success: outcome.success,
-        record: None,
+        record: Some(harness::Record::of("adsim", RECORD_VERSION, &record)),
     })
 }
 
@@ -475,11 +523,8 @@ fn drive(
     };
     let client_cpu = rpc::procstat::proc_self().1 - cpu0;
     // The final line: the reported rate, or zeros when no rate met the target.
-    let last = match outcome.final_probe.as_ref().filter(|_| outcome.success) {
-        Some(p) => csv_row(seq + 1, p, quantile, latency_ms),
-        None => format!("{},0,0,0,{quantile},{:.0},0", seq + 1, latency_ms * 1000.0),
-    };
-    csv.row(&last);
+    let reported = outcome.final_probe.as_ref().filter(|_| outcome.success);
+    csv.row(&last_row(seq, reported, quantile, latency_ms));
     if let Some(e) = csv.error.take() {
         progress.println(&format!(
             "adsim client: cannot write {}: {e}",

@@ -69,6 +69,13 @@ impl Workload for AdSim {
         args.iter().any(|a| a == "--print-config")
     }
 
+    fn format(&self, record: &harness::Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let r: crate::client::ClientRecord =
+            record.decode(self.name(), crate::client::RECORD_VERSION)?;
+        crate::client::write_record(&r, out)?;
+        Ok(())
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse_any(args)? {
             Parsed::Server(a) => run_server(&a, ctx),

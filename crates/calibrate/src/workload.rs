@@ -4,9 +4,9 @@ use crate::mdc;
 use crate::server::{Service, Stall};
 use anyhow::{Context, bail};
 use clap::Parser;
-use harness::{Outcome, Progress, RunContext, Workload};
+use harness::{Outcome, Progress, Record, RunContext, Workload};
 use load::csv::ProbeCsv;
-use load::report::{Reporter, final_line, searching_line};
+use load::report::{Reporter, SearchRecord, final_line, searching_line, write_search};
 use load::search::{Event, Search, run_fixed};
 use load::{Arrival, SearchConfig, ServiceProber, SloTarget};
 use rpc::proto::calibrate::WorkRequest;
@@ -190,6 +190,12 @@ impl Workload for Calibrate {
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         let a = parse(args)?;
         a.check()
+    }
+
+    fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let r: CalibrateRecord = record.decode(self.name(), RECORD_VERSION)?;
+        write_record(&r, out)?;
+        Ok(())
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -407,18 +413,11 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             json!(round3(f.target_value_ms)),
         );
         m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
+        progress.println(&final_line(f));
         if let Some(an) = analytic.filter(|x| *x > 0.0) {
             let ratio = f.requested_qps / an;
             m.insert("measured_to_analytic_ratio".into(), json!(round3(ratio)));
-            progress.println(&final_line(f));
-            eprintln!(
-                "calibrate: max QPS meeting {} <= {} ms: measured {:.1}, M/D/c analytic {:.1}, ratio {:.3}",
-                a.target.percentile.label(),
-                a.target.latency_ms,
-                f.requested_qps,
-                an,
-                ratio
-            );
+            eprintln!("{}", analytic_line(&a.target, f, an));
         }
     }
     if let Some(cap) = capacity {
@@ -445,6 +444,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     }
     m.insert("search_success".into(), json!(outcome.success));
     if let Some(f) = &outcome.failure {
+        progress.println(&load::report::failure_line(f));
         m.insert("search_failure".into(), json!(f));
     }
     m.insert("partial".into(), json!(outcome.interrupted));
@@ -455,11 +455,52 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     );
     m.insert("probe_csv".into(), json!(csv_path.display().to_string()));
     m.insert("search".into(), search_settings(&cfg));
+    let record = CalibrateRecord {
+        search: SearchRecord {
+            target: a.target,
+            probes: outcome.probes.clone(),
+            reported: outcome.final_probe.clone(),
+            failure: outcome.failure.clone(),
+        },
+        analytic_max_qps: analytic.filter(|x| *x > 0.0),
+    };
     Ok(Outcome {
         metrics: m,
         success: outcome.success,
-        record: None,
+        record: Some(Record::of("calibrate", RECORD_VERSION, &record)),
     })
+}
+
+/// The version of [`CalibrateRecord`]; raise it when its shape changes.
+const RECORD_VERSION: u32 = 1;
+
+/// What a calibrate search keeps with its stored run: the search and the
+/// M/D/c model's maximum rate under the target.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CalibrateRecord {
+    pub search: SearchRecord,
+    pub analytic_max_qps: Option<f64>,
+}
+
+/// Our closing line: the measured rate against the model's.
+fn analytic_line(t: &SloTarget, f: &load::search::ProbeRecord, analytic: f64) -> String {
+    format!(
+        "calibrate: max QPS meeting {} <= {} ms: measured {:.1}, M/D/c analytic {:.1}, ratio {:.3}",
+        t.percentile.label(),
+        t.latency_ms,
+        f.requested_qps,
+        analytic,
+        f.requested_qps / analytic
+    )
+}
+
+/// The text of a stored run: the search's lines, then the model line.
+fn write_record(r: &CalibrateRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    write_search(&r.search, out)?;
+    if let (Some(f), Some(an)) = (&r.search.reported, r.analytic_max_qps) {
+        writeln!(out, "{}", analytic_line(&r.search.target, f, an))?;
+    }
+    out.flush()
 }
 
 fn search_settings(c: &SearchConfig) -> Value {

@@ -7,11 +7,13 @@ use crate::dataset::Shape;
 use crate::leaf::{LeafConfig, LeafService, LeafState, proc_self};
 use anyhow::{Context, bail};
 use clap::Parser;
-use harness::{Outcome, Progress, RunContext, Workload};
+use harness::{Outcome, Progress, Record, RunContext, Workload};
 use load::csv::ProbeCsv;
 use load::gate::Gate;
 use load::hostspeed::{HostSpeed, SpeedSampler};
-use load::report::{Reporter, final_line, searching_line};
+use load::report::{
+    Reporter, SearchRecord, failure_line, final_line, searching_line, write_search,
+};
 use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
 use load::{Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
@@ -79,6 +81,12 @@ impl Workload for FeedSim {
                 .map_err(anyhow::Error::msg),
             Parsed::Driver(a) => check_driver(&a),
         }
+    }
+
+    fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let r: FeedSimRecord = record.decode(self.name(), RECORD_VERSION)?;
+        write_record(&r, out)?;
+        Ok(())
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -866,15 +874,21 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         m.insert("score".into(), json!(round3(f.achieved_qps / BASELINE_QPS)));
     }
     if let Some(f) = &run.outcome.failure {
-        progress.println(&format!("search ended without a result: {f}"));
+        progress.println(&failure_line(f));
     }
+    let record = FeedSimRecord::Search(Box::new(SearchRecord {
+        target,
+        probes: run.outcome.probes.clone(),
+        reported: run.outcome.final_probe.clone(),
+        failure: run.outcome.failure.clone(),
+    }));
     m.extend(instance_metrics(&run, true)?);
     host_speed_metrics(&mut m, speed, &|l| progress.println(l));
     m.insert("partial".into(), json!(run.outcome.interrupted));
     Ok(Outcome {
         metrics: m,
         success: run.outcome.success,
-        record: None,
+        record: Some(Record::of("feedsim", RECORD_VERSION, &record)),
     })
 }
 
@@ -995,6 +1009,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let (mut leaf_cpu, mut leaf_reqs) = (0.0, 0u64);
     let mut rerun = None;
     let mut interrupted = ctx.cancel.is_stopped();
+    let mut finals = Vec::new();
     for (inst, run) in instances.iter().zip(&runs) {
         let mut im = Map::new();
         im.insert("port".into(), json!(inst.port));
@@ -1020,7 +1035,10 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
                     sum_req += f.requested_qps;
                     sum_ach += f.achieved_qps;
                     lat.push(f.target_value_ms);
-                    progress.println(&format!("{}{}", inst.label, final_line(f)));
+                    finals.push(InstanceFinal {
+                        label: inst.label.clone(),
+                        reported: f.clone(),
+                    });
                 }
                 if let Some((q, _)) = &r.rerun {
                     rerun = Some(*q);
@@ -1066,17 +1084,82 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             );
         }
     }
-    progress.println(&format!(
-        "overall: {ok} of {n} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}"
-    ));
+    let record = FeedSimRecord::Autoscale { spawned: n, finals };
+    for line in record_lines(&record) {
+        progress.println(&line);
+    }
     let success = ok == n && !interrupted;
     m.insert("success".into(), json!(success));
     m.insert("partial".into(), json!(interrupted));
     Ok(Outcome {
         metrics: m,
         success,
-        record: None,
+        record: Some(Record::of("feedsim", RECORD_VERSION, &record)),
     })
+}
+
+/// The version of [`FeedSimRecord`]; raise it when its shape changes.
+const RECORD_VERSION: u32 = 1;
+
+/// What a FeedSim driver run keeps with its stored run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum FeedSimRecord {
+    /// One leaf searched: every probe and the result.
+    Search(Box<SearchRecord>),
+    /// `--num-instances`: the result of each instance that succeeded.
+    Autoscale {
+        spawned: usize,
+        finals: Vec<InstanceFinal>,
+    },
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct InstanceFinal {
+    /// The instance's line prefix (`[instance 2] `).
+    pub label: String,
+    pub reported: load::search::ProbeRecord,
+}
+
+/// An autoscale run's closing lines: each successful instance's final line
+/// and the overall sums.
+fn record_lines(r: &FeedSimRecord) -> Vec<String> {
+    let FeedSimRecord::Autoscale { spawned, finals } = r else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = finals
+        .iter()
+        .map(|f| format!("{}{}", f.label, final_line(&f.reported)))
+        .collect();
+    let sum_req: f64 = finals.iter().map(|f| f.reported.requested_qps).sum();
+    let sum_ach: f64 = finals.iter().map(|f| f.reported.achieved_qps).sum();
+    let avg_lat = if finals.is_empty() {
+        0.0
+    } else {
+        finals
+            .iter()
+            .map(|f| f.reported.target_value_ms)
+            .sum::<f64>()
+            / finals.len() as f64
+    };
+    lines.push(format!(
+        "overall: {} of {spawned} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}",
+        finals.len()
+    ));
+    lines
+}
+
+/// The text of a stored run.
+pub fn write_record(r: &FeedSimRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    match r {
+        FeedSimRecord::Search(s) => write_search(s, out)?,
+        FeedSimRecord::Autoscale { .. } => {
+            for line in record_lines(r) {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    out.flush()
 }
 
 fn round3(x: f64) -> f64 {

@@ -109,12 +109,11 @@ impl Store {
             )
             .map(|n| n > 0)
             .map_err(|e| err(format!("cannot read the schema: {e}")))?;
-        if !has_record {
-            if let Err(e) = conn.execute("ALTER TABLE runs ADD COLUMN record TEXT", []) {
-                if !e.to_string().contains("duplicate column") {
-                    return Err(err(format!("cannot add the record column: {e}")));
-                }
-            }
+        if !has_record
+            && let Err(e) = conn.execute("ALTER TABLE runs ADD COLUMN record TEXT", [])
+            && !e.to_string().contains("duplicate column")
+        {
+            return Err(err(format!("cannot add the record column: {e}")));
         }
         Ok(Store {
             conn,

@@ -20,7 +20,7 @@ fn histogram(high: u64, sigfig: u8) -> Histogram<u64> {
 }
 
 /// A latency percentile a target can be set on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Percentile {
     Avg,
     P50,
@@ -78,7 +78,7 @@ impl std::str::FromStr for Percentile {
 }
 
 /// Latency percentiles of one measurement, milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_ms: f64,

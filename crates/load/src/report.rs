@@ -40,6 +40,40 @@ pub fn final_line(p: &ProbeRecord) -> String {
     )
 }
 
+/// What a search keeps with its stored run: the target, every probe in
+/// order and the reported result (or why there is none). [`write_search`]
+/// prints the search's lines from it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SearchRecord {
+    pub target: SloTarget,
+    pub probes: Vec<ProbeRecord>,
+    /// The probe the result line reports.
+    pub reported: Option<ProbeRecord>,
+    /// Why the search ended without a result.
+    pub failure: Option<String>,
+}
+
+/// The line a search without a result ends with.
+pub fn failure_line(why: &str) -> String {
+    format!("search ended without a result: {why}")
+}
+
+/// A search's lines: [`searching_line`], a [`probe_line`] per probe, then
+/// the [`final_line`] (or the [`failure_line`]).
+pub fn write_search(r: &SearchRecord, out: &mut dyn io::Write) -> io::Result<()> {
+    writeln!(out, "{}", searching_line(&r.target))?;
+    for p in &r.probes {
+        writeln!(out, "{}", probe_line(p))?;
+    }
+    if let Some(f) = &r.reported {
+        writeln!(out, "{}", final_line(f))?;
+    }
+    if let Some(f) = &r.failure {
+        writeln!(out, "{}", failure_line(f))?;
+    }
+    Ok(())
+}
+
 /// Turns search events into lines, phase messages and CSV rows.
 pub struct Reporter<'a> {
     csv: ProbeCsv,

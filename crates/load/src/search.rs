@@ -30,7 +30,7 @@ use std::future::Future;
 use std::time::Duration;
 
 /// A latency target: `percentile <= latency`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct SloTarget {
     pub percentile: Percentile,
     pub latency_ms: f64,
@@ -58,7 +58,7 @@ impl std::str::FromStr for SloTarget {
 }
 
 /// Which step of the search a probe belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Warmup,
@@ -83,7 +83,7 @@ impl Phase {
 }
 
 /// One probe's measurement and verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ProbeRecord {
     pub seq: usize,
     pub phase: Phase,

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{rackbench, text};
+use common::{assert_reprints, rackbench, rackbench_stored, run_id_of, text};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -128,7 +128,7 @@ fn client_finds_a_rate_meeting_the_target_on_a_light_pipeline() {
     let d = dir.path();
     let server = start_server(d, &["--bind", "::1"]);
     let port = server.port.to_string();
-    let out = rackbench(d)
+    let out = rackbench_stored(d)
         .args([
             "adsim",
             "client",
@@ -180,6 +180,8 @@ fn client_finds_a_rate_meeting_the_target_on_a_light_pipeline() {
         achieved_us > 2000.0 && achieved_us <= 150_000.0,
         "final line {last:?}"
     );
+    // The stored run prints the same CSV again.
+    assert_reprints(d, &run_id_of(&so), &so);
 
     let m = report_metrics(d);
     assert_eq!(m["success"], Value::Bool(true), "{m}");

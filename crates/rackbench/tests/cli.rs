@@ -294,6 +294,7 @@ fn reports_store_compare_and_score() {
     // A second invocation to compare with.
     let o = env.run(&["--jobs-dir", j, "run", "fixed", "-i", "{\"rates\": \"60\"}"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let live = stderr(&o);
     let list = env.run(&["results", "list"]);
     let text = String::from_utf8_lossy(&list.stdout);
     assert_eq!(
@@ -317,6 +318,12 @@ fn reports_store_compare_and_score() {
     let show = env.run(&["results", "show", newer]);
     let rows: Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 1);
+    // --text: the run's lines again, from its stored record.
+    let show = env.run(&["results", "show", newer, "--text"]);
+    assert!(show.status.success(), "{}", stderr(&show));
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(shown.contains("requested_qps = 60.00"), "{shown}");
+    testenv::assert_lines_in_order(&shown, &live);
     let missing = env.run(&["results", "show", "ffffffff"]);
     assert_eq!(missing.status.code(), Some(2));
 

@@ -69,6 +69,14 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
     );
     assert!(err.contains("final requested_qps = 4.00"), "{err}");
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The stored run prints the search's lines again.
+    let text = testenv::results_text(
+        Path::new(env!("CARGO_BIN_EXE_rackbench")),
+        &d.path().join("results.db"),
+        r["run_id"].as_str().unwrap(),
+    );
+    testenv::assert_lines_in_order(&text, &err);
+    assert!(text.contains("final requested_qps = 4.00"), "{text}");
     let m = &r["metrics"];
     assert_eq!(r["benchmark_name"], "feedsim_mini");
     assert_eq!(m["target_percentile"], "95p");
@@ -321,6 +329,16 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("autoscale: 2 instance(s)"), "{err}");
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let text = testenv::results_text(
+        Path::new(env!("CARGO_BIN_EXE_rackbench")),
+        &d.path().join("results.db"),
+        r["run_id"].as_str().unwrap(),
+    );
+    testenv::assert_lines_in_order(&text, &err);
+    assert!(
+        text.contains("overall: 2 of 2 instance(s) succeeded"),
+        "{text}"
+    );
     let m = &r["metrics"];
     assert_eq!(m["spawned_instances"], 2);
     assert_eq!(m["successful_instances"], 2);

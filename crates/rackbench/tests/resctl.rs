@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{rackbench, text};
+use common::{assert_reprints, rackbench, rackbench_stored, run_id_of, text};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -369,7 +369,7 @@ fn resctl_test_run(
     extra: &[&str],
     spec: &str,
 ) -> Command {
-    let mut c = rackbench(dir);
+    let mut c = rackbench_stored(dir);
     c.args(["resctl", "--test"])
         .args(extra)
         .arg("-d")
@@ -444,6 +444,8 @@ fn resctl_bench_protection_runs_end_to_end() {
     );
     assert!(out.contains("\nResult: isol="), "{out}");
     assert!(out.contains("hashd params: hash_size="), "{out}");
+    // The stored run prints both summaries again.
+    assert_reprints(d.path(), &run_id_of(&out), &out);
 
     // Everything is done: a re-run prints the summaries and runs nothing.
     let o = run();

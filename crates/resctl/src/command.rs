@@ -2,7 +2,7 @@
 //! hog, as the harness runs them.
 
 use crate::bench::job::{self, Options};
-use harness::{Outcome, RunContext, Workload};
+use harness::{Outcome, Record, RunContext, Workload};
 use serde_json::{Map, json};
 use std::path::PathBuf;
 
@@ -252,9 +252,17 @@ impl Workload for Resctl {
         }
         let (opts, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
         let mut metrics = Map::new();
+        let mut record = None;
         let success = match cmd.as_str() {
             "run" => {
-                let ok = job::cmd_run(&opts, &rest, &ctx.cancel).map_err(anyhow::Error::msg)?;
+                let mut printed = Vec::new();
+                let ok = job::cmd_run(&opts, &rest, &ctx.cancel, &mut printed)
+                    .map_err(anyhow::Error::msg)?;
+                record = Some(Record::of(
+                    self.name(),
+                    RECORD_VERSION,
+                    &ResctlRecord { jobs: printed },
+                ));
                 if let Some(r) = &opts.result {
                     metrics.insert("result_file".into(), json!(r.display().to_string()));
                     if let Ok(j) = crate::journal::Journal::open(r) {
@@ -282,7 +290,25 @@ impl Workload for Resctl {
         Ok(Outcome {
             metrics,
             success,
-            record: None,
+            record,
         })
     }
+
+    fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        let r: ResctlRecord = record.decode(self.name(), RECORD_VERSION)?;
+        out.write_all(job::summary_text(&r.jobs).as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// The version of [`ResctlRecord`]; raise it when its shape changes.
+const RECORD_VERSION: u32 = 1;
+
+/// What a `run` keeps with its stored run: each job whose summary it
+/// printed, as the result journal holds it (spec, period, sysinfo, record,
+/// result), so the summaries print again from it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ResctlRecord {
+    pub jobs: Vec<crate::journal::JobData>,
 }

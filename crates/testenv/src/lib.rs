@@ -17,7 +17,7 @@
 //! This crate is a dev-dependency only; nothing in it runs in the product.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The environment variable that names the conformance directory.
 pub const CONFORMANCE_ENV: &str = "RACKBENCH_CONFORMANCE";
@@ -110,6 +110,40 @@ macro_rules! conformance_or_return {
             None => return,
         }
     };
+}
+
+/// `rackbench results show RUN_ID --text` of the store `db`: its stdout
+/// (the run's upstream text, printed again from its stored record). Panics
+/// with the command's stderr when it fails.
+pub fn results_text(rackbench: &Path, db: &Path, run_id: &str) -> String {
+    let o = std::process::Command::new(rackbench)
+        .arg("--db")
+        .arg(db)
+        .args(["results", "show", run_id, "--text"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", rackbench.display()));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "results show {run_id} --text failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text
+}
+
+/// Asserts that `text` is not empty and that each of its lines appears in
+/// `live`, in the same order (other lines may sit between them): what a
+/// stored run reprints is what the run printed.
+pub fn assert_lines_in_order(text: &str, live: &str) {
+    assert!(!text.trim().is_empty(), "nothing reprinted");
+    let mut rest = live.lines();
+    for want in text.lines() {
+        assert!(
+            rest.any(|l| l == want),
+            "line {want:?} of the reprinted text is not in the run's output (in order):\n{live}\n--- reprinted:\n{text}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -364,14 +364,29 @@ fn memory(opts: &Options, si: &SysInfo) -> Result<MemInfo, String> {
     }
 }
 
-fn print_summary(d: &JobData) {
-    let mut out = String::new();
-    format_job(&mut out, d, false);
-    print!("{out}");
+/// Prints a job's summary and keeps the job for the run's record.
+fn print_summary(d: &JobData, printed: &mut Vec<JobData>) {
+    print!("{}", summary_text(std::slice::from_ref(d)));
+    printed.push(d.clone());
 }
 
-/// `run SPEC...`. Returns false when a job failed or was interrupted.
-pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool, String> {
+/// The summaries `run` prints, job by job (also a stored run's text).
+pub fn summary_text(jobs: &[JobData]) -> String {
+    let mut out = String::new();
+    for d in jobs {
+        format_job(&mut out, d, false);
+    }
+    out
+}
+
+/// `run SPEC...`. Returns false when a job failed or was interrupted;
+/// `printed` gets each job whose summary was printed, in order.
+pub fn cmd_run(
+    opts: &Options,
+    specs: &[String],
+    cancel: &Cancel,
+    printed: &mut Vec<JobData>,
+) -> Result<bool, String> {
     let result = opts
         .result
         .as_ref()
@@ -397,7 +412,7 @@ pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool
         match journal.find_completed(&s.kind, s.id.as_deref()) {
             Some(i) => {
                 eprintln!("{s}: already completed in {}, skipping", result.display());
-                print_summary(&journal.jobs[i]);
+                print_summary(&journal.jobs[i], printed);
             }
             None => pending.push(s),
         }
@@ -540,7 +555,7 @@ pub fn cmd_run(opts: &Options, specs: &[String], cancel: &Cancel) -> Result<bool
                 data.result = Some(result);
                 journal.upsert(data.clone());
                 journal.save().map_err(|e| e.to_string())?;
-                print_summary(&data);
+                print_summary(&data, printed);
             }
             Ok(Outcome::Partial(record, why)) => {
                 data.record = record;
