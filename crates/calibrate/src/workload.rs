@@ -95,7 +95,8 @@ pub struct Args {
 pub enum Cmd {
     /// Run only the server until Ctrl-C (for driving it with another client).
     Serve {
-        /// Address to listen on (loopback by default).
+        /// Address to listen on: loopback by default (127.0.0.1 means both
+        /// 127.0.0.1 and ::1).
         #[arg(long, default_value = "127.0.0.1:50051")]
         listen: SocketAddr,
         /// Server runtime threads.
@@ -231,7 +232,7 @@ fn serve(
     );
     let stats = service.stats.clone();
     rt.block_on(async {
-        let bound = rpc::server::bind(listen)?;
+        let bound = rpc::server::bind_or_loopback(listen)?;
         let addr = bound.addr;
         let router = tonic::transport::Server::builder().add_service(service.into_server());
         let running = rpc::server::spawn(router, bound);
@@ -280,7 +281,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         Some(addr) => (addr, None),
         None => {
             let _guard = server_rt.enter();
-            let bound = rpc::server::bind(SocketAddr::new(rpc::server::LOOPBACK, 0))?;
+            let bound = rpc::server::bind_loopback(0)?;
             let addr = bound.addr;
             let router = tonic::transport::Server::builder().add_service(service.into_server());
             (addr, Some(Arc::new(rpc::server::spawn(router, bound))))

@@ -64,7 +64,7 @@ pub struct SequencerServer {
 /// Serves a sequencer on `addr` (port 0 picks one).
 pub fn start_sequencer(addr: SocketAddr) -> Result<SequencerServer, String> {
     let sequencer = Sequencer::new();
-    let bound = rpc::server::bind(addr).map_err(|e| format!("test_sequencer: {e}"))?;
+    let bound = rpc::server::bind_or_loopback(addr).map_err(|e| format!("test_sequencer: {e}"))?;
     let router = tonic::transport::Server::builder().add_service(sequencer.service());
     Ok(SequencerServer {
         server: rpc::server::spawn(router, bound),
@@ -91,7 +91,7 @@ pub async fn start_node_manager(
     raise_fd_limit();
     let hostname = hostname();
     let node = NodeManager::new(data_ip, hostname.clone());
-    let bound = rpc::server::bind(control).map_err(|e| format!("node_manager: {e}"))?;
+    let bound = rpc::server::bind_or_loopback(control).map_err(|e| format!("node_manager: {e}"))?;
     let addr = bound.addr;
     let router = tonic::transport::Server::builder().add_service(node.service());
     let server = rpc::server::spawn(router, bound);

@@ -26,7 +26,8 @@ pub struct SequencerArgs {
     /// Port to listen on.
     #[arg(long, default_value_t = 10000)]
     pub port: u16,
-    /// Address to listen on (loopback by default; 0.0.0.0 for other hosts).
+    /// Address to listen on: loopback by default (127.0.0.1 means both
+    /// 127.0.0.1 and ::1); 0.0.0.0 for other hosts.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Also run this many node managers in this process, on loopback (as
@@ -48,7 +49,8 @@ pub struct NodeManagerArgs {
     /// Port of the control service (0 picks one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
-    /// Address the control service listens on.
+    /// Address the control service listens on (127.0.0.1, the default,
+    /// means both 127.0.0.1 and ::1).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Address the service instances listen on and advertise to peers
@@ -143,7 +145,8 @@ pub struct RpcServerArgs {
     /// Port to listen on.
     #[arg(long, default_value_t = 10086)]
     pub port: u16,
-    /// Address to listen on.
+    /// Address to listen on (127.0.0.1, the default, means both 127.0.0.1
+    /// and ::1).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Response payload size in bytes.
@@ -199,7 +202,7 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
     let rt = runtime()?;
     rt.block_on(async {
         let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, 0));
-        let bound = rpc::server::bind(SocketAddr::new(a.bind, a.port))?;
+        let bound = rpc::server::bind_or_loopback(SocketAddr::new(a.bind, a.port))?;
         let addr = bound.addr;
         let router = tonic::transport::Server::builder().add_service(driver::grpc_service(engine));
         let server = rpc::server::spawn(router, bound);

@@ -331,3 +331,60 @@ fn results_show_text_reprints_distbench_summaries() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), block);
 }
+
+/// A port free on both loopbacks; None on a host without ::1.
+fn free_dual_port() -> Option<u16> {
+    loop {
+        let v6 = std::net::TcpListener::bind("[::1]:0").ok()?;
+        let port = v6.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Some(port);
+        }
+    }
+}
+
+/// Every server rackbench starts on its default (loopback) address answers
+/// at 127.0.0.1 and at ::1: Distbench's test sequencer and rpc_server, and
+/// calibrate's server (AdSim's and FeedSim's have their own tests).
+#[test]
+fn loopback_servers_answer_on_both_addresses() {
+    let c = Clean::new();
+    let servers: Vec<(&str, Vec<String>)> = vec![
+        (
+            "distbench test_sequencer",
+            vec!["distbench".into(), "test_sequencer".into()],
+        ),
+        (
+            "distbench rpc_server",
+            vec!["distbench".into(), "rpc_server".into()],
+        ),
+        ("calibrate serve", vec!["calibrate".into(), "serve".into()]),
+    ];
+    for (what, argv) in servers {
+        let Some(port) = free_dual_port() else {
+            testenv::skip("ipv6", "this host has no IPv6 loopback (::1) to listen on");
+            return;
+        };
+        let mut args = argv.clone();
+        if what.starts_with("calibrate") {
+            args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
+        } else {
+            args.push(format!("--port={port}"));
+        }
+        let mut child = c.cmd().args(&args).stderr(Stdio::null()).spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+                "{what} did not start on 127.0.0.1:{port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let v6 = std::net::TcpStream::connect(format!("[::1]:{port}"));
+        let _ = child.kill();
+        let _ = child.wait();
+        if let Err(e) = v6 {
+            panic!("{what} answers at 127.0.0.1:{port} but not at [::1]:{port}: {e}");
+        }
+    }
+}

@@ -82,6 +82,19 @@ pub fn bind_loopback(port: u16) -> Result<Bound, BindError> {
     Err(last.unwrap_or(BindError::InUse { addr: v6(port) }))
 }
 
+/// Binds `addr`, except that the default loopback (127.0.0.1) means both
+/// loopbacks, as [`bind_loopback`]: a server told to listen on loopback
+/// answers whichever `localhost` its clients resolve. Any other address
+/// (`::1`, `0.0.0.0`, a NIC's) is bound alone. Must run inside a tokio
+/// runtime.
+pub fn bind_or_loopback(addr: SocketAddr) -> Result<Bound, BindError> {
+    if addr.ip() == LOOPBACK {
+        bind_loopback(addr.port())
+    } else {
+        bind(addr)
+    }
+}
+
 /// Binds `addr` (port 0 picks a free port). Must run inside a tokio runtime.
 pub fn bind(addr: SocketAddr) -> Result<Bound, BindError> {
     let (incoming, actual) = listen(addr)?;
