@@ -243,63 +243,6 @@ pub fn parse_duration(v: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The IPv4 (else IPv6) address of network interface `dev`.
-pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
-    let mut found: Option<IpAddr> = None;
-    let mut names = Vec::new();
-    // SAFETY: getifaddrs fills a list we free with freeifaddrs; every
-    // pointer is checked before use.
-    unsafe {
-        let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
-        if libc::getifaddrs(&mut ifap) != 0 {
-            bail!(
-                "cannot list network interfaces: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let mut p = ifap;
-        while !p.is_null() {
-            let ifa = &*p;
-            let name = std::ffi::CStr::from_ptr(ifa.ifa_name)
-                .to_string_lossy()
-                .into_owned();
-            if !ifa.ifa_addr.is_null() {
-                let family = i32::from((*ifa.ifa_addr).sa_family);
-                let addr = match family {
-                    libc::AF_INET => {
-                        let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                        Some(IpAddr::from(
-                            u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
-                        ))
-                    }
-                    libc::AF_INET6 => {
-                        let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
-                        Some(IpAddr::from(sin6.sin6_addr.s6_addr))
-                    }
-                    _ => None,
-                };
-                if name == dev
-                    && let Some(a) = addr
-                    && (found.is_none() || (a.is_ipv4() && !found.is_some_and(|f| f.is_ipv4())))
-                {
-                    found = Some(a);
-                }
-            }
-            if !names.contains(&name) {
-                names.push(name);
-            }
-            p = ifa.ifa_next;
-        }
-        libc::freeifaddrs(ifap);
-    }
-    found.ok_or_else(|| {
-        anyhow::anyhow!(
-            "network interface '{dev}' not found or has no address (interfaces: {})",
-            names.join(", ")
-        )
-    })
-}
-
 /// Accepts absl-style single-dash long flags (`-infile=F`) as well.
 pub fn normalize(arg: &str) -> String {
     let bytes = arg.as_bytes();
@@ -358,7 +301,7 @@ pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
         bail!("start_localhost: -n must be at least 1");
     }
     if let Some(f) = &a.infile {
-        return crate::workload::load_checked(f);
+        return crate::check::load_checked(f);
     }
     if a.pattern.is_empty() {
         return Ok(TestSequence::default());
@@ -534,12 +477,12 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
 /// The control and data-plane addresses of a node manager's flags.
 pub fn node_addresses(a: &NodeManagerArgs) -> anyhow::Result<(IpAddr, IpAddr)> {
     let control = match &a.control_plane_device {
-        Some(dev) => device_address(dev)?,
+        Some(dev) => crate::netif::device_address(dev)?,
         None => a.bind,
     };
     let data = match (&a.data_plane_address, &a.default_data_plane_device) {
         (Some(ip), _) => *ip,
-        (None, Some(dev)) => device_address(dev)?,
+        (None, Some(dev)) => crate::netif::device_address(dev)?,
         (None, None) if control.is_unspecified() => rpc::server::LOOPBACK,
         (None, None) => control,
     };
@@ -658,7 +601,7 @@ pub fn run_tests_input(a: &RunTestsArgs) -> anyhow::Result<TestSequence> {
         Some(f) => {
             let seq: TestSequence = files::read(f)?;
             if !seq.tests.is_empty() {
-                return crate::workload::load_checked(f);
+                return crate::check::load_checked(f);
             }
             Ok(seq)
         }

@@ -32,6 +32,7 @@ pub mod commands;
 pub mod engine;
 pub mod files;
 pub mod metrics;
+pub mod netif;
 pub mod node_manager;
 pub mod placement;
 pub mod proto;

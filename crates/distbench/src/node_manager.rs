@@ -210,7 +210,7 @@ impl NodeManager {
     /// `ip_version` they ask for (loopback maps between 127.0.0.1 and ::1).
     fn listen_ip(&self, info: &crate::engine::tables::ServiceInfo) -> Result<IpAddr, String> {
         let base = match &info.netdev {
-            Some(dev) => crate::commands::device_address(dev)
+            Some(dev) => crate::netif::device_address(dev)
                 .map_err(|e| format!("service '{}': netdev_name: {e:#}", info.name))?,
             None => self.data_ip,
         };

@@ -4,16 +4,13 @@
 //! say they are not implemented yet.
 
 use crate::analyze;
-use crate::check;
 use crate::commands;
-use crate::files;
-use crate::proto::TestSequence;
 use crate::test_builder;
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, RunContext, Workload};
 use serde_json::{Map, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The `distbench` benchmark.
 pub struct Distbench;
@@ -70,16 +67,6 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
     }
 }
 
-/// Reads and checks a sequence; every problem becomes one line of the error.
-pub(crate) fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
-    let seq: TestSequence = files::read(path)?;
-    if seq.tests.is_empty() {
-        bail!("{}: the test sequence has no tests", path.display());
-    }
-    check::validate(&seq, &path.display().to_string()).map_err(anyhow::Error::msg)?;
-    Ok(seq)
-}
-
 impl Workload for Distbench {
     fn name(&self) -> &'static str {
         "distbench"
@@ -109,7 +96,7 @@ impl Workload for Distbench {
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match parse(args)? {
             // Checking is the whole job, so a bad sequence is bad input.
-            Command::CheckTest(a) => load_checked(&a.infile).map(|_| ()),
+            Command::CheckTest(a) => crate::check::load_checked(&a.infile).map(|_| ()),
             Command::TestBuilder(inv, _) => test_builder::validate(&inv),
             // A missing, corrupt or unusable results file is bad input.
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
@@ -141,7 +128,7 @@ impl Workload for Distbench {
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse(args)? {
             Command::CheckTest(a) => {
-                let seq = load_checked(&a.infile)
+                let seq = crate::check::load_checked(&a.infile)
                     .with_context(|| format!("check_test --infile {}", a.infile.display()))?;
                 let mut names = Vec::new();
                 for (i, t) in seq.tests.iter().enumerate() {

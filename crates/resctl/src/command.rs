@@ -119,13 +119,10 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
             "{HELP}\n\nBenches:\n{}\nSubjects: specs, sysreqs, cgroups, and each bench kind.\n",
             job::BENCHES
                 .iter()
-                .map(|b| format!("  {:14} {}\n", b.kind, b.about))
+                .map(|b| format!("  {:14} {}\n", b.kind(), b.about()))
                 .collect::<String>()
         ),
-        Some("hashd-params") => crate::bench::hashd_params::DOC.to_string(),
-        Some("iocost-params") => crate::bench::iocost_params::DOC.to_string(),
-        Some("protection") => crate::bench::protection::run::DOC.to_string(),
-        Some("storage") => crate::bench::storage::DOC.to_string(),
+        Some(kind) if job::bench(kind).is_ok() => job::bench(kind)?.doc().to_string(),
         Some("sysreqs") => format!(
             "System requirements (upstream's names). `deps` checks them all on this host; each\n\
              bench lists the ones it cannot do without (hard: refused unless --force) and the\n\
@@ -134,9 +131,9 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
                 .iter()
                 .map(|b| format!(
                     "  {}: hard: {}; soft: {}\n",
-                    b.kind,
-                    names(b.hard),
-                    names(b.soft)
+                    b.kind(),
+                    names(b.hard()),
+                    names(b.soft())
                 ))
                 .collect::<String>()
         ),
@@ -158,7 +155,7 @@ Children (hashd, the hog) join their cgroup before they exec; no systemd is need
                 "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
                 job::BENCHES
                     .iter()
-                    .map(|b| b.kind)
+                    .map(|b| b.kind())
                     .collect::<Vec<_>>()
                     .join(", ")
             ));

@@ -23,6 +23,7 @@
 
 use super::classes::{AllocClasses, SLAB_SIZE};
 use super::mm::{Container, Links, NIL, Policy, Refresh};
+pub use super::stats::{PoolStats, ReleaseStats, Stats};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
@@ -49,42 +50,6 @@ pub enum AllocError {
     /// A chained item's parent is not in the cache (or was evicted to make
     /// room for the chained item).
     NoParent,
-}
-
-/// Per-pool counters, as CacheBench's allocator stats.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PoolStats {
-    pub alloc_attempts: u64,
-    pub alloc_successes: u64,
-    pub evict_attempts: u64,
-    pub evictions: u64,
-    pub items: u64,
-    pub slabs: u64,
-    pub slab_budget: u64,
-}
-
-/// Whole-cache counters.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Stats {
-    pub gets: u64,
-    pub hits: u64,
-    pub expired: u64,
-    pub removes: u64,
-    pub pools: Vec<PoolStats>,
-    /// The NVM tier's counters (a hybrid cache's; None for DRAM alone).
-    pub nvm: Option<super::hybrid::NvmSide>,
-    /// Pool rebalancing.
-    pub release: ReleaseStats,
-}
-
-/// Slab releases of pool rebalancing, as CacheBench reports them.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ReleaseStats {
-    pub slabs_released: u64,
-    pub move_attempts: u64,
-    pub move_successes: u64,
-    pub eviction_attempts: u64,
-    pub eviction_successes: u64,
 }
 
 /// How rebalancing picks the class that gives up a slab and the class

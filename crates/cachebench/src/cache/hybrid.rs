@@ -19,8 +19,10 @@
 //! `AbortsFromDel`). Concurrent misses of one key wait for each other;
 //! the later ones find the promoted item in DRAM (counted as `Coalesced`).
 
-use super::dram::{AllocError, DramCache, Evicted, EvictionSink, RebalanceConfig, SetMode, Stats};
-use crate::nvm::{Navy, NvmStats};
+use super::dram::{AllocError, DramCache, Evicted, EvictionSink, RebalanceConfig, SetMode};
+use super::stats::Stats;
+pub use super::stats::{HybridCounters, NvmSide};
+use crate::nvm::Navy;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -63,60 +65,6 @@ impl HybridOptions {
             return Some(Reject::Retention);
         }
         None
-    }
-}
-
-/// The hybrid layer's counters, as CacheBench's NVM lines.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HybridCounters {
-    /// NVM lookups (DRAM misses that went to NVM).
-    pub nvm_gets: u64,
-    pub nvm_get_misses: u64,
-    /// Misses that found the key promoted by a concurrent get.
-    pub coalesced: u64,
-    /// Evictions handed to NVM (after the clean, expiry and retention
-    /// filters).
-    pub puts: u64,
-    /// Puts NVM did not store (admission, size, I/O error).
-    pub put_errors: u64,
-    /// Evictions abandoned because a set or delete of the key came after.
-    pub aborts_from_del: u64,
-    pub rejects_expiry: u64,
-    pub rejects_clean: u64,
-    pub rejects_retention: u64,
-    pub nvm_deletes: u64,
-    pub nvm_lookup_errors: u64,
-}
-
-/// A hybrid cache's NVM side of [`Stats`].
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct NvmSide {
-    pub counters: HybridCounters,
-    pub engine: NvmStats,
-}
-
-impl NvmSide {
-    /// Adds another instance's counters.
-    pub fn add(&mut self, o: &NvmSide) {
-        let (a, b) = (&mut self.counters, &o.counters);
-        a.nvm_gets += b.nvm_gets;
-        a.nvm_get_misses += b.nvm_get_misses;
-        a.coalesced += b.coalesced;
-        a.puts += b.puts;
-        a.put_errors += b.put_errors;
-        a.aborts_from_del += b.aborts_from_del;
-        a.rejects_expiry += b.rejects_expiry;
-        a.rejects_clean += b.rejects_clean;
-        a.rejects_retention += b.rejects_retention;
-        a.nvm_deletes += b.nvm_deletes;
-        a.nvm_lookup_errors += b.nvm_lookup_errors;
-        self.engine.add(&o.engine);
-    }
-}
-
-impl PartialEq for NvmSide {
-    fn eq(&self, o: &NvmSide) -> bool {
-        self.counters == o.counters
     }
 }
 

@@ -8,11 +8,12 @@ pub mod classes;
 pub mod dram;
 pub mod hybrid;
 pub mod mm;
+pub mod stats;
 
 pub use classes::{AllocClasses, SLAB_SIZE};
 pub use dram::{
-    AllocError, DramCache, DramConfig, Evicted, Footprint, PoolStats, Rebalance, RebalanceConfig,
-    ReleaseStats, SetMode, Stats,
+    AllocError, DramCache, DramConfig, Evicted, Footprint, Rebalance, RebalanceConfig, SetMode,
 };
-pub use hybrid::{Cache, HybridCounters, HybridOptions, NvmSide};
+pub use hybrid::{Cache, HybridOptions};
 pub use mm::{Policy, Refresh};
+pub use stats::{HybridCounters, NvmSide, PoolStats, ReleaseStats, Stats};

@@ -10,6 +10,18 @@ use crate::proto::{DistributedSystemDescription, TestSequence, action};
 use distribution::Use;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::path::Path;
+
+/// Reads a sequence (textproto, binary or gzip) and checks it; every problem
+/// becomes one line of the error.
+pub fn load_checked(path: &Path) -> anyhow::Result<TestSequence> {
+    let seq: TestSequence = crate::files::read(path)?;
+    if seq.tests.is_empty() {
+        anyhow::bail!("{}: the test sequence has no tests", path.display());
+    }
+    validate(&seq, &path.display().to_string()).map_err(anyhow::Error::msg)?;
+    Ok(seq)
+}
 
 /// The kind of a problem, for callers that sort or count them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,12 +1,13 @@
 //! The `hashd-params` bench; what it does, for users, is [`DOC`].
 
-use super::job::{Ctx, Outcome};
+use super::common::{Bench, Ctx, Outcome};
 use super::knobs::HashdKnobs;
 use crate::fmt::{format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
 use crate::sys::cgroup::Cgroup;
+use crate::sys::sysreqs::SysReq;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -166,7 +167,7 @@ pub fn spawn_hashd_in(
         } else {
             Stdio::null()
         });
-    super::job::spawn_in(cmd, cg)
+    super::common::spawn_in(cmd, cg)
         .map_err(|e| format!("cannot start hashd ({}): {e}", ctx.exe.display()))
 }
 
@@ -290,6 +291,54 @@ pub fn format(d: &JobData, _full: bool) -> Result<String, String> {
         "Params: log_bps={}\n\nResult: {knobs}\n",
         format_size(log_bps as f64)
     ))
+}
+
+/// The hashd-params bench.
+pub struct HashdParamsBench;
+
+impl Bench for HashdParamsBench {
+    fn kind(&self) -> &'static str {
+        "hashd-params"
+    }
+    fn about(&self) -> &'static str {
+        "hashd's rps_max and memory footprint on this host"
+    }
+    fn doc(&self) -> &'static str {
+        DOC
+    }
+    fn hard(&self) -> &'static [SysReq] {
+        &[]
+    }
+    fn soft(&self) -> &'static [SysReq] {
+        &[
+            SysReq::MemShadowInodeProt,
+            SysReq::AnonBalance,
+            SysReq::SwapOnScratch,
+            SysReq::Swap,
+            SysReq::HostCriticalServices,
+        ]
+    }
+    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+        check_spec(spec)
+    }
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+        run(spec, ctx)
+    }
+    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+        format(d, full)
+    }
+    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+        let Some(k) = d
+            .record
+            .clone()
+            .and_then(|r| serde_json::from_value::<HashdKnobs>(r).ok())
+        else {
+            return;
+        };
+        m.insert("hashd_rps_max".into(), k.rps_max.into());
+        m.insert("hashd_mem_frac".into(), k.mem_frac.into());
+        m.insert("hashd_mem_actual_bytes".into(), k.mem_actual().into());
+    }
 }
 
 #[cfg(test)]

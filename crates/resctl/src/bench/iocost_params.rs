@@ -1,9 +1,10 @@
 //! The `iocost-params` bench; what it does, for users, is [`DOC`].
 
-use super::job::{Ctx, Outcome};
+use super::common::{Bench, Ctx, Outcome};
 use super::knobs::{IoCostKnobs, IoCostModel, IoCostQos};
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
+use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -417,6 +418,49 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         out.push_str(&format!("iocost {}: {}\n", rec.devnr, rec.applied));
     }
     Ok(out)
+}
+
+/// The iocost-params bench.
+pub struct IoCostParamsBench;
+
+impl Bench for IoCostParamsBench {
+    fn kind(&self) -> &'static str {
+        "iocost-params"
+    }
+    fn about(&self) -> &'static str {
+        "the IO cost model and QoS of the scratch device, measured with fio"
+    }
+    fn doc(&self) -> &'static str {
+        DOC
+    }
+    fn hard(&self) -> &'static [SysReq] {
+        &[SysReq::DepsIoCostCoefGen]
+    }
+    fn soft(&self) -> &'static [SysReq] {
+        &[SysReq::IoCost]
+    }
+    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+        check_spec(spec)
+    }
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+        run(spec, ctx)
+    }
+    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+        format(d, full)
+    }
+    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+        let Some(k) = d
+            .record
+            .clone()
+            .and_then(|r| serde_json::from_value::<IoCostKnobs>(r).ok())
+        else {
+            return;
+        };
+        m.insert("iocost_rbps".into(), k.model.rbps.into());
+        m.insert("iocost_wbps".into(), k.model.wbps.into());
+        m.insert("iocost_rrandiops".into(), k.model.rrandiops.into());
+        m.insert("iocost_wrandiops".into(), k.model.wrandiops.into());
+    }
 }
 
 #[cfg(test)]

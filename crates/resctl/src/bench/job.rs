@@ -12,7 +12,10 @@
 //! ends, atomically; an interrupted or failed job keeps what it recorded,
 //! without a result, so the next run redoes it.
 
-use super::knobs::{HashdKnobs, IoCostKnobs, JobSysInfo, MemInfo, SysReqsReport};
+use super::common::now_secs;
+pub use super::common::{Ctx, Options, Outcome};
+use super::knobs::{HashdKnobs, JobSysInfo, MemInfo, SysReqsReport};
+pub use super::registry::{BENCHES, bench};
 use crate::clock::Local;
 use crate::journal::{JobData, Journal};
 use crate::spec::{self, JobSpec};
@@ -22,131 +25,14 @@ use crate::sys::sysreqs::{self, Check, Status, SysReq};
 use harness::Cancel;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// The global options of the resctl-bench commands.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    pub result: Option<PathBuf>,
-    /// The scratch directory (test files, hashd's files, hog reports).
-    pub dir: PathBuf,
-    pub mem_profile: Option<String>,
-    pub force: bool,
-    /// Short runs for CI: small memory profile, short stabilisation and
-    /// hog periods.
-    pub test: bool,
-}
-
-/// One bench kind.
-pub struct BenchDef {
-    pub kind: &'static str,
-    pub about: &'static str,
-    /// Requirements the bench cannot do without.
-    pub hard: &'static [SysReq],
-    /// Requirements it checks and can run without, degraded.
-    pub soft: &'static [SysReq],
-    /// Checks a spec's properties.
-    pub check: fn(&JobSpec) -> Result<(), String>,
-}
-
-use SysReq::*;
-
-/// The benches.
-pub const BENCHES: &[BenchDef] = &[
-    BenchDef {
-        kind: "hashd-params",
-        about: "hashd's rps_max and memory footprint on this host",
-        hard: &[],
-        soft: &[
-            MemShadowInodeProt,
-            AnonBalance,
-            SwapOnScratch,
-            Swap,
-            HostCriticalServices,
-        ],
-        check: super::hashd_params::check_spec,
-    },
-    BenchDef {
-        kind: "iocost-params",
-        about: "the IO cost model and QoS of the scratch device, measured with fio",
-        hard: &[DepsIoCostCoefGen],
-        soft: &[IoCost],
-        check: super::iocost_params::check_spec,
-    },
-    BenchDef {
-        kind: "protection",
-        about: "how well hashd is protected from a memory hog",
-        hard: &[],
-        // Every requirement but the tool dependencies (the last four):
-        // the hog is built in and nothing is compiled.
-        soft: SysReq::ALL.split_at(SysReq::ALL.len() - 4).0,
-        check: super::protection::run::check_spec,
-    },
-    BenchDef {
-        kind: "storage",
-        about: "memory offloading: how far the workload's footprint can exceed memory",
-        // Swap's size recommendation is soft: a smaller swap caps the
-        // factor, which the result flags; no swap at all is refused.
-        hard: &[SwapOnScratch],
-        soft: &[Swap, MemShadowInodeProt, AnonBalance, HostCriticalServices],
-        check: super::storage::check_spec,
-    },
-];
-
-/// The definition of `kind`, or an error listing the kinds.
-pub fn bench(kind: &str) -> Result<&'static BenchDef, String> {
-    BENCHES.iter().find(|b| b.kind == kind).ok_or_else(|| {
-        format!(
-            "unknown bench kind {kind:?}: expected one of {}",
-            BENCHES
-                .iter()
-                .map(|b| b.kind)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
-}
+use std::time::UNIX_EPOCH;
 
 /// Parses and checks a spec, naming it in the error.
 pub fn parse_spec(text: &str) -> Result<JobSpec, String> {
     let s = spec::parse(text).map_err(|e| e.to_string())?;
     let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
-    (b.check)(&s).map_err(|e| format!("job spec {text:?}: {e}"))?;
+    b.check(&s).map_err(|e| format!("job spec {text:?}: {e}"))?;
     Ok(s)
-}
-
-/// What a running job can use.
-pub struct Ctx<'a> {
-    pub opts: &'a Options,
-    pub cancel: &'a Cancel,
-    pub sysinfo: &'a SysInfo,
-    pub cgroups: &'a Cgroups,
-    pub mem: MemInfo,
-    /// The journal's hashd knobs (latest hashd-params result).
-    pub hashd: Option<HashdKnobs>,
-    /// The journal's IO cost model (latest iocost-params result).
-    pub iocost: Option<IoCostKnobs>,
-    /// The binary, to start hashd and the hog as children.
-    pub exe: PathBuf,
-    /// Set by the job: the hashd knobs it ran with (goes to sysinfo).
-    pub used_hashd: Option<HashdKnobs>,
-}
-
-/// How a job ended.
-pub enum Outcome {
-    /// record and result.
-    Done(Value, Value),
-    /// Stopped early (Ctrl-C, a dying child): what was recorded, why.
-    Partial(Option<Value>, String),
-}
-
-/// Seconds since the epoch (0 if the clock is before it).
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// The latest completed result of `kind` in the journal, parsed.
@@ -163,13 +49,7 @@ fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> 
 }
 
 fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    match spec.kind.as_str() {
-        "hashd-params" => super::hashd_params::run(spec, ctx),
-        "iocost-params" => super::iocost_params::run(spec, ctx),
-        "protection" => super::protection::run::run(spec, ctx),
-        "storage" => super::storage::run(spec, ctx),
-        k => Err(format!("unknown bench kind {k:?}")),
-    }
+    bench(&spec.kind)?.run(spec, ctx)
 }
 
 /// Formats one job (a header and the bench's text), as `format` (`full`)
@@ -179,13 +59,7 @@ pub fn format_job(out: &mut String, d: &JobData, full: bool) {
     out.push_str("\n\n");
     let si: JobSysInfo = serde_json::from_value(d.sysinfo.clone()).unwrap_or_default();
     format_header(out, d, &si);
-    let body = match d.spec.kind.as_str() {
-        "hashd-params" => super::hashd_params::format(d, full),
-        "iocost-params" => super::iocost_params::format(d, full),
-        "protection" => super::protection::run::format(d, full),
-        "storage" => super::storage::format(d, full),
-        k => Err(format!("unknown bench kind {k:?}")),
-    };
+    let body = bench(&d.spec.kind).and_then(|b| b.format(d, full));
     match body {
         Ok(b) => out.push_str(&b),
         Err(e) => out.push_str(&format!("(cannot format this result: {e})\n")),
@@ -242,9 +116,9 @@ pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
             r.scr_dev_fwrev,
             fs(r.scr_dev_size as f64),
             r.scr_dev_iosched,
-            on(si.sysreqs_missed.contains_key(&NoWbt)),
+            on(si.sysreqs_missed.contains_key(&SysReq::NoWbt)),
             on(si.iocost.is_some()),
-            on(si.sysreqs_missed.contains_key(&NoOtherIoControllers)),
+            on(si.sysreqs_missed.contains_key(&SysReq::NoOtherIoControllers)),
         ));
         if let Some(ioc) = &si.iocost {
             out.push_str(&ioc.format_lines("         "));
@@ -431,7 +305,7 @@ pub fn cmd_run(
     let mut reqs = BTreeSet::new();
     for s in &pending {
         let b = bench(&s.kind)?;
-        reqs.extend(b.hard.iter().chain(b.soft).copied());
+        reqs.extend(b.hard().iter().chain(b.soft()).copied());
     }
     let reqs: Vec<SysReq> = reqs.into_iter().collect();
     let fix = pending.iter().all(|s| {
@@ -444,7 +318,7 @@ pub fn cmd_run(
     let all_missed = missed(&host.statuses);
     let mut hard_missed = Vec::new();
     for s in &pending {
-        for r in bench(&s.kind)?.hard {
+        for r in bench(&s.kind)?.hard() {
             if let Some(m) = all_missed.get(r) {
                 hard_missed.push(format!("{s}: {}: {}", r.name(), m.join("; ")));
             }
@@ -477,12 +351,12 @@ pub fn cmd_run(
         let b = bench(&s.kind)?;
         let job_missed: BTreeMap<SysReq, Vec<String>> = all_missed
             .iter()
-            .filter(|(r, _)| b.hard.contains(r) || b.soft.contains(r))
+            .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
             .map(|(r, m)| (*r, m.clone()))
             .collect();
         let soft_missed: Vec<&str> = job_missed
             .keys()
-            .filter(|r| b.soft.contains(r))
+            .filter(|r| b.soft().contains(r))
             .map(|r| r.name())
             .collect();
         let mut degraded = Vec::new();
@@ -490,7 +364,7 @@ pub fn cmd_run(
             degraded.push(format!(
                 "ran without {} of its {} sysreqs (missed above)",
                 soft_missed.len(),
-                b.hard.len() + b.soft.len()
+                b.hard().len() + b.soft().len()
             ));
         }
         if s.kind == "protection" {
@@ -509,7 +383,7 @@ pub fn cmd_run(
         };
         let mut si = JobSysInfo {
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
-            sysreqs: b.hard.iter().chain(b.soft).copied().collect(),
+            sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
             sysreqs_missed: job_missed,
             sysreqs_report: Some(sysreqs_report(&host)),
             iocost: None,
@@ -657,100 +531,27 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
         };
         out.push_str(&format!(
             "  {}: hard: {}; soft: {}\n",
-            b.kind,
-            names(b.hard),
-            names(b.soft)
+            b.kind(),
+            names(b.hard()),
+            names(b.soft())
         ));
     }
     Ok(out)
-}
-
-/// Starts `cmd` inside `cg`: the child writes 0 to each `cgroup.procs`
-/// before exec, so everything it allocates is charged there.
-pub fn spawn_in(
-    mut cmd: std::process::Command,
-    cg: Option<&crate::sys::cgroup::Cgroup>,
-) -> std::io::Result<std::process::Child> {
-    use std::os::unix::process::CommandExt;
-    let files: Vec<std::ffi::CString> = cg
-        .map(|c| c.procs_files())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
-        .collect();
-    // SAFETY: between fork and exec the closure only calls open, write and
-    // close on strings prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            for f in &files {
-                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let r = libc::write(fd, b"0".as_ptr().cast(), 1);
-                libc::close(fd);
-                if r != 1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn()
 }
 
 /// The harness's metrics: the key figures of the latest completed job of
 /// each kind (`hashd_rps_max`, `protection_isol_pct`, ...).
 pub fn metrics(j: &Journal) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
-    if let Some(k) = latest::<HashdKnobs>(j, "hashd-params") {
-        m.insert("hashd_rps_max".into(), k.rps_max.into());
-        m.insert("hashd_mem_frac".into(), k.mem_frac.into());
-        m.insert("hashd_mem_actual_bytes".into(), k.mem_actual().into());
-    }
-    if let Some(k) = latest::<IoCostKnobs>(j, "iocost-params") {
-        m.insert("iocost_rbps".into(), k.model.rbps.into());
-        m.insert("iocost_wbps".into(), k.model.wbps.into());
-        m.insert("iocost_rrandiops".into(), k.model.rrandiops.into());
-        m.insert("iocost_wrandiops".into(), k.model.wrandiops.into());
-    }
-    let prot = j
-        .jobs
-        .iter()
-        .rev()
-        .find(|d| d.spec.kind == "protection" && d.is_completed())
-        .and_then(|d| d.result.clone())
-        .and_then(|r| serde_json::from_value::<super::protection::run::ProtectionResult>(r).ok());
-    let storage = j
-        .jobs
-        .iter()
-        .rev()
-        .find(|d| d.spec.kind == "storage" && d.is_completed())
-        .and_then(|d| d.result.clone())
-        .and_then(|r| serde_json::from_value::<super::storage::StorageResult>(r).ok());
-    if let Some(s) = storage {
-        m.insert("storage_mof".into(), s.mem_offload_factor.into());
-        m.insert("storage_mem_usage_bytes".into(), s.mem_usage_mean.into());
-        m.insert("storage_mem_size_bytes".into(), s.mem_size_mean.into());
-        m.insert("storage_rbps_final".into(), s.rbps_final.into());
-        m.insert("storage_wbps_final".into(), s.wbps_final.into());
-    }
-    if let Some(p) = prot {
-        let c = &p.combined;
-        let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;
-        m.insert("protection_isol_pct".into(), pct(c.isol.get("mean")).into());
-        m.insert(
-            "protection_isol_p05_pct".into(),
-            pct(c.isol.get("05")).into(),
-        );
-        m.insert(
-            "protection_lat_imp_pct".into(),
-            pct(c.lat_imp.get("mean")).into(),
-        );
-        m.insert(
-            "protection_work_csv_pct".into(),
-            (c.work_csv * 100.0).into(),
-        );
+    for b in BENCHES {
+        if let Some(d) = j
+            .jobs
+            .iter()
+            .rev()
+            .find(|d| d.spec.kind == b.kind() && d.is_completed())
+        {
+            b.metrics(d, &mut m);
+        }
     }
     m
 }

@@ -1,15 +1,20 @@
 //! The benchmarks of resctl-bench and the commands that run them.
 //!
-//! - [`job`]: `run`, `format`, `summary`, `deps` over the result journal,
-//!   the bench table and the result header;
+//! - [`job`]: `run`, `format`, `summary`, `deps` over the result journal
+//!   and the result header;
+//! - [`common`]: what every bench gets (options, the job's context, how a
+//!   job ends) and implements (the [`common::Bench`] trait);
+//! - [`registry`]: the list of benches;
 //! - [`knobs`]: what benches hand on (hashd's knobs, the IO cost model,
 //!   the memory profile) and the per-job system info;
 //! - [`hashd_params`], [`iocost_params`], [`protection`], [`storage`]: the
 //!   benches.
 
+pub mod common;
 pub mod hashd_params;
 pub mod iocost_params;
 pub mod job;
 pub mod knobs;
 pub mod protection;
+pub mod registry;
 pub mod storage;

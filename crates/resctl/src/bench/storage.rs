@@ -1,7 +1,7 @@
 //! The `storage` bench; what it does, for users, is [`DOC`].
 
+use super::common::{Bench, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
-use super::job::{Ctx, Outcome, now_secs};
 use super::knobs::HashdKnobs;
 use super::protection::study::mean_stdev;
 use crate::fmt::{format_duration, format_size, parse_size};
@@ -10,6 +10,7 @@ use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
 use crate::sys::DiskStats;
 use crate::sys::cgroup::{Applied, BackendKind, Cgroup};
+use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -678,6 +679,57 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         format_size(res.mem_size_stdev)
     ));
     Ok(o)
+}
+
+/// The storage bench.
+pub struct StorageBench;
+
+impl Bench for StorageBench {
+    fn kind(&self) -> &'static str {
+        "storage"
+    }
+    fn about(&self) -> &'static str {
+        "memory offloading: how far the workload's footprint can exceed memory"
+    }
+    fn doc(&self) -> &'static str {
+        DOC
+    }
+    fn hard(&self) -> &'static [SysReq] {
+        // Swap's size recommendation is soft: a smaller swap caps the
+        // factor, which the result flags; no swap at all is refused.
+        &[SysReq::SwapOnScratch]
+    }
+    fn soft(&self) -> &'static [SysReq] {
+        &[
+            SysReq::Swap,
+            SysReq::MemShadowInodeProt,
+            SysReq::AnonBalance,
+            SysReq::HostCriticalServices,
+        ]
+    }
+    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+        check_spec(spec)
+    }
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+        run(spec, ctx)
+    }
+    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+        format(d, full)
+    }
+    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+        let Some(s) = d
+            .result
+            .clone()
+            .and_then(|r| serde_json::from_value::<StorageResult>(r).ok())
+        else {
+            return;
+        };
+        m.insert("storage_mof".into(), s.mem_offload_factor.into());
+        m.insert("storage_mem_usage_bytes".into(), s.mem_usage_mean.into());
+        m.insert("storage_mem_size_bytes".into(), s.mem_size_mean.into());
+        m.insert("storage_rbps_final".into(), s.rbps_final.into());
+        m.insert("storage_wbps_final".into(), s.wbps_final.into());
+    }
 }
 
 #[cfg(test)]

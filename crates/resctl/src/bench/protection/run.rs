@@ -5,8 +5,8 @@ use super::study::{
     self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
     SliceSample,
 };
+use crate::bench::common::{Bench, Ctx, Outcome, spawn_in};
 use crate::bench::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in, stop_child};
-use crate::bench::job::{Ctx, Outcome, spawn_in};
 use crate::fmt::{format_size, parse_frac};
 use crate::hashd::bench::linreg;
 use crate::hashd::params::{self, Params};
@@ -15,6 +15,7 @@ use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
 use crate::sys::DiskStats;
 use crate::sys::cgroup::{Applied, CgStat, Cgroup};
+use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -693,6 +694,62 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// The protection bench.
+pub struct ProtectionBench;
+
+impl Bench for ProtectionBench {
+    fn kind(&self) -> &'static str {
+        "protection"
+    }
+    fn about(&self) -> &'static str {
+        "how well hashd is protected from a memory hog"
+    }
+    fn doc(&self) -> &'static str {
+        DOC
+    }
+    fn hard(&self) -> &'static [SysReq] {
+        &[]
+    }
+    fn soft(&self) -> &'static [SysReq] {
+        // Every requirement but the tool dependencies (the last four):
+        // the hog is built in and nothing is compiled.
+        SysReq::ALL.split_at(SysReq::ALL.len() - 4).0
+    }
+    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+        check_spec(spec)
+    }
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+        run(spec, ctx)
+    }
+    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+        format(d, full)
+    }
+    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+        let Some(p) = d
+            .result
+            .clone()
+            .and_then(|r| serde_json::from_value::<ProtectionResult>(r).ok())
+        else {
+            return;
+        };
+        let c = &p.combined;
+        let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;
+        m.insert("protection_isol_pct".into(), pct(c.isol.get("mean")).into());
+        m.insert(
+            "protection_isol_p05_pct".into(),
+            pct(c.isol.get("05")).into(),
+        );
+        m.insert(
+            "protection_lat_imp_pct".into(),
+            pct(c.lat_imp.get("mean")).into(),
+        );
+        m.insert(
+            "protection_work_csv_pct".into(),
+            (c.work_csv * 100.0).into(),
+        );
+    }
 }
 
 #[cfg(test)]
