@@ -39,10 +39,8 @@ mod image;
 mod layout;
 pub mod ticks;
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use image::{Image, Rect};
 pub use layout::Layout;
@@ -139,8 +137,6 @@ pub struct Chart {
     /// Fixed high end of the y axis.
     pub y_max: Option<f64>,
 }
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Chart {
     /// A 900x500 chart with a linear y axis and no series.
@@ -372,35 +368,14 @@ impl Layout {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
-    let Some(name) = path.file_name() else {
+    if path.file_name().is_none() {
         return Err(ChartError::InvalidPath(path.to_path_buf()));
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if let Err(source) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(ChartError::Io {
-            path: path.to_path_buf(),
-            source,
-        });
     }
-    Ok(())
+    let io = |source| ChartError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = atomic_write_file::AtomicWriteFile::open(path).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.commit().map_err(io)
 }

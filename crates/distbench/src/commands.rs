@@ -315,19 +315,14 @@ pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
     Ok(seq)
 }
 
-/// Writes the results atomically (temp file, then rename).
+/// Writes the results (atomically, as every results file).
 fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Result<()> {
     let encoding = match Encoding::from_path(path) {
         Encoding::Text if binary => Encoding::Binary,
         e => e,
     };
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    files::write(&tmp, results, encoding)?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    files::write(path, results, encoding)?;
+    Ok(())
 }
 
 /// Prints a test's summary lines on stderr, where upstream logs them.

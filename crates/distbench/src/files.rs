@@ -120,7 +120,7 @@ pub fn write<T: Message + Name>(path: &Path, msg: &T, encoding: Encoding) -> Res
         path: label.clone(),
         message,
     })?;
-    std::fs::write(path, bytes).map_err(|source| FileError::Io {
+    harness::fsutil::write_atomic(path, &bytes).map_err(|source| FileError::Io {
         path: label,
         source,
     })

@@ -1,30 +1,16 @@
 //! Atomic file writes: a reader sees the old file or the new one, never half.
 
+pub use atomic_write_file::AtomicWriteFile;
 use std::io::{self, Write};
 use std::path::Path;
 
 /// Writes `bytes` to `path` through a temporary file in the same directory,
-/// fsynced, then renamed over the target.
+/// fsynced, then renamed over the target (atomic-write-file; an existing
+/// file's permissions are kept).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut f = AtomicWriteFile::open(path)?;
+    f.write_all(bytes)?;
+    f.commit()
 }
 
 #[cfg(test)]
@@ -37,5 +23,17 @@ mod tests {
         super::write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn keeps_an_existing_files_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        super::write_atomic(&p, b"one").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        super::write_atomic(&p, b"two").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 }

@@ -425,7 +425,9 @@ impl Catalogue {
                 .jobs
                 .keys()
                 .filter(|k| {
-                    k.contains(name) || name.contains(k.as_str()) || edit_distance(k, name) <= 2
+                    k.contains(name)
+                        || name.contains(k.as_str())
+                        || strsim::levenshtein(k, name) <= 2
                 })
                 .cloned()
                 .collect::<Vec<_>>();
@@ -444,22 +446,6 @@ impl Catalogue {
     pub fn iter(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
     }
-}
-
-/// Levenshtein distance, for "did you mean" hints.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

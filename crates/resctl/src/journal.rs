@@ -216,46 +216,19 @@ impl Journal {
             }
             _ => self.path.clone(),
         };
-        let name = target.file_name().ok_or_else(|| {
+        // atomic-write-file: a temporary file beside the target, fsynced,
+        // renamed over it, the directory fsynced; the target's permissions
+        // are kept.
+        let mut f = atomic_write_file::AtomicWriteFile::open(&target).map_err(|e| {
             io_err(
-                "find the file name".into(),
-                io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name"),
+                format!("create a temporary file beside {}", target.display()),
+                e,
             )
         })?;
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = dir.join(tmp_name);
-
-        let write_tmp = || -> Result<(), JournalError> {
-            let mut f = fs::File::create(&tmp)
-                .map_err(|e| io_err(format!("create {}", tmp.display()), e))?;
-            if let Ok(md) = fs::metadata(&target) {
-                f.set_permissions(md.permissions())
-                    .map_err(|e| io_err(format!("set permissions of {}", tmp.display()), e))?;
-            }
-            f.write_all(&bytes)
-                .map_err(|e| io_err(format!("write {}", tmp.display()), e))?;
-            f.sync_all()
-                .map_err(|e| io_err(format!("fsync {}", tmp.display()), e))?;
-            fs::rename(&tmp, &target).map_err(|e| {
-                io_err(
-                    format!("rename {} to {}", tmp.display(), target.display()),
-                    e,
-                )
-            })
-        };
-        if let Err(e) = write_tmp() {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-        fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io_err(format!("fsync the directory {}", dir.display()), e))
+        f.write_all(&bytes)
+            .map_err(|e| io_err(format!("write beside {}", target.display()), e))?;
+        f.commit()
+            .map_err(|e| io_err(format!("replace {}", target.display()), e))
     }
 
     /// The index of the first job with this kind and id (`None` matches only
@@ -556,14 +529,6 @@ mod tests {
             assert_eq!(dir_names(dir.path()), vec!["res.json"], "after save {i}");
             assert_eq!(Journal::open(&path).unwrap().jobs.len(), i + 1);
         }
-        // A stale temp file from an earlier crash with our pid is replaced
-        // and consumed, not left behind.
-        let stale = dir
-            .path()
-            .join(format!(".res.json.tmp-{}", std::process::id()));
-        fs::write(&stale, "junk").unwrap();
-        j.save().unwrap();
-        assert_eq!(dir_names(dir.path()), vec!["res.json"]);
         assert_eq!(Journal::open(&path).unwrap(), j);
     }
 

@@ -338,22 +338,6 @@ impl Passive {
     }
 }
 
-/// Levenshtein distance in chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let subst = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
 /// Checks that every key of property group `group` (0 = the first group
 /// after the kind) is in `allowed`. An unknown key is an error that names it,
 /// the kind and the spec, lists the allowed keys and, when one is within an
@@ -381,7 +365,7 @@ pub fn check_keys(spec: &JobSpec, group: usize, allowed: &[&str]) -> Result<(), 
         };
         let closest = allowed
             .iter()
-            .map(|a| (edit_distance(key, a), *a))
+            .map(|a| (strsim::levenshtein(key, a), *a))
             .filter(|(d, _)| *d <= 2)
             .min_by_key(|(d, _)| *d);
         if let Some((_, suggestion)) = closest {
@@ -694,16 +678,6 @@ mod tests {
             let p = Passive::parse(x).unwrap();
             assert_eq!(Passive::parse(&p.to_passive_string()).unwrap(), p);
         }
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("", ""), 0);
-        assert_eq!(edit_distance("load", "load"), 0);
-        assert_eq!(edit_distance("lod", "load"), 1);
-        assert_eq!(edit_distance("laod", "load"), 2);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

@@ -109,9 +109,7 @@ fn run_on_sequencer(
         if let Err(e) = run {
             return Ok((written, skipped, Some(e)));
         }
-        let tmp = dir.join(format!(".{stem}.pb.gz.tmp"));
-        files::write(&tmp, &results, Encoding::GzipBinary)?;
-        std::fs::rename(&tmp, &out)?;
+        files::write(&out, &results, Encoding::GzipBinary)?;
         written.push(out.display().to_string());
     }
     Ok((written, skipped, None))

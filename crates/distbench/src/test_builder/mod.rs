@@ -431,7 +431,7 @@ pub fn write_dir(
     args: &[String],
 ) -> Result<Vec<PathBuf>, Error> {
     let write = |path: PathBuf, text: String| {
-        std::fs::write(&path, text)
+        harness::fsutil::write_atomic(&path, text.as_bytes())
             .map(|()| path.clone())
             .map_err(|e| Error::Write {
                 path: path.display().to_string(),
