@@ -424,13 +424,8 @@ pub fn spec(c: &BenchConfig) -> anyhow::Result<Spec> {
 
 /// Local wall-clock time (h, m, s), for progress lines.
 fn wall_clock() -> (u32, u32, u32) {
-    // SAFETY: localtime_r fills the tm we own from the time we pass.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        (tm.tm_hour as u32, tm.tm_min as u32, tm.tm_sec as u32)
-    }
+    let now = jiff::ZonedDateTime::now();
+    (now.hour() as u32, now.minute() as u32, now.second() as u32)
 }
 
 /// A chart sample of an interval of `secs` ending at `t`, from the

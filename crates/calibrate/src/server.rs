@@ -1,7 +1,8 @@
 //! The calibration server: an M/D/c queue made real.
 //!
-//! Requests are queued first come first served to `workers` OS threads; each
-//! worker holds a request for exactly the service time (a sleep with 1 ns
+//! Requests are queued first come first served to `workers` OS threads (an
+//! [`rpc::pool::Pool`]); each worker holds a request for exactly the service
+//! time (a sleep with 1 ns
 //! timer slack, so the wait does not depend on CPU
 //! speed and overshoots by microseconds, not tokio's millisecond ticks), then
 //! replies. With `workers == 0` the server replies inline at once: a no-op
@@ -9,11 +10,9 @@
 
 use rpc::proto::calibrate::calibrate_server::{Calibrate, CalibrateServer};
 use rpc::proto::calibrate::{WorkReply, WorkRequest};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
 
 /// A periodic stall: the server serves nothing during the last `length` of
@@ -38,12 +37,6 @@ impl Stall {
     }
 }
 
-struct Job {
-    queued: Instant,
-    reply_bytes: u32,
-    done: oneshot::Sender<WorkReply>,
-}
-
 /// Service-time statistics the workers keep, to compare the real queue with
 /// the model.
 #[derive(Debug, Default)]
@@ -64,7 +57,8 @@ impl Stats {
 /// The gRPC service.
 #[derive(Clone)]
 pub struct Service {
-    queue: Option<mpsc::SyncSender<Job>>,
+    workers: Option<Arc<rpc::pool::Pool>>,
+    service: Duration,
     stall: Option<Stall>,
     pub stats: Arc<Stats>,
 }
@@ -73,29 +67,18 @@ impl Service {
     /// Starts `workers` worker threads with service time `service`; the
     /// threads exit when the last clone of the service is dropped.
     pub fn new(workers: usize, service: Duration, stall: Option<Stall>) -> Self {
-        let stats = Arc::new(Stats::default());
-        if workers == 0 {
-            return Service {
-                queue: None,
-                stall,
-                stats,
-            };
-        }
-        // The queue is bounded only to keep memory finite under absurd load.
-        let (tx, rx) = mpsc::sync_channel::<Job>(1 << 20);
-        let rx = Arc::new(Mutex::new(rx));
-        for i in 0..workers {
-            let rx = rx.clone();
-            let stats = stats.clone();
-            std::thread::Builder::new()
-                .name(format!("calib-worker-{i}"))
-                .spawn(move || worker(rx, service, stall, stats))
-                .expect("spawning a worker thread");
-        }
+        let workers = (workers > 0).then(|| {
+            Arc::new(rpc::pool::Pool::with_init("calib-worker", workers, || {
+                // SAFETY: prctl on the calling thread with an integer
+                // argument.
+                unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            }))
+        });
         Service {
-            queue: Some(tx),
+            workers,
+            service,
             stall,
-            stats,
+            stats: Arc::new(Stats::default()),
         }
     }
 
@@ -105,37 +88,29 @@ impl Service {
     }
 }
 
-fn worker(
-    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+/// One request on a worker: wait out a stall, hold the worker for the
+/// service time, reply.
+fn serve(
+    queued: Instant,
+    reply_bytes: u32,
     service: Duration,
     stall: Option<Stall>,
-    stats: Arc<Stats>,
-) {
-    // SAFETY: prctl on the calling thread with an integer argument.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    loop {
-        let job = match rx.lock() {
-            Ok(guard) => match guard.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-            Err(_) => return,
-        };
-        if let Some(end) = stall.and_then(|s| s.end_if_stalled(Instant::now())) {
-            sleep_until(end);
-        }
-        let start = Instant::now();
-        sleep_until(start + service);
-        let took = start.elapsed();
-        stats.served.fetch_add(1, Ordering::Relaxed);
-        stats
-            .service_ns
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        let _ = job.done.send(WorkReply {
-            payload: vec![0u8; job.reply_bytes as usize],
-            queue_us: start.duration_since(job.queued).as_micros() as u64,
-            service_us: took.as_micros() as u64,
-        });
+    stats: &Stats,
+) -> WorkReply {
+    if let Some(end) = stall.and_then(|s| s.end_if_stalled(Instant::now())) {
+        sleep_until(end);
+    }
+    let start = Instant::now();
+    sleep_until(start + service);
+    let took = start.elapsed();
+    stats.served.fetch_add(1, Ordering::Relaxed);
+    stats
+        .service_ns
+        .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    WorkReply {
+        payload: vec![0u8; reply_bytes as usize],
+        queue_us: start.duration_since(queued).as_micros() as u64,
+        service_us: took.as_micros() as u64,
     }
 }
 
@@ -155,7 +130,7 @@ fn sleep_until(deadline: Instant) {
 impl Calibrate for Service {
     async fn work(&self, request: Request<WorkRequest>) -> Result<Response<WorkReply>, Status> {
         let req = request.into_inner();
-        let Some(queue) = &self.queue else {
+        let Some(pool) = &self.workers else {
             if let Some(end) = self.stall.and_then(|s| s.end_if_stalled(Instant::now())) {
                 tokio::time::sleep_until(end.into()).await;
             }
@@ -165,16 +140,11 @@ impl Calibrate for Service {
                 service_us: 0,
             }));
         };
-        let (done, rx) = oneshot::channel();
-        let job = Job {
-            queued: Instant::now(),
-            reply_bytes: req.reply_bytes,
-            done,
-        };
-        queue
-            .try_send(job)
-            .map_err(|_| Status::resource_exhausted("calibration queue is full"))?;
-        rx.await
+        let (queued, reply_bytes, service, stall) =
+            (Instant::now(), req.reply_bytes, self.service, self.stall);
+        let stats = self.stats.clone();
+        pool.run(move || serve(queued, reply_bytes, service, stall, &stats))
+            .await
             .map(Response::new)
             .map_err(|_| Status::internal("calibration worker stopped"))
     }

@@ -1,6 +1,6 @@
 //! Local wall-clock time for logs, reports and result headers.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// A broken-down local time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,23 +17,19 @@ pub struct Local {
 }
 
 impl Local {
-    /// `t` in the local time zone.
+    /// `t` in the local time zone (jiff: `TZ`, else /etc/localtime).
     pub fn at(t: SystemTime) -> Local {
-        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = d.as_secs() as libc::time_t;
-        // SAFETY: localtime_r fills the zeroed struct from a valid time.
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        // SAFETY: both pointers are to live locals of the right types.
-        unsafe { libc::localtime_r(&secs, &mut tm) };
+        let ts = jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let z = ts.to_zoned_datetime(jiff::tz::TimeZone::system());
         Local {
-            year: tm.tm_year + 1900,
-            month: (tm.tm_mon + 1) as u32,
-            day: tm.tm_mday as u32,
-            hour: tm.tm_hour as u32,
-            min: tm.tm_min as u32,
-            sec: tm.tm_sec as u32,
-            micros: d.subsec_micros(),
-            offset: tm.tm_gmtoff,
+            year: i32::from(z.year()),
+            month: z.month() as u32,
+            day: z.day() as u32,
+            hour: z.hour() as u32,
+            min: z.minute() as u32,
+            sec: z.second() as u32,
+            micros: (z.subsec_nanosecond() / 1000) as u32,
+            offset: i64::from(z.offset().seconds()),
         }
     }
 
@@ -74,6 +70,8 @@ impl Local {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn formats() {

@@ -19,14 +19,23 @@ pub struct Pool {
 impl Pool {
     /// Starts `threads` threads (at least one) named `name-i`.
     pub fn new(name: &str, threads: usize) -> Self {
+        Self::with_init(name, threads, || {})
+    }
+
+    /// As [`Pool::new`], each thread first running `init` (e.g. to set a
+    /// per-thread attribute such as its timer slack).
+    pub fn with_init(name: &str, threads: usize, init: impl Fn() + Send + Sync + 'static) -> Self {
         let threads = threads.max(1);
+        let init = Arc::new(init);
         let (tx, rx) = mpsc::channel::<Task>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
             let rx = rx.clone();
+            let init = init.clone();
             std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
+                    init();
                     loop {
                         let task = match rx.lock() {
                             Ok(g) => g.recv(),

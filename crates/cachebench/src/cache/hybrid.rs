@@ -110,7 +110,7 @@ fn describe_error(what: &str, e: &std::io::Error) -> String {
     } else {
         what
     };
-    format!("{what}: {}", crate::nvm::io::error_chain(e))
+    format!("{what}: {e}")
 }
 
 /// An item as NVM stores it: its pool, the number of chained items, the

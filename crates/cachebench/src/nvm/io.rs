@@ -104,21 +104,6 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
-/// An I/O error's message followed by its causes (`a: b: c`).
-pub fn error_chain(e: &io::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    while let Some(c) = cur {
-        let m = c.to_string();
-        if !out.contains(&m) {
-            out.push_str(": ");
-            out.push_str(&m);
-        }
-        cur = c.source();
-    }
-    out
-}
-
 /// Checks the block rules of a request against a device.
 pub fn check_request(io: &dyn BlockIo, offset: u64, len: usize, ptr: *const u8) -> io::Result<()> {
     let bs = u64::from(io.block_size());

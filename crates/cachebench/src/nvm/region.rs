@@ -832,8 +832,7 @@ impl Shared {
                 reg.state.store(RECLAIMING, Ordering::SeqCst);
                 self.wait_readers(reg);
                 let mut a = lock(&self.alloc);
-                a.fatal
-                    .get_or_insert_with(|| format!("{what}: {}", super::io::error_chain(&e)));
+                a.fatal.get_or_insert_with(|| format!("{what}: {e}"));
                 let entries = std::mem::take(&mut a.entries[r as usize]);
                 self.drop_entries(r, &entries);
                 let buf = reg.buf.write().unwrap_or_else(|e| e.into_inner()).take();
