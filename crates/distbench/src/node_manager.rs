@@ -316,28 +316,28 @@ impl NodeManager {
 
 /// getrusage(2) of this process.
 pub fn rusage() -> RUsage {
-    // SAFETY: getrusage fills the zeroed struct we own.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) else {
+        return RUsage::default();
+    };
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     RUsage {
-        user_cpu_time_seconds: Some(secs(u.ru_utime)),
-        system_cpu_time_seconds: Some(secs(u.ru_stime)),
-        max_resident_set_size: Some(u.ru_maxrss),
-        integral_shared_memory_size: Some(u.ru_ixrss),
-        integral_unshared_data_size: Some(u.ru_idrss),
-        integral_unshared_stack_size: Some(u.ru_isrss),
-        page_reclaims_soft_page_faults: Some(u.ru_minflt),
-        page_faults_hard_page_faults: Some(u.ru_majflt),
-        swaps: Some(u.ru_nswap),
-        block_input_operations: Some(u.ru_inblock),
-        block_output_operations: Some(u.ru_oublock),
-        ipc_messages_sent: Some(u.ru_msgsnd),
-        ipc_messages_received: Some(u.ru_msgrcv),
-        signals_received: Some(u.ru_nsignals),
-        voluntary_context_switches: Some(u.ru_nvcsw),
-        involuntary_context_switches: Some(u.ru_nivcsw),
+        user_cpu_time_seconds: Some(secs(u.user_time())),
+        system_cpu_time_seconds: Some(secs(u.system_time())),
+        max_resident_set_size: Some(u.max_rss()),
+        integral_shared_memory_size: Some(u.shared_integral()),
+        integral_unshared_data_size: Some(u.unshared_data_integral()),
+        integral_unshared_stack_size: Some(u.unshared_stack_integral()),
+        page_reclaims_soft_page_faults: Some(u.minor_page_faults()),
+        page_faults_hard_page_faults: Some(u.major_page_faults()),
+        swaps: Some(u.full_swaps()),
+        block_input_operations: Some(u.block_reads()),
+        block_output_operations: Some(u.block_writes()),
+        ipc_messages_sent: Some(u.ipc_sends()),
+        ipc_messages_received: Some(u.ipc_receives()),
+        signals_received: Some(u.signals()),
+        voluntary_context_switches: Some(u.voluntary_context_switches()),
+        involuntary_context_switches: Some(u.involuntary_context_switches()),
     }
 }
 

@@ -36,30 +36,20 @@ struct Uname {
 }
 
 fn uname() -> Uname {
-    // SAFETY: uname fills a zeroed struct; fields are NUL-terminated.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname for uname to fill.
-    let ok = unsafe { libc::uname(&mut u) } == 0;
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    if ok {
-        Uname {
-            machine: field(&u.machine),
-            nodename: field(&u.nodename),
-            release: field(&u.release),
+    match nix::sys::utsname::uname() {
+        Ok(u) => {
+            let field = |f: &std::ffi::OsStr| f.to_string_lossy().into_owned();
+            Uname {
+                machine: field(u.machine()),
+                nodename: field(u.nodename()),
+                release: field(u.release()),
+            }
         }
-    } else {
-        Uname {
+        Err(_) => Uname {
             machine: std::env::consts::ARCH.to_string(),
             nodename: read("/proc/sys/kernel/hostname").unwrap_or_default(),
             release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
-        }
+        },
     }
 }
 
@@ -139,36 +129,36 @@ fn online_cpus() -> Vec<usize> {
 
 /// CPUs this process may run on (its affinity mask).
 pub fn usable_cpus() -> usize {
-    // SAFETY: a zeroed cpu_set_t filled by the kernel for this process.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let n = libc::CPU_COUNT(&set);
-            if n > 0 {
-                return n as usize;
-            }
-        }
+    match affinity() {
+        Some(v) if !v.is_empty() => v.len(),
+        _ => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
     }
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 /// The CPUs this process may run on (its affinity mask), ascending.
 pub fn usable_cpu_list() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t filled by the kernel for this process.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let v: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-            if !v.is_empty() {
-                return v;
-            }
-        }
+    match affinity() {
+        Some(v) if !v.is_empty() => v,
+        _ => online_cpus(),
     }
-    online_cpus()
+}
+
+/// This process's affinity mask, or None when it cannot be read.
+fn affinity() -> Option<Vec<usize>> {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    let set = sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    Some(
+        (0..CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+    )
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    uname().release
 }
 
 /// Groups `cpus` into physical cores (same package and core id, read from

@@ -26,14 +26,12 @@ pub fn proc_self() -> (u64, f64) {
         })
         .map(|p| p * page)
         .unwrap_or(0);
-    // SAFETY: getrusage fills a zeroed struct for this process.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    let cpu = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    } else {
-        0.0
+    let cpu = match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        Ok(ru) => {
+            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            tv(ru.user_time()) + tv(ru.system_time())
+        }
+        Err(_) => 0.0,
     };
     (rss, cpu)
 }

@@ -1,7 +1,6 @@
 //! What resctl-bench prints under "System info" and "IO info": kernel,
 //! CPUs, memory, swap, and the device holding the scratch directory.
 
-use std::ffi::CStr;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
@@ -69,8 +68,8 @@ pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, Stri
     let swappiness = u32::try_from(read_u64(swappiness_path)?)
         .map_err(|_| format!("{}: value out of range", swappiness_path.display()))?;
     let mut si = SysInfo {
-        kernel_version: kernel_release()?,
-        nr_cpus: nr_cpus(),
+        kernel_version: harness::machine::kernel_release(),
+        nr_cpus: harness::machine::usable_cpus(),
         total_memory: mem("MemTotal")?,
         total_swap: mem("SwapTotal")?,
         free_swap: mem("SwapFree")?,
@@ -105,38 +104,6 @@ pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, Stri
         si.scr_devnr = devnr;
     }
     Ok(si)
-}
-
-/// `uname -r`.
-pub fn kernel_release() -> Result<String, String> {
-    // SAFETY: utsname is plain data; uname fills it and NUL-terminates.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return Err(format!("uname: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: the kernel NUL-terminates release within its array.
-    let rel = unsafe { CStr::from_ptr(u.release.as_ptr()) };
-    Ok(rel.to_string_lossy().into_owned())
-}
-
-/// The number of CPUs in this process's affinity mask (falls back to the
-/// available parallelism).
-pub fn nr_cpus() -> usize {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
-    // the size given.
-    let count = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            libc::CPU_COUNT(&set)
-        } else {
-            0
-        }
-    };
-    match usize::try_from(count) {
-        Ok(n) if n > 0 => n,
-        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    }
 }
 
 /// A whole disk: its name in /sys/block (`vda`) and (major, minor).
