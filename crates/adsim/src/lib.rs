@@ -10,14 +10,14 @@
 //! - [`server`]: the engine (pools, stages, counters) and its gRPC service.
 //! - [`client`]: the load, the search, the CSV and the metrics.
 //! - [`tls`]: `--tls` on both sides.
-//! - [`cli`], [`workload`]: the command lines and the harness entry.
+//! - [`cli`], [`command`]: the command lines and the harness entry.
 
 pub mod cli;
 pub mod client;
+pub mod command;
 pub mod config;
 pub mod kernels;
 pub mod server;
 pub mod tls;
-pub mod workload;
 
-pub use workload::AdSim;
+pub use command::AdSim;

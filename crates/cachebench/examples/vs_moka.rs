@@ -12,7 +12,7 @@
 
 use cachebench::cache::DramCache;
 use cachebench::command_support::{dram_config_of, spec_of};
-use cachebench::workload::{Generator, Op};
+use cachebench::generator::{Generator, Op};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use std::sync::Arc;

@@ -8,13 +8,13 @@ use crate::cache::{
     Refresh,
 };
 use crate::config::{self, BenchConfig, DistributionConfig};
+use crate::generator::{Generator, PoolMix, Spec};
 use crate::nvm::device::DirectIo;
 use crate::nvm::region::{Eviction, Reinsertion};
 use crate::nvm::{Admission, Navy, NvmConfig};
 use crate::output;
 use crate::stats::{CacheStats, RunStats};
 use crate::stressor::{self, Options, Progress};
-use crate::workload::{Generator, PoolMix, Spec};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Record, RunContext, Workload};
@@ -358,7 +358,7 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
         popularity: (!d.popularity_buckets.is_empty())
             .then(|| (d.popularity_buckets.clone(), d.popularity_weights.clone())),
         add_chained: d.add_chained_ratio,
-        chain: (d.add_chained_ratio > 0.0).then(|| crate::workload::ChainSpec {
+        chain: (d.add_chained_ratio > 0.0).then(|| crate::generator::ChainSpec {
             length_range: d.chained_length_range.clone(),
             length_probability: d.chained_length_probability.clone(),
             val_size_range: d.chained_val_size_range.clone(),

@@ -4,7 +4,7 @@
 //!   `test_config`), read unchanged;
 //! - [`cache`]: the cache engine, ours: DRAM slabs, allocation classes,
 //!   pools, eviction and the hash index;
-//! - [`workload`] and [`stressor`]: the synthetic workload and the threads
+//! - [`generator`] and [`stressor`]: the synthetic workload and the threads
 //!   that run it;
 //! - [`output`]: upstream's report text; [`CacheBench`]: the workload
 //!   (`rackbench cachebench --json_test_config FILE`).
@@ -12,13 +12,13 @@
 pub mod cache;
 mod command;
 pub mod config;
+pub mod generator;
 pub mod nvm;
 pub mod output;
 pub mod plots;
 pub mod replay;
 pub mod stats;
 pub mod stressor;
-pub mod workload;
 
 pub use command::CacheBench;
 

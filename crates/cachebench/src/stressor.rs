@@ -4,8 +4,8 @@
 //! snapshot of the running totals for progress lines.
 
 use crate::cache::{AllocError, Cache};
+use crate::generator::{Generator, Op};
 use crate::stats::{RunStats, Throughput};
-use crate::workload::{Generator, Op};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use std::sync::Arc;
@@ -511,7 +511,7 @@ fn finish(cache: &Cache, throughput: Throughput, start: Instant) -> RunStats {
 mod tests {
     use super::*;
     use crate::cache::{AllocClasses, DramCache, DramConfig, Policy, Refresh};
-    use crate::workload::{PoolMix, Spec};
+    use crate::generator::{PoolMix, Spec};
 
     /// A one-pool cache of `mb` MiB for the tests.
     fn cache(mb: u64, policy: Policy, ht_bucket_power: u32) -> Cache {
@@ -736,7 +736,7 @@ mod tests {
                     op_weights: [0.5, 0.3, 0.05, 0.0, 0.0, 0.0, 0.0],
                     popularity: None,
                     add_chained: 0.15,
-                    chain: Some(crate::workload::ChainSpec {
+                    chain: Some(crate::generator::ChainSpec {
                         length_range: vec![1, 4],
                         length_probability: vec![1.0],
                         val_size_range: vec![100, 1000],

@@ -4,15 +4,15 @@
 //! service time on one of a fixed number of workers ([`server`]) is, under
 //! Poisson arrivals, an M/D/c queue whose latency percentiles are known
 //! exactly ([`mdc`]). The job runs the load core's SLO search against it on
-//! loopback ([`workload`]) and reports the measured maximum rate next to the
+//! loopback ([`command`]) and reports the measured maximum rate next to the
 //! analytic one: a ratio near 1 means the generator, the recorder and the
 //! search measure what they claim.
 
 // `!(x > 0.0)` is deliberate throughout: it rejects NaN as well.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod command;
 pub mod mdc;
 pub mod server;
-pub mod workload;
 
-pub use workload::Calibrate;
+pub use command::Calibrate;

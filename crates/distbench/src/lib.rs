@@ -23,12 +23,12 @@
 //! - [`summary`] and [`metrics`]: upstream's per-test summary lines and the
 //!   report's metrics;
 //! - [`Distbench`]: the `distbench` workload and its subcommands
-//!   ([`commands`]).
+//!   ([`subcommands`]).
 
 pub mod analyze;
 pub mod check;
 pub mod cluster;
-pub mod commands;
+mod command;
 pub mod engine;
 pub mod files;
 pub mod metrics;
@@ -37,9 +37,9 @@ pub mod node_manager;
 pub mod placement;
 pub mod proto;
 pub mod sequencer;
+pub mod subcommands;
 pub mod summary;
 pub mod test_builder;
 pub mod textproto;
-mod workload;
 
-pub use workload::Distbench;
+pub use command::Distbench;

@@ -3,7 +3,7 @@
 //! [`leaf`] is the server: per-request graph ranking ([`graph`]),
 //! instruction-cache pressure ([`icache`]), compression, serialization
 //! ([`story`]), pointer chasing over per-thread data ([`dataset`]) and an
-//! off-CPU wait, on fixed thread pools ([`pool`]). [`workload`] is the driver
+//! off-CPU wait, on fixed thread pools ([`pool`]). [`command`] is the driver
 //! (upstream run.sh, flags in [`cli`]): it starts a leaf process, waits until
 //! it is ready and runs the load core's SLO search against it.
 
@@ -14,7 +14,7 @@ pub mod hugemem;
 pub use icache;
 pub mod leaf;
 pub use rpc::pool;
+pub mod command;
 pub mod story;
-pub mod workload;
 
-pub use workload::FeedSim;
+pub use command::FeedSim;

@@ -56,7 +56,7 @@ impl Invocation {
     /// Parses the arguments that follow `analyze`.
     pub fn parse(args: &[String]) -> Result<Self, AnalyzeError> {
         let argv = std::iter::once("analyze".to_string())
-            .chain(args.iter().map(|a| crate::commands::normalize(a)));
+            .chain(args.iter().map(|a| crate::subcommands::normalize(a)));
         let a = Args::try_parse_from(argv)
             .map_err(|e| AnalyzeError::Usage(e.render().to_string().trim_end().to_string()))?;
         Ok(Invocation {

@@ -4,7 +4,7 @@
 //! say they are not implemented yet.
 
 use crate::analyze;
-use crate::commands;
+use crate::subcommands;
 use crate::test_builder;
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -37,11 +37,11 @@ struct CheckTestArgs {
 
 enum Command {
     CheckTest(CheckTestArgs),
-    Sequencer(commands::SequencerArgs),
-    NodeManager(commands::NodeManagerArgs),
-    RunTests(commands::RunTestsArgs),
-    Localhost(commands::LocalhostArgs),
-    RpcServer(commands::RpcServerArgs),
+    Sequencer(subcommands::SequencerArgs),
+    NodeManager(subcommands::NodeManagerArgs),
+    RunTests(subcommands::RunTestsArgs),
+    Localhost(subcommands::LocalhostArgs),
+    RpcServer(subcommands::RpcServerArgs),
     /// `test_builder`, parsed, and its raw arguments for `# produced by`.
     TestBuilder(test_builder::args::Invocation, Vec<String>),
     Analyze(analyze::Invocation),
@@ -52,13 +52,13 @@ fn parse(args: &[String]) -> anyhow::Result<Command> {
         bail!("distbench needs a subcommand: {IMPLEMENTED}");
     };
     match sub.as_str() {
-        "check_test" => Ok(Command::CheckTest(commands::parse_args(sub, rest)?)),
+        "check_test" => Ok(Command::CheckTest(subcommands::parse_args(sub, rest)?)),
         "analyze" => Ok(Command::Analyze(analyze::Invocation::parse(rest)?)),
-        "test_sequencer" => Ok(Command::Sequencer(commands::parse_args(sub, rest)?)),
-        "node_manager" => Ok(Command::NodeManager(commands::parse_args(sub, rest)?)),
-        "run_tests" => Ok(Command::RunTests(commands::parse_args(sub, rest)?)),
-        "start_localhost" => Ok(Command::Localhost(commands::parse_args(sub, rest)?)),
-        "rpc_server" => Ok(Command::RpcServer(commands::parse_args(sub, rest)?)),
+        "test_sequencer" => Ok(Command::Sequencer(subcommands::parse_args(sub, rest)?)),
+        "node_manager" => Ok(Command::NodeManager(subcommands::parse_args(sub, rest)?)),
+        "run_tests" => Ok(Command::RunTests(subcommands::parse_args(sub, rest)?)),
+        "start_localhost" => Ok(Command::Localhost(subcommands::parse_args(sub, rest)?)),
+        "rpc_server" => Ok(Command::RpcServer(subcommands::parse_args(sub, rest)?)),
         "test_builder" => Ok(Command::TestBuilder(
             test_builder::args::parse(rest)?,
             rest.to_vec(),
@@ -82,11 +82,11 @@ impl Workload for Distbench {
             "rackbench distbench SUBCOMMAND [--flag=value ...]\n\n\
              Subcommands: start_localhost, test_sequencer, node_manager, run_tests, check_test, \
              test_builder, analyze, rpc_server.\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n\n{}\n",
-            commands::LocalhostArgs::command().render_long_help(),
-            commands::SequencerArgs::command().render_long_help(),
-            commands::NodeManagerArgs::command().render_long_help(),
-            commands::RunTestsArgs::command().render_long_help(),
-            commands::RpcServerArgs::command().render_long_help(),
+            subcommands::LocalhostArgs::command().render_long_help(),
+            subcommands::SequencerArgs::command().render_long_help(),
+            subcommands::NodeManagerArgs::command().render_long_help(),
+            subcommands::RunTestsArgs::command().render_long_help(),
+            subcommands::RpcServerArgs::command().render_long_help(),
             CheckTestArgs::command().render_long_help(),
             analyze::Invocation::help()
         );
@@ -102,13 +102,13 @@ impl Workload for Distbench {
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
             Command::Sequencer(_) | Command::RpcServer(_) => Ok(()),
             Command::NodeManager(a) => {
-                commands::node_addresses(&a)?;
-                commands::attributes(&a.attributes).map(|_| ())
+                subcommands::node_addresses(&a)?;
+                subcommands::attributes(&a.attributes).map(|_| ())
             }
             // Standard input is read once, when the job runs.
             Command::RunTests(a) if a.infile.is_none() => Ok(()),
-            Command::RunTests(a) => commands::run_tests_input(&a).map(|_| ()),
-            Command::Localhost(a) => commands::localhost_tests(&a).map(|_| ()),
+            Command::RunTests(a) => subcommands::run_tests_input(&a).map(|_| ()),
+            Command::Localhost(a) => subcommands::localhost_tests(&a).map(|_| ()),
         }
     }
 
@@ -120,8 +120,9 @@ impl Workload for Distbench {
     }
 
     fn format(&self, record: &harness::Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-        let r: commands::DistbenchRecord = record.decode(self.name(), commands::RECORD_VERSION)?;
-        commands::write_record(&r, out)?;
+        let r: subcommands::DistbenchRecord =
+            record.decode(self.name(), subcommands::RECORD_VERSION)?;
+        subcommands::write_record(&r, out)?;
         Ok(())
     }
 
@@ -147,11 +148,11 @@ impl Workload for Distbench {
             }
             Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),
             Command::Analyze(a) => a.run(ctx),
-            Command::Sequencer(a) => commands::run_sequencer(&a, ctx),
-            Command::NodeManager(a) => commands::run_node_manager(&a, ctx),
-            Command::RunTests(a) => commands::run_tests(&a, ctx),
-            Command::Localhost(a) => commands::run_localhost(&a, ctx),
-            Command::RpcServer(a) => commands::run_rpc_server(&a, ctx),
+            Command::Sequencer(a) => subcommands::run_sequencer(&a, ctx),
+            Command::NodeManager(a) => subcommands::run_node_manager(&a, ctx),
+            Command::RunTests(a) => subcommands::run_tests(&a, ctx),
+            Command::Localhost(a) => subcommands::run_localhost(&a, ctx),
+            Command::RpcServer(a) => subcommands::run_rpc_server(&a, ctx),
         }
     }
 }
