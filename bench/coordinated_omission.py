@@ -56,7 +56,7 @@ def main():
         probe = json.loads(out.stdout)["metrics"]["probes"][0]
         rb = probe["latency"]["p99_ms"]
         data = json.dumps({"payload": base64.b64encode(b"\0" * 64).decode(), "reply_bytes": 64})
-        g = subprocess.run(common.pinned([ghz, "--insecure", "--proto", os.path.join(common.ROOT, "proto/rackbench/calibrate.proto"),
+        g = subprocess.run(common.pinned([ghz, "--insecure", "--proto", os.path.join(common.ROOT, "crates/calibrate/proto/calibrate.proto"),
                             "--import-paths", os.path.join(common.ROOT, "proto"), "--call", "rackbench.calibrate.Calibrate.Work",
                             "-d", data, "-z", f"{a.secs}s", "--rps", str(a.rate), "-c", "8", "--cpus", "1", "-O", "json",
                             "127.0.0.1:50051"], 0), capture_output=True, text=True)

@@ -45,7 +45,7 @@ def rackbench_max(env, cwd, secs):
 
 def ghz_run(ghz, rps, secs, conc=200):
     data = json.dumps({"payload": base64.b64encode(b"\0" * PAYLOAD).decode(), "reply_bytes": PAYLOAD})
-    cmd = [ghz, "--insecure", "--proto", os.path.join(common.ROOT, "proto/rackbench/calibrate.proto"),
+    cmd = [ghz, "--insecure", "--proto", os.path.join(common.ROOT, "crates/calibrate/proto/calibrate.proto"),
            "--import-paths", os.path.join(common.ROOT, "proto"),
            "--call", "rackbench.calibrate.Calibrate.Work", "-d", data, "-z", f"{secs}s", "--cpus", "1",
            "--connections", "2", "-c", str(conc), "-O", "json"]

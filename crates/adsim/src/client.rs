@@ -8,6 +8,8 @@
 //! uniformly (a size listed twice is twice as likely).
 
 use crate::cli::{ClientArgs, Mode};
+use crate::proto::ad_sim_client::AdSimClient;
+use crate::proto::{SimRequest, StatusReply, StatusRequest};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use harness::{Outcome, Progress, RunContext};
@@ -15,8 +17,6 @@ use load::report::{probe_line, searching_line};
 use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::SeedableRng;
-use rpc::proto::adsim::ad_sim_client::AdSimClient;
-use rpc::proto::adsim::{SimRequest, StatusReply, StatusRequest};
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};

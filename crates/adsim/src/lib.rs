@@ -19,5 +19,10 @@ pub mod config;
 pub mod kernels;
 pub mod server;
 pub mod tls;
+/// AdSim's inference service and serialization payload (`proto/adsim.proto`),
+/// generated at build time.
+pub mod proto {
+    tonic::include_proto!("rackbench.adsim");
+}
 
 pub use command::AdSim;

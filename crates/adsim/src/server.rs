@@ -17,11 +17,11 @@
 
 use crate::config::{Pool as PoolKind, ServerConfig};
 use crate::kernels::{self, HandleObjs, Kernel, RequestObjs};
+use crate::proto::ad_sim_server::{AdSim, AdSimServer};
+use crate::proto::{KernelStat, SimReply, SimRequest, StatusReply, StatusRequest};
 use bytes::{Bytes, BytesMut};
 use rpc::pool::Pool;
 use rpc::procstat::{proc_self, thread_cpu_ns};
-use rpc::proto::adsim::ad_sim_server::{AdSim, AdSimServer};
-use rpc::proto::adsim::{KernelStat, SimReply, SimRequest, StatusReply, StatusRequest};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! Command line, probing and metrics of the calibrate workload.
 
 use crate::mdc;
+use crate::proto::WorkRequest;
+use crate::proto::calibrate_client::CalibrateClient;
 use crate::server::{Service, Stall};
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -9,8 +11,6 @@ use load::csv::ProbeCsv;
 use load::report::{Reporter, SearchRecord, final_line, searching_line, write_search};
 use load::search::{Event, Search, run_fixed};
 use load::{Arrival, SearchConfig, ServiceProber, SloTarget};
-use rpc::proto::calibrate::WorkRequest;
-use rpc::proto::calibrate::calibrate_client::CalibrateClient;
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -14,5 +14,9 @@
 pub mod command;
 pub mod mdc;
 pub mod server;
+/// The calibration service (`proto/calibrate.proto`), generated at build time.
+pub mod proto {
+    tonic::include_proto!("rackbench.calibrate");
+}
 
 pub use command::Calibrate;

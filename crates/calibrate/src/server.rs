@@ -8,8 +8,8 @@
 //! replies. With `workers == 0` the server replies inline at once: a no-op
 //! server for measuring the load generator itself.
 
-use rpc::proto::calibrate::calibrate_server::{Calibrate, CalibrateServer};
-use rpc::proto::calibrate::{WorkReply, WorkRequest};
+use crate::proto::calibrate_server::{Calibrate, CalibrateServer};
+use crate::proto::{WorkReply, WorkRequest};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -5,6 +5,8 @@
 use crate::cli::{AUTOSCALE_BASE_PORT, DEFAULT_PORT, DriverArgs, LeafArgs, ShapeArgs, Threads};
 use crate::dataset::Shape;
 use crate::leaf::{LeafConfig, LeafService, LeafState, proc_self};
+use crate::proto::leaf_client::LeafClient;
+use crate::proto::{RankRequest, StatusReply, StatusRequest};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, Record, RunContext, Workload};
@@ -18,8 +20,6 @@ use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
 use load::{Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
 use rand::SeedableRng;
-use rpc::proto::feedsim::leaf_client::LeafClient;
-use rpc::proto::feedsim::{RankRequest, StatusReply, StatusRequest};
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -11,6 +11,8 @@
 
 use crate::dataset::{Dataset, Shape};
 use crate::icache;
+use crate::proto::leaf_server::{Leaf, LeafServer};
+use crate::proto::{RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest, StepCpu};
 use crate::story;
 use prost::Message;
 use rand::rngs::SmallRng;
@@ -18,10 +20,6 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma};
 use rpc::pool::Pool;
 pub use rpc::procstat::{proc_self, thread_cpu_ns};
-use rpc::proto::feedsim::leaf_server::{Leaf, LeafServer};
-use rpc::proto::feedsim::{
-    RankReply, RankRequest, RankingResponse, StatusReply, StatusRequest, StepCpu,
-};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

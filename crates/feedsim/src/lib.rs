@@ -16,5 +16,9 @@ pub mod leaf;
 pub use rpc::pool;
 pub mod command;
 pub mod story;
+/// FeedSim's leaf service (`proto/feedsim.proto`), generated at build time.
+pub mod proto {
+    tonic::include_proto!("rackbench.feedsim");
+}
 
 pub use command::FeedSim;

@@ -2,10 +2,10 @@
 //! at random per request and serialized with protobuf (prost), as FeedSim's
 //! leaf does with its Thrift compact payload.
 
+use crate::proto::{Action, Int64List, Object, RankingResponse, Story};
 use prost::Message;
 use rand::Rng;
 use rand::distr::Alphanumeric;
-use rpc::proto::feedsim::{Action, Int64List, Object, RankingResponse, Story};
 use std::collections::HashMap;
 
 /// Objects per story, actions per story, entries per map, metadata bytes.

@@ -1,6 +1,6 @@
-//! Shared gRPC plumbing for every rackbench workload.
+//! Shared gRPC plumbing for every rackbench workload. Each workload's
+//! protos and their generated code live in its own crate.
 //!
-//! - [`proto`]: code generated from `proto/` at build time (no `protoc` needed).
 //! - [`server`]: binding listeners (loopback by default) and serving tonic
 //!   routers with TCP_NODELAY on every accepted connection.
 //! - [`client`]: connecting channels with TCP_NODELAY and spreading requests
@@ -15,25 +15,6 @@ pub mod frame;
 pub mod pool;
 pub mod procstat;
 pub mod server;
-
-/// Generated protobuf messages and gRPC services.
-pub mod proto {
-    /// FeedSim's leaf service (`proto/rackbench/feedsim.proto`).
-    pub mod feedsim {
-        tonic::include_proto!("rackbench.feedsim");
-    }
-
-    /// AdSim's inference service and serialization payload
-    /// (`proto/rackbench/adsim.proto`).
-    pub mod adsim {
-        tonic::include_proto!("rackbench.adsim");
-    }
-
-    /// The calibration service (`proto/rackbench/calibrate.proto`).
-    pub mod calibrate {
-        tonic::include_proto!("rackbench.calibrate");
-    }
-}
 
 /// An error and its sources, `a: b: c`, skipping a source whose text the
 /// line already holds (tonic's own text is often just "transport error",

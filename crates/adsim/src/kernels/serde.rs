@@ -10,8 +10,8 @@
 //! stored under `output`).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs};
+use crate::proto::{I32List, SerializableInfo, SerializableReq, SerializableUnit};
 use prost::Message;
-use rpc::proto::adsim::{I32List, SerializableInfo, SerializableReq, SerializableUnit};
 use std::sync::Arc;
 
 /// The shapes of the generated requests.

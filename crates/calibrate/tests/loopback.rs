@@ -1,10 +1,11 @@
-//! The gRPC plumbing over real loopback sockets.
+//! rpc's gRPC plumbing (servers, client pools) over real loopback sockets,
+//! with the calibration service as the service under test.
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
-use rpc::proto::calibrate::calibrate_client::CalibrateClient;
-use rpc::proto::calibrate::calibrate_server::{Calibrate, CalibrateServer};
-use rpc::proto::calibrate::{WorkReply, WorkRequest};
+use calibrate::proto::calibrate_client::CalibrateClient;
+use calibrate::proto::calibrate_server::{Calibrate, CalibrateServer};
+use calibrate::proto::{WorkReply, WorkRequest};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
