@@ -61,41 +61,54 @@ pub fn child_main(args: &[String]) -> i32 {
 
 const DFL_DIR: &str = "/var/lib/rackbench-resctl";
 
+/// resctl-bench's command line: the global options (anywhere) and the
+/// command with its arguments.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "rackbench resctl",
+    override_help = HELP,
+    disable_version_flag = true
+)]
+struct Cli {
+    #[arg(short = 'r', long = "result")]
+    result: Option<PathBuf>,
+    #[arg(short = 'd', long = "dir")]
+    dir: Option<PathBuf>,
+    #[arg(long = "mem-profile")]
+    mem_profile: Option<String>,
+    #[arg(long)]
+    force: bool,
+    #[arg(long)]
+    test: bool,
+    /// COMMAND [ARGS...]
+    words: Vec<String>,
+}
+
 /// Global options and the command with its arguments.
 fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
-    let mut o = Options::default();
-    let mut dir: Option<PathBuf> = None;
-    let mut cmd: Option<String> = None;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |name: &str| match &inline {
-            Some(v) => Ok(v.clone()),
-            None => val(name),
-        };
-        match key {
-            "-r" | "--result" => o.result = Some(PathBuf::from(value("-r/--result")?)),
-            "-d" | "--dir" => dir = Some(PathBuf::from(value("-d/--dir")?)),
-            "--mem-profile" => o.mem_profile = Some(value("--mem-profile")?),
-            "--force" => o.force = true,
-            "--test" => o.test = true,
-            "-h" | "--help" if cmd.is_none() => return Err(HELP.to_string()),
-            _ if a.starts_with('-') && cmd.is_none() => {
-                return Err(format!("unknown option {a:?}\n\n{HELP}"));
-            }
-            _ if cmd.is_none() => cmd = Some(a.clone()),
-            _ => rest.push(a.clone()),
+    use clap::Parser;
+    let argv = std::iter::once("resctl".to_string()).chain(args.iter().cloned());
+    let c = Cli::try_parse_from(argv).map_err(|e| match e.kind() {
+        clap::error::ErrorKind::DisplayHelp => HELP.to_string(),
+        _ => {
+            // clap's text starts with its own "error: "; ours is added
+            // where the error is printed.
+            let text = e.render().to_string();
+            let text = text.trim_end();
+            format!("{}\n\n{HELP}", text.strip_prefix("error: ").unwrap_or(text))
         }
-    }
+    })?;
+    let mut o = Options {
+        result: c.result,
+        mem_profile: c.mem_profile,
+        force: c.force,
+        test: c.test,
+        ..Options::default()
+    };
+    let dir = c.dir;
+    let mut words = c.words.into_iter();
+    let cmd = words.next();
+    let rest: Vec<String> = words.collect();
     let cmd = cmd.ok_or_else(|| format!("no command\n\n{HELP}"))?;
     o.dir = match dir {
         Some(d) => d,
@@ -211,19 +224,15 @@ impl Workload for Resctl {
     }
 
     fn is_helper(&self, args: &[String]) -> bool {
-        // The command is the first word that is neither an option nor the
-        // value of one (the same walk as `parse`, without its checks).
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            match a.as_str() {
-                "-r" | "--result" | "-d" | "--dir" | "--mem-profile" => {
-                    it.next();
-                }
-                _ if a.starts_with('-') => {}
-                cmd => return matches!(cmd, "format" | "summary" | "deps" | "doc"),
-            }
-        }
-        false
+        // The command is the first word of the parsed command line.
+        use clap::Parser;
+        let argv = std::iter::once("resctl".to_string()).chain(args.iter().cloned());
+        Cli::try_parse_from(argv).is_ok_and(|c| {
+            matches!(
+                c.words.first().map(String::as_str),
+                Some("format" | "summary" | "deps" | "doc")
+            )
+        })
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {

@@ -45,53 +45,57 @@ pub struct HogArgs {
     pub duration: Option<f64>,
 }
 
-const USAGE: &str = "\
-rackbench resctl mem-hog --wbps RATE [--report FILE] [--max SIZE] [--duration SECS]
+/// The hog's command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "rackbench resctl mem-hog",
+    about = "Grows anonymous memory at RATE bytes a second with random data until killed, \
+             for --duration seconds, or until it holds --max; writes a JSON report every second."
+)]
+struct Cli {
+    /// The write rate, bytes a second with a unit (e.g. 512M); required.
+    #[arg(long, value_name = "RATE", value_parser = positive_size)]
+    wbps: u64,
+    /// The report file, rewritten atomically every second.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Stop growing at this size (then keep rewriting what it holds).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max: Option<u64>,
+    /// Run this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    duration: Option<f64>,
+}
 
-Grows anonymous memory at RATE bytes a second (e.g. 512M) with random data
-until killed, for SECS seconds, or until it holds SIZE; writes a JSON report
-to FILE every second.";
+fn size(v: &str) -> Result<u64, String> {
+    parse_size(v).map_err(|e| e.to_string())
+}
 
-/// Parses the hog's arguments.
+fn positive_size(v: &str) -> Result<u64, String> {
+    match size(v)? {
+        0 => Err("must be > 0".into()),
+        n => Ok(n),
+    }
+}
+
+fn seconds(v: &str) -> Result<f64, String> {
+    v.parse()
+        .ok()
+        .filter(|d: &f64| *d > 0.0 && d.is_finite())
+        .ok_or_else(|| "expected seconds > 0".into())
+}
+
+/// Parses the hog's arguments; an error (or `--help`) is clap's text.
 pub fn parse(args: &[String]) -> Result<HogArgs, String> {
-    let mut a = HogArgs {
-        wbps: 0,
-        report: None,
-        max: None,
-        duration: None,
-    };
-    let mut it = args.iter();
-    while let Some(k) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("mem-hog: {k} needs a value\n\n{USAGE}"))
-        };
-        match k.as_str() {
-            "--wbps" => a.wbps = parse_size(&val()?).map_err(|e| format!("mem-hog --wbps: {e}"))?,
-            "--report" => a.report = Some(PathBuf::from(val()?)),
-            "--max" => {
-                a.max = Some(parse_size(&val()?).map_err(|e| format!("mem-hog --max: {e}"))?)
-            }
-            "--duration" => {
-                let v = val()?;
-                let d: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|d: &f64| *d > 0.0 && d.is_finite())
-                    .ok_or_else(|| format!("mem-hog --duration {v:?}: expected seconds > 0"))?;
-                a.duration = Some(d);
-            }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("mem-hog: unknown option {other:?}\n\n{USAGE}")),
-        }
-    }
-    if a.wbps == 0 {
-        return Err(format!(
-            "mem-hog: --wbps is required and must be > 0\n\n{USAGE}"
-        ));
-    }
-    Ok(a)
+    use clap::Parser;
+    let argv = std::iter::once("mem-hog".to_string()).chain(args.iter().cloned());
+    let c = Cli::try_parse_from(argv).map_err(|e| e.render().to_string())?;
+    Ok(HogArgs {
+        wbps: c.wbps,
+        report: c.report,
+        max: c.max,
+        duration: c.duration,
+    })
 }
 
 /// Anonymous memory reserved in 1 GiB mappings as it grows.
@@ -265,7 +269,7 @@ mod tests {
         assert!(
             parse(&args(&["--max", "1G"]))
                 .unwrap_err()
-                .contains("--wbps is required")
+                .contains("--wbps <RATE>")
         );
         assert!(
             parse(&args(&["--wbps", "fast"]))
@@ -275,12 +279,12 @@ mod tests {
         assert!(
             parse(&args(&["--wpbs", "1M"]))
                 .unwrap_err()
-                .contains("unknown option \"--wpbs\"")
+                .contains("unexpected argument '--wpbs'")
         );
         assert!(
             parse(&args(&["--wbps"]))
                 .unwrap_err()
-                .contains("needs a value")
+                .contains("a value is required for '--wbps <RATE>'")
         );
     }
 
