@@ -83,14 +83,24 @@ fn os_release() -> BTreeMap<String, String> {
         .collect()
 }
 
+/// /proc/meminfo in KiB, under /proc's own names (which the report keeps).
 fn meminfo() -> BTreeMap<String, u64> {
-    read("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
+    parse_meminfo(&read("/proc/meminfo").unwrap_or_default())
+        .into_iter()
+        .map(|(k, v)| (k, v / 1024))
+        .collect()
+}
+
+/// /proc/meminfo text as name -> bytes (`kB` values are multiplied out).
+/// The one parser of it: resctl-bench's system info reads it too.
+pub fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
         .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            let n = v.split_whitespace().next()?.parse().ok()?;
-            Some((k.to_string(), n))
+            let (k, rest) = l.split_once(':')?;
+            let mut it = rest.split_whitespace();
+            let v: u64 = it.next()?.parse().ok()?;
+            let mult = if it.next() == Some("kB") { 1024 } else { 1 };
+            Some((k.trim().to_string(), v.saturating_mul(mult)))
         })
         .collect()
 }

@@ -254,7 +254,7 @@ pub fn study(rec: &StorageRecord) -> StorageResult {
 
 /// Swap in use now (SwapTotal - SwapFree), bytes.
 fn swap_used() -> u64 {
-    let m = crate::sys::cgroup::parse_meminfo(
+    let m = harness::machine::parse_meminfo(
         &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
     );
     let kb = |k: &str| m.get(k).copied().unwrap_or(0);

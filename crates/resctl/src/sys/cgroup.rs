@@ -1092,21 +1092,8 @@ fn parse_proc_stat_cpu(text: &str, hz: f64) -> Option<(f64, f64)> {
 
 /// MemTotal - MemAvailable from /proc/meminfo, in bytes.
 fn parse_meminfo_used(text: &str) -> Option<u64> {
-    let kv = parse_meminfo(text);
+    let kv = harness::machine::parse_meminfo(text);
     Some(kv.get("MemTotal")?.saturating_sub(*kv.get("MemAvailable")?))
-}
-
-/// /proc/meminfo as name -> bytes.
-pub(crate) fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
-    text.lines()
-        .filter_map(|l| {
-            let (k, rest) = l.split_once(':')?;
-            let mut it = rest.split_whitespace();
-            let v: u64 = it.next()?.parse().ok()?;
-            let mult = if it.next() == Some("kB") { 1024 } else { 1 };
-            Some((k.trim().to_string(), v.saturating_mul(mult)))
-        })
-        .collect()
 }
 
 /// A whole, non-stacked, non-virtual disk: listed in /sys/block, not a

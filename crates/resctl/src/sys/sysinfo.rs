@@ -7,8 +7,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::cgroup::{BackendKind, parse_meminfo};
+use super::cgroup::BackendKind;
 use super::{mount_of, read_mounts, read_string, read_u64};
+use harness::machine::parse_meminfo;
 
 /// The host description stored with each job.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
