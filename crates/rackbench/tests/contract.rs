@@ -282,17 +282,21 @@ fn split_report(out: &str) -> (String, serde_json::Value) {
 #[test]
 fn results_show_text_reprints_a_stored_run() {
     let c = Clean::new();
-    for argv in [
-        vec!["run", "cachebench_mini"],
-        vec![
-            "--report",
-            "cachebench",
-            "--json_test_config",
-            "builtin:hybrid_mini",
-        ],
+    for (rows, argv) in [
+        (1, vec!["run", "cachebench_mini"]),
+        (
+            2,
+            vec![
+                "--report",
+                "cachebench",
+                "--json_test_config",
+                "builtin:hybrid_mini",
+            ],
+        ),
     ] {
         let o = c.run(&argv);
         assert!(o.status.success(), "{argv:?}: {}", text(&o.stderr));
+        assert_eq!(c.store_rows(), rows, "{argv:?}: one store row per run");
         let (printed, report) = split_report(&text(&o.stdout));
         let run_id = report["run_id"].as_str().unwrap();
         let from = printed.find("== Test Results ==").unwrap();
