@@ -397,6 +397,14 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
         path: path.to_path_buf(),
         source,
     };
+    // A failed rename would leave atomic-write-file's temporary file
+    // behind; a directory in the way is the one failure known in advance.
+    if path.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
+    }
     let mut file = atomic_write_file::AtomicWriteFile::open(path).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     file.commit().map_err(io)

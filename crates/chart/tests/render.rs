@@ -535,7 +535,7 @@ fn write_png_is_atomic_and_leaves_no_temp_file() {
     let err = sample().write_png(&missing).unwrap_err();
     assert!(matches!(err, chart::ChartError::Io { .. }), "{err}");
     assert!(err.to_string().contains("no-such-dir"), "{err}");
-    // Writing onto a directory fails at the rename; the temp file goes away.
+    // Writing onto a directory fails, and no temp file is left.
     let sub = dir.join("sub");
     std::fs::create_dir(&sub).unwrap();
     std::fs::write(sub.join("keep"), b"x").unwrap();
