@@ -488,19 +488,13 @@ fn drive(
             phase,
             requested_qps,
             duration,
-            ..
-        } => {
-            let rate = if requested_qps > 0.0 {
-                format!("{requested_qps:.2} QPS")
-            } else {
-                "unthrottled".into()
-            };
-            progress.phase(&format!(
-                "{} {rate} for {:.0}s",
-                phase.label(),
-                duration.as_secs_f64()
-            ));
-        }
+            extension,
+        } => progress.phase(&load::report::phase_line(
+            phase,
+            requested_qps,
+            duration,
+            extension,
+        )),
         Event::Done(p) => {
             progress.println(&probe_line(p));
             // The CSV has the rate-driven probes (upstream's measurements);

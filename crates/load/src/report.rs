@@ -74,6 +74,31 @@ pub fn write_search(r: &SearchRecord, out: &mut dyn io::Write) -> io::Result<()>
     Ok(())
 }
 
+/// The progress message of a probe that starts: `bisect 12.50 QPS for 30s`,
+/// `warm-up unthrottled for 10s more (not steady yet)`.
+pub fn phase_line(
+    phase: Phase,
+    requested_qps: f64,
+    duration: std::time::Duration,
+    extension: usize,
+) -> String {
+    let rate = if requested_qps > 0.0 {
+        format!("{requested_qps:.2} QPS")
+    } else {
+        "unthrottled".into()
+    };
+    let close = match (phase, extension) {
+        (_, 0) => "",
+        (Phase::Warmup, _) => " more (not steady yet)",
+        _ => " more (a close call)",
+    };
+    format!(
+        "{} {rate} for {:.0}s{close}",
+        phase.label(),
+        duration.as_secs_f64()
+    )
+}
+
 /// Turns search events into lines, phase messages and CSV rows.
 pub struct Reporter<'a> {
     csv: ProbeCsv,
@@ -100,23 +125,7 @@ impl<'a> Reporter<'a> {
                 requested_qps,
                 duration,
                 extension,
-            } => {
-                let rate = if requested_qps > 0.0 {
-                    format!("{requested_qps:.2} QPS")
-                } else {
-                    "unthrottled".into()
-                };
-                let close = match (phase, extension) {
-                    (_, 0) => "",
-                    (Phase::Warmup, _) => " more (not steady yet)",
-                    _ => " more (a close call)",
-                };
-                (self.phase)(&format!(
-                    "{} {rate} for {:.0}s{close}",
-                    phase.label(),
-                    duration.as_secs_f64()
-                ));
-            }
+            } => (self.phase)(&phase_line(phase, requested_qps, duration, extension)),
             Event::Done(p) => {
                 (self.line)(&probe_line(p));
                 if let Err(e) = self.csv.append(p) {
