@@ -1004,8 +1004,6 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
 
     let mut m = common_metrics(a, target);
     host_speed_metrics(&mut m, speed, &|l| progress.println(l));
-    let mut ok = 0usize;
-    let (mut sum_req, mut sum_ach, mut lat) = (0.0, 0.0, Vec::new());
     let (mut leaf_cpu, mut leaf_reqs) = (0.0, 0u64);
     let mut rerun = None;
     let mut interrupted = ctx.cancel.is_stopped();
@@ -1031,10 +1029,6 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
                 interrupted |= r.outcome.interrupted;
                 im.extend(instance_metrics(r, false)?);
                 if let Some(f) = reported_probe(r).filter(|_| r.outcome.success) {
-                    ok += 1;
-                    sum_req += f.requested_qps;
-                    sum_ach += f.achieved_qps;
-                    lat.push(f.target_value_ms);
                     finals.push(InstanceFinal {
                         label: inst.label.clone(),
                         reported: f.clone(),
@@ -1055,11 +1049,8 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         }
         m.insert((inst.id + 1).to_string(), Value::Object(im));
     }
-    let avg_lat = if lat.is_empty() {
-        0.0
-    } else {
-        lat.iter().sum::<f64>() / lat.len() as f64
-    };
+    let ok = finals.len();
+    let (sum_req, sum_ach, avg_lat) = overall(&finals);
     m.insert(
         "overall".into(),
         json!({
@@ -1121,6 +1112,23 @@ pub struct InstanceFinal {
     pub reported: load::search::ProbeRecord,
 }
 
+/// The successful instances' summed requested and achieved QPS and their
+/// mean latency (0 without any).
+fn overall(finals: &[InstanceFinal]) -> (f64, f64, f64) {
+    let sum_req = finals.iter().map(|f| f.reported.requested_qps).sum();
+    let sum_ach = finals.iter().map(|f| f.reported.achieved_qps).sum();
+    let avg_lat = if finals.is_empty() {
+        0.0
+    } else {
+        finals
+            .iter()
+            .map(|f| f.reported.target_value_ms)
+            .sum::<f64>()
+            / finals.len() as f64
+    };
+    (sum_req, sum_ach, avg_lat)
+}
+
 /// An autoscale run's closing lines: each successful instance's final line
 /// and the overall sums.
 fn record_lines(r: &FeedSimRecord) -> Vec<String> {
@@ -1131,17 +1139,7 @@ fn record_lines(r: &FeedSimRecord) -> Vec<String> {
         .iter()
         .map(|f| format!("{}{}", f.label, final_line(&f.reported)))
         .collect();
-    let sum_req: f64 = finals.iter().map(|f| f.reported.requested_qps).sum();
-    let sum_ach: f64 = finals.iter().map(|f| f.reported.achieved_qps).sum();
-    let avg_lat = if finals.is_empty() {
-        0.0
-    } else {
-        finals
-            .iter()
-            .map(|f| f.reported.target_value_ms)
-            .sum::<f64>()
-            / finals.len() as f64
-    };
+    let (sum_req, sum_ach, avg_lat) = overall(finals);
     lines.push(format!(
         "overall: {} of {spawned} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}",
         finals.len()

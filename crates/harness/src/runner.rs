@@ -337,7 +337,7 @@ pub fn execute(
                     metrics: report.metrics.clone(),
                     report_path: Some(path.display().to_string()),
                     artifacts_dir: Some(out_dir.display().to_string()),
-                    record: record.clone(),
+                    record,
                 };
                 if let Err(e) = s.record(&row) {
                     eprintln!("error: {e}; the report is in {}", path.display());

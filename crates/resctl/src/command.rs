@@ -84,11 +84,15 @@ struct Cli {
     words: Vec<String>,
 }
 
+/// The command line as clap parses it.
+fn parse_cli(args: &[String]) -> Result<Cli, clap::Error> {
+    use clap::Parser;
+    Cli::try_parse_from(std::iter::once("resctl".to_string()).chain(args.iter().cloned()))
+}
+
 /// Global options and the command with its arguments.
 fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
-    use clap::Parser;
-    let argv = std::iter::once("resctl".to_string()).chain(args.iter().cloned());
-    let c = Cli::try_parse_from(argv).map_err(|e| match e.kind() {
+    let c = parse_cli(args).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp => HELP.to_string(),
         _ => {
             // clap's text starts with its own "error: "; ours is added
@@ -135,7 +139,6 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
                 .map(|b| format!("  {:14} {}\n", b.kind(), b.about()))
                 .collect::<String>()
         ),
-        Some(kind) if job::bench(kind).is_ok() => job::bench(kind)?.doc().to_string(),
         Some("sysreqs") => format!(
             "System requirements (upstream's names). `deps` checks them all on this host; each\n\
              bench lists the ones it cannot do without (hard: refused unless --force) and the\n\
@@ -163,16 +166,19 @@ and stamped in every result:
 Children (hashd, the hog) join their cgroup before they exec; no systemd is needed.
 "
         .to_string(),
-        Some(other) => {
-            return Err(format!(
-                "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
-                job::BENCHES
-                    .iter()
-                    .map(|b| b.kind())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
+        Some(other) => match job::bench(other) {
+            Ok(b) => b.doc().to_string(),
+            Err(_) => {
+                return Err(format!(
+                    "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
+                    job::BENCHES
+                        .iter()
+                        .map(|b| b.kind())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        },
     })
 }
 
@@ -225,9 +231,7 @@ impl Workload for Resctl {
 
     fn is_helper(&self, args: &[String]) -> bool {
         // The command is the first word of the parsed command line.
-        use clap::Parser;
-        let argv = std::iter::once("resctl".to_string()).chain(args.iter().cloned());
-        Cli::try_parse_from(argv).is_ok_and(|c| {
+        parse_cli(args).is_ok_and(|c| {
             matches!(
                 c.words.first().map(String::as_str),
                 Some("format" | "summary" | "deps" | "doc")
