@@ -20,7 +20,7 @@ use clap::Parser;
 use harness::{Outcome, Record, RunContext, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -504,114 +504,9 @@ struct Instance {
     fractions: Vec<f64>,
 }
 
-fn metrics_of(s: &RunStats) -> Value {
-    let t = &s.throughput;
-    let secs = s.elapsed_secs.max(1e-9);
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            Value::Null
-        } else {
-            json!(100.0 * a as f64 / b as f64)
-        }
-    };
-    let evictions: u64 = s.cache.pools.iter().map(|p| p.evictions).sum();
-    let items: u64 = s.cache.pools.iter().map(|p| p.items).sum();
-    json!({
-        "ops": t.ops,
-        "ops_per_sec": t.ops as f64 / secs,
-        "gets_per_sec": t.gets as f64 / secs,
-        "sets_per_sec": t.sets as f64 / secs,
-        "dels_per_sec": t.dels as f64 / secs,
-        "hit_ratio_pct": match s.cache.nvm.as_ref().map(|n| &n.counters) {
-            Some(n) if n.nvm_gets > 0 => pct(s.cache.gets - n.nvm_get_misses, s.cache.gets),
-            _ => pct(s.cache.hits, s.cache.gets),
-        },
-        "ram_hit_ratio_pct": pct(s.cache.hits, s.cache.gets),
-        "get_miss_pct": pct(t.get_misses, t.gets),
-        "set_success_pct": pct(t.sets - t.set_failures, t.sets),
-        "consistency_checks": t.consistency_checks,
-        "inconsistencies": t.inconsistencies,
-        "items_in_ram": items,
-        "ram_evictions": evictions,
-        "nvm": s.cache.nvm.as_ref().map(nvm_metrics),
-        "elapsed_secs": s.elapsed_secs,
-        "api_latency_ns": s.api_latency.as_ref().map(|l| {
-            json!({ "get": quantiles(Some(&l.get)), "set": quantiles(Some(&l.set)) })
-        }),
-    })
-}
-
-fn quantiles(h: Option<&hdrhistogram::Histogram<u64>>) -> Value {
-    match h {
-        Some(h) if !h.is_empty() => json!({
-            "count": h.len(),
-            "p50": h.value_at_quantile(0.5),
-            "p90": h.value_at_quantile(0.9),
-            "p99": h.value_at_quantile(0.99),
-            "p999": h.value_at_quantile(0.999),
-            "max": h.max(),
-        }),
-        _ => Value::Null,
-    }
-}
-
-/// The NVM tier's figures for the report.
-fn nvm_metrics(n: &crate::cache::NvmSide) -> Value {
-    let c = &n.counters;
-    let e = &n.engine;
-    let d = &e.device;
-    let logical = e.logical_bytes_written();
-    json!({
-        "gets": c.nvm_gets,
-        "hit_ratio_pct": if c.nvm_gets == 0 {
-            Value::Null
-        } else {
-            json!(100.0 * (c.nvm_gets - c.nvm_get_misses) as f64 / c.nvm_gets as f64)
-        },
-        "coalesced_gets": c.coalesced,
-        "puts": c.puts,
-        "put_errors": c.put_errors,
-        "aborted_puts": c.aborts_from_del,
-        "admission_rejects": e.admission_rejects,
-        "admission_probability": e.admission_probability,
-        "rejects_clean": c.rejects_clean,
-        "rejects_expiry": c.rejects_expiry,
-        "rejects_retention": c.rejects_retention,
-        "deletes": c.nvm_deletes,
-        "items": e.items(),
-        "evictions": e.evictions(),
-        "bytes_read": d.bytes_read,
-        "bytes_written": d.bytes_written,
-        "logical_bytes_written": logical,
-        "app_write_amplification": if logical == 0 {
-            Value::Null
-        } else {
-            json!(d.bytes_written as f64 / logical as f64)
-        },
-        "device_write_amplification": Value::Null,
-        "read_latency_us": quantiles(e.read_latency_us.as_ref()),
-        "write_latency_us": quantiles(e.write_latency_us.as_ref()),
-        "device_read_latency_us": quantiles(Some(&d.read_latency_us)),
-        "device_write_latency_us": quantiles(Some(&d.write_latency_us)),
-        "region_engine": e.large.as_ref().map(|l| json!({
-            "items": l.items,
-            "evictions": l.evictions,
-            "reinsertions": l.reinsertions,
-            "regions_reclaimed": l.regions_reclaimed,
-            "checksum_errors": l.checksum_errors,
-        })),
-        "bucket_engine": e.small.as_ref().map(|s| json!({
-            "items": s.items,
-            "evictions": s.evictions,
-            "bloom_rejects": s.bloom_rejects,
-            "checksum_errors": s.checksum_errors,
-        })),
-    })
-}
-
 /// The version of [`CacheBenchRecord`]; raise it when the record's shape
 /// changes.
-const RECORD_VERSION: u32 = 1;
+const RECORD_VERSION: u32 = 2;
 
 /// What a CacheBench run keeps with its stored run: each instance's
 /// end-of-run figures and failure lines, and with several instances their
@@ -620,6 +515,14 @@ const RECORD_VERSION: u32 = 1;
 pub struct CacheBenchRecord {
     pub instances: Vec<InstanceRecord>,
     pub aggregated: Option<RunStats>,
+    /// Our charts of the progress samples, as written.
+    pub charts: Vec<String>,
+    /// Ctrl-C stopped the run.
+    pub interrupted: bool,
+    /// `--timeout_seconds` stopped the run.
+    pub stopped_by_timeout_seconds: Option<u64>,
+    /// The NVM device error that ended the run.
+    pub nvm_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -677,6 +580,11 @@ impl Workload for CacheBench {
         let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
         write_record(&r, out)?;
         Ok(())
+    }
+
+    fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
+        let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
+        harness::record::metrics_map(&crate::metrics::of_record(&r))
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -920,7 +828,7 @@ impl Workload for CacheBench {
         if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none() {
             timed_out = true;
         }
-        let mut metrics = Map::new();
+        let mut charts = Vec::new();
         // Charts (ours) go beside the progress stats file, or among the
         // harness's artifacts; a direct run writes none, as upstream draws
         // none.
@@ -937,25 +845,18 @@ impl Workload for CacheBench {
         };
         if let (false, Some((dir, stem))) = (samples.is_empty(), chart_at) {
             match crate::plots::write_all(&dir, &stem, &samples) {
-                Ok(files) => {
-                    metrics.insert(
-                        "charts".into(),
-                        json!(
-                            files
-                                .iter()
-                                .map(|f| f.display().to_string())
-                                .collect::<Vec<_>>()
-                        ),
-                    );
-                }
+                Ok(files) => charts = files.iter().map(|f| f.display().to_string()).collect(),
                 Err(e) => eprintln!("warning: charts not written: {e:#}"),
             }
         }
-        let mut per_instance = Vec::new();
         let mut total = RunStats::default();
         let mut record = CacheBenchRecord {
             instances: Vec::new(),
             aggregated: None,
+            charts,
+            interrupted: ctx.cancel.is_stopped(),
+            stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
+            nvm_failure: nvm_failure.clone(),
         };
         for (i, mut r) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
@@ -975,7 +876,6 @@ impl Workload for CacheBench {
                     r.throughput.failed_threads
                 ));
             }
-            per_instance.push(metrics_of(&r));
             total.throughput.add(&r.throughput);
             total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
             total.elapsed_secs = total.elapsed_secs.max(r.elapsed_secs);
@@ -993,51 +893,11 @@ impl Workload for CacheBench {
         }
         // The end-of-run text, from the record a saved run reprints.
         write_record(&record, &mut std::io::stdout().lock())?;
-        // One instance: its figures; several: the sums over all of them
-        // (rates over the longest instance's time), each instance beside.
-        if let Value::Object(all) = metrics_of(&total) {
-            metrics.extend(all);
-        }
-        if per_instance.len() > 1 {
-            metrics.insert("instances".into(), Value::Array(per_instance));
-        }
-        let interrupted = ctx.cancel.is_stopped();
-        if interrupted {
-            metrics.insert("interrupted".into(), json!(true));
-        }
-        if timed_out {
-            metrics.insert(
-                "stopped_by_timeout_seconds".into(),
-                json!(a.timeout_seconds),
-            );
-        }
-        if let Some(f) = &nvm_failure {
-            metrics.insert("error".into(), json!(f));
-        }
-        if total.throughput.failed_threads > 0 {
-            metrics.insert(
-                "error".into(),
-                json!(format!(
-                    "{} stressor thread(s) failed",
-                    total.throughput.failed_threads
-                )),
-            );
-        }
         let consistent =
             total.throughput.inconsistencies == 0 && total.throughput.failed_threads == 0;
-        if !consistent {
-            metrics.insert(
-                "error".into(),
-                json!(format!(
-                    "{} values read were inconsistent with the sets",
-                    total.throughput.inconsistencies
-                )),
-            );
-        }
-        Ok(Outcome {
-            metrics,
-            success: !interrupted && consistent && nvm_failure.is_none(),
-            record: Some(Record::of(self.name(), RECORD_VERSION, &record)),
-        })
+        Ok(Outcome::measured(
+            !record.interrupted && consistent && nvm_failure.is_none(),
+            Record::of(self.name(), RECORD_VERSION, &record),
+        ))
     }
 }

@@ -13,6 +13,7 @@ pub mod cache;
 mod command;
 pub mod config;
 pub mod generator;
+pub mod metrics;
 pub mod nvm;
 pub mod output;
 pub mod plots;
@@ -20,7 +21,7 @@ pub mod replay;
 pub mod stats;
 pub mod stressor;
 
-pub use command::CacheBench;
+pub use command::{CacheBench, CacheBenchRecord, InstanceRecord};
 
 /// The config-to-engine mapping the command uses, for benchmarks.
 pub mod command_support {

@@ -91,6 +91,48 @@ fn meminfo() -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Ticks (USER_HZ) of one `cpu` line of /proc/stat: user nice system idle
+/// iowait irq softirq steal guest guest_nice (a field an older kernel does
+/// not write reads 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTicks(pub [u64; 10]);
+
+impl CpuTicks {
+    /// Ticks not idle or waiting: user, nice, system, irq, softirq, steal
+    /// (user and nice already include guest time).
+    pub fn busy(&self) -> u64 {
+        let t = &self.0;
+        t[0] + t[1] + t[2] + t[5] + t[6] + t[7]
+    }
+
+    pub fn system(&self) -> u64 {
+        self.0[2]
+    }
+}
+
+/// The `cpu*` lines of /proc/stat by name (`all` for the total line,
+/// `cpu0`, `cpu1`, ... as the kernel names them, so an offline CPU leaves
+/// a gap rather than shifting the others). The one parser of it: the
+/// `cpu-mpstat` hook and resctl-bench's system stats read it. Kept over
+/// procfs-core's `KernelStats`, which numbers the CPUs by position and
+/// needs every other line of the file.
+pub fn parse_proc_stat(text: &str) -> BTreeMap<String, CpuTicks> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("cpu")) {
+        let mut it = line.split_whitespace();
+        let name = match it.next().unwrap_or_default() {
+            "cpu" => "all".to_string(),
+            n => n.to_string(),
+        };
+        let mut t = [0u64; 10];
+        for (slot, v) in t.iter_mut().zip(it) {
+            *slot = v.parse().unwrap_or(0);
+        }
+        out.insert(name, CpuTicks(t));
+    }
+    out
+}
+
 /// /proc/meminfo text as name -> bytes (`kB` values are multiplied out).
 /// The one parser of it: resctl-bench's system info reads it too.
 pub fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {

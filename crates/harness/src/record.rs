@@ -10,7 +10,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One workload result, tagged with the workload that made it and the
 /// version of its record type.
@@ -81,6 +81,27 @@ impl Record {
     }
 }
 
+/// A workload's typed metrics as the report's flat JSON object: each
+/// workload defines a `Serialize` struct of its metrics (so tests and
+/// callers read them by type) and its [`crate::Workload::metrics`] derives
+/// that struct from the run's record and hands it through here.
+pub fn metrics_map<T: Serialize>(metrics: &T) -> anyhow::Result<Map<String, Value>> {
+    match serde_json::to_value(metrics)? {
+        Value::Object(m) => Ok(m),
+        other => anyhow::bail!(
+            "a workload's metrics must serialise as a JSON object, not {}",
+            match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Array(_) => "an array",
+                Value::Object(_) => "an object",
+            }
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +138,24 @@ mod tests {
             bad.decode::<R>("cachebench", 2),
             Err(RecordError::Data { .. })
         ));
+    }
+
+    #[test]
+    fn metrics_are_a_flat_object_of_the_typed_struct() {
+        #[derive(Serialize)]
+        struct M {
+            ops_per_sec: f64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<String>,
+        }
+        let m = metrics_map(&M {
+            ops_per_sec: 2.5,
+            error: None,
+        })
+        .unwrap();
+        assert_eq!(m["ops_per_sec"], 2.5);
+        assert!(!m.contains_key("error"));
+        let e = metrics_map(&3).unwrap_err();
+        assert!(e.to_string().contains("not a number"), "{e}");
     }
 }

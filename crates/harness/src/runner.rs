@@ -54,6 +54,29 @@ pub struct Outcome {
     pub record: Option<Record>,
 }
 
+impl Outcome {
+    /// A measured run: whether it met its own definition of success, and
+    /// its record (the report's metrics are derived from it by
+    /// [`Workload::metrics`]).
+    pub fn measured(success: bool, record: Record) -> Outcome {
+        Outcome {
+            metrics: Map::new(),
+            success,
+            record: Some(record),
+        }
+    }
+
+    /// The end of a helper command (a checker, a generator, a config dump):
+    /// it measured nothing, so there is no record and no metrics.
+    pub fn helper(success: bool) -> Outcome {
+        Outcome {
+            metrics: Map::new(),
+            success,
+            record: None,
+        }
+    }
+}
+
 /// A benchmark rackbench can run.
 pub trait Workload: Send + Sync {
     /// The `benchmark` name jobs refer to.
@@ -76,6 +99,13 @@ pub trait Workload: Send + Sync {
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         let _ = (record, out);
         anyhow::bail!("{} keeps no record to print its text from", self.name())
+    }
+    /// The report's metrics of a run, derived from the record its `run`
+    /// returned: the workload's typed metrics struct, flattened with
+    /// [`crate::record::metrics_map`].
+    fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
+        let _ = record;
+        Ok(Map::new())
     }
 }
 
@@ -438,6 +468,15 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool, Opti
             Ok(o) => {
                 metrics = o.metrics;
                 success = o.success;
+                if let Some(r) = &o.record {
+                    match p.workload.metrics(r) {
+                        Ok(m) => metrics.extend(m),
+                        Err(e) => {
+                            failure =
+                                Some(format!("cannot derive the metrics from the record: {e:#}"))
+                        }
+                    }
+                }
                 record = o.record;
             }
             Err(e) => failure = Some(format!("{e:#}")),

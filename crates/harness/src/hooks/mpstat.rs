@@ -2,6 +2,7 @@
 //! ALL 1` shows, without sysstat installed).
 
 use super::{Hook, HookContext, number};
+use crate::machine::{CpuTicks as Times, parse_proc_stat as parse_stat};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,30 +12,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const OPTIONS: &[&str] = &["interval_secs"];
-
-/// Jiffies of one CPU line: user nice system idle iowait irq softirq steal guest guest_nice.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Times([u64; 10]);
-
-/// Parses the `cpu*` lines of /proc/stat.
-pub fn parse_stat(text: &str) -> BTreeMap<String, Times> {
-    let mut out = BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("cpu")) {
-        let mut it = line.split_whitespace();
-        let name = it.next().unwrap_or_default();
-        let name = if name == "cpu" {
-            "all".to_string()
-        } else {
-            name.to_string()
-        };
-        let mut t = [0u64; 10];
-        for (slot, v) in t.iter_mut().zip(it) {
-            *slot = v.parse().unwrap_or(0);
-        }
-        out.insert(name, Times(t));
-    }
-    out
-}
 
 /// Percentages between two samples: usr nice sys iowait irq soft steal guest idle.
 pub fn percentages(a: &Times, b: &Times) -> [f64; 9] {

@@ -1073,21 +1073,11 @@ fn parse_blkio_bytes(text: &str) -> (u64, u64) {
     (r, w)
 }
 
-/// From the `cpu ` line of /proc/stat: (busy seconds, system seconds).
-/// Busy is user + nice + system + irq + softirq + steal (guest time is
-/// already inside user).
+/// Seconds of busy and of system CPU time of the whole machine from a
+/// /proc/stat text (`hz` ticks per second).
 fn parse_proc_stat_cpu(text: &str, hz: f64) -> Option<(f64, f64)> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    if v.len() < 8 {
-        return None;
-    }
-    let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    Some((busy as f64 / hz, v[2] as f64 / hz))
+    let all = harness::machine::parse_proc_stat(text).remove("all")?;
+    Some((all.busy() as f64 / hz, all.system() as f64 / hz))
 }
 
 /// MemTotal - MemAvailable from /proc/meminfo, in bytes.
@@ -1111,21 +1101,17 @@ fn is_whole_disk(name: &str) -> bool {
         .unwrap_or(true)
 }
 
-/// Sums sectors read and written (fields 6 and 10) × 512 over the devices
-/// of /proc/diskstats for which `whole` holds.
+/// Sums bytes read and written (sectors × 512) over the devices of a
+/// /proc/diskstats text for which `whole` holds.
 fn parse_diskstats(text: &str, whole: impl Fn(&str) -> bool) -> (u64, u64) {
-    let (mut r, mut w) = (0u64, 0u64);
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 10 || !whole(f[2]) {
-            continue;
-        }
-        if let (Ok(rs), Ok(ws)) = (f[5].parse::<u64>(), f[9].parse::<u64>()) {
-            r = r.saturating_add(rs.saturating_mul(512));
-            w = w.saturating_add(ws.saturating_mul(512));
-        }
-    }
-    (r, w)
+    super::disk_lines(text)
+        .filter(|d| whole(&d.name))
+        .fold((0u64, 0u64), |(r, w), d| {
+            (
+                r.saturating_add(d.sectors_read.saturating_mul(512)),
+                w.saturating_add(d.sectors_written.saturating_mul(512)),
+            )
+        })
 }
 
 #[cfg(test)]

@@ -185,22 +185,24 @@ pub struct DiskStats {
     pub write_ms: u64,
 }
 
-/// Parses the line of `dev` (a name such as `vda`) in a `/proc/diskstats`
+/// The device lines of a `/proc/diskstats` text, parsed by procfs-core (a
+/// line it cannot read, which the kernel does not write, is skipped rather
+/// than losing the others).
+pub fn disk_lines(text: &str) -> impl Iterator<Item = procfs_core::DiskStat> + '_ {
+    text.lines()
+        .filter_map(|l| procfs_core::DiskStat::from_line(l).ok())
+}
+
+/// The counters of `dev` (a name such as `vda`) in a `/proc/diskstats`
 /// text.
 pub fn parse_diskstats(text: &str, dev: &str) -> Option<DiskStats> {
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 11 && f[2] == dev).then(|| {
-            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
-            DiskStats {
-                reads: n(3),
-                read_sectors: n(5),
-                read_ms: n(6),
-                writes: n(7),
-                write_sectors: n(9),
-                write_ms: n(10),
-            }
-        })
+    disk_lines(text).find(|d| d.name == dev).map(|d| DiskStats {
+        reads: d.reads,
+        read_sectors: d.sectors_read,
+        read_ms: d.time_reading,
+        writes: d.writes,
+        write_sectors: d.sectors_written,
+        write_ms: d.time_writing,
     })
 }
 
