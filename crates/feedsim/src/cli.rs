@@ -160,7 +160,7 @@ pub fn instances_for(n: i64, nproc: usize) -> usize {
 }
 
 /// Thread defaults from upstream run.sh: nproc and whether SMT is on.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Threads {
     pub serving: usize,
     pub ranking: usize,

@@ -17,10 +17,11 @@ use load::report::{
     Reporter, SearchRecord, failure_line, final_line, searching_line, write_search,
 };
 use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
-use load::{Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
+use load::{Arrival, Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
 use rand::SeedableRng;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -87,6 +88,11 @@ impl Workload for FeedSim {
         let r: FeedSimRecord = record.decode(self.name(), RECORD_VERSION)?;
         write_record(&r, out)?;
         Ok(())
+    }
+
+    fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
+        let r: FeedSimRecord = record.decode(self.name(), RECORD_VERSION)?;
+        harness::record::metrics_map(&r.metrics())
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -210,31 +216,38 @@ fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         t.ser
     );
     let took = state.build(&|done, total| eprintln!("leaf: dataset {done}/{total} built"));
-    eprintln!(
-        "leaf: datasets built in {:.1} s ({:.0} MiB); ready on {}",
-        took.as_secs_f64(),
-        state.dataset_bytes() as f64 / (1u64 << 20) as f64,
-        running.addr
-    );
+    let mut record = LeafRecord {
+        addr: running.addr.to_string(),
+        threads: t,
+        build_seconds: took.as_secs_f64(),
+        dataset_bytes: state.dataset_bytes() as u64,
+        rss_bytes: 0,
+        cpu_seconds: 0.0,
+    };
+    eprintln!("{}", ready_line(&record));
     while !ctx.cancel.is_stopped() && !running.is_finished() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let failed = running.is_finished();
     let _ = rt.block_on(running.shutdown());
-    let (rss, cpu) = proc_self();
-    let mut m = Map::new();
-    m.insert("build_seconds".into(), json!(took.as_secs_f64()));
-    m.insert("dataset_bytes".into(), json!(state.dataset_bytes()));
-    m.insert("rss_bytes".into(), json!(rss));
-    m.insert("cpu_seconds".into(), json!(cpu));
+    (record.rss_bytes, record.cpu_seconds) = proc_self();
     if failed {
         bail!("the leaf's server stopped unexpectedly");
     }
-    Ok(Outcome {
-        metrics: m,
-        success: true,
-        record: None,
-    })
+    Ok(Outcome::measured(
+        true,
+        Record::of("feedsim", RECORD_VERSION, &FeedSimRecord::Leaf(record)),
+    ))
+}
+
+/// The leaf's line once its datasets are built (the last it prints).
+fn ready_line(r: &LeafRecord) -> String {
+    format!(
+        "leaf: datasets built in {:.1} s ({:.0} MiB); ready on {}",
+        r.build_seconds,
+        r.dataset_bytes as f64 / (1u64 << 20) as f64,
+        r.addr
+    )
 }
 
 /// The leaf process this driver started; stopped (only it) on drop.
@@ -429,18 +442,86 @@ impl Rendezvous {
     }
 }
 
-/// Everything one instance measured.
-struct InstanceRun {
-    outcome: SearchOutcome,
-    /// The fixed-rate rerun (autoscale, when instances diverged): rate and result.
-    rerun: Option<(f64, SearchOutcome)>,
-    status_before: Option<StatusReply>,
-    status_after: Option<StatusReply>,
+/// Everything one instance measured (the whole run of a single-instance
+/// search).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceRecord {
+    /// The search (or the fixed rates) and its result.
+    pub outcome: SearchOutcome,
+    /// The fixed-rate rerun (autoscale, when instances diverged).
+    pub rerun: Option<Rerun>,
+    /// The leaf's status before the first probe and after the last.
+    pub status_before: Option<LeafStatus>,
+    pub status_after: Option<LeafStatus>,
     /// Process CPU seconds of the driver over the run (meaningful alone).
-    driver_cpu: f64,
-    csv_path: PathBuf,
-    csv_error: Option<String>,
-    leaf_log: Option<PathBuf>,
+    pub driver_cpu_seconds: f64,
+    /// The probe CSV written.
+    pub csv: String,
+    /// Why some of its rows could not be written.
+    pub csv_error: Option<String>,
+    /// The log of the leaf process this driver started.
+    pub leaf_log: Option<String>,
+}
+
+/// Every instance run again at one fixed rate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Rerun {
+    pub qps: f64,
+    pub outcome: SearchOutcome,
+}
+
+/// The leaf's answer to its status RPC (the driver's copy of
+/// [`StatusReply`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeafStatus {
+    pub ready: bool,
+    pub rss_bytes: u64,
+    /// CPU time (user + system) of the leaf process.
+    pub cpu_seconds: f64,
+    pub requests: u64,
+    pub build_seconds: f64,
+    pub serving_threads: u32,
+    pub dataset_bytes: u64,
+    /// Thread CPU seconds of each pipeline step since start.
+    pub steps: Vec<StepCpuSeconds>,
+    pub in_flight: u64,
+    pub skipped_tasks: u64,
+    pub anon_huge_bytes: u64,
+    pub thp_mode: String,
+    pub huge_pages_advised: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepCpuSeconds {
+    pub step: String,
+    pub cpu_seconds: f64,
+}
+
+impl From<StatusReply> for LeafStatus {
+    fn from(s: StatusReply) -> Self {
+        LeafStatus {
+            ready: s.ready,
+            rss_bytes: s.rss_bytes,
+            cpu_seconds: s.cpu_seconds,
+            requests: s.requests,
+            build_seconds: s.build_seconds,
+            serving_threads: s.serving_threads,
+            dataset_bytes: s.dataset_bytes,
+            steps: s
+                .steps
+                .into_iter()
+                .map(|x| StepCpuSeconds {
+                    step: x.step,
+                    cpu_seconds: x.cpu_seconds,
+                })
+                .collect(),
+            in_flight: s.in_flight,
+            skipped_tasks: s.skipped_tasks,
+            anon_huge_bytes: s.anon_huge_bytes,
+            thp_mode: s.thp_mode,
+            huge_pages_advised: s.huge_pages_advised,
+        }
+    }
 }
 
 /// The fixed rate every instance reruns at when the slowest instance's
@@ -526,7 +607,7 @@ fn drive_instance(
     ctx: &RunContext,
     progress: &Progress,
     rv: Option<&Rendezvous>,
-) -> anyhow::Result<InstanceRun> {
+) -> anyhow::Result<InstanceRecord> {
     let t = inst.threads;
     let (addr, mut leaf) = match &a.leaf {
         Some(hp) => {
@@ -567,7 +648,7 @@ fn drive_instance(
         })
     });
     let auto = a.auto_workers;
-    let leaf_log = leaf.as_ref().map(|l| l.log.clone());
+    let leaf_log = leaf.as_ref().map(|l| l.log.display().to_string());
     // Shared with the prober's liveness check; this scope keeps the leaf alive
     // until the metrics are collected, then dropping it stops the leaf.
     let leaf = Arc::new(std::sync::Mutex::new(leaf));
@@ -614,7 +695,7 @@ fn drive_instance(
     let csv_path = ctx.output_path(&inst.csv);
     let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
-    let status_before = rt.block_on(status(&mut client)).ok();
+    let status_before = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     let cpu_before = cpu_seconds_self();
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
@@ -661,168 +742,57 @@ fn drive_instance(
             cfg.warmup = Duration::ZERO;
             let (w, d) = (cfg.probe_warmup, cfg.final_duration);
             let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
-            rerun = Some((q, r));
+            rerun = Some(Rerun { qps: q, outcome: r });
         }
         rv.after_final.leave(inst.id);
     }
-    let driver_cpu = cpu_seconds_self() - cpu_before;
-    let status_after = rt.block_on(status(&mut client)).ok();
+    let driver_cpu_seconds = cpu_seconds_self() - cpu_before;
+    let status_after = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     drop(leaf);
-    Ok(InstanceRun {
+    Ok(InstanceRecord {
         outcome,
         rerun,
         status_before,
         status_after,
-        driver_cpu,
-        csv_path,
+        driver_cpu_seconds,
+        csv: csv_path.display().to_string(),
         csv_error: reporter.csv_error.as_ref().map(|e| e.to_string()),
         leaf_log,
     })
 }
 
-/// The probe an instance reports as its result: the rerun's when there was
-/// one (whether or not it met the target), else the search's final.
-fn reported_probe(r: &InstanceRun) -> Option<&ProbeRecord> {
-    match &r.rerun {
-        Some((_, o)) => o.probes.iter().rev().find(|p| p.phase == Phase::Fixed),
-        None => r.outcome.final_probe.as_ref(),
-    }
-}
-
-/// The metrics of one instance (the whole report of a single-instance run).
-fn instance_metrics(r: &InstanceRun, with_driver_cpu: bool) -> anyhow::Result<Map<String, Value>> {
-    let mut m = Map::new();
-    if let Some(f) = reported_probe(r) {
-        m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
-        m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
-        m.insert(
-            "final_latency_msec".into(),
-            json!(round3(f.target_value_ms)),
-        );
-        m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
-    }
-    if let Some((q, o)) = &r.rerun {
-        let passed = reported_probe(r).is_some_and(|p| p.passed);
-        m.insert("rerun_qps".into(), json!(round3(*q)));
-        m.insert("rerun_met_target".into(), json!(passed));
-        if let Some(f) = &r.outcome.final_probe {
-            m.insert(
-                "search_final".into(),
-                json!({
-                    "final_requested_qps": round3(f.requested_qps),
-                    "final_achieved_qps": round3(f.achieved_qps),
-                    "final_latency_msec": round3(f.target_value_ms),
-                }),
-            );
-        }
-        m.insert("rerun_probes".into(), serde_json::to_value(&o.probes)?);
-    }
-    m.insert("peak_qps".into(), json!(round3(r.outcome.peak_qps)));
-    if let (Some(b), Some(e)) = (&r.status_before, &r.status_after) {
-        let reqs = e.requests.saturating_sub(b.requests);
-        m.insert("leaf_rss_bytes".into(), json!(e.rss_bytes));
-        m.insert("leaf_build_seconds".into(), json!(e.build_seconds));
-        m.insert("leaf_anon_huge_bytes".into(), json!(e.anon_huge_bytes));
-        m.insert(
-            "leaf_huge_pages_advised".into(),
-            json!(e.huge_pages_advised),
-        );
-        m.insert("thp_mode".into(), json!(e.thp_mode));
-        m.insert("leaf_requests".into(), json!(reqs));
-        m.insert(
-            "leaf_skipped_tasks".into(),
-            json!(e.skipped_tasks.saturating_sub(b.skipped_tasks)),
-        );
-        m.insert(
-            "leaf_cpu_seconds".into(),
-            json!(round3(e.cpu_seconds - b.cpu_seconds)),
-        );
-        if reqs > 0 {
-            let leaf_ms = (e.cpu_seconds - b.cpu_seconds) / reqs as f64 * 1000.0;
-            m.insert("leaf_cpu_ms_per_request".into(), json!(round3(leaf_ms)));
-            let steps: Map<String, Value> = e
-                .steps
+impl InstanceRecord {
+    /// The probe the instance reports as its result: the rerun's when there
+    /// was one (whether or not it met the target), else the search's final.
+    pub fn reported_probe(&self) -> Option<&ProbeRecord> {
+        match &self.rerun {
+            Some(r) => r
+                .outcome
+                .probes
                 .iter()
-                .map(|s| {
-                    let before = b
-                        .steps
-                        .iter()
-                        .find(|x| x.step == s.step)
-                        .map_or(0.0, |x| x.cpu_seconds);
-                    let ms = (s.cpu_seconds - before) / reqs as f64 * 1000.0;
-                    (s.step.clone(), json!(round3(ms)))
-                })
-                .collect();
-            m.insert("leaf_step_cpu_ms_per_request".into(), Value::Object(steps));
-            if with_driver_cpu {
-                let drv_ms = r.driver_cpu / reqs as f64 * 1000.0;
-                m.insert("driver_cpu_ms_per_request".into(), json!(round3(drv_ms)));
-                if leaf_ms > 0.0 {
-                    m.insert(
-                        "driver_to_leaf_cpu_ratio".into(),
-                        json!(round3(drv_ms / leaf_ms)),
-                    );
-                }
-            }
+                .rev()
+                .find(|p| p.phase == Phase::Fixed),
+            None => self.outcome.final_probe.as_ref(),
         }
     }
-    let success = r.outcome.success && reported_probe(r).is_some();
-    m.insert("success".into(), json!(success));
-    if let Some(f) = &r.outcome.failure {
-        m.insert("failure".into(), json!(f));
-    }
-    m.insert("probes".into(), serde_json::to_value(&r.outcome.probes)?);
-    m.insert(
-        "final_series".into(),
-        serde_json::to_value(&r.outcome.final_series)?,
-    );
-    m.insert("csv".into(), json!(r.csv_path.display().to_string()));
-    if let Some(l) = &r.leaf_log {
-        m.insert("leaf_log".into(), json!(l.display().to_string()));
-    }
-    Ok(m)
-}
-
-fn common_metrics(a: &DriverArgs, target: SloTarget) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("target_percentile".into(), json!(target.percentile.label()));
-    m.insert("target_latency_msec".into(), json!(target.latency_ms));
-    m.insert(
-        "load_mode".into(),
-        json!(format!(
-            "open loop, {} arrivals; latency from the intended start",
-            a.arrival
-        )),
-    );
-    m
 }
 
 /// How often the host's speed is sampled during a run.
 const SPEED_EVERY: Duration = Duration::from_secs(5);
 /// Host speed drift past which a result is flagged as not comparable.
-const SPEED_DRIFT_WARN_PCT: f64 = 10.0;
+pub(crate) const SPEED_DRIFT_WARN_PCT: f64 = 10.0;
 
-/// Adds `host_speed` to the metrics and warns when the machine's speed
-/// changed during the run.
-fn host_speed_metrics(m: &mut Map<String, Value>, speed: Option<HostSpeed>, line: &dyn Fn(&str)) {
-    let Some(h) = speed else { return };
-    m.insert("host_speed".into(), json!(h));
-    let unstable = h.drift_pct > SPEED_DRIFT_WARN_PCT;
-    m.insert("host_speed_unstable".into(), json!(unstable));
-    if unstable {
-        line(&format!(
-            "warning: this machine's speed changed during the run: a fixed unit of integer work took {:.0} to {:.0} us, one of dependent memory loads {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
-            h.cpu.unit_us_min,
-            h.cpu.unit_us_max,
-            h.memory.unit_us_min,
-            h.memory.unit_us_max,
-            h.drift_pct
-        ));
-    }
-}
-
-fn threads_json(t: Threads) -> Value {
-    json!({ "serving": t.serving, "ranking": t.ranking, "srv_io": t.ser, "io": 4, "pointer_chase": 8 })
+/// The warning printed when the machine's speed changed during the run.
+fn speed_warning(speed: Option<&HostSpeed>) -> Option<String> {
+    let h = speed.filter(|h| h.drift_pct > SPEED_DRIFT_WARN_PCT)?;
+    Some(format!(
+        "warning: this machine's speed changed during the run: a fixed unit of integer work took {:.0} to {:.0} us, one of dependent memory loads {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
+        h.cpu.unit_us_min,
+        h.cpu.unit_us_max,
+        h.memory.unit_us_min,
+        h.memory.unit_us_max,
+        h.drift_pct
+    ))
 }
 
 fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
@@ -862,34 +832,29 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     progress.finish();
     let run = run?;
     if let Some(e) = &run.csv_error {
-        eprintln!(
-            "warning: could not write every row to {}: {e}",
-            run.csv_path.display()
-        );
+        eprintln!("warning: could not write every row to {}: {e}", run.csv);
     }
-    let mut m = common_metrics(a, target);
-    m.insert("threads".into(), threads_json(t));
     if let Some(f) = run.outcome.final_probe.as_ref() {
         progress.println(&final_line(f));
-        m.insert("score".into(), json!(round3(f.achieved_qps / BASELINE_QPS)));
     }
     if let Some(f) = &run.outcome.failure {
         progress.println(&failure_line(f));
     }
-    let record = FeedSimRecord::Search(Box::new(SearchRecord {
+    if let Some(w) = speed_warning(speed.as_ref()) {
+        progress.println(&w);
+    }
+    let success = run.outcome.success;
+    let record = FeedSimRecord::Search(Box::new(SearchRun {
         target,
-        probes: run.outcome.probes.clone(),
-        reported: run.outcome.final_probe.clone(),
-        failure: run.outcome.failure.clone(),
+        arrival: a.arrival,
+        threads: t,
+        instance: run,
+        host_speed: speed,
     }));
-    m.extend(instance_metrics(&run, true)?);
-    host_speed_metrics(&mut m, speed, &|l| progress.println(l));
-    m.insert("partial".into(), json!(run.outcome.interrupted));
-    Ok(Outcome {
-        metrics: m,
-        success: run.outcome.success,
-        record: Some(Record::of("feedsim", RECORD_VERSION, &record)),
-    })
+    Ok(Outcome::measured(
+        success,
+        Record::of("feedsim", RECORD_VERSION, &record),
+    ))
 }
 
 /// `feedsim_autoscale`: several pinned leaf instances searched in parallel.
@@ -973,7 +938,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     };
     let cpu_before = cpu_seconds_self();
     let speed = SpeedSampler::start(SPEED_EVERY);
-    let runs: Vec<anyhow::Result<InstanceRun>> = std::thread::scope(|s| {
+    let runs: Vec<anyhow::Result<InstanceRecord>> = std::thread::scope(|s| {
         let handles: Vec<_> = instances
             .iter()
             .map(|inst| {
@@ -1001,120 +966,191 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let speed = speed.finish();
     let driver_cpu = cpu_seconds_self() - cpu_before;
     progress.finish();
-
-    let mut m = common_metrics(a, target);
-    host_speed_metrics(&mut m, speed, &|l| progress.println(l));
-    let (mut leaf_cpu, mut leaf_reqs) = (0.0, 0u64);
-    let mut rerun = None;
-    let mut interrupted = ctx.cancel.is_stopped();
-    let mut finals = Vec::new();
-    for (inst, run) in instances.iter().zip(&runs) {
-        let mut im = Map::new();
-        im.insert("port".into(), json!(inst.port));
-        im.insert(
-            "cpus".into(),
-            json!(harness::machine::format_cpu_list(
-                inst.cpus.as_deref().unwrap_or(&[])
-            )),
-        );
-        im.insert("threads".into(), threads_json(inst.threads));
-        match run {
-            Ok(r) => {
-                if let Some(e) = &r.csv_error {
-                    eprintln!(
-                        "warning: could not write every row to {}: {e}",
-                        r.csv_path.display()
-                    );
-                }
-                interrupted |= r.outcome.interrupted;
-                im.extend(instance_metrics(r, false)?);
-                if let Some(f) = reported_probe(r).filter(|_| r.outcome.success) {
-                    finals.push(InstanceFinal {
-                        label: inst.label.clone(),
-                        reported: f.clone(),
-                    });
-                }
-                if let Some((q, _)) = &r.rerun {
-                    rerun = Some(*q);
-                }
-                if let (Some(b), Some(e)) = (&r.status_before, &r.status_after) {
-                    leaf_cpu += e.cpu_seconds - b.cpu_seconds;
-                    leaf_reqs += e.requests.saturating_sub(b.requests);
-                }
-            }
-            Err(e) => {
-                im.insert("success".into(), json!(false));
-                im.insert("failure".into(), json!(format!("{e:#}")));
-            }
-        }
-        m.insert((inst.id + 1).to_string(), Value::Object(im));
+    if let Some(w) = speed_warning(speed.as_ref()) {
+        progress.println(&w);
     }
-    let ok = finals.len();
-    let (sum_req, sum_ach, avg_lat) = overall(&finals);
-    m.insert(
-        "overall".into(),
-        json!({
-            "final_requested_qps": round3(sum_req),
-            "final_achieved_qps": round3(sum_ach),
-            "average_latency_msec": round3(avg_lat),
-        }),
-    );
-    m.insert("spawned_instances".into(), json!(n));
-    m.insert("successful_instances".into(), json!(ok));
-    m.insert("score".into(), json!(round3(sum_ach / BASELINE_QPS)));
-    m.insert("rerun_at_fixed_qps".into(), json!(rerun.map(round3)));
-    if leaf_reqs > 0 {
-        let drv_ms = driver_cpu / leaf_reqs as f64 * 1000.0;
-        let leaf_ms = leaf_cpu / leaf_reqs as f64 * 1000.0;
-        m.insert("driver_cpu_ms_per_request".into(), json!(round3(drv_ms)));
-        m.insert("leaf_cpu_ms_per_request".into(), json!(round3(leaf_ms)));
-        if leaf_ms > 0.0 {
-            m.insert(
-                "driver_to_leaf_cpu_ratio".into(),
-                json!(round3(drv_ms / leaf_ms)),
-            );
-        }
-    }
-    let record = FeedSimRecord::Autoscale { spawned: n, finals };
-    for line in record_lines(&record) {
+    let stopped = ctx.cancel.is_stopped();
+    let instances = instances
+        .into_iter()
+        .zip(runs)
+        .map(|(inst, run)| {
+            if let Ok(r) = &run
+                && let Some(e) = &r.csv_error
+            {
+                eprintln!("warning: could not write every row to {}: {e}", r.csv);
+            }
+            AutoscaleInstance {
+                label: inst.label,
+                port: inst.port,
+                cpus: inst.cpus.unwrap_or_default(),
+                threads: inst.threads,
+                result: match run {
+                    Ok(r) => InstanceResult::Ran(Box::new(r)),
+                    Err(e) => InstanceResult::Failed(format!("{e:#}")),
+                },
+            }
+        })
+        .collect();
+    let record = AutoscaleRun {
+        target,
+        arrival: a.arrival,
+        instances,
+        driver_cpu_seconds: driver_cpu,
+        host_speed: speed,
+        stopped,
+    };
+    for line in record.lines() {
         progress.println(&line);
     }
-    let success = ok == n && !interrupted;
-    m.insert("success".into(), json!(success));
-    m.insert("partial".into(), json!(interrupted));
-    Ok(Outcome {
-        metrics: m,
+    let success = record.success();
+    Ok(Outcome::measured(
         success,
-        record: Some(Record::of("feedsim", RECORD_VERSION, &record)),
-    })
+        Record::of(
+            "feedsim",
+            RECORD_VERSION,
+            &FeedSimRecord::Autoscale(Box::new(record)),
+        ),
+    ))
 }
 
 /// The version of [`FeedSimRecord`]; raise it when its shape changes.
-const RECORD_VERSION: u32 = 1;
+pub const RECORD_VERSION: u32 = 2;
 
-/// What a FeedSim driver run keeps with its stored run.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// What a FeedSim run keeps with its stored run: everything its report's
+/// metrics are computed from ([`FeedSimRecord::metrics`]) and its text
+/// printed from ([`write_record`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum FeedSimRecord {
-    /// One leaf searched: every probe and the result.
-    Search(Box<SearchRecord>),
-    /// `--num-instances`: the result of each instance that succeeded.
-    Autoscale {
-        spawned: usize,
-        finals: Vec<InstanceFinal>,
-    },
+    /// `rackbench feedsim leaf`: the server, until it was stopped.
+    Leaf(LeafRecord),
+    /// One leaf searched (or run at fixed rates).
+    Search(Box<SearchRun>),
+    /// `--num-instances`: several leaves searched in parallel.
+    Autoscale(Box<AutoscaleRun>),
 }
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct InstanceFinal {
-    /// The instance's line prefix (`[instance 2] `).
+/// A leaf server's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeafRecord {
+    /// The address it served on.
+    pub addr: String,
+    pub threads: Threads,
+    /// How long building its datasets took.
+    pub build_seconds: f64,
+    pub dataset_bytes: u64,
+    /// The process's resident memory and CPU time when it stopped.
+    pub rss_bytes: u64,
+    pub cpu_seconds: f64,
+}
+
+/// A single-instance driver run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchRun {
+    pub target: SloTarget,
+    /// The open-loop arrival process.
+    pub arrival: Arrival,
+    /// The leaf's threads.
+    pub threads: Threads,
+    pub instance: InstanceRecord,
+    /// The host's speed over the run, when it was sampled.
+    pub host_speed: Option<HostSpeed>,
+}
+
+/// An autoscale run: each instance and the driver process's CPU time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AutoscaleRun {
+    pub target: SloTarget,
+    pub arrival: Arrival,
+    /// In order: the report names instance i `i + 1`.
+    pub instances: Vec<AutoscaleInstance>,
+    /// Process CPU seconds of the driver over the whole run.
+    pub driver_cpu_seconds: f64,
+    pub host_speed: Option<HostSpeed>,
+    /// True when the run was stopped (Ctrl-C or the job's timeout).
+    pub stopped: bool,
+}
+
+/// One instance of an autoscale run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AutoscaleInstance {
+    /// The instance's line prefix (`instance 2: `; empty alone).
     pub label: String,
-    pub reported: load::search::ProbeRecord,
+    pub port: u16,
+    /// The CPUs it was pinned to.
+    pub cpus: Vec<usize>,
+    pub threads: Threads,
+    pub result: InstanceResult,
+}
+
+/// What an instance measured, or why it failed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceResult {
+    Ran(Box<InstanceRecord>),
+    Failed(String),
+}
+
+/// A successful instance's reported result.
+#[derive(Debug, Clone)]
+pub struct InstanceFinal<'a> {
+    /// The instance's line prefix (`instance 2: `).
+    pub label: &'a str,
+    pub reported: &'a ProbeRecord,
+}
+
+impl AutoscaleRun {
+    /// The instances that succeeded and their reported results.
+    pub fn finals(&self) -> Vec<InstanceFinal<'_>> {
+        self.instances
+            .iter()
+            .filter_map(|i| match &i.result {
+                InstanceResult::Ran(r) if r.outcome.success => {
+                    r.reported_probe().map(|p| InstanceFinal {
+                        label: &i.label,
+                        reported: p,
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// True when the run, or any instance's search, was interrupted.
+    pub fn partial(&self) -> bool {
+        self.stopped
+            || self.instances.iter().any(|i| match &i.result {
+                InstanceResult::Ran(r) => r.outcome.interrupted,
+                InstanceResult::Failed(_) => false,
+            })
+    }
+
+    /// Every instance succeeded and nothing was interrupted.
+    pub fn success(&self) -> bool {
+        self.finals().len() == self.instances.len() && !self.partial()
+    }
+
+    /// The closing lines: each successful instance's final line and the
+    /// overall sums.
+    pub fn lines(&self) -> Vec<String> {
+        let finals = self.finals();
+        let mut lines: Vec<String> = finals
+            .iter()
+            .map(|f| format!("{}{}", f.label, final_line(f.reported)))
+            .collect();
+        let (sum_req, sum_ach, avg_lat) = overall(&finals);
+        lines.push(format!(
+            "overall: {} of {} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}",
+            finals.len(),
+            self.instances.len()
+        ));
+        lines
+    }
 }
 
 /// The successful instances' summed requested and achieved QPS and their
 /// mean latency (0 without any).
-fn overall(finals: &[InstanceFinal]) -> (f64, f64, f64) {
+pub(crate) fn overall(finals: &[InstanceFinal<'_>]) -> (f64, f64, f64) {
     let sum_req = finals.iter().map(|f| f.reported.requested_qps).sum();
     let sum_ach = finals.iter().map(|f| f.reported.achieved_qps).sum();
     let avg_lat = if finals.is_empty() {
@@ -1129,30 +1165,24 @@ fn overall(finals: &[InstanceFinal]) -> (f64, f64, f64) {
     (sum_req, sum_ach, avg_lat)
 }
 
-/// An autoscale run's closing lines: each successful instance's final line
-/// and the overall sums.
-fn record_lines(r: &FeedSimRecord) -> Vec<String> {
-    let FeedSimRecord::Autoscale { spawned, finals } = r else {
-        return Vec::new();
-    };
-    let mut lines: Vec<String> = finals
-        .iter()
-        .map(|f| format!("{}{}", f.label, final_line(&f.reported)))
-        .collect();
-    let (sum_req, sum_ach, avg_lat) = overall(finals);
-    lines.push(format!(
-        "overall: {} of {spawned} instance(s) succeeded; requested_qps = {sum_req:.2}, measured_qps = {sum_ach:.2}, average latency = {avg_lat:.3}",
-        finals.len()
-    ));
-    lines
-}
-
 /// The text of a stored run.
 pub fn write_record(r: &FeedSimRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     match r {
-        FeedSimRecord::Search(s) => write_search(s, out)?,
-        FeedSimRecord::Autoscale { .. } => {
-            for line in record_lines(r) {
+        FeedSimRecord::Leaf(l) => writeln!(out, "{}", ready_line(l))?,
+        FeedSimRecord::Search(s) => {
+            let o = &s.instance.outcome;
+            write_search(
+                &SearchRecord {
+                    target: s.target,
+                    probes: o.probes.clone(),
+                    reported: o.final_probe.clone(),
+                    failure: o.failure.clone(),
+                },
+                out,
+            )?
+        }
+        FeedSimRecord::Autoscale(a) => {
+            for line in a.lines() {
                 writeln!(out, "{line}")?;
             }
         }
@@ -1160,13 +1190,12 @@ pub fn write_record(r: &FeedSimRecord, out: &mut dyn std::io::Write) -> std::io:
     out.flush()
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{FeedSimMetrics, round3};
+    use load::LatencySummary;
+    use load::recorder::SecondSummary;
 
     #[test]
     fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {
@@ -1178,5 +1207,393 @@ mod tests {
         // One result (or none) has nothing to compare with.
         assert_eq!(rerun_rate(&[Some((10.0, 10.0)), None]), None);
         assert_eq!(rerun_rate(&[]), None);
+    }
+
+    fn probe(phase: Phase, requested: f64, achieved: f64, p95: f64, passed: bool) -> ProbeRecord {
+        ProbeRecord {
+            seq: 0,
+            phase,
+            mode: "open:constant".into(),
+            requested_qps: requested,
+            duration_secs: 10.0,
+            total_queries: (achieved * 10.0) as u64,
+            scheduled: (requested * 10.0) as u64,
+            errors: 0,
+            dropped: 0,
+            unfinished: 0,
+            achieved_qps: achieved,
+            total_bytes_rx: 1000,
+            total_bytes_tx: 3000,
+            latency: LatencySummary {
+                count: 10,
+                p95_ms: p95,
+                ..LatencySummary::default()
+            },
+            target_value_ms: p95,
+            passed,
+            verdict: if passed {
+                "ok".into()
+            } else {
+                "too slow".into()
+            },
+            extensions: 0,
+            settle_secs: 0.0,
+            start_unix_ms: 1,
+            end_unix_ms: 2,
+        }
+    }
+
+    fn outcome(final_probe: Option<ProbeRecord>, interrupted: bool) -> SearchOutcome {
+        let mut probes = vec![probe(Phase::Peak, 0.0, 20.0, 900.0, true)];
+        probes.extend(final_probe.clone());
+        SearchOutcome {
+            probes,
+            success: final_probe.is_some(),
+            final_series: vec![SecondSummary {
+                second: 1,
+                completed: 12,
+                errors: 0,
+                p50_ms: 100.0,
+                p99_ms: 400.0,
+                max_ms: 450.0,
+            }],
+            final_probe,
+            peak_qps: 20.12345,
+            interrupted,
+            failure: None,
+        }
+    }
+
+    fn status(requests: u64, cpu: f64, ranking: f64) -> LeafStatus {
+        LeafStatus {
+            ready: true,
+            rss_bytes: 300 << 20,
+            cpu_seconds: cpu,
+            requests,
+            build_seconds: 4.5,
+            serving_threads: 2,
+            dataset_bytes: 200 << 20,
+            steps: vec![StepCpuSeconds {
+                step: "ranking".into(),
+                cpu_seconds: ranking,
+            }],
+            in_flight: 0,
+            skipped_tasks: 3,
+            anon_huge_bytes: 1 << 21,
+            thp_mode: "madvise".into(),
+            huge_pages_advised: true,
+        }
+    }
+
+    fn instance(final_probe: Option<ProbeRecord>) -> InstanceRecord {
+        InstanceRecord {
+            outcome: outcome(final_probe, false),
+            rerun: None,
+            status_before: Some(status(10, 1.0, 0.5)),
+            status_after: Some(status(110, 11.0, 6.5)),
+            driver_cpu_seconds: 0.5,
+            csv: "/tmp/feedsim_results.txt".into(),
+            csv_error: None,
+            leaf_log: None,
+        }
+    }
+
+    const THREADS: Threads = Threads {
+        serving: 2,
+        ranking: 1,
+        ser: 1,
+    };
+
+    fn target() -> SloTarget {
+        SloTarget {
+            percentile: Percentile::P95,
+            latency_ms: 500.0,
+        }
+    }
+
+    /// The record through `Record::of`, as stored, and back to metrics.
+    fn stored_metrics(r: &FeedSimRecord) -> Map<String, Value> {
+        let rec = Record::of("feedsim", RECORD_VERSION, r);
+        let text = serde_json::to_string(&rec).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        FeedSim.metrics(&back).unwrap()
+    }
+
+    #[test]
+    fn leaf_metrics_come_from_its_record() {
+        let r = FeedSimRecord::Leaf(LeafRecord {
+            addr: "127.0.0.1:11222".into(),
+            threads: THREADS,
+            build_seconds: 3.25,
+            dataset_bytes: 64 << 20,
+            rss_bytes: 80 << 20,
+            cpu_seconds: 7.5,
+        });
+        let FeedSimMetrics::Leaf(typed) = r.metrics() else {
+            panic!("not the leaf's metrics")
+        };
+        assert_eq!(typed.dataset_bytes, 64 << 20);
+        let m = stored_metrics(&r);
+        assert_eq!(m.len(), 4, "{m:?}");
+        assert_eq!(m["build_seconds"], 3.25);
+        assert_eq!(m["dataset_bytes"].as_u64(), Some(64 << 20));
+        assert_eq!(m["rss_bytes"].as_u64(), Some(80 << 20));
+        assert_eq!(m["cpu_seconds"], 7.5);
+        let mut out = Vec::new();
+        FeedSim
+            .format(&Record::of("feedsim", RECORD_VERSION, &r), &mut out)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "leaf: datasets built in 3.2 s (64 MiB); ready on 127.0.0.1:11222\n"
+        );
+    }
+
+    #[test]
+    fn search_metrics_come_from_its_record() {
+        let r = FeedSimRecord::Search(Box::new(SearchRun {
+            target: target(),
+            arrival: Arrival::Poisson,
+            threads: THREADS,
+            instance: instance(Some(probe(Phase::Final, 11.4, 11.4, 420.1234, true))),
+            host_speed: None,
+        }));
+        let FeedSimMetrics::Search(typed) = r.metrics() else {
+            panic!("not a search's metrics")
+        };
+        assert_eq!(typed.score, Some(0.2));
+        assert_eq!(typed.instance.final_achieved_qps, Some(11.4));
+        let leaf = typed.instance.leaf.as_ref().unwrap();
+        assert_eq!(leaf.leaf_requests, 100);
+        assert_eq!(leaf.leaf_cpu_ms_per_request, Some(100.0));
+        assert_eq!(leaf.driver_cpu_ms_per_request, Some(5.0));
+        assert_eq!(leaf.driver_to_leaf_cpu_ratio, Some(0.05));
+
+        let m = stored_metrics(&r);
+        assert_eq!(m["target_percentile"], "95p");
+        assert_eq!(m["target_latency_msec"], 500.0);
+        assert_eq!(
+            m["load_mode"],
+            "open loop, poisson arrivals; latency from the intended start"
+        );
+        assert_eq!(
+            m["threads"],
+            serde_json::json!({"serving": 2, "ranking": 1, "srv_io": 1, "io": 4, "pointer_chase": 8})
+        );
+        assert_eq!(m["score"], 0.2);
+        assert_eq!(m["final_requested_qps"], 11.4);
+        assert_eq!(m["final_latency_msec"], 420.123);
+        assert_eq!(m["final_latency"]["p95_ms"], 420.1234);
+        assert_eq!(m["peak_qps"], 20.123);
+        assert_eq!(m["leaf_requests"].as_u64(), Some(100));
+        assert_eq!(m["leaf_skipped_tasks"].as_u64(), Some(0));
+        assert_eq!(m["leaf_cpu_seconds"], 10.0);
+        assert_eq!(m["leaf_rss_bytes"].as_u64(), Some(300 << 20));
+        assert_eq!(m["leaf_huge_pages_advised"], true);
+        assert_eq!(m["thp_mode"], "madvise");
+        assert_eq!(m["leaf_step_cpu_ms_per_request"]["ranking"], 60.0);
+        assert_eq!(m["driver_cpu_ms_per_request"], 5.0);
+        assert_eq!(m["success"], true);
+        assert_eq!(m["partial"], false);
+        assert_eq!(m["probes"].as_array().unwrap().len(), 2);
+        assert_eq!(m["probes"][1]["phase"], "final");
+        assert_eq!(m["final_series"][0]["completed"].as_u64(), Some(12));
+        assert_eq!(m["csv"], "/tmp/feedsim_results.txt");
+        for absent in [
+            "failure",
+            "leaf_log",
+            "host_speed",
+            "host_speed_unstable",
+            "rerun_qps",
+            "rerun_met_target",
+            "search_final",
+            "rerun_probes",
+            "spawned_instances",
+            "mode",
+        ] {
+            assert!(!m.contains_key(absent), "{absent}: {m:?}");
+        }
+        let mut out = Vec::new();
+        FeedSim
+            .format(&Record::of("feedsim", RECORD_VERSION, &r), &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("Searching for QPS where 95p latency <= 500 msec\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "final requested_qps = 11.40, measured_qps = 11.40, latency = 420.123\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_search_without_a_result_or_leaf_status() {
+        let mut run = instance(None);
+        run.outcome.interrupted = true;
+        run.outcome.failure = Some("interrupted".into());
+        run.status_after = None;
+        run.leaf_log = Some("/tmp/feedsim_leaf_11222.log".into());
+        let speed = |drift_pct: f64| load::hostspeed::UnitStats {
+            samples: 3,
+            unit_us_min: 100.0,
+            unit_us_median: 110.0,
+            unit_us_max: 130.0,
+            drift_pct,
+        };
+        let r = FeedSimRecord::Search(Box::new(SearchRun {
+            target: target(),
+            arrival: Arrival::Constant,
+            threads: THREADS,
+            instance: run,
+            host_speed: Some(HostSpeed {
+                cpu: speed(25.0),
+                memory: speed(5.0),
+                drift_pct: 25.0,
+            }),
+        }));
+        let m = stored_metrics(&r);
+        assert_eq!(m["success"], false);
+        assert_eq!(m["partial"], true);
+        assert_eq!(m["failure"], "interrupted");
+        assert_eq!(m["leaf_log"], "/tmp/feedsim_leaf_11222.log");
+        assert_eq!(m["host_speed"]["drift_pct"], 25.0);
+        assert_eq!(m["host_speed"]["cpu"]["samples"].as_u64(), Some(3));
+        assert_eq!(m["host_speed_unstable"], true);
+        for absent in [
+            "score",
+            "final_requested_qps",
+            "final_achieved_qps",
+            "final_latency",
+            "leaf_requests",
+            "leaf_rss_bytes",
+            "leaf_cpu_ms_per_request",
+            "driver_cpu_ms_per_request",
+        ] {
+            assert!(!m.contains_key(absent), "{absent}: {m:?}");
+        }
+    }
+
+    fn autoscale(first: InstanceRecord, second: InstanceResult) -> FeedSimRecord {
+        let inst = |i: usize, result: InstanceResult| AutoscaleInstance {
+            label: format!("instance {}: ", i + 1),
+            port: 21212 + i as u16,
+            cpus: vec![2 * i, 2 * i + 1],
+            threads: THREADS,
+            result,
+        };
+        FeedSimRecord::Autoscale(Box::new(AutoscaleRun {
+            target: target(),
+            arrival: Arrival::Constant,
+            instances: vec![
+                inst(0, InstanceResult::Ran(Box::new(first))),
+                inst(1, second),
+            ],
+            driver_cpu_seconds: 2.0,
+            host_speed: None,
+            stopped: false,
+        }))
+    }
+
+    #[test]
+    fn autoscale_metrics_come_from_its_record() {
+        let r = autoscale(
+            instance(Some(probe(Phase::Final, 10.0, 9.5, 400.0, true))),
+            InstanceResult::Failed("the leaf process exited".into()),
+        );
+        let FeedSimMetrics::Autoscale(typed) = r.metrics() else {
+            panic!("not autoscale's metrics")
+        };
+        assert_eq!(typed.spawned_instances, 2);
+        assert_eq!(typed.successful_instances, 1);
+        assert!(!typed.success);
+        let m = stored_metrics(&r);
+        assert_eq!(m["spawned_instances"].as_u64(), Some(2));
+        assert_eq!(m["successful_instances"].as_u64(), Some(1));
+        assert_eq!(m["success"], false);
+        assert_eq!(m["partial"], false);
+        assert_eq!(m["rerun_at_fixed_qps"], Value::Null);
+        assert_eq!(m["overall"]["final_requested_qps"], 10.0);
+        assert_eq!(m["overall"]["final_achieved_qps"], 9.5);
+        assert_eq!(m["overall"]["average_latency_msec"], 400.0);
+        assert_eq!(m["score"], round3(9.5 / BASELINE_QPS));
+        assert_eq!(m["driver_cpu_ms_per_request"], 20.0);
+        assert_eq!(m["leaf_cpu_ms_per_request"], 100.0);
+        assert_eq!(m["driver_to_leaf_cpu_ratio"], 0.2);
+        assert_eq!(m["target_percentile"], "95p");
+        let (a, b) = (&m["1"], &m["2"]);
+        assert_eq!(a["port"].as_u64(), Some(21212));
+        assert_eq!(a["cpus"], "0-1");
+        assert_eq!(a["threads"]["srv_io"].as_u64(), Some(1));
+        assert_eq!(a["final_achieved_qps"], 9.5);
+        assert_eq!(a["success"], true);
+        assert_eq!(a["leaf_cpu_ms_per_request"], 100.0);
+        // The driver's CPU is the whole process's: only in the sums.
+        assert!(a.get("driver_cpu_ms_per_request").is_none(), "{a}");
+        assert!(a.get("rerun_qps").is_none(), "{a}");
+        assert_eq!(b["port"].as_u64(), Some(21213));
+        assert_eq!(b["cpus"], "2-3");
+        assert_eq!(b["success"], false);
+        assert_eq!(b["failure"], "the leaf process exited");
+        assert!(b.get("probes").is_none(), "{b}");
+        assert!(!m.contains_key("host_speed"));
+        let mut out = Vec::new();
+        FeedSim
+            .format(&Record::of("feedsim", RECORD_VERSION, &r), &mut out)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "instance 1: final requested_qps = 10.00, measured_qps = 9.50, latency = 400.000\n\
+             overall: 1 of 2 instance(s) succeeded; requested_qps = 10.00, measured_qps = 9.50, average latency = 400.000\n"
+        );
+    }
+
+    #[test]
+    fn an_autoscale_rerun_reports_the_rerun_and_the_search_final() {
+        let rerun = |q: f64, achieved: f64| Rerun {
+            qps: q,
+            outcome: SearchOutcome {
+                probes: vec![probe(Phase::Fixed, q, achieved, 450.0, achieved > 10.0)],
+                final_probe: None,
+                final_series: Vec::new(),
+                peak_qps: 0.0,
+                success: true,
+                interrupted: false,
+                failure: None,
+            },
+        };
+        let mut first = instance(Some(probe(Phase::Final, 12.0, 12.0, 300.0, true)));
+        first.rerun = Some(rerun(12.0, 11.5));
+        let mut second = instance(Some(probe(Phase::Final, 8.0, 8.0, 350.0, true)));
+        second.rerun = Some(rerun(12.0, 9.0));
+        let r = autoscale(first, InstanceResult::Ran(Box::new(second)));
+        let m = stored_metrics(&r);
+        assert_eq!(m["rerun_at_fixed_qps"], 12.0);
+        assert_eq!(m["successful_instances"].as_u64(), Some(2));
+        assert_eq!(m["success"], true);
+        assert_eq!(m["overall"]["final_achieved_qps"], 20.5);
+        let (a, b) = (&m["1"], &m["2"]);
+        assert_eq!(a["rerun_qps"], 12.0);
+        assert_eq!(a["rerun_met_target"], true);
+        assert_eq!(a["final_achieved_qps"], 11.5);
+        assert_eq!(a["search_final"]["final_achieved_qps"], 12.0);
+        assert_eq!(a["rerun_probes"].as_array().unwrap().len(), 1);
+        assert_eq!(b["rerun_met_target"], false);
+        assert_eq!(b["final_achieved_qps"], 9.0);
+        assert_eq!(b["search_final"]["final_latency_msec"], 350.0);
+    }
+
+    #[test]
+    fn a_record_of_another_version_is_refused() {
+        let mut rec = Record::of(
+            "feedsim",
+            RECORD_VERSION,
+            &autoscale(instance(None), InstanceResult::Failed("no leaf".into())),
+        );
+        rec.version = 1;
+        assert!(FeedSim.metrics(&rec).is_err());
     }
 }

@@ -13,6 +13,7 @@ pub mod graph;
 pub mod hugemem;
 pub use icache;
 pub mod leaf;
+pub mod metrics;
 pub use rpc::pool;
 pub mod command;
 pub mod story;

@@ -96,7 +96,7 @@ pub fn sample_unit_us() -> f64 {
 }
 
 /// What the samples of both units say.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct HostSpeed {
     /// The integer unit (the core's speed).
     pub cpu: UnitStats,
@@ -121,7 +121,7 @@ impl HostSpeed {
 }
 
 /// Statistics of one unit's samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct UnitStats {
     pub samples: usize,
     /// Cost of the work unit, microseconds of CPU time.

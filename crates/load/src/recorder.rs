@@ -144,7 +144,7 @@ impl Second {
 }
 
 /// A per-second row for plots and stability checks.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct SecondSummary {
     pub second: u64,
     pub completed: u64,

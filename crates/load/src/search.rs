@@ -369,7 +369,7 @@ impl SearchConfig {
 }
 
 /// Everything the search did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct SearchOutcome {
     pub probes: Vec<ProbeRecord>,
     /// The confirming final run, when one passed.
