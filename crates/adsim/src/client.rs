@@ -17,7 +17,6 @@ use load::report::{probe_line, searching_line};
 use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::SeedableRng;
-use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -94,19 +93,156 @@ fn last_row(seq: usize, reported: Option<&ProbeRecord>, quantile: &str, target_m
     }
 }
 
-/// The version of [`ClientRecord`]; raise it when its shape changes.
-pub const RECORD_VERSION: u32 = 1;
-
-/// What an AdSim client search keeps with its stored run: the target, every
-/// probe and the reported one.
+/// What an AdSim client search keeps with its stored run: the target,
+/// every probe, the reported one, how the search ended, the CSV's path and
+/// the server's counters before and after (the report's metrics are derived
+/// from it by [`client_metrics`]).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ClientRecord {
-    /// The target quantile as the CSV writes it (`0.95`).
+    /// The target percentile as the CSV writes it (`P95`).
     pub quantile: String,
     pub target_latency_ms: f64,
     pub probes: Vec<ProbeRecord>,
     /// The final run that met the target, if one did.
     pub reported: Option<ProbeRecord>,
+    /// The unthrottled peak rate.
+    pub peak_qps: f64,
+    /// Whether the search found a rate meeting the target.
+    pub success: bool,
+    /// Stopped (Ctrl-C, the job's timeout or --timeout): the probes so far.
+    pub interrupted: bool,
+    /// Why the search ended without a result.
+    pub failure: Option<String>,
+    /// The CSV written (as the report names it).
+    pub csv: String,
+    /// The client process's CPU time over the search.
+    pub client_cpu_seconds: f64,
+    /// The server's counters once it was ready, and after the search (absent
+    /// when it no longer answered).
+    pub server_before: Option<ServerStatus>,
+    pub server_after: Option<ServerStatus>,
+}
+
+/// The server's counters as its status RPC reported them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerStatus {
+    pub requests: u64,
+    pub failed: u64,
+    pub rss_bytes: u64,
+    pub cpu_seconds: f64,
+    pub init_seconds: f64,
+    pub kernels: Vec<KernelCounters>,
+}
+
+/// One configured kernel's counters on the server.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KernelCounters {
+    pub index: u32,
+    pub name: String,
+    pub fired: u64,
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    pub flops: f64,
+}
+
+impl From<&StatusReply> for ServerStatus {
+    fn from(s: &StatusReply) -> Self {
+        ServerStatus {
+            requests: s.requests,
+            failed: s.failed,
+            rss_bytes: s.rss_bytes,
+            cpu_seconds: s.cpu_seconds,
+            init_seconds: s.init_seconds,
+            kernels: s
+                .kernels
+                .iter()
+                .map(|k| KernelCounters {
+                    index: k.index,
+                    name: k.name.clone(),
+                    fired: k.fired,
+                    cpu_seconds: k.cpu_seconds,
+                    wall_seconds: k.wall_seconds,
+                    flops: k.flops,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The report's metrics of a client run.
+#[derive(Debug, serde::Serialize)]
+pub struct ClientMetrics<'a> {
+    /// The reported rate, or 0 when no rate met the target.
+    pub final_requested_qps: f64,
+    pub final_achieved_qps: f64,
+    /// `null` when no rate met the target.
+    pub final_latency_msec: Option<f64>,
+    pub average_latency_msec: Option<f64>,
+    pub success: bool,
+    pub target_latency_msec: f64,
+    pub target_latency_percentile: &'a str,
+    pub peak_qps: f64,
+    /// The number of probes (their records are under `search`).
+    pub probes: usize,
+    pub interrupted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<&'a str>,
+    pub csv: &'a str,
+    pub client_cpu_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerMetrics<'a>>,
+    pub search: &'a [ProbeRecord],
+}
+
+/// The server's side of the client run: the counters' change over it.
+#[derive(Debug, serde::Serialize)]
+pub struct ServerMetrics<'a> {
+    pub requests: u64,
+    pub failed: u64,
+    pub cpu_seconds: f64,
+    pub rss_bytes: u64,
+    pub init_seconds: f64,
+    pub kernels: Vec<KernelMetrics<'a>>,
+}
+
+/// One kernel's fires and cost per fire over the client run.
+#[derive(Debug, serde::Serialize)]
+pub struct KernelMetrics<'a> {
+    pub index: u32,
+    pub name: &'a str,
+    pub fired: u64,
+    pub cpu_usec_per_fire: f64,
+    pub wall_usec_per_fire: f64,
+    pub gflops_per_cpu_second: f64,
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The report's metrics of a client run, from its record.
+pub fn client_metrics(r: &ClientRecord) -> ClientMetrics<'_> {
+    let reported = r.reported.as_ref();
+    ClientMetrics {
+        final_requested_qps: round3(reported.map_or(0.0, |p| p.requested_qps)),
+        final_achieved_qps: round3(reported.map_or(0.0, |p| p.achieved_qps)),
+        final_latency_msec: reported.map(|p| round3(p.target_value_ms)),
+        average_latency_msec: reported.map(|p| round3(p.latency.avg_ms)),
+        success: r.success,
+        target_latency_msec: r.target_latency_ms,
+        target_latency_percentile: &r.quantile,
+        peak_qps: round3(r.peak_qps),
+        probes: r.probes.len(),
+        interrupted: r.interrupted,
+        failure: r.failure.as_deref(),
+        csv: &r.csv,
+        client_cpu_seconds: round3(r.client_cpu_seconds),
+        server: match (&r.server_before, &r.server_after) {
+            (Some(b), Some(a)) => Some(server_metrics(b, a)),
+            _ => None,
+        },
+        search: &r.probes,
+    }
 }
 
 /// The CSV the client printed: the header, a row per rate-driven probe
@@ -278,7 +414,7 @@ fn search_config(a: &ClientArgs, target: SloTarget) -> SearchConfig {
 }
 
 /// Runs the client: waits for the server, searches, writes the CSV and
-/// returns the report metrics.
+/// returns the run's record.
 pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (percentile, quantile, latency_ms) = a.target().map_err(anyhow::Error::msg)?;
     if a.workers == 0 {
@@ -331,57 +467,31 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let _ = watcher.join();
     progress.finish();
     let (outcome, before, after, csv_path, client_cpu) = r?;
-    let mut m = Map::new();
-    let reported = outcome.final_probe.as_ref().filter(|_| outcome.success);
-    let f = |x: f64| (x * 1000.0).round() / 1000.0;
-    m.insert(
-        "final_requested_qps".into(),
-        json!(f(reported.map_or(0.0, |p| p.requested_qps))),
-    );
-    m.insert(
-        "final_achieved_qps".into(),
-        json!(f(reported.map_or(0.0, |p| p.achieved_qps))),
-    );
-    m.insert(
-        "final_latency_msec".into(),
-        json!(reported.map(|p| f(p.target_value_ms))),
-    );
-    m.insert(
-        "average_latency_msec".into(),
-        json!(reported.map(|p| f(p.latency.avg_ms))),
-    );
-    m.insert("success".into(), json!(outcome.success));
-    m.insert("target_latency_msec".into(), json!(latency_ms));
-    m.insert("target_latency_percentile".into(), json!(quantile));
-    m.insert("peak_qps".into(), json!(f(outcome.peak_qps)));
-    m.insert("probes".into(), json!(outcome.probes.len()));
-    m.insert("interrupted".into(), json!(outcome.interrupted));
-    if let Some(why) = &outcome.failure {
-        m.insert("failure".into(), json!(why));
-    }
-    m.insert("csv".into(), json!(csv_path.display().to_string()));
-    m.insert("client_cpu_seconds".into(), json!(f(client_cpu)));
-    if let (Some(b), Some(af)) = (&before, &after) {
-        m.insert("server".into(), server_metrics(b, af));
-    }
-    m.insert(
-        "search".into(),
-        serde_json::to_value(&outcome.probes).unwrap_or(Value::Null),
-    );
     if outcome.interrupted {
         progress.println("adsim client: stopped; the probes so far are in the report (partial)");
     }
     let record = ClientRecord {
         quantile: quantile.to_string(),
         target_latency_ms: latency_ms,
-        probes: outcome.probes.clone(),
-        reported: reported.cloned(),
-    };
-    Ok(Outcome {
-        metrics: m,
+        probes: outcome.probes,
+        reported: outcome.final_probe.filter(|_| outcome.success),
+        peak_qps: outcome.peak_qps,
         success: outcome.success,
-        record: Some(harness::Record::of("adsim", RECORD_VERSION, &record)),
-    })
+        interrupted: outcome.interrupted,
+        failure: outcome.failure,
+        csv: csv_path.display().to_string(),
+        client_cpu_seconds: client_cpu,
+        server_before: before.as_ref().map(ServerStatus::from),
+        server_after: after.as_ref().map(ServerStatus::from),
+    };
+    Ok(Outcome::measured(
+        record.success,
+        harness::Record::of(
+            "adsim",
+            crate::command::RECORD_VERSION,
+            &crate::command::AdSimRecord::Client(Box::new(record)),
+        ),
+    ))
 }
 
 type Driven = (
@@ -570,8 +680,8 @@ impl CsvOut {
 
 /// The server's side of the final run: per-kernel fires and CPU per fire
 /// over the whole client run, the server's CPU and memory.
-fn server_metrics(before: &StatusReply, after: &StatusReply) -> Value {
-    let kernels: Vec<Value> = after
+fn server_metrics<'a>(before: &ServerStatus, after: &'a ServerStatus) -> ServerMetrics<'a> {
+    let kernels = after
         .kernels
         .iter()
         .map(|k| {
@@ -587,24 +697,24 @@ fn server_metrics(before: &StatusReply, after: &StatusReply) -> Value {
                     0.0
                 }
             };
-            json!({
-                "index": k.index,
-                "name": k.name,
-                "fired": fired,
-                "cpu_usec_per_fire": (per(cpu) * 1000.0).round() / 1000.0,
-                "wall_usec_per_fire": (per(wall) * 1000.0).round() / 1000.0,
-                "gflops_per_cpu_second": if cpu > 0.0 { flops / cpu / 1e9 } else { 0.0 },
-            })
+            KernelMetrics {
+                index: k.index,
+                name: &k.name,
+                fired,
+                cpu_usec_per_fire: round3(per(cpu)),
+                wall_usec_per_fire: round3(per(wall)),
+                gflops_per_cpu_second: if cpu > 0.0 { flops / cpu / 1e9 } else { 0.0 },
+            }
         })
         .collect();
-    json!({
-        "requests": after.requests - before.requests,
-        "failed": after.failed - before.failed,
-        "cpu_seconds": after.cpu_seconds - before.cpu_seconds,
-        "rss_bytes": after.rss_bytes,
-        "init_seconds": after.init_seconds,
-        "kernels": kernels,
-    })
+    ServerMetrics {
+        requests: after.requests - before.requests,
+        failed: after.failed - before.failed,
+        cpu_seconds: after.cpu_seconds - before.cpu_seconds,
+        rss_bytes: after.rss_bytes,
+        init_seconds: after.init_seconds,
+        kernels,
+    }
 }
 
 #[cfg(test)]

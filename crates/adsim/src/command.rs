@@ -1,12 +1,15 @@
 //! `rackbench adsim`: the workload entry (server, client, kernel).
 
 use crate::cli::{ClientArgs, KernelArgs, ServerArgs};
+use crate::client::ClientRecord;
 use crate::config::{self, ServerConfig};
+use crate::kernels::bench::Standalone;
 use crate::server::{Engine, Service};
 use anyhow::{Context, bail};
 use clap::Parser;
-use harness::{Outcome, RunContext, Workload};
-use serde_json::{Map, json};
+use harness::{Outcome, Record, RunContext, Workload};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -69,11 +72,29 @@ impl Workload for AdSim {
         args.iter().any(|a| a == "--print-config")
     }
 
-    fn format(&self, record: &harness::Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-        let r: crate::client::ClientRecord =
-            record.decode(self.name(), crate::client::RECORD_VERSION)?;
-        crate::client::write_record(&r, out)?;
+    fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION)? {
+            AdSimRecord::Server(r) => write_server(&r, out)?,
+            AdSimRecord::Client(r) => crate::client::write_record(&r, out)?,
+            AdSimRecord::Kernel(r) => {
+                writeln!(out, "{}", kernel_text(&r))?;
+                out.flush()?;
+            }
+        }
         Ok(())
+    }
+
+    fn metrics(
+        &self,
+        record: &Record,
+    ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+        match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION)? {
+            AdSimRecord::Server(r) => harness::record::metrics_map(&server_metrics(&r)),
+            AdSimRecord::Client(r) => {
+                harness::record::metrics_map(&crate::client::client_metrics(&r))
+            }
+            AdSimRecord::Kernel(r) => harness::record::metrics_map(&kernel_metrics(&r)),
+        }
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -83,6 +104,137 @@ impl Workload for AdSim {
             Parsed::Kernel(a) => run_kernel(&a),
         }
     }
+}
+
+/// The version of [`AdSimRecord`]; raise it when its shape changes.
+pub const RECORD_VERSION: u32 = 2;
+
+/// What an AdSim run keeps with its stored run, by command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum AdSimRecord {
+    /// `adsim server`: served until stopped.
+    Server(ServerRecord),
+    /// `adsim client`: the search against a server.
+    Client(Box<ClientRecord>),
+    /// `adsim kernel`: one kernel benchmarked alone.
+    Kernel(KernelRecord),
+}
+
+/// A server run: where it listened, its kernels' build time and what it
+/// served until it was stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// The addresses it listened on (`127.0.0.1:10086 and [::1]:10086`).
+    pub address: String,
+    pub tls: bool,
+    /// Time to build every kernel instance.
+    pub init_seconds: f64,
+    pub requests: u64,
+    pub failed_requests: u64,
+    pub rss_bytes: u64,
+    /// The server process's CPU time.
+    pub cpu_seconds: f64,
+    /// The first request that failed, why.
+    pub first_error: Option<String>,
+}
+
+/// The report's metrics of a server run.
+#[derive(Debug, Serialize)]
+pub struct ServerMetrics<'a> {
+    pub address: &'a str,
+    pub init_seconds: f64,
+    pub requests: u64,
+    pub failed_requests: u64,
+    pub rss_bytes: u64,
+    pub cpu_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<&'a str>,
+}
+
+/// The report's metrics of a server run, from its record.
+pub fn server_metrics(r: &ServerRecord) -> ServerMetrics<'_> {
+    ServerMetrics {
+        address: &r.address,
+        init_seconds: r.init_seconds,
+        requests: r.requests,
+        failed_requests: r.failed_requests,
+        rss_bytes: r.rss_bytes,
+        cpu_seconds: r.cpu_seconds,
+        first_error: r.first_error.as_deref(),
+    }
+}
+
+/// The line the server prints once every kernel is built.
+fn initialized_line(init_seconds: f64, address: &str) -> String {
+    format!("adsim server: all kernels initialized in {init_seconds:.1} s; serving on {address}")
+}
+
+/// The lines the server prints when it stops.
+fn stopped_lines(r: &ServerRecord) -> Vec<String> {
+    let mut lines = vec![format!(
+        "adsim server: stopped after {} requests ({} failed); {:.1} s CPU, {:.1} MB RSS",
+        r.requests,
+        r.failed_requests,
+        r.cpu_seconds,
+        r.rss_bytes as f64 / 1e6
+    )];
+    if let Some(e) = &r.first_error {
+        lines.push(format!("adsim server: the first failed request: {e}"));
+    }
+    lines
+}
+
+/// The text of a stored server run: the line it printed when it served,
+/// then the lines it printed when it stopped.
+fn write_server(r: &ServerRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(out, "{}", initialized_line(r.init_seconds, &r.address))?;
+    for l in stopped_lines(r) {
+        writeln!(out, "{l}")?;
+    }
+    out.flush()
+}
+
+/// A kernel run: the stand-alone result and whether it was printed as JSON
+/// (`--json`) or as a line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRecord {
+    pub result: Standalone,
+    pub json: bool,
+}
+
+/// The report's metrics of a kernel run: the stand-alone result's fields,
+/// one metric each.
+pub type KernelMetrics<'a> = &'a Standalone;
+
+/// The report's metrics of a kernel run, from its record.
+pub fn kernel_metrics(r: &KernelRecord) -> KernelMetrics<'_> {
+    &r.result
+}
+
+/// What a kernel run prints: the result as JSON (`--json`, on stdout) or
+/// a line (on stderr).
+fn kernel_text(k: &KernelRecord) -> String {
+    let r = &k.result;
+    if k.json {
+        return serde_json::to_value(r)
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+    }
+    format!(
+        "{} on {} thread(s): {:.1} fires/s, {:.3} ms CPU and {:.3} ms wall per fire{}; built in {:.2} s",
+        r.kernel,
+        r.threads,
+        r.fires_per_s,
+        r.cpu_s_per_fire * 1e3,
+        r.wall_s_per_fire * 1e3,
+        if r.gflops > 0.0 {
+            format!(", {:.1} GFLOP/s", r.gflops)
+        } else {
+            String::new()
+        },
+        r.build_s
+    )
 }
 
 fn nproc() -> usize {
@@ -145,11 +297,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             "{}",
             serde_json::to_string_pretty(&cfg.to_value()).unwrap_or_default()
         );
-        return Ok(Outcome {
-            metrics: Map::new(),
-            success: true,
-            record: None,
-        });
+        return Ok(Outcome::helper(true));
     }
     let tls = if a.tls {
         let pair = crate::tls::server_pair(
@@ -227,11 +375,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
             bail!("{e}");
         }
     };
-    eprintln!(
-        "adsim server: all kernels initialized in {:.1} s; serving on {}",
-        took.as_secs_f64(),
-        listening
-    );
+    eprintln!("{}", initialized_line(took.as_secs_f64(), &listening));
     let deadline = (a.timeout > 0).then(|| Instant::now() + Duration::from_secs(a.timeout));
     while !ctx.cancel.is_stopped()
         && !running.is_finished()
@@ -242,24 +386,26 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let failed = running.is_finished();
     let _ = rt.block_on(running.shutdown());
     let st = engine.status();
-    let mut m = Map::new();
-    m.insert("address".into(), json!(listening));
-    m.insert("init_seconds".into(), json!(took.as_secs_f64()));
-    m.insert("requests".into(), json!(st.requests));
-    m.insert("failed_requests".into(), json!(st.failed));
-    m.insert("rss_bytes".into(), json!(st.rss_bytes));
-    m.insert("cpu_seconds".into(), json!(st.cpu_seconds));
-    if let Some(e) = engine.first_error() {
-        m.insert("first_error".into(), json!(e));
-    }
     if failed {
         bail!("the AdSim server stopped unexpectedly");
     }
-    Ok(Outcome {
-        metrics: m,
-        success: true,
-        record: None,
-    })
+    let record = ServerRecord {
+        address: listening,
+        tls: a.tls,
+        init_seconds: took.as_secs_f64(),
+        requests: st.requests,
+        failed_requests: st.failed,
+        rss_bytes: st.rss_bytes,
+        cpu_seconds: st.cpu_seconds,
+        first_error: engine.first_error().map(str::to_string),
+    };
+    for l in stopped_lines(&record) {
+        eprintln!("{l}");
+    }
+    Ok(Outcome::measured(
+        true,
+        Record::of("adsim", RECORD_VERSION, &AdSimRecord::Server(record)),
+    ))
 }
 
 /// One kernel alone: its params checked against the schema as in a
@@ -287,32 +433,258 @@ fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
         a.request_bytes,
     )
     .map_err(|e| anyhow::anyhow!("{}: {e}", a.name))?;
-    let v = serde_json::to_value(&r)?;
+    let record = KernelRecord {
+        result: r,
+        json: a.json,
+    };
     if a.json {
-        println!("{v}");
+        println!("{}", kernel_text(&record));
     } else {
-        eprintln!(
-            "{} on {} thread(s): {:.1} fires/s, {:.3} ms CPU and {:.3} ms wall per fire{}; built in {:.2} s",
-            r.kernel,
-            r.threads,
-            r.fires_per_s,
-            r.cpu_s_per_fire * 1e3,
-            r.wall_s_per_fire * 1e3,
-            if r.gflops > 0.0 {
-                format!(", {:.1} GFLOP/s", r.gflops)
-            } else {
-                String::new()
+        eprintln!("{}", kernel_text(&record));
+    }
+    Ok(Outcome::measured(
+        true,
+        Record::of("adsim", RECORD_VERSION, &AdSimRecord::Kernel(record)),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{KernelCounters, ServerStatus};
+    use load::search::Phase;
+    use load::{LatencySummary, ProbeRecord};
+
+    fn probe(seq: usize, phase: Phase, requested: f64, achieved: f64, p95: f64) -> ProbeRecord {
+        ProbeRecord {
+            seq,
+            phase,
+            mode: "open:poisson".into(),
+            requested_qps: requested,
+            duration_secs: 2.0,
+            total_queries: 100,
+            scheduled: 100,
+            errors: 0,
+            dropped: 0,
+            unfinished: 0,
+            achieved_qps: achieved,
+            total_bytes_rx: 1000,
+            total_bytes_tx: 2000,
+            latency: LatencySummary {
+                count: 100,
+                avg_ms: 4.12345,
+                p95_ms: p95,
+                ..LatencySummary::default()
             },
-            r.build_s
+            target_value_ms: p95,
+            passed: true,
+            verdict: "ok".into(),
+            extensions: 0,
+            settle_secs: 0.0,
+            start_unix_ms: 1,
+            end_unix_ms: 2,
+        }
+    }
+
+    fn status(requests: u64, fired: u64, cpu: f64) -> ServerStatus {
+        ServerStatus {
+            requests,
+            failed: 0,
+            rss_bytes: 1 << 30,
+            cpu_seconds: cpu,
+            init_seconds: 1.5,
+            kernels: vec![KernelCounters {
+                index: 0,
+                name: "Decompress".into(),
+                fired,
+                cpu_seconds: cpu / 2.0,
+                wall_seconds: cpu,
+                flops: 0.0,
+            }],
+        }
+    }
+
+    fn metrics_of(r: AdSimRecord) -> serde_json::Map<String, serde_json::Value> {
+        let rec = Record::of("adsim", RECORD_VERSION, &r);
+        // As stored and read back.
+        let rec: Record = serde_json::from_str(&serde_json::to_string(&rec).unwrap()).unwrap();
+        AdSim.metrics(&rec).unwrap()
+    }
+
+    fn text_of(r: AdSimRecord) -> String {
+        let mut out = Vec::new();
+        AdSim
+            .format(&Record::of("adsim", RECORD_VERSION, &r), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn client_record() -> ClientRecord {
+        ClientRecord {
+            quantile: "P95".into(),
+            target_latency_ms: 150.0,
+            probes: vec![
+                probe(1, Phase::Peak, 0.0, 80.0, 9.0),
+                probe(2, Phase::Bisect, 40.0, 39.9876, 6.0),
+                probe(3, Phase::Final, 40.0, 39.91234, 7.12345),
+            ],
+            reported: Some(probe(3, Phase::Final, 40.0, 39.91234, 7.12345)),
+            peak_qps: 80.12345,
+            success: true,
+            interrupted: false,
+            failure: None,
+            csv: "adsim.csv".into(),
+            client_cpu_seconds: 2.34567,
+            server_before: Some(status(10, 40, 1.0)),
+            server_after: Some(status(110, 440, 3.0)),
+        }
+    }
+
+    #[test]
+    fn client_metrics_come_from_the_record() {
+        let m = metrics_of(AdSimRecord::Client(Box::new(client_record())));
+        assert_eq!(m["final_requested_qps"], 40.0);
+        assert_eq!(m["final_achieved_qps"], 39.912);
+        assert_eq!(m["final_latency_msec"], 7.123);
+        assert_eq!(m["average_latency_msec"], 4.123);
+        assert_eq!(m["success"], true);
+        assert_eq!(m["target_latency_msec"], 150.0);
+        assert_eq!(m["target_latency_percentile"], "P95");
+        assert_eq!(m["peak_qps"], 80.123);
+        assert_eq!(m["probes"].as_u64(), Some(3));
+        assert_eq!(m["interrupted"], false);
+        assert_eq!(m["csv"], "adsim.csv");
+        assert_eq!(m["client_cpu_seconds"], 2.346);
+        assert_eq!(m["search"].as_array().unwrap().len(), 3);
+        assert_eq!(m["search"][1]["requested_qps"], 40.0);
+        assert!(!m.contains_key("failure"));
+        let s = &m["server"];
+        assert_eq!(s["requests"].as_u64(), Some(100));
+        assert_eq!(s["failed"].as_u64(), Some(0));
+        assert_eq!(s["cpu_seconds"], 2.0);
+        assert_eq!(s["rss_bytes"].as_u64(), Some(1 << 30));
+        assert_eq!(s["init_seconds"], 1.5);
+        let k = &s["kernels"][0];
+        assert_eq!(k["index"].as_u64(), Some(0));
+        assert_eq!(k["name"], "Decompress");
+        assert_eq!(k["fired"].as_u64(), Some(400));
+        // 1 s of CPU over 400 fires, 2 s of wall.
+        assert_eq!(k["cpu_usec_per_fire"], 2500.0);
+        assert_eq!(k["wall_usec_per_fire"], 5000.0);
+        assert_eq!(k["gflops_per_cpu_second"], 0.0);
+        // The CSV again: header, the rate-driven probes, the closing row.
+        let text = text_of(AdSimRecord::Client(Box::new(client_record())));
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(
+            text.ends_with("3,2,40.000,39.912,P95,150000,7123\n"),
+            "{text}"
         );
     }
-    let metrics = match v {
-        serde_json::Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    Ok(Outcome {
-        metrics,
-        success: true,
-        record: None,
-    })
+
+    #[test]
+    fn a_client_run_without_a_result_keeps_its_nulls_and_drops_what_it_lacks() {
+        let mut r = client_record();
+        r.reported = None;
+        r.success = false;
+        r.interrupted = true;
+        r.failure = Some("every request failed".into());
+        r.server_after = None;
+        let m = metrics_of(AdSimRecord::Client(Box::new(r)));
+        assert_eq!(m["final_requested_qps"], 0.0);
+        assert_eq!(m["final_achieved_qps"], 0.0);
+        assert!(m["final_latency_msec"].is_null());
+        assert!(m["average_latency_msec"].is_null());
+        assert_eq!(m["success"], false);
+        assert_eq!(m["interrupted"], true);
+        assert_eq!(m["failure"], "every request failed");
+        assert!(!m.contains_key("server"));
+    }
+
+    fn server_record(first_error: Option<&str>) -> ServerRecord {
+        ServerRecord {
+            address: "127.0.0.1:10086 and [::1]:10086".into(),
+            tls: false,
+            init_seconds: 12.25,
+            requests: 1234,
+            failed_requests: 2,
+            rss_bytes: 2_000_000,
+            cpu_seconds: 56.5,
+            first_error: first_error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn server_metrics_come_from_the_record() {
+        let m = metrics_of(AdSimRecord::Server(server_record(None)));
+        assert_eq!(m["address"], "127.0.0.1:10086 and [::1]:10086");
+        assert_eq!(m["init_seconds"], 12.25);
+        assert_eq!(m["requests"].as_u64(), Some(1234));
+        assert_eq!(m["failed_requests"].as_u64(), Some(2));
+        assert_eq!(m["rss_bytes"].as_u64(), Some(2_000_000));
+        assert_eq!(m["cpu_seconds"], 56.5);
+        assert!(!m.contains_key("first_error"));
+        assert_eq!(m.len(), 6);
+        let m = metrics_of(AdSimRecord::Server(server_record(Some("boom"))));
+        assert_eq!(m["first_error"], "boom");
+        let text = text_of(AdSimRecord::Server(server_record(Some("boom"))));
+        assert_eq!(
+            text,
+            "adsim server: all kernels initialized in 12.2 s; serving on 127.0.0.1:10086 and [::1]:10086\n\
+             adsim server: stopped after 1234 requests (2 failed); 56.5 s CPU, 2.0 MB RSS\n\
+             adsim server: the first failed request: boom\n"
+        );
+    }
+
+    fn standalone() -> Standalone {
+        Standalone {
+            kernel: "GEMM".into(),
+            threads: 2,
+            parts: 1,
+            seconds: 1.0,
+            fires: 500,
+            fires_per_s: 500.0,
+            flops_per_fire: 2e6,
+            bytes_per_fire: 0.0,
+            gflops: 1.0,
+            wall_s_per_fire: 0.004,
+            cpu_s_per_fire: 0.0039,
+            build_s: 0.25,
+        }
+    }
+
+    #[test]
+    fn kernel_metrics_are_the_standalone_result() {
+        let r = KernelRecord {
+            result: standalone(),
+            json: true,
+        };
+        let m = metrics_of(AdSimRecord::Kernel(r.clone()));
+        assert_eq!(
+            serde_json::Value::Object(m.clone()),
+            serde_json::to_value(standalone()).unwrap()
+        );
+        assert_eq!(m["kernel"], "GEMM");
+        assert_eq!(m["fires"].as_u64(), Some(500));
+        assert_eq!(m["threads"].as_u64(), Some(2));
+        assert_eq!(m["gflops"], 1.0);
+        let text = text_of(AdSimRecord::Kernel(r.clone()));
+        let v: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(v, serde_json::to_value(standalone()).unwrap());
+        let text = text_of(AdSimRecord::Kernel(KernelRecord { json: false, ..r }));
+        assert_eq!(
+            text,
+            "GEMM on 2 thread(s): 500.0 fires/s, 3.900 ms CPU and 4.000 ms wall per fire, 1.0 GFLOP/s; built in 0.25 s\n"
+        );
+    }
+
+    #[test]
+    fn an_older_record_is_named_not_misread() {
+        let rec = Record::of(
+            "adsim",
+            RECORD_VERSION - 1,
+            &AdSimRecord::Server(server_record(None)),
+        );
+        let e = AdSim.metrics(&rec).unwrap_err();
+        assert!(e.to_string().contains("an older rackbench"), "{e}");
+    }
 }

@@ -8,10 +8,11 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Progress, Record, RunContext, Workload};
 use load::csv::ProbeCsv;
+use load::recorder::SecondSummary;
 use load::report::{Reporter, SearchRecord, final_line, searching_line, write_search};
 use load::search::{Event, Search, run_fixed};
-use load::{Arrival, SearchConfig, ServiceProber, SloTarget};
-use serde_json::{Map, Value, json};
+use load::{Arrival, LatencySummary, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -194,9 +195,21 @@ impl Workload for Calibrate {
     }
 
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-        let r: CalibrateRecord = record.decode(self.name(), RECORD_VERSION)?;
-        write_record(&r, out)?;
+        match record.decode::<CalibrateRecord>(self.name(), RECORD_VERSION)? {
+            CalibrateRecord::Search(r) => write_record(&r, out)?,
+            CalibrateRecord::Serve(r) => write_serve(&r, out)?,
+        }
         Ok(())
+    }
+
+    fn metrics(
+        &self,
+        record: &Record,
+    ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+        match record.decode::<CalibrateRecord>(self.name(), RECORD_VERSION)? {
+            CalibrateRecord::Search(r) => harness::record::metrics_map(&search_metrics(&r)?),
+            CalibrateRecord::Serve(r) => harness::record::metrics_map(&serve_metrics(&r)),
+        }
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
@@ -231,30 +244,34 @@ fn serve(
         a.stall(),
     );
     let stats = service.stats.clone();
-    rt.block_on(async {
+    let address = rt.block_on(async {
         let bound = rpc::server::bind_or_loopback(listen)?;
         let addr = bound.addr;
         let router = tonic::transport::Server::builder().add_service(service.into_server());
         let running = rpc::server::spawn(router, bound);
-        eprintln!("calibrate server listening on {addr} ({} workers, {} ms service time); Ctrl-C stops it", a.workers, a.service_time_ms);
+        eprintln!(
+            "{}",
+            listening_line(&addr.to_string(), a.workers, a.service_time_ms)
+        );
         while !ctx.cancel.is_stopped() && !running.is_finished() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         running.shutdown().await.context("server failed")?;
-        anyhow::Ok(())
+        anyhow::Ok(addr)
     })?;
     let (served, mean) = stats.snapshot();
-    let mut m = Map::new();
-    m.insert("requests_served".into(), json!(served));
-    m.insert(
-        "mean_service_ms".into(),
-        json!(mean.map(|d| d.as_secs_f64() * 1000.0)),
-    );
-    Ok(Outcome {
-        metrics: m,
-        success: true,
-        record: None,
-    })
+    let record = ServeRecord {
+        address: address.to_string(),
+        workers: a.workers,
+        service_time_ms: a.service_time_ms,
+        requests_served: served,
+        mean_service: mean,
+    };
+    eprintln!("{}", served_line(&record));
+    Ok(Outcome::measured(
+        true,
+        Record::of("calibrate", RECORD_VERSION, &CalibrateRecord::Serve(record)),
+    ))
 }
 
 fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
@@ -367,120 +384,311 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         let _ = server_rt.block_on(r.shutdown());
     }
     let (served, mean_service) = stats.snapshot();
-
-    let mut m = Map::new();
-    m.insert(
-        "target_percentile".into(),
-        json!(a.target.percentile.label()),
-    );
-    m.insert("target_latency_msec".into(), json!(a.target.latency_ms));
-    m.insert("arrival".into(), json!(a.arrival.to_string()));
-    m.insert(
-        "load_mode".into(),
-        json!("open loop; latency measured from the intended start"),
-    );
-    m.insert("server_workers".into(), json!(a.workers));
-    m.insert("service_time_ms".into(), json!(a.service_time_ms));
-    m.insert("capacity_qps".into(), json!(capacity));
-    m.insert("analytic_max_qps".into(), json!(analytic.map(round3)));
-    m.insert("peak_qps".into(), json!(round3(outcome.peak_qps)));
-    if a.server.is_none() {
-        m.insert("server_requests".into(), json!(served));
-        m.insert(
-            "server_mean_service_ms".into(),
-            json!(mean_service.map(|d| round3(d.as_secs_f64() * 1000.0))),
-        );
-        if let (Some(d), Some(q)) = (mean_service, q)
-            && a.workers > 0
-            && d.as_secs_f64() > 0.0
-        {
-            let eff = mdc::max_rate_for_target(
-                a.workers,
-                d.as_secs_f64(),
-                q,
-                a.target.latency_ms / 1000.0,
-            )?;
-            m.insert(
-                "analytic_max_qps_at_measured_service_time".into(),
-                json!(round3(eff)),
-            );
-        }
-    }
     if let Some(f) = &outcome.final_probe {
-        m.insert("final_requested_qps".into(), json!(round3(f.requested_qps)));
-        m.insert("final_achieved_qps".into(), json!(round3(f.achieved_qps)));
-        m.insert(
-            "final_latency_msec".into(),
-            json!(round3(f.target_value_ms)),
-        );
-        m.insert("final_latency".into(), serde_json::to_value(f.latency)?);
         progress.println(&final_line(f));
         if let Some(an) = analytic.filter(|x| *x > 0.0) {
-            let ratio = f.requested_qps / an;
-            m.insert("measured_to_analytic_ratio".into(), json!(round3(ratio)));
             eprintln!("{}", analytic_line(&a.target, f, an));
         }
     }
-    if let Some(cap) = capacity {
-        m.insert(
-            "peak_to_capacity_ratio".into(),
-            json!(round3(outcome.peak_qps / cap)),
-        );
+    if let Some(f) = &outcome.failure {
+        progress.println(&load::report::failure_line(f));
+    }
+    let record = SearchRun {
+        search: SearchRecord {
+            target: a.target,
+            probes: outcome.probes,
+            reported: outcome.final_probe,
+            failure: outcome.failure,
+        },
+        analytic_max_qps: analytic,
+        arrival: a.arrival.to_string(),
+        server_workers: a.workers,
+        service_time_ms: a.service_time_ms,
+        peak_qps: outcome.peak_qps,
+        success: outcome.success,
+        interrupted: outcome.interrupted,
+        final_series: outcome.final_series,
+        probe_csv: csv_path.display().to_string(),
+        settings: SearchSettings::of(&cfg),
+        own_server: a.server.is_none().then_some(ServerStats {
+            requests: served,
+            mean_service,
+        }),
+    };
+    Ok(Outcome::measured(
+        record.success,
+        Record::of(
+            "calibrate",
+            RECORD_VERSION,
+            &CalibrateRecord::Search(Box::new(record)),
+        ),
+    ))
+}
+
+/// The version of [`CalibrateRecord`]; raise it when its shape changes.
+const RECORD_VERSION: u32 = 2;
+
+/// What a calibrate run keeps with its stored run, by command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum CalibrateRecord {
+    /// The search (or fixed rates) against the M/D/c server.
+    Search(Box<SearchRun>),
+    /// `calibrate serve`: the server alone until stopped.
+    Serve(ServeRecord),
+}
+
+/// A calibrate search: the search, the queue it ran against, the M/D/c
+/// model's maximum rate under the target and what the server measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchRun {
+    pub search: SearchRecord,
+    /// The model's maximum rate under the target (`None` without workers, a
+    /// service time or a percentile target; 0 when the target is below the
+    /// service time).
+    pub analytic_max_qps: Option<f64>,
+    /// The arrival process (`poisson`, `constant`, `burst:N`).
+    pub arrival: String,
+    pub server_workers: usize,
+    pub service_time_ms: f64,
+    pub peak_qps: f64,
+    pub success: bool,
+    /// Stopped before the search ended: the probes so far.
+    pub interrupted: bool,
+    /// The final run, second by second.
+    pub final_series: Vec<SecondSummary>,
+    /// The probe CSV written (as the report names it).
+    pub probe_csv: String,
+    pub settings: SearchSettings,
+    /// The built-in server's figures; `None` when driving a `--server`.
+    pub own_server: Option<ServerStats>,
+}
+
+/// The search's settings (the report's `search` object).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSettings {
+    pub tolerance: f64,
+    pub min_completion: f64,
+    pub warmup_secs: f64,
+    pub peak_secs: f64,
+    pub probe_secs: f64,
+    pub probe_warmup_secs: f64,
+    pub final_secs: f64,
+    pub peak_concurrency: usize,
+}
+
+impl SearchSettings {
+    fn of(c: &SearchConfig) -> Self {
+        SearchSettings {
+            tolerance: c.tolerance,
+            min_completion: c.min_completion,
+            warmup_secs: c.warmup.as_secs_f64(),
+            peak_secs: c.peak.as_secs_f64(),
+            probe_secs: c.probe.as_secs_f64(),
+            probe_warmup_secs: c.probe_warmup.as_secs_f64(),
+            final_secs: c.final_duration.as_secs_f64(),
+            peak_concurrency: c.peak_concurrency,
+        }
+    }
+}
+
+/// What the built-in server counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerStats {
+    pub requests: u64,
+    pub mean_service: Option<Duration>,
+}
+
+/// `calibrate serve`: where it listened, its queue and what it served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeRecord {
+    pub address: String,
+    pub workers: usize,
+    pub service_time_ms: f64,
+    pub requests_served: u64,
+    pub mean_service: Option<Duration>,
+}
+
+/// The report's metrics of `calibrate serve`.
+#[derive(Debug, Serialize)]
+pub struct ServeMetrics {
+    pub requests_served: u64,
+    /// `null` when nothing was served.
+    pub mean_service_ms: Option<f64>,
+}
+
+/// The report's metrics of `calibrate serve`, from its record.
+pub fn serve_metrics(r: &ServeRecord) -> ServeMetrics {
+    ServeMetrics {
+        requests_served: r.requests_served,
+        mean_service_ms: r.mean_service.map(|d| d.as_secs_f64() * 1000.0),
+    }
+}
+
+/// The report's metrics of a calibrate search.
+#[derive(Debug, Serialize)]
+pub struct SearchMetrics<'a> {
+    pub target_percentile: &'static str,
+    pub target_latency_msec: f64,
+    pub arrival: &'a str,
+    pub load_mode: &'static str,
+    pub server_workers: usize,
+    pub service_time_ms: f64,
+    /// `null` without workers or a service time.
+    pub capacity_qps: Option<f64>,
+    /// `null` without a model value.
+    pub analytic_max_qps: Option<f64>,
+    pub peak_qps: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_requests: Option<u64>,
+    /// Present with the built-in server; `null` when it served nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_mean_service_ms: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analytic_max_qps_at_measured_service_time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_requested_qps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_achieved_qps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_latency_msec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_latency: Option<LatencySummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_to_analytic_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_to_capacity_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analytic_latency_per_probe: Option<Vec<ProbeModel>>,
+    pub search_success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_failure: Option<&'a str>,
+    pub partial: bool,
+    pub probes: &'a [ProbeRecord],
+    pub final_series: &'a [SecondSummary],
+    pub probe_csv: &'a str,
+    pub search: &'a SearchSettings,
+}
+
+/// The model's value of the target percentile at a probed rate, next to
+/// the measured one.
+#[derive(Debug, Serialize)]
+pub struct ProbeModel {
+    pub seq: usize,
+    pub requested_qps: f64,
+    pub measured_ms: f64,
+    /// `null` where the model has no value.
+    pub analytic_ms: Option<f64>,
+}
+
+/// The report's metrics of a calibrate search, from its record: the
+/// measurement next to the M/D/c model's values.
+pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
+    let target = &r.search.target;
+    let workers = r.server_workers;
+    let service_s = r.service_time_ms / 1000.0;
+    let q = target.percentile.quantile();
+    let capacity = (workers > 0 && service_s > 0.0).then(|| mdc::Mdc::capacity(workers, service_s));
+    let mut m = SearchMetrics {
+        target_percentile: target.percentile.label(),
+        target_latency_msec: target.latency_ms,
+        arrival: &r.arrival,
+        load_mode: "open loop; latency measured from the intended start",
+        server_workers: workers,
+        service_time_ms: r.service_time_ms,
+        capacity_qps: capacity,
+        analytic_max_qps: r.analytic_max_qps.map(round3),
+        peak_qps: round3(r.peak_qps),
+        server_requests: None,
+        server_mean_service_ms: None,
+        analytic_max_qps_at_measured_service_time: None,
+        final_requested_qps: None,
+        final_achieved_qps: None,
+        final_latency_msec: None,
+        final_latency: None,
+        measured_to_analytic_ratio: None,
+        peak_to_capacity_ratio: capacity.map(|cap| round3(r.peak_qps / cap)),
+        analytic_latency_per_probe: None,
+        search_success: r.success,
+        search_failure: r.search.failure.as_deref(),
+        partial: r.interrupted,
+        probes: &r.search.probes,
+        final_series: &r.final_series,
+        probe_csv: &r.probe_csv,
+        search: &r.settings,
+    };
+    if let Some(s) = &r.own_server {
+        m.server_requests = Some(s.requests);
+        m.server_mean_service_ms = Some(s.mean_service.map(|d| round3(d.as_secs_f64() * 1000.0)));
+        if let (Some(d), Some(q)) = (s.mean_service, q)
+            && workers > 0
+            && d.as_secs_f64() > 0.0
+        {
+            let eff =
+                mdc::max_rate_for_target(workers, d.as_secs_f64(), q, target.latency_ms / 1000.0)?;
+            m.analytic_max_qps_at_measured_service_time = Some(round3(eff));
+        }
+    }
+    if let Some(f) = &r.search.reported {
+        m.final_requested_qps = Some(round3(f.requested_qps));
+        m.final_achieved_qps = Some(round3(f.achieved_qps));
+        m.final_latency_msec = Some(round3(f.target_value_ms));
+        m.final_latency = Some(f.latency);
+        m.measured_to_analytic_ratio = r
+            .analytic_max_qps
+            .filter(|x| *x > 0.0)
+            .map(|an| round3(f.requested_qps / an));
     }
     // The model's value of the target percentile at each probed rate, for
     // checking the measurement probe by probe.
     if let (Some(cap), Some(q)) = (capacity, q) {
-        let per_probe: Vec<Value> = outcome
-            .probes
-            .iter()
-            .filter(|p| p.requested_qps > 0.0 && p.requested_qps < cap)
-            .map(|p| {
-                let model = mdc::Mdc::new(a.workers, service_s, p.requested_qps)
-                    .map(|m| round3(m.sojourn_quantile(q) * 1000.0))
-                    .ok();
-                json!({ "seq": p.seq, "requested_qps": p.requested_qps, "measured_ms": p.target_value_ms, "analytic_ms": model })
-            })
-            .collect();
-        m.insert("analytic_latency_per_probe".into(), Value::Array(per_probe));
+        m.analytic_latency_per_probe = Some(
+            r.search
+                .probes
+                .iter()
+                .filter(|p| p.requested_qps > 0.0 && p.requested_qps < cap)
+                .map(|p| ProbeModel {
+                    seq: p.seq,
+                    requested_qps: p.requested_qps,
+                    measured_ms: p.target_value_ms,
+                    analytic_ms: mdc::Mdc::new(workers, service_s, p.requested_qps)
+                        .map(|m| round3(m.sojourn_quantile(q) * 1000.0))
+                        .ok(),
+                })
+                .collect(),
+        );
     }
-    m.insert("search_success".into(), json!(outcome.success));
-    if let Some(f) = &outcome.failure {
-        progress.println(&load::report::failure_line(f));
-        m.insert("search_failure".into(), json!(f));
-    }
-    m.insert("partial".into(), json!(outcome.interrupted));
-    m.insert("probes".into(), serde_json::to_value(&outcome.probes)?);
-    m.insert(
-        "final_series".into(),
-        serde_json::to_value(&outcome.final_series)?,
-    );
-    m.insert("probe_csv".into(), json!(csv_path.display().to_string()));
-    m.insert("search".into(), search_settings(&cfg));
-    let record = CalibrateRecord {
-        search: SearchRecord {
-            target: a.target,
-            probes: outcome.probes.clone(),
-            reported: outcome.final_probe.clone(),
-            failure: outcome.failure.clone(),
-        },
-        analytic_max_qps: analytic.filter(|x| *x > 0.0),
-    };
-    Ok(Outcome {
-        metrics: m,
-        success: outcome.success,
-        record: Some(Record::of("calibrate", RECORD_VERSION, &record)),
-    })
+    Ok(m)
 }
 
-/// The version of [`CalibrateRecord`]; raise it when its shape changes.
-const RECORD_VERSION: u32 = 1;
+/// The line `calibrate serve` prints once it listens.
+fn listening_line(address: &str, workers: usize, service_time_ms: f64) -> String {
+    format!(
+        "calibrate server listening on {address} ({workers} workers, {service_time_ms} ms service time); Ctrl-C stops it"
+    )
+}
 
-/// What a calibrate search keeps with its stored run: the search and the
-/// M/D/c model's maximum rate under the target.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct CalibrateRecord {
-    pub search: SearchRecord,
-    pub analytic_max_qps: Option<f64>,
+/// The line `calibrate serve` prints when it stops.
+fn served_line(r: &ServeRecord) -> String {
+    match r.mean_service {
+        Some(d) => format!(
+            "calibrate server: served {} requests, mean service time {:.3} ms",
+            r.requests_served,
+            d.as_secs_f64() * 1000.0
+        ),
+        None => format!("calibrate server: served {} requests", r.requests_served),
+    }
+}
+
+/// The text of a stored `calibrate serve` run: its lines.
+fn write_serve(r: &ServeRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}",
+        listening_line(&r.address, r.workers, r.service_time_ms)
+    )?;
+    writeln!(out, "{}", served_line(r))?;
+    out.flush()
 }
 
 /// Our closing line: the measured rate against the model's.
@@ -495,28 +703,245 @@ fn analytic_line(t: &SloTarget, f: &load::search::ProbeRecord, analytic: f64) ->
     )
 }
 
-/// The text of a stored run: the search's lines, then the model line.
-fn write_record(r: &CalibrateRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+/// The text of a stored search: the search's lines, then the model line.
+fn write_record(r: &SearchRun, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     write_search(&r.search, out)?;
-    if let (Some(f), Some(an)) = (&r.search.reported, r.analytic_max_qps) {
+    if let (Some(f), Some(an)) = (&r.search.reported, r.analytic_max_qps.filter(|x| *x > 0.0)) {
         writeln!(out, "{}", analytic_line(&r.search.target, f, an))?;
     }
     out.flush()
 }
 
-fn search_settings(c: &SearchConfig) -> Value {
-    json!({
-        "tolerance": c.tolerance,
-        "min_completion": c.min_completion,
-        "warmup_secs": c.warmup.as_secs_f64(),
-        "peak_secs": c.peak.as_secs_f64(),
-        "probe_secs": c.probe.as_secs_f64(),
-        "probe_warmup_secs": c.probe_warmup.as_secs_f64(),
-        "final_secs": c.final_duration.as_secs_f64(),
-        "peak_concurrency": c.peak_concurrency,
-    })
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use load::Percentile;
+    use load::search::Phase;
+
+    fn probe(seq: usize, phase: Phase, requested: f64, p99: f64) -> ProbeRecord {
+        ProbeRecord {
+            seq,
+            phase,
+            mode: "open:poisson".into(),
+            requested_qps: requested,
+            duration_secs: 4.0,
+            total_queries: 1000,
+            scheduled: 1000,
+            errors: 0,
+            dropped: 0,
+            unfinished: 0,
+            achieved_qps: requested * 0.99876,
+            total_bytes_rx: 64_000,
+            total_bytes_tx: 64_000,
+            latency: LatencySummary {
+                count: 1000,
+                p99_ms: p99,
+                ..LatencySummary::default()
+            },
+            target_value_ms: p99,
+            passed: true,
+            verdict: "ok".into(),
+            extensions: 0,
+            settle_secs: 0.0,
+            start_unix_ms: 1,
+            end_unix_ms: 2,
+        }
+    }
+
+    fn search_run() -> SearchRun {
+        let target = SloTarget {
+            percentile: Percentile::P99,
+            latency_ms: 20.0,
+        };
+        let analytic = mdc::max_rate_for_target(8, 0.01, 0.99, 0.02).unwrap();
+        SearchRun {
+            search: SearchRecord {
+                target,
+                probes: vec![
+                    probe(1, Phase::Peak, 0.0, 30.0),
+                    probe(2, Phase::Bisect, 500.0, 15.0),
+                    probe(3, Phase::Final, 480.0, 14.5),
+                ],
+                reported: Some(probe(3, Phase::Final, 480.0, 14.5)),
+                failure: None,
+            },
+            analytic_max_qps: Some(analytic),
+            arrival: "poisson".into(),
+            server_workers: 8,
+            service_time_ms: 10.0,
+            peak_qps: 790.12345,
+            success: true,
+            interrupted: false,
+            final_series: vec![SecondSummary {
+                second: 0,
+                completed: 480,
+                errors: 0,
+                p50_ms: 10.1,
+                p99_ms: 14.0,
+                max_ms: 16.0,
+            }],
+            probe_csv: "calibrate_results.csv".into(),
+            settings: SearchSettings {
+                tolerance: 0.02,
+                min_completion: 0.99,
+                warmup_secs: 2.0,
+                peak_secs: 3.0,
+                probe_secs: 4.0,
+                probe_warmup_secs: 1.0,
+                final_secs: 15.0,
+                peak_concurrency: 32,
+            },
+            own_server: Some(ServerStats {
+                requests: 12345,
+                mean_service: Some(Duration::from_micros(10_050)),
+            }),
+        }
+    }
+
+    fn metrics_of(r: CalibrateRecord) -> serde_json::Map<String, serde_json::Value> {
+        let rec = Record::of("calibrate", RECORD_VERSION, &r);
+        // As stored and read back.
+        let rec: Record = serde_json::from_str(&serde_json::to_string(&rec).unwrap()).unwrap();
+        Calibrate.metrics(&rec).unwrap()
+    }
+
+    fn text_of(r: CalibrateRecord) -> String {
+        let mut out = Vec::new();
+        Calibrate
+            .format(&Record::of("calibrate", RECORD_VERSION, &r), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn search_metrics_come_from_the_record() {
+        let r = search_run();
+        let analytic = r.analytic_max_qps.unwrap();
+        let m = metrics_of(CalibrateRecord::Search(Box::new(r)));
+        assert_eq!(m["target_percentile"], "99p");
+        assert_eq!(m["target_latency_msec"], 20.0);
+        assert_eq!(m["arrival"], "poisson");
+        assert_eq!(
+            m["load_mode"],
+            "open loop; latency measured from the intended start"
+        );
+        assert_eq!(m["server_workers"].as_u64(), Some(8));
+        assert_eq!(m["service_time_ms"], 10.0);
+        assert_eq!(m["capacity_qps"], 800.0);
+        assert_eq!(m["analytic_max_qps"], round3(analytic));
+        assert_eq!(m["peak_qps"], 790.123);
+        assert_eq!(m["server_requests"].as_u64(), Some(12345));
+        assert_eq!(m["server_mean_service_ms"], 10.05);
+        // A longer measured service time: a lower model rate.
+        let eff = m["analytic_max_qps_at_measured_service_time"]
+            .as_f64()
+            .unwrap();
+        assert!(eff > 0.0 && eff < analytic, "{eff} vs {analytic}");
+        assert_eq!(m["final_requested_qps"], 480.0);
+        assert_eq!(m["final_achieved_qps"], round3(480.0 * 0.99876));
+        assert_eq!(m["final_latency_msec"], 14.5);
+        assert_eq!(m["final_latency"]["p99_ms"], 14.5);
+        assert_eq!(m["final_latency"]["count"].as_u64(), Some(1000));
+        assert_eq!(m["measured_to_analytic_ratio"], round3(480.0 / analytic));
+        assert_eq!(m["peak_to_capacity_ratio"], round3(790.12345 / 800.0));
+        // The unthrottled peak has no model value; the rate-driven probes do.
+        let per = m["analytic_latency_per_probe"].as_array().unwrap();
+        assert_eq!(per.len(), 2);
+        assert_eq!(per[0]["seq"].as_u64(), Some(2));
+        assert_eq!(per[0]["requested_qps"], 500.0);
+        assert_eq!(per[0]["measured_ms"], 15.0);
+        assert!(per[0]["analytic_ms"].as_f64().unwrap() >= 10.0);
+        assert_eq!(m["search_success"], true);
+        assert!(!m.contains_key("search_failure"));
+        assert_eq!(m["partial"], false);
+        assert_eq!(m["probes"].as_array().unwrap().len(), 3);
+        assert_eq!(m["probes"][2]["phase"], "final");
+        assert_eq!(m["final_series"][0]["completed"].as_u64(), Some(480));
+        assert_eq!(m["probe_csv"], "calibrate_results.csv");
+        assert_eq!(m["search"]["tolerance"], 0.02);
+        assert_eq!(m["search"]["peak_concurrency"].as_u64(), Some(32));
+        assert_eq!(m["search"]["final_secs"], 15.0);
+        // The search's lines, then the model line.
+        let text = text_of(CalibrateRecord::Search(Box::new(search_run())));
+        assert!(
+            text.lines()
+                .last()
+                .unwrap()
+                .starts_with("calibrate: max QPS meeting 99p <= 20 ms: measured 480.0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_search_without_a_result_or_a_model_leaves_those_keys_out() {
+        let mut r = search_run();
+        r.server_workers = 0;
+        r.analytic_max_qps = None;
+        r.search.reported = None;
+        r.search.failure = Some("no rate met the target".into());
+        r.success = false;
+        r.interrupted = true;
+        r.own_server = None;
+        let m = metrics_of(CalibrateRecord::Search(Box::new(r)));
+        assert!(m["capacity_qps"].is_null());
+        assert!(m["analytic_max_qps"].is_null());
+        for absent in [
+            "server_requests",
+            "server_mean_service_ms",
+            "analytic_max_qps_at_measured_service_time",
+            "final_requested_qps",
+            "final_achieved_qps",
+            "final_latency_msec",
+            "final_latency",
+            "measured_to_analytic_ratio",
+            "peak_to_capacity_ratio",
+            "analytic_latency_per_probe",
+        ] {
+            assert!(!m.contains_key(absent), "{absent}: {m:?}");
+        }
+        assert_eq!(m["search_success"], false);
+        assert_eq!(m["search_failure"], "no rate met the target");
+        assert_eq!(m["partial"], true);
+        // The built-in server that served nothing: the key, null.
+        let mut r = search_run();
+        r.own_server = Some(ServerStats {
+            requests: 0,
+            mean_service: None,
+        });
+        let m = metrics_of(CalibrateRecord::Search(Box::new(r)));
+        assert_eq!(m["server_requests"].as_u64(), Some(0));
+        assert!(m["server_mean_service_ms"].is_null());
+        assert!(!m.contains_key("analytic_max_qps_at_measured_service_time"));
+    }
+
+    #[test]
+    fn serve_metrics_come_from_the_record() {
+        let r = ServeRecord {
+            address: "127.0.0.1:50051".into(),
+            workers: 8,
+            service_time_ms: 10.0,
+            requests_served: 42,
+            mean_service: Some(Duration::from_micros(10_250)),
+        };
+        let m = metrics_of(CalibrateRecord::Serve(r.clone()));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["requests_served"].as_u64(), Some(42));
+        assert_eq!(m["mean_service_ms"], 10.25);
+        assert_eq!(
+            text_of(CalibrateRecord::Serve(r.clone())),
+            "calibrate server listening on 127.0.0.1:50051 (8 workers, 10 ms service time); Ctrl-C stops it\n\
+             calibrate server: served 42 requests, mean service time 10.250 ms\n"
+        );
+        let m = metrics_of(CalibrateRecord::Serve(ServeRecord {
+            requests_served: 0,
+            mean_service: None,
+            ..r
+        }));
+        assert_eq!(m["requests_served"].as_u64(), Some(0));
+        assert!(m["mean_service_ms"].is_null());
+    }
 }

@@ -308,7 +308,7 @@ fn results_show_text_reprints_a_stored_run() {
         let o = c.run(&["results", "show", run_id]);
         let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(rows[0]["record"]["kind"], "cachebench", "{rows}");
-        assert_eq!(rows[0]["record"]["version"], 1);
+        assert_eq!(rows[0]["record"]["version"], 2);
     }
     assert!(text(&c.run(&["results", "show", "nosuchrun", "--text"]).stderr).contains("no run"));
 }

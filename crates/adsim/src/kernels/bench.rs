@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 pub const REQUEST_BYTES: usize = 4096;
 
 /// The result of a stand-alone run.
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
 pub struct Standalone {
     pub kernel: String,
     pub threads: usize,
