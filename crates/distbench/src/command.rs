@@ -9,7 +9,7 @@ use crate::test_builder;
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, RunContext, Workload};
-use serde_json::{Map, json};
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// The `distbench` benchmark.
@@ -126,25 +126,21 @@ impl Workload for Distbench {
         Ok(())
     }
 
+    fn metrics(&self, record: &harness::Record) -> anyhow::Result<Map<String, Value>> {
+        let r: subcommands::DistbenchRecord =
+            record.decode(self.name(), subcommands::RECORD_VERSION)?;
+        harness::record::metrics_map(&subcommands::run_metrics(&r))
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse(args)? {
             Command::CheckTest(a) => {
                 let seq = crate::check::load_checked(&a.infile)
                     .with_context(|| format!("check_test --infile {}", a.infile.display()))?;
-                let mut names = Vec::new();
                 for (i, t) in seq.tests.iter().enumerate() {
                     println!("OK test {i}: {}", t.name());
-                    names.push(t.name().to_string());
                 }
-                let mut metrics = Map::new();
-                metrics.insert("tests".into(), json!(seq.tests.len()));
-                metrics.insert("test_names".into(), json!(names));
-                metrics.insert("valid".into(), json!(true));
-                Ok(Outcome {
-                    metrics,
-                    success: true,
-                    record: None,
-                })
+                Ok(Outcome::helper(true))
             }
             Command::TestBuilder(inv, raw) => test_builder::run(&inv, &raw),
             Command::Analyze(a) => a.run(ctx),

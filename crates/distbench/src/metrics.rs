@@ -4,8 +4,130 @@
 //! time (the longest client->server pair span, as upstream's summary).
 
 use crate::proto::{RpcSample, TestResult};
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Latency percentiles in microseconds (`null` when no sample counts).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    #[serde(rename = "p99.9")]
+    pub p99_9: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// What one RPC (or all of a test's RPCs) measured, as the record keeps
+/// it: the counts, the latency percentiles and the bytes moved by the
+/// samples that count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RpcFigures {
+    pub samples: u64,
+    pub failed: u64,
+    pub warmup: u64,
+    pub latency_us: LatencyUs,
+    pub request_bytes: i64,
+    pub response_bytes: i64,
+}
+
+/// The node managers' resource usage over a test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeUsage {
+    /// User plus system CPU seconds, summed over the nodes.
+    pub cpu_secs: f64,
+    /// The largest max RSS of a node (`None` when no node has a diff).
+    pub max_rss_kib: Option<i64>,
+}
+
+/// What one test measured, as the record keeps it (the raw samples stay
+/// in the results file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TestFigures {
+    /// The longest client->server pair span of the counted samples.
+    pub span_ns: i64,
+    pub overall: RpcFigures,
+    pub rpcs: BTreeMap<String, RpcFigures>,
+    /// `iteration_count` of each activity config, summed over instances.
+    pub activity_iterations: BTreeMap<String, i64>,
+    /// `None` when the result has no resource usage logs.
+    pub node_usage: Option<NodeUsage>,
+}
+
+/// The report's metrics of one RPC (or of all).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RpcMetrics {
+    pub samples: u64,
+    pub failed: u64,
+    pub warmup: u64,
+    pub latency_us: LatencyUs,
+    /// `null` when the test's time is 0.
+    pub kqps: Option<f64>,
+    pub request_mib_per_s: Option<f64>,
+    pub response_mib_per_s: Option<f64>,
+}
+
+/// The report's metrics of one test (an entry of `tests`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestMetrics {
+    pub name: String,
+    pub total_time_secs: f64,
+    pub overall: RpcMetrics,
+    pub rpcs: BTreeMap<String, RpcMetrics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_iterations: Option<BTreeMap<String, i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_cpu_secs: Option<f64>,
+    /// Present with the usage logs; `null` inside when no node has a diff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_max_rss_kib: Option<Option<i64>>,
+    pub log_summary: Vec<String>,
+}
+
+impl RpcFigures {
+    /// The report's metrics over a test of `secs` seconds.
+    pub fn metrics(&self, secs: f64) -> RpcMetrics {
+        let rate = |x: f64| (secs > 0.0).then(|| x / secs);
+        RpcMetrics {
+            samples: self.samples,
+            failed: self.failed,
+            warmup: self.warmup,
+            latency_us: self.latency_us.clone(),
+            kqps: rate(self.samples as f64 / 1000.0),
+            request_mib_per_s: rate(self.request_bytes as f64 / (1u64 << 20) as f64),
+            response_mib_per_s: rate(self.response_bytes as f64 / (1u64 << 20) as f64),
+        }
+    }
+}
+
+impl TestFigures {
+    /// The test's time: the longest span, in seconds.
+    pub fn secs(&self) -> f64 {
+        self.span_ns as f64 / 1e9
+    }
+
+    /// The report's metrics of the test named `name` whose summary lines
+    /// are `log_summary`.
+    pub fn metrics(&self, name: &str, log_summary: &[String]) -> TestMetrics {
+        let secs = self.secs();
+        TestMetrics {
+            name: name.to_string(),
+            total_time_secs: secs,
+            overall: self.overall.metrics(secs),
+            rpcs: self
+                .rpcs
+                .iter()
+                .map(|(k, v)| (k.clone(), v.metrics(secs)))
+                .collect(),
+            activity_iterations: (!self.activity_iterations.is_empty())
+                .then(|| self.activity_iterations.clone()),
+            node_cpu_secs: self.node_usage.as_ref().map(|u| u.cpu_secs),
+            node_max_rss_kib: self.node_usage.as_ref().map(|u| u.max_rss_kib),
+            log_summary: log_summary.to_vec(),
+        }
+    }
+}
 
 /// The samples of one RPC (or of all) that count.
 #[derive(Default)]
@@ -28,41 +150,37 @@ impl Acc {
         self.response_bytes += s.response_size();
     }
 
-    fn json(&mut self, secs: f64) -> Value {
+    fn figures(mut self) -> RpcFigures {
         self.latencies.sort_unstable();
         let n = self.latencies.len();
-        let pick = |p: f64| -> Value {
+        let us = |ns: i64| ns as f64 / 1000.0;
+        let pick = |p: f64| -> Option<f64> {
             if n == 0 {
-                return Value::Null;
+                return None;
             }
             let i = ((n as f64) * p).floor() as usize;
-            json!(self.latencies[i.min(n - 1)] as f64 / 1000.0)
+            Some(us(self.latencies[i.min(n - 1)]))
         };
-        let rate = |x: f64| {
-            if secs > 0.0 {
-                json!(x / secs)
-            } else {
-                Value::Null
-            }
-        };
-        json!({
-            "samples": n,
-            "failed": self.failed,
-            "warmup": self.warmup,
-            "latency_us": {
-                "min": pick(0.0), "p50": pick(0.5), "p90": pick(0.9),
-                "p99": pick(0.99), "p99.9": pick(0.999),
-                "max": if n == 0 { Value::Null } else { json!(self.latencies[n - 1] as f64 / 1000.0) },
+        RpcFigures {
+            samples: n as u64,
+            failed: self.failed,
+            warmup: self.warmup,
+            latency_us: LatencyUs {
+                min: pick(0.0),
+                p50: pick(0.5),
+                p90: pick(0.9),
+                p99: pick(0.99),
+                p99_9: pick(0.999),
+                max: self.latencies.last().map(|&l| us(l)),
             },
-            "kqps": rate(n as f64 / 1000.0),
-            "request_mib_per_s": rate(self.request_bytes as f64 / (1u64 << 20) as f64),
-            "response_mib_per_s": rate(self.response_bytes as f64 / (1u64 << 20) as f64),
-        })
+            request_bytes: self.request_bytes,
+            response_bytes: self.response_bytes,
+        }
     }
 }
 
-/// Metrics of one test result.
-pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
+/// What one test result measured.
+pub fn test_figures(r: &TestResult) -> TestFigures {
     let config = r.traffic_config.clone().unwrap_or_default();
     let rpc_name = |i: i32| {
         usize::try_from(i)
@@ -104,37 +222,144 @@ pub fn test_metrics(r: &TestResult) -> Map<String, Value> {
             }
         }
     }
-    let secs = longest_span_ns as f64 / 1e9;
-    let mut m = Map::new();
-    m.insert("name".into(), json!(config.name()));
-    m.insert("total_time_secs".into(), json!(secs));
-    m.insert("overall".into(), all.json(secs));
-    let mut rpcs = Map::new();
-    for (name, mut acc) in per_rpc {
-        rpcs.insert(name, acc.json(secs));
+    let node_usage = r.resource_usage_logs.as_ref().map(|u| {
+        let diffs = || {
+            u.node_usages
+                .values()
+                .filter_map(|s| s.rusage_diff.as_ref())
+        };
+        NodeUsage {
+            cpu_secs: diffs()
+                .map(|d| d.user_cpu_time_seconds() + d.system_cpu_time_seconds())
+                .sum(),
+            max_rss_kib: diffs().map(|d| d.max_resident_set_size()).max(),
+        }
+    });
+    TestFigures {
+        span_ns: longest_span_ns,
+        overall: all.figures(),
+        rpcs: per_rpc.into_iter().map(|(k, a)| (k, a.figures())).collect(),
+        activity_iterations: activities,
+        node_usage,
     }
-    m.insert("rpcs".into(), Value::Object(rpcs));
-    if !activities.is_empty() {
-        m.insert("activity_iterations".into(), json!(activities));
+}
+
+/// The name of a test result's test (empty without a traffic config).
+pub fn test_name(r: &TestResult) -> String {
+    r.traffic_config
+        .as_ref()
+        .map(|c| c.name().to_string())
+        .unwrap_or_default()
+}
+
+/// The report's metrics of one test result.
+pub fn test_metrics(r: &TestResult) -> TestMetrics {
+    test_figures(r).metrics(&test_name(r), &r.log_summary)
+}
+
+/// Test results to derive metrics from, and the metrics the untyped
+/// implementation derived from them before the typed one (the report must
+/// not change).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::proto::*;
+
+    fn sample(start: i64, lat: i64, warmup: bool) -> RpcSample {
+        RpcSample {
+            request_size: Some(100),
+            response_size: Some(1 << 20),
+            start_timestamp_ns: Some(start),
+            latency_ns: Some(lat),
+            warmup: warmup.then_some(true),
+            ..Default::default()
+        }
     }
-    if let Some(u) = &r.resource_usage_logs {
-        let cpu: f64 = u
-            .node_usages
-            .values()
-            .filter_map(|s| s.rusage_diff.as_ref())
-            .map(|d| d.user_cpu_time_seconds() + d.system_cpu_time_seconds())
-            .sum();
-        m.insert("node_cpu_secs".into(), json!(cpu));
-        let rss = u
-            .node_usages
-            .values()
-            .filter_map(|s| s.rusage_diff.as_ref())
-            .map(|d| d.max_resident_set_size())
-            .max();
-        m.insert("node_max_rss_kib".into(), json!(rss));
+
+    fn usage(user: f64, sys: f64, rss: i64) -> RUsageStats {
+        RUsageStats {
+            rusage_diff: Some(RUsage {
+                user_cpu_time_seconds: Some(user),
+                system_cpu_time_seconds: Some(sys),
+                max_resident_set_size: Some(rss),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
     }
-    m.insert("log_summary".into(), json!(r.log_summary));
-    m
+
+    /// Two RPCs (one without a successful sample), warm-up, failures,
+    /// activities and node usage.
+    pub fn rich() -> TestResult {
+        let mut ok: Vec<RpcSample> = (0..10)
+            .map(|i| sample(i * 1_000_000, (i + 1) * 1500, false))
+            .collect();
+        ok.push(sample(0, 99_999_999, true));
+        let mut peer = PeerPerformanceLog::default();
+        peer.rpc_logs.insert(
+            0,
+            RpcPerformanceLog {
+                successful_rpc_samples: ok,
+                failed_rpc_samples: vec![sample(0, 1, false), sample(5, 1, false)],
+            },
+        );
+        peer.rpc_logs.insert(
+            1,
+            RpcPerformanceLog {
+                successful_rpc_samples: vec![],
+                failed_rpc_samples: vec![sample(0, 1, false)],
+            },
+        );
+        let mut spl = ServicePerformanceLog::default();
+        spl.peer_logs.insert("server/0".into(), peer);
+        spl.activity_logs.insert(
+            "spin".into(),
+            ActivityLog {
+                activity_metrics: vec![ActivityMetric {
+                    name: Some("iteration_count".into()),
+                    value_int: Some(42),
+                }],
+            },
+        );
+        let mut logs = ServiceLogs::default();
+        logs.instance_logs.insert("client/0".into(), spl);
+        let mut u = ResourceUsageLogs::default();
+        u.node_usages.insert("node0".into(), usage(1.25, 0.5, 2048));
+        u.node_usages
+            .insert("node1".into(), usage(0.125, 0.0625, 4096));
+        TestResult {
+            traffic_config: Some(DistributedSystemDescription {
+                name: Some("rich".into()),
+                rpc_descriptions: vec![
+                    RpcSpec {
+                        name: Some("q".into()),
+                        ..Default::default()
+                    },
+                    RpcSpec {
+                        name: Some("idle".into()),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }),
+            service_logs: Some(logs),
+            resource_usage_logs: Some(u),
+            log_summary: vec!["line one".into(), "line two".into()],
+            ..Default::default()
+        }
+    }
+
+    /// No samples at all; usage logs without a diff (`node_max_rss_kib`
+    /// null).
+    pub fn empty_usage() -> TestResult {
+        TestResult {
+            resource_usage_logs: Some(ResourceUsageLogs::default()),
+            ..Default::default()
+        }
+    }
+
+    pub const RICH: &str = r#"{"activity_iterations":{"spin":42},"log_summary":["line one","line two"],"name":"rich","node_cpu_secs":1.9375,"node_max_rss_kib":4096,"overall":{"failed":3,"kqps":1.1092623405435384,"latency_us":{"max":15.0,"min":1.5,"p50":9.0,"p90":15.0,"p99":15.0,"p99.9":15.0},"request_mib_per_s":0.10578750043330559,"response_mib_per_s":1109.2623405435386,"samples":10,"warmup":1},"rpcs":{"idle":{"failed":1,"kqps":0.0,"latency_us":{"max":null,"min":null,"p50":null,"p90":null,"p99":null,"p99.9":null},"request_mib_per_s":0.0,"response_mib_per_s":0.0,"samples":0,"warmup":0},"q":{"failed":2,"kqps":1.1092623405435384,"latency_us":{"max":15.0,"min":1.5,"p50":9.0,"p90":15.0,"p99":15.0,"p99.9":15.0},"request_mib_per_s":0.10578750043330559,"response_mib_per_s":1109.2623405435386,"samples":10,"warmup":1}},"total_time_secs":0.009015}"#;
+    pub const EMPTY_USAGE: &str = r#"{"log_summary":[],"name":"","node_cpu_secs":-0.0,"node_max_rss_kib":null,"overall":{"failed":0,"kqps":null,"latency_us":{"max":null,"min":null,"p50":null,"p90":null,"p99":null,"p99.9":null},"request_mib_per_s":null,"response_mib_per_s":null,"samples":0,"warmup":0},"rpcs":{},"total_time_secs":0.0}"#;
+    pub const BARE: &str = r#"{"log_summary":[],"name":"","overall":{"failed":0,"kqps":null,"latency_us":{"max":null,"min":null,"p50":null,"p90":null,"p99":null,"p99.9":null},"request_mib_per_s":null,"response_mib_per_s":null,"samples":0,"warmup":0},"rpcs":{},"total_time_secs":0.0}"#;
 }
 
 #[cfg(test)]
@@ -185,18 +410,47 @@ mod tests {
             ..Default::default()
         };
         let m = test_metrics(&r);
-        let q = &m["rpcs"]["q"];
-        assert_eq!(q["samples"], 100);
-        assert_eq!(q["warmup"], 1);
-        assert_eq!(q["failed"], 1);
+        let q = &m.rpcs["q"];
+        assert_eq!(q.samples, 100);
+        assert_eq!(q.warmup, 1);
+        assert_eq!(q.failed, 1);
         // sorted[floor(100 * 0.5)] = the 51st latency, 51 us.
-        assert_eq!(q["latency_us"]["p50"], 51.0);
-        assert_eq!(q["latency_us"]["p99"], 100.0);
-        assert_eq!(q["latency_us"]["min"], 1.0);
+        assert_eq!(q.latency_us.p50, Some(51.0));
+        assert_eq!(q.latency_us.p99, Some(100.0));
+        assert_eq!(q.latency_us.min, Some(1.0));
         // Span: first start 0, last end 990 ms + 100 us.
-        let secs = m["total_time_secs"].as_f64().unwrap();
+        let secs = m.total_time_secs;
         assert!((secs - 0.9901).abs() < 1e-9, "{secs}");
-        let mib = q["response_mib_per_s"].as_f64().unwrap();
+        let mib = q.response_mib_per_s.unwrap();
         assert!((mib - 100.0 / secs).abs() < 1e-6, "{mib}");
+    }
+
+    #[test]
+    fn typed_metrics_are_the_untyped_ones() {
+        use super::fixtures::*;
+        for (r, want) in [
+            (rich(), RICH),
+            (empty_usage(), EMPTY_USAGE),
+            (TestResult::default(), BARE),
+        ] {
+            // Compared as text: serde_json's parser may round a float's
+            // last digit, its printer does not.
+            let got = serde_json::to_value(test_metrics(&r)).unwrap();
+            assert_eq!(got.to_string(), want);
+        }
+        let m = test_metrics(&rich());
+        assert_eq!(m.node_max_rss_kib, Some(Some(4096)));
+        assert_eq!(m.rpcs["idle"].latency_us.p50, None);
+        let v = serde_json::to_value(test_metrics(&TestResult::default())).unwrap();
+        for absent in ["activity_iterations", "node_cpu_secs", "node_max_rss_kib"] {
+            assert!(v.get(absent).is_none(), "{absent}: {v}");
+        }
+    }
+
+    #[test]
+    fn figures_round_trip_through_json() {
+        let f = test_figures(&super::fixtures::rich());
+        let back: TestFigures = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
     }
 }

@@ -11,7 +11,6 @@ use crate::test_builder;
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, RunContext};
-use serde_json::{Map, Value, json};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -206,17 +205,17 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
         let addr = bound.addr;
         let router = tonic::transport::Server::builder().add_service(driver::grpc_service(engine));
         let server = rpc::server::spawn(router, bound);
-        eprintln!(
-            "rpc_server: distbench.Traffic/GenericRpc on {addr} (rpc_index 0, {} B responses)",
-            a.response_size
-        );
+        let address = addr.to_string();
+        eprintln!("{}", rpc_server_line(&address, a.response_size));
         wait_for_stop(ctx, None).await;
         let _ = server.shutdown().await;
-        Ok(Outcome {
-            metrics: Map::new(),
-            success: true,
-            record: None,
-        })
+        Ok(measured(
+            true,
+            &DistbenchRecord::RpcServer {
+                address,
+                response_size: a.response_size,
+            },
+        ))
     })
 }
 
@@ -340,85 +339,278 @@ pub fn write_summary(lines: &[String], out: &mut dyn std::io::Write) -> std::io:
 }
 
 /// The version of [`DistbenchRecord`]; raise it when its shape changes.
-pub const RECORD_VERSION: u32 = 1;
+pub const RECORD_VERSION: u32 = 2;
 
-/// What a `run_tests` or `start_localhost` run keeps with its stored run:
-/// each finished test's summary lines (the results proto's `log_summary`,
-/// which upstream prints as `Test summary:`). The full results stay in the
-/// run's outfile.
+/// What a run keeps with its stored run, by subcommand: for `run_tests`
+/// and `start_localhost`, what each finished test measured and its summary
+/// lines (the results proto's `log_summary`, which upstream prints as
+/// `Test summary:`; the raw samples stay in the run's outfile); for the
+/// servers, where they listened and what they saw. The report's metrics
+/// are derived from it ([`run_metrics`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DistbenchRecord {
+#[serde(tag = "mode")]
+pub enum DistbenchRecord {
+    #[serde(rename = "run_tests")]
+    RunTests(TestsRecord),
+    /// `start_localhost` running tests.
+    #[serde(rename = "start_localhost")]
+    Localhost(TestsRecord),
+    /// `start_localhost` without tests: served until stopped.
+    #[serde(rename = "start_localhost_serve")]
+    LocalhostServe { address: String, nodes: usize },
+    #[serde(rename = "test_sequencer")]
+    Sequencer(SequencerRecord),
+    #[serde(rename = "node_manager")]
+    NodeManager(NodeManagerRecord),
+    #[serde(rename = "rpc_server")]
+    RpcServer { address: String, response_size: i32 },
+}
+
+/// A run of tests.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TestsRecord {
     pub tests_planned: usize,
     pub tests: Vec<TestRecord>,
+    /// What stopped the sequence, if something did.
+    pub error: Option<String>,
+    /// Stopped by Ctrl-C or the job's timeout.
+    pub interrupted: bool,
+    /// The results file, as written (resolved against the metrics folder).
+    pub outfile: Option<String>,
+    /// `start_localhost`'s node managers.
+    pub nodes: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TestRecord {
     pub name: String,
     pub summary: Vec<String>,
+    pub figures: metrics::TestFigures,
 }
 
-/// The summaries a run printed, test by test.
+/// A `test_sequencer` run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SequencerRecord {
+    pub address: String,
+    pub local_nodes: usize,
+    /// Node managers registered when it stopped.
+    pub registered_nodes: usize,
+}
+
+/// A `node_manager` run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NodeManagerRecord {
+    pub node_alias: String,
+    pub test_sequencer: String,
+    pub control_address: String,
+    /// Stopped by the sequencer's shutdown rather than Ctrl-C.
+    pub shutdown_by_sequencer: bool,
+}
+
+/// The report's metrics of a run of tests: one entry per test, and the
+/// first test's overall numbers at the top for jobs of one test.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TestsMetrics {
+    #[serde(flatten)]
+    pub first: Option<FirstTestMetrics>,
+    pub tests_planned: usize,
+    pub tests_completed: usize,
+    pub tests: Vec<metrics::TestMetrics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Only `true`, when interrupted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outfile: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
+}
+
+/// The first test's overall figures, at the top of the metrics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FirstTestMetrics {
+    /// Successful, non-warm-up RPCs.
+    pub rpcs: u64,
+    pub kqps: Option<f64>,
+    pub p50_latency_us: Option<f64>,
+    pub p99_latency_us: Option<f64>,
+    pub response_mib_per_s: Option<f64>,
+    pub failed_rpcs: u64,
+}
+
+/// The report's metrics of a `test_sequencer` run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SequencerMetrics {
+    pub registered_nodes: usize,
+}
+
+/// The report's metrics of a `node_manager` run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NodeManagerMetrics {
+    pub node_alias: String,
+    pub shutdown_by_sequencer: bool,
+}
+
+/// The servers without figures of their own (`rpc_server`,
+/// `start_localhost` without tests): no metrics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NoMetrics {}
+
+/// The report's metrics of a run, by subcommand.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum DistbenchMetrics {
+    Tests(TestsMetrics),
+    Sequencer(SequencerMetrics),
+    NodeManager(NodeManagerMetrics),
+    None(NoMetrics),
+}
+
+impl TestsRecord {
+    /// The report's metrics of the run.
+    pub fn metrics(&self) -> TestsMetrics {
+        let tests: Vec<metrics::TestMetrics> = self
+            .tests
+            .iter()
+            .map(|t| t.figures.metrics(&t.name, &t.summary))
+            .collect();
+        let first = tests.first().map(|t| FirstTestMetrics {
+            rpcs: t.overall.samples,
+            kqps: t.overall.kqps,
+            p50_latency_us: t.overall.latency_us.p50,
+            p99_latency_us: t.overall.latency_us.p99,
+            response_mib_per_s: t.overall.response_mib_per_s,
+            failed_rpcs: t.overall.failed,
+        });
+        TestsMetrics {
+            first,
+            tests_planned: self.tests_planned,
+            tests_completed: tests.len(),
+            tests,
+            error: self.error.clone(),
+            interrupted: self.interrupted.then_some(true),
+            outfile: self.outfile.clone(),
+            nodes: self.nodes,
+        }
+    }
+
+    /// Whether every planned test ran to its end.
+    pub fn success(&self) -> bool {
+        self.error.is_none() && !self.interrupted && self.tests.len() == self.tests_planned
+    }
+}
+
+/// The report's metrics of a run, derived from its record.
+pub fn run_metrics(r: &DistbenchRecord) -> DistbenchMetrics {
+    match r {
+        DistbenchRecord::RunTests(t) | DistbenchRecord::Localhost(t) => {
+            DistbenchMetrics::Tests(t.metrics())
+        }
+        DistbenchRecord::Sequencer(s) => DistbenchMetrics::Sequencer(SequencerMetrics {
+            registered_nodes: s.registered_nodes,
+        }),
+        DistbenchRecord::NodeManager(n) => DistbenchMetrics::NodeManager(NodeManagerMetrics {
+            node_alias: n.node_alias.clone(),
+            shutdown_by_sequencer: n.shutdown_by_sequencer,
+        }),
+        DistbenchRecord::LocalhostServe { .. } | DistbenchRecord::RpcServer { .. } => {
+            DistbenchMetrics::None(NoMetrics {})
+        }
+    }
+}
+
+/// The text of a run again: the test summaries a run of tests printed,
+/// test by test; for a server, the lines it printed when it started and
+/// how it ended.
 pub fn write_record(r: &DistbenchRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    for t in &r.tests {
-        write_summary(&t.summary, out)?;
+    match r {
+        DistbenchRecord::RunTests(t) | DistbenchRecord::Localhost(t) => {
+            for t in &t.tests {
+                write_summary(&t.summary, out)?;
+            }
+        }
+        DistbenchRecord::LocalhostServe { address, nodes } => writeln!(
+            out,
+            "start_localhost: test_sequencer on {address} with {nodes} node managers"
+        )?,
+        DistbenchRecord::Sequencer(s) => {
+            writeln!(out, "test_sequencer listening on {}", s.address)?;
+            if s.local_nodes > 0 {
+                writeln!(
+                    out,
+                    "test_sequencer: {} local node managers registered",
+                    s.local_nodes
+                )?;
+            }
+            writeln!(
+                out,
+                "test_sequencer: stopped with {} node managers registered",
+                s.registered_nodes
+            )?;
+        }
+        DistbenchRecord::NodeManager(n) => {
+            writeln!(
+                out,
+                "node_manager {} registered with {}; control on {}",
+                n.node_alias, n.test_sequencer, n.control_address
+            )?;
+            writeln!(
+                out,
+                "node_manager {}: {}",
+                n.node_alias,
+                if n.shutdown_by_sequencer {
+                    "shut down by the test sequencer"
+                } else {
+                    "stopped"
+                }
+            )?;
+        }
+        DistbenchRecord::RpcServer {
+            address,
+            response_size,
+        } => writeln!(out, "{}", rpc_server_line(address, *response_size))?,
     }
     out.flush()
 }
 
-/// Metrics of a run: one entry per test, and the first test's overall
-/// numbers at the top for jobs of one test.
-fn outcome(
+/// The line `rpc_server` prints when it serves.
+fn rpc_server_line(address: &str, response_size: i32) -> String {
+    format!(
+        "rpc_server: distbench.Traffic/GenericRpc on {address} (rpc_index 0, {response_size} B responses)"
+    )
+}
+
+/// The record of a run of tests.
+fn tests_record(
     results: &TestSequenceResults,
     planned: usize,
     error: Option<String>,
     interrupted: bool,
-) -> Outcome {
-    let mut m = Map::new();
-    let tests: Vec<Value> = results
-        .test_results
-        .iter()
-        .map(|r| Value::Object(metrics::test_metrics(r)))
-        .collect();
-    if let Some(first) = tests.first() {
-        let o = &first["overall"];
-        m.insert("rpcs".into(), o["samples"].clone());
-        m.insert("kqps".into(), o["kqps"].clone());
-        m.insert("p50_latency_us".into(), o["latency_us"]["p50"].clone());
-        m.insert("p99_latency_us".into(), o["latency_us"]["p99"].clone());
-        m.insert("response_mib_per_s".into(), o["response_mib_per_s"].clone());
-        m.insert("failed_rpcs".into(), o["failed"].clone());
-    }
-    m.insert("tests_planned".into(), json!(planned));
-    m.insert("tests_completed".into(), json!(tests.len()));
-    m.insert("tests".into(), Value::Array(tests));
-    let success = error.is_none() && !interrupted && results.test_results.len() == planned;
-    if let Some(e) = error {
-        m.insert("error".into(), json!(e));
-    }
-    if interrupted {
-        m.insert("interrupted".into(), json!(true));
-    }
-    let record = DistbenchRecord {
+    outfile: Option<&Path>,
+    nodes: Option<usize>,
+) -> TestsRecord {
+    TestsRecord {
         tests_planned: planned,
         tests: results
             .test_results
             .iter()
             .map(|r| TestRecord {
-                name: r
-                    .traffic_config
-                    .as_ref()
-                    .map(|c| c.name().to_string())
-                    .unwrap_or_default(),
+                name: metrics::test_name(r),
                 summary: r.log_summary.clone(),
+                figures: metrics::test_figures(r),
             })
             .collect(),
-    };
-    Outcome {
-        metrics: m,
-        success,
-        record: Some(harness::Record::of("distbench", RECORD_VERSION, &record)),
+        error,
+        interrupted,
+        outfile: outfile.map(|p| p.display().to_string()),
+        nodes,
     }
+}
+
+/// A measured run's outcome.
+fn measured(success: bool, r: &DistbenchRecord) -> Outcome {
+    Outcome::measured(success, harness::Record::of("distbench", RECORD_VERSION, r))
 }
 
 /// `test_sequencer`.
@@ -427,7 +619,8 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
     rt.block_on(async {
         let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port))
             .map_err(anyhow::Error::msg)?;
-        eprintln!("test_sequencer listening on {}", s.server.addr);
+        let address = s.server.addr.to_string();
+        eprintln!("test_sequencer listening on {address}");
         s.sequencer.expect_nodes(a.local_nodes);
         let mut local = Vec::new();
         let loopback = rpc::server::LOOPBACK;
@@ -459,13 +652,14 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
             let _ = n.server.shutdown().await;
         }
         let _ = s.server.shutdown().await;
-        let mut m = Map::new();
-        m.insert("registered_nodes".into(), json!(nodes));
-        Ok(Outcome {
-            metrics: m,
-            success: true,
-            record: None,
-        })
+        Ok(measured(
+            true,
+            &DistbenchRecord::Sequencer(SequencerRecord {
+                address,
+                local_nodes: a.local_nodes,
+                registered_nodes: nodes,
+            }),
+        ))
     })
 }
 
@@ -502,16 +696,18 @@ pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result
             "node_manager {} registered with {}; control on {}",
             n.alias, a.test_sequencer, n.server.addr
         );
+        let control_address = n.server.addr.to_string();
         let stopped_by_sequencer = wait_for_stop(ctx, Some(n.node.shutdown_signal())).await;
         let _ = n.server.shutdown().await;
-        let mut m = Map::new();
-        m.insert("node_alias".into(), json!(n.alias));
-        m.insert("shutdown_by_sequencer".into(), json!(stopped_by_sequencer));
-        Ok(Outcome {
-            metrics: m,
-            success: true,
-            record: None,
-        })
+        Ok(measured(
+            true,
+            &DistbenchRecord::NodeManager(NodeManagerRecord {
+                node_alias: n.alias.clone(),
+                test_sequencer: a.test_sequencer.clone(),
+                control_address,
+                shutdown_by_sequencer: stopped_by_sequencer,
+            }),
+        ))
     })
 }
 
@@ -580,12 +776,15 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     if let Some(e) = &error {
         eprintln!("run_tests: {e}");
     }
-    let mut o = outcome(&results, seq.tests.len(), error, interrupted);
-    if let Some(p) = outfile {
-        o.metrics
-            .insert("outfile".into(), json!(p.display().to_string()));
-    }
-    Ok(o)
+    let r = tests_record(
+        &results,
+        seq.tests.len(),
+        error,
+        interrupted,
+        outfile.as_deref(),
+        None,
+    );
+    Ok(measured(r.success(), &DistbenchRecord::RunTests(r)))
 }
 
 /// The sequence `run_tests` sends: `--infile`, else standard input (an
@@ -628,13 +827,16 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
             a.nodes
         );
         if seq.tests.is_empty() {
+            let address = cluster.addr().to_string();
             wait_for_stop(ctx, None).await;
             cluster.stop().await;
-            return Ok(Outcome {
-                metrics: Map::new(),
-                success: true,
-                record: None,
-            });
+            return Ok(measured(
+                true,
+                &DistbenchRecord::LocalhostServe {
+                    address,
+                    nodes: a.nodes,
+                },
+            ));
         }
         let mut results = TestSequenceResults::default();
         let mut error = None;
@@ -679,10 +881,165 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
             }
         }
         cluster.stop().await;
-        let mut o = outcome(&results, seq.tests.len(), error, interrupted);
-        o.metrics
-            .insert("outfile".into(), json!(outfile.display().to_string()));
-        o.metrics.insert("nodes".into(), json!(a.nodes));
-        Ok(o)
+        let r = tests_record(
+            &results,
+            seq.tests.len(),
+            error,
+            interrupted,
+            Some(&outfile),
+            Some(a.nodes),
+        );
+        Ok(measured(r.success(), &DistbenchRecord::Localhost(r)))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::fixtures::{empty_usage, rich};
+    use harness::{Record, Workload};
+    use serde_json::Value;
+
+    /// The report's metrics of `r` as the harness derives them: through the
+    /// stored record and the workload's `metrics`.
+    fn derived(r: &DistbenchRecord) -> serde_json::Map<String, Value> {
+        let rec = Record::of("distbench", RECORD_VERSION, r);
+        let text = serde_json::to_string(&rec).unwrap();
+        let back: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            &back
+                .decode::<DistbenchRecord>("distbench", RECORD_VERSION)
+                .unwrap(),
+            r
+        );
+        crate::Distbench.metrics(&rec).unwrap()
+    }
+
+    /// The metrics the untyped implementation gave for the same results.
+    const TWO_TESTS_INTERRUPTED: &str = r#"{"error":"boom","failed_rpcs":3,"interrupted":true,"kqps":1.1092623405435384,"p50_latency_us":9.0,"p99_latency_us":15.0,"response_mib_per_s":1109.2623405435386,"rpcs":10,"tests":[{"activity_iterations":{"spin":42},"log_summary":["line one","line two"],"name":"rich","node_cpu_secs":1.9375,"node_max_rss_kib":4096,"overall":{"failed":3,"kqps":1.1092623405435384,"latency_us":{"max":15.0,"min":1.5,"p50":9.0,"p90":15.0,"p99":15.0,"p99.9":15.0},"request_mib_per_s":0.10578750043330559,"response_mib_per_s":1109.2623405435386,"samples":10,"warmup":1},"rpcs":{"idle":{"failed":1,"kqps":0.0,"latency_us":{"max":null,"min":null,"p50":null,"p90":null,"p99":null,"p99.9":null},"request_mib_per_s":0.0,"response_mib_per_s":0.0,"samples":0,"warmup":0},"q":{"failed":2,"kqps":1.1092623405435384,"latency_us":{"max":15.0,"min":1.5,"p50":9.0,"p90":15.0,"p99":15.0,"p99.9":15.0},"request_mib_per_s":0.10578750043330559,"response_mib_per_s":1109.2623405435386,"samples":10,"warmup":1}},"total_time_secs":0.009015},{"log_summary":[],"name":"","node_cpu_secs":-0.0,"node_max_rss_kib":null,"overall":{"failed":0,"kqps":null,"latency_us":{"max":null,"min":null,"p50":null,"p90":null,"p99":null,"p99.9":null},"request_mib_per_s":null,"response_mib_per_s":null,"samples":0,"warmup":0},"rpcs":{},"total_time_secs":0.0}],"tests_completed":2,"tests_planned":3}"#;
+    const NO_TEST: &str = r#"{"tests":[],"tests_completed":0,"tests_planned":0}"#;
+
+    #[test]
+    fn run_tests_metrics_are_derived_from_the_record() {
+        let results = TestSequenceResults {
+            test_results: vec![rich(), empty_usage()],
+        };
+        let r = tests_record(&results, 3, Some("boom".into()), true, None, None);
+        assert!(!r.success());
+        let m = derived(&DistbenchRecord::RunTests(r.clone()));
+        // Compared as text: serde_json's parser may round a float's last
+        // digit, its printer does not.
+        assert_eq!(Value::Object(m).to_string(), TWO_TESTS_INTERRUPTED);
+        // Typed: the first test's figures at the top.
+        let t = r.metrics();
+        let first = t.first.as_ref().unwrap();
+        assert_eq!((first.rpcs, first.failed_rpcs), (10, 3));
+        assert_eq!(first.p50_latency_us, Some(9.0));
+        assert_eq!(t.tests_completed, 2);
+        assert_eq!(t.interrupted, Some(true));
+
+        let none = tests_record(&TestSequenceResults::default(), 0, None, false, None, None);
+        assert!(none.success());
+        let m = derived(&DistbenchRecord::RunTests(none));
+        assert_eq!(Value::Object(m.clone()).to_string(), NO_TEST);
+        for absent in ["rpcs", "kqps", "error", "interrupted", "outfile", "nodes"] {
+            assert!(!m.contains_key(absent), "{absent}: {m:?}");
+        }
+    }
+
+    #[test]
+    fn start_localhost_metrics_carry_outfile_and_nodes() {
+        let results = TestSequenceResults {
+            test_results: vec![rich()],
+        };
+        let r = tests_record(
+            &results,
+            1,
+            None,
+            false,
+            Some(Path::new("/m/distbench_results.pb")),
+            Some(2),
+        );
+        assert!(r.success());
+        let m = derived(&DistbenchRecord::Localhost(r));
+        assert_eq!(m["outfile"], "/m/distbench_results.pb");
+        assert_eq!(m["nodes"], 2);
+        assert_eq!(m["rpcs"], 10);
+        assert_eq!(m["tests_completed"], 1);
+        assert!(m["kqps"].is_f64());
+        assert_eq!(m["tests"][0]["name"], "rich");
+        assert_eq!(m["tests"][0]["activity_iterations"]["spin"], 42);
+        assert!(!m.contains_key("interrupted") && !m.contains_key("error"));
+        let mut text = Vec::new();
+        crate::Distbench
+            .format(
+                &Record::of(
+                    "distbench",
+                    RECORD_VERSION,
+                    &DistbenchRecord::Localhost(tests_record(&results, 1, None, false, None, None)),
+                ),
+                &mut text,
+            )
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "Test summary:\nline one\nline two\n\n"
+        );
+    }
+
+    #[test]
+    fn server_metrics_are_derived_from_the_record() {
+        let m = derived(&DistbenchRecord::Sequencer(SequencerRecord {
+            address: "127.0.0.1:10000".into(),
+            local_nodes: 0,
+            registered_nodes: 3,
+        }));
+        assert_eq!(Value::Object(m), serde_json::json!({"registered_nodes": 3}));
+        let m = derived(&DistbenchRecord::NodeManager(NodeManagerRecord {
+            node_alias: "node1".into(),
+            test_sequencer: "127.0.0.1:10000".into(),
+            control_address: "127.0.0.1:4242".into(),
+            shutdown_by_sequencer: true,
+        }));
+        assert_eq!(
+            Value::Object(m),
+            serde_json::json!({"node_alias": "node1", "shutdown_by_sequencer": true})
+        );
+        for r in [
+            DistbenchRecord::RpcServer {
+                address: "127.0.0.1:10086".into(),
+                response_size: 32,
+            },
+            DistbenchRecord::LocalhostServe {
+                address: "127.0.0.1:10000".into(),
+                nodes: 2,
+            },
+        ] {
+            assert!(derived(&r).is_empty(), "{r:?}");
+        }
+        let mut text = Vec::new();
+        write_record(
+            &DistbenchRecord::RpcServer {
+                address: "127.0.0.1:10086".into(),
+                response_size: 32,
+            },
+            &mut text,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "rpc_server: distbench.Traffic/GenericRpc on 127.0.0.1:10086 (rpc_index 0, 32 B responses)\n"
+        );
+    }
+
+    #[test]
+    fn an_older_record_is_refused() {
+        let rec = Record {
+            kind: "distbench".into(),
+            version: 1,
+            data: serde_json::json!({"tests_planned": 0, "tests": []}),
+        };
+        let e = crate::Distbench.metrics(&rec).unwrap_err().to_string();
+        assert!(e.contains("an older rackbench"), "{e}");
+    }
 }

@@ -441,9 +441,9 @@ fn workload_run_writes_relative_output_into_the_metrics_folder() {
         cancel: Cancel::new(),
     };
     let outcome = Distbench.run(&ctx, &args).unwrap();
+    // A helper: it writes files and measures nothing.
     assert!(outcome.success);
-    assert_eq!(outcome.metrics["files"], 26);
-    assert_eq!(outcome.metrics["samples_used"], 108);
+    assert!(outcome.record.is_none());
     let written = tree_files(&metrics.path().join("tree"));
     assert_eq!(written.len(), 26);
     assert_eq!(

@@ -496,7 +496,7 @@ fn activities_and_warmup_ns() {
         (10, 5, 3, 2, 1)
     );
     let m = distbench::metrics::test_metrics(&r);
-    assert_eq!(m["activity_iterations"]["sleep"], 10);
+    assert_eq!(m.activity_iterations.unwrap()["sleep"], 10);
     // One RPC at a time for 0.6 s; those started in the first 0.2 s are
     // warm-up, the later ones not.
     let mut got = samples(&r)[&("c/0".to_string(), "s/0".to_string(), 0)].clone();

@@ -243,14 +243,19 @@ pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, String> {
 }
 
 /// `rackbench resctl mem-hog ...`.
-pub fn command(args: &[String], cancel: &harness::Cancel) -> anyhow::Result<()> {
+pub fn command(args: &[String], cancel: &harness::Cancel) -> anyhow::Result<HogReport> {
     let a = parse(args).map_err(anyhow::Error::msg)?;
     let r = run(&a, &|| cancel.is_stopped()).map_err(anyhow::Error::msg)?;
-    eprintln!(
+    eprintln!("{}", end_line(&r));
+    Ok(r)
+}
+
+/// The line the hog prints when it ends.
+pub fn end_line(r: &HogReport) -> String {
+    format!(
         "mem-hog: wrote {} bytes, lost {} bytes of its rate",
         r.wbytes, r.wloss
-    );
-    Ok(())
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use super::{Environment, Generated, check_invocation, generate, render, write_di
 use crate::files::{self, Encoding};
 use crate::proto::{TestSequence, TestSequenceResults};
 use harness::Outcome;
-use serde_json::{Map, json};
 use std::path::Path;
 
 /// Checks the command without writing anything: the flags, the output
@@ -26,7 +25,6 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
     for w in &generated.warnings {
         eprintln!("warning: {w}");
     }
-    let mut files = Vec::new();
     match &inv.output {
         Output::Stdout => {
             let tests: Vec<_> = generated.tests.iter().map(|t| &t.test).collect();
@@ -35,52 +33,28 @@ pub(crate) fn run(inv: &Invocation, args: &[String]) -> anyhow::Result<Outcome> 
         Output::Dir(dir) => {
             for path in write_dir(dir, &generated, &inv.label_prefix, args)? {
                 eprintln!("test_builder: wrote {}", path.display());
-                files.push(path.display().to_string());
             }
         }
     }
-    let mut metrics = Map::new();
-    if let (Some(sequencer), Output::Dir(dir)) = (&inv.sequencer, &inv.output) {
-        let (results, skipped, error) = run_on_sequencer(sequencer, dir, &generated)?;
-        metrics.insert("results".into(), json!(results));
-        metrics.insert("skipped".into(), json!(skipped));
-        if let Some(e) = error {
-            eprintln!("test_builder: {e}");
-            metrics.insert("error".into(), json!(e));
-            metrics.insert("tests".into(), json!(generated.tests.len()));
-            return Ok(Outcome {
-                metrics,
-                success: false,
-                record: None,
-            });
-        }
+    if let (Some(sequencer), Output::Dir(dir)) = (&inv.sequencer, &inv.output)
+        && let Some(e) = run_on_sequencer(sequencer, dir, &generated)?
+    {
+        eprintln!("test_builder: {e}");
+        return Ok(Outcome::helper(false));
     }
-    let names: Vec<&str> = generated
-        .tests
-        .iter()
-        .map(|t| t.test_name.as_str())
-        .collect();
-    metrics.insert("tests".into(), json!(generated.tests.len()));
-    metrics.insert("test_names".into(), json!(names));
-    metrics.insert("files".into(), json!(files));
-    Ok(Outcome {
-        metrics,
-        success: true,
-        record: None,
-    })
+    Ok(Outcome::helper(true))
 }
 
 /// Runs each generated test on the sequencer at `addr`, one at a time,
 /// writing `DIR/<file stem>.pb.gz` (atomically) after each; a test whose
-/// results file exists is skipped. Returns the files written, those
-/// skipped, and the error that stopped the run, if one did.
+/// results file exists is skipped. Returns the error that stopped the
+/// run, if one did.
 fn run_on_sequencer(
     addr: &str,
     dir: &Path,
     generated: &Generated,
-) -> anyhow::Result<(Vec<String>, Vec<String>, Option<String>)> {
+) -> anyhow::Result<Option<String>> {
     let rt = rpc::runtime(2, "test-builder")?;
-    let (mut written, mut skipped) = (Vec::new(), Vec::new());
     for t in &generated.tests {
         let stem = t.file_name.strip_suffix(".config").unwrap_or(&t.file_name);
         let out = dir.join(format!("{stem}.pb.gz"));
@@ -90,7 +64,6 @@ fn run_on_sequencer(
                 out.display(),
                 t.test_name
             );
-            skipped.push(out.display().to_string());
             continue;
         }
         eprintln!("test_builder: running {} on {addr}", t.test_name);
@@ -107,10 +80,9 @@ fn run_on_sequencer(
             Ok(())
         }));
         if let Err(e) = run {
-            return Ok((written, skipped, Some(e)));
+            return Ok(Some(e));
         }
         files::write(&out, &results, Encoding::GzipBinary)?;
-        written.push(out.display().to_string());
     }
-    Ok((written, skipped, None))
+    Ok(None)
 }

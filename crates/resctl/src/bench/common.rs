@@ -9,7 +9,8 @@ use crate::sys::cgroup::Cgroups;
 use crate::sys::sysinfo::SysInfo;
 use crate::sys::sysreqs::SysReq;
 use harness::Cancel;
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,8 +33,24 @@ pub trait Bench: Sync {
     /// The job's text below the header (`full` for `format`, else
     /// `summary`).
     fn format(&self, d: &JobData, full: bool) -> Result<String, String>;
-    /// The key figures of a completed job for the harness's metrics.
-    fn metrics(&self, d: &JobData, m: &mut Map<String, Value>);
+    /// The key figures of a completed job for the harness's metrics: the
+    /// bench fills its own part of `m`.
+    fn metrics(&self, d: &JobData, m: &mut JobMetrics);
+}
+
+/// The report's metrics of a `run`'s result file: the key figures of the
+/// latest completed job of each kind, each bench's part absent when the
+/// file has no completed job of its kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct JobMetrics {
+    #[serde(flatten)]
+    pub hashd_params: Option<super::hashd_params::HashdParamsMetrics>,
+    #[serde(flatten)]
+    pub iocost_params: Option<super::iocost_params::IoCostParamsMetrics>,
+    #[serde(flatten)]
+    pub protection: Option<super::protection::run::ProtectionMetrics>,
+    #[serde(flatten)]
+    pub storage: Option<super::storage::StorageMetrics>,
 }
 
 /// The global options of the resctl-bench commands.

@@ -327,7 +327,7 @@ impl Bench for HashdParamsBench {
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
     }
-    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+    fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(k) = d
             .record
             .clone()
@@ -335,10 +335,20 @@ impl Bench for HashdParamsBench {
         else {
             return;
         };
-        m.insert("hashd_rps_max".into(), k.rps_max.into());
-        m.insert("hashd_mem_frac".into(), k.mem_frac.into());
-        m.insert("hashd_mem_actual_bytes".into(), k.mem_actual().into());
+        m.hashd_params = Some(HashdParamsMetrics {
+            hashd_rps_max: k.rps_max,
+            hashd_mem_frac: k.mem_frac,
+            hashd_mem_actual_bytes: k.mem_actual(),
+        });
     }
+}
+
+/// The report's figures of a `hashd-params` job.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HashdParamsMetrics {
+    pub hashd_rps_max: u32,
+    pub hashd_mem_frac: f64,
+    pub hashd_mem_actual_bytes: u64,
 }
 
 #[cfg(test)]

@@ -448,7 +448,7 @@ impl Bench for IoCostParamsBench {
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
     }
-    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+    fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(k) = d
             .record
             .clone()
@@ -456,11 +456,22 @@ impl Bench for IoCostParamsBench {
         else {
             return;
         };
-        m.insert("iocost_rbps".into(), k.model.rbps.into());
-        m.insert("iocost_wbps".into(), k.model.wbps.into());
-        m.insert("iocost_rrandiops".into(), k.model.rrandiops.into());
-        m.insert("iocost_wrandiops".into(), k.model.wrandiops.into());
+        m.iocost_params = Some(IoCostParamsMetrics {
+            iocost_rbps: k.model.rbps,
+            iocost_wbps: k.model.wbps,
+            iocost_rrandiops: k.model.rrandiops,
+            iocost_wrandiops: k.model.wrandiops,
+        });
     }
+}
+
+/// The report's figures of an `iocost-params` job: its cost model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IoCostParamsMetrics {
+    pub iocost_rbps: u64,
+    pub iocost_wbps: u64,
+    pub iocost_rrandiops: u64,
+    pub iocost_wrandiops: u64,
 }
 
 #[cfg(test)]

@@ -23,7 +23,6 @@ use crate::sys::cgroup::Cgroups;
 use crate::sys::sysinfo::{self, SysInfo};
 use crate::sys::sysreqs::{self, Check, Status, SysReq};
 use harness::Cancel;
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::UNIX_EPOCH;
 
@@ -539,13 +538,28 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     Ok(out)
 }
 
+/// The latest completed job of each kind in the journal, in the order of
+/// [`BENCHES`]: what the harness's metrics are derived from.
+pub fn latest_completed(j: &Journal) -> Vec<JobData> {
+    BENCHES
+        .iter()
+        .filter_map(|b| {
+            j.jobs
+                .iter()
+                .rev()
+                .find(|d| d.spec.kind == b.kind() && d.is_completed())
+                .cloned()
+        })
+        .collect()
+}
+
 /// The harness's metrics: the key figures of the latest completed job of
-/// each kind (`hashd_rps_max`, `protection_isol_pct`, ...).
-pub fn metrics(j: &Journal) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
+/// each kind (`hashd_rps_max`, `protection_isol_pct`, ...), from `jobs`
+/// (as [`latest_completed`] picks them).
+pub fn metrics(jobs: &[JobData]) -> super::common::JobMetrics {
+    let mut m = super::common::JobMetrics::default();
     for b in BENCHES {
-        if let Some(d) = j
-            .jobs
+        if let Some(d) = jobs
             .iter()
             .rev()
             .find(|d| d.spec.kind == b.kind() && d.is_completed())

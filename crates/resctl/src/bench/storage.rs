@@ -716,7 +716,7 @@ impl Bench for StorageBench {
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
     }
-    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+    fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(s) = d
             .result
             .clone()
@@ -724,12 +724,24 @@ impl Bench for StorageBench {
         else {
             return;
         };
-        m.insert("storage_mof".into(), s.mem_offload_factor.into());
-        m.insert("storage_mem_usage_bytes".into(), s.mem_usage_mean.into());
-        m.insert("storage_mem_size_bytes".into(), s.mem_size_mean.into());
-        m.insert("storage_rbps_final".into(), s.rbps_final.into());
-        m.insert("storage_wbps_final".into(), s.wbps_final.into());
+        m.storage = Some(StorageMetrics {
+            storage_mof: s.mem_offload_factor,
+            storage_mem_usage_bytes: s.mem_usage_mean,
+            storage_mem_size_bytes: s.mem_size_mean,
+            storage_rbps_final: s.rbps_final,
+            storage_wbps_final: s.wbps_final,
+        });
     }
+}
+
+/// The report's figures of a `storage` job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StorageMetrics {
+    pub storage_mof: f64,
+    pub storage_mem_usage_bytes: f64,
+    pub storage_mem_size_bytes: f64,
+    pub storage_rbps_final: f64,
+    pub storage_wbps_final: f64,
 }
 
 #[cfg(test)]

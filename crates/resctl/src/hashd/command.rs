@@ -9,7 +9,7 @@ use super::testfiles::TestFiles;
 use crate::fmt::{format_size, parse_size};
 use clap::Parser;
 use harness::Cancel;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -191,8 +191,25 @@ fn progress_printer() -> impl FnMut(u64, u64) {
     }
 }
 
+/// How `rackbench resctl hashd ARGS` ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HashdEnd {
+    /// `--clear-testfiles`, `--prepare-config` or `--prepare`: files
+    /// written or removed, nothing measured.
+    Helper,
+    /// A run: its record, and whether it succeeded (neither stopped nor
+    /// failed).
+    Measured(HashdRecord, bool),
+}
+
+/// True when `argv` (after `hashd`) asks for one of hashd's helper
+/// commands, which measure nothing.
+pub fn is_helper(argv: &[String]) -> bool {
+    parse(argv).is_ok_and(|a| a.clear_testfiles || a.prepare_config || a.prepare)
+}
+
 /// Runs `rackbench resctl hashd ARGS`.
-pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Value>, bool)> {
+pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
     let a = parse(argv)?;
     let (args, changed) = effective_args(&a)?;
     let nr_cpus = a
@@ -211,7 +228,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         let n = TestFiles::clear(&dir)
             .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
         eprintln!("removed {n} test file folders from {}", dir.display());
-        return Ok((Map::new(), true));
+        return Ok(HashdEnd::Helper);
     }
     let (mut params_file, mut params) = match &args.params {
         Some(p) => {
@@ -258,7 +275,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         params.anon_addr_stdev_ratio = 100.0;
     }
     if a.prepare_config {
-        return Ok((Map::new(), true));
+        return Ok(HashdEnd::Helper);
     }
     let files = Arc::new(TestFiles::new(
         &dir,
@@ -285,7 +302,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
         files.drop_cache();
     }
     if a.prepare {
-        return Ok((Map::new(), true));
+        return Ok(HashdEnd::Helper);
     }
 
     let mut log = match &args.log_dir {
@@ -431,12 +448,9 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
     if let Some(e) = report_error {
         anyhow::bail!(e);
     }
-    let mut metrics = summarize(&history);
-    if bench {
-        metrics.insert("rps_max_converged".into(), json!(false));
-    }
     // Bench results are kept only when each requested search finished.
     let complete = (!bench_cpu || found.is_some()) && (!bench_mem || found_mem.is_some());
+    let mut bench_result = None;
     if let (Some((rps_max, met)), true) = (found, bench && complete) {
         let mem_frac = found_mem.unwrap_or(saved_params.mem_frac);
         let (file, anon) = super::engine::footprint(
@@ -447,35 +461,26 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
                 ..saved_params.clone()
             },
         );
-        eprintln!(
-            "Bench results: memory {} ({:.2}%), hash {}, rps {rps_max}{}",
-            format_size((file + anon) as f64),
-            mem_frac * 100.0,
-            format_size(saved_params.file_size_mean as f64),
-            if met {
-                ""
-            } else {
-                " (failed to converge to the latency target)"
-            }
-        );
-        metrics.insert("rps_max".into(), json!(rps_max));
-        metrics.insert("rps_max_converged".into(), json!(met));
-        if bench_mem {
-            metrics.insert("mem_frac".into(), json!(mem_frac));
-            metrics.insert("mem_size".into(), json!(args.size));
-            metrics.insert(
-                "mem_probes".into(),
-                Value::Array(
-                    mem_probes
-                        .iter()
-                        .map(|p| {
-                            json!({"stage": p.stage.name(), "mem_frac": p.mem_frac,
-                                   "rps": p.rps, "end": p.end})
-                        })
-                        .collect(),
-                ),
-            );
-        }
+        let r = BenchResult {
+            rps_max,
+            converged: met,
+            footprint_bytes: file + anon,
+            mem_frac,
+            hash_size: saved_params.file_size_mean as u64,
+            mem: bench_mem.then(|| MemResult {
+                mem_size: args.size,
+                probes: mem_probes
+                    .iter()
+                    .map(|p| ProbeRecord {
+                        stage: p.stage.name().to_string(),
+                        mem_frac: p.mem_frac,
+                        rps: p.rps,
+                        end: p.end.to_string(),
+                    })
+                    .collect(),
+            }),
+        };
+        eprintln!("{}", r.line());
         if let Some(f) = &params_file {
             let p = Params {
                 rps_max,
@@ -485,40 +490,252 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<(Map<String, Valu
             params::save_params(&f.path, &p).map_err(anyhow::Error::msg)?;
             eprintln!("bench results saved in {}", f.path.display());
         }
+        bench_result = Some(r);
     }
-    metrics.insert("elapsed_secs".into(), json!(start.elapsed().as_secs_f64()));
-    metrics.insert("testfiles_created".into(), json!(prepared.created));
-    metrics.insert("testfiles_reused".into(), json!(prepared.reused));
-    metrics.insert("log_lines_dropped".into(), json!(dropped));
-    if cancel.is_stopped() {
-        metrics.insert("interrupted".into(), json!(true));
+    let interrupted = cancel.is_stopped();
+    let error = result.err();
+    if let Some(e) = &error {
+        eprintln!("hashd failed: {e}");
     }
-    match result {
-        Ok(()) => Ok((metrics, !cancel.is_stopped())),
-        Err(e) => {
-            eprintln!("hashd failed: {e}");
-            metrics.insert("error".into(), json!(e));
-            Ok((metrics, false))
+    let record = HashdRecord {
+        summary: HashdSummary::of(&history),
+        bench: bench.then_some(BenchRecord {
+            result: bench_result,
+        }),
+        elapsed_secs: start.elapsed().as_secs_f64(),
+        testfiles_created: prepared.created,
+        testfiles_reused: prepared.reused,
+        log_lines_dropped: dropped,
+        interrupted,
+        error,
+    };
+    let success = record.success();
+    Ok(HashdEnd::Measured(record, success))
+}
+
+/// What a hashd run keeps with its stored run; the report's metrics are
+/// derived from it ([`HashdRecord::metrics`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HashdRecord {
+    pub summary: HashdSummary,
+    /// With `--bench*`.
+    pub bench: Option<BenchRecord>,
+    pub elapsed_secs: f64,
+    pub testfiles_created: u64,
+    pub testfiles_reused: u64,
+    pub log_lines_dropped: u64,
+    /// Stopped by Ctrl-C (or the job's timeout) rather than `--duration`.
+    pub interrupted: bool,
+    /// What made the run fail, if something did.
+    pub error: Option<String>,
+}
+
+/// The run's figures: means over the second half of the control periods
+/// (the first half is the controllers settling).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HashdSummary {
+    pub periods: usize,
+    pub rps: f64,
+    pub concurrency: f64,
+    /// Latency percentiles, seconds.
+    pub lat_p50: f64,
+    pub lat_p95: f64,
+    pub lat_p99: f64,
+    /// Requests done over the whole run.
+    pub nr_done: u64,
+}
+
+/// A `--bench*` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    /// `None` unless every requested search finished.
+    pub result: Option<BenchResult>,
+}
+
+/// What the searches found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub rps_max: u32,
+    /// False when rps_max did not converge to the latency target.
+    pub converged: bool,
+    /// The memory footprint at `mem_frac`, bytes.
+    pub footprint_bytes: u64,
+    /// Found by the memory search, else the params file's.
+    pub mem_frac: f64,
+    /// Mean file bytes per request (`file_size_mean`).
+    pub hash_size: u64,
+    /// With the memory search.
+    pub mem: Option<MemResult>,
+}
+
+/// The memory search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemResult {
+    /// The footprint at mem_frac 1.0 (`--size`).
+    pub mem_size: u64,
+    pub probes: Vec<ProbeRecord>,
+}
+
+/// One probe of the memory search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub stage: String,
+    pub mem_frac: f64,
+    pub rps: f64,
+    pub end: String,
+}
+
+/// The report's metrics of a hashd run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HashdMetrics {
+    pub periods: usize,
+    pub rps: f64,
+    pub concurrency: f64,
+    pub lat_p50_ms: f64,
+    pub lat_p95_ms: f64,
+    pub lat_p99_ms: f64,
+    pub nr_done: u64,
+    /// With `--bench*`: `false` unless the searches finished and rps_max
+    /// converged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rps_max_converged: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rps_max: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_frac: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_probes: Option<Vec<ProbeMetrics>>,
+    pub elapsed_secs: f64,
+    pub testfiles_created: u64,
+    pub testfiles_reused: u64,
+    pub log_lines_dropped: u64,
+    /// Only `true`, when interrupted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A memory probe in the metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeMetrics {
+    pub stage: String,
+    pub mem_frac: f64,
+    pub rps: f64,
+    pub end: String,
+}
+
+impl HashdSummary {
+    /// The means over the second half of `history`.
+    pub fn of(history: &[Stat]) -> HashdSummary {
+        let tail = &history[history.len() / 2..];
+        let n = tail.len().max(1) as f64;
+        let mean = |f: &dyn Fn(&Stat) -> f64| tail.iter().map(f).sum::<f64>() / n;
+        HashdSummary {
+            periods: history.len(),
+            rps: mean(&|s| s.rps),
+            concurrency: mean(&|s| s.concurrency),
+            lat_p50: mean(&|s| s.lat.p50),
+            lat_p95: mean(&|s| s.lat.p95),
+            lat_p99: mean(&|s| s.lat.p99),
+            nr_done: history.last().map(|s| s.nr_done).unwrap_or(0),
         }
     }
 }
 
-/// The run's metrics: means over the second half of the periods (the
-/// first half is the controllers settling).
-pub fn summarize(history: &[Stat]) -> Map<String, Value> {
-    let tail = &history[history.len() / 2..];
-    let n = tail.len().max(1) as f64;
-    let mean = |f: &dyn Fn(&Stat) -> f64| tail.iter().map(f).sum::<f64>() / n;
-    let mut m = Map::new();
-    m.insert("periods".into(), json!(history.len()));
-    m.insert("rps".into(), json!(mean(&|s| s.rps)));
-    m.insert("concurrency".into(), json!(mean(&|s| s.concurrency)));
-    m.insert("lat_p50_ms".into(), json!(mean(&|s| s.lat.p50) * 1000.0));
-    m.insert("lat_p95_ms".into(), json!(mean(&|s| s.lat.p95) * 1000.0));
-    m.insert("lat_p99_ms".into(), json!(mean(&|s| s.lat.p99) * 1000.0));
-    m.insert(
-        "nr_done".into(),
-        json!(history.last().map(|s| s.nr_done).unwrap_or(0)),
-    );
-    m
+impl BenchResult {
+    /// The `Bench results:` line hashd prints.
+    pub fn line(&self) -> String {
+        format!(
+            "Bench results: memory {} ({:.2}%), hash {}, rps {}{}",
+            format_size(self.footprint_bytes as f64),
+            self.mem_frac * 100.0,
+            format_size(self.hash_size as f64),
+            self.rps_max,
+            if self.converged {
+                ""
+            } else {
+                " (failed to converge to the latency target)"
+            }
+        )
+    }
+}
+
+impl HashdRecord {
+    /// Neither stopped nor failed.
+    pub fn success(&self) -> bool {
+        !self.interrupted && self.error.is_none()
+    }
+
+    /// The report's metrics of the run.
+    pub fn metrics(&self) -> HashdMetrics {
+        let s = &self.summary;
+        let found = self.bench.as_ref().and_then(|b| b.result.as_ref());
+        let mem = found.and_then(|r| r.mem.as_ref());
+        HashdMetrics {
+            periods: s.periods,
+            rps: s.rps,
+            concurrency: s.concurrency,
+            lat_p50_ms: s.lat_p50 * 1000.0,
+            lat_p95_ms: s.lat_p95 * 1000.0,
+            lat_p99_ms: s.lat_p99 * 1000.0,
+            nr_done: s.nr_done,
+            rps_max_converged: self
+                .bench
+                .as_ref()
+                .map(|b| b.result.as_ref().is_some_and(|r| r.converged)),
+            rps_max: found.map(|r| r.rps_max),
+            mem_frac: mem.and(found).map(|r| r.mem_frac),
+            mem_size: mem.map(|m| m.mem_size),
+            mem_probes: mem.map(|m| {
+                m.probes
+                    .iter()
+                    .map(|p| ProbeMetrics {
+                        stage: p.stage.clone(),
+                        mem_frac: p.mem_frac,
+                        rps: p.rps,
+                        end: p.end.clone(),
+                    })
+                    .collect()
+            }),
+            elapsed_secs: self.elapsed_secs,
+            testfiles_created: self.testfiles_created,
+            testfiles_reused: self.testfiles_reused,
+            log_lines_dropped: self.log_lines_dropped,
+            interrupted: self.interrupted.then_some(true),
+            error: self.error.clone(),
+        }
+    }
+
+    /// A short summary of the run: the bench results line hashd printed,
+    /// the means it reports, and how it ended.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if let Some(r) = self.bench.as_ref().and_then(|b| b.result.as_ref()) {
+            writeln!(out, "{}", r.line())?;
+        } else if self.bench.is_some() {
+            writeln!(out, "hashd: the bench did not finish its searches")?;
+        }
+        let s = &self.summary;
+        writeln!(
+            out,
+            "hashd: {} periods in {:.1}s, {} requests; second half: rps {:.1} con {:.1} \
+             p50 {:.1}ms p95 {:.1}ms p99 {:.1}ms",
+            s.periods,
+            self.elapsed_secs,
+            s.nr_done,
+            s.rps,
+            s.concurrency,
+            s.lat_p50 * 1000.0,
+            s.lat_p95 * 1000.0,
+            s.lat_p99 * 1000.0
+        )?;
+        if let Some(e) = &self.error {
+            writeln!(out, "hashd failed: {e}")?;
+        } else if self.interrupted {
+            writeln!(out, "hashd: interrupted")?;
+        }
+        Ok(())
+    }
 }

@@ -726,7 +726,7 @@ impl Bench for ProtectionBench {
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
     }
-    fn metrics(&self, d: &JobData, m: &mut serde_json::Map<String, serde_json::Value>) {
+    fn metrics(&self, d: &JobData, m: &mut crate::bench::common::JobMetrics) {
         let Some(p) = d
             .result
             .clone()
@@ -736,20 +736,23 @@ impl Bench for ProtectionBench {
         };
         let c = &p.combined;
         let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;
-        m.insert("protection_isol_pct".into(), pct(c.isol.get("mean")).into());
-        m.insert(
-            "protection_isol_p05_pct".into(),
-            pct(c.isol.get("05")).into(),
-        );
-        m.insert(
-            "protection_lat_imp_pct".into(),
-            pct(c.lat_imp.get("mean")).into(),
-        );
-        m.insert(
-            "protection_work_csv_pct".into(),
-            (c.work_csv * 100.0).into(),
-        );
+        m.protection = Some(ProtectionMetrics {
+            protection_isol_pct: pct(c.isol.get("mean")),
+            protection_isol_p05_pct: pct(c.isol.get("05")),
+            protection_lat_imp_pct: pct(c.lat_imp.get("mean")),
+            protection_work_csv_pct: c.work_csv * 100.0,
+        });
     }
+}
+
+/// The report's figures of a `protection` job: the combined scenarios'
+/// isolation, latency impact and work conservation, in percent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProtectionMetrics {
+    pub protection_isol_pct: f64,
+    pub protection_isol_p05_pct: f64,
+    pub protection_lat_imp_pct: f64,
+    pub protection_work_csv_pct: f64,
 }
 
 #[cfg(test)]
