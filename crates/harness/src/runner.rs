@@ -43,13 +43,12 @@ impl RunContext {
     }
 }
 
-/// What a workload returns: its metrics, whether it met its own definition
-/// of success, and its typed record (from which [`Workload::format`]
-/// prints the upstream text again). A workload that is stopped returns what
-/// it measured so far.
+/// What a workload returns: whether it met its own definition of success,
+/// and its typed record, from which [`Workload::metrics`] derives the
+/// report's metrics and [`Workload::format`] prints the upstream text again.
+/// A workload that is stopped returns what it measured so far.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    pub metrics: Map<String, Value>,
     pub success: bool,
     pub record: Option<Record>,
 }
@@ -60,7 +59,6 @@ impl Outcome {
     /// [`Workload::metrics`]).
     pub fn measured(success: bool, record: Record) -> Outcome {
         Outcome {
-            metrics: Map::new(),
             success,
             record: Some(record),
         }
@@ -70,7 +68,6 @@ impl Outcome {
     /// it measured nothing, so there is no record and no metrics.
     pub fn helper(success: bool) -> Outcome {
         Outcome {
-            metrics: Map::new(),
             success,
             record: None,
         }
@@ -103,10 +100,7 @@ pub trait Workload: Send + Sync {
     /// The report's metrics of a run, derived from the record its `run`
     /// returned: the workload's typed metrics struct, flattened with
     /// [`crate::record::metrics_map`].
-    fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
-        let _ = record;
-        Ok(Map::new())
-    }
+    fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>>;
 }
 
 /// The workloads compiled into the binary.
@@ -466,7 +460,6 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool, Opti
         drop(watchdog);
         match result {
             Ok(o) => {
-                metrics = o.metrics;
                 success = o.success;
                 if let Some(r) = &o.record {
                     match p.workload.metrics(r) {
