@@ -5,7 +5,40 @@
 
 use std::path::Path;
 
+/// The commit the binary is built from (`unknown` outside a git checkout,
+/// e.g. from a source tarball), for `rackbench --version`.
+fn git_commit() {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let dir = Path::new(&dir);
+        for p in [
+            dir.join("HEAD"),
+            dir.join("refs/heads"),
+            dir.join("packed-refs"),
+        ] {
+            if p.exists() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+    }
+    println!("cargo:rustc-env=RACKBENCH_GIT_COMMIT={commit}");
+    println!(
+        "cargo:rustc-env=RACKBENCH_BUILD_PROFILE={}",
+        std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into())
+    );
+}
+
 fn main() {
+    git_commit();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../jobs");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)

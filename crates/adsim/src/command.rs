@@ -50,6 +50,10 @@ impl Workload for AdSim {
         "AdSim ML-inference server and client: max QPS under a latency percentile target"
     }
 
+    fn upstream(&self) -> &'static str {
+        "DCPerf's AdSim (adsim server and client)"
+    }
+
     fn help(&self) -> String {
         use clap::CommandFactory;
         format!(

@@ -555,6 +555,10 @@ impl Workload for CacheBench {
         "CacheBench: a CacheLib-style DRAM + NVM (flash) cache under CacheLib's synthetic and replayed workloads"
     }
 
+    fn upstream(&self) -> &'static str {
+        "CacheLib's cachebench"
+    }
+
     fn help(&self) -> String {
         use clap::CommandFactory;
         Args::command().render_long_help().to_string()

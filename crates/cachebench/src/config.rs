@@ -15,10 +15,12 @@ use std::path::{Path, PathBuf};
 /// Why a config cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    /// The io error is in the message, not the error chain, so that
+    /// `{:#}` does not print it twice.
+    #[error("cannot read {path}: {error}")]
     Read {
         path: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}:{column}: {message}")]
     Syntax {
@@ -1009,9 +1011,9 @@ pub fn load(path: &Path, strict: bool) -> Result<Loaded, ConfigError> {
         };
         return parse(text.to_string(), &label, Path::new("."), strict);
     }
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
         path: label.clone(),
-        source,
+        error,
     })?;
     parse(
         text,

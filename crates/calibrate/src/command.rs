@@ -184,6 +184,10 @@ impl Workload for Calibrate {
         "SLO search against an M/D/c gRPC service with an analytic answer"
     }
 
+    fn upstream(&self) -> &'static str {
+        "no upstream tool: rackbench's own check of its load generator"
+    }
+
     fn help(&self) -> String {
         use clap::CommandFactory;
         Args::command().render_long_help().to_string()

@@ -76,6 +76,10 @@ impl Workload for Distbench {
         "Distbench: RPC traffic patterns from textproto test sequences, run by a test sequencer over node managers"
     }
 
+    fn upstream(&self) -> &'static str {
+        "google/distbench (test_sequencer, node_manager, run_tests, analyze)"
+    }
+
     fn help(&self) -> String {
         use clap::CommandFactory;
         let text = format!(

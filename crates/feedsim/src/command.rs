@@ -64,6 +64,10 @@ impl Workload for FeedSim {
         "FeedSim ranking leaf: max QPS with p95 <= 500 ms"
     }
 
+    fn upstream(&self) -> &'static str {
+        "DCPerf's FeedSim (run.sh and LeafNodeRank)"
+    }
+
     fn help(&self) -> String {
         use clap::CommandFactory;
         format!(

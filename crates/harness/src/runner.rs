@@ -79,6 +79,9 @@ pub trait Workload: Send + Sync {
     /// The `benchmark` name jobs refer to.
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
+    /// The upstream tool this command replaces, for `rackbench --help`
+    /// (e.g. "CacheLib's cachebench").
+    fn upstream(&self) -> &'static str;
     /// The workload's own usage text (`rackbench NAME --help`).
     fn help(&self) -> String;
     /// Checks the argv without running (so bad args fail before any hook).
@@ -123,6 +126,11 @@ impl Registry {
             .iter()
             .find(|w| w.name() == name)
             .map(|w| w.as_ref())
+    }
+
+    /// The workloads in the order they were registered.
+    pub fn iter(&self) -> impl Iterator<Item = &dyn Workload> {
+        self.workloads.iter().map(|w| w.as_ref())
     }
 
     pub fn names(&self) -> Vec<&'static str> {

@@ -2,7 +2,7 @@
 //! in the harness and workload crates.
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use harness::job::HookSpec;
 use harness::{Cancel, Catalogue, Invocation, Registry, present, score, store::Store};
 use std::path::PathBuf;
@@ -10,11 +10,23 @@ use std::process::ExitCode;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_jobs.rs"));
 
+/// `rackbench --version`: the version, the commit it was built from and the
+/// build profile (set by build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("RACKBENCH_GIT_COMMIT"),
+    ", ",
+    env!("RACKBENCH_BUILD_PROFILE"),
+    " build)"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rackbench",
-    version,
-    about = "Datacenter benchmarks in one binary, run through a benchpress-style harness"
+    version = VERSION,
+    about = "Datacenter benchmarks in one binary, run through a benchpress-style harness",
+    after_help = "Each benchmark command takes the upstream tool's own flags: `rackbench help BENCHMARK` (or `rackbench BENCHMARK --help`) shows them."
 )]
 struct Cli {
     /// Extra job folders (*.toml); their jobs replace embedded ones of the same name.
@@ -83,11 +95,53 @@ enum Cmd {
         #[command(subcommand)]
         what: ResultsCmd,
     },
+    /// A shell completion script on stdout: `source <(rackbench completions
+    /// bash)`, or save it where your shell loads completions from.
+    Completions { shell: clap_complete::Shell },
+    /// Writes man pages (rackbench.1 and one per command) into DIR.
+    Man {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Run a benchmark directly with its own arguments, as the upstream tool
     /// (`rackbench calibrate --help`); `rackbench --report BENCHMARK ...`
-    /// adds the harness's report and store row.
+    /// adds the harness's report and store row. The benchmark commands are
+    /// added to the parser at run time from the registry (see
+    /// [`cli_command`]); they arrive here.
     #[command(external_subcommand)]
     Workload(Vec<String>),
+}
+
+/// The id clap's derive reads an external subcommand's arguments from; each
+/// benchmark command stores its arguments under it, so the derive hands
+/// them to [`Cmd::Workload`] as it would an unknown command's.
+const EXTERNAL_ARGS: &str = "";
+
+/// The parser: the derived commands plus one command per benchmark, so
+/// `rackbench --help`, completions and man pages list the benchmarks. A
+/// benchmark's arguments are passed through untouched (its own parser
+/// checks them); its `--help` prints its own usage.
+fn cli_command(reg: &Registry) -> clap::Command {
+    let mut cmd = Cli::command();
+    for w in reg.iter() {
+        cmd = cmd.subcommand(
+            clap::Command::new(w.name())
+                .about(format!("{} (replaces {})", w.description(), w.upstream()))
+                .long_about(w.help())
+                .disable_help_flag(true)
+                .disable_version_flag(true)
+                .arg(
+                    clap::Arg::new(EXTERNAL_ARGS)
+                        .value_name("ARGS")
+                        .num_args(0..)
+                        .trailing_var_arg(true)
+                        .allow_hyphen_values(true)
+                        .action(clap::ArgAction::Append)
+                        .value_parser(clap::value_parser!(String)),
+                ),
+        );
+    }
+    cmd
 }
 
 #[derive(Debug, Subcommand)]
@@ -202,8 +256,25 @@ fn main() -> ExitCode {
     if raw.get(1).map(String::as_str) == Some(resctl::CHILD_CMD) {
         return ExitCode::from(resctl::child_main(&raw[2..]) as u8);
     }
-    let cli = Cli::parse_from(args_with_alias());
-    match run(cli) {
+    let reg = registry();
+    let args = args_with_alias();
+    // `rackbench help BENCHMARK`: the benchmark's own usage, as
+    // `rackbench BENCHMARK --help`.
+    if let [_, help, name] = args.as_slice()
+        && help == "help"
+        && let Some(w) = name.to_str().and_then(|n| reg.get(n))
+    {
+        print!("{}", w.help());
+        return ExitCode::SUCCESS;
+    }
+    let cli = match cli_command(&reg)
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli, reg) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -216,8 +287,7 @@ fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
     cli_db.clone().unwrap_or_else(Store::default_path)
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let reg = registry();
+fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
     let catalogue = || Catalogue::load(EMBEDDED_JOBS, &cli.jobs_dir);
     match cli.cmd {
         Cmd::List { tags } => print!("{}", present::list(&catalogue()?, &tags)),
@@ -344,6 +414,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     print!("{}", present::compare(&run_a, &run_b, &deltas));
                 }
             }
+        }
+        Cmd::Completions { shell } => {
+            // Into a buffer first: clap_complete panics when its writer
+            // fails (e.g. `| head` closing the pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cli_command(&reg), "rackbench", &mut script);
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(&script).and_then(|_| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e).context("cannot write the completion script");
+            }
+        }
+        Cmd::Man { dir } => {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            clap_mangen::generate_to(cli_command(&reg), &dir)
+                .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+            eprintln!("man pages written to {}", dir.display());
         }
         Cmd::Workload(argv) => {
             let (name, args) = argv.split_first().context("no command given")?;

@@ -433,6 +433,99 @@ fn help_and_unknown_commands() {
     assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
 }
 
+/// `rackbench --help` lists the benchmark commands with the tool each
+/// replaces; `help BENCHMARK` is the benchmark's own usage; `--version`
+/// names the commit and profile.
+#[test]
+fn top_level_help_lists_the_benchmarks_and_version_names_the_build() {
+    let env = Env::new();
+    let o = env.run(&["--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let help = String::from_utf8_lossy(&o.stdout).to_string();
+    for (name, upstream) in [
+        ("cachebench", "CacheLib"),
+        ("distbench", "google/distbench"),
+        ("resctl", "resctl-demo"),
+        ("adsim", "DCPerf's AdSim"),
+        ("feedsim", "DCPerf's FeedSim"),
+        ("calibrate", "rackbench's own"),
+    ] {
+        let line = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with(&format!("{name} ")))
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(line.contains(upstream), "{name}: {line:?} in\n{help}");
+    }
+    for name in [
+        "cachebench",
+        "distbench",
+        "resctl",
+        "adsim",
+        "feedsim",
+        "calibrate",
+    ] {
+        let a = env.run(&["help", name]);
+        let b = env.run(&[name, "--help"]);
+        assert!(a.status.success() && b.status.success(), "{name}");
+        assert_eq!(a.stdout, b.stdout, "{name}");
+        assert!(!a.stdout.is_empty(), "{name}");
+    }
+    let o = env.run(&["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success());
+    assert!(v.starts_with("rackbench "), "{v}");
+    assert!(v.contains("(commit ") && v.contains(" build)"), "{v}");
+    assert!(v.contains("debug") || v.contains("release"), "{v}");
+}
+
+/// Completion scripts for bash (sourced by bash), zsh and fish, and the man
+/// pages, one per command, benchmarks included.
+#[test]
+fn completions_and_man_pages() {
+    let env = Env::new();
+    let o = env.run(&["completions", "bash"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let script = env.path().join("rackbench.bash");
+    std::fs::write(&script, &o.stdout).unwrap();
+    let b = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}' && complete -p rackbench",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "{}", stderr(&b));
+    assert!(String::from_utf8_lossy(&b.stdout).contains("_rackbench"));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(text.contains("cachebench") && text.contains("distbench"));
+    for shell in ["zsh", "fish"] {
+        let o = env.run(&["completions", shell]);
+        assert!(o.status.success() && !o.stdout.is_empty(), "{shell}");
+    }
+    let o = env.run(&["completions", "tcsh-nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = env.run(&["man", "pages"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for page in [
+        "rackbench.1",
+        "rackbench-run.1",
+        "rackbench-cachebench.1",
+        "rackbench-resctl.1",
+    ] {
+        let p = env.path().join("pages").join(page);
+        let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(t.starts_with(".ie") || t.contains(".TH"), "{page}");
+    }
+    let cb = std::fs::read_to_string(env.path().join("pages/rackbench-cachebench.1")).unwrap();
+    assert!(
+        cb.contains("json_test_config"),
+        "the benchmark's own usage is in its page"
+    );
+}
+
 /// Every embedded job's arguments validate (`--dry-run`): a job file that
 /// names a flag its workload does not take fails here, not on a user's run.
 #[test]

@@ -208,6 +208,10 @@ impl Workload for Resctl {
         "resctl-bench: resource-control benchmarks around hashd, a latency-sensitive workload simulator"
     }
 
+    fn upstream(&self) -> &'static str {
+        "resctl-demo's resctl-bench and rd-hashd"
+    }
+
     fn help(&self) -> String {
         HELP.to_string()
     }
