@@ -64,6 +64,16 @@ impl Workload for AdSim {
         )
     }
 
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        use clap::CommandFactory;
+        Some(match args.first()?.as_str() {
+            "server" => ServerArgs::command().render_long_help().to_string(),
+            "client" => ClientArgs::command().render_long_help().to_string(),
+            "kernel" => KernelArgs::command().render_long_help().to_string(),
+            _ => return None,
+        })
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match parse_any(args)? {
             Parsed::Server(a) => resolve_config(&a).map(|_| ()),

@@ -18,10 +18,7 @@ pub enum ConfigError {
     /// The io error is in the message, not the error chain, so that
     /// `{:#}` does not print it twice.
     #[error("cannot read {path}: {error}")]
-    Read {
-        path: String,
-        error: std::io::Error,
-    },
+    Read { path: String, error: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Syntax {
         path: String,

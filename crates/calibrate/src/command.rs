@@ -193,6 +193,16 @@ impl Workload for Calibrate {
         Args::command().render_long_help().to_string()
     }
 
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        use clap::CommandFactory;
+        let name = args.iter().find(|a| !a.starts_with('-'))?;
+        let mut cmd = Args::command();
+        // Built, so the subcommand's usage names `rackbench calibrate serve`.
+        cmd.build();
+        let sub = cmd.find_subcommand_mut(name)?;
+        Some(sub.render_long_help().to_string())
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         let a = parse(args)?;
         a.check()

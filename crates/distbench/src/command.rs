@@ -97,6 +97,31 @@ impl Workload for Distbench {
         format!("{text}\n{}", test_builder::help())
     }
 
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        use clap::CommandFactory;
+        Some(match args.first()?.as_str() {
+            "start_localhost" => subcommands::LocalhostArgs::command()
+                .render_long_help()
+                .to_string(),
+            "test_sequencer" => subcommands::SequencerArgs::command()
+                .render_long_help()
+                .to_string(),
+            "node_manager" => subcommands::NodeManagerArgs::command()
+                .render_long_help()
+                .to_string(),
+            "run_tests" => subcommands::RunTestsArgs::command()
+                .render_long_help()
+                .to_string(),
+            "rpc_server" => subcommands::RpcServerArgs::command()
+                .render_long_help()
+                .to_string(),
+            "check_test" => CheckTestArgs::command().render_long_help().to_string(),
+            "analyze" => analyze::Invocation::help(),
+            "test_builder" => test_builder::help(),
+            _ => return None,
+        })
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match parse(args)? {
             // Checking is the whole job, so a bad sequence is bad input.

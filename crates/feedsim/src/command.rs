@@ -77,6 +77,11 @@ impl Workload for FeedSim {
         )
     }
 
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        use clap::CommandFactory;
+        (args.first()? == "leaf").then(|| LeafArgs::command().render_long_help().to_string())
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match parse_any(args)? {
             Parsed::Leaf(a) => a

@@ -84,6 +84,12 @@ pub trait Workload: Send + Sync {
     fn upstream(&self) -> &'static str;
     /// The workload's own usage text (`rackbench NAME --help`).
     fn help(&self) -> String;
+    /// The usage of the subcommand `args` name (`rackbench distbench
+    /// test_builder --help`), or `None` for the whole tool's [`Self::help`].
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        let _ = args;
+        None
+    }
     /// Checks the argv without running (so bad args fail before any hook).
     fn validate(&self, args: &[String]) -> anyhow::Result<()>;
     /// Runs; an `Err` is a failure whose message goes into the report.

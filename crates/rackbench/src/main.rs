@@ -444,7 +444,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 );
             };
             if args.iter().any(|a| a == "-h" || a == "--help") {
-                print!("{}", w.help());
+                print!("{}", w.subcommand_help(args).unwrap_or_else(|| w.help()));
                 return Ok(ExitCode::SUCCESS);
             }
             let helper = w.is_helper(args);

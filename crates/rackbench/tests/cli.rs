@@ -472,6 +472,46 @@ fn top_level_help_lists_the_benchmarks_and_version_names_the_build() {
         assert_eq!(a.stdout, b.stdout, "{name}");
         assert!(!a.stdout.is_empty(), "{name}");
     }
+    // A subcommand's --help is that subcommand's usage, not the tool's.
+    for (argv, has, lacks) in [
+        (
+            &["distbench", "test_builder", "--help"][..],
+            "test_builder",
+            "start_localhost",
+        ),
+        (
+            &["distbench", "check_test", "--help"],
+            "check_test",
+            "test_builder",
+        ),
+        (
+            &["resctl", "hashd", "--help"],
+            "rackbench resctl hashd",
+            "mem-hog",
+        ),
+        (&["resctl", "mem-hog", "--help"], "--wbps", "hashd"),
+        (
+            &["calibrate", "serve", "--help"],
+            "rackbench calibrate serve",
+            "--service-time-ms",
+        ),
+        (
+            &["adsim", "client", "--help"],
+            "rackbench adsim client",
+            "rackbench adsim server",
+        ),
+        (
+            &["feedsim", "leaf", "--help"],
+            "rackbench feedsim leaf",
+            "--num-instances",
+        ),
+    ] {
+        let o = env.run(argv);
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{argv:?}: {}", stderr(&o));
+        assert!(t.contains(has), "{argv:?} lacks {has:?}:\n{t}");
+        assert!(!t.contains(lacks), "{argv:?} has {lacks:?}:\n{t}");
+    }
     let o = env.run(&["--version"]);
     let v = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success());

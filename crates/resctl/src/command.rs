@@ -216,6 +216,14 @@ impl Workload for Resctl {
         HELP.to_string()
     }
 
+    fn subcommand_help(&self, args: &[String]) -> Option<String> {
+        match args.first()?.as_str() {
+            "hashd" => Some(crate::hashd::command::help()),
+            "mem-hog" => Some(crate::hog::help()),
+            _ => None,
+        }
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         match args.first().map(String::as_str) {
             Some("hashd") => {

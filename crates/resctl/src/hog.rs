@@ -86,6 +86,12 @@ fn seconds(v: &str) -> Result<f64, String> {
 }
 
 /// Parses the hog's arguments; an error (or `--help`) is clap's text.
+/// `rackbench resctl mem-hog --help`.
+pub fn help() -> String {
+    use clap::CommandFactory;
+    Cli::command().render_long_help().to_string()
+}
+
 pub fn parse(args: &[String]) -> Result<HogArgs, String> {
     use clap::Parser;
     let argv = std::iter::once("mem-hog".to_string()).chain(args.iter().cloned());

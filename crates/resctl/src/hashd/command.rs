@@ -105,6 +105,12 @@ enum Search {
     Mem(MemSearch),
 }
 
+/// `rackbench resctl hashd --help`.
+pub fn help() -> String {
+    use clap::CommandFactory;
+    HashdArgs::command().render_long_help().to_string()
+}
+
 pub fn parse(args: &[String]) -> anyhow::Result<HashdArgs> {
     let argv = std::iter::once("hashd".to_string()).chain(args.iter().cloned());
     HashdArgs::try_parse_from(argv)
