@@ -13,7 +13,7 @@ use crate::proto::{SimRequest, StatusReply, StatusRequest};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use harness::{Outcome, Progress, RunContext};
-use load::report::{probe_line, searching_line};
+use load::report::{probe_line, round3, searching_line};
 use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::SeedableRng;
@@ -214,10 +214,6 @@ pub struct KernelMetrics<'a> {
     pub cpu_usec_per_fire: f64,
     pub wall_usec_per_fire: f64,
     pub gflops_per_cpu_second: f64,
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// The report's metrics of a client run, from its record.

@@ -9,9 +9,10 @@ use clap::Parser;
 use harness::{Outcome, Progress, Record, RunContext, Workload};
 use load::csv::ProbeCsv;
 use load::recorder::SecondSummary;
+use load::report::round3;
 use load::report::{Reporter, SearchRecord, final_line, searching_line, write_search};
 use load::search::{Event, Search, run_fixed};
-use load::{Arrival, LatencySummary, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
+use load::{Arrival, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -560,14 +561,8 @@ pub struct SearchMetrics<'a> {
     pub server_mean_service_ms: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analytic_max_qps_at_measured_service_time: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_requested_qps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_achieved_qps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_latency_msec: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_latency: Option<LatencySummary>,
+    #[serde(flatten)]
+    pub reported: Option<load::report::FinalMetrics>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured_to_analytic_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -616,10 +611,7 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
         server_requests: None,
         server_mean_service_ms: None,
         analytic_max_qps_at_measured_service_time: None,
-        final_requested_qps: None,
-        final_achieved_qps: None,
-        final_latency_msec: None,
-        final_latency: None,
+        reported: None,
         measured_to_analytic_ratio: None,
         peak_to_capacity_ratio: capacity.map(|cap| round3(r.peak_qps / cap)),
         analytic_latency_per_probe: None,
@@ -644,10 +636,7 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
         }
     }
     if let Some(f) = &r.search.reported {
-        m.final_requested_qps = Some(round3(f.requested_qps));
-        m.final_achieved_qps = Some(round3(f.achieved_qps));
-        m.final_latency_msec = Some(round3(f.target_value_ms));
-        m.final_latency = Some(f.latency);
+        m.reported = Some(load::report::FinalMetrics::of(f));
         m.measured_to_analytic_ratio = r
             .analytic_max_qps
             .filter(|x| *x > 0.0)
@@ -726,13 +715,10 @@ fn write_record(r: &SearchRun, out: &mut dyn std::io::Write) -> std::io::Result<
     out.flush()
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use load::LatencySummary;
     use load::Percentile;
     use load::search::Phase;
 

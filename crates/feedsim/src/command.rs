@@ -1202,9 +1202,10 @@ pub fn write_record(r: &FeedSimRecord, out: &mut dyn std::io::Write) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{FeedSimMetrics, round3};
+    use crate::metrics::FeedSimMetrics;
     use load::LatencySummary;
     use load::recorder::SecondSummary;
+    use load::report::round3;
 
     #[test]
     fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {
@@ -1371,7 +1372,14 @@ mod tests {
             panic!("not a search's metrics")
         };
         assert_eq!(typed.score, Some(0.2));
-        assert_eq!(typed.instance.final_achieved_qps, Some(11.4));
+        assert_eq!(
+            typed
+                .instance
+                .reported
+                .as_ref()
+                .map(|f| f.final_achieved_qps),
+            Some(11.4)
+        );
         let leaf = typed.instance.leaf.as_ref().unwrap();
         assert_eq!(leaf.leaf_requests, 100);
         assert_eq!(leaf.leaf_cpu_ms_per_request, Some(100.0));

@@ -6,7 +6,8 @@ use crate::cli::Threads;
 use crate::command::*;
 use load::hostspeed::HostSpeed;
 use load::recorder::SecondSummary;
-use load::{Arrival, LatencySummary, ProbeRecord, SloTarget};
+use load::report::round3;
+use load::{Arrival, ProbeRecord, SloTarget};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -115,14 +116,8 @@ pub struct FinalMetrics {
 #[derive(Debug, Clone, Serialize)]
 pub struct InstanceMetrics {
     /// The reported probe's (see [`InstanceRecord::reported_probe`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_requested_qps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_achieved_qps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_latency_msec: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_latency: Option<LatencySummary>,
+    #[serde(flatten)]
+    pub reported: Option<load::report::FinalMetrics>,
     /// With a rerun only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerun_qps: Option<f64>,
@@ -230,10 +225,7 @@ impl InstanceMetrics {
             _ => None,
         };
         InstanceMetrics {
-            final_requested_qps: reported.map(|f| round3(f.requested_qps)),
-            final_achieved_qps: reported.map(|f| round3(f.achieved_qps)),
-            final_latency_msec: reported.map(|f| round3(f.target_value_ms)),
-            final_latency: reported.map(|f| f.latency),
+            reported: reported.map(load::report::FinalMetrics::of),
             rerun_qps: r.rerun.as_ref().map(|x| round3(x.qps)),
             rerun_met_target: r.rerun.as_ref().map(|_| reported.is_some_and(|p| p.passed)),
             search_final: r
@@ -413,8 +405,4 @@ impl FeedSimRecord {
             }
         }
     }
-}
-
-pub(crate) fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }

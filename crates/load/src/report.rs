@@ -53,6 +53,33 @@ pub struct SearchRecord {
     pub failure: Option<String>,
 }
 
+/// The reported probe as the report's `final_*` metrics, shared by every
+/// workload that searches (flattened into their metrics; rounded to
+/// thousandths as upstream's lines print them).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FinalMetrics {
+    pub final_requested_qps: f64,
+    pub final_achieved_qps: f64,
+    pub final_latency_msec: f64,
+    pub final_latency: crate::LatencySummary,
+}
+
+impl FinalMetrics {
+    pub fn of(p: &ProbeRecord) -> FinalMetrics {
+        FinalMetrics {
+            final_requested_qps: round3(p.requested_qps),
+            final_achieved_qps: round3(p.achieved_qps),
+            final_latency_msec: round3(p.target_value_ms),
+            final_latency: p.latency,
+        }
+    }
+}
+
+/// Rounded to thousandths, as the report's figures are.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
 /// The line a search without a result ends with.
 pub fn failure_line(why: &str) -> String {
     format!("search ended without a result: {why}")
