@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of crates/fuzz under AFL++ (cargo-afl, stable Rust)
 # for a bounded time each, from the seeds in crates/fuzz/seeds/<target>/,
-# and prints the README table: executions, paths found, crashes and hangs.
+# and prints the table in docs/testing.md: executions, paths found, crashes and hangs.
 # Crashing and hanging inputs are copied to target/fuzz-findings/<target>/;
 # once fixed, move them to crates/fuzz/regressions/<target>/ (cargo test
 # runs every target over that directory).

@@ -11,7 +11,7 @@
 //! pool's ratios (weights, need not sum to 1), and a key of the pool by its
 //! popularity: `popularityBuckets` / `popularityWeights`, else a truncated
 //! normal over the pool's keys (mean at the middle, standard deviation a
-//! quarter of the range; our choice, see the README).
+//! quarter of the range; our choice, see docs/cachebench.md).
 //!
 //! Two generators, as upstream: `online` ([`Generator::new`]) draws the
 //! key and the value size of every operation as it runs; `workload`
