@@ -264,7 +264,7 @@ pub fn test_metrics(r: &TestResult) -> TestMetrics {
 pub(crate) mod fixtures {
     use crate::proto::*;
 
-    fn sample(start: i64, lat: i64, warmup: bool) -> RpcSample {
+    pub(crate) fn sample(start: i64, lat: i64, warmup: bool) -> RpcSample {
         RpcSample {
             request_size: Some(100),
             response_size: Some(1 << 20),
@@ -364,22 +364,12 @@ pub(crate) mod fixtures {
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::sample;
     use super::*;
     use crate::proto::{
         DistributedSystemDescription, PeerPerformanceLog, RpcPerformanceLog, RpcSpec, ServiceLogs,
         ServicePerformanceLog,
     };
-
-    fn sample(start: i64, lat: i64, warmup: bool) -> RpcSample {
-        RpcSample {
-            request_size: Some(100),
-            response_size: Some(1 << 20),
-            start_timestamp_ns: Some(start),
-            latency_ns: Some(lat),
-            warmup: warmup.then_some(true),
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn percentiles_rates_and_warmup() {
