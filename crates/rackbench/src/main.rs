@@ -277,7 +277,10 @@ fn main() -> ExitCode {
     match run(cli, reg) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // clap's own messages (a workload's argument errors) already
+            // start with "error: ".
+            let msg = format!("{e:#}");
+            eprintln!("error: {}", msg.strip_prefix("error: ").unwrap_or(&msg));
             ExitCode::from(2)
         }
     }

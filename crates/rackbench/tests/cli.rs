@@ -428,9 +428,22 @@ fn help_and_unknown_commands() {
     let o = env.run(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown command 'frobnicate'"));
-    let o = env.run(&["calibrate", "--no-such-flag"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--no-such-flag"), "{}", stderr(&o));
+    for argv in [
+        &["calibrate", "--no-such-flag"][..],
+        &["adsim", "client", "--no-such-flag"],
+        &["feedsim", "--no-such-flag"],
+        &["cachebench", "--no-such-flag"],
+        &["resctl", "hashd", "--no-such-flag"],
+    ] {
+        let o = env.run(argv);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}");
+        let err = stderr(&o);
+        assert!(err.contains("--no-such-flag"), "{err}");
+        assert!(
+            err.starts_with("error: ") && !err.contains("error: error:"),
+            "{err}"
+        );
+    }
 }
 
 /// `rackbench --help` lists the benchmark commands with the tool each
