@@ -324,9 +324,13 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
     Ok(())
 }
 
-/// Prints a test's summary lines on stderr, where upstream logs them.
+/// Prints a test's `Test summary:` block on stdout, where upstream's
+/// run_tests prints it (as each test ends; upstream prints them all once
+/// the sequence is done).
 fn print_summary(r: &TestResult) {
-    let _ = write_summary(&r.log_summary, &mut std::io::stderr().lock());
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
 }
 
 /// One test's `Test summary:` block.

@@ -633,6 +633,9 @@ fn drive_instance(
     };
     let label = inst.label.clone();
     let println = |l: &str| progress.println(&format!("{label}{l}"));
+    // The search's lines are upstream's output: stdout, as run.sh prints
+    // them.
+    let output = |l: &str| progress.output(&format!("{label}{l}"));
     let phase = |l: &str| progress.phase(&format!("{label}{l}"));
     let rt = runtime(1, "feedsim-driver")?;
     let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &println, &phase))?;
@@ -706,7 +709,7 @@ fn drive_instance(
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     let status_before = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     let cpu_before = cpu_seconds_self();
-    let mut reporter = Reporter::new(csv, &println, &phase);
+    let mut reporter = Reporter::new(csv, &output, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
     let outcome = rt.block_on(async {
         if a.qps.is_empty() {
@@ -834,7 +837,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     };
     let progress = Progress::new("feedsim", Duration::from_secs(60));
     progress.set_total(planned(a, &search_config(a, target, t)));
-    progress.println(&searching_line(&target));
+    progress.output(&searching_line(&target));
     let speed = SpeedSampler::start(SPEED_EVERY);
     let run = drive_instance(a, &inst, target, ctx, &progress, None);
     let speed = speed.finish();
@@ -844,9 +847,10 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         eprintln!("warning: could not write every row to {}: {e}", run.csv);
     }
     if let Some(f) = run.outcome.final_probe.as_ref() {
-        progress.println(&final_line(f));
+        progress.output(&final_line(f));
     }
     if let Some(f) = &run.outcome.failure {
+        // Ours, not upstream's: a diagnostic.
         progress.println(&failure_line(f));
     }
     if let Some(w) = speed_warning(speed.as_ref()) {
@@ -940,7 +944,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    progress.println(&searching_line(&target));
+    progress.output(&searching_line(&target));
     let rv = Rendezvous {
         before_final: Gate::new(n),
         after_final: Gate::new(n),
@@ -1009,7 +1013,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         stopped,
     };
     for line in record.lines() {
-        progress.println(&line);
+        progress.output(&line);
     }
     let success = record.success();
     Ok(Outcome::measured(

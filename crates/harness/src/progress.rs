@@ -128,6 +128,25 @@ impl Progress {
         }
     }
 
+    /// Prints a line of the tool's own output (what the upstream tool
+    /// prints on stdout) on stdout, with the bar (on stderr) cleared while
+    /// it prints.
+    pub fn output(&self, line: &str) {
+        use std::io::Write;
+        let i = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if i.quiet {
+            return;
+        }
+        let print = || {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+        };
+        match &i.bar {
+            Some(b) => b.suspend(print),
+            None => print(),
+        }
+    }
+
     /// Ends the display.
     pub fn finish(&self) {
         let i = self.inner.lock().unwrap_or_else(|e| e.into_inner());

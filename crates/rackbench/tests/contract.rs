@@ -313,18 +313,17 @@ fn results_show_text_reprints_a_stored_run() {
     assert!(text(&c.run(&["results", "show", "nosuchrun", "--text"]).stderr).contains("no run"));
 }
 
-/// Distbench logs each test's summary on stderr, as upstream does; a stored
+/// Distbench prints each test's summary on stdout, as upstream's run_tests does; a stored
 /// run prints the same block again.
 #[test]
 fn results_show_text_reprints_distbench_summaries() {
     let c = Clean::new();
     let o = c.run(&["run", "distbench_mini"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let (_, report) = split_report(&text(&o.stdout));
-    let err = text(&o.stderr);
-    let from = err.find("Test summary:\n").unwrap();
-    let len = err[from..].find("\n\n").unwrap() + 2;
-    let block = &err[from..from + len];
+    let (printed, report) = split_report(&text(&o.stdout));
+    let from = printed.find("Test summary:\n").unwrap();
+    let len = printed[from..].find("\n\n").unwrap() + 2;
+    let block = &printed[from..from + len];
     assert!(block.lines().count() > 2, "{block}");
     let o = c.run(&[
         "results",

@@ -36,6 +36,18 @@ const SMALL: &[&str] = &[
     "100",
 ];
 
+/// A run's stdout: upstream's lines, then the report JSON on the last line.
+fn report(o: &std::process::Output) -> (String, Value) {
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let (text, last) = match out.trim_end().rsplit_once('\n') {
+        Some((t, l)) => (format!("{t}\n"), l.to_string()),
+        None => (String::new(), out.trim_end().to_string()),
+    };
+    let v = serde_json::from_str(&last)
+        .unwrap_or_else(|e| panic!("the last line of stdout is not the report ({e}): {out}"));
+    (text, v)
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -58,24 +70,29 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let err = stderr(&o);
+    // Upstream's lines on stdout, as run.sh prints them, then the report.
+    let (out, r) = report(&o);
     assert!(
-        err.contains("Searching for QPS where 95p latency <= 500 msec"),
-        "{err}"
+        out.starts_with("Searching for QPS where 95p latency <= 500 msec\n"),
+        "{out}"
     );
     assert!(
-        err.contains("requested_qps = 2.00, measured_qps = 2.00, latency = "),
-        "{err}"
+        out.contains("requested_qps = 2.00, measured_qps = 2.00, latency = "),
+        "{out}"
     );
-    assert!(err.contains("final requested_qps = 4.00"), "{err}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(out.contains("final requested_qps = 4.00"), "{out}");
+    assert!(
+        !stderr(&o).contains("final requested_qps"),
+        "{}",
+        stderr(&o)
+    );
     // The stored run prints the search's lines again.
     let text = testenv::results_text(
         Path::new(env!("CARGO_BIN_EXE_rackbench")),
         &d.path().join("results.db"),
         r["run_id"].as_str().unwrap(),
     );
-    testenv::assert_lines_in_order(&text, &err);
+    testenv::assert_lines_in_order(&text, &out);
     assert!(text.contains("final requested_qps = 4.00"), "{text}");
     let m = &r["metrics"];
     assert_eq!(r["benchmark_name"], "feedsim_mini");
@@ -196,7 +213,7 @@ fn a_leaf_that_dies_mid_run_ends_it_with_the_rows_so_far() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("the leaf process exited"), "{e}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Value = report(&o).1;
     assert_eq!(r["success"], false);
     assert!(
         r["metrics"]["failure"]
@@ -268,7 +285,7 @@ fn ctrl_c_stops_the_run_with_partial_results_and_no_leaf_left() {
     let o = child.wait_with_output().unwrap();
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Value = report(&o).1;
     assert_eq!(r["success"], false);
     assert_eq!(r["metrics"]["interrupted"], true, "{r}");
     assert_eq!(r["metrics"]["partial"], true, "{r}");
@@ -328,13 +345,13 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("autoscale: 2 instance(s)"), "{err}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (out, r) = report(&o);
     let text = testenv::results_text(
         Path::new(env!("CARGO_BIN_EXE_rackbench")),
         &d.path().join("results.db"),
         r["run_id"].as_str().unwrap(),
     );
-    testenv::assert_lines_in_order(&text, &err);
+    testenv::assert_lines_in_order(&text, &out);
     assert!(
         text.contains("overall: 2 of 2 instance(s) succeeded"),
         "{text}"
@@ -428,7 +445,7 @@ fn autoscale_instance_failure_leaves_the_others_running() {
         .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Value = report(&o).1;
     let m = &r["metrics"];
     assert_eq!(r["success"], false);
     assert_eq!(m["spawned_instances"], 2);
