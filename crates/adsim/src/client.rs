@@ -12,7 +12,7 @@ use crate::proto::ad_sim_client::AdSimClient;
 use crate::proto::{SimRequest, StatusReply, StatusRequest};
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use harness::{Outcome, Progress, RunContext};
+use harness::{Progress, RunContext};
 use load::report::{probe_line, round3, searching_line};
 use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
@@ -411,7 +411,8 @@ fn search_config(a: &ClientArgs, target: SloTarget) -> SearchConfig {
 
 /// Runs the client: waits for the server, searches, writes the CSV and
 /// returns the run's record.
-pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+/// Runs the client; its record says whether it met the target.
+pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<ClientRecord> {
     let (percentile, quantile, latency_ms) = a.target().map_err(anyhow::Error::msg)?;
     if a.workers == 0 {
         bail!("--workers must be at least 1");
@@ -480,14 +481,7 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         server_before: before.as_ref().map(ServerStatus::from),
         server_after: after.as_ref().map(ServerStatus::from),
     };
-    Ok(Outcome::measured(
-        record.success,
-        harness::Record::of(
-            "adsim",
-            crate::command::RECORD_VERSION,
-            &crate::command::AdSimRecord::Client(Box::new(record)),
-        ),
-    ))
+    Ok(record)
 }
 
 type Driven = (

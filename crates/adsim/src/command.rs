@@ -114,7 +114,17 @@ impl Workload for AdSim {
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse_any(args)? {
             Parsed::Server(a) => run_server(&a, ctx),
-            Parsed::Client(a) => crate::client::run(&a, ctx),
+            Parsed::Client(a) => {
+                let r = crate::client::run(&a, ctx)?;
+                Ok(Outcome::measured(
+                    r.success,
+                    Record::of(
+                        self.name(),
+                        RECORD_VERSION,
+                        &AdSimRecord::Client(Box::new(r)),
+                    ),
+                ))
+            }
             Parsed::Kernel(a) => run_kernel(&a),
         }
     }

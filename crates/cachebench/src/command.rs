@@ -13,6 +13,7 @@ use crate::nvm::device::DirectIo;
 use crate::nvm::region::{Eviction, Reinsertion};
 use crate::nvm::{Admission, Navy, NvmConfig};
 use crate::output;
+use crate::record::{CacheBenchRecord, InstanceRecord};
 use crate::stats::{CacheStats, RunStats};
 use crate::stressor::{self, Options, Progress};
 use anyhow::{Context, bail};
@@ -507,30 +508,6 @@ struct Instance {
 /// The version of [`CacheBenchRecord`]; raise it when the record's shape
 /// changes.
 const RECORD_VERSION: u32 = 2;
-
-/// What a CacheBench run keeps with its stored run: each instance's
-/// end-of-run figures and failure lines, and with several instances their
-/// sums. [`write_record`] prints upstream's end-of-run text from it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct CacheBenchRecord {
-    pub instances: Vec<InstanceRecord>,
-    pub aggregated: Option<RunStats>,
-    /// Our charts of the progress samples, as written.
-    pub charts: Vec<String>,
-    /// Ctrl-C stopped the run.
-    pub interrupted: bool,
-    /// `--timeout_seconds` stopped the run.
-    pub stopped_by_timeout_seconds: Option<u64>,
-    /// The NVM device error that ended the run.
-    pub nvm_failure: Option<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct InstanceRecord {
-    pub stats: RunStats,
-    /// The lines upstream prints after the figures when the run failed.
-    pub failures: Vec<String>,
-}
 
 /// Upstream's end-of-run text (`== Test Results ==` and what follows) for
 /// each instance, then our sums over several instances.

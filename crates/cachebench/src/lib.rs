@@ -17,11 +17,13 @@ pub mod metrics;
 pub mod nvm;
 pub mod output;
 pub mod plots;
+pub mod record;
 pub mod replay;
 pub mod stats;
 pub mod stressor;
 
-pub use command::{CacheBench, CacheBenchRecord, InstanceRecord};
+pub use command::CacheBench;
+pub use record::{CacheBenchRecord, InstanceRecord};
 
 /// The config-to-engine mapping the command uses, for benchmarks.
 pub mod command_support {

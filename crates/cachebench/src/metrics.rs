@@ -3,7 +3,7 @@
 //! the harness flattens [`CacheBenchMetrics`] into the report's JSON.
 
 use crate::cache::NvmSide;
-use crate::command::CacheBenchRecord;
+use crate::record::CacheBenchRecord;
 use crate::stats::RunStats;
 use serde::Serialize;
 
@@ -248,7 +248,7 @@ fn nvm_metrics(n: &NvmSide) -> NvmMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::InstanceRecord;
+    use crate::record::InstanceRecord;
 
     fn stats(ops: u64, gets: u64, hits: u64, secs: f64) -> RunStats {
         let mut s = RunStats::default();

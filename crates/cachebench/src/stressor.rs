@@ -785,11 +785,14 @@ mod tests {
             // The run's snapshot may predate the rebalancer's last round.
             assert!(s.cache.release.slabs_released <= released);
             assert_eq!(cache.stats().release.slabs_released, released);
-            assert!(
-                s.throughput.consistency_checks > 2_000,
-                "{:?}",
-                s.throughput
-            );
+            // Every hit was checked, and enough of them to mean something.
+            // How many sets the rebalancer starves (and so how many gets
+            // hit) depends on how the two threads interleave on this
+            // machine, so the floor is low (it was 2,000 and failed on an
+            // idle 2-core host with 1,046 checks).
+            let t = &s.throughput;
+            assert_eq!(t.consistency_checks, t.gets - t.get_misses, "{t:?}");
+            assert!(t.consistency_checks > 100, "{t:?}");
             assert_eq!(s.throughput.inconsistencies, 0, "move_items {move_items}");
             if move_items {
                 assert!(s.cache.release.move_successes > 0, "{:?}", s.cache.release);

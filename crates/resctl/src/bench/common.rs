@@ -3,13 +3,13 @@
 //! the registry lists.
 
 use super::knobs::{HashdKnobs, IoCostKnobs, MemInfo};
+pub use super::metrics::JobMetrics;
 use crate::journal::JobData;
 use crate::spec::JobSpec;
 use crate::sys::cgroup::Cgroups;
 use crate::sys::sysinfo::SysInfo;
 use crate::sys::sysreqs::SysReq;
 use harness::Cancel;
-use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -36,21 +36,6 @@ pub trait Bench: Sync {
     /// The key figures of a completed job for the harness's metrics: the
     /// bench fills its own part of `m`.
     fn metrics(&self, d: &JobData, m: &mut JobMetrics);
-}
-
-/// The report's metrics of a `run`'s result file: the key figures of the
-/// latest completed job of each kind, each bench's part absent when the
-/// file has no completed job of its kind.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct JobMetrics {
-    #[serde(flatten)]
-    pub hashd_params: Option<super::hashd_params::HashdParamsMetrics>,
-    #[serde(flatten)]
-    pub iocost_params: Option<super::iocost_params::IoCostParamsMetrics>,
-    #[serde(flatten)]
-    pub protection: Option<super::protection::run::ProtectionMetrics>,
-    #[serde(flatten)]
-    pub storage: Option<super::storage::StorageMetrics>,
 }
 
 /// The global options of the resctl-bench commands.

@@ -2,6 +2,7 @@
 
 use super::common::{Bench, Ctx, Outcome};
 use super::knobs::HashdKnobs;
+use crate::bench::metrics::HashdParamsMetrics;
 use crate::fmt::{format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
@@ -341,14 +342,6 @@ impl Bench for HashdParamsBench {
             hashd_mem_actual_bytes: k.mem_actual(),
         });
     }
-}
-
-/// The report's figures of a `hashd-params` job.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct HashdParamsMetrics {
-    pub hashd_rps_max: u32,
-    pub hashd_mem_frac: f64,
-    pub hashd_mem_actual_bytes: u64,
 }
 
 #[cfg(test)]

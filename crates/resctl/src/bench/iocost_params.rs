@@ -2,6 +2,7 @@
 
 use super::common::{Bench, Ctx, Outcome};
 use super::knobs::{IoCostKnobs, IoCostModel, IoCostQos};
+use crate::bench::metrics::IoCostParamsMetrics;
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
 use crate::sys::sysreqs::SysReq;
@@ -463,15 +464,6 @@ impl Bench for IoCostParamsBench {
             iocost_wrandiops: k.model.wrandiops,
         });
     }
-}
-
-/// The report's figures of an `iocost-params` job: its cost model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IoCostParamsMetrics {
-    pub iocost_rbps: u64,
-    pub iocost_wbps: u64,
-    pub iocost_rrandiops: u64,
-    pub iocost_wrandiops: u64,
 }
 
 #[cfg(test)]

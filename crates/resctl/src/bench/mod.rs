@@ -15,6 +15,7 @@ pub mod hashd_params;
 pub mod iocost_params;
 pub mod job;
 pub mod knobs;
+pub mod metrics;
 pub mod protection;
 pub mod registry;
 pub mod storage;

@@ -4,6 +4,7 @@ use super::common::{Bench, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
 use super::knobs::HashdKnobs;
 use super::protection::study::mean_stdev;
+use crate::bench::metrics::StorageMetrics;
 use crate::fmt::{format_duration, format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
@@ -732,16 +733,6 @@ impl Bench for StorageBench {
             storage_wbps_final: s.wbps_final,
         });
     }
-}
-
-/// The report's figures of a `storage` job.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StorageMetrics {
-    pub storage_mof: f64,
-    pub storage_mem_usage_bytes: f64,
-    pub storage_mem_size_bytes: f64,
-    pub storage_rbps_final: f64,
-    pub storage_wbps_final: f64,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::study::{
 };
 use crate::bench::common::{Bench, Ctx, Outcome, spawn_in};
 use crate::bench::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in, stop_child};
+use crate::bench::metrics::ProtectionMetrics;
 use crate::fmt::{format_size, parse_frac};
 use crate::hashd::bench::linreg;
 use crate::hashd::params::{self, Params};
@@ -743,16 +744,6 @@ impl Bench for ProtectionBench {
             protection_work_csv_pct: c.work_csv * 100.0,
         });
     }
-}
-
-/// The report's figures of a `protection` job: the combined scenarios'
-/// isolation, latency impact and work conservation, in percent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProtectionMetrics {
-    pub protection_isol_pct: f64,
-    pub protection_isol_p05_pct: f64,
-    pub protection_lat_imp_pct: f64,
-    pub protection_work_csv_pct: f64,
 }
 
 #[cfg(test)]

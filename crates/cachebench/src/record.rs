@@ -1,0 +1,29 @@
+//! What a CacheBench run keeps with its stored run (the typed record):
+//! the command writes it, the `metrics` module derives the report's metrics
+//! from it, and the upstream text is printed again from it.
+
+use crate::stats::RunStats;
+
+/// What a CacheBench run keeps with its stored run: each instance's
+/// end-of-run figures and failure lines, and with several instances their
+/// sums. The command's `write_record` prints upstream's end-of-run text from it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CacheBenchRecord {
+    pub instances: Vec<InstanceRecord>,
+    pub aggregated: Option<RunStats>,
+    /// Our charts of the progress samples, as written.
+    pub charts: Vec<String>,
+    /// Ctrl-C stopped the run.
+    pub interrupted: bool,
+    /// `--timeout_seconds` stopped the run.
+    pub stopped_by_timeout_seconds: Option<u64>,
+    /// The NVM device error that ended the run.
+    pub nvm_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct InstanceRecord {
+    pub stats: RunStats,
+    /// The lines upstream prints after the figures when the run failed.
+    pub failures: Vec<String>,
+}
