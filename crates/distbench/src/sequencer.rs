@@ -425,7 +425,16 @@ impl Sequencer {
                             (i, c.ping(req).await)
                         }
                     });
-                    if let Some((i, Err(s))) = join_all(pings).await.into_iter().find(|(_, r)| r.is_err()) {
+                    // A ping that times out is a node too busy to answer
+                    // (a large test on few cores starves the control
+                    // service), not a dead one: only a refused or broken
+                    // connection ends the test. A hung node is still
+                    // caught by the RunTraffic deadline of the others.
+                    if let Some((i, Err(s))) = join_all(pings)
+                        .await
+                        .into_iter()
+                        .find(|(_, r)| r.as_ref().is_err_and(|s| !timed_out(s)))
+                    {
                         break Some(node_err(&used[i].0, "RunTraffic", s));
                     }
                 }
@@ -488,6 +497,13 @@ impl Sequencer {
     }
 }
 
+/// True when a control RPC failed by running out of time (tonic reports
+/// its own client-side timeout as CANCELLED "Timeout expired").
+fn timed_out(s: &Status) -> bool {
+    s.code() == tonic::Code::DeadlineExceeded
+        || (s.code() == tonic::Code::Cancelled && s.message().contains("Timeout expired"))
+}
+
 /// The test's `test_timeout` attribute (seconds), else 3600 s.
 pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, String> {
     match test.attributes.get("test_timeout") {
@@ -525,5 +541,19 @@ impl DistBenchTestSequencer for Handle {
             Err(e) if e.invalid => Err(Status::invalid_argument(e.message)),
             Err(e) => Err(Status::aborted(e.message)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_running_out_of_time_is_a_timeout() {
+        assert!(timed_out(&Status::cancelled("Timeout expired")));
+        assert!(timed_out(&Status::deadline_exceeded("late")));
+        assert!(!timed_out(&Status::unavailable("connection refused")));
+        assert!(!timed_out(&Status::cancelled("the node stopped")));
+        assert!(!timed_out(&Status::unknown("transport error")));
     }
 }
