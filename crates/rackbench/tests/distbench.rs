@@ -377,7 +377,11 @@ fn start_localhost_runs_a_pattern() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o.stderr));
-        let report: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+        // The Test summary blocks, then the report on the last line.
+        let out = text(&o.stdout);
+        assert!(out.starts_with("Test summary:\n"), "{out}");
+        let last = out.trim_end().lines().last().unwrap_or_default();
+        let report: serde_json::Value = serde_json::from_str(last).unwrap();
         report["metrics"].clone()
     };
     let mut m = run(1);
@@ -526,9 +530,9 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
     let o = o.expect("the sequencer never came up");
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("client/0 -> server/0: RPCs:"),
+        text(&o.stdout).contains("client/0 -> server/0: RPCs:"),
         "{}",
-        text(&o.stderr)
+        text(&o.stdout)
     );
     // Everything stops by itself.
     for (what, p) in [
