@@ -14,6 +14,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "rackbench")
 
 
+def report(stdout):
+    """The report JSON of a run: the last line of its stdout (the tool's own
+    text, e.g. FeedSim's search lines or Distbench's test summaries, comes
+    before it)."""
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    return json.loads(lines[-1])
+
+
 def build():
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "rackbench"], cwd=ROOT, check=True)
     return BIN

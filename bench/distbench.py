@@ -67,7 +67,7 @@ def localhost(env, cwd, nodes, secs, pattern=None, infile=None, may_fail=False):
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if out.returncode != 0 and not (may_fail and out.returncode == 1):
         sys.exit(f"{cmd} failed: {out.stderr[-3000:]}")
-    m = json.loads(out.stdout)["metrics"]
+    m = common.report(out.stdout)["metrics"]
     m["wall_secs"] = time.time() - t0
     return m
 
@@ -78,7 +78,7 @@ def iperf3(secs):
     time.sleep(0.5)
     out = subprocess.run([iperf, "-c", "127.0.0.1", "-p", "5299", "-t", str(secs), "-J"], capture_output=True, text=True)
     srv.wait(timeout=10)
-    r = json.loads(out.stdout)
+    r = common.report(out.stdout)
     return r["end"]["sum_received"]["bits_per_second"] / 8 / 2**20
 
 
@@ -95,7 +95,7 @@ def ghz_small(env, cwd, secs):
                "--call", "distbench.Traffic/GenericRpc", "-d", data, "-z", f"{secs}s", "-c", "100",
                "--connections", "1", "-O", "json", "127.0.0.1:10087"]
         out = subprocess.run(cmd, capture_output=True, text=True)
-        r = json.loads(out.stdout)
+        r = common.report(out.stdout)
         ok = r.get("statusCodeDistribution", {}).get("OK", 0)
         p99 = next((d["latency"] for d in r.get("latencyDistribution") or [] if d["percentage"] == 99), 0)
         return r["rps"] / 1000, ok, p99 / 1e6

@@ -44,9 +44,9 @@ def main():
     cwd, env = common.scratch()
     low = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", "2", "-d", "60", "-w", "0"], cwd=cwd, env=env,
                          capture_output=True, text=True)
-    lm = json.loads(low.stdout)["metrics"]
+    lm = common.report(low.stdout)["metrics"]
     cpu_ms = lm["leaf_cpu_ms_per_request"]
-    cpus = json.loads(low.stdout)["machines"][0]["num_cpus_usable"]
+    cpus = common.report(low.stdout)["machines"][0]["num_cpus_usable"]
     capacity = cpus / (cpu_ms / 1000.0)
     print(f"low load: leaf {cpu_ms:.1f} CPU-ms per request {lm.get('leaf_step_cpu_ms_per_request')}, driver "
           f"{lm['driver_cpu_ms_per_request']:.2f} -> CPU-bound capacity {capacity:.2f} QPS on {cpus} CPUs; p95 {lm['probes'][-1]['target_value_ms']:.0f} ms", flush=True)
@@ -55,7 +55,7 @@ def main():
         t = time.time()
         out = subprocess.run([common.BIN, "run", "feedsim_default"], cwd=cwd, env=env, capture_output=True, text=True)
         el = time.time() - t
-        r = json.loads(out.stdout)
+        r = common.report(out.stdout)
         m = r["metrics"]
         if not r["success"]:
             print(f"run {i + 1}: FAILED after {el:.0f} s: {m.get('failure') or m.get('error')}")
@@ -90,7 +90,7 @@ def sweep(med, finals, cwd, env):
     out = subprocess.run([common.BIN, "--no-store", "feedsim", "-q", ",".join(map(str, rates)), "-d", "60", "-w", "30"],
                          cwd=cwd, env=env, capture_output=True, text=True)
     el = time.time() - t
-    probes = [p for p in json.loads(out.stdout)["metrics"]["probes"] if p["phase"] == "fixed"]
+    probes = [p for p in common.report(out.stdout)["metrics"]["probes"] if p["phase"] == "fixed"]
     knee, first_fail = None, None
     for p in probes:
         print(f"  sweep {p['requested_qps']:.2f} QPS: achieved {p['achieved_qps']:.2f}, p95 {p['target_value_ms']:.0f} ms, "
