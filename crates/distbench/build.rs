@@ -30,10 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = prost_build::Config::new();
     config.btree_map(["."]).enable_type_names();
     // Payloads are shared zero-filled buffers, not fresh vectors per RPC.
-    config.bytes([
-        ".distbench.GenericRequest.payload",
-        ".distbench.GenericResponse.payload",
-    ]);
+    config.bytes([".distbench.GenericRequestResponse.payload"]);
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)

@@ -88,6 +88,33 @@ pub async fn start_node_manager(
     data_ip: IpAddr,
     attributes: &[(String, String)],
 ) -> Result<NodeManagerServer, String> {
+    start_node_manager_with(
+        sequencer,
+        control,
+        data_ip,
+        attributes,
+        Registration::default(),
+    )
+    .await
+}
+
+/// What a node manager asks of the sequencer beyond its address.
+#[derive(Debug, Clone, Default)]
+pub struct Registration {
+    /// The node id it wants (`nodeN`).
+    pub preassigned_node_id: Option<i32>,
+    /// The gRPC target the sequencer dials instead of the control address.
+    pub service_address: Option<String>,
+}
+
+/// [`start_node_manager`] with a pre-assigned id or a service address.
+pub async fn start_node_manager_with(
+    sequencer: &str,
+    control: SocketAddr,
+    data_ip: IpAddr,
+    attributes: &[(String, String)],
+    registration: Registration,
+) -> Result<NodeManagerServer, String> {
     raise_fd_limit();
     let hostname = hostname();
     let node = NodeManager::new(data_ip, hostname.clone());
@@ -113,7 +140,10 @@ pub async fn start_node_manager(
                 value: Some(v.clone()),
             })
             .collect(),
+        service_address: registration.service_address,
+        preassigned_node_id: registration.preassigned_node_id,
     };
+    node.set_attributes(reg.attributes.clone());
     let deadline = Instant::now() + REGISTRATION_TIMEOUT;
     let mut last_error: String;
     loop {

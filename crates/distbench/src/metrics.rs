@@ -53,6 +53,11 @@ pub struct TestFigures {
     pub activity_iterations: BTreeMap<String, i64>,
     /// `None` when the result has no resource usage logs.
     pub node_usage: Option<NodeUsage>,
+    /// Why an instance's engine stopped its traffic early (its log's
+    /// `engine_error_message`: an overload, cancel_traffic_when_done...),
+    /// by instance.
+    #[serde(default)]
+    pub engine_errors: BTreeMap<String, String>,
 }
 
 /// The report's metrics of one RPC (or of all).
@@ -82,6 +87,14 @@ pub struct TestMetrics {
     /// Present with the usage logs; `null` inside when no node has a diff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_max_rss_kib: Option<Option<i64>>,
+    /// `engine_error_message` by instance, when an engine stopped early.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_errors: Option<BTreeMap<String, String>>,
+    /// Only `true`: an engine stopped its traffic as overloaded
+    /// (`RESOURCE_EXHAUSTED`, or told so by an overloaded peer); the
+    /// figures cover the traffic until then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overloaded: Option<bool>,
     pub log_summary: Vec<String>,
 }
 
@@ -102,6 +115,13 @@ impl RpcFigures {
 }
 
 impl TestFigures {
+    /// Whether an engine stopped its traffic as overloaded.
+    pub fn overloaded(&self) -> bool {
+        self.engine_errors
+            .values()
+            .any(|e| e.contains("RESOURCE_EXHAUSTED"))
+    }
+
     /// The test's time: the longest span, in seconds.
     pub fn secs(&self) -> f64 {
         self.span_ns as f64 / 1e9
@@ -124,6 +144,8 @@ impl TestFigures {
                 .then(|| self.activity_iterations.clone()),
             node_cpu_secs: self.node_usage.as_ref().map(|u| u.cpu_secs),
             node_max_rss_kib: self.node_usage.as_ref().map(|u| u.max_rss_kib),
+            engine_errors: (!self.engine_errors.is_empty()).then(|| self.engine_errors.clone()),
+            overloaded: self.overloaded().then_some(true),
             log_summary: log_summary.to_vec(),
         }
     }
@@ -192,8 +214,12 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
     let mut all = Acc::default();
     let mut longest_span_ns: i64 = 0;
     let mut activities: BTreeMap<String, i64> = BTreeMap::new();
+    let mut engine_errors = BTreeMap::new();
     if let Some(logs) = &r.service_logs {
-        for log in logs.instance_logs.values() {
+        for (instance, log) in &logs.instance_logs {
+            if let Some(e) = log.engine_error_message.as_ref().filter(|e| !e.is_empty()) {
+                engine_errors.insert(instance.clone(), e.clone());
+            }
             for (name, a) in &log.activity_logs {
                 for metric in &a.activity_metrics {
                     if metric.name() == "iteration_count" {
@@ -241,6 +267,7 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
         rpcs: per_rpc.into_iter().map(|(k, a)| (k, a.figures())).collect(),
         activity_iterations: activities,
         node_usage,
+        engine_errors,
     }
 }
 

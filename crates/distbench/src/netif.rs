@@ -2,12 +2,37 @@
 //! the node manager's control device).
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The IPv4 (else IPv6) address of network interface `dev`.
+/// `--prefer_ipv4`: pick a device's IPv4 address over its IPv6 one (the
+/// default prefers IPv6, as upstream's).
+static PREFER_IPV4: AtomicBool = AtomicBool::new(false);
+
+/// Sets `--prefer_ipv4` for this process.
+pub fn set_prefer_ipv4(on: bool) {
+    PREFER_IPV4.store(on, Ordering::Relaxed);
+}
+
+/// Link-local addresses are never picked (upstream's test: `fe80:` and
+/// `169.254.255` prefixes).
+fn link_local(a: &IpAddr) -> bool {
+    let s = a.to_string();
+    s.starts_with("fe80:") || s.starts_with("169.254.255")
+}
+
+/// The address of network interface `dev`, chosen as upstream's
+/// `GetBestAddress`: the first non-link-local address of the preferred
+/// family (IPv6, or IPv4 with `--prefer_ipv4`), else the first
+/// non-link-local address of the other family (with a warning on stderr).
 pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
+    device_address_preferring(dev, PREFER_IPV4.load(Ordering::Relaxed))
+}
+
+/// [`device_address`] with the preference given.
+pub fn device_address_preferring(dev: &str, prefer_ipv4: bool) -> anyhow::Result<IpAddr> {
     let ifaces = nix::ifaddrs::getifaddrs()
         .map_err(|e| anyhow::anyhow!("cannot list network interfaces: {e}"))?;
-    let mut found: Option<IpAddr> = None;
+    let mut mine: Vec<IpAddr> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for ifa in ifaces {
         let addr = ifa.address.as_ref().and_then(|a| {
@@ -17,20 +42,29 @@ pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
         });
         if ifa.interface_name == dev
             && let Some(a) = addr
-            && (found.is_none() || (a.is_ipv4() && !found.is_some_and(|f| f.is_ipv4())))
+            && !link_local(&a)
         {
-            found = Some(a);
+            mine.push(a);
         }
         if !names.contains(&ifa.interface_name) {
             names.push(ifa.interface_name);
         }
     }
-    found.ok_or_else(|| {
-        anyhow::anyhow!(
-            "network interface '{dev}' not found or has no address (interfaces: {})",
-            names.join(", ")
-        )
-    })
+    if let Some(a) = mine.iter().find(|a| a.is_ipv4() == prefer_ipv4) {
+        return Ok(*a);
+    }
+    if let Some(a) = mine.first() {
+        eprintln!(
+            "distbench: using {a} on {dev}, which is not of the preferred IP version ({})",
+            if prefer_ipv4 { "v4" } else { "v6" }
+        );
+        return Ok(*a);
+    }
+    Err(anyhow::anyhow!(
+        "network interface '{dev}' not found or has no address (prefer_ipv4={prefer_ipv4}; \
+         interfaces: {})",
+        names.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -40,8 +74,14 @@ mod tests {
     #[test]
     fn loopback_has_its_address_and_unknown_devices_are_named() {
         assert_eq!(
-            device_address("lo").unwrap(),
+            device_address_preferring("lo", true).unwrap(),
             IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+        );
+        // IPv6 unless IPv4 is preferred (where lo has ::1).
+        let v6 = device_address_preferring("lo", false).unwrap();
+        assert!(
+            v6 == IpAddr::V6(std::net::Ipv6Addr::LOCALHOST) || v6.is_ipv4(),
+            "{v6}"
         );
         let e = device_address("nosuchdev0").unwrap_err().to_string();
         assert!(

@@ -15,10 +15,10 @@ use crate::proto::dist_bench_node_manager_server::{
     DistBenchNodeManager, DistBenchNodeManagerServer,
 };
 use crate::proto::{
-    CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest, GetTrafficResultResponse,
-    IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult, RUsage, RUsageStats,
-    RunTrafficRequest, RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs,
-    ShutdownNodeRequest, ShutdownNodeResult,
+    Attribute, CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest,
+    GetTrafficResultResponse, IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult,
+    RUsage, RUsageStats, RunTrafficRequest, RunTrafficResponse, ServiceEndpoint,
+    ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest, ShutdownNodeResult,
 };
 use futures::future::join_all;
 use std::collections::BTreeMap;
@@ -35,6 +35,9 @@ pub struct NodeManager {
     data_ip: IpAddr,
     hostname: String,
     alias: std::sync::Mutex<String>,
+    /// The attributes it registered with; every endpoint it opens carries
+    /// them (as upstream's).
+    attributes: std::sync::Mutex<Vec<Attribute>>,
     node_id: AtomicI64,
     next_engine: AtomicI64,
     state: Mutex<State>,
@@ -98,6 +101,7 @@ impl NodeManager {
             data_ip,
             hostname,
             alias: std::sync::Mutex::new(String::new()),
+            attributes: std::sync::Mutex::new(Vec::new()),
             node_id: AtomicI64::new(0),
             next_engine: AtomicI64::new(0),
             state: Mutex::new(State::default()),
@@ -109,6 +113,11 @@ impl NodeManager {
     pub fn set_identity(&self, id: i32, alias: &str) {
         self.node_id.store(i64::from(id), Ordering::Relaxed);
         *self.alias.lock().unwrap_or_else(|e| e.into_inner()) = alias.to_string();
+    }
+
+    /// Records the attributes this node registers with.
+    pub fn set_attributes(&self, attributes: Vec<Attribute>) {
+        *self.attributes.lock().unwrap_or_else(|e| e.into_inner()) = attributes;
     }
 
     /// The alias (`node<id>`), once registered.
@@ -198,11 +207,35 @@ impl NodeManager {
                 ServiceEndpoint {
                     endpoint_address: Some(addr.to_string()),
                     hostname: Some(self.hostname.clone()),
-                    attributes: Vec::new(),
+                    attributes: self.endpoint_attributes(name),
                 },
             );
         }
         Ok(endpoints)
+    }
+
+    /// The attributes of instance `name`'s endpoint, as upstream's node
+    /// manager gives them: the node's, then `index` (a 1-D instance) or
+    /// `x_index`, `y_index` and `z_index` (grid coordinates).
+    fn endpoint_attributes(&self, name: &str) -> Vec<Attribute> {
+        let mut out = self
+            .attributes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let coords: Vec<&str> = name.split('/').skip(1).collect();
+        let names: &[&str] = if coords.len() == 1 {
+            &["index"]
+        } else {
+            &["x_index", "y_index", "z_index"]
+        };
+        for (n, v) in names.iter().zip(coords) {
+            out.push(Attribute {
+                name: Some((*n).to_string()),
+                value: Some(v.to_string()),
+            });
+        }
+        out
     }
 
     /// The address a service's instances listen on: the node's data-plane
@@ -274,11 +307,7 @@ impl NodeManager {
         join_all(engines.iter().map(|e| e.quiesce(Duration::from_secs(10)))).await;
         let mut state = self.state.lock().await;
         let mut logs = ServiceLogs::default();
-        let mut errors = Vec::new();
         for e in &state.engines {
-            if let Some(r) = e.overload() {
-                errors.push(format!("{}: {r}", e.name));
-            }
             let log = e.take_log();
             if !log.peer_logs.is_empty() || !log.activity_logs.is_empty() {
                 logs.instance_logs.insert(e.name.clone(), log);
@@ -301,7 +330,6 @@ impl NodeManager {
         GetTrafficResultResponse {
             service_logs: Some(logs),
             node_usages,
-            errors,
         }
     }
 
@@ -309,7 +337,7 @@ impl NodeManager {
     /// get the usual grace).
     pub async fn cancel_now(&self) {
         for e in &self.state.lock().await.engines {
-            e.cancel_traffic("cancelled by the test sequencer", CANCEL_GRACE);
+            e.cancel_traffic(crate::engine::CANCELLED_BY_SEQUENCER, CANCEL_GRACE);
         }
     }
 }

@@ -38,7 +38,12 @@
 //!    (see [`satisfies`]), and that node is no longer idle.
 //! 3. Every other instance gets an idle node of its own, in alias order.
 //!
-//! Alias order is natural: `node2` before `node10`.
+//! Alias order is the byte order of the aliases, as the sequencer keeps its
+//! idle nodes in a sorted set of strings: `node10` comes before `node2`.
+//!
+//! One deviation: upstream places a bundled instance that also has a
+//! service constraint a second time, on a node that satisfies the
+//! constraint (running it twice); here the bundle alone decides.
 
 use crate::proto::constraint::Relation;
 use crate::proto::{
@@ -380,19 +385,11 @@ fn constraint_holds(constraint: &Constraint, attributes: &BTreeMap<String, Strin
     })
 }
 
-/// Natural order of node aliases: by the text before the trailing digits,
-/// then by the number they spell (`node9` < `node10`).
+/// The order in which placement visits nodes: upstream's sequencer keeps
+/// idle nodes in a `std::set<std::string>`, so it is the byte order of the
+/// aliases (`node10` < `node2`).
 fn alias_order(a: &str, b: &str) -> Ordering {
-    fn split(s: &str) -> (&str, &str) {
-        let digits = s.bytes().rev().take_while(u8::is_ascii_digit).count();
-        let (prefix, number) = s.split_at(s.len() - digits);
-        (prefix, number.trim_start_matches('0'))
-    }
-    let ((pa, na), (pb, nb)) = (split(a), split(b));
-    pa.cmp(pb)
-        .then_with(|| na.len().cmp(&nb.len()))
-        .then_with(|| na.cmp(nb))
-        .then_with(|| a.cmp(b))
+    a.as_bytes().cmp(b.as_bytes())
 }
 
 /// Shell-style matching of `name` against `pattern` as `fnmatch` does with
@@ -849,22 +846,28 @@ mod tests {
         );
     }
 
+    /// Upstream visits idle nodes in string order: past ten nodes,
+    /// `node10` and `node11` come before `node2`.
     #[test]
-    fn aliases_sort_numerically_past_ten() {
+    fn aliases_sort_as_strings_as_upstream() {
         let test = test_of(vec![service("clique", 11)]);
         let mut shuffled = nodes(12);
         shuffled.reverse();
         shuffled.swap(0, 5);
         let p = place(&test, &shuffled).unwrap();
-        for i in 0..11 {
-            assert_eq!(on(&p, &format!("node{i}")), [format!("clique/{i}")]);
+        let order = [
+            "node0", "node1", "node10", "node11", "node2", "node3", "node4", "node5", "node6",
+            "node7", "node8",
+        ];
+        for (i, node) in order.iter().enumerate() {
+            assert_eq!(on(&p, node), [format!("clique/{i}")], "{node}");
         }
-        assert!(p["node11"].is_empty());
+        assert!(p["node9"].is_empty());
         let mut aliases = vec!["node10", "node2", "node9", "node1", "node0", "node100"];
         aliases.sort_by(|a, b| alias_order(a, b));
         assert_eq!(
             aliases,
-            ["node0", "node1", "node2", "node9", "node10", "node100"]
+            ["node0", "node1", "node10", "node100", "node2", "node9"]
         );
     }
 
@@ -1225,9 +1228,10 @@ mod tests {
             .collect();
         let p = place(&test, &racks).unwrap();
         for (node, instance) in [
-            ("node9", "rectangular/0/0"),
-            ("node10", "rectangular/0/1"),
-            ("node11", "rectangular/0/2"),
+            // Slice 0 nodes in string order: node10, node11, node9.
+            ("node10", "rectangular/0/0"),
+            ("node11", "rectangular/0/1"),
+            ("node9", "rectangular/0/2"),
             ("node12", "rectangular/1/0"),
             ("node13", "rectangular/1/1"),
             ("node14", "rectangular/1/2"),

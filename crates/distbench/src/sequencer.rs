@@ -51,7 +51,8 @@ const START_MARGIN: Duration = Duration::from_millis(200);
 struct NodeEntry {
     id: i32,
     alias: String,
-    addr: SocketAddr,
+    /// The `host:port` the sequencer dials.
+    addr: String,
     hostname: String,
     attributes: BTreeMap<String, String>,
     client: DistBenchNodeManagerClient<Channel>,
@@ -105,17 +106,28 @@ impl Sequencer {
     }
 
     /// Registers (or re-registers, same control address) a node manager.
+    /// The sequencer dials its `service_address` (a gRPC target such as
+    /// `ipv4:///10.0.0.2:10000` or `dns:///host:10000`), else
+    /// `control_ip:control_port`. A node asking for an id
+    /// (`preassigned_node_id`, the node manager's `nodeN` argument) gets it
+    /// unless another node holds it; the others get the next free id.
     pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, String> {
-        let ip = reg.control_ip();
-        let addr: SocketAddr = format!("{ip}:{}", reg.control_port())
-            .parse()
-            .or_else(|_| format!("[{ip}]:{}", reg.control_port()).parse())
-            .map_err(|_| {
-                format!(
-                    "RegisterNode: control_ip '{ip}' and control_port {} are not an address",
-                    reg.control_port()
-                )
-            })?;
+        let addr = match reg.service_address.as_deref().filter(|s| !s.is_empty()) {
+            Some(target) => service_target(target)?,
+            None => {
+                let ip = reg.control_ip();
+                let addr: SocketAddr = format!("{ip}:{}", reg.control_port())
+                    .parse()
+                    .or_else(|_| format!("[{ip}]:{}", reg.control_port()).parse())
+                    .map_err(|_| {
+                        format!(
+                            "RegisterNode: control_ip '{ip}' and control_port {} are not an address",
+                            reg.control_port()
+                        )
+                    })?;
+                addr.to_string()
+            }
+        };
         let channel = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| format!("RegisterNode: {e}"))?
             .tcp_nodelay(true)
@@ -130,9 +142,20 @@ impl Sequencer {
             .map(|a: &Attribute| (a.name().to_string(), a.value().to_string()))
             .collect();
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = reg.preassigned_node_id();
         let id = match nodes.iter().position(|n| n.addr == addr) {
             Some(i) => nodes[i].id,
-            None => i32::try_from(nodes.len()).unwrap_or(i32::MAX),
+            None if wanted >= 0 => {
+                if let Some(n) = nodes.iter().find(|n| n.id == wanted) {
+                    return Err(format!(
+                        "RegisterNode: node{wanted} is already registered (at {}); \
+                         pre-assigned node ids must be unique",
+                        n.addr
+                    ));
+                }
+                wanted
+            }
+            None => nodes.iter().map(|n| n.id + 1).max().unwrap_or(0),
         };
         let entry = NodeEntry {
             id,
@@ -150,6 +173,7 @@ impl Sequencer {
             Some(i) => nodes[i] = entry,
             None => nodes.push(entry),
         }
+        nodes.sort_by_key(|n| n.id);
         Ok(config)
     }
 
@@ -481,19 +505,34 @@ impl Sequencer {
             let r = r
                 .map_err(|s| node_err(n, "GetTrafficResult", s))?
                 .into_inner();
-            errors.extend(r.errors);
             if let Some(l) = r.service_logs {
                 logs.instance_logs.extend(l.instance_logs);
             }
             usages.extend(r.node_usages);
         }
-        if !errors.is_empty() {
-            return Err(TestError::node(format!(
-                "overloaded: {}",
-                errors.join("; ")
-            )));
-        }
         Ok((endpoints, logs, usages))
+    }
+}
+
+/// The `host:port` of a node's gRPC `service_address` target
+/// (`ipv4:///1.2.3.4:5678`, `ipv6:///[::1]:5678`, `dns:///host:5678`, or a
+/// plain `host:port`).
+fn service_target(target: &str) -> Result<String, String> {
+    let rest = ["ipv4:///", "ipv6:///", "dns:///", "ipv4:", "ipv6:", "dns:"]
+        .iter()
+        .find_map(|p| target.strip_prefix(p))
+        .unwrap_or(target);
+    let uri: Option<tonic::codegen::http::Uri> = format!("http://{rest}").parse().ok();
+    match uri {
+        Some(u)
+            if u.port().is_some() && u.host().is_some_and(|h| !h.is_empty()) && u.path() == "/" =>
+        {
+            Ok(rest.to_string())
+        }
+        _ => Err(format!(
+            "RegisterNode: service_address '{target}' is not a gRPC target of the form \
+             ipv4:///IP:PORT, ipv6:///[IP]:PORT, dns:///HOST:PORT or HOST:PORT"
+        )),
     }
 }
 
@@ -555,5 +594,60 @@ mod tests {
         assert!(!timed_out(&Status::unavailable("connection refused")));
         assert!(!timed_out(&Status::cancelled("the node stopped")));
         assert!(!timed_out(&Status::unknown("transport error")));
+    }
+
+    #[test]
+    fn service_addresses_are_grpc_targets() {
+        for (target, want) in [
+            ("ipv4:///10.0.0.2:10000", "10.0.0.2:10000"),
+            ("ipv6:///[::1]:5678", "[::1]:5678"),
+            ("dns:///node-a.example:10000", "node-a.example:10000"),
+            ("ipv4:127.0.0.1:1", "127.0.0.1:1"),
+            ("localhost:10000", "localhost:10000"),
+        ] {
+            assert_eq!(service_target(target).unwrap(), want, "{target}");
+        }
+        for bad in [
+            "ipv4:///10.0.0.2",
+            "dns:///:80",
+            "",
+            "unix:///tmp/s",
+            "h:1/path",
+        ] {
+            let e = service_target(bad).unwrap_err();
+            assert!(e.contains("is not a gRPC target"), "{bad}: {e}");
+        }
+    }
+
+    fn registration(port: i32, preassigned: Option<i32>) -> NodeRegistration {
+        NodeRegistration {
+            hostname: Some("h".into()),
+            control_ip: Some("127.0.0.1".into()),
+            control_port: Some(port),
+            preassigned_node_id: preassigned,
+            ..Default::default()
+        }
+    }
+
+    /// Pre-assigned ids are granted, the others take the next free id, a
+    /// re-registration keeps its id, and a taken id is refused by name.
+    #[tokio::test]
+    async fn preassigned_node_ids() {
+        let s = Sequencer::new();
+        let id = |r: &NodeRegistration| s.register(r).unwrap().node_alias().to_string();
+        assert_eq!(id(&registration(1001, Some(2))), "node2");
+        assert_eq!(id(&registration(1002, None)), "node3");
+        assert_eq!(id(&registration(1003, Some(0))), "node0");
+        assert_eq!(id(&registration(1002, None)), "node3");
+        let e = s.register(&registration(1004, Some(2))).unwrap_err();
+        assert!(e.contains("node2 is already registered"), "{e}");
+        // A service address is dialled instead of the control address.
+        let mut r = registration(1005, None);
+        r.service_address = Some("ipv4:///127.0.0.1:2005".into());
+        assert_eq!(id(&r), "node4");
+        let nodes = s.nodes.lock().unwrap();
+        let ids: Vec<i32> = nodes.iter().map(|n| n.id).collect();
+        assert_eq!(ids, [0, 2, 3, 4]);
+        assert_eq!(nodes[3].addr, "127.0.0.1:2005");
     }
 }

@@ -45,9 +45,18 @@ pub struct NodeManagerArgs {
     /// The sequencer, HOST:PORT.
     #[arg(long = "test_sequencer", value_name = "HOST:PORT")]
     pub test_sequencer: String,
-    /// Port of the control service (0 picks one).
-    #[arg(long, default_value_t = 0)]
+    /// Port of the control service (0 picks one); upstream's default.
+    #[arg(long, default_value_t = 10000)]
     pub port: u16,
+    /// The gRPC target the sequencer dials back (e.g.
+    /// ipv4:///10.0.0.2:10000, dns:///host:10000), when it cannot reach the
+    /// control address (NAT, containers, names DNS cannot resolve).
+    #[arg(long = "service_address", value_name = "TARGET")]
+    pub service_address: Option<String>,
+    /// Pick a device's IPv4 address over its IPv6 one
+    /// (--default_data_plane_device, --control_plane_device, netdev_name).
+    #[arg(long = "prefer_ipv4")]
+    pub prefer_ipv4: bool,
     /// Address the control service listens on (127.0.0.1, the default,
     /// means both 127.0.0.1 and ::1).
     #[arg(long, default_value = "127.0.0.1")]
@@ -71,9 +80,43 @@ pub struct NodeManagerArgs {
         conflicts_with = "bind"
     )]
     pub control_plane_device: Option<String>,
-    /// Node attributes for placement constraints, NAME=VALUE.
-    #[arg(value_name = "NAME=VALUE")]
+    /// `nodeN` first asks the sequencer for node id N (and sets the
+    /// node_alias attribute); then node attributes for placement
+    /// constraints, NAME=VALUE.
+    #[arg(value_name = "[nodeN] NAME=VALUE")]
     pub attributes: Vec<String>,
+}
+
+/// A pre-assigned node id and the node attributes.
+pub type NodeArguments = (Option<i32>, Vec<(String, String)>);
+
+/// A node manager's positional arguments: the pre-assigned id of a leading
+/// `nodeN` (upstream's form: N a non-negative integer written plainly),
+/// and the attributes, with `node_alias=nodeN` first when an id is given.
+pub fn node_arguments(raw: &[String]) -> anyhow::Result<NodeArguments> {
+    let mut rest = raw;
+    let mut id = None;
+    let mut attrs = Vec::new();
+    if let Some(first) = raw.first()
+        && let Some(n) = first.strip_prefix("node")
+        && !first.contains('=')
+    {
+        let parsed = n
+            .parse::<i32>()
+            .ok()
+            .filter(|i| *i >= 0 && i.to_string() == n);
+        let Some(i) = parsed else {
+            bail!(
+                "node_manager expected nodeN as the pre-assigned node id, N a non-negative \
+                 integer; got '{first}'"
+            );
+        };
+        id = Some(i);
+        attrs.push(("node_alias".to_string(), first.clone()));
+        rest = &raw[1..];
+    }
+    attrs.extend(attributes(rest)?);
+    Ok((id, attrs))
 }
 
 /// `run_tests`: sends a test sequence to a sequencer.
@@ -94,13 +137,187 @@ pub struct RunTestsArgs {
     /// seconds): replaces their test_timeout attributes, as upstream.
     #[arg(long = "max_test_duration", value_name = "DURATION", value_parser = parse_duration)]
     pub max_test_duration: Option<Duration>,
-    /// Where the results go (TestSequenceResults, written after each test).
-    #[arg(long, value_name = "FILE")]
-    pub outfile: Option<PathBuf>,
+    /// Where the results go (TestSequenceResults): a file is rewritten
+    /// after each test; /dev/stdout (upstream's default) gets them once the
+    /// sequence is done; an empty name saves nothing.
+    #[arg(long, value_name = "FILE", default_value = "/dev/stdout")]
+    pub outfile: String,
     /// Write the results as binary protobuf (text otherwise; a .gz name
     /// gzips the binary).
     #[arg(long = "binary_output")]
     pub binary_output: bool,
+}
+
+/// Where `run_tests` and `test_preview` put the results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultsOut {
+    /// `--outfile=""`: nowhere.
+    Nowhere,
+    /// Standard output, once the sequence is done.
+    Stdout,
+    /// A file, rewritten (atomically) after each test.
+    File(PathBuf),
+}
+
+impl ResultsOut {
+    /// `--outfile` as given; a relative file goes in the run's metrics
+    /// folder.
+    pub fn of(outfile: &str, ctx: &RunContext) -> Self {
+        match outfile {
+            "" => ResultsOut::Nowhere,
+            "/dev/stdout" | "-" => ResultsOut::Stdout,
+            f => ResultsOut::File(ctx.output_path(Path::new(f))),
+        }
+    }
+
+    /// Saves the results so far to a file.
+    fn save_partial(&self, results: &TestSequenceResults, binary: bool) -> anyhow::Result<()> {
+        match self {
+            ResultsOut::File(p) => save(p, results, binary),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes the final results: to standard output (text, or binary with
+    /// `--binary_output`) or the file.
+    fn finish(&self, results: &TestSequenceResults, binary: bool) -> anyhow::Result<()> {
+        match self {
+            ResultsOut::Nowhere => Ok(()),
+            ResultsOut::File(p) => save(p, results, binary),
+            ResultsOut::Stdout => {
+                use std::io::Write;
+                let bytes = files::encode(
+                    results,
+                    if binary {
+                        Encoding::Binary
+                    } else {
+                        Encoding::Text
+                    },
+                )
+                .map_err(anyhow::Error::msg)?;
+                let mut out = std::io::stdout().lock();
+                out.write_all(&bytes)
+                    .and_then(|()| out.flush())
+                    .context("cannot write the results to standard output")
+            }
+        }
+    }
+
+    /// The file, for the record.
+    fn file(&self) -> Option<&Path> {
+        match self {
+            ResultsOut::File(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// `test_preview`: runs a test sequence on one node manager in this
+/// process, every service instance bundled on it, as upstream's.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench distbench test_preview",
+    about = "Run a Distbench test sequence on a single in-process node manager (every instance \
+             on node0) and write the results"
+)]
+pub struct TestPreviewArgs {
+    /// The test sequence (textproto, binary or .gz); standard input (text)
+    /// by default, as upstream.
+    #[arg(long, value_name = "FILE", default_value = "/dev/stdin")]
+    pub infile: PathBuf,
+    /// Where the results go: standard output (text) by default, as
+    /// upstream; an empty name saves nothing.
+    #[arg(long, value_name = "FILE", default_value = "/dev/stdout")]
+    pub outfile: String,
+    /// Write the results as binary protobuf.
+    #[arg(long = "binary_output")]
+    pub binary_output: bool,
+}
+
+/// The sequence `test_preview` runs: every test's instances bundled on
+/// node0 (a test's own bundles are replaced, with upstream's warning on
+/// stdout).
+pub fn preview_sequence(mut seq: TestSequence) -> TestSequence {
+    for test in &mut seq.tests {
+        if !test.node_service_bundles.is_empty() {
+            println!("WARNING: node_service_bundles will be overwritten");
+        }
+        let services = test
+            .services
+            .iter()
+            .flat_map(crate::placement::instance_names)
+            .collect();
+        test.node_service_bundles = [(
+            "node0".to_string(),
+            crate::proto::ServiceBundle { services },
+        )]
+        .into();
+    }
+    seq
+}
+
+/// `test_preview`.
+pub fn run_test_preview(a: &TestPreviewArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    let seq = preview_sequence(crate::check::load_checked(&a.infile)?);
+    let outfile = ResultsOut::of(&a.outfile, ctx);
+    let rt = runtime()?;
+    let mut results = TestSequenceResults::default();
+    let mut error = None;
+    let mut interrupted = false;
+    rt.block_on(async {
+        let cluster = LocalCluster::start(1, 0)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        for test in &seq.tests {
+            let fut = cluster.run_test(test);
+            tokio::pin!(fut);
+            let r = loop {
+                tokio::select! {
+                    r = &mut fut => break r,
+                    () = tokio::time::sleep(Duration::from_millis(100)), if !interrupted => {
+                        if ctx.cancel.is_stopped() {
+                            interrupted = true;
+                            for n in &cluster.nodes {
+                                n.node.cancel_now().await;
+                            }
+                        }
+                    }
+                }
+            };
+            match r {
+                Ok(r) => {
+                    results.test_results.push(r);
+                    outfile.save_partial(&results, a.binary_output)?;
+                }
+                Err(e) => {
+                    eprintln!("RunTestSequence failed with error:{e}");
+                    error = Some(e);
+                    break;
+                }
+            }
+            if interrupted {
+                break;
+            }
+        }
+        cluster.stop().await;
+        anyhow::Ok(())
+    })?;
+    if error.is_none() && !interrupted {
+        outfile.finish(&results, a.binary_output)?;
+        print!(
+            "\nResult: Preview for {} was successful.\n\n",
+            a.infile.display()
+        );
+    }
+    let r = tests_record(
+        &results,
+        seq.tests.len(),
+        error,
+        interrupted,
+        outfile.file(),
+        Some(1),
+    );
+    Ok(measured(r.success(), &DistbenchRecord::RunTests(r)))
 }
 
 /// `start_localhost`: sequencer plus N node managers in one process.
@@ -174,7 +391,7 @@ pub fn rpc_server_test(response_size: i32) -> crate::proto::DistributedSystemDes
         ],
         payload_descriptions: vec![PayloadSpec {
             name: Some("response".into()),
-            size: Some(response_size),
+            size: Some(response_size.into()),
             ..Default::default()
         }],
         rpc_descriptions: vec![RpcSpec {
@@ -327,10 +544,38 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
 /// Prints a test's `Test summary:` block on stdout, where upstream's
 /// run_tests prints it (as each test ends; upstream prints them all once
 /// the sequence is done).
+/// An engine that stopped its traffic early (overload, or told so by an
+/// overloaded peer) is named on stderr: the test still completes with the
+/// results until then, as upstream's does.
 fn print_summary(r: &TestResult) {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
+    }
+    let name = metrics::test_name(r);
+    let default_limit = r
+        .traffic_config
+        .as_ref()
+        .and_then(|c| c.overload_limits.as_ref())
+        .is_none_or(|o| o.max_pending_rpcs.is_none());
+    for (instance, message) in metrics::test_figures(r).engine_errors {
+        if message.contains("RESOURCE_EXHAUSTED") {
+            let limit = if default_limit && message.contains("Too many RPCs pending") {
+                format!(
+                    " (rackbench's default limit of {} pending RPCs, not upstream's 1,000,000: \
+                     set overload_limits.max_pending_rpcs to change it)",
+                    crate::engine::tables::DEFAULT_MAX_PENDING_RPCS
+                )
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "distbench: test '{name}': {instance} stopped its traffic early: {message}{limit}; \
+                 the results cover the traffic until then"
+            );
+        }
+    }
 }
 
 /// One test's `Test summary:` block.
@@ -684,15 +929,20 @@ pub fn node_addresses(a: &NodeManagerArgs) -> anyhow::Result<(IpAddr, IpAddr)> {
 
 /// `node_manager`.
 pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
-    let attrs = attributes(&a.attributes)?;
+    crate::netif::set_prefer_ipv4(a.prefer_ipv4);
+    let (preassigned, attrs) = node_arguments(&a.attributes)?;
     let (control_ip, data_ip) = node_addresses(a)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let n = cluster::start_node_manager(
+        let n = cluster::start_node_manager_with(
             &a.test_sequencer,
             SocketAddr::new(control_ip, a.port),
             data_ip,
             &attrs,
+            cluster::Registration {
+                preassigned_node_id: preassigned,
+                service_address: a.service_address.clone(),
+            },
         )
         .await
         .map_err(anyhow::Error::msg)?;
@@ -748,16 +998,16 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
             t.attributes.insert("test_timeout".into(), secs.clone());
         }
     }
-    let outfile = a.outfile.as_ref().map(|p| ctx.output_path(p));
+    let outfile = ResultsOut::of(&a.outfile, ctx);
     let rt = runtime()?;
     let mut results = TestSequenceResults::default();
     let run = rt.block_on(async {
         let fut = cluster::run_tests(&a.test_sequencer, &seq, |_, r| {
             print_summary(r);
             results.test_results.push(r.clone());
-            if let Some(p) = &outfile {
-                save(p, &results, a.binary_output).map_err(|e| format!("{e:#}"))?;
-            }
+            outfile
+                .save_partial(&results, a.binary_output)
+                .map_err(|e| format!("{e:#}"))?;
             Ok(())
         });
         tokio::pin!(fut);
@@ -780,12 +1030,26 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     if let Some(e) = &error {
         eprintln!("run_tests: {e}");
     }
+    if let Err(e) = outfile.finish(&results, a.binary_output) {
+        eprintln!("run_tests: unable to save the results: {e:#}");
+        return Ok(measured(
+            false,
+            &DistbenchRecord::RunTests(tests_record(
+                &results,
+                seq.tests.len(),
+                Some(format!("unable to save the results: {e:#}")),
+                interrupted,
+                None,
+                None,
+            )),
+        ));
+    }
     let r = tests_record(
         &results,
         seq.tests.len(),
         error,
         interrupted,
-        outfile.as_deref(),
+        outfile.file(),
         None,
     );
     Ok(measured(r.success(), &DistbenchRecord::RunTests(r)))
@@ -903,6 +1167,37 @@ mod tests {
     use crate::metrics::fixtures::{empty_usage, rich};
     use harness::{Record, Workload};
     use serde_json::Value;
+
+    #[test]
+    fn node_manager_positional_arguments() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (id, attrs) = node_arguments(&args(&["node3", "rack=A"])).unwrap();
+        assert_eq!(id, Some(3));
+        assert_eq!(
+            attrs,
+            vec![
+                ("node_alias".to_string(), "node3".to_string()),
+                ("rack".to_string(), "A".to_string())
+            ]
+        );
+        let (id, attrs) = node_arguments(&args(&["rack=A"])).unwrap();
+        assert_eq!((id, attrs.len()), (None, 1));
+        // An attribute may be called node-something.
+        let (id, _) = node_arguments(&args(&["nodepool=x"])).unwrap();
+        assert_eq!(id, None);
+        for bad in ["node", "node-1", "node01", "nodeX", "node3x"] {
+            let e = node_arguments(&args(&[bad])).unwrap_err().to_string();
+            assert!(
+                e.contains("expected nodeN") && e.contains(bad),
+                "{bad}: {e}"
+            );
+        }
+        // nodeN only first, as upstream; later it is an attribute error.
+        let e = node_arguments(&args(&["rack=A", "node1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'node1' is not NAME=VALUE"), "{e}");
+    }
 
     /// The report's metrics of `r` as the harness derives them: through the
     /// stored record and the workload's `metrics`.

@@ -190,6 +190,178 @@ fn warmups_are_left_out_by_default() {
     assert_eq!(full.lines().count() as u64, all.samples.total + 1);
 }
 
+/// Upstream's sample counts worked out from the results alone. Upstream
+/// counts a list of successful samples each time a summary includes it:
+/// the test summary, its client instance's, its RPC's and its pair's file
+/// and the overall summary always; the client and service summaries only
+/// when the instance names, cut at their last `/`, name a client or server
+/// service (never for multidimensional services, `svc/1/2`). Returns
+/// (total, warm-up).
+fn upstream_counts(results: &TestSequenceResults) -> (u64, u64) {
+    fn service(instance: &str) -> &str {
+        instance.rsplit_once('/').map_or(instance, |(s, _)| s)
+    }
+    let (mut total, mut warmup) = (0, 0);
+    for test in &results.test_results {
+        let config = test.traffic_config.clone().unwrap_or_default();
+        let clients: Vec<&str> = config
+            .rpc_descriptions
+            .iter()
+            .flat_map(|r| r.client.iter().map(String::as_str))
+            .collect();
+        let servers: Vec<&str> = config.rpc_descriptions.iter().map(|r| r.server()).collect();
+        let logs = test.service_logs.clone().unwrap_or_default();
+        for (instance, log) in &logs.instance_logs {
+            for (peer, peer_log) in &log.peer_logs {
+                let summaries = 5
+                    + u64::from(clients.contains(&service(instance)))
+                    + u64::from(servers.contains(&service(peer)));
+                for rpc_log in peer_log.rpc_logs.values() {
+                    let samples = &rpc_log.successful_rpc_samples;
+                    total += summaries * samples.len() as u64;
+                    warmup += summaries * samples.iter().filter(|s| s.warmup()).count() as u64;
+                }
+            }
+        }
+    }
+    (total, warmup)
+}
+
+/// What `analyze` prints for each golden case, upstream's lines checked
+/// three ways: against the counts worked out from the results
+/// ([`upstream_counts`]), against the figures upstream's script printed for
+/// the same case (run by hand on these inputs), and line by line where the
+/// empty summaries follow from the layout.
+#[test]
+fn golden_stdout_is_upstreams() {
+    testenv::conformance_or_return!("distbench/analysis_golden_results");
+    // Case, input, options, and what upstream printed: total, warm-up and
+    // empty-summary lines.
+    let cases = [
+        (
+            "client_server_test",
+            "client_server_1x1x1-grpc_polling_inline.pb.gz",
+            Options {
+                include_warmups: true,
+                ..Options::default()
+            },
+            (32417, 7000, 0),
+        ),
+        (
+            "supress_header_test",
+            "multi_level_rpc_2x3x1-grpc_polling_inline.pb",
+            Options {
+                suppress_header: true,
+                ..Options::default()
+            },
+            (840, 84, 10),
+        ),
+        (
+            "statistics_format_test",
+            "multi_level_rpc_2x3x1-grpc_polling_inline.pb",
+            Options {
+                format: OutputFormat::Statistics,
+                ..Options::default()
+            },
+            (840, 84, 10),
+        ),
+        (
+            "trace_context_test",
+            "clique_sync_burst_10x16000x1024x1024-grpc_polling_inline.pb",
+            Options {
+                format: OutputFormat::TraceContext,
+                ..Options::default()
+            },
+            (11592, 0, 10),
+        ),
+        (
+            "multidimensional_test",
+            "2dclique_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.pb",
+            Options::default(),
+            (2250, 750, 226),
+        ),
+    ];
+    for (case, input, options, (total, warmup, empty)) in cases {
+        let input = golden_root().join(case).join(input);
+        let results = analyze::read_results(&input).unwrap();
+        let a = analyze::analyze(&results, &options).unwrap();
+        let u = &a.upstream;
+        assert_eq!(
+            (u.total_samples, u.warmup_samples),
+            upstream_counts(&results),
+            "{case}"
+        );
+        assert_eq!(
+            (u.total_samples, u.warmup_samples, u.empty.len()),
+            (total, warmup, empty),
+            "{case}"
+        );
+        // Plain services: every sample in 7 summaries; rackbench counts it once.
+        if case != "multidimensional_test" {
+            assert_eq!(u.total_samples, 7 * a.samples.total, "{case}");
+        }
+        let skipped = (!options.include_warmups).then_some(warmup);
+        assert_eq!(u.skipped_samples, skipped, "{case}");
+        let text = u.stdout(Path::new("out"));
+        let mut tail = vec![
+            format!("Total samples:  {total}"),
+            format!("Warmup samples:  {warmup}"),
+        ];
+        tail.extend(skipped.map(|s| format!("Skipped samples:  {s}")));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[empty..], tail, "{case}");
+        assert!(
+            lines[..empty].iter().all(
+                |l| l.starts_with("Empty output out/test_0/") && l.ends_with(".txt skipped...")
+            ),
+            "{case}: {text}"
+        );
+    }
+
+    // The clique never sends to itself: each instance's pair with itself
+    // is empty, and nothing else is.
+    let input = golden_root()
+        .join("trace_context_test/clique_sync_burst_10x16000x1024x1024-grpc_polling_inline.pb");
+    let options = Options {
+        format: OutputFormat::TraceContext,
+        ..Options::default()
+    };
+    let a = analyze::analyze_input(&input, &options).unwrap();
+    let mut expected: String = (0..10)
+        .map(|i| {
+            format!(
+                "Empty output res/test_0/clique/{i}/clique/{i}/pairwise_summary.txt skipped...\n"
+            )
+        })
+        .collect();
+    expected.push_str("Total samples:  11592\nWarmup samples:  0\nSkipped samples:  0\n");
+    assert_eq!(a.upstream.stdout(Path::new("res")), expected);
+
+    // Multidimensional services never match their client and service
+    // summaries (1 + 15 lines), and each of the 15 instances of the ring
+    // sends to one of the 15 peers (15 x 14 empty pairs).
+    let input = golden_root().join(
+        "multidimensional_test/2dclique_ring_x_sync_burst_5x3x100000x1024x1024-grpc_polling_inline.pb",
+    );
+    let a = analyze::analyze_input(&input, &Options::default()).unwrap();
+    let empty: Vec<String> = a
+        .upstream
+        .empty
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(empty[0], "test_0/2dclique/client_summary.txt");
+    let services = empty
+        .iter()
+        .filter(|p| p.ends_with("/service_summary.txt"))
+        .count();
+    let pairs = empty
+        .iter()
+        .filter(|p| p.ends_with("/pairwise_summary.txt"))
+        .count();
+    assert_eq!((services, pairs), (15, 15 * 14));
+}
+
 /// A one-test result: `client/0` sent `samples` of RPC 0 to `server/0`.
 fn small_result(rpc_name: &str, rpc_index: i32, samples: Vec<RpcSample>) -> TestSequenceResults {
     let service = |name: &str| ServiceSpec {

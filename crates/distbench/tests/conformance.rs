@@ -10,7 +10,8 @@ use distbench::files::{self, Encoding};
 use distbench::proto::{TestSequence, TestSequenceResults};
 use distbench::textproto;
 use prost::Message;
-use prost_reflect::{DynamicMessage, ReflectMessage, Value};
+use prost_reflect::prost_types::{DescriptorProto, FileDescriptorSet};
+use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, Value};
 use std::path::{Path, PathBuf};
 
 fn conformance_dir() -> PathBuf {
@@ -85,6 +86,23 @@ fn unknown_fields(msg: &DynamicMessage) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Our schema with every map field seen as what it is on the wire: a
+/// repeated `{ key = 1; value = 2; }` message. Decoding through it keeps map
+/// entries in their order and with explicit default keys.
+fn flat_pool() -> DescriptorPool {
+    fn clear_map_entries(message: &mut DescriptorProto) {
+        if let Some(options) = message.options.as_mut() {
+            options.map_entry = None;
+        }
+        message.nested_type.iter_mut().for_each(clear_map_entries);
+    }
+    let mut set = FileDescriptorSet::decode(distbench::proto::FILE_DESCRIPTOR_SET).unwrap();
+    for file in &mut set.file {
+        file.message_type.iter_mut().for_each(clear_map_entries);
+    }
+    DescriptorPool::from_file_descriptor_set(set).unwrap()
 }
 
 fn read_config(path: &Path) -> TestSequence {
@@ -236,8 +254,6 @@ fn golden_results_decode_and_reencode() {
         }
         assert!(samples > 0, "{}: no samples", path.display());
         // Nothing is lost: the schema knows every field upstream wrote.
-        // (Bytes differ: upstream writes map keys equal to 0, prost omits
-        // them, and map entries may come in another order.)
         let dynamic = DynamicMessage::decode(
             distbench::proto::descriptor::<TestSequenceResults>().unwrap(),
             binary.as_slice(),
@@ -251,6 +267,32 @@ fn golden_results_decode_and_reencode() {
         );
         let again = res.encode_to_vec();
         assert_eq!(TestSequenceResults::decode(again.as_slice()).unwrap(), res);
+        // Byte for byte: the typed messages cannot reproduce upstream's
+        // bytes (their maps are BTreeMaps, so entries come out sorted and a
+        // key equal to 0 is left out, where upstream writes the entries in
+        // its hash map's order and every key explicitly). Seen as repeated
+        // entry messages, with proto2 presence, the schema re-encodes
+        // exactly what upstream wrote: same field numbers, wire types,
+        // packing, field order (ascending numbers, as upstream's serializer
+        // writes them) and entry order.
+        let flat = DynamicMessage::decode(
+            flat_pool()
+                .get_message_by_name("distbench.TestSequenceResults")
+                .unwrap(),
+            binary.as_slice(),
+        )
+        .unwrap();
+        assert_eq!(unknown_fields(&flat), Vec::<String>::new());
+        let reencoded = flat.encode_to_vec();
+        assert_eq!(
+            reencoded.len(),
+            binary.len(),
+            "{}: re-encoded size",
+            path.display()
+        );
+        if let Some(at) = reencoded.iter().zip(&binary).position(|(a, b)| a != b) {
+            panic!("{}: re-encoding differs at byte {at}", path.display());
+        }
         // The traffic config inside a result passes check_test too.
         assert!(check::check_test(0, cfg).is_empty(), "{}", path.display());
     }

@@ -1,7 +1,7 @@
 //! Distbench through the binary: `check_test` on a good and a bad sequence,
 //! upstream's flag forms, and traffic run by separate sequencer and node
 //! manager processes (`run_tests`, a node manager killed mid-test,
-//! `start_localhost`).
+//! `start_localhost`), and `analyze`'s stdout.
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
@@ -43,13 +43,18 @@ fn check_test_accepts_a_golden_config() {
     let cfg = golden("sweep1.config");
     let o = check_test(d.path(), &format!("--infile={}", cfg.display()));
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    // Upstream's stdout: its Result line alone.
+    assert_eq!(
+        out,
+        format!("\nResult: {} parsed successfully.\n\n", cfg.display())
+    );
     assert!(
-        out.contains("OK test 0: clique_sync_burst_10x4000x1024x1024-grpc_polling_inline"),
-        "{out}"
+        err.contains("OK test 0: clique_sync_burst_10x4000x1024x1024-grpc_polling_inline"),
+        "{err}"
     );
     // sweep1 holds several tests; each gets its line.
-    assert!(out.contains("OK test 1: "), "{out}");
+    assert!(err.contains("OK test 1: "), "{err}");
     // check_test is a helper: its lines and nothing else, even though the
     // tests' helper asks for reports (RACKBENCH_REPORT=1).
     assert!(!out.contains("\"run_id\""), "{out}");
@@ -61,7 +66,7 @@ fn check_test_accepts_a_golden_config() {
 }
 
 #[test]
-fn check_test_reports_every_error_and_exits_2() {
+fn check_test_reports_every_error_and_exits_1() {
     let d = tempfile::tempdir().unwrap();
     let bad = d.path().join("bad.config");
     std::fs::write(
@@ -78,7 +83,7 @@ fn check_test_reports_every_error_and_exits_2() {
         .arg(&bad)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     for want in [
         "check_test found 4 problems",
@@ -89,7 +94,7 @@ fn check_test_reports_every_error_and_exits_2() {
     ] {
         assert!(err.contains(want), "missing '{want}' in:\n{err}");
     }
-    assert!(!text(&o.stdout).contains("OK test"), "{}", text(&o.stdout));
+    assert!(!text(&o.stdout).contains("Result:"), "{}", text(&o.stdout));
 }
 
 #[test]
@@ -98,7 +103,7 @@ fn check_test_parse_error_names_line_and_column() {
     let bad = d.path().join("typo.config");
     std::fs::write(&bad, "tests {\n  name: 't'\n  servces { name: 's' }\n}\n").unwrap();
     let o = check_test(d.path(), &format!("--infile={}", bad.display()));
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
         err.contains(&format!(
@@ -112,8 +117,10 @@ fn check_test_parse_error_names_line_and_column() {
 #[test]
 fn missing_file_and_bad_flags_are_bad_input() {
     let d = tempfile::tempdir().unwrap();
+    // check_test's result is the check: a file it cannot read exits 1, as
+    // upstream's ("Error reading test sequence").
     let o = check_test(d.path(), "--infile=/nonexistent/tests.config");
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr).contains("/nonexistent/tests.config"),
         "{}",
@@ -249,8 +256,9 @@ fn run_tests_over_separate_processes_and_a_node_that_dies() {
         &["distbench", "test_sequencer", &format!("--port={port}")],
     );
     let flag = format!("--test_sequencer={seq_addr}");
-    let _n0 = spawn(d.path(), &["distbench", "node_manager", &flag]);
-    let mut n1 = spawn(d.path(), &["distbench", "node_manager", &flag]);
+    // --port=0: upstream's default port, 10000, is shared by every mode.
+    let _n0 = spawn(d.path(), &["distbench", "node_manager", &flag, "--port=0"]);
+    let mut n1 = spawn(d.path(), &["distbench", "node_manager", &flag, "--port=0"]);
 
     build_config(
         d.path(),
@@ -457,6 +465,10 @@ fn test_builder_writes_configs_and_refuses_bad_input() {
         text(&out.stdout)
             .starts_with("# produced by rackbench distbench test_builder clique\ntests {")
     );
+    // All of stdout is the config (no report after it, although the tests'
+    // helper asks for reports): it parses whole.
+    let all = distbench::textproto::parse_test_sequence(&text(&out.stdout), "stdout").unwrap();
+    assert_eq!(all.tests.len(), 1);
 
     for bad in [
         &["bogus"][..],
@@ -466,6 +478,125 @@ fn test_builder_writes_configs_and_refuses_bad_input() {
         let out = run(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out.stderr));
     }
+}
+
+/// `analyze` through the binary: upstream's stdout (its empty summaries
+/// under the output folder as given, then its sample counts, a sample
+/// counted once per summary including it), then rackbench's own line.
+#[test]
+fn analyze_prints_upstreams_lines_then_ours() {
+    use distbench::proto::{
+        DistributedSystemDescription, PeerPerformanceLog, RpcPerformanceLog, RpcSample, RpcSpec,
+        ServiceLogs, ServicePerformanceLog, ServiceSpec, TestResult, TestSequenceResults,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // client/0 sent two RPCs to server/0 (one of a warm-up) and none to
+    // server/1.
+    let service = |name: &str, count| ServiceSpec {
+        name: Some(name.into()),
+        count: Some(count),
+        ..Default::default()
+    };
+    let sample = |warmup| RpcSample {
+        request_size: Some(16),
+        latency_ns: Some(2000),
+        warmup: Some(warmup),
+        ..Default::default()
+    };
+    let peer = PeerPerformanceLog {
+        rpc_logs: [(
+            0,
+            RpcPerformanceLog {
+                successful_rpc_samples: vec![sample(true), sample(false)],
+                failed_rpc_samples: vec![],
+            },
+        )]
+        .into(),
+    };
+    let results = TestSequenceResults {
+        test_results: vec![TestResult {
+            traffic_config: Some(DistributedSystemDescription {
+                services: vec![service("client", 1), service("server", 2)],
+                rpc_descriptions: vec![RpcSpec {
+                    name: Some("q".into()),
+                    client: vec!["client".into()],
+                    server: Some("server".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            service_logs: Some(ServiceLogs {
+                instance_logs: [(
+                    "client/0".to_string(),
+                    ServicePerformanceLog {
+                        peer_logs: [("server/0".to_string(), peer)].into(),
+                        ..Default::default()
+                    },
+                )]
+                .into(),
+            }),
+            ..Default::default()
+        }],
+    };
+    let input = dir.path().join("r.pb");
+    distbench::files::write(&input, &results, distbench::files::Encoding::Binary).unwrap();
+
+    let o = rackbench(dir.path())
+        .args(["--no-store", "--output-dir"])
+        .arg(dir.path().join("reports"))
+        .args(["distbench", "analyze", "--input_file"])
+        .arg(&input)
+        .args(["--output_directory", "tree"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // 2 samples in 7 summaries (test, client, client instance, service,
+    // RPC, pair, overall); the warm-up one likewise.
+    assert_eq!(
+        lines[..4],
+        [
+            "Empty output tree/test_0/client/0/server/1/pairwise_summary.txt skipped...",
+            "Total samples:  14",
+            "Warmup samples:  7",
+            "Skipped samples:  7",
+        ],
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 5, "{stdout}");
+    let ours = lines[4];
+    assert!(
+        ours.starts_with("rackbench: wrote 7 files for 1 test into "),
+        "{ours}"
+    );
+    assert!(
+        ours.ends_with(
+            " (default format); 1 of 2 RPC samples summarized, each counted once (1 warm-up, left out)"
+        ),
+        "{ours}"
+    );
+    // The tree is where our line says (relative to the working folder).
+    let written = ours
+        .trim_start_matches("rackbench: wrote 7 files for 1 test into ")
+        .split(" (default format)")
+        .next()
+        .unwrap();
+    let written = dir.path().join(written);
+    let summary = std::fs::read_to_string(written.join("overall_summary.txt"))
+        .unwrap_or_else(|e| panic!("{}: {e}", written.display()));
+    assert_eq!(
+        summary,
+        "Request_size    Latency_ns\n16              2000\n"
+    );
+    assert!(written.join("test_0/client/0/server").is_dir());
+    assert!(!written.join("test_0/client/0/server/1").exists());
+    // Upstream's lines are on stdout only.
+    assert!(
+        !text(&o.stderr).contains("Total samples"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 /// Upstream's scripts: `test_sequencer --local_nodes`, a node manager named
@@ -492,6 +623,7 @@ fn upstream_style_local_nodes_stdin_and_shutdown_after_tests() {
             "distbench",
             "node_manager",
             &flag,
+            "--port=0",
             "--default_data_plane_device=lo",
         ],
     );
@@ -664,4 +796,202 @@ fn ctrl_c_keeps_the_partial_test() {
     let r: distbench::proto::TestSequenceResults =
         distbench::files::read(Path::new(m["outfile"].as_str().unwrap())).unwrap();
     assert_eq!(r.test_results.len(), 1);
+}
+
+/// An overloaded test (more RPCs pending than `overload_limits` allows)
+/// ends early but completes, as upstream's: the results file and the Test
+/// summary are written, the client's log carries the engine's error and the
+/// abandoned RPCs as failed samples, the run exits 0, and the report flags
+/// the overload.
+#[test]
+fn overloaded_test_completes_with_its_results() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("overload.config");
+    std::fs::write(
+        &config,
+        r#"tests {
+  name: 'overload'
+  services { name: 'c' count: 1 }
+  services { name: 's' count: 1 }
+  rpc_descriptions { name: 'q' client: 'c' server: 's' }
+  overload_limits { max_pending_rpcs: 50 }
+  activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
+                     activity_settings { name: 'duration_us' int64_value: 200000 } }
+  action_lists { name: 'c' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q' iterations { max_duration_us: 20000000 max_parallel_iterations: 200 } }
+  action_lists { name: 'q' action_names: 'work' }
+  actions { name: 'work' activity_config_name: 'sleep' }
+}
+"#,
+    )
+    .unwrap();
+    let outfile = d.path().join("overload.pb");
+    let o = rackbench(d.path())
+        .args(["--no-store", "--output-dir"])
+        .arg(d.path().join("reports"))
+        .args([
+            "distbench",
+            "start_localhost",
+            "-n",
+            "2",
+            "--port=0",
+            "--infile",
+        ])
+        .arg(&config)
+        .arg("--outfile")
+        .arg(&outfile)
+        .output()
+        .unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(out.starts_with("Test summary:\n"), "{out}");
+    assert!(
+        err.contains("c/0 stopped its traffic early: RESOURCE_EXHAUSTED: Too many RPCs pending"),
+        "{err}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(out.trim_end().lines().last().unwrap()).unwrap();
+    let t = &report["metrics"]["tests"][0];
+    assert_eq!(report["success"], true, "{report}");
+    assert_eq!(t["overloaded"], true, "{t}");
+    assert_eq!(
+        t["engine_errors"]["c/0"],
+        "RESOURCE_EXHAUSTED: Too many RPCs pending"
+    );
+    assert!(t["overall"]["failed"].as_u64().unwrap() > 0, "{t}");
+    let r: distbench::proto::TestSequenceResults = distbench::files::read(&outfile).unwrap();
+    let log = &r.test_results[0]
+        .service_logs
+        .as_ref()
+        .unwrap()
+        .instance_logs["c/0"];
+    assert_eq!(
+        log.engine_error_message(),
+        "RESOURCE_EXHAUSTED: Too many RPCs pending"
+    );
+}
+
+/// Two services, client and server: what the node-placement tests run.
+const CLIENT_SERVER: &str = r#"tests {
+  name: 'cs'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 2 }
+  rpc_descriptions { name: 'q' client: 'client' server: 'server' }
+  action_lists { name: 'client' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q' iterations { max_iteration_count: 20 } }
+  action_lists { name: 'q' }
+}
+"#;
+
+/// The text results before upstream's closing `Result:` line (or the whole
+/// text), parsed.
+fn results_of(text_results: &str) -> distbench::proto::TestSequenceResults {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("r.txt");
+    std::fs::write(&f, text_results).unwrap();
+    distbench::files::read(&f).unwrap()
+}
+
+/// `test_preview` runs the sequence on one in-process node manager with
+/// every instance bundled on node0, prints the results as text on stdout
+/// and then upstream's "Result: Preview for F was successful." line.
+#[test]
+fn test_preview_runs_every_instance_on_one_node() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("cs.config");
+    std::fs::write(&config, CLIENT_SERVER).unwrap();
+    let o = rackbench(d.path())
+        .args(["distbench", "test_preview", "--infile"])
+        .arg(&config)
+        .env_remove("RACKBENCH_REPORT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let tail = format!(
+        "\nResult: Preview for {} was successful.\n\n",
+        config.display()
+    );
+    assert!(out.ends_with(&tail), "{out}");
+    let r = results_of(&out[..out.len() - tail.len()]);
+    let t = &r.test_results[0];
+    // The three instances on node0, the only node.
+    let bundles = &t.traffic_config.as_ref().unwrap().node_service_bundles;
+    assert_eq!(
+        bundles["node0"].services,
+        ["client/0", "server/0", "server/1"]
+    );
+    let usage = &t.resource_usage_logs.as_ref().unwrap().node_usages;
+    assert_eq!(usage.keys().collect::<Vec<_>>(), ["node0"]);
+    let log = &t.service_logs.as_ref().unwrap().instance_logs["client/0"];
+    let sent: usize = log
+        .peer_logs
+        .values()
+        .map(|p| p.rpc_logs[&0].successful_rpc_samples.len())
+        .sum();
+    assert_eq!(sent, 40, "20 iterations fanned out to 2 servers");
+}
+
+/// Upstream's node manager arguments: `nodeN` asks for node id N, and
+/// `--service_address` is where the sequencer dials it. A test bundled on
+/// node1 runs only if the one node manager got that id. run_tests writes the
+/// results in text on stdout by default, after the Test summary.
+#[test]
+fn node_manager_preassigned_id_and_service_address() {
+    let d = tempfile::tempdir().unwrap();
+    let (seq_port, node_port) = (free_port(), free_port());
+    let _seq = spawn(
+        d.path(),
+        &["distbench", "test_sequencer", &format!("--port={seq_port}")],
+    );
+    let flag = format!("--test_sequencer=127.0.0.1:{seq_port}");
+    let _node = spawn(
+        d.path(),
+        &[
+            "distbench",
+            "node_manager",
+            &flag,
+            &format!("--port={node_port}"),
+            &format!("--service_address=ipv4:///127.0.0.1:{node_port}"),
+            "node1",
+            "rack=a",
+        ],
+    );
+    let config = d.path().join("bundled.config");
+    std::fs::write(
+        &config,
+        CLIENT_SERVER.replace(
+            "  action_lists { name: 'q' }\n",
+            "  action_lists { name: 'q' }\n  node_service_bundles { key: 'node1' value { services: 'client/0' services: 'server/0' services: 'server/1' } }\n",
+        ),
+    )
+    .unwrap();
+    // The node manager registers within a second or two.
+    let mut last = String::new();
+    for _ in 0..40 {
+        let o = rackbench(d.path())
+            .args(["distbench", "run_tests", &flag, "--infile"])
+            .arg(&config)
+            .env_remove("RACKBENCH_REPORT")
+            .output()
+            .unwrap();
+        if o.status.success() {
+            let out = text(&o.stdout);
+            let results = out
+                .strip_prefix("Test summary:\n")
+                .and_then(|rest| rest.split_once("\n\n"))
+                .map(|(_, results)| results)
+                .unwrap_or_else(|| panic!("no Test summary first: {out}"));
+            let r = results_of(results);
+            let t = &r.test_results[0];
+            let usage = &t.resource_usage_logs.as_ref().unwrap().node_usages;
+            assert_eq!(usage.keys().collect::<Vec<_>>(), ["node1"]);
+            let placed = &t.placement.as_ref().unwrap().service_endpoints;
+            assert_eq!(placed.len(), 3);
+            return;
+        }
+        last = text(&o.stderr);
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("run_tests never succeeded: {last}");
 }

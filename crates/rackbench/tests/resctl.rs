@@ -164,8 +164,17 @@ fn hashd_bench_saves_rps_max() {
     if err >= -0.075 {
         assert_eq!(last["mem_frac"], p["mem_frac"], "{probes:?}");
     } else {
+        // Not the missed refinement's own fraction, unless an earlier probe
+        // fit at that same fraction (mem-up at 1.0, then a refinement at
+        // 1.0 that missed on a loaded machine).
         assert!(saved > 0.0 && saved <= 1.0, "{p}");
-        assert_ne!(last["mem_frac"], p["mem_frac"], "{probes:?}");
+        let fit_at_saved = probes[..probes.len() - 1]
+            .iter()
+            .any(|x| x["mem_frac"].as_f64() == Some(saved));
+        assert!(
+            last["mem_frac"].as_f64() != Some(saved) || fit_at_saved,
+            "{probes:?}"
+        );
     }
 }
 

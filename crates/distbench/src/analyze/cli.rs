@@ -1,12 +1,15 @@
 //! The `analyze` command line: upstream's flags (`--input_file=F`,
 //! `--output_directory=D`, `--output_format=...`, `--supress_header`,
 //! `--consider_warmups`), in `--flag=value`, `--flag value` or `-flag=value`
-//! form, and the run that reports what it wrote.
+//! form, and the run that reports what it wrote: upstream's stdout, then
+//! rackbench's own line.
 
 use super::{Analysis, AnalyzeError, Options, OutputFormat, analyze_file, analyze_input};
 use clap::{CommandFactory, Parser};
 use harness::{Outcome, RunContext};
-use std::path::PathBuf;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,18 +84,36 @@ impl Invocation {
     }
 
     /// Analyzes and writes the tree; a relative output folder goes inside
-    /// the run's metrics folder.
+    /// the run's metrics folder. Prints upstream's stdout, then rackbench's
+    /// own line ([`Invocation::stdout`]).
     pub fn run(&self, ctx: &RunContext) -> anyhow::Result<Outcome> {
         let dir = ctx.output_path(&self.output_directory);
         let analysis = analyze_file(&self.input_file, &dir, &self.options)?;
+        let text = self.stdout(&analysis, &dir);
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()?;
+        Ok(Outcome::helper(true))
+    }
+
+    /// What a run that wrote `analysis` into `written` prints: upstream's
+    /// lines as its script prints them (the empty summaries under the
+    /// output folder as given, then its sample counts, which count a sample
+    /// once per summary including it), then one line of rackbench's own,
+    /// starting `rackbench:`, that counts each sample once.
+    pub fn stdout(&self, analysis: &Analysis, written: &Path) -> String {
+        let mut out = analysis.upstream.stdout(&self.output_directory);
         let s = analysis.samples;
-        println!(
-            "analyze: wrote {} files for {} test{} into {} ({} format); \
-             {} of {} RPC samples summarized ({} warm-up{}{})",
+        // Writing into a String cannot fail.
+        let _ = writeln!(
+            out,
+            "rackbench: wrote {} file{} for {} test{} into {} ({} format); \
+             {} of {} RPC samples summarized, each counted once ({} warm-up{}{})",
             analysis.tree.len(),
+            if analysis.tree.len() == 1 { "" } else { "s" },
             analysis.tests,
             if analysis.tests == 1 { "" } else { "s" },
-            dir.display(),
+            written.display(),
             self.options.format.name(),
             s.used,
             s.total,
@@ -108,7 +129,7 @@ impl Invocation {
                 String::new()
             },
         );
-        Ok(Outcome::helper(true))
+        out
     }
 }
 
@@ -182,5 +203,20 @@ mod tests {
         .to_string();
         assert!(err.contains("--bogus"), "{err}");
         assert!(Invocation::help().contains("--output_format"));
+    }
+
+    #[test]
+    fn upstream_lines_come_first_then_ours() {
+        let inv =
+            Invocation::parse(&args(&["--input_file=r.pb", "--output_directory=o/"])).unwrap();
+        let analysis = super::super::analyze(&Default::default(), &inv.options).unwrap();
+        assert_eq!(
+            inv.stdout(&analysis, Path::new("/m/o")),
+            "Total samples:  0\n\
+             Warmup samples:  0\n\
+             Skipped samples:  0\n\
+             rackbench: wrote 1 file for 0 tests into /m/o (default format); \
+             0 of 0 RPC samples summarized, each counted once (0 warm-up, left out)\n"
+        );
     }
 }

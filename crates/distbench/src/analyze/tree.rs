@@ -22,26 +22,36 @@
 //! - summaries concatenate instances and peers in sorted (string) order of
 //!   their log keys and RPCs in order of their index;
 //! - a file whose summary is empty is not written (and a folder left empty
-//!   is not created), except `overall_summary.txt`, which always is;
+//!   is not created) but reported, in the order the summaries are made,
+//!   except `overall_summary.txt`, which always is written;
 //! - client and service summaries match log keys by the text before their
 //!   last `/`, so multidimensional services (`svc/1/2`) never match and get
 //!   no `client_summary.txt` or `service_summary.txt`.
 
 use super::format::{Options, Point, Selection};
-use super::output::OutputTree;
+use super::output::{Builder, Summary, Tally};
 use super::{ResultProblem, SampleCounts};
 use crate::proto::{DistributedSystemDescription, PeerPerformanceLog, ServiceSpec, TestResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The selected points of one client instance: peer instance -> RPC index
-/// -> points, in the sorted order of the logs.
-type InstancePoints<'a> = BTreeMap<&'a str, BTreeMap<i32, Vec<Point>>>;
+/// One list of successful samples of the logs (one RPC from one client
+/// instance to one peer): the points selected from it, and the tally of
+/// its samples that every summary including it adds to upstream's counts.
+#[derive(Debug, Default)]
+struct RpcList {
+    points: Vec<Point>,
+    tally: Tally,
+}
+
+/// The lists of one client instance: peer instance -> RPC index -> list,
+/// in the sorted order of the logs.
+type InstanceLists<'a> = BTreeMap<&'a str, BTreeMap<i32, RpcList>>;
 
 /// One test's logs, with every sample already selected once.
 struct TestView<'a> {
-    /// Client instance -> its points.
-    instances: BTreeMap<&'a str, InstancePoints<'a>>,
+    /// Client instance -> its lists.
+    instances: BTreeMap<&'a str, InstanceLists<'a>>,
 }
 
 /// The service part of an instance or peer name: the text before the last
@@ -69,42 +79,48 @@ impl<'a> TestView<'a> {
         TestView { instances }
     }
 
-    /// The points of one RPC from a client instance to a peer instance.
-    fn rpc(&self, instance: &str, peer: &str, rpc_index: i32) -> &[Point] {
-        self.instances
+    /// One RPC from a client instance to a peer instance.
+    fn rpc(&self, instance: &str, peer: &str, rpc_index: i32) -> Summary {
+        let mut out = Summary::default();
+        if let Some(list) = self
+            .instances
             .get(instance)
             .and_then(|peers| peers.get(peer))
             .and_then(|rpcs| rpcs.get(&rpc_index))
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        {
+            out.extend(&list.points, list.tally);
+        }
+        out
     }
 
     /// Every RPC from a client instance to one peer instance.
-    fn pair(&self, instance: &str, peer: &str, out: &mut Vec<Point>) {
+    fn pair(&self, instance: &str, peer: &str) -> Summary {
+        let mut out = Summary::default();
         if let Some(rpcs) = self.instances.get(instance).and_then(|p| p.get(peer)) {
             rpcs.values()
-                .for_each(|points| out.extend_from_slice(points));
+                .for_each(|list| out.extend(&list.points, list.tally));
         }
+        out
     }
 
     /// Every RPC from a client instance to peers whose service is `service`
     /// (all peers when `service` is `None`).
-    fn instance(&self, instance: &str, service: Option<&str>, out: &mut Vec<Point>) {
+    fn instance(&self, instance: &str, service: Option<&str>, out: &mut Summary) {
         let Some(peers) = self.instances.get(instance) else {
             return;
         };
         for (peer, rpcs) in peers {
             if service.is_none_or(|s| service_of(peer) == s) {
                 rpcs.values()
-                    .for_each(|points| out.extend_from_slice(points));
+                    .for_each(|list| out.extend(&list.points, list.tally));
             }
         }
     }
 
     /// Every RPC sent by instances whose service is `client` (every
     /// instance when `client` is `None`).
-    fn clients(&self, client: Option<&str>) -> Vec<Point> {
-        let mut out = Vec::new();
+    fn clients(&self, client: Option<&str>) -> Summary {
+        let mut out = Summary::default();
         for instance in self.instances.keys() {
             if client.is_none_or(|c| service_of(instance) == c) {
                 self.instance(instance, None, &mut out);
@@ -114,27 +130,35 @@ impl<'a> TestView<'a> {
     }
 }
 
+/// Selects the points of a peer's lists, counting each sample once in
+/// `counts` and tallying each list for upstream's counts.
 fn select_peer(
     log: &PeerPerformanceLog,
     opts: &Options,
     counts: &mut SampleCounts,
-) -> BTreeMap<i32, Vec<Point>> {
+) -> BTreeMap<i32, RpcList> {
     log.rpc_logs
         .iter()
         .map(|(&index, rpc_log)| {
-            let mut points = Vec::with_capacity(rpc_log.successful_rpc_samples.len());
-            for sample in &rpc_log.successful_rpc_samples {
-                counts.total += 1;
+            let samples = &rpc_log.successful_rpc_samples;
+            let mut list = RpcList {
+                points: Vec::with_capacity(samples.len()),
+                tally: Tally::default(),
+            };
+            for sample in samples {
+                list.tally.samples += 1;
                 if sample.warmup() {
-                    counts.warmup += 1;
+                    list.tally.warmup += 1;
                 }
                 match opts.select(sample) {
-                    Selection::Used(p) => points.push(p),
+                    Selection::Used(p) => list.points.push(p),
                     Selection::Warmup => {}
                     Selection::Untraced => counts.untraced += 1,
                 }
             }
-            (index, points)
+            counts.total += list.tally.samples;
+            counts.warmup += list.tally.warmup;
+            (index, list)
         })
         .collect()
 }
@@ -220,72 +244,78 @@ impl<'c> Roles<'c> {
     }
 }
 
-/// Adds the tree of test number `index` to `tree`, and returns every point
-/// of the test (for the overall summary).
+/// Adds the tree of test number `index` to `out`, and returns the test's
+/// summary (every point of the test, for the overall summary).
+///
+/// The summaries are made in upstream's order, which decides the order of
+/// its `Empty output` lines: the test, then for each client service the
+/// client, and for each of its instances the instance, then for each server
+/// service the service, and for each of its instances the RPCs and the pair.
+/// Client and server services come in order of first appearance in the RPC
+/// descriptions (upstream's order varies from run to run: it walks Python
+/// sets).
 pub(crate) fn add_test(
-    tree: &mut OutputTree,
+    out: &mut Builder,
     index: usize,
     test: &TestResult,
-    opts: &Options,
-    counts: &mut SampleCounts,
-) -> Result<Vec<Point>, ResultProblem> {
-    let view = TestView::new(test, opts, counts);
+) -> Result<Summary, ResultProblem> {
+    let opts = out.opts;
+    let view = TestView::new(test, &opts, &mut out.counts);
     let default_config = DistributedSystemDescription::default();
     let roles = Roles::new(test.traffic_config.as_ref().unwrap_or(&default_config));
     let dir = PathBuf::from(format!("test_{index}"));
 
     let everything = view.clients(None);
-    tree.add_summary(dir.join("test_summary.txt"), &everything, opts);
+    out.add_summary(dir.join("test_summary.txt"), &everything);
     for &client in &roles.clients {
         let client_dir = dir.join(component(index, "client service name", client)?);
-        tree.add_summary(
+        out.add_summary(
             client_dir.join("client_summary.txt"),
             &view.clients(Some(client)),
-            opts,
         );
         for instance in roles.instances_of(index, client)? {
             let client_instance = format!("{client}/{instance}");
             let instance_dir = client_dir.join(instance);
-            let mut points = Vec::new();
-            view.instance(&client_instance, None, &mut points);
-            tree.add_summary(
-                instance_dir.join("client_instance_summary.txt"),
-                &points,
-                opts,
-            );
+            let mut summary = Summary::default();
+            view.instance(&client_instance, None, &mut summary);
+            out.add_summary(instance_dir.join("client_instance_summary.txt"), &summary);
             for &server in &roles.servers {
-                add_server(
-                    tree,
-                    &view,
-                    &roles,
-                    index,
-                    &client_instance,
-                    server,
-                    &instance_dir,
-                    opts,
-                )?;
+                let at = Pair {
+                    test: index,
+                    client_instance: &client_instance,
+                    instance_dir: &instance_dir,
+                };
+                add_server(out, &view, &roles, &at, server)?;
             }
         }
     }
     Ok(everything)
 }
 
+/// Where a `SERVER/` folder goes: under which client instance's folder.
+struct Pair<'p> {
+    test: usize,
+    client_instance: &'p str,
+    instance_dir: &'p Path,
+}
+
 /// The `SERVER/` folder under a client instance's folder.
-#[allow(clippy::too_many_arguments)]
 fn add_server(
-    tree: &mut OutputTree,
+    out: &mut Builder,
     view: &TestView<'_>,
     roles: &Roles<'_>,
-    test: usize,
-    client_instance: &str,
+    at: &Pair<'_>,
     server: &str,
-    instance_dir: &Path,
-    opts: &Options,
 ) -> Result<(), ResultProblem> {
+    let Pair {
+        test,
+        client_instance,
+        instance_dir,
+    } = *at;
     let server_dir = instance_dir.join(component(test, "server service name", server)?);
-    let mut points = Vec::new();
-    view.instance(client_instance, Some(server), &mut points);
-    tree.add_summary(server_dir.join("service_summary.txt"), &points, opts);
+    let mut summary = Summary::default();
+    view.instance(client_instance, Some(server), &mut summary);
+    out.add_summary(server_dir.join("service_summary.txt"), &summary);
     for server_instance in roles.instances_of(test, server)? {
         let peer = format!("{server}/{server_instance}");
         let pair_dir = server_dir.join(server_instance);
@@ -307,15 +337,15 @@ fn add_server(
                     count: roles.rpc_names.len(),
                 })?;
             let name = component(test, "RPC name", name)?;
-            tree.add_summary(
+            out.add_summary(
                 pair_dir.join(format!("{name}.txt")),
-                view.rpc(client_instance, &peer, rpc_index),
-                opts,
+                &view.rpc(client_instance, &peer, rpc_index),
             );
         }
-        points.clear();
-        view.pair(client_instance, &peer, &mut points);
-        tree.add_summary(pair_dir.join("pairwise_summary.txt"), &points, opts);
+        out.add_summary(
+            pair_dir.join("pairwise_summary.txt"),
+            &view.pair(client_instance, &peer),
+        );
     }
     Ok(())
 }

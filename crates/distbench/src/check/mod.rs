@@ -1,12 +1,22 @@
 //! `check_test`: everything upstream Distbench refuses in a test before it
-//! runs (it builds an engine for each service and stops at the first error),
-//! reported all at once, each naming the test, the service, RPC, action or
-//! list concerned and the offending field.
+//! runs (it builds an engine for each service and stops at the first error;
+//! its sequencer and node managers refuse bad bundles and protocol driver
+//! settings when the test starts), reported all at once, each naming the
+//! test, the service, RPC, action or list concerned and the offending field.
+//!
+//! Three severities (see [`Kind::severity`]): what upstream refuses
+//! ([`check_test`], [`check_sequence`]); what upstream runs but rackbench
+//! cannot, such as the homa and mercury drivers ([`unsupported`]); and what
+//! runs, but not quite as the config asks, such as gRPC threading variants
+//! ([`warnings`]). [`validate`], behind the `check_test` command and every
+//! run, refuses the first two.
 
+pub mod activity;
 pub mod distribution;
 pub mod fanout;
+pub mod protocol;
 
-use crate::proto::{DistributedSystemDescription, TestSequence, action};
+use crate::proto::{DistributedSystemDescription, ServiceSpec, TestSequence, action};
 use distribution::Use;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -43,6 +53,41 @@ pub enum Kind {
     BadDistribution,
     /// A required field is missing or out of range.
     BadField,
+    /// An `activity_configs` entry upstream refuses (unknown
+    /// `activity_func`, a setting out of range).
+    BadActivity,
+    /// Protocol driver options upstream refuses (a bad `server_type`, an
+    /// alias that names nothing, ...).
+    BadProtocolDriver,
+    /// Something upstream runs that rackbench cannot: the homa, mercury and
+    /// test drivers, gRPC over Homa, gRPC channel arguments, RPC replay
+    /// traces, multi-server channels.
+    Unsupported,
+    /// Something that runs, but not as the setting asks (a gRPC threading
+    /// variant), or a setting that nothing reads (upstream ignores it too).
+    NotApplied,
+}
+
+/// How serious a [`Kind`] of problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Upstream refuses the test too.
+    Invalid,
+    /// Upstream runs it; rackbench refuses it, naming what it lacks.
+    Unsupported,
+    /// Runs, with a warning.
+    Warning,
+}
+
+impl Kind {
+    /// How serious a problem of this kind is.
+    pub fn severity(self) -> Severity {
+        match self {
+            Kind::Unsupported => Severity::Unsupported,
+            Kind::NotApplied => Severity::Warning,
+            _ => Severity::Invalid,
+        }
+    }
 }
 
 /// One problem of one test.
@@ -69,10 +114,18 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Checks a sequence; the error lists every problem, one per line, after
-/// `LABEL: check_test found N problems:`.
+/// Checks a sequence for what upstream refuses and what rackbench cannot
+/// run; the error lists every problem, one per line, after `LABEL:
+/// check_test found N problems:`. Warnings are not errors: see
+/// [`sequence_warnings`].
 pub fn validate(seq: &TestSequence, label: &str) -> Result<(), String> {
-    let problems = check_sequence(seq);
+    let (warnings, problems): (Vec<Problem>, Vec<Problem>) = seq
+        .tests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| all_problems(i, t))
+        .partition(|p| p.kind.severity() == Severity::Warning);
+    print_warnings(label, &warnings);
     if problems.is_empty() {
         return Ok(());
     }
@@ -87,7 +140,7 @@ pub fn validate(seq: &TestSequence, label: &str) -> Result<(), String> {
     Err(out)
 }
 
-/// Checks every test of a sequence.
+/// Checks every test of a sequence for what upstream refuses.
 pub fn check_sequence(seq: &TestSequence) -> Vec<Problem> {
     seq.tests
         .iter()
@@ -96,12 +149,59 @@ pub fn check_sequence(seq: &TestSequence) -> Vec<Problem> {
         .collect()
 }
 
-/// Upstream's open-loop interval distributions.
+/// Prints each warning on stderr once per process (a sequence is checked
+/// when a job is validated and again when it runs).
+fn print_warnings(label: &str, warnings: &[Problem]) {
+    static PRINTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut printed = PRINTED.lock().unwrap_or_else(|e| e.into_inner());
+    for w in warnings {
+        let line = format!("{label}: warning: {w}");
+        if !printed.contains(&line) {
+            eprintln!("{line}");
+            printed.push(line);
+        }
+    }
+}
+
+/// The warnings of every test of a sequence.
+pub fn sequence_warnings(seq: &TestSequence) -> Vec<Problem> {
+    seq.tests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| warnings(i, t))
+        .collect()
+}
+
+/// Upstream's open-loop interval distributions (an empty one is
+/// `constant`).
 pub const OPEN_LOOP_DISTRIBUTIONS: [&str; 4] =
     ["constant", "exponential", "sync_burst", "sync_burst_spread"];
 
-/// Checks one test; `index` is its place in the sequence.
+/// What upstream refuses in one test; `index` is its place in the
+/// sequence.
 pub fn check_test(index: usize, test: &DistributedSystemDescription) -> Vec<Problem> {
+    of_severity(index, test, Severity::Invalid)
+}
+
+/// What upstream runs in one test but rackbench cannot.
+pub fn unsupported(index: usize, test: &DistributedSystemDescription) -> Vec<Problem> {
+    of_severity(index, test, Severity::Unsupported)
+}
+
+/// What runs in one test, but not as its config asks (or is ignored).
+pub fn warnings(index: usize, test: &DistributedSystemDescription) -> Vec<Problem> {
+    of_severity(index, test, Severity::Warning)
+}
+
+fn of_severity(index: usize, test: &DistributedSystemDescription, s: Severity) -> Vec<Problem> {
+    all_problems(index, test)
+        .into_iter()
+        .filter(|p| p.kind.severity() == s)
+        .collect()
+}
+
+/// Every problem of one test, whatever its severity.
+fn all_problems(index: usize, test: &DistributedSystemDescription) -> Vec<Problem> {
     let mut c = Checker {
         test,
         index,
@@ -109,11 +209,15 @@ pub fn check_test(index: usize, test: &DistributedSystemDescription) -> Vec<Prob
     };
     c.duplicates();
     c.services();
+    c.bundles();
+    c.protocol_drivers();
+    c.overload_and_attributes();
     c.payloads();
     c.distributions();
     c.rpcs();
     c.action_lists();
     c.actions();
+    c.activities();
     c.problems
 }
 
@@ -252,9 +356,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Names, grid sizes and counts, protocol options of services; bundles.
+    /// Names, grid sizes and counts of services.
     fn services(&mut self) {
-        let options = Names::of(&self.test.protocol_driver_options, |o| o.name());
         for (i, s) in self.test.services.iter().enumerate() {
             let loc = format!("services[{i}] '{}'", s.name());
             if s.name().is_empty() {
@@ -263,21 +366,127 @@ impl<'a> Checker<'a> {
             for msg in grid_problems(s) {
                 self.report(Kind::BadField, &loc, msg);
             }
-            if let Some(o) = &s.protocol_driver_options_name {
-                self.reference(
-                    &options,
-                    "protocol_driver_options",
+        }
+    }
+
+    /// `node_service_bundles`, as the test sequencer places them: each key
+    /// is a node manager's alias (`node` and its node id, as the sequencer
+    /// names them), each entry a service instance (`SERVICE/INDEX`, or
+    /// `SERVICE/X/Y[/Z]` on a grid), bundled once.
+    fn bundles(&mut self) {
+        let t = self.test;
+        let mut bundled: BTreeMap<&str, &str> = BTreeMap::new();
+        for (node, bundle) in &t.node_service_bundles {
+            let loc = format!("node_service_bundles '{node}'");
+            if !is_node_alias(node) {
+                self.report(
+                    Kind::BadField,
                     &loc,
-                    "protocol_driver_options_name",
-                    o,
+                    format!(
+                        "key: '{node}' is not a node manager alias: the test sequencer names \
+                         node managers node0, node1, ... after their node ids"
+                    ),
+                );
+            }
+            for (i, entry) in bundle.services.iter().enumerate() {
+                let field = format!("services[{i}]");
+                if let Some(msg) = bundle_entry_problem(&t.services, entry) {
+                    self.report(Kind::UnknownReference, &loc, format!("{field}: {msg}"));
+                    continue;
+                }
+                if let Some(&first) = bundled.get(entry.as_str()) {
+                    self.report(
+                        Kind::Duplicate,
+                        &loc,
+                        format!(
+                            "{field}: service instance '{entry}' is already bundled on \
+                             '{first}'; an instance can be bundled only once"
+                        ),
+                    );
+                } else {
+                    bundled.insert(entry, node);
+                }
+            }
+        }
+    }
+
+    /// Each service's protocol driver, resolved as upstream's node manager
+    /// does: bad options, drivers rackbench does not have, and settings it
+    /// does not apply. Problems shared by several services are reported
+    /// once.
+    fn protocol_drivers(&mut self) {
+        let mut seen = BTreeSet::new();
+        for s in &self.test.services {
+            let found = match protocol::resolve(s, self.test) {
+                Ok(r) => r.warnings,
+                Err(e) => vec![e],
+            };
+            for p in found {
+                if !seen.insert((p.location.clone(), p.message.clone())) {
+                    continue;
+                }
+                let kind = match p.severity {
+                    protocol::Severity::Invalid => Kind::BadProtocolDriver,
+                    protocol::Severity::Unsupported => Kind::Unsupported,
+                    protocol::Severity::Warning => Kind::NotApplied,
+                };
+                self.report(kind, p.location, p.message);
+            }
+        }
+        for s in &self.test.services {
+            if let Some(ch) = s.multi_server_channels.first() {
+                self.report(
+                    Kind::Unsupported,
+                    format!("services '{}'", s.name()),
+                    format!(
+                        "multi_server_channels '{}': multi-server channels are not supported \
+                         by rackbench yet",
+                        ch.name()
+                    ),
                 );
             }
         }
-        let services = self.services_names();
-        for (bundle, b) in &self.test.node_service_bundles {
-            let loc = format!("node_service_bundles '{bundle}'");
-            for s in &b.services {
-                self.reference(&services, "service", &loc, "services", s);
+    }
+
+    /// `overload_limits` and the `test_timeout` attribute, which upstream's
+    /// node managers and sequencer refuse when the test starts.
+    fn overload_and_attributes(&mut self) {
+        let t = self.test;
+        if let Some(o) = &t.overload_limits
+            && o.max_threads() <= 0
+        {
+            self.report(
+                Kind::BadField,
+                "overload_limits",
+                format!("max_threads: must be positive, got {}", o.max_threads()),
+            );
+        }
+        if let Some(v) = t.attributes.get("test_timeout")
+            && v.trim().trim_start_matches('+').parse::<i64>().is_err()
+        {
+            self.report(
+                Kind::BadField,
+                "attributes",
+                format!("test_timeout: '{v}' is not an integer number of seconds"),
+            );
+        }
+    }
+
+    /// Every activity config, read as the engine reads it.
+    fn activities(&mut self) {
+        for a in &self.test.activity_configs {
+            let loc = format!("activity_configs '{}'", a.name());
+            match activity::parse(a) {
+                Err(e) => self.report(Kind::BadActivity, &loc, e),
+                Ok(_) => {
+                    for s in activity::ignored_settings(a) {
+                        self.report(
+                            Kind::NotApplied,
+                            &loc,
+                            format!("{s}: ignored (upstream ignores it too)"),
+                        );
+                    }
+                }
             }
         }
     }
@@ -379,6 +588,14 @@ impl<'a> Checker<'a> {
                         ch,
                     );
                 }
+                self.report(
+                    Kind::Unsupported,
+                    &loc,
+                    format!(
+                        "multi_server_channel_name '{ch}': multi-server channels are not \
+                         supported by rackbench yet"
+                    ),
+                );
             }
             if let Err(e) = fanout::check(r.fanout_filter()) {
                 self.report(Kind::BadFanoutFilter, &loc, format!("fanout_filter: {e}"));
@@ -453,14 +670,30 @@ impl<'a> Checker<'a> {
                     "activity_config_name",
                     c,
                 ),
-                Some(action::Action::RpcReplayTraceName(r)) => self.reference(
-                    &traces,
-                    "rpc replay trace",
+                Some(action::Action::RpcReplayTraceName(r)) => {
+                    self.reference(
+                        &traces,
+                        "rpc replay trace",
+                        &loc,
+                        "rpc_replay_trace_name",
+                        r,
+                    );
+                    self.report(
+                        Kind::Unsupported,
+                        &loc,
+                        format!(
+                            "rpc_replay_trace_name '{r}': RPC replay traces are not supported by \
+                             rackbench yet"
+                        ),
+                    );
+                }
+                None if a.response_payload_override.is_some() => {}
+                None => self.report(
+                    Kind::BadField,
                     &loc,
-                    "rpc_replay_trace_name",
-                    r,
+                    "needs one of rpc_name, action_list_name, activity_config_name, \
+                     rpc_replay_trace_name (or only a response_payload_override)",
                 ),
-                None => {}
             }
             if let Some(d) = &a.delay_distribution_name {
                 self.reference(
@@ -489,23 +722,119 @@ impl<'a> Checker<'a> {
                     d,
                 );
             }
-            if let Some(dist) = a
-                .iterations
-                .as_ref()
-                .and_then(|i| i.open_loop_interval_distribution.as_deref())
-                && !OPEN_LOOP_DISTRIBUTIONS.contains(&dist)
-            {
-                self.report(
-                    Kind::BadOpenLoopDistribution,
-                    &loc,
-                    format!(
-                        "iterations.open_loop_interval_distribution: unknown distribution '{dist}' (valid: {})",
-                        OPEN_LOOP_DISTRIBUTIONS.join(", ")
-                    ),
-                );
+            if let Some(it) = &a.iterations {
+                self.iterations(&loc, it);
             }
         }
     }
+
+    /// An action's `iterations`: a known open-loop distribution (empty
+    /// means constant, as upstream), a positive open-loop interval, and a
+    /// closed loop that starts at least one iteration (upstream starts none
+    /// and the action never finishes).
+    fn iterations(&mut self, loc: &str, it: &crate::proto::Iterations) {
+        let dist = it.open_loop_interval_distribution();
+        if !dist.is_empty() && !OPEN_LOOP_DISTRIBUTIONS.contains(&dist) {
+            self.report(
+                Kind::BadOpenLoopDistribution,
+                loc,
+                format!(
+                    "iterations.open_loop_interval_distribution: unknown distribution '{dist}' (valid: {})",
+                    OPEN_LOOP_DISTRIBUTIONS.join(", ")
+                ),
+            );
+        }
+        match it.open_loop_interval_ns {
+            Some(ns) if ns <= 0 => self.report(
+                Kind::Unsupported,
+                loc,
+                format!("iterations.open_loop_interval_ns: must be positive here, got {ns}"),
+            ),
+            Some(_) => {}
+            None => {
+                if it.max_parallel_iterations() < 1 {
+                    self.report(
+                        Kind::BadField,
+                        loc,
+                        format!(
+                            "iterations.max_parallel_iterations: must be at least 1, got {} \
+                             (no iteration would start and the action would never finish)",
+                            it.max_parallel_iterations()
+                        ),
+                    );
+                }
+                if let Some(n) = it.max_iteration_count
+                    && n < 1
+                {
+                    self.report(
+                        Kind::BadField,
+                        loc,
+                        format!(
+                            "iterations.max_iteration_count: must be at least 1, got {n} (no \
+                             iteration would start and the action would never finish)"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether `key` is an alias the test sequencer gives a node manager:
+/// `node` and a node id in decimal, without leading zeros.
+pub fn is_node_alias(key: &str) -> bool {
+    key.strip_prefix("node").is_some_and(|id| {
+        !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && (id == "0" || !id.starts_with('0'))
+            && id.parse::<u32>().is_ok()
+    })
+}
+
+/// What is wrong with `entry` as an entry of a bundle, if anything: it must
+/// name one instance of one of `services`.
+fn bundle_entry_problem(services: &[ServiceSpec], entry: &str) -> Option<String> {
+    if services
+        .iter()
+        .any(|s| crate::placement::instance_index(s, entry).is_some())
+    {
+        return None;
+    }
+    let first_and_last = |s: &ServiceSpec| {
+        let names = crate::placement::instance_names(s);
+        match (names.first(), names.last()) {
+            (Some(a), Some(b)) if a != b => format!("{a} .. {b}"),
+            (Some(a), _) => a.clone(),
+            _ => "none".to_string(),
+        }
+    };
+    if let Some(s) = services.iter().find(|s| s.name() == entry) {
+        return Some(format!(
+            "'{entry}' is a service, not a service instance: bundles list instances ({})",
+            first_and_last(s)
+        ));
+    }
+    let service = entry.split('/').next().unwrap_or(entry);
+    // The longest service name that prefixes the entry.
+    let owner = services
+        .iter()
+        .filter(|s| {
+            entry
+                .strip_prefix(s.name())
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .max_by_key(|s| s.name().len());
+    Some(match owner {
+        Some(s) => format!(
+            "'{entry}' is not an instance of service '{}' (its instances: {})",
+            s.name(),
+            first_and_last(s)
+        ),
+        None => format!(
+            "unknown service instance '{entry}': no service is named '{service}' (instances are \
+             named SERVICE/INDEX, or SERVICE/X/Y[/Z] on a grid)"
+        ),
+    })
 }
 
 /// Upstream's rules for x/y/z sizes and count: sizes are positive, y needs

@@ -7,7 +7,7 @@
 use super::Engine;
 use crate::proto::traffic_client::TrafficClient;
 use crate::proto::traffic_server::{Traffic, TrafficServer};
-use crate::proto::{GenericRequest, GenericResponse, ProtocolDriverOptions};
+use crate::proto::{GenericRequestResponse, ProtocolDriverOptions};
 use bytes_util::zeros;
 use futures::future::BoxFuture;
 use std::net::SocketAddr;
@@ -82,7 +82,10 @@ pub fn protocol_of(
 /// The client side of one connection to one peer instance.
 pub trait Peer: Send + Sync {
     /// Sends one request; the error is the transport's or the server's.
-    fn call(&self, req: GenericRequest) -> BoxFuture<'static, Result<GenericResponse, String>>;
+    fn call(
+        &self,
+        req: GenericRequestResponse,
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>>;
 }
 
 /// A gRPC connection to one peer.
@@ -112,7 +115,10 @@ impl GrpcPeer {
 }
 
 impl Peer for GrpcPeer {
-    fn call(&self, req: GenericRequest) -> BoxFuture<'static, Result<GenericResponse, String>> {
+    fn call(
+        &self,
+        req: GenericRequestResponse,
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>> {
         let mut client = self.client.clone();
         Box::pin(async move {
             match client.generic_rpc(req).await {
@@ -147,12 +153,15 @@ impl TcpPeer {
 }
 
 impl Peer for TcpPeer {
-    fn call(&self, req: GenericRequest) -> BoxFuture<'static, Result<GenericResponse, String>> {
+    fn call(
+        &self,
+        req: GenericRequestResponse,
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>> {
         use prost::Message;
         let call = self.client.call(req.encode_to_vec().into());
         Box::pin(async move {
             let body = call.await.map_err(|e| format!("Unavailable: {e}"))?;
-            GenericResponse::decode(body).map_err(|e| format!("bad response frame: {e}"))
+            GenericRequestResponse::decode(body).map_err(|e| format!("bad response frame: {e}"))
         })
     }
 }
@@ -193,9 +202,9 @@ impl Server {
                     use prost::Message;
                     let engine = engine.clone();
                     Box::pin(async move {
-                        let resp = match GenericRequest::decode(body) {
+                        let resp = match GenericRequestResponse::decode(body) {
                             Ok(req) => engine.handle(req).await,
-                            Err(e) => GenericResponse {
+                            Err(e) => GenericRequestResponse {
                                 error_message: Some(format!("bad request frame: {e}")),
                                 ..Default::default()
                             },
@@ -246,8 +255,8 @@ pub fn grpc_service(engine: Arc<Engine>) -> TrafficServer<GrpcService> {
 impl Traffic for GrpcService {
     async fn generic_rpc(
         &self,
-        request: tonic::Request<GenericRequest>,
-    ) -> Result<tonic::Response<GenericResponse>, tonic::Status> {
+        request: tonic::Request<GenericRequestResponse>,
+    ) -> Result<tonic::Response<GenericRequestResponse>, tonic::Status> {
         Ok(tonic::Response::new(
             self.engine.clone().handle(request.into_inner()).await,
         ))
@@ -310,7 +319,7 @@ mod tests {
             262_144,
             1 << 20,
         ] {
-            let mut req = GenericRequest {
+            let mut req = GenericRequestResponse {
                 rpc_index: Some(3),
                 warmup: Some(true),
                 ..Default::default()

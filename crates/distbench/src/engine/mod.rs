@@ -27,9 +27,8 @@ pub mod fanout;
 pub mod tables;
 
 use crate::proto::{
-    ActivityLog, ActivityMetric, ErrorDictionary, GenericRequest, GenericResponse,
-    PeerPerformanceLog, RpcPerformanceLog, RpcSample, ServiceEndpointMap, ServicePerformanceLog,
-    TraceContext,
+    ActivityLog, ActivityMetric, ErrorDictionary, GenericRequestResponse, PeerPerformanceLog,
+    RpcPerformanceLog, RpcSample, ServiceEndpointMap, ServicePerformanceLog, TraceContext,
 };
 use driver::Peer;
 use fanout::{FanoutState, Grid};
@@ -49,9 +48,18 @@ use tokio::sync::{oneshot, watch};
 /// How long in-flight RPCs may still finish after traffic is cancelled.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
-/// Cancel reasons of an overloaded instance, as upstream's status.
+/// Cancel reasons, as upstream's status strings: they become the
+/// instance's `engine_error_message`.
 const OVERLOAD_PENDING: &str = "RESOURCE_EXHAUSTED: Too many RPCs pending";
-const OVERLOAD_THREADS: &str = "RESOURCE_EXHAUSTED: Too many threads (overload_limits.max_threads)";
+const OVERLOAD_THREADS: &str = "RESOURCE_EXHAUSTED: Too many threads running";
+pub(crate) const CANCELLED_WHEN_DONE: &str = "CANCELLED: cancel_traffic_when_done";
+pub(crate) const CANCELLED_BY_SEQUENCER: &str = "CANCELLED: cancelled by test_sequencer";
+/// rackbench's own: the test's `test_timeout` attribute ran out.
+const CANCELLED_AT_DEADLINE: &str = "DEADLINE_EXCEEDED: test_timeout reached";
+/// What a server answers once its traffic is cancelled (after the grace),
+/// followed by the reason; a client that reads it with an overload reason
+/// cancels its own traffic too, as upstream's engines do.
+const TRAFFIC_CANCELLED: &str = "Traffic cancelled: ";
 
 /// Cancellation levels of an engine.
 const RUNNING: u8 = 0;
@@ -324,13 +332,6 @@ impl Engine {
         });
     }
 
-    /// Why traffic was cancelled as overloaded (`RESOURCE_EXHAUSTED`), if
-    /// it was.
-    pub fn overload(&self) -> Option<String> {
-        self.cancel_reason()
-            .filter(|r| r.starts_with("RESOURCE_EXHAUSTED"))
-    }
-
     /// Why traffic was cancelled, if it was.
     pub fn cancel_reason(&self) -> Option<String> {
         self.cancel_reason
@@ -361,7 +362,7 @@ impl Engine {
                 tokio::select! {
                     () = &mut run => {}
                     () = tokio::time::sleep_until(instant_at(d).into()) => {
-                        self.cancel_traffic("test_timeout reached", CANCEL_GRACE);
+                        self.cancel_traffic(CANCELLED_AT_DEADLINE, CANCEL_GRACE);
                         run.await;
                         return Err(format!(
                             "{}: traffic still running at the test deadline (test_timeout); cancelled",
@@ -371,20 +372,24 @@ impl Engine {
                 }
             }
         }
-        match self.overload() {
-            Some(r) => Err(format!("{}: {r}", self.name)),
-            None => Ok(()),
-        }
+        // An overload ends the traffic early but is not a failure: the
+        // results so far are kept, with the reason in the log's
+        // engine_error_message (as upstream).
+        Ok(())
     }
 
     /// Serves one RPC: runs its handler list and answers with the response
     /// size it settles on.
-    pub async fn handle(self: Arc<Self>, req: GenericRequest) -> GenericResponse {
-        let error = |msg: String| GenericResponse {
+    pub async fn handle(self: Arc<Self>, req: GenericRequestResponse) -> GenericRequestResponse {
+        let error = |msg: String| GenericRequestResponse {
             error_message: Some(msg),
             server_instance: Some(self.instance as i32),
             ..Default::default()
         };
+        if self.cancel_level() >= ABORTED {
+            let reason = self.cancel_reason().unwrap_or_default();
+            return error(format!("{TRAFFIC_CANCELLED}{reason}"));
+        }
         let Some(rpc) = usize::try_from(req.rpc_index())
             .ok()
             .and_then(|i| self.tables.rpcs.get(i))
@@ -413,7 +418,7 @@ impl Engine {
             let _done = HandlerSlot(&self.active_handlers);
             if active > self.tables.max_threads {
                 self.cancel_traffic(OVERLOAD_THREADS, Duration::ZERO);
-                return error(format!("{}: {OVERLOAD_THREADS}", self.name));
+                return error(format!("{TRAFFIC_CANCELLED}{OVERLOAD_THREADS}"));
             }
             let (tx, rx) = oneshot::channel();
             let incoming = Arc::new(Incoming {
@@ -436,7 +441,7 @@ impl Engine {
                 Err(_) => return error(format!("{}: handler ended without a response", self.name)),
             }
         };
-        let mut resp = GenericResponse {
+        let mut resp = GenericRequestResponse {
             server_instance: Some(self.instance as i32),
             ..Default::default()
         };
@@ -533,7 +538,7 @@ impl Engine {
                     responded = true;
                 }
                 if a.cancel_traffic_when_done {
-                    self.cancel_traffic("cancel_traffic_when_done", CANCEL_GRACE);
+                    self.cancel_traffic(CANCELLED_WHEN_DONE, CANCEL_GRACE);
                 }
             }
             if !responded {
@@ -602,7 +607,8 @@ impl Engine {
             let a: &ActionInfo = &tables.lists[run.list].actions[i];
             if let Some(d) = a.delay {
                 let ns = tables.delay_dists[d].sample_scalar(&mut rand::rng()).max(0);
-                self.delay(Duration::from_nanos(ns as u64)).await;
+                let spin = tables.lists[run.list].delay_by_spinning;
+                self.delay(Duration::from_nanos(ns as u64), spin).await;
             }
             let spread = match a.kind {
                 Kind::Rpc(r) => {
@@ -639,8 +645,14 @@ impl Engine {
                 }
                 Kind::Activity(act) => {
                     let me = self.clone();
+                    // What the activity works on (ConsumeCpu's and
+                    // PolluteDataCache's arrays, 8 MiB by default) is made
+                    // once per action run and reused by its iterations, as
+                    // upstream's; parallel iterations each take their own.
+                    let states: Arc<Mutex<Vec<tables::ActivityState>>> = Arc::default();
                     self.iterate(a.iterations, run.warmup, spread, move |_, _| {
                         let me = me.clone();
+                        let states = states.clone();
                         Box::pin(async move {
                             let (name, activity) = me.tables.activities[act].clone();
                             match activity {
@@ -651,9 +663,18 @@ impl Engine {
                                     }
                                 }
                                 other => {
-                                    let _ =
-                                        tokio::task::spawn_blocking(move || do_activity(&other))
-                                            .await;
+                                    let _ = tokio::task::spawn_blocking(move || {
+                                        let taken =
+                                            states.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                                        let mut state = taken
+                                            .unwrap_or_else(|| tables::ActivityState::new(&other));
+                                        std::hint::black_box(state.iterate());
+                                        states
+                                            .lock()
+                                            .unwrap_or_else(|e| e.into_inner())
+                                            .push(state);
+                                    })
+                                    .await;
                                 }
                             }
                             *me.activity_counts
@@ -669,9 +690,10 @@ impl Engine {
         })
     }
 
-    /// Sleeps (or spins, with `delay_actions_by_spinning`) for `d`.
-    async fn delay(&self, d: Duration) {
-        if self.tables.delay_by_spinning {
+    /// Sleeps (or spins, with the list's `delay_actions_by_spinning`, which
+    /// defaults to the test's) for `d`.
+    async fn delay(&self, d: Duration, spin: bool) {
+        if spin {
             let end = Instant::now() + d;
             while Instant::now() < end {
                 std::hint::spin_loop();
@@ -830,12 +852,13 @@ impl Engine {
                 if let Some(t) = trace.as_mut() {
                     t.fanout_index.push(fanout_index as i64);
                 }
-                let mut req = GenericRequest {
+                let mut req = GenericRequestResponse {
                     payload: None,
                     rpc_index: Some(r as i32),
                     trace_context: trace,
                     warmup: warmup.then_some(true),
                     response_payload_size: response_size,
+                    ..Default::default()
                 };
                 // The size is the whole message's, as upstream's.
                 req.payload = driver::padding_for(req.encoded_len(), request_size)
@@ -871,6 +894,12 @@ impl Engine {
                 let (ok, error, response_bytes) = match result {
                     Ok(resp) => match resp.error_message.as_deref() {
                         Some(e) if !e.is_empty() => {
+                            if e.starts_with(&format!("{TRAFFIC_CANCELLED}RESOURCE_EXHAUSTED:")) {
+                                self.cancel_traffic(
+                                    &format!("UNKNOWN: Peer reported {e}"),
+                                    Duration::ZERO,
+                                );
+                            }
                             (false, Some(e.to_string()), resp.encoded_len())
                         }
                         _ => (true, None, resp.encoded_len()),
@@ -886,6 +915,7 @@ impl Engine {
                     trace_context: trace,
                     warmup: warmup.then_some(true),
                     error_index: None,
+                    server_instance: None,
                 };
                 run.samples
                     .lock()
@@ -945,6 +975,8 @@ impl Engine {
                 error_message: log.errors,
             }),
             activity_logs,
+            engine_error_message: self.cancel_reason(),
+            ..Default::default()
         }
     }
 
@@ -1000,42 +1032,6 @@ fn first_open_loop_time(open_loop: OpenLoop, spread: f64) -> (Instant, Duration)
             }
             let t = UNIX_EPOCH + Duration::from_nanos(u64::try_from(next).unwrap_or(u64::MAX));
             (instant_at(t), p)
-        }
-    }
-}
-
-/// One iteration of an activity (blocking: runs on a blocking thread).
-fn do_activity(a: &Activity) -> u64 {
-    let mut rng = SmallRng::from_os_rng();
-    match *a {
-        Activity::ConsumeCpu { array_size } => {
-            let mut v: Vec<u32> = (0..array_size).map(|_| rng.random()).collect();
-            v.sort_unstable();
-            v.iter().fold(0u64, |s, &x| s.wrapping_add(u64::from(x)))
-        }
-        Activity::PolluteDataCache { array_size, reads } => {
-            let mut v: Vec<u64> = (0..array_size as u64).collect();
-            let mut sum = 0u64;
-            for _ in 0..reads {
-                let i = rng.random_range(0..array_size);
-                sum = sum.wrapping_add(v[i]);
-                v[i] += 1;
-            }
-            std::hint::black_box(sum)
-        }
-        Activity::PolluteInstructionCache { calls } => icache::run(calls as u64, rng.random()),
-        Activity::SpinFor { duration } => {
-            let end = Instant::now() + duration;
-            let mut spins = 0u64;
-            while Instant::now() < end {
-                spins += 1;
-                std::hint::spin_loop();
-            }
-            spins
-        }
-        Activity::SleepFor { duration } => {
-            std::thread::sleep(duration);
-            0
         }
     }
 }

@@ -1,12 +1,26 @@
 //! A test's traffic description compiled into index tables: services, RPCs,
 //! action lists and their actions refer to each other by index, so the
 //! engine never looks a name up while traffic runs.
+//!
+//! Defaults are upstream's (google/distbench 8a5cfae; the test table in
+//! `tests/checks.rs` lists each): 16 B requests and 32 B responses for RPCs
+//! without a payload or whose payload has neither `size` nor
+//! `size_distribution_name`, one iteration per action without `iterations`,
+//! unlimited iterations with them, one in flight, `constant` open-loop
+//! spacing, no tracing, fan-out to `all`, every RPC sample kept, delays
+//! slept unless the list (or else the test) asks to spin, at most 1000
+//! handlers at once. One deviation: `max_pending_rpcs` (see
+//! [`DEFAULT_MAX_PENDING_RPCS`]).
 
 use super::dist::Sampler;
 use super::fanout::Fanout;
+use crate::check::protocol::{self, Driver, GrpcVariant};
 use crate::proto::{DistributedSystemDescription, ServiceSpec, action};
+use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+pub use crate::check::activity::Activity;
 
 /// A service: its grid and instance names.
 #[derive(Debug, Clone)]
@@ -17,6 +31,10 @@ pub struct ServiceInfo {
     pub instances: Vec<String>,
     /// The RPC stack its instances serve (and are reached) with.
     pub protocol: super::driver::Protocol,
+    /// The gRPC threading its protocol driver options ask for (`None` for
+    /// the tcp driver). rackbench's grpc driver does not apply it yet;
+    /// `check_test` warns when it differs from upstream's default.
+    pub grpc: Option<GrpcVariant>,
     /// `ip_version` (4 or 6; 0 = the node's own) and `netdev_name` of its
     /// protocol driver options: which address the instances listen on.
     pub ip_version: i32,
@@ -107,22 +125,86 @@ pub struct ListInfo {
     /// Reservoir size for RPC samples per invocation (0 keeps all).
     pub max_rpc_samples: usize,
     pub predicate_probabilities: Vec<(String, f32)>,
+    /// Whether the delays of its actions busy-wait: the list's
+    /// `delay_actions_by_spinning`, else the test's.
+    pub delay_by_spinning: bool,
 }
 
-/// A CPU or memory activity (`activity_configs`).
-#[derive(Debug, Clone)]
-pub enum Activity {
-    /// Sorts an array of `array_size` random integers.
-    ConsumeCpu { array_size: usize },
-    /// Reads and increments random elements of an `array_size` array.
-    PolluteDataCache { array_size: usize, reads: usize },
-    /// Calls `calls` of the thousands of generated functions of
-    /// [`icache`] in a random walk.
-    PolluteInstructionCache { calls: usize },
-    /// Sleeps (off CPU) for `duration`.
-    SleepFor { duration: Duration },
-    /// Busy-waits (on CPU) for `duration`.
-    SpinFor { duration: Duration },
+/// The working state of one activity for one run of an action, as upstream
+/// allocates it when the action starts: the arrays are allocated (and the
+/// data cache array filled) once, and each [`ActivityState::iterate`] does
+/// only the work of one iteration.
+#[derive(Debug)]
+pub struct ActivityState {
+    activity: Activity,
+    /// `ConsumeCpu`'s array (refilled with random values each iteration),
+    /// or `PolluteDataCache`'s (0, 1, 2, ... then incremented), as 32-bit
+    /// integers like upstream's `int`.
+    array: Vec<u32>,
+    rng: rand::rngs::SmallRng,
+}
+
+impl ActivityState {
+    /// Allocates what `activity` works on.
+    pub fn new(activity: &Activity) -> ActivityState {
+        let array = match *activity {
+            Activity::ConsumeCpu { array_size } => vec![0; array_size],
+            Activity::PolluteDataCache { array_size, .. } => {
+                (0..array_size).map(|i| i as u32).collect()
+            }
+            _ => Vec::new(),
+        };
+        ActivityState {
+            activity: activity.clone(),
+            array,
+            rng: rand::rngs::SmallRng::from_os_rng(),
+        }
+    }
+
+    /// One iteration; returns a value computed from the work so that it
+    /// cannot be optimised away. `SleepFor` sleeps the calling thread:
+    /// an async caller should sleep itself instead.
+    pub fn iterate(&mut self) -> u64 {
+        match self.activity {
+            Activity::ConsumeCpu { .. } => {
+                for v in self.array.iter_mut() {
+                    *v = self.rng.random();
+                }
+                self.array.sort_unstable();
+                self.array
+                    .iter()
+                    .fold(0u64, |s, &x| s.wrapping_add(u64::from(x)))
+            }
+            Activity::PolluteDataCache { reads, .. } => {
+                let n = self.array.len();
+                if n == 0 {
+                    return 0;
+                }
+                let mut sum = 0u64;
+                for _ in 0..reads {
+                    let i = self.rng.random_range(0..n);
+                    sum = sum.wrapping_add(u64::from(self.array[i]));
+                    self.array[i] = self.array[i].wrapping_add(1);
+                }
+                std::hint::black_box(sum)
+            }
+            Activity::PolluteInstructionCache { calls } => {
+                icache::run(calls as u64, self.rng.random())
+            }
+            Activity::SleepFor { duration } => {
+                std::thread::sleep(duration);
+                0
+            }
+            Activity::SpinFor { duration } => {
+                let end = Instant::now() + duration;
+                let mut spins = 0u64;
+                while Instant::now() < end {
+                    spins = std::hint::black_box(spins.wrapping_add(1));
+                }
+                spins
+            }
+        }
+    }
 }
 
 /// Message sizes of an RPC without request or response payload names (as
@@ -132,11 +214,18 @@ pub const DEFAULT_RESPONSE_SIZE: i64 = 32;
 
 /// Pending RPCs per instance past which its traffic is cancelled as
 /// overloaded, when the test sets no `overload_limits.max_pending_rpcs`.
-/// Upstream's default is 1,000,000; a pending RPC costs rackbench a few KiB
-/// (its request, HTTP/2 stream and the server's handler), so a million of
-/// them per instance exhausts memory long before: an overloaded test fails
-/// with "Too many RPCs pending" instead.
+/// Upstream's default is [`UPSTREAM_MAX_PENDING_RPCS`]; a pending RPC costs
+/// rackbench a few KiB (its request, HTTP/2 stream and the server's
+/// handler), so a million of them per instance exhausts memory long before:
+/// an overloaded test ends with "Too many RPCs pending" instead. A test that
+/// sets the limit gets exactly what it sets.
 pub const DEFAULT_MAX_PENDING_RPCS: i64 = 20_000;
+
+/// Upstream's default `overload_limits.max_pending_rpcs`.
+pub const UPSTREAM_MAX_PENDING_RPCS: i64 = 1_000_000;
+
+/// Upstream's default `overload_limits.max_threads`.
+pub const DEFAULT_MAX_THREADS: i64 = 1000;
 
 /// The compiled test.
 #[derive(Debug, Clone)]
@@ -149,6 +238,8 @@ pub struct Tables {
     pub size_dists: Vec<Sampler>,
     pub delay_dists: Vec<Sampler>,
     pub activities: Vec<(String, Activity)>,
+    /// The test's `delay_actions_by_spinning`; each list has its own in
+    /// [`ListInfo::delay_by_spinning`] (which an engine should use).
     pub delay_by_spinning: bool,
     pub max_pending_rpcs: i64,
     /// Handlers (RPCs whose action list has actions) an instance may run at
@@ -164,13 +255,13 @@ impl Tables {
         let mut service_index = HashMap::new();
         for s in &t.services {
             service_index.insert(s.name().to_string(), services.len());
-            let options = super::driver::options_of(
-                s.protocol_driver_options_name.as_deref(),
-                &t.protocol_driver_options,
-            )
-            .map_err(|e| format!("service '{}': {e}", s.name()))?;
-            let protocol = super::driver::protocol_of(options, t.default_protocol())
-                .map_err(|e| format!("service '{}': {e}", s.name()))?;
+            let resolved = protocol::resolve(s, t)
+                .map_err(|e| format!("service '{}': {}: {}", s.name(), e.location, e.message))?;
+            let options = resolved.options;
+            let (protocol, grpc) = match resolved.driver {
+                Driver::Grpc(v) => (super::driver::Protocol::Grpc, Some(v)),
+                Driver::Tcp => (super::driver::Protocol::Tcp, None),
+            };
             let ip_version = options.map_or(0, |o| o.ip_version());
             if ![0, 4, 6].contains(&ip_version) {
                 return Err(format!(
@@ -183,6 +274,7 @@ impl Tables {
                 spec: s.clone(),
                 instances: crate::placement::instance_names(s),
                 protocol,
+                grpc,
                 ip_version,
                 netdev: options
                     .and_then(|o| o.netdev_name.clone())
@@ -214,16 +306,21 @@ impl Tables {
             .map(|d| (d.name(), d))
             .collect();
 
-        let mut payload_sizes = HashMap::new();
+        // A payload's size: its distribution, else its fixed size, else
+        // (neither given) the RPC's default, as upstream.
+        let mut payload_sizes: HashMap<String, Option<Size>> = HashMap::new();
         for p in &t.payload_descriptions {
             let size = match (&p.size_distribution_name, p.size) {
-                (Some(d), _) => Size::Dist(*size_index.get(d.as_str()).ok_or_else(|| {
-                    format!(
-                        "payload '{}': size_distribution_name: unknown size distribution '{d}'",
-                        p.name()
-                    )
-                })?),
-                (None, size) => Size::Fixed(i64::from(size.unwrap_or(0))),
+                (Some(d), _) => Some(Size::Dist(*size_index.get(d.as_str()).ok_or_else(
+                    || {
+                        format!(
+                            "payload '{}': size_distribution_name: unknown size distribution '{d}'",
+                            p.name()
+                        )
+                    },
+                )?)),
+                (None, Some(size)) => Some(Size::Fixed(size)),
+                (None, None) => None,
             };
             payload_sizes.insert(p.name().to_string(), size);
         }
@@ -232,7 +329,7 @@ impl Tables {
                 None => Ok(Size::Fixed(default)),
                 Some(n) => payload_sizes
                     .get(n.as_str())
-                    .copied()
+                    .map(|s| s.unwrap_or(Size::Fixed(default)))
                     .ok_or_else(|| format!("{what}: unknown payload '{n}'")),
             }
         };
@@ -288,7 +385,9 @@ impl Tables {
         let mut activity_index = HashMap::new();
         for a in &t.activity_configs {
             activity_index.insert(a.name().to_string(), activities.len());
-            activities.push((a.name().to_string(), compile_activity(a)?));
+            let activity = crate::check::activity::parse(a)
+                .map_err(|e| format!("activity config '{}': {e}", a.name()))?;
+            activities.push((a.name().to_string(), activity));
         }
 
         let actions: HashMap<&str, &crate::proto::Action> =
@@ -399,6 +498,9 @@ impl Tables {
                     .iter()
                     .map(|(k, v)| (k.clone(), *v))
                     .collect(),
+                delay_by_spinning: l
+                    .delay_actions_by_spinning
+                    .unwrap_or(t.delay_actions_by_spinning()),
             });
         }
         if !t.rpc_replay_traces.is_empty() && lists.is_empty() {
@@ -420,7 +522,10 @@ impl Tables {
             activities,
             delay_by_spinning: t.delay_actions_by_spinning(),
             max_pending_rpcs,
-            max_threads: t.overload_limits.as_ref().map_or(1000, |o| o.max_threads()),
+            max_threads: t
+                .overload_limits
+                .as_ref()
+                .map_or(DEFAULT_MAX_THREADS, |o| o.max_threads()),
         })
     }
 }
@@ -436,7 +541,7 @@ fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, Stri
         Some(ns) => {
             let period = Duration::from_nanos(ns as u64);
             Some(match it.open_loop_interval_distribution() {
-                "constant" => OpenLoop::Constant(period),
+                "constant" | "" => OpenLoop::Constant(period),
                 "exponential" => OpenLoop::Exponential(period),
                 "sync_burst" => OpenLoop::SyncBurst(period),
                 "sync_burst_spread" => OpenLoop::SyncBurstSpread(period),
@@ -449,12 +554,27 @@ fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, Stri
             })
         }
     };
+    if open_loop.is_none() {
+        if it.max_parallel_iterations() < 1 {
+            return Err(format!(
+                "{what}: iterations.max_parallel_iterations must be at least 1, got {}",
+                it.max_parallel_iterations()
+            ));
+        }
+        if let Some(n) = it.max_iteration_count
+            && n < 1
+        {
+            return Err(format!(
+                "{what}: iterations.max_iteration_count must be at least 1, got {n}"
+            ));
+        }
+    }
     Ok(IterSpec {
         max_count: it.max_iteration_count.map(i64::from),
         max_duration: it
             .max_duration_us
             .map(|us| Duration::from_micros(us.max(0) as u64)),
-        parallel: it.max_parallel_iterations().max(1),
+        parallel: it.max_parallel_iterations(),
         open_loop,
         warmup_iterations: it.warmup_iterations(),
         warmup: it
@@ -462,66 +582,4 @@ fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, Stri
             .filter(|ns| *ns > 0)
             .map(|ns| Duration::from_nanos(ns as u64)),
     })
-}
-
-fn compile_activity(a: &crate::proto::ActivityConfig) -> Result<Activity, String> {
-    let what = format!("activity config '{}'", a.name());
-    let setting = |name: &str| a.activity_settings.iter().find(|s| s.name() == name);
-    let int = |name: &str, default: i64| -> Result<usize, String> {
-        let v = setting(name).and_then(|s| s.int64_value).unwrap_or(default);
-        if v < 1 {
-            return Err(format!(
-                "{what}: {name} must be a positive integer, got {v}"
-            ));
-        }
-        usize::try_from(v).map_err(|_| format!("{what}: {name} is too large: {v}"))
-    };
-    let known = [
-        "activity_func",
-        "array_size",
-        "array_reads_per_iteration",
-        "function_invocations_per_iteration",
-        "duration_us",
-    ];
-    for s in &a.activity_settings {
-        if !known.contains(&s.name()) {
-            return Err(format!(
-                "{what}: unknown activity setting '{}' (known: {})",
-                s.name(),
-                known.join(", ")
-            ));
-        }
-    }
-    let duration = || -> Result<Duration, String> {
-        match setting("duration_us").and_then(|s| s.int64_value) {
-            Some(us) if us >= 0 => Ok(Duration::from_micros(us as u64)),
-            Some(us) => Err(format!(
-                "{what}: duration_us must not be negative, got {us}"
-            )),
-            None => Err(format!("{what}: needs a duration_us setting")),
-        }
-    };
-    match setting("activity_func").map(|s| s.string_value()) {
-        Some("ConsumeCpu") => Ok(Activity::ConsumeCpu {
-            array_size: int("array_size", 1000)?,
-        }),
-        Some("PolluteDataCache") => Ok(Activity::PolluteDataCache {
-            array_size: int("array_size", 1000)?,
-            reads: int("array_reads_per_iteration", 1000)?,
-        }),
-        Some("PolluteInstructionCache") => Ok(Activity::PolluteInstructionCache {
-            calls: int("function_invocations_per_iteration", 1000)?,
-        }),
-        Some("SleepFor") => Ok(Activity::SleepFor {
-            duration: duration()?,
-        }),
-        Some("SpinFor") => Ok(Activity::SpinFor {
-            duration: duration()?,
-        }),
-        Some(other) => Err(format!(
-            "{what}: activity_func '{other}' is not supported (supported: ConsumeCpu, \
-             PolluteDataCache, PolluteInstructionCache, SleepFor, SpinFor)"
-        )),
-        None => Err(format!("{what}: needs an activity_func setting")),
-    }
 }

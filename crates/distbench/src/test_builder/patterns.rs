@@ -273,7 +273,7 @@ fn service(name: &str, count: i32) -> ServiceSpec {
 fn payload(name: &str, size: i32) -> PayloadSpec {
     PayloadSpec {
         name: Some(name.into()),
-        size: Some(size),
+        size: Some(size.into()),
         ..Default::default()
     }
 }
