@@ -14,7 +14,7 @@ use crate::nvm::region::{Eviction, Reinsertion};
 use crate::nvm::{Admission, Navy, NvmConfig};
 use crate::output;
 use crate::record::{CacheBenchRecord, InstanceRecord};
-use crate::stats::{CacheStats, RunStats};
+use crate::stats::{CacheStats, RunStats, Throughput};
 use crate::stressor::{self, Options, Progress};
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -101,6 +101,12 @@ fn parse(args: &[String]) -> anyhow::Result<Args> {
 /// yet.
 pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
     let cc = &c.cache;
+    if cc.cache_size_mb == 0 {
+        bail!(
+            "cache_config.cacheSizeMB is 0 (upstream's default when the key is missing): expected the DRAM \
+             cache size in MB (CacheLib refuses a cache without room for its pools too)"
+        );
+    }
     if cc.num_pools > 64 {
         bail!(
             "cache_config.numPools is {}: at most 64 pools (as CacheLib)",
@@ -130,7 +136,10 @@ pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
         policy,
         refresh: Refresh {
             secs: cc.lru_refresh_sec,
-            ratio: cc.lru_refresh_ratio,
+            // Upstream's cachebench builds its MMConfig without a reconfigure
+            // interval (mmReconfigureIntervalSecs is not passed on), so the
+            // refresh time never follows lruRefreshRatio; neither does ours.
+            ratio: 0.0,
             on_read: cc.lru_update_on_read,
             on_write: cc.lru_update_on_write,
         },
@@ -190,10 +199,18 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
              choose one reinsertion policy"
         );
     }
-    let size = cc.nvm_cache_size_mb.saturating_mul(1 << 20);
+    // nvmCacheSizeMB is per path, as CacheLib's setRaidFiles(paths, size):
+    // several paths make a device of that size times their number (each
+    // path's share rounded down to whole regions, the RAID-0 stripe).
+    let size = cc
+        .nvm_cache_size_mb
+        .saturating_mul(1 << 20)
+        .saturating_mul(cc.nvm_cache_paths.len().max(1) as u64);
     // What the tier holds in memory: region buffers, Bloom filters, and the
     // whole device when it is in memory.
-    let buffers = k.num_inmem_buffers.clamp(2, 1 << 20);
+    // Upstream's BlockCacheConfig::setCleanRegions: two in-memory buffers
+    // per clean region.
+    let buffers = k.clean_regions.saturating_mul(2).clamp(2, 1 << 20);
     let buckets = if k.big_hash_size_pct > 0 {
         size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
     } else {
@@ -213,7 +230,7 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
     {
         bail!(
             "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
-             (navyNumInmemBuffers x navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
+             (2 x navyCleanRegions, each navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
              {}",
             harness::machine::human_size(needed),
             buffers,
@@ -227,7 +244,7 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
             if in_memory > 0 {
                 "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
             } else {
-                "lower navyNumInmemBuffers or navyRegionSizeMB"
+                "lower navyCleanRegions or navyRegionSizeMB"
             }
         );
     }
@@ -374,8 +391,14 @@ pub enum Source {
     Replay(crate::replay::Trace),
 }
 
-/// Checks the generator an instance names.
+/// Checks the generator an instance names, and its thread count.
 fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
+    if c.test.num_threads == 0 {
+        bail!(
+            "test_config.numThreads is 0 (upstream's default when the key is missing): expected at least \
+             1 stressor thread"
+        );
+    }
     match c.test.generator.as_str() {
         "workload" | "online" => Ok(()),
         "replay" => {
@@ -399,6 +422,13 @@ fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
 pub fn spec(c: &BenchConfig) -> anyhow::Result<Spec> {
     let t = &c.test;
     check_generator(c)?;
+    if t.num_keys == 0 {
+        bail!(
+            "test_config.numKeys is 0 (upstream's default when the key is missing): expected the number \
+             of distinct keys the {} generator draws from",
+            t.generator
+        );
+    }
     let mut mixes = Vec::new();
     if t.pool_distributions.is_empty() {
         mixes.push(mix(&t.distribution, "test_config")?);
@@ -407,18 +437,10 @@ pub fn spec(c: &BenchConfig) -> anyhow::Result<Spec> {
             mixes.push(mix(d, &format!("test_config.poolDistributions[{i}]"))?);
         }
     }
-    let pools = c.cache.num_pools.max(1);
-    let or_uniform = |v: &Vec<f64>| {
-        if v.is_empty() {
-            vec![1.0; pools]
-        } else {
-            v.clone()
-        }
-    };
     Ok(Spec {
         num_keys: t.num_keys,
-        key_pool_distribution: or_uniform(&t.key_pool_distribution),
-        op_pool_distribution: or_uniform(&t.op_pool_distribution),
+        key_pool_distribution: t.key_pool_distribution.clone(),
+        op_pool_distribution: t.op_pool_distribution.clone(),
         mixes,
     })
 }
@@ -438,14 +460,17 @@ fn sample(
     secs: f64,
     t: f64,
 ) -> crate::plots::Sample {
+    // The device's latency, as the stats file's `NVM Read  Latency` lines
+    // (upstream's figure).
     let lat = |read: bool| {
         window.nvm.as_ref().and_then(|n| {
+            let d = &n.engine.device;
             let h = if read {
-                &n.engine.read_latency_us
+                &d.read_latency_us
             } else {
-                &n.engine.write_latency_us
+                &d.write_latency_us
             };
-            h.as_ref().and_then(|h| crate::plots::interval(h, None))
+            crate::plots::interval(h, None)
         })
     };
     crate::plots::Sample {
@@ -457,11 +482,21 @@ fn sample(
     }
 }
 
-/// `cur` with its NVM latency histograms cut to what was recorded since
-/// `prev`.
+/// `cur` with its NVM latency histograms (the device's and the engines')
+/// cut to what was recorded since `prev`.
 fn interval_stats(cur: &CacheStats, prev: &CacheStats) -> CacheStats {
     let mut w = cur.clone();
     if let (Some(c), Some(p)) = (w.nvm.as_mut(), prev.nvm.as_ref()) {
+        let _ = c
+            .engine
+            .device
+            .read_latency_us
+            .subtract(&p.engine.device.read_latency_us);
+        let _ = c
+            .engine
+            .device
+            .write_latency_us
+            .subtract(&p.engine.device.write_latency_us);
         for (h, ph) in [
             (&mut c.engine.read_latency_us, &p.engine.read_latency_us),
             (&mut c.engine.write_latency_us, &p.engine.write_latency_us),
@@ -665,11 +700,19 @@ impl Workload for CacheBench {
         let done = AtomicBool::new(false);
         let progress: Vec<Progress> = instances.iter().map(|_| Progress::default()).collect();
         let started = Instant::now();
+        // As upstream's ProgressTracker: the file is appended to (an
+        // earlier run's blocks stay) and each run starts with a header.
         let mut stats_file = match &a.progress_stats_file {
-            Some(p) => Some(
-                std::fs::File::create(ctx.output_path(p))
-                    .with_context(|| format!("cannot create {}", p.display()))?,
-            ),
+            Some(p) => {
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(ctx.output_path(p))
+                    .with_context(|| format!("cannot open {} to append to it", p.display()))?;
+                f.write_all(output::STATS_FILE_HEADER.as_bytes())
+                    .with_context(|| format!("cannot write to {}", p.display()))?;
+                Some(f)
+            }
             None => None,
         };
         let mut timed_out = false;
@@ -756,23 +799,33 @@ impl Workload for CacheBench {
                                 progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
                             let hit = output::hit_ratios_since(&cur, &prev);
                             let line = output::progress_line(wall_clock(), ops, hit);
-                            print!("{line}");
-                            let _ = std::io::stdout().flush();
                             let t = started.elapsed().as_secs_f64();
                             let window = interval_stats(&cur, &prev);
                             samples.push(sample(&window, hit, ops - prev_ops, t - prev_t, t));
                             (prev_ops, prev_t) = (ops, t);
                             if let Some(f) = stats_file.as_mut() {
-                                // NVM latency percentiles of this interval (upstream's
-                                // are over a sliding window of about a minute).
+                                // With a stats file the line goes there only, as
+                                // upstream's ProgressTracker does. NVM latency
+                                // percentiles of this interval (upstream's are over
+                                // a sliding window of about a minute); operations
+                                // so far over the time so far.
+                                let mut throughput = Throughput::default();
+                                for p in &progress {
+                                    throughput.add(&p.throughput());
+                                }
                                 let snapshot = RunStats {
                                     cache: window,
+                                    throughput,
+                                    elapsed_secs: t,
                                     ..RunStats::default()
                                 };
                                 let _ = f.write_all(
                                     output::progress_stats_block(&line, &snapshot, &prev)
                                         .as_bytes(),
                                 );
+                            } else {
+                                print!("{line}");
+                                let _ = std::io::stdout().flush();
                             }
                             prev = cur;
                         }
@@ -872,7 +925,21 @@ impl Workload for CacheBench {
             // Several instances: their sums after their own reports.
             record.aggregated = Some(total.clone());
         }
-        // The end-of-run text, from the record a saved run reprints.
+        // The end-of-run text, from the record a saved run reprints; also
+        // appended to the stats file, as upstream's Runner does.
+        if let Some(f) = stats_file.as_mut() {
+            let mut text = Vec::new();
+            write_record(&record, &mut text)?;
+            if let Err(e) = f.write_all(&text) {
+                eprintln!(
+                    "warning: the results were not appended to {}: {e}",
+                    a.progress_stats_file
+                        .as_deref()
+                        .unwrap_or(Path::new(""))
+                        .display()
+                );
+            }
+        }
         write_record(&record, &mut std::io::stdout().lock())?;
         let consistent =
             total.throughput.inconsistencies == 0 && total.throughput.failed_threads == 0;
@@ -880,5 +947,48 @@ impl Workload for CacheBench {
             !record.interrupted && consistent && nvm_failure.is_none(),
             Record::of(self.name(), RECORD_VERSION, &record),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(text: &str) -> BenchConfig {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.json");
+        std::fs::write(&p, text).unwrap();
+        config::load(&p, false).unwrap().instances.remove(0)
+    }
+
+    /// The DRAM cache as upstream's cachebench builds it: CacheLib's
+    /// generated classes, and an LRU refresh time that does not follow
+    /// lruRefreshRatio (no reconfigure interval is passed on upstream).
+    #[test]
+    fn dram_config_is_upstreams() {
+        let c = loaded(
+            r#"{"cache_config": {"cacheSizeMB": 64, "lruRefreshRatio": 0.5}, "test_config": {}}"#,
+        );
+        let d = dram_config(&c).unwrap();
+        assert_eq!(d.refresh.ratio, 0.0);
+        assert_eq!(d.refresh.secs, 60);
+        assert_eq!(d.classes.sizes().len(), 24);
+        assert_eq!(d.classes.sizes()[14], 19232);
+        let e = dram_config(&loaded(r#"{"cache_config": {}, "test_config": {}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cacheSizeMB is 0"), "{e}");
+    }
+
+    /// nvmCacheSizeMB is per path: two paths make twice the device.
+    #[test]
+    fn nvm_size_is_per_path() {
+        let c = loaded(
+            r#"{"cache_config": {"cacheSizeMB": 64, "nvmCacheSizeMB": 512,
+                "nvmCachePaths": ["/a", "/b"]}, "test_config": {}}"#,
+        );
+        let n = nvm_config(&c, false).unwrap().unwrap();
+        assert_eq!(n.size, 1024 << 20);
+        assert_eq!(n.buffers, 2, "2 x navyCleanRegions, as upstream");
     }
 }

@@ -247,8 +247,10 @@ pub struct NvmKeys {
     pub small_item_max_size: u64,
     pub hits_reinsertion_threshold: u64,
     pub probability_reinsertion_threshold: u64,
+    /// Regions kept free; the region engine has twice as many in-memory
+    /// buffers, as upstream's `BlockCacheConfig::setCleanRegions`
+    /// (`navyNumInmemBuffers` has no effect upstream since 2022).
     pub clean_regions: u64,
-    pub num_inmem_buffers: u64,
     pub admission_write_rate_mb: u64,
     /// rackbench's addition: a fixed admission probability (1 = all).
     pub admission_probability: f64,
@@ -792,14 +794,32 @@ fn instance(
         obj: c,
         place: format!("{place}cache_config"),
     };
-    let num_pools = cf.u64("numPools", 1)? as usize;
-    let mut pool_sizes = cf.f64s("poolSizes")?;
-    if pool_sizes.is_empty() {
-        pool_sizes = vec![1.0 / num_pools.max(1) as f64; num_pools.max(1)];
+    if let Some(k) = ["lruRefreshRatio", "mmReconfigureIntervalSecs"]
+        .into_iter()
+        .find(|k| c.contains_key(*k))
+    {
+        warnings.push(format!(
+            "{place}cache_config: '{k}' has no effect (as upstream: its cachebench builds the LRU without a \
+             reconfigure interval, so the refresh time stays lruRefreshSec)"
+        ));
     }
+    if c.contains_key("navyNumInmemBuffers") {
+        warnings.push(format!(
+            "{place}cache_config: 'navyNumInmemBuffers' has no effect (upstream ignores it too since 2022): \
+             the region engine keeps 2 x navyCleanRegions in-memory buffers"
+        ));
+    }
+    let num_pools = cf.u64("numPools", 1)? as usize;
+    // Upstream's default poolSizes is [1.0], so more pools need their sizes.
+    let pool_sizes = if c.contains_key("poolSizes") {
+        cf.f64s("poolSizes")?
+    } else {
+        vec![1.0]
+    };
     if num_pools == 0 || pool_sizes.len() != num_pools {
         return Err(format!(
-            "{place}cache_config: numPools is {num_pools} but poolSizes has {} entries; expected one size per pool",
+            "{place}cache_config: numPools is {num_pools} but poolSizes has {} entries; expected one size per pool \
+             (upstream's default is [1.0], for one pool)",
             pool_sizes.len()
         ));
     }
@@ -811,7 +831,7 @@ fn instance(
     }
     let cache = CacheConfig {
         allocator: cf.string("allocator", "LRU")?,
-        cache_size_mb: cf.u64("cacheSizeMB", 100)?,
+        cache_size_mb: cf.u64("cacheSizeMB", 0)?,
         num_pools,
         pool_sizes,
         alloc_factor: cf.f64("allocFactor", 1.5)?,
@@ -820,7 +840,7 @@ fn instance(
         alloc_sizes: cf.u32s("allocSizes")?,
         ht_bucket_power: cf.u64("htBucketPower", 22)? as u32,
         lru_refresh_sec: cf.u64("lruRefreshSec", 60)? as u32,
-        lru_refresh_ratio: cf.f64("lruRefreshRatio", 0.0)?,
+        lru_refresh_ratio: cf.f64("lruRefreshRatio", 0.1)?,
         lru_update_on_read: cf.bool("lruUpdateOnRead", true)?,
         lru_update_on_write: cf.bool("lruUpdateOnWrite", false)?,
         lru_ip_spec: cf.u64("lruIpSpec", 0)? as u32,
@@ -832,7 +852,7 @@ fn instance(
         pool_rebalance_interval_sec: cf.u64("poolRebalanceIntervalSec", 0)?,
         rebalance_strategy: cf.string("rebalanceStrategy", "")?,
         rebalance_min_slabs: cf.u64("rebalanceMinSlabs", 1)?,
-        rebalance_diff_ratio: cf.f64("rebalanceDiffRatio", 0.1)?,
+        rebalance_diff_ratio: cf.f64("rebalanceDiffRatio", 0.25)?,
         move_on_slab_release: cf.bool("moveOnSlabRelease", false)?,
     };
     let tf = Fields {
@@ -856,24 +876,32 @@ fn instance(
             )?);
         }
     }
-    let num_threads = tf.u64("numThreads", 1)? as usize;
-    if num_threads == 0 {
+    let num_threads = tf.u64("numThreads", 0)? as usize;
+    // Upstream's defaults are [1.0]: all keys and operations in pool 0.
+    let pool_dist = |key: &str| -> Result<Vec<f64>, String> {
+        if t.contains_key(key) {
+            tf.f64s(key)
+        } else {
+            Ok(vec![1.0])
+        }
+    };
+    let key_pool_distribution = pool_dist("keyPoolDistribution")?;
+    let op_pool_distribution = pool_dist("opPoolDistribution")?;
+    // As upstream's CacheStressor: every pool gets its share of the keys;
+    // operations may leave the last pools out.
+    if key_pool_distribution.len() != num_pools {
         return Err(format!(
-            "{place}test_config.numThreads: expected at least 1, got 0"
+            "{place}test_config.keyPoolDistribution has {} entries but numPools is {num_pools}; \
+             expected one per pool (upstream's default is [1.0], for one pool)",
+            key_pool_distribution.len()
         ));
     }
-    let key_pool_distribution = tf.f64s("keyPoolDistribution")?;
-    let op_pool_distribution = tf.f64s("opPoolDistribution")?;
-    for (key, v) in [
-        ("keyPoolDistribution", &key_pool_distribution),
-        ("opPoolDistribution", &op_pool_distribution),
-    ] {
-        if !v.is_empty() && v.len() != num_pools {
-            return Err(format!(
-                "{place}test_config.{key} has {} entries but numPools is {num_pools}; expected one per pool",
-                v.len()
-            ));
-        }
+    if op_pool_distribution.len() > num_pools {
+        return Err(format!(
+            "{place}test_config.opPoolDistribution has {} entries but numPools is {num_pools}; \
+             expected at most one per pool",
+            op_pool_distribution.len()
+        ));
     }
     let mut trace_files: Vec<PathBuf> = tf
         .strings("traceFileNames")?
@@ -923,10 +951,14 @@ fn instance(
         op_rate_burst_size: tf.u64("opRateBurstSize", 0)?,
         op_delay_batch: tf.u64("opDelayBatch", 0)?,
         op_delay_ns: tf.u64("opDelayNs", 0)?,
-        generator: tf.string("generator", "workload")?,
-        num_ops: tf.u64("numOps", 1000)?,
+        // Upstream runs its workload generator for "" (its default).
+        generator: match tf.string("generator", "")?.as_str() {
+            "" => "workload".to_string(),
+            g => g.to_string(),
+        },
+        num_ops: tf.u64("numOps", 0)?,
         num_threads,
-        num_keys: tf.u64("numKeys", 1000)?,
+        num_keys: tf.u64("numKeys", 0)?,
         enable_lookaside: tf.bool("enableLookaside", false)?,
         only_set_if_miss: tf.bool("onlySetIfMiss", false)?,
         key_pool_distribution,
@@ -968,7 +1000,6 @@ fn nvm_keys(cf: &Fields) -> Result<NvmKeys, String> {
         hits_reinsertion_threshold: cf.u64("navyHitsReinsertionThreshold", 0)?,
         probability_reinsertion_threshold: pct,
         clean_regions: cf.u64("navyCleanRegions", 1)?,
-        num_inmem_buffers: cf.u64("navyNumInmemBuffers", 30)?,
         admission_write_rate_mb: cf.u64("navyAdmissionWriteRateMB", 0)?,
         admission_probability: p,
         data_checksum: cf.bool("navyDataChecksum", true)?,
@@ -1113,9 +1144,12 @@ mod tests {
         for f in &files {
             let l = load(f, false).unwrap_or_else(|e| panic!("{e}"));
             for w in &l.warnings {
-                // Upstream's own files put one cache key in test_config.
+                // Upstream's own files put one cache key in test_config, and
+                // set keys that have no effect upstream either.
                 assert!(w.contains("has no effect"), "{w}");
-                misplaced.push(w.clone());
+                if w.contains("key; here it has no effect") {
+                    misplaced.push(w.clone());
+                }
             }
             multi += usize::from(l.instances.len() > 1);
         }
@@ -1132,6 +1166,234 @@ mod tests {
         );
         assert_eq!(i.test.distribution.op_ratios[..3], [0.15, 0.8, 0.05]);
         assert!(l.text.starts_with("// @nolint"));
+    }
+
+    /// Every key's default when the config leaves it out, against
+    /// upstream's (CacheLib `cachelib/cachebench/util/CacheConfig.h`,
+    /// `Config.h` and `Config.cpp` at 278ffc7; the left column is
+    /// upstream's value, the right one what we parsed).
+    #[test]
+    fn defaults_are_upstreams() {
+        use serde_json::json;
+        let (_d, p) = write(r#"{"cache_config": {}, "test_config": {}}"#);
+        let l = load(&p, true).unwrap();
+        let c = &l.instances[0].cache;
+        let n = &c.nvm;
+        let t = &l.instances[0].test;
+        let d = &t.distribution;
+        let table: Vec<(&str, Value, Value)> = vec![
+            // CacheConfig.
+            ("allocator", json!("LRU"), json!(c.allocator)),
+            ("cacheSizeMB", json!(0), json!(c.cache_size_mb)),
+            (
+                "poolRebalanceIntervalSec",
+                json!(0),
+                json!(c.pool_rebalance_interval_sec),
+            ),
+            ("rebalanceStrategy", json!(""), json!(c.rebalance_strategy)),
+            ("rebalanceMinSlabs", json!(1), json!(c.rebalance_min_slabs)),
+            (
+                "rebalanceDiffRatio",
+                json!(0.25),
+                json!(c.rebalance_diff_ratio),
+            ),
+            (
+                "moveOnSlabRelease",
+                json!(false),
+                json!(c.move_on_slab_release),
+            ),
+            ("htBucketPower", json!(22), json!(c.ht_bucket_power)),
+            ("lruRefreshSec", json!(60), json!(c.lru_refresh_sec)),
+            ("lruRefreshRatio", json!(0.1), json!(c.lru_refresh_ratio)),
+            (
+                "lruUpdateOnWrite",
+                json!(false),
+                json!(c.lru_update_on_write),
+            ),
+            ("lruUpdateOnRead", json!(true), json!(c.lru_update_on_read)),
+            ("lruIpSpec", json!(0), json!(c.lru_ip_spec)),
+            ("lru2qHotPct", json!(20), json!(c.lru2q_hot_pct)),
+            ("lru2qColdPct", json!(20), json!(c.lru2q_cold_pct)),
+            ("allocFactor", json!(1.5), json!(c.alloc_factor)),
+            ("maxAllocSize", json!(1024 * 1024), json!(c.max_alloc_size)),
+            ("minAllocSize", json!(64), json!(c.min_alloc_size)),
+            ("allocSizes", json!([]), json!(c.alloc_sizes)),
+            ("numPools", json!(1), json!(c.num_pools)),
+            ("poolSizes", json!([1.0]), json!(c.pool_sizes)),
+            ("nvmCachePaths", json!([]), json!(c.nvm_cache_paths)),
+            ("nvmCacheSizeMB", json!(0), json!(c.nvm_cache_size_mb)),
+            ("navyBlockSize", json!(512), json!(n.block_size)),
+            ("navyRegionSizeMB", json!(16), json!(n.region_size_mb)),
+            (
+                "navySegmentedFifoSegmentRatio",
+                json!([]),
+                json!(n.segmented_fifo_segment_ratio),
+            ),
+            ("navyBigHashSizePct", json!(50), json!(n.big_hash_size_pct)),
+            (
+                "navyBigHashBucketSize",
+                json!(4096),
+                json!(n.big_hash_bucket_size),
+            ),
+            (
+                "navyBloomFilterPerBucketSize",
+                json!(8),
+                json!(n.bloom_filter_per_bucket_size),
+            ),
+            (
+                "navySmallItemMaxSize",
+                json!(2048),
+                json!(n.small_item_max_size),
+            ),
+            (
+                "navyHitsReinsertionThreshold",
+                json!(0),
+                json!(n.hits_reinsertion_threshold),
+            ),
+            (
+                "navyProbabilityReinsertionThreshold",
+                json!(0),
+                json!(n.probability_reinsertion_threshold),
+            ),
+            ("navyCleanRegions", json!(1), json!(n.clean_regions)),
+            (
+                "navyAdmissionWriteRateMB",
+                json!(0),
+                json!(n.admission_write_rate_mb),
+            ),
+            ("navyDataChecksum", json!(true), json!(n.data_checksum)),
+            ("navyEncryption", json!(false), json!(n.encryption)),
+            (
+                "deviceMaxWriteSize",
+                json!(1024 * 1024),
+                json!(n.device_max_write_size),
+            ),
+            ("memoryOnlyTTL", json!(0), json!(n.memory_only_ttl)),
+            (
+                "nvmAdmissionRetentionTimeThreshold",
+                json!(0),
+                json!(n.admission_retention_time_threshold),
+            ),
+            // StressorConfig ("" is upstream's workload generator).
+            ("generator", json!("workload"), json!(t.generator)),
+            ("enableLookaside", json!(false), json!(t.enable_lookaside)),
+            ("onlySetIfMiss", json!(false), json!(t.only_set_if_miss)),
+            ("checkConsistency", json!(false), json!(t.check_consistency)),
+            ("numOps", json!(0), json!(t.num_ops)),
+            ("numThreads", json!(0), json!(t.num_threads)),
+            ("numKeys", json!(0), json!(t.num_keys)),
+            ("opDelayBatch", json!(0), json!(t.op_delay_batch)),
+            ("opDelayNs", json!(0), json!(t.op_delay_ns)),
+            ("opRatePerSec", json!(0), json!(t.op_rate_per_sec)),
+            ("opRateBurstSize", json!(0), json!(t.op_rate_burst_size)),
+            (
+                "opPoolDistribution",
+                json!([1.0]),
+                json!(t.op_pool_distribution),
+            ),
+            (
+                "keyPoolDistribution",
+                json!([1.0]),
+                json!(t.key_pool_distribution),
+            ),
+            ("traceFileName(s)", json!([]), json!(t.trace_files)),
+            (
+                "repeatTraceReplay",
+                json!(false),
+                json!(t.repeat_trace_replay),
+            ),
+            (
+                "poolDistributions (count)",
+                json!(0),
+                json!(t.pool_distributions.len()),
+            ),
+            // ReplayGeneratorConfig.
+            ("ampFactor", json!(1), json!(t.amp_factor)),
+            ("fastForwardCount", json!(0), json!(t.fast_forward_count)),
+            // DistributionConfig.
+            ("keySizeRange", json!([]), json!(d.key_size_range)),
+            (
+                "keySizeRangeProbability",
+                json!([]),
+                json!(d.key_size_range_probability),
+            ),
+            ("valSizeRange", json!([]), json!(d.val_size_range)),
+            (
+                "valSizeRangeProbability",
+                json!([]),
+                json!(d.val_size_range_probability),
+            ),
+            (
+                "chainedItemLengthRange",
+                json!([]),
+                json!(d.chained_length_range),
+            ),
+            (
+                "chainedItemLengthRangeProbability",
+                json!([]),
+                json!(d.chained_length_probability),
+            ),
+            (
+                "chainedItemValSizeRange",
+                json!([]),
+                json!(d.chained_val_size_range),
+            ),
+            (
+                "chainedItemValSizeRangeProbability",
+                json!([]),
+                json!(d.chained_val_size_probability),
+            ),
+            ("ttlSecsRange", json!(null), json!(t.ttl_secs_range)),
+            ("popularityBuckets", json!([]), json!(d.popularity_buckets)),
+            ("popularityWeights", json!([]), json!(d.popularity_weights)),
+            (
+                "getRatio, setRatio, delRatio, loneGetRatio, loneSetRatio, updateRatio, couldExistRatio",
+                json!([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+                json!(d.op_ratios),
+            ),
+            ("addChainedRatio", json!(0.0), json!(d.add_chained_ratio)),
+        ];
+        let wrong: Vec<String> = table
+            .iter()
+            .filter(|(_, up, ours)| up != ours)
+            .map(|(k, up, ours)| format!("{k}: upstream {up}, ours {ours}"))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "defaults that differ:\n{}",
+            wrong.join("\n")
+        );
+        // Upstream's "" generator is its workload generator.
+        let (_d, p) = write(r#"{"cache_config": {}, "test_config": {"generator": ""}}"#);
+        assert_eq!(
+            load(&p, true).unwrap().instances[0].test.generator,
+            "workload"
+        );
+    }
+
+    /// Keys upstream parses and never uses are not silently taken: each
+    /// gets a warning saying it has no effect (as upstream).
+    #[test]
+    fn keys_without_effect_upstream_warn() {
+        let (_d, p) = write(
+            r#"{"cache_config": {"cacheSizeMB": 64, "lruRefreshRatio": 0.5, "navyNumInmemBuffers": 8},
+                "test_config": {}}"#,
+        );
+        let l = load(&p, false).unwrap();
+        assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+        assert!(
+            l.warnings[0].contains("'lruRefreshRatio' has no effect"),
+            "{:?}",
+            l.warnings
+        );
+        assert!(
+            l.warnings[1].contains("'navyNumInmemBuffers' has no effect"),
+            "{:?}",
+            l.warnings
+        );
+        // The value is kept (the default table reads it), the engine does
+        // not use it.
+        assert_eq!(l.instances[0].cache.lru_refresh_ratio, 0.5);
     }
 
     #[test]
@@ -1261,12 +1523,16 @@ mod tests {
                 "test_config.numOps: expected a non-negative integer, got \"ten\"",
             ),
             (
-                r#"{"cache_config": {}, "test_config": {"numThreads": 0}}"#,
-                "numThreads: expected at least 1",
+                r#"{"cache_config": {"numPools": 2}, "test_config": {}}"#,
+                "numPools is 2 but poolSizes has 1 entries",
             ),
             (
-                r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"opPoolDistribution": [1.0]}}"#,
-                "opPoolDistribution has 1 entries but numPools is 2",
+                r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"opPoolDistribution": [0.5, 0.5]}}"#,
+                "keyPoolDistribution has 1 entries but numPools is 2",
+            ),
+            (
+                r#"{"cache_config": {"numPools": 2, "poolSizes": [0.5, 0.5]}, "test_config": {"keyPoolDistribution": [0.5, 0.5], "opPoolDistribution": [0.2, 0.3, 0.5]}}"#,
+                "opPoolDistribution has 3 entries but numPools is 2",
             ),
         ] {
             let (_d, p) = write(text);

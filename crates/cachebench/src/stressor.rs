@@ -127,6 +127,46 @@ pub struct Progress {
     pub ops: AtomicU64,
     pub gets: AtomicU64,
     pub get_misses: AtomicU64,
+    /// Each thread's counters so far, published with `ops` (every 1,024
+    /// operations and at the end), for the stats file's throughput block.
+    threads: std::sync::Mutex<Vec<Throughput>>,
+}
+
+impl Progress {
+    /// Publishes thread `thread`'s counters so far: the running totals
+    /// grow by what it did since `last` (its previous publication), which
+    /// becomes `tp`.
+    fn publish(&self, thread: usize, tp: &Throughput, last: &mut Throughput) {
+        self.ops
+            .fetch_add(tp.ops.saturating_sub(last.ops), Ordering::Relaxed);
+        self.gets
+            .fetch_add(tp.gets.saturating_sub(last.gets), Ordering::Relaxed);
+        self.get_misses.fetch_add(
+            tp.get_misses.saturating_sub(last.get_misses),
+            Ordering::Relaxed,
+        );
+        *last = tp.clone();
+        let mut all = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() <= thread {
+            all.resize(thread + 1, Throughput::default());
+        }
+        all[thread] = tp.clone();
+    }
+
+    /// The operations of all threads so far (as last published), summed:
+    /// upstream's `aggregateThroughputStats` during the run.
+    pub fn throughput(&self) -> Throughput {
+        let mut sum = Throughput::default();
+        for t in self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            sum.add(t);
+        }
+        sum
+    }
 }
 
 /// Runs the stressor to the end or until `stop` is raised; `progress`
@@ -193,7 +233,7 @@ fn worker(
     let mut lone = 0u64;
     let mut lone_key = Vec::with_capacity(32);
     let mut chain_sizes = Vec::new();
-    let (mut pending_ops, mut pending_gets, mut pending_misses) = (0u64, 0u64, 0u64);
+    let mut published = Throughput::default();
     let mut bucket = (opts.rate_per_sec > 0).then(|| {
         let rate = opts.rate_per_sec as f64 / opts.threads.max(1) as f64;
         let burst = if opts.rate_burst > 0 {
@@ -278,15 +318,12 @@ fn worker(
         }
         let r = generator.next(&mut rng);
         tp.ops += 1;
-        pending_ops += 1;
         match r.op {
             Op::Get => {
                 tp.gets += 1;
-                pending_gets += 1;
                 let key = generator.key(r.key);
                 if get(key, r.key, &mut tp).is_none() {
                     tp.get_misses += 1;
-                    pending_misses += 1;
                     if opts.lookaside {
                         let _ = set(key, Some(r.key), r.pool, r.value_size, &mut tp);
                     }
@@ -312,10 +349,8 @@ fn worker(
                 lone_key.extend_from_slice(format!("lone-{thread}-{lone}").as_bytes());
                 if r.op == Op::LoneGet {
                     tp.gets += 1;
-                    pending_gets += 1;
                     if cache.get(&lone_key, None).is_none() {
                         tp.get_misses += 1;
-                        pending_misses += 1;
                     }
                 } else {
                     let _ = set(&lone_key, None, r.pool, r.value_size, &mut tp);
@@ -335,11 +370,9 @@ fn worker(
                 // As upstream: the parent is looked up (a get), stored when
                 // missing (a set), then each chained item is added.
                 tp.gets += 1;
-                pending_gets += 1;
                 let key = generator.key(r.key);
                 if get(key, r.key, &mut tp).is_none() {
                     tp.get_misses += 1;
-                    pending_misses += 1;
                     if !set(key, Some(r.key), r.pool, r.value_size, &mut tp) {
                         continue;
                     }
@@ -361,20 +394,11 @@ fn worker(
                 }
             }
         }
-        if pending_ops >= 1024 {
-            progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
-            progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
-            progress
-                .get_misses
-                .fetch_add(pending_misses, Ordering::Relaxed);
-            (pending_ops, pending_gets, pending_misses) = (0, 0, 0);
+        if tp.ops - published.ops >= 1024 {
+            progress.publish(thread, &tp, &mut published);
         }
     }
-    progress.ops.fetch_add(pending_ops, Ordering::Relaxed);
-    progress.gets.fetch_add(pending_gets, Ordering::Relaxed);
-    progress
-        .get_misses
-        .fetch_add(pending_misses, Ordering::Relaxed);
+    progress.publish(thread, &tp, &mut published);
     if let (Some(l), Some(shared)) = (lat.as_mut(), latency) {
         for ns in get_ns {
             let _ = l.get.record(ns.max(1));
@@ -414,10 +438,12 @@ pub fn run_replay(
         let handles: Vec<_> = trace
             .per_thread
             .iter()
-            .map(|reqs| {
+            .enumerate()
+            .map(|(thread, reqs)| {
                 let value = &value;
                 s.spawn(move || {
                     let mut tp = Throughput::default();
+                    let mut published = Throughput::default();
                     if reqs.is_empty() {
                         return tp;
                     }
@@ -436,6 +462,9 @@ pub fn run_replay(
                                 || (tp.ops % 1024 == 0 && stop.load(Ordering::Relaxed))
                             {
                                 break 'outer;
+                            }
+                            if tp.ops - published.ops >= 1024 {
+                                progress.publish(thread, &tp, &mut published);
                             }
                             tp.ops += 1;
                             let size = (r.size as usize).min(value.len());
@@ -470,11 +499,7 @@ pub fn run_replay(
                             }
                         }
                     }
-                    progress.ops.fetch_add(tp.ops, Ordering::Relaxed);
-                    progress.gets.fetch_add(tp.gets, Ordering::Relaxed);
-                    progress
-                        .get_misses
-                        .fetch_add(tp.get_misses, Ordering::Relaxed);
+                    progress.publish(thread, &tp, &mut published);
                     tp
                 })
             })
@@ -575,6 +600,9 @@ mod tests {
         assert_eq!(t.ops, 100_000);
         assert_eq!(progress.ops.load(Ordering::Relaxed), 100_000);
         assert_eq!(progress.gets.load(Ordering::Relaxed), t.gets);
+        // Every counter is published for the stats file's throughput block
+        // (it printed 0 operations before), summed over the threads.
+        assert_eq!(&progress.throughput(), t);
         // The cache saw every get (get, lone get) and counted its hits.
         assert_eq!(s.cache.gets, t.gets + t.updates + t.could_exist);
         assert_eq!(
@@ -647,17 +675,23 @@ mod tests {
         // a: miss then stored (lookaside), then two hits; c: set, three hits.
         assert_eq!((t.gets, t.get_misses), (6, 1));
         assert_eq!((t.dels, t.del_not_found), (1, 1));
-        // Looping stops at ops_per_thread.
-        opts.ops_per_thread = 50;
-        let s = run_replay(
-            &cache,
-            &trace,
-            &opts,
-            true,
-            &AtomicBool::new(false),
-            &Progress::default(),
-        );
-        assert_eq!(s.throughput.ops, 100);
+        // Looping stops at ops_per_thread; the running totals follow the
+        // replay as it goes (every 1,024 operations), not only at its end.
+        opts.ops_per_thread = 5000;
+        let progress = Progress::default();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let run = sc.spawn(|| run_replay(&cache, &trace, &opts, true, &stop, &progress));
+            let t0 = Instant::now();
+            while progress.ops.load(Ordering::Relaxed) == 0 && !run.is_finished() {
+                assert!(t0.elapsed() < Duration::from_secs(60));
+                std::thread::yield_now();
+            }
+            let s = run.join().unwrap();
+            assert_eq!(s.throughput.ops, 10_000);
+            assert_eq!(progress.ops.load(Ordering::Relaxed), 10_000);
+            assert_eq!(progress.throughput(), s.throughput);
+        });
     }
 
     /// Sets, deletes and gets racing over DRAM and NVM on four threads:

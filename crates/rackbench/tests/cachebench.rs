@@ -117,6 +117,41 @@ fn bad_configs_are_refused_with_exit_2() {
             "cannot read /no/such.json".to_string(),
         ),
     ];
+    // Upstream's defaults for the sizes are 0: a config without them is
+    // refused, naming the key.
+    let body = r#""keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
+           "valSizeRangeProbability": [1.0], "getRatio": 1"#;
+    for (name, cache, test, want) in [
+        (
+            "no_size",
+            "",
+            r#""numOps": 10, "numThreads": 1, "numKeys": 10,"#,
+            "cacheSizeMB is 0",
+        ),
+        (
+            "no_threads",
+            r#""cacheSizeMB": 16"#,
+            r#""numOps": 10, "numKeys": 10,"#,
+            "numThreads is 0",
+        ),
+        (
+            "no_keys",
+            r#""cacheSizeMB": 16"#,
+            r#""numOps": 10, "numThreads": 1,"#,
+            "numKeys is 0",
+        ),
+    ] {
+        let f = d.path().join(format!("{name}.json"));
+        std::fs::write(
+            &f,
+            format!(r#"{{"cache_config": {{{cache}}}, "test_config": {{{test} {body}}}}}"#),
+        )
+        .unwrap();
+        cases.push((
+            vec![format!("--json_test_config={}", f.display())],
+            want.to_string(),
+        ));
+    }
     if let Some(nvm) =
         testenv::conformance("cachebench/test_configs/consistency/navy-with-encryption.json")
     {
@@ -273,7 +308,10 @@ fn hybrid_cache_on_a_directory() {
     assert!(nvm["bytes_written"].as_u64().unwrap() > 4 << 20, "{nvm}");
     assert!(nvm["bucket_engine"]["items"].as_u64().unwrap() > 0, "{nvm}");
     assert!(nvm["region_engine"]["items"].as_u64().unwrap() > 0, "{nvm}");
-    assert!(nvm["read_latency_us"]["p99"].as_u64().is_some(), "{nvm}");
+    assert!(
+        nvm["device_read_latency_us"]["p99"].as_u64().is_some(),
+        "{nvm}"
+    );
     assert_eq!(
         std::fs::read_dir(&nvm_dir).unwrap().count(),
         0,
@@ -348,10 +386,11 @@ impl Drop for LoopDev {
 #[test]
 fn hybrid_cache_on_two_block_devices() {
     let d = tempfile::tempdir().unwrap();
-    let Some(a) = LoopDev::attach(&d.path().join("a.img"), 96 << 20) else {
+    // nvmCacheSizeMB (128) is per path, as CacheLib's.
+    let Some(a) = LoopDev::attach(&d.path().join("a.img"), 130 << 20) else {
         return;
     };
-    let Some(b) = LoopDev::attach(&d.path().join("b.img"), 96 << 20) else {
+    let Some(b) = LoopDev::attach(&d.path().join("b.img"), 130 << 20) else {
         return;
     };
     let o = rackbench(d.path())
@@ -371,7 +410,7 @@ fn hybrid_cache_on_two_block_devices() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(
-        err.contains("NVM: 128 MiB on 2 block devices striped"),
+        err.contains("NVM: 256 MiB on 2 block devices striped"),
         "{err}"
     );
     let m = &report(&o)["metrics"];
@@ -574,4 +613,253 @@ fn a_run_killed_mid_way_leaves_complete_progress_stats() {
     for block in s.split("== Throughput Stats ==").skip(1) {
         assert!(block.contains("Total Ops"), "a partial block: {block:?}");
     }
+}
+
+/// The figure a `NAME  pNN : V us` line of the text prints.
+fn latency_line(out: &str, cat: &str, pct: &str) -> f64 {
+    out.lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(cat)?.trim_start();
+            let rest = rest.strip_prefix(pct)?.trim_start().strip_prefix(':')?;
+            rest.trim().strip_suffix(" us")?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no {cat} {pct} line in\n{out}"))
+}
+
+/// The filesystem type of `p` (`stat -f`), e.g. `ext2/ext3`, `tmpfs`.
+fn fs_type(p: &Path) -> String {
+    let o = Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(p)
+        .output()
+        .unwrap();
+    text(&o.stdout).trim().to_string()
+}
+
+/// `NVM Read  Latency` / `NVM Write Latency` are the device's I/O latency,
+/// as upstream prints navy's `navy_device_read/write_latency_us` there: on
+/// a file, each percentile the text prints equals the report's
+/// `nvm.device_read_latency_us` / `device_write_latency_us`, and with
+/// O_DIRECT on a disk a read takes at least a microsecond (an engine lookup
+/// the Bloom filter answers takes none, which is what the lines showed
+/// before).
+#[test]
+fn nvm_latency_lines_are_the_device_latency_on_a_file() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("navy.img");
+    let o = rackbench(d.path())
+        .args([
+            "cachebench",
+            "--json_test_config",
+            "builtin:hybrid_mini",
+            "--progress",
+            "0",
+            "--nvm_cache_paths",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let nvm = &report(&o)["metrics"]["nvm"];
+    for (cat, key) in [
+        ("NVM Read  Latency", "device_read_latency_us"),
+        ("NVM Write Latency", "device_write_latency_us"),
+    ] {
+        let q = &nvm[key];
+        assert!(q["count"].as_u64().unwrap() > 100, "{key}: {q}");
+        for pct in ["p50", "p90", "p99", "p999"] {
+            assert_eq!(
+                latency_line(&out, cat, pct),
+                q[pct].as_f64().unwrap(),
+                "{cat} {pct} against {key}: {q}\n{out}"
+            );
+        }
+        let max = q["max"].as_f64().unwrap();
+        let p100 = latency_line(&out, cat, "p100");
+        assert!(
+            (p100 - max).abs() <= max / 500.0,
+            "{cat} p100 {p100} vs max {max}"
+        );
+    }
+    // The engine's own timings stay in the report, under their own names.
+    assert!(
+        nvm["engine_lookup_latency_us"]["count"].as_u64().unwrap() > 0,
+        "{nvm}"
+    );
+    let err = text(&o.stderr);
+    let fs = fs_type(d.path());
+    if err.contains("O_DIRECT") && !err.contains("buffered") && !fs.contains("tmpfs") {
+        let p50 = latency_line(&out, "NVM Read  Latency", "p50");
+        assert!(p50 >= 1.0, "an O_DIRECT read on {fs} took {p50} us\n{out}");
+    } else {
+        testenv::skip(
+            "odirect",
+            &format!("no O_DIRECT on a disk here ({fs}): the read-time floor is not checked"),
+        );
+    }
+}
+
+/// `--progress_stats_file` as upstream's ProgressTracker and Runner write
+/// it: appended to (an earlier run's lines stay), `=== Starting new run ===`
+/// first, every interval's throughput block with the operations so far, the
+/// progress lines there and not on stdout, and the end-of-run results
+/// appended last, the same text as on stdout (so `tail -n 50 FILE` shows
+/// them).
+#[test]
+fn progress_stats_file_is_appended_with_operations_and_the_results() {
+    let d = tempfile::tempdir().unwrap();
+    let stats = d.path().join("stats.log");
+    std::fs::write(&stats, "an earlier run's last line\n").unwrap();
+    let config = d.path().join("long.json");
+    let mini = include_str!("../../cachebench/configs/dram_mini.json");
+    std::fs::write(
+        &config,
+        mini.replace("\"numOps\" : 50000", "\"numOps\" : 50000000000"),
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg("--json_test_config")
+        .arg(&config)
+        .args(["--timeout_seconds", "3", "--progress", "1"])
+        .arg("--progress_stats_file")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        !out.contains("ops completed"),
+        "progress lines on stdout:\n{out}"
+    );
+    let log = std::fs::read_to_string(&stats).unwrap();
+    assert!(
+        log.starts_with("an earlier run's last line\n=== Starting new run ===\n"),
+        "{log}"
+    );
+    assert!(log.contains("M ops completed. Hit Ratio"), "{log}");
+    let blocks: Vec<&str> = log.split("== Throughput Stats ==\n").skip(1).collect();
+    assert!(blocks.len() >= 2, "{log}");
+    for b in &blocks {
+        let sets: u64 = b
+            .lines()
+            .find_map(|l| l.strip_prefix("Total sets: "))
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap();
+        assert!(sets > 0, "a throughput block without operations: {b}");
+        assert!(
+            !b.starts_with("Total Ops : 0.00 million\nTotal sets: 0\n"),
+            "{b}"
+        );
+    }
+    let last_ops: f64 = blocks[blocks.len() - 1]
+        .lines()
+        .find_map(|l| l.strip_prefix("Total Ops : ")?.strip_suffix(" million"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(last_ops > 0.0, "{log}");
+    // The results close the file, as on stdout.
+    let results = &out[out.find("== Test Results ==").unwrap()..];
+    let results = &results[..results.trim_end().rfind('\n').unwrap() + 1];
+    assert!(log.ends_with(results), "file:\n{log}\nstdout:\n{results}");
+    let tail: Vec<&str> = log.lines().rev().take(50).collect();
+    assert!(tail.contains(&"== Test Results =="), "{log}");
+}
+
+/// `nvmCacheSizeMB` is per path, as CacheLib's `setRaidFiles(paths, size)`:
+/// two paths of N MB hold about as many items as one path of 2N MB (the
+/// same workload, filling NVM), where splitting N over the paths held half.
+/// And two instances of a run share one directory, each in its own
+/// subdirectory (`nvmcache_<pid>_<random>/navy_cache`), removed at the end.
+#[test]
+fn nvm_cache_size_is_per_path() {
+    let d = tempfile::tempdir().unwrap();
+    let config = |mb: u64| {
+        format!(
+            r#"{{"cache_config": {{"cacheSizeMB": 16, "nvmCacheSizeMB": {mb}, "navyRegionSizeMB": 4,
+                "navyBigHashSizePct": 0}},
+               "test_config": {{"numOps": 40000, "numThreads": 2, "numKeys": 200000,
+               "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
+               "valSizeRange": [1000, 4000], "valSizeRangeProbability": [1.0],
+               "setRatio": 1.0}}}}"#
+        )
+    };
+    let run = |cfg: &str, paths: &str| -> (u64, String) {
+        let file = d.path().join("c.json");
+        std::fs::write(&file, cfg).unwrap();
+        let o = rackbench(d.path())
+            .arg("cachebench")
+            .arg("--json_test_config")
+            .arg(&file)
+            .args(["--progress", "0", "--nvm_cache_paths", paths])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let items = report(&o)["metrics"]["nvm"]["items"].as_u64().unwrap();
+        (items, text(&o.stderr))
+    };
+    let one = d.path().join("one.img").display().to_string();
+    let two = format!(
+        "{},{}",
+        d.path().join("a.img").display(),
+        d.path().join("b.img").display()
+    );
+    let (items_one, err) = run(&config(64), &one);
+    assert!(err.contains("NVM: 64 MiB on file "), "{err}");
+    let (items_two, err) = run(&config(32), &two);
+    assert!(err.contains("NVM: 64 MiB on 2 files striped"), "{err}");
+    assert_eq!(
+        std::fs::metadata(d.path().join("a.img")).unwrap().len(),
+        32 << 20
+    );
+    let ratio = items_two as f64 / items_one as f64;
+    assert!(
+        (0.85..1.18).contains(&ratio),
+        "two paths of 32 MB hold {items_two} items, one of 64 MB {items_one}"
+    );
+
+    // Two instances on one directory.
+    let shared = d.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let cfg = d.path().join("two.json");
+    std::fs::write(&cfg, format!("[{}, {}]", config(16), config(16))).unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg("--json_test_config")
+        .arg(&cfg)
+        .args(["--progress", "0", "--nvm_cache_paths"])
+        .arg(&shared)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let files: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("NVM: 16 MiB on file ")?.split(", ").next())
+        .collect();
+    assert_eq!(files.len(), 2, "{err}");
+    assert_ne!(files[0], files[1]);
+    for f in &files {
+        let f = Path::new(f);
+        assert_eq!(f.file_name().unwrap(), "navy_cache");
+        assert!(
+            f.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("nvmcache_"),
+            "{}",
+            f.display()
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "left behind"
+    );
 }

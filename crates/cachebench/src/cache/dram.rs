@@ -72,8 +72,10 @@ pub struct RebalanceConfig {
     pub strategy: Rebalance,
     /// A class keeps at least this many slabs (`rebalanceMinSlabs`).
     pub min_slabs: u32,
-    /// The receiver's measure must beat the victim's by this ratio
-    /// (`rebalanceDiffRatio`; tail-age and hits).
+    /// `rebalanceDiffRatio`, as CacheLib's strategies: tail-age moves a
+    /// slab when the victim's tail is older than the receiver's by at least
+    /// this share of the victim's age; hits when the receiver's hits per
+    /// slab beat the victim's by this share of the victim's.
     pub diff_ratio: f64,
     /// Items of a released slab move to free slots of their class when
     /// there are some, instead of being evicted (`moveOnSlabRelease`).
@@ -414,14 +416,20 @@ fn hash(key: &[u8]) -> u64 {
 impl DramCache {
     /// Builds the cache (no memory is touched until items are stored).
     pub fn new(cfg: &DramConfig) -> Result<DramCache, String> {
-        let total_slabs = (cfg.size_bytes / SLAB_SIZE as u64) as usize;
-        if total_slabs == 0 {
+        // As CacheLib's slab allocator: the memory's first slab holds the
+        // slabs' headers (7 bytes each, so one slab for up to 599,186 of
+        // them); the rest is for items.
+        let slabs_in_memory = (cfg.size_bytes / SLAB_SIZE as u64) as usize;
+        let header_slabs = (slabs_in_memory * 7).div_ceil(SLAB_SIZE);
+        if slabs_in_memory <= header_slabs {
             return Err(format!(
-                "cacheSizeMB: {} bytes is less than one {} MiB slab",
+                "cacheSizeMB: {} bytes leaves no slab for items: expected at least two {} MiB slabs \
+                 (CacheLib keeps the first for the slab headers)",
                 cfg.size_bytes,
                 SLAB_SIZE >> 20
             ));
         }
+        let total_slabs = slabs_in_memory - header_slabs;
         if total_slabs > 0xffff {
             return Err(format!(
                 "cacheSizeMB: {} slabs of 4 MiB; at most 65535 (256 GiB)",
@@ -456,7 +464,9 @@ impl DramCache {
                     })
                     .collect(),
                 stats: PoolStats {
-                    slab_budget: (total_slabs as f64 * f).floor() as u64,
+                    // CacheLib's pool: `ratio` of the usable memory in
+                    // bytes, filled with whole slabs.
+                    slab_budget: ((total_slabs * SLAB_SIZE) as f64 * f) as u64 / SLAB_SIZE as u64,
                     ..PoolStats::default()
                 },
             })
@@ -637,7 +647,12 @@ impl DramCache {
         if key.len() > u16::MAX as usize {
             return Err(AllocError::TooLarge);
         }
-        let Some(class) = self.classes.class_for(key.len() + value.len()) else {
+        // The slot holds the item as CacheLib lays it out: its header, the
+        // key and the value (at least CacheBench's CacheValue fields).
+        let Some(class) = self
+            .classes
+            .class_for(super::classes::item_size(key.len(), value.len()))
+        else {
             let mut g = self.write();
             g.pools[pool].stats.alloc_attempts += 1;
             return Err(AllocError::TooLarge);
@@ -743,7 +758,10 @@ impl DramCache {
             return Err(AllocError::NoParent);
         };
         let (pool, _) = inner.owner(parent);
-        let Some(class) = self.classes.class_for(value.len()) else {
+        let Some(class) = self
+            .classes
+            .class_for(super::classes::chained_item_size(value.len()))
+        else {
             inner.pools[pool].stats.alloc_attempts += 1;
             return Err(AllocError::TooLarge);
         };
@@ -984,9 +1002,11 @@ impl Inner {
                     .filter(|&c| c != victim.1)
                     .filter_map(|c| age(c).map(|a| (a, c)))
                     .min()?;
-                (f64::from(victim.0) > f64::from(receiver.0) * (1.0 + cfg.diff_ratio)
-                    && victim.0 > receiver.0)
-                    .then_some((victim.1, receiver.1))
+                // As CacheLib's LruTailAgeStrategy: the victim's tail is
+                // older by at least `diff_ratio` of its own age.
+                (victim.0 > receiver.0
+                    && f64::from(victim.0 - receiver.0) >= cfg.diff_ratio * f64::from(victim.0))
+                .then_some((victim.1, receiver.1))
             }
             Rebalance::Hits => {
                 let per_slab = |c: usize| {
@@ -1311,6 +1331,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::classes::{chained_item_size, item_size};
 
     fn cache(mb: u64, pools: &[f64], policy: Policy) -> DramCache {
         DramCache::new(&DramConfig {
@@ -1329,7 +1350,7 @@ mod tests {
 
     #[test]
     fn set_get_replace_remove() {
-        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
         assert_eq!(c.get(b"k", None), None);
         c.set(0, b"k", b"hello", 0).unwrap();
         let mut out = Vec::new();
@@ -1356,9 +1377,12 @@ mod tests {
 
     #[test]
     fn full_pool_evicts_least_recently_used_of_the_class() {
-        // One 4 MiB slab: 4 MiB / 1 KiB-class slots.
-        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
-        let class = c.classes().class_for(1000).unwrap();
+        // One 4 MiB slab for items (the first holds the slab headers):
+        // 4 MiB / 1,120-byte slots, each a 32-byte header, a 7-byte key and
+        // a 992-byte value.
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(item_size(7, 992)).unwrap();
+        assert_eq!(c.classes().sizes()[class], 1120);
         let slots = c.classes().slots_per_slab(class);
         let value = vec![1u8; 1000 - 8];
         for i in 0..slots {
@@ -1381,7 +1405,8 @@ mod tests {
 
     #[test]
     fn pools_get_their_share_of_slabs() {
-        let c = cache(40, &[0.3, 0.7], Policy::Lru { ip_spec: 0 });
+        // 11 slabs, one for the headers: 10 for the pools.
+        let c = cache(44, &[0.3, 0.7], Policy::Lru { ip_spec: 0 });
         let s = c.stats();
         assert_eq!((s.pools[0].slab_budget, s.pools[1].slab_budget), (3, 7));
         let value = vec![0u8; 4000];
@@ -1398,11 +1423,35 @@ mod tests {
         assert!((2.0..2.7).contains(&ratio), "{ratio}");
     }
 
+    /// As CacheLib's slab allocator: the first slab of the memory holds the
+    /// slab headers, and a pool gets its ratio of the rest in whole slabs.
+    #[test]
+    fn slab_headers_take_the_first_slab() {
+        let e = DramCache::new(&DramConfig {
+            size_bytes: 4 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 10,
+        })
+        .err()
+        .unwrap();
+        assert!(e.contains("leaves no slab for items"), "{e}");
+        // 10 slabs, 9 for items: 0.3 x 36 MiB = 10.8 MiB holds 2 slabs,
+        // 0.7 x 36 MiB = 25.2 MiB 6.
+        let c = cache(40, &[0.3, 0.7], Policy::Lru { ip_spec: 0 });
+        let s = c.stats();
+        assert_eq!((s.pools[0].slab_budget, s.pools[1].slab_budget), (2, 6));
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        assert_eq!(c.stats().pools[0].slab_budget, 1);
+    }
+
     #[test]
     fn hash_chains_survive_collisions_and_evictions() {
         // 4 buckets for thousands of items: long collision chains.
         let c = DramCache::new(&DramConfig {
-            size_bytes: 4 << 20,
+            size_bytes: 8 << 20,
             pool_sizes: vec![1.0],
             classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
             policy: Policy::TwoQ {
@@ -1414,7 +1463,7 @@ mod tests {
         })
         .unwrap();
         let value = vec![3u8; 2000];
-        let class = c.classes().class_for(2010).unwrap();
+        let class = c.classes().class_for(item_size(5, 2000)).unwrap();
         let slots = c.classes().slots_per_slab(class);
         for i in 0..slots * 3 {
             c.set(0, format!("{i}").as_bytes(), &value, 0).unwrap();
@@ -1431,14 +1480,15 @@ mod tests {
 
     #[test]
     fn footprint_counts_every_item() {
-        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
         c.set(0, b"abc", &[0u8; 60], 0).unwrap();
         c.set(0, b"defg", &[0u8; 100], 0).unwrap();
         let f = c.footprint();
         assert_eq!(f.items, 2);
         assert_eq!(f.key_value_bytes, 63 + 104);
-        // 63 bytes fit the 64-byte class, 104 the 144-byte one.
-        assert_eq!(f.slot_bytes, 64 + 144);
+        // With CacheLib's 32-byte header, 95 bytes fit the 96-byte class,
+        // 136 the 144-byte one.
+        assert_eq!(f.slot_bytes, 96 + 144);
         assert_eq!(
             f.metadata_bytes, 64,
             "2 x (28 B of metadata + a 4-byte pin count)"
@@ -1457,7 +1507,7 @@ mod tests {
 
     #[test]
     fn expired_items_miss() {
-        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
         c.set(0, b"a", b"1", 1).unwrap();
         c.set(0, b"b", b"2", 0).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2100));
@@ -1509,8 +1559,8 @@ mod tests {
     fn evicting_a_chained_item_evicts_its_parent_and_chain() {
         // One 4 MiB slab per class; chained items of 1000 bytes fill their
         // class, then the next one must evict a whole chain.
-        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
-        let class = c.classes().class_for(1000).unwrap();
+        let c = cache(16, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(chained_item_size(1000)).unwrap();
         let per_slab = c.classes().slots_per_slab(class);
         let mut evicted = Vec::new();
         let stamp = |_: &[u8]| 7u64;
@@ -1553,7 +1603,7 @@ mod tests {
     /// Three slabs: two for 1000-byte items (the second half empty after
     /// deletes), one for 40-byte items. Returns the 1000-byte keys kept.
     fn two_classes(c: &DramCache) -> Vec<String> {
-        let big = c.classes().class_for(1000).unwrap();
+        let big = c.classes().class_for(item_size(8, 990)).unwrap();
         let per_slab = c.classes().slots_per_slab(big);
         let mut kept = Vec::new();
         for i in 0..per_slab + per_slab / 2 {
@@ -1591,10 +1641,10 @@ mod tests {
 
     #[test]
     fn a_released_slab_moves_its_items_when_its_class_has_room() {
-        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
+        let c = cache(16, &[1.0], Policy::Lru { ip_spec: 0 });
         let kept = two_classes(&c);
-        let big = c.classes().class_for(1000).unwrap();
-        let small = c.classes().class_for(20).unwrap();
+        let big = c.classes().class_for(item_size(8, 990)).unwrap();
+        let small = c.classes().class_for(item_size(3, 11)).unwrap();
         // A parent with a chain among them.
         c.add_chained(kept[0].as_bytes(), &[1u8; 900], None)
             .unwrap();
@@ -1636,10 +1686,10 @@ mod tests {
 
     #[test]
     fn a_released_slab_evicts_without_move_and_strategies_pick_by_measure() {
-        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 });
+        let c = cache(16, &[1.0], Policy::Lru { ip_spec: 0 });
         let kept = two_classes(&c);
-        let small = c.classes().class_for(20).unwrap();
-        let big = c.classes().class_for(1000).unwrap();
+        let small = c.classes().class_for(item_size(3, 11)).unwrap();
+        let big = c.classes().class_for(item_size(8, 990)).unwrap();
         // Hits: only the small class is read.
         for _ in 0..10 {
             for i in 0..100 {
@@ -1766,8 +1816,8 @@ mod tests {
 
     #[test]
     fn a_pinned_item_outlives_its_replacement_and_eviction_skips_it() {
-        let c = cache(4, &[1.0], Policy::Lru { ip_spec: 0 });
-        let class = c.classes().class_for(20_000).unwrap();
+        let c = cache(8, &[1.0], Policy::Lru { ip_spec: 0 });
+        let class = c.classes().class_for(item_size(6, 19_990)).unwrap();
         let slots = c.classes().slots_per_slab(class);
         for k in 0..slots as u32 {
             c.set(0, format!("k{k:03}").as_bytes(), &stamped(k, 0, 19_990), 0)

@@ -482,10 +482,11 @@ mod tests {
         NvmConfig::for_tests(8 << 20)
     }
 
-    /// 8 MiB of DRAM (two slabs) in front of 8 MiB of in-memory NVM.
+    /// 12 MiB of DRAM (two slabs for items, one for the slab headers) in
+    /// front of 8 MiB of in-memory NVM.
     fn hybrid(opts: HybridOptions) -> Cache {
         let dram = DramCache::new(&DramConfig {
-            size_bytes: 8 << 20,
+            size_bytes: 12 << 20,
             pool_sizes: vec![1.0],
             classes: AllocClasses::geometric(64, 1 << 20, 1.5).unwrap(),
             policy: Policy::Lru { ip_spec: 0 },

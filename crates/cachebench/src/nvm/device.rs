@@ -5,10 +5,11 @@
 //! # Backings
 //!
 //! Each entry of `nvmCachePaths` is one of
-//! - a **directory**: a file `rackbench-navy-<pid>-<i>.img` (`i` = the
-//!   path's index) is created inside and removed when the [`Device`] is
-//!   dropped (or when opening fails part-way). A file of that name left by
-//!   an earlier process with the same pid is replaced, with a warning;
+//! - a **directory**: a file `nvmcache_<pid>_<random>/navy_cache` is
+//!   created inside (CacheLib's layout: a fresh subdirectory per device,
+//!   so several devices, e.g. the instances of one run, can share the
+//!   directory) and removed with its subdirectory when the [`Device`] is
+//!   dropped (or when opening fails part-way);
 //! - a **regular file**: used as is, created if missing (its parent
 //!   directory must exist), grown to its share, never removed;
 //! - a **block device**: used as is; its size (`BLKGETSIZE64`) must cover
@@ -105,8 +106,9 @@ const fn ioc_read(ty: u64, nr: u64, size: u64) -> u64 {
 /// How the device is opened.
 #[derive(Debug, Clone)]
 pub struct DeviceOptions {
-    /// Bytes wanted in total (`nvmCacheSizeMB` × 2^20); rounded down to
-    /// whole stripes per path (whole blocks with one path).
+    /// Bytes wanted in total (`nvmCacheSizeMB` × 2^20 × the number of
+    /// paths, CacheLib's size per path); rounded down to whole stripes per
+    /// path (whole blocks with one path).
     pub size: u64,
     /// The I/O unit (`navyBlockSize`): a power of two, at least 512.
     pub block_size: u32,
@@ -164,8 +166,6 @@ pub enum DeviceError {
     UnsupportedType { path: PathBuf, kind: &'static str },
     #[error("{} is given twice (the same file as {}): expected distinct files or devices", .path.display(), .other.display())]
     Duplicate { path: PathBuf, other: PathBuf },
-    #[error("{} is already in use by another NVM device of this process: expected each directory to be used by one device at a time", .path.display())]
-    InUse { path: PathBuf },
     #[error("cannot {action} {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -454,14 +454,12 @@ impl MemStore {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Created by us in a directory; removed on drop.
+    /// Created by us in a fresh subdirectory of a directory; the file and
+    /// its subdirectory are removed on drop.
     CreatedFile,
     File,
     BlockDevice,
 }
-
-/// Files this process created in directories and has not removed yet.
-static LIVE_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// One path of a striped device.
 struct Backing {
@@ -475,7 +473,9 @@ impl Drop for Backing {
     fn drop(&mut self) {
         if self.kind == Kind::CreatedFile {
             let _ = fs::remove_file(&self.path);
-            lock(&LIVE_FILES).retain(|p| p != &self.path);
+            if let Some(sub) = self.path.parent() {
+                let _ = fs::remove_dir(sub);
+            }
         }
     }
 }
@@ -665,13 +665,12 @@ impl Backing {
     /// Opens one path and makes it hold `share` bytes.
     fn open(
         path: &Path,
-        index: usize,
         share: u64,
         opts: &DeviceOptions,
         warnings: &mut Vec<String>,
     ) -> Result<Backing, DeviceError> {
         let b = match fs::metadata(path) {
-            Ok(m) if m.is_dir() => Backing::create_in_dir(path, index, opts, warnings)?,
+            Ok(m) if m.is_dir() => Backing::create_in_dir(path, opts, warnings)?,
             Ok(m) if m.is_file() => {
                 let (file, direct) = open_file(path, Create::No, opts.direct_io, warnings)?;
                 Backing {
@@ -739,36 +738,37 @@ impl Backing {
         Ok(b)
     }
 
+    /// Creates `DIR/nvmcache_<pid>_<random>/navy_cache`, CacheLib's
+    /// layout: each device (each instance of a run, each run) gets a
+    /// subdirectory of its own, so several can share `DIR`.
     fn create_in_dir(
         dir: &Path,
-        index: usize,
         opts: &DeviceOptions,
         warnings: &mut Vec<String>,
     ) -> Result<Backing, DeviceError> {
         let dir = fs::canonicalize(dir).map_err(|e| io_error(dir, "resolve the directory", e))?;
-        let path = dir.join(format!("rackbench-navy-{}-{index}.img", std::process::id()));
-        let mut live = lock(&LIVE_FILES);
-        if live.contains(&path) {
-            return Err(DeviceError::InUse { path });
-        }
-        if fs::symlink_metadata(&path).is_ok() {
-            // Left by an earlier process that had our pid.
-            fs::remove_file(&path)
-                .map_err(|e| io_error(&path, "remove the stale cache file", e))?;
-            warnings.push(format!(
-                "{}: removed a cache file left by an earlier run",
-                path.display()
+        let sub = loop {
+            let sub = dir.join(format!(
+                "nvmcache_{}_{}",
+                std::process::id(),
+                rand::random::<u32>()
             ));
-        }
+            match fs::create_dir(&sub) {
+                Ok(()) => break sub,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_error(&sub, "create the directory", e)),
+            }
+        };
+        let path = sub.join("navy_cache");
         let (file, direct) = match open_file(&path, Create::New, opts.direct_io, warnings) {
             Ok(x) => x,
             Err(e) => {
                 // A refused O_DIRECT open may have created it.
                 let _ = fs::remove_file(&path);
+                let _ = fs::remove_dir(&sub);
                 return Err(e);
             }
         };
-        live.push(path.clone());
         Ok(Backing {
             file,
             path,
@@ -983,8 +983,8 @@ impl Device {
         let size = share * n;
         let mut warnings = Vec::new();
         let mut backings: Vec<Backing> = Vec::with_capacity(paths.len());
-        for (i, p) in paths.iter().enumerate() {
-            let b = Backing::open(p, i, share, opts, &mut warnings)?;
+        for p in paths {
+            let b = Backing::open(p, share, opts, &mut warnings)?;
             let md = b
                 .file
                 .metadata()
@@ -1346,10 +1346,16 @@ mod tests {
         let size = 1 << 20;
         let (dev, warnings) =
             Device::open(&[dir.path().to_path_buf()], &opts(size, 4096, 0)).unwrap();
-        let expected = fs::canonicalize(dir.path())
-            .unwrap()
-            .join(format!("rackbench-navy-{}-0.img", std::process::id()));
-        assert_eq!(dev.backing_paths(), vec![expected.clone()]);
+        // CacheLib's layout: DIR/nvmcache_<pid>_<random>/navy_cache.
+        let expected = dev.backing_paths()[0].clone();
+        let sub = expected.parent().unwrap().to_path_buf();
+        assert_eq!(sub.parent().unwrap(), fs::canonicalize(dir.path()).unwrap());
+        assert_eq!(expected.file_name().unwrap(), "navy_cache");
+        let name = sub.file_name().unwrap().to_string_lossy().into_owned();
+        let rest = name
+            .strip_prefix(&format!("nvmcache_{}_", std::process::id()))
+            .unwrap_or_else(|| panic!("{name}"));
+        assert!(rest.parse::<u32>().is_ok(), "{name}");
         assert!(expected.is_file());
         // Space reserved up front.
         let md = fs::metadata(&expected).unwrap();
@@ -1386,19 +1392,21 @@ mod tests {
         assert_eq!((s.reads, s.bytes_read), (4, 6 * 4096));
         assert_eq!(s.write_latency_us.len(), 3);
 
-        // The directory cannot hold a second device at once.
-        let e = Device::open(&[dir.path().to_path_buf()], &opts(size, 4096, 0)).unwrap_err();
-        assert!(matches!(e, DeviceError::InUse { .. }), "{e}");
+        // A second device in the same directory (another instance of the
+        // run) gets a subdirectory of its own, as upstream.
+        let (other, _) = Device::open(&[dir.path().to_path_buf()], &opts(size, 4096, 0)).unwrap();
+        let other_file = other.backing_paths()[0].clone();
+        assert_ne!(other_file, expected);
+        assert!(other_file.is_file() && expected.is_file());
+        drop(other);
+        assert!(!other_file.exists() && !other_file.parent().unwrap().exists());
         assert!(expected.is_file());
 
         drop(dev);
         assert!(!expected.exists(), "the created file is removed on drop");
+        assert!(!sub.exists(), "and its subdirectory");
         assert!(dir.path().is_dir(), "the directory itself stays");
-        // And the name is free again.
-        let (dev, _) = Device::open(&[dir.path().to_path_buf()], &opts(size, 4096, 0)).unwrap();
-        assert!(expected.is_file());
-        drop(dev);
-        assert!(!expected.exists());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -1611,8 +1619,13 @@ mod tests {
         let (dev, _) = Device::open(&paths, &opts(4 * stripe, 512, stripe)).unwrap();
         let files = dev.backing_paths();
         assert_eq!(files.len(), 2);
-        assert!(files[0].ends_with(format!("rackbench-navy-{}-0.img", std::process::id())));
-        assert!(files[1].ends_with(format!("rackbench-navy-{}-1.img", std::process::id())));
+        for (f, d) in files.iter().zip(&dirs) {
+            assert_eq!(
+                f.parent().unwrap().parent().unwrap(),
+                fs::canonicalize(d.path()).unwrap()
+            );
+            assert!(f.ends_with("navy_cache"), "{}", f.display());
+        }
         let data = pattern(3 * stripe as usize, 3);
         dev.write_at(stripe / 2, &data).unwrap();
         for (p, path) in files.iter().enumerate() {
@@ -1628,6 +1641,9 @@ mod tests {
         assert_eq!(&read(&dev, stripe / 2, data.len())[..], &data[..]);
         drop(dev);
         assert!(files.iter().all(|f| !f.exists()));
+        for d in &dirs {
+            assert_eq!(fs::read_dir(d.path()).unwrap().count(), 0);
+        }
     }
 
     #[test]

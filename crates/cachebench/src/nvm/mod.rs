@@ -28,7 +28,8 @@ use std::time::Instant;
 /// keys).
 #[derive(Debug, Clone)]
 pub struct NvmConfig {
-    /// Bytes of the device to use (`nvmCacheSizeMB`).
+    /// Bytes of the whole device: `nvmCacheSizeMB` per path (so times the
+    /// number of paths, as CacheLib), or in memory without paths.
     pub size: u64,
     /// `nvmCachePaths`; empty: an in-memory device.
     pub paths: Vec<PathBuf>,
@@ -101,7 +102,9 @@ pub struct NvmStats {
     pub small: Option<BigHashStats>,
     pub large: Option<RegionStats>,
     pub device: DeviceStats,
-    /// Microseconds per lookup and per insert.
+    /// Microseconds per engine lookup and per engine insert (rackbench's
+    /// own figure; upstream's `NVM Read/Write Latency` is the device's, in
+    /// `device`).
     #[serde(with = "crate::stats::histogram::option")]
     pub read_latency_us: Option<hdrhistogram::Histogram<u64>>,
     #[serde(with = "crate::stats::histogram::option")]
