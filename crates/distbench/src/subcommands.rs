@@ -420,7 +420,8 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
         let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, 0));
         let bound = rpc::server::bind_or_loopback(SocketAddr::new(a.bind, a.port))?;
         let addr = bound.addr;
-        let router = tonic::transport::Server::builder().add_service(driver::grpc_service(engine));
+        let router = tonic::transport::Server::builder()
+            .add_service(driver::grpc_service(engine).map_err(anyhow::Error::msg)?);
         let server = rpc::server::spawn(router, bound);
         let address = addr.to_string();
         eprintln!("{}", rpc_server_line(&address, a.response_size));

@@ -194,7 +194,7 @@ impl Server {
                     .initial_stream_window_size(STREAM_WINDOW)
                     .initial_connection_window_size(CONNECTION_WINDOW)
                     .max_frame_size(MAX_FRAME)
-                    .add_service(grpc_service(engine));
+                    .add_service(grpc_service(engine)?);
                 Ok(Server::Grpc(rpc::server::spawn(router, bound)))
             }
             Protocol::Tcp => {
@@ -239,16 +239,147 @@ impl Server {
     }
 }
 
+/// How a gRPC server runs its handlers: upstream's `server_type` and
+/// thread pool (`threadpool_size`, `threadpool_type`).
+///
+/// In upstream's C++ driver an `inline` server runs the handler on the
+/// thread that received the RPC, and `handoff` and `polling` servers hand it
+/// to a pool whose threads block while the handler waits for the RPCs it
+/// sends. rackbench's handlers are futures, so a blocked thread has no
+/// equivalent; what the variants change, and what is reproduced here, is
+/// (1) the hand-off itself: the handler runs on the instance's own pool of
+/// `threadpool_size` threads (one per CPU by default), not on the thread
+/// that read the request, and (2) the pool's limit: a `simple` pool runs at
+/// most `threadpool_size` handlers at once and queues the rest (an
+/// `elastic` one grows past its size, so it has no limit), and `null` runs
+/// each handler on a thread of its own, created for it.
+pub enum Handoff {
+    Inline,
+    Pool {
+        pool: PoolRuntime,
+        /// `simple`: at most `threadpool_size` handlers at once.
+        limit: Option<Arc<tokio::sync::Semaphore>>,
+    },
+    ThreadPerRpc {
+        pool: PoolRuntime,
+    },
+}
+
+/// A server instance's own tokio runtime, stopped without blocking when
+/// the server goes (it may be dropped inside another runtime).
+pub struct PoolRuntime(Option<tokio::runtime::Runtime>);
+
+impl PoolRuntime {
+    fn new(name: &str, threads: usize) -> Result<PoolRuntime, String> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name(format!("{name}-pool"))
+            .enable_all()
+            .build()
+            .map(|rt| PoolRuntime(Some(rt)))
+            .map_err(|e| format!("cannot start the handler thread pool of {name}: {e}"))
+    }
+
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+        self.0.as_ref().map(tokio::runtime::Runtime::handle)
+    }
+}
+
+impl Drop for PoolRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Handoff {
+    /// The hand-off `engine`'s service asks for (inline for the tcp driver).
+    pub fn of(engine: &Engine) -> Result<Handoff, String> {
+        use crate::check::protocol::{ServerType, ThreadpoolType};
+        let info = &engine.tables.services[engine.service];
+        let Some(v) = &info.grpc else {
+            return Ok(Handoff::Inline);
+        };
+        if v.server_type == ServerType::Inline {
+            return Ok(Handoff::Inline);
+        }
+        let threads = match v.threadpool_size {
+            Some(n) => usize::try_from(n).unwrap_or(1),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let name = info.instances.get(engine.instance).map_or("instance", String::as_str);
+        Ok(match v.threadpool_type {
+            ThreadpoolType::Elastic => Handoff::Pool {
+                pool: PoolRuntime::new(name, threads)?,
+                limit: None,
+            },
+            ThreadpoolType::Simple => Handoff::Pool {
+                pool: PoolRuntime::new(name, threads)?,
+                limit: Some(Arc::new(tokio::sync::Semaphore::new(threads))),
+            },
+            ThreadpoolType::Null => Handoff::ThreadPerRpc {
+                pool: PoolRuntime::new(name, 1)?,
+            },
+        })
+    }
+
+    /// Runs `engine`'s handler for `req` as this hand-off says.
+    pub async fn handle(
+        &self,
+        engine: Arc<Engine>,
+        req: GenericRequestResponse,
+    ) -> Result<GenericRequestResponse, String> {
+        match self {
+            Handoff::Inline => Ok(engine.handle(req).await),
+            Handoff::Pool { pool, limit } => {
+                let permit = match limit {
+                    Some(s) => Some(
+                        s.clone()
+                            .acquire_owned()
+                            .await
+                            .map_err(|_| "the handler pool is shut down".to_string())?,
+                    ),
+                    None => None,
+                };
+                let handle = pool.handle().ok_or("the handler pool is shut down")?;
+                handle
+                    .spawn(async move {
+                        let r = engine.handle(req).await;
+                        drop(permit);
+                        r
+                    })
+                    .await
+                    .map_err(|e| format!("the handler failed: {e}"))
+            }
+            Handoff::ThreadPerRpc { pool } => {
+                let handle = pool.handle().ok_or("the handler pool is shut down")?.clone();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                std::thread::Builder::new()
+                    .name("rpc-handler".into())
+                    .spawn(move || {
+                        let _ = tx.send(handle.block_on(engine.handle(req)));
+                    })
+                    .map_err(|e| format!("cannot start a handler thread: {e}"))?;
+                rx.await.map_err(|_| "the handler thread died".to_string())
+            }
+        }
+    }
+}
+
 /// The gRPC server side of one engine.
 pub struct GrpcService {
     engine: Arc<Engine>,
+    handoff: Handoff,
 }
 
-/// The tonic service that hands every request to `engine`.
-pub fn grpc_service(engine: Arc<Engine>) -> TrafficServer<GrpcService> {
-    TrafficServer::new(GrpcService { engine })
+/// The tonic service that hands every request to `engine`, as its service's
+/// `server_type` asks.
+pub fn grpc_service(engine: Arc<Engine>) -> Result<TrafficServer<GrpcService>, String> {
+    let handoff = Handoff::of(&engine)?;
+    Ok(TrafficServer::new(GrpcService { engine, handoff })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
 }
 
 #[tonic::async_trait]
@@ -257,9 +388,11 @@ impl Traffic for GrpcService {
         &self,
         request: tonic::Request<GenericRequestResponse>,
     ) -> Result<tonic::Response<GenericRequestResponse>, tonic::Status> {
-        Ok(tonic::Response::new(
-            self.engine.clone().handle(request.into_inner()).await,
-        ))
+        self.handoff
+            .handle(self.engine.clone(), request.into_inner())
+            .await
+            .map(tonic::Response::new)
+            .map_err(tonic::Status::internal)
     }
 }
 
