@@ -38,14 +38,19 @@ fn sleepy(server_settings: &str) -> DistributedSystemDescription {
   actions {{ name: 'work' activity_config_name: 'sleep' }}
 }}"#
     );
-    let seq: TestSequence = distbench::textproto::parse_test_sequence(&text, "pool.config").unwrap();
+    let seq: TestSequence =
+        distbench::textproto::parse_test_sequence(&text, "pool.config").unwrap();
     seq.tests[0].clone()
 }
 
 fn latencies_ms(r: &TestResult) -> Vec<f64> {
     let log = &r.service_logs.as_ref().unwrap().instance_logs["c/0"];
     let l = &log.peer_logs["s/0"].rpc_logs[&0];
-    assert!(l.failed_rpc_samples.is_empty(), "{:?}", l.failed_rpc_samples);
+    assert!(
+        l.failed_rpc_samples.is_empty(),
+        "{:?}",
+        l.failed_rpc_samples
+    );
     let mut v: Vec<f64> = l
         .successful_rpc_samples
         .iter()

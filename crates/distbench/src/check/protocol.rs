@@ -476,10 +476,14 @@ fn grpc_variant(
     };
     // server_type and the thread pool are reproduced by the driver
     // (engine::driver::Handoff); the client's threading is not.
-    if variant.client_type != ClientType::Polling || client.iter().any(|s| s.name() == "client_type") {
+    if variant.client_type != ClientType::Polling
+        || client.iter().any(|s| s.name() == "client_type")
+    {
         let what = match client.iter().find(|s| s.name() == "client_type") {
             Some(s) => format!("{} is", describe(s)),
-            None => "the options named 'grpc_async' ask for client_type 'callback', which is".into(),
+            None => {
+                "the options named 'grpc_async' ask for client_type 'callback', which is".into()
+            }
         };
         warnings.push(problem(
             Severity::Warning,
@@ -585,16 +589,28 @@ mod tests {
             (ClientType::Callback, ServerType::Handoff)
         );
         assert_eq!(r.warnings.len(), 1);
-        assert!(r.warnings[0].message.contains("'grpc_async' ask for client_type 'callback'"));
+        assert!(
+            r.warnings[0]
+                .message
+                .contains("'grpc_async' ask for client_type 'callback'")
+        );
 
         // A server variant alone is reproduced: no warning.
         let t = test_with(vec![options(
             "o",
             Some("grpc"),
-            &[("server_type", Ok("handoff")), ("threadpool_type", Ok("simple"))],
+            &[
+                ("server_type", Ok("handoff")),
+                ("threadpool_type", Ok("simple")),
+            ],
             &[],
         )]);
-        assert!(resolve(&service(Some("o")), &t).unwrap().warnings.is_empty());
+        assert!(
+            resolve(&service(Some("o")), &t)
+                .unwrap()
+                .warnings
+                .is_empty()
+        );
     }
 
     #[test]

@@ -308,7 +308,10 @@ impl Handoff {
             Some(n) => usize::try_from(n).unwrap_or(1),
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        let name = info.instances.get(engine.instance).map_or("instance", String::as_str);
+        let name = info
+            .instances
+            .get(engine.instance)
+            .map_or("instance", String::as_str);
         Ok(match v.threadpool_type {
             ThreadpoolType::Elastic => Handoff::Pool {
                 pool: PoolRuntime::new(name, threads)?,
@@ -353,7 +356,10 @@ impl Handoff {
                     .map_err(|e| format!("the handler failed: {e}"))
             }
             Handoff::ThreadPerRpc { pool } => {
-                let handle = pool.handle().ok_or("the handler pool is shut down")?.clone();
+                let handle = pool
+                    .handle()
+                    .ok_or("the handler pool is shut down")?
+                    .clone();
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 std::thread::Builder::new()
                     .name("rpc-handler".into())
