@@ -138,7 +138,8 @@ impl Workload for Distbench {
             Command::TestBuilder(inv, _) => test_builder::validate(&inv),
             // A missing, corrupt or unusable results file is bad input.
             Command::Analyze(a) => a.check().map(|_| ()).map_err(Into::into),
-            Command::Sequencer(_) | Command::RpcServer(_) => Ok(()),
+            Command::Sequencer(a) => subcommands::sequencer_addresses(&a).map(|_| ()),
+            Command::RpcServer(_) => Ok(()),
             Command::NodeManager(a) => {
                 subcommands::node_addresses(&a)?;
                 subcommands::node_arguments(&a.attributes).map(|_| ())
@@ -258,6 +259,38 @@ mod tests {
         );
         let err = parse(&[]).err().unwrap().to_string();
         assert!(err.contains("needs a subcommand"), "{err}");
+    }
+
+    #[test]
+    fn sequencer_device_flags() {
+        let Ok(Command::Sequencer(a)) = parse(&args(&[
+            "test_sequencer",
+            "--control_plane_device=lo",
+            "--default_data_plane_device=lo",
+            "--local_nodes=2",
+        ])) else {
+            panic!("test_sequencer did not parse");
+        };
+        let (bind, data) = subcommands::sequencer_addresses(&a).unwrap();
+        assert!(bind.is_loopback() && data.is_some_and(|d| d.is_loopback()));
+        let err = parse(&args(&[
+            "test_sequencer",
+            "--control_plane_device=lo",
+            "--bind=0.0.0.0",
+        ]))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
+        let Ok(Command::Sequencer(a)) =
+            parse(&args(&["test_sequencer", "--control_plane_device=nosuch0"]))
+        else {
+            panic!("test_sequencer did not parse");
+        };
+        let err = subcommands::sequencer_addresses(&a)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'nosuch0' not found"), "{err}");
     }
 
     #[test]

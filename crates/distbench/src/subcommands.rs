@@ -30,9 +30,24 @@ pub struct SequencerArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Also run this many node managers in this process, on loopback (as
-    /// upstream's --local_nodes).
+    /// upstream's --local_nodes), with node ids 0, 1, ...
     #[arg(long = "local_nodes", default_value_t = 0)]
     pub local_nodes: usize,
+    /// Network interface whose address the sequencer (and its local node
+    /// managers' control services) listen on, instead of --bind.
+    #[arg(
+        long = "control_plane_device",
+        value_name = "DEVICE",
+        conflicts_with = "bind"
+    )]
+    pub control_plane_device: Option<String>,
+    /// Network interface whose address the local node managers' service
+    /// instances use (loopback by default).
+    #[arg(long = "default_data_plane_device", value_name = "DEVICE")]
+    pub default_data_plane_device: Option<String>,
+    /// Pick a device's IPv4 address over its IPv6 one.
+    #[arg(long = "prefer_ipv4")]
+    pub prefer_ipv4: bool,
 }
 
 /// `node_manager`: registers with a sequencer and hosts service instances.
@@ -865,29 +880,37 @@ fn measured(success: bool, r: &DistbenchRecord) -> Outcome {
 
 /// `test_sequencer`.
 pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    crate::netif::set_prefer_ipv4(a.prefer_ipv4);
+    let (bind, data_ip) = sequencer_addresses(a)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let s = cluster::start_sequencer(SocketAddr::new(a.bind, a.port))
-            .map_err(anyhow::Error::msg)?;
+        let s =
+            cluster::start_sequencer(SocketAddr::new(bind, a.port)).map_err(anyhow::Error::msg)?;
         let address = s.server.addr.to_string();
         eprintln!("test_sequencer listening on {address}");
         s.sequencer.expect_nodes(a.local_nodes);
         let mut local = Vec::new();
         let loopback = rpc::server::LOOPBACK;
-        let seq_addr = SocketAddr::new(
-            if a.bind.is_unspecified() {
-                loopback
-            } else {
-                a.bind
-            },
-            s.server.addr.port(),
-        )
-        .to_string();
-        for _ in 0..a.local_nodes {
+        let control = if bind.is_unspecified() {
+            loopback
+        } else {
+            bind
+        };
+        let seq_addr = SocketAddr::new(control, s.server.addr.port()).to_string();
+        for i in 0..a.local_nodes {
             local.push(
-                cluster::start_node_manager(&seq_addr, SocketAddr::new(loopback, 0), loopback, &[])
-                    .await
-                    .map_err(anyhow::Error::msg)?,
+                cluster::start_node_manager_with(
+                    &seq_addr,
+                    SocketAddr::new(control, 0),
+                    data_ip.unwrap_or(control),
+                    &[],
+                    cluster::Registration {
+                        preassigned_node_id: i32::try_from(i).ok(),
+                        service_address: None,
+                    },
+                )
+                .await
+                .map_err(anyhow::Error::msg)?,
             );
         }
         if a.local_nodes > 0 {
@@ -911,6 +934,20 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
             }),
         ))
     })
+}
+
+/// The sequencer's listening address and its local node managers'
+/// data-plane address (`None`: their control address), from its flags.
+pub fn sequencer_addresses(a: &SequencerArgs) -> anyhow::Result<(IpAddr, Option<IpAddr>)> {
+    let bind = match &a.control_plane_device {
+        Some(dev) => crate::netif::device_address(dev)?,
+        None => a.bind,
+    };
+    let data = match &a.default_data_plane_device {
+        Some(dev) => Some(crate::netif::device_address(dev)?),
+        None => None,
+    };
+    Ok((bind, data))
 }
 
 /// The control and data-plane addresses of a node manager's flags.
