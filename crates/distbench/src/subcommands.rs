@@ -284,21 +284,7 @@ pub fn run_test_preview(a: &TestPreviewArgs, ctx: &RunContext) -> anyhow::Result
             .await
             .map_err(anyhow::Error::msg)?;
         for test in &seq.tests {
-            let fut = cluster.run_test(test);
-            tokio::pin!(fut);
-            let r = loop {
-                tokio::select! {
-                    r = &mut fut => break r,
-                    () = tokio::time::sleep(Duration::from_millis(100)), if !interrupted => {
-                        if ctx.cancel.is_stopped() {
-                            interrupted = true;
-                            for n in &cluster.nodes {
-                                n.node.cancel_now().await;
-                            }
-                        }
-                    }
-                }
-            };
+            let r = run_test_until_stopped(&cluster, test, ctx, &mut interrupted).await;
             match r {
                 Ok(r) => {
                     results.test_results.push(r);
@@ -1118,6 +1104,32 @@ pub fn run_tests_input(a: &RunTestsArgs) -> anyhow::Result<TestSequence> {
     }
 }
 
+/// Runs one test on a local cluster; Ctrl-C (the harness's stop flag)
+/// cancels its traffic, and the test ends with what it measured
+/// (`interrupted` is then set).
+async fn run_test_until_stopped(
+    cluster: &LocalCluster,
+    test: &crate::proto::DistributedSystemDescription,
+    ctx: &RunContext,
+    interrupted: &mut bool,
+) -> Result<TestResult, String> {
+    let fut = cluster.run_test(test);
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            r = &mut fut => return r,
+            () = tokio::time::sleep(Duration::from_millis(100)), if !*interrupted => {
+                if ctx.cancel.is_stopped() {
+                    *interrupted = true;
+                    for n in &cluster.nodes {
+                        n.node.cancel_now().await;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `start_localhost`.
 pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let seq = localhost_tests(a)?;
@@ -1154,22 +1166,7 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
                 seq.tests.len(),
                 test.name()
             );
-            let fut = cluster.run_test(test);
-            tokio::pin!(fut);
-            let r = loop {
-                tokio::select! {
-                    r = &mut fut => break r,
-                    () = tokio::time::sleep(Duration::from_millis(100)), if !interrupted => {
-                        if ctx.cancel.is_stopped() {
-                            // Stop the traffic; the test ends with what it measured.
-                            interrupted = true;
-                            for n in &cluster.nodes {
-                                n.node.cancel_now().await;
-                            }
-                        }
-                    }
-                }
-            };
+            let r = run_test_until_stopped(&cluster, test, ctx, &mut interrupted).await;
             match r {
                 Ok(r) => {
                     print_summary(&r);

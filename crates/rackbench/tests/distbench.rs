@@ -806,25 +806,8 @@ fn ctrl_c_keeps_the_partial_test() {
 #[test]
 fn overloaded_test_completes_with_its_results() {
     let d = tempfile::tempdir().unwrap();
-    let config = d.path().join("overload.config");
-    std::fs::write(
-        &config,
-        r#"tests {
-  name: 'overload'
-  services { name: 'c' count: 1 }
-  services { name: 's' count: 1 }
-  rpc_descriptions { name: 'q' client: 'c' server: 's' }
-  overload_limits { max_pending_rpcs: 50 }
-  activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
-                     activity_settings { name: 'duration_us' int64_value: 200000 } }
-  action_lists { name: 'c' action_names: 'send' }
-  actions { name: 'send' rpc_name: 'q' iterations { max_duration_us: 20000000 max_parallel_iterations: 200 } }
-  action_lists { name: 'q' action_names: 'work' }
-  actions { name: 'work' activity_config_name: 'sleep' }
-}
-"#,
-    )
-    .unwrap();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../distbench/tests/fixtures/overload_pending.config");
     let outfile = d.path().join("overload.pb");
     let o = rackbench(d.path())
         .args(["--no-store", "--output-dir"])
