@@ -2,6 +2,9 @@
 //! percentiles (upstream's rule: `sorted[floor(N * p)]` over successful,
 //! non-warm-up samples), counts, throughput and bandwidth over the test's
 //! time (the longest client->server pair span, as upstream's summary).
+//! RPC replay traces are counted apart, per trace ([`ReplayFigures`]):
+//! upstream's summary leaves their samples out, and so do the figures
+//! above.
 
 use crate::proto::{RpcSample, TestResult};
 use serde::{Deserialize, Serialize};
@@ -32,6 +35,22 @@ pub struct RpcFigures {
     pub response_bytes: i64,
 }
 
+/// What the replays of one RPC replay trace measured (rackbench's own
+/// figure; upstream's summary does not read replay logs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayFigures {
+    /// Replays that sent something (one log per instance and iteration).
+    pub replays: u64,
+    /// Successful RPCs of the replays that are not warm-up.
+    pub samples: u64,
+    /// Failed RPCs (an `error_index`), warm-up or not.
+    pub failed: u64,
+    /// Successful RPCs of warm-up replays.
+    pub warmup: u64,
+    /// Latencies of the `samples`.
+    pub latency_us: LatencyUs,
+}
+
 /// The node managers' resource usage over a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeUsage {
@@ -58,6 +77,9 @@ pub struct TestFigures {
     /// by instance.
     #[serde(default)]
     pub engine_errors: BTreeMap<String, String>,
+    /// RPC replay traces, by trace name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replay: BTreeMap<String, ReplayFigures>,
 }
 
 /// The report's metrics of one RPC (or of all).
@@ -95,6 +117,9 @@ pub struct TestMetrics {
     /// figures cover the traffic until then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overloaded: Option<bool>,
+    /// RPC replay traces, by trace name, when the test replayed any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<BTreeMap<String, ReplayFigures>>,
     pub log_summary: Vec<String>,
 }
 
@@ -146,6 +171,7 @@ impl TestFigures {
             node_max_rss_kib: self.node_usage.as_ref().map(|u| u.max_rss_kib),
             engine_errors: (!self.engine_errors.is_empty()).then(|| self.engine_errors.clone()),
             overloaded: self.overloaded().then_some(true),
+            replay: (!self.replay.is_empty()).then(|| self.replay.clone()),
             log_summary: log_summary.to_vec(),
         }
     }
@@ -215,8 +241,24 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
     let mut longest_span_ns: i64 = 0;
     let mut activities: BTreeMap<String, i64> = BTreeMap::new();
     let mut engine_errors = BTreeMap::new();
+    let mut replays: BTreeMap<String, (u64, Acc)> = BTreeMap::new();
     if let Some(logs) = &r.service_logs {
         for (instance, log) in &logs.instance_logs {
+            for replay in &log.replay_trace_logs {
+                let (n, acc) = replays
+                    .entry(replay.rpc_replay_trace_name().to_string())
+                    .or_default();
+                *n += 1;
+                for s in replay.rpc_samples.values() {
+                    if s.error_index() != 0 {
+                        acc.failed += 1;
+                    } else if replay.warmup() {
+                        acc.warmup += 1;
+                    } else {
+                        acc.latencies.push(s.latency_ns());
+                    }
+                }
+            }
             if let Some(e) = log.engine_error_message.as_ref().filter(|e| !e.is_empty()) {
                 engine_errors.insert(instance.clone(), e.clone());
             }
@@ -268,6 +310,22 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
         activity_iterations: activities,
         node_usage,
         engine_errors,
+        replay: replays
+            .into_iter()
+            .map(|(name, (replays, acc))| {
+                let f = acc.figures();
+                (
+                    name,
+                    ReplayFigures {
+                        replays,
+                        samples: f.samples,
+                        failed: f.failed,
+                        warmup: f.warmup,
+                        latency_us: f.latency_us,
+                    },
+                )
+            })
+            .collect(),
     }
 }
 
@@ -462,6 +520,53 @@ mod tests {
         for absent in ["activity_iterations", "node_cpu_secs", "node_max_rss_kib"] {
             assert!(v.get(absent).is_none(), "{absent}: {v}");
         }
+    }
+
+    /// Replay samples are counted per trace, apart from the RPC figures
+    /// (which upstream's summary derives from the peer logs only).
+    #[test]
+    fn replay_samples_count_per_trace() {
+        use crate::proto::*;
+        let replay = |warmup: bool, errors: &[i32]| RpcReplayTraceLog {
+            rpc_replay_trace_name: Some("tr".into()),
+            warmup: warmup.then_some(true),
+            rpc_samples: errors
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| {
+                    (
+                        i as i32,
+                        RpcSample {
+                            start_timestamp_ns: Some(i as i64 * 1000),
+                            latency_ns: Some((i as i64 + 1) * 1000),
+                            error_index: (e != 0).then_some(e),
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut r = super::fixtures::rich();
+        let logs = r.service_logs.as_mut().unwrap();
+        let spl = ServicePerformanceLog {
+            replay_trace_logs: vec![replay(false, &[0, 0, 1]), replay(true, &[0, 2])],
+            ..Default::default()
+        };
+        logs.instance_logs.insert("replayer/0".into(), spl);
+        let m = test_metrics(&r);
+        let plain = test_metrics(&super::fixtures::rich());
+        // The RPC figures do not change.
+        assert_eq!(m.overall, plain.overall);
+        assert_eq!(m.rpcs, plain.rpcs);
+        assert_eq!(plain.replay, None);
+        let tr = &m.replay.as_ref().unwrap()["tr"];
+        assert_eq!((tr.replays, tr.samples, tr.failed, tr.warmup), (2, 2, 2, 1));
+        assert_eq!(tr.latency_us.min, Some(1.0));
+        assert_eq!(tr.latency_us.max, Some(2.0));
+        let f = test_figures(&r);
+        let back: TestFigures = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
     }
 
     #[test]

@@ -63,6 +63,15 @@ fn sockets_needed(tables: &Tables, placed: &[(usize, usize)]) -> i64 {
                 clients.extend(r.clients.iter().copied());
             }
         }
+        // RPC replay traces connect their client to the trace's server.
+        for t in &tables.traces {
+            if t.client == service {
+                servers.insert(t.server);
+            }
+            if t.server == service {
+                clients.insert(t.client);
+            }
+        }
         for s in servers.iter().chain(clients.iter()) {
             let n = tables.services[*s].instances.len() as i64;
             total += if *s == service { n - 1 } else { n };
@@ -309,7 +318,10 @@ impl NodeManager {
         let mut logs = ServiceLogs::default();
         for e in &state.engines {
             let log = e.take_log();
-            if !log.peer_logs.is_empty() || !log.activity_logs.is_empty() {
+            if !log.peer_logs.is_empty()
+                || !log.activity_logs.is_empty()
+                || !log.replay_trace_logs.is_empty()
+            {
                 logs.instance_logs.insert(e.name.clone(), log);
             }
         }

@@ -270,8 +270,8 @@ impl Sequencer {
             tests_setting: None,
         };
         check::validate(&one, "the test").map_err(TestError::invalid)?;
-        // The engines' own compile step: what they cannot run (a protocol,
-        // a replay trace) fails here, before any node is touched.
+        // The engines' own compile step: what they cannot run (a protocol
+        // driver rackbench lacks) fails here, before any node is touched.
         Tables::new(test).map_err(TestError::invalid)?;
         let timeout = test_timeout(test).map_err(TestError::invalid)?;
 

@@ -401,7 +401,7 @@ fn protocol_drivers_are_refused_or_warned_by_name() {
     assert!(
         warnings[0].starts_with(
             "test 0: protocol_driver_options 'default_protocol_driver_options': client_type \
-             'callback', server_type 'handoff', threadpool_size 8 are not reproduced"
+             'callback' is not reproduced"
         ),
         "{warnings:?}"
     );
@@ -670,4 +670,320 @@ fn closed_loops_that_never_start_are_refused() {
         assert!(problems[0].contains(text), "{problems:?}");
         assert!(Tables::new(&test).unwrap_err().contains(text));
     }
+}
+
+/// A client and a 3-instance server with the given server fields, RPC
+/// fields and extra test fields.
+fn msc_test(server: &str, rpc: &str, extra: &str) -> DistributedSystemDescription {
+    parse(&format!(
+        "tests {{
+  services {{ name: 'c' count: 1 }}
+  services {{ name: 's' count: 3 {server} }}
+  rpc_descriptions {{ name: 'q' client: 'c' server: 's' {rpc} }}
+  action_lists {{ name: 'c' action_names: 'send' }}
+  actions {{ name: 'send' rpc_name: 'q' }}
+  action_lists {{ name: 'q' }}
+  {extra}
+}}"
+    ))
+}
+
+/// Multi-server channels run; what upstream refuses (a selected instance
+/// out of range, a channel without selected_instances or constraints, an
+/// unknown channel) is refused at check time, a policy rackbench does not
+/// have is refused by name, and settings nothing reads are warned about.
+#[test]
+fn multi_server_channels_are_checked_as_upstream() {
+    let ok = msc_test(
+        "multi_server_channels { name: 'm' selected_instances: [0, 2] \
+         channel_settings { name: 'policy' string_value: 'pick_first' } }",
+        "multi_server_channel_name: 'm'",
+        "",
+    );
+    let seq = TestSequence {
+        tests: vec![ok.clone()],
+        tests_setting: None,
+    };
+    assert_eq!(check::validate(&seq, "t"), Ok(()));
+    assert!(check::sequence_warnings(&seq).is_empty());
+    let t = Tables::new(&ok).unwrap();
+    let ch = &t.services[1].channels[0];
+    assert_eq!(
+        (ch.selected.clone(), ch.policy),
+        (vec![0, 2], check::channels::Policy::PickFirst)
+    );
+    assert_eq!(t.rpcs[0].channel, Some(0));
+    // round_robin is the default policy, as upstream.
+    let t = Tables::new(&msc_test(
+        "multi_server_channels { name: 'm' selected_instances: 1 }",
+        "multi_server_channel_name: 'm'",
+        "",
+    ))
+    .unwrap();
+    assert_eq!(
+        t.services[1].channels[0].policy,
+        check::channels::Policy::RoundRobin
+    );
+
+    let refused = [
+        (
+            msc_test(
+                "multi_server_channels { name: 'm' selected_instances: 3 }",
+                "multi_server_channel_name: 'm'",
+                "",
+            ),
+            Kind::BadField,
+            "test 0: services 's': multi_server_channels 'm': selected_instances 3 is out of range \
+             for the service (instances 0 to 2; upstream: selected_instances out of range for \
+             service)",
+        ),
+        (
+            msc_test(
+                "multi_server_channels { name: 'm' }",
+                "multi_server_channel_name: 'm'",
+                "",
+            ),
+            Kind::BadField,
+            "test 0: services 's': multi_server_channels 'm': the channel has no member: give \
+             selected_instances or constraints (upstream: No matching constraints, and no \
+             selected_instances field)",
+        ),
+        (
+            msc_test(
+                "multi_server_channels { name: 'm' selected_instances: 0 }",
+                "multi_server_channel_name: 'n'",
+                "",
+            ),
+            Kind::UnknownReference,
+            "test 0: rpc_descriptions 'q': multi_server_channel_name: unknown \
+             multi_server_channel of the server 'n' (defined: m)",
+        ),
+        (
+            msc_test(
+                "multi_server_channels { name: 'm' selected_instances: 0 \
+                 channel_settings { name: 'policy' string_value: 'ring_hash' } }",
+                "multi_server_channel_name: 'm'",
+                "",
+            ),
+            Kind::Unsupported,
+            "test 0: services 's': multi_server_channels 'm': channel_settings 'policy': \
+             'ring_hash' is not supported by rackbench (it has round_robin, pick_first; upstream \
+             hands the name to gRPC core)",
+        ),
+    ];
+    for (test, kind, text) in &refused {
+        let problems: Vec<_> = check::unsupported(0, test)
+            .into_iter()
+            .chain(check::check_test(0, test))
+            .collect();
+        assert_eq!(messages(&problems), [*text]);
+        assert_eq!(problems[0].kind, *kind);
+        assert!(Tables::new(test).is_err(), "{text}");
+    }
+
+    // A channel of a service nothing sends to is never built, and not
+    // checked (as upstream).
+    let unused = msc_test(
+        "",
+        "",
+        "services { name: 'idle' count: 1 multi_server_channels { name: 'x' } }",
+    );
+    assert!(check::check_test(0, &unused).is_empty());
+
+    // Settings that nothing reads, and a fan-out a channel does not use.
+    let warned = msc_test(
+        "multi_server_channels { name: 'm' selected_instances: 0 \
+         channel_settings { name: 'policy' int64_value: 1 } \
+         channel_settings { name: 'weights' string_value: 'x' } }",
+        "multi_server_channel_name: 'm' fanout_filter: 'random'",
+        "",
+    );
+    assert!(check::check_test(0, &warned).is_empty());
+    assert!(check::unsupported(0, &warned).is_empty());
+    let w = messages(&check::warnings(0, &warned));
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w[0].contains("fanout_filter 'random': ignored"), "{w:?}");
+    assert!(w[1].contains("'policy' with an int64_value"), "{w:?}");
+    assert!(
+        w[2].contains("channel_settings 'weights': ignored"),
+        "{w:?}"
+    );
+}
+
+/// A client 'c' (2 instances) replaying trace 'tr' to server 's' (3
+/// instances, channel 'm'), with the given trace body.
+fn replay_test(trace: &str) -> DistributedSystemDescription {
+    parse(&format!(
+        "tests {{
+  services {{ name: 'c' count: 2 }}
+  services {{ name: 's' count: 3 multi_server_channels {{ name: 'm' selected_instances: 0 }} }}
+  action_lists {{ name: 'c' action_names: 'r' }}
+  actions {{ name: 'r' rpc_replay_trace_name: 'tr' }}
+  rpc_replay_traces {{ name: 'tr' {trace} }}
+}}"
+    ))
+}
+
+/// Replay traces run; what upstream's ValidateRpcReplayTrace refuses, and
+/// what its engine aborts or hangs on, is refused at check time with the
+/// record and field named; settings it ignores are warned about.
+#[test]
+fn replay_traces_are_checked_as_upstream() {
+    let ok = replay_test(
+        "client: 'c' server: 's' multiserver_channel_names: 'm' \
+         defaults { timing_mode: RELATIVE_TO_PRIOR_RPC_END prior_rpc_distances: 0 } \
+         records { timing_mode: RELATIVE_TO_TRACE_START prior_rpc_distances: [] } \
+         records { server_instance: 2 request_size: 10 response_size: 20 } \
+         records { multi_server_channel_name_index: 0 prior_rpc_distances: 1 client_instance: 1 }",
+    );
+    let seq = TestSequence {
+        tests: vec![ok.clone()],
+        tests_setting: None,
+    };
+    // records[0] inherits the defaults' distance, which names no record.
+    let err = check::validate(&seq, "t").unwrap_err();
+    assert!(
+        err.contains("records[0]: prior_rpc_distances 0 names no earlier record"),
+        "{err}"
+    );
+    // Without the defaults' distance it runs; a record's distances follow
+    // the defaults' (proto merge).
+    let ok = replay_test(
+        "client: 'c' server: 's' multiserver_channel_names: 'm' \
+         defaults { timing_mode: RELATIVE_TO_PRIOR_RPC_END } \
+         records { timing_mode: RELATIVE_TO_TRACE_START timing_ns: 5 } \
+         records { server_instance: 2 request_size: 10 response_size: 20 prior_rpc_distances: 0 } \
+         records { multi_server_channel_name_index: 0 prior_rpc_distances: [1, 0] }",
+    );
+    let seq = TestSequence {
+        tests: vec![ok.clone()],
+        tests_setting: None,
+    };
+    assert_eq!(check::validate(&seq, "t"), Ok(()));
+    assert!(check::sequence_warnings(&seq).is_empty());
+    let t = Tables::new(&ok).unwrap();
+    let tr = &t.traces[0];
+    use distbench::engine::tables::{ReplayTarget, Timing};
+    assert_eq!((tr.client, tr.server), (0, 1));
+    assert_eq!(
+        tr.records
+            .iter()
+            .map(|r| (r.timing, r.deps.clone(), r.target))
+            .collect::<Vec<_>>(),
+        [
+            (Timing::TraceStart, vec![], ReplayTarget::Instance(0)),
+            (Timing::PriorEnd, vec![0], ReplayTarget::Instance(2)),
+            (Timing::PriorEnd, vec![0, 1], ReplayTarget::Channel(0)),
+        ]
+    );
+    assert_eq!(
+        (tr.records[1].request_size, tr.records[1].response_size),
+        (10, 20)
+    );
+    let merged = check::replay::merged_record(
+        Some(&distbench::proto::RpcReplayTraceRecord {
+            prior_rpc_distances: vec![4],
+            timing_ns: Some(1),
+            server_instance: Some(2),
+            ..Default::default()
+        }),
+        &distbench::proto::RpcReplayTraceRecord {
+            prior_rpc_distances: vec![5],
+            timing_ns: Some(3),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        (
+            merged.prior_rpc_distances,
+            merged.timing_ns,
+            merged.server_instance
+        ),
+        (vec![4, 5], Some(3), Some(2))
+    );
+
+    let refused = [
+        (
+            "server: 's' records {}",
+            "client: a replay trace must name its client service",
+        ),
+        (
+            "client: 'c' server: 'x' records {}",
+            "server: unknown service 'x' (defined: c, s)",
+        ),
+        (
+            "client: 'c' server: 's' records { server_instance: 3 }",
+            "records[0]: server_instance 3 is not an instance of the server (0 to 2; upstream: \
+             server index too large)",
+        ),
+        (
+            "client: 'c' server: 's' records { client_instance: 2 }",
+            "records[0]: client_instance 2 is not an instance of the client (0 to 1; upstream: \
+             client index too large)",
+        ),
+        (
+            "client: 'c' server: 's' records {} records { prior_rpc_distances: 0 timing_mode: \
+             RELATIVE_TO_TRACE_START }",
+            "records[1]: prior_rpc_distances need timing_mode RELATIVE_TO_PRIOR_RPC_START or \
+             RELATIVE_TO_PRIOR_RPC_END, not RELATIVE_TO_TRACE_START (upstream's engine would \
+             wait for this record forever)",
+        ),
+        (
+            "client: 'c' server: 's' records {} records { prior_rpc_distances: -1 timing_mode: \
+             RELATIVE_TO_PRIOR_RPC_START }",
+            "records[1]: prior_rpc_distances -1 names no earlier record",
+        ),
+        (
+            "client: 'c' server: 's' records { multi_server_channel_name_index: 0 }",
+            "records[0]: multi_server_channel_name_index 0 does not index the trace's 0 \
+             multiserver_channel_names",
+        ),
+        (
+            "client: 'c' server: 's' multiserver_channel_names: 'n' records {}",
+            "multiserver_channel_names: unknown multi_server_channel of the server 'n' (defined: m)",
+        ),
+        (
+            "client: 'c' server: 's' records { request_size: -1 }",
+            "records[0]: request_size must not be negative, got -1",
+        ),
+        (
+            "client: 's' server: 'c' records {}",
+            "actions 'r': rpc_replay_trace_name 'tr': the trace's client is 's', but action list \
+             'c' runs on service 'c' (upstream aborts: calling RPC replay trace from wrong client)",
+        ),
+    ];
+    for (trace, text) in refused {
+        let test = replay_test(trace);
+        let problems = messages(&check::check_test(0, &test));
+        assert_eq!(problems.len(), 1, "{trace}: {problems:?}");
+        assert!(problems[0].contains(text), "{trace}: {problems:?}");
+    }
+    // An action naming a trace nobody defines.
+    let test = parse(
+        "tests { services { name: 'c' count: 1 } action_lists { name: 'c' action_names: 'r' } \
+         actions { name: 'r' rpc_replay_trace_name: 'nope' } }",
+    );
+    assert_eq!(
+        messages(&check::check_test(0, &test)),
+        [
+            "test 0: actions 'r': rpc_replay_trace_name: unknown rpc replay trace 'nope' (none is \
+          defined)"
+        ]
+    );
+
+    // What upstream's replay ignores is warned about.
+    let warned = replay_test(
+        "client: 'c' server: 's' defaults { server_processing_time_ns: 1000 } \
+         records { client_instance: 1 rpc_class: 3 } \
+         records { client_instance: 0 prior_rpc_distances: 0 timing_mode: RELATIVE_TO_PRIOR_RPC_END }",
+    );
+    assert!(check::check_test(0, &warned).is_empty());
+    let w = messages(&check::warnings(0, &warned));
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w[0].contains("records[1]: prior_rpc_distances 0 names records[0], which only client_instance 1 replays"), "{w:?}");
+    assert!(w[1].contains("server_processing_time_ns: ignored"), "{w:?}");
+    assert!(
+        w[2].contains("rpc_class: ignored (upstream ignores it too)"),
+        "{w:?}"
+    );
 }

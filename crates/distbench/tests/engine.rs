@@ -45,8 +45,9 @@ fn samples(r: &TestResult) -> BTreeMap<(String, String, i32), Vec<RpcSample>> {
             for (rpc, l) in &peer.rpc_logs {
                 assert!(
                     l.failed_rpc_samples.is_empty(),
-                    "{client}->{server}: failed RPCs {:?}",
-                    l.failed_rpc_samples.first()
+                    "{client}->{server}: failed RPCs {:?}, errors {:?}",
+                    l.failed_rpc_samples.first(),
+                    log.error_dictionary
                 );
                 out.insert(
                     (client.clone(), server.clone(), *rpc),
@@ -638,4 +639,352 @@ fn max_pending_rpcs_overload_ends_the_test_with_its_results() {
     );
     let (_, failed, _) = outcome_counts(&r, "c/0");
     assert!(failed >= 1, "no failed samples");
+}
+
+/// Successful samples per server instance, for one client instance and
+/// RPC index (no failed sample allowed).
+fn per_server(r: &TestResult, client: &str, rpc: i32) -> BTreeMap<String, usize> {
+    samples(r)
+        .into_iter()
+        .filter(|((c, _, i), _)| c == client && *i == rpc)
+        .map(|((_, s, _), v)| (s, v.len()))
+        .collect()
+}
+
+/// Multi-server channels: one RPC per iteration through the channel, no
+/// fan-out. round_robin spreads 12 RPCs over 3 servers evenly (upstream's
+/// MultiServerChannelsTest: 12 open-loop RPCs, 3 to 5 per server with
+/// gRPC's policy; rackbench's cursor makes it exactly 4), each logged under
+/// the server instance that answered; pick_first sends everything to the
+/// first member (selected_instances are sorted: 2 and 1 give server/1).
+#[test]
+fn multi_server_channel_round_robin_and_pick_first() {
+    let test = parse(
+        r#"tests {
+  name: 'msc'
+  services { name: 'client' count: 1 }
+  services {
+    name: 'server'
+    count: 3
+    multi_server_channels {
+      name: 'rr'
+      channel_settings { name: 'policy' string_value: 'round_robin' }
+      selected_instances: [0, 1, 2]
+    }
+    multi_server_channels { name: 'pf' channel_settings { name: 'policy' string_value: 'pick_first' } selected_instances: [2, 1] }
+  }
+  rpc_descriptions { name: 'spread' client: 'client' server: 'server' multi_server_channel_name: 'rr' }
+  rpc_descriptions { name: 'first' client: 'client' server: 'server' multi_server_channel_name: 'pf' }
+  action_lists { name: 'client' action_names: ['run_spread', 'run_first'] }
+  actions { name: 'run_spread' rpc_name: 'spread' iterations { max_iteration_count: 12 open_loop_interval_ns: 5000000 } }
+  actions { name: 'run_first' rpc_name: 'first' iterations { max_iteration_count: 7 max_parallel_iterations: 2 } }
+  action_lists { name: 'spread' }
+  action_lists { name: 'first' }
+}"#,
+    );
+    let r = run(4, &test).unwrap();
+    let spread = per_server(&r, "client/0", 0);
+    let want: BTreeMap<String, usize> = (0..3).map(|i| (format!("server/{i}"), 4)).collect();
+    assert_eq!(spread, want);
+    let first = per_server(&r, "client/0", 1);
+    assert_eq!(first, BTreeMap::from([("server/1".to_string(), 7)]));
+}
+
+/// Channel members chosen by constraints on the endpoints' attributes: a
+/// node attribute (nodes alternate rack A and B) and the instance's
+/// `index`, united with selected_instances. Each RPC goes to a member only,
+/// and every member is reached (round_robin, 8 RPCs per channel).
+#[test]
+fn multi_server_channel_constraints_select_by_attribute() {
+    let test = parse(
+        r#"tests {
+  name: 'msc_constraints'
+  services { name: 'client' count: 1 }
+  services {
+    name: 'server'
+    count: 4
+    multi_server_channels {
+      name: 'rack_b'
+      constraints { constraint_sets { constraints { attribute_name: 'rack' relation: EQUAL string_values: 'B' } } }
+    }
+    multi_server_channels {
+      name: 'idx'
+      selected_instances: 0
+      constraints {
+        constraint_sets {
+          constraints { attribute_name: 'index' relation: EQUAL int64_values: 1 }
+          constraints { attribute_name: 'index' relation: EQUAL int64_values: 2 }
+        }
+      }
+    }
+  }
+  rpc_descriptions { name: 'to_b' client: 'client' server: 'server' multi_server_channel_name: 'rack_b' }
+  rpc_descriptions { name: 'to_idx' client: 'client' server: 'server' multi_server_channel_name: 'idx' }
+  action_lists { name: 'client' action_names: ['b', 'i'] }
+  actions { name: 'b' rpc_name: 'to_b' iterations { max_iteration_count: 8 } }
+  actions { name: 'i' rpc_name: 'to_idx' iterations { max_iteration_count: 9 } }
+  action_lists { name: 'to_b' }
+  action_lists { name: 'to_idx' }
+}"#,
+    );
+    let racks: Vec<Vec<(String, String)>> = ["A", "B", "A", "B", "A"]
+        .iter()
+        .map(|r| vec![("rack".to_string(), r.to_string())])
+        .collect();
+    let r = rt().block_on(async {
+        let c = LocalCluster::start_with_attributes(&racks, 0)
+            .await
+            .unwrap();
+        let r = c.run_test(&test).await;
+        c.stop().await;
+        r.unwrap()
+    });
+    // The servers on rack B, from the placement the results carry (its
+    // endpoints have the node's attributes).
+    let on_b: Vec<String> = r
+        .placement
+        .as_ref()
+        .unwrap()
+        .service_endpoints
+        .iter()
+        .filter(|(name, ep)| {
+            name.starts_with("server/")
+                && ep
+                    .attributes
+                    .iter()
+                    .any(|a| a.name() == "rack" && a.value() == "B")
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    // 4 servers and a client on 5 nodes, one each: 1 or 2 servers on B.
+    assert!((1..=2).contains(&on_b.len()), "{on_b:?}");
+    let to_b = per_server(&r, "client/0", 0);
+    assert_eq!(to_b.keys().cloned().collect::<Vec<_>>(), on_b);
+    assert_eq!(to_b.values().sum::<usize>(), 8);
+    let to_idx = per_server(&r, "client/0", 1);
+    let want: BTreeMap<String, usize> = (0..3).map(|i| (format!("server/{i}"), 3)).collect();
+    assert_eq!(to_idx, want);
+}
+
+/// A constraint no instance meets and no selected_instances: the test
+/// fails when the peers are introduced, as upstream's (check_test cannot
+/// know the nodes' attributes).
+#[test]
+fn multi_server_channel_without_members_fails_the_test() {
+    let test = parse(
+        r#"tests {
+  services { name: 'client' count: 1 }
+  services {
+    name: 'server'
+    count: 2
+    multi_server_channels {
+      name: 'none'
+      constraints { constraint_sets { constraints { attribute_name: 'rack' relation: EQUAL string_values: 'Z' } } }
+    }
+  }
+  rpc_descriptions { name: 'q' client: 'client' server: 'server' multi_server_channel_name: 'none' }
+  action_lists { name: 'client' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q' }
+  action_lists { name: 'q' }
+}"#,
+    );
+    let err = run(3, &test).unwrap_err();
+    assert!(
+        err.contains("multi_server_channels 'none' of service 'server'")
+            && err.contains("No matching constraints, and no selected_instances field"),
+        "{err}"
+    );
+}
+
+/// The replay logs of one instance, by iteration (the last entry of their
+/// trace context's action_iterations).
+fn replays(r: &TestResult, instance: &str) -> Vec<distbench::proto::RpcReplayTraceLog> {
+    let logs = &r.service_logs.as_ref().unwrap().instance_logs;
+    let mut out = logs[instance].replay_trace_logs.clone();
+    out.sort_by_key(|l| {
+        *l.trace_context
+            .as_ref()
+            .unwrap()
+            .action_iterations
+            .last()
+            .unwrap()
+    });
+    out
+}
+
+/// An RPC replay trace with every timing mode, dependencies, per-instance
+/// records and a multi-server channel, replayed twice (the first time as
+/// warm-up) by both client instances. Orders and gaps are checked as lower
+/// bounds, never against this machine's speed.
+#[test]
+fn replay_trace_timing_modes_and_dependencies() {
+    let test = parse(
+        r#"tests {
+  name: 'replay'
+  services { name: 'client' count: 2 }
+  services {
+    name: 'server'
+    count: 2
+    multi_server_channels { name: 'msc' selected_instances: [0, 1] }
+  }
+  action_lists { name: 'client' action_names: 'do_replay' }
+  actions {
+    name: 'do_replay'
+    rpc_replay_trace_name: 'tr'
+    iterations { max_iteration_count: 2 warmup_iterations: 1 }
+  }
+  rpc_replay_traces {
+    name: 'tr'
+    client: 'client'
+    server: 'server'
+    multiserver_channel_names: 'msc'
+    defaults { timing_mode: RELATIVE_TO_TRACE_START server_instance: 1 request_size: 100 response_size: 5000 }
+    # 0: client 0, at once.
+    records { client_instance: 0 }
+    # 1: 50 ms after record 0 ends.
+    records { client_instance: 0 timing_mode: RELATIVE_TO_PRIOR_RPC_END prior_rpc_distances: 0 timing_ns: 50000000 }
+    # 2: 100 ms after record 0 starts.
+    records { client_instance: 0 timing_mode: RELATIVE_TO_PRIOR_RPC_START prior_rpc_distances: 1 timing_ns: 100000000 }
+    # 3: every instance, at the traffic start (upstream's: + 1 s).
+    records { timing_mode: RELATIVE_TO_TRAFFIC_START timing_ns: 0 }
+    # 4: client 1, 30 ms into the replay, to server 0.
+    records { client_instance: 1 server_instance: 0 timing_ns: 30000000 }
+    # 5: client 1, 20 ms after record 4 ends, through the channel.
+    records { client_instance: 1 multi_server_channel_name_index: 0 timing_mode: RELATIVE_TO_PRIOR_RPC_END prior_rpc_distances: 0 timing_ns: 20000000 }
+    # 6: client 0, after record 5, which client 0 does not replay: the
+    #    dependency is ignored (as upstream) and it starts at the traffic start.
+    records { client_instance: 0 timing_mode: RELATIVE_TO_PRIOR_RPC_END prior_rpc_distances: 0 }
+  }
+}"#,
+    );
+    // check_test warns about the ignored dependency; nothing is refused.
+    let seq = TestSequence {
+        tests: vec![test.clone()],
+        tests_setting: None,
+    };
+    assert_eq!(distbench::check::validate(&seq, "t"), Ok(()));
+    let r = run(4, &test).unwrap();
+    let logs = &r.service_logs.as_ref().unwrap().instance_logs;
+    // Only replay logs: the instances are kept for them.
+    assert!(logs["client/0"].peer_logs.is_empty());
+    let c0 = replays(&r, "client/0");
+    let c1 = replays(&r, "client/1");
+    assert_eq!((c0.len(), c1.len()), (2, 2));
+    let ns = |ms: i64| ms * 1_000_000;
+    let mut traffic_starts = Vec::new();
+    for (it, (a, b)) in c0.iter().zip(&c1).enumerate() {
+        for (log, keys) in [(a, vec![0, 1, 2, 3, 6]), (b, vec![3, 4, 5])] {
+            assert_eq!(log.rpc_replay_trace_name(), "tr");
+            assert_eq!(log.rpc_samples.keys().copied().collect::<Vec<_>>(), keys);
+            for s in log.rpc_samples.values() {
+                assert_eq!(s.error_index(), 0, "{log:?}");
+                assert!(s.latency_ns() > 0);
+            }
+            assert_eq!(log.warmup(), it == 0, "iteration {it}");
+            let tc = log.trace_context.as_ref().unwrap();
+            assert_eq!(tc.engine_ids.len(), 1);
+            assert_eq!(tc.action_iterations, vec![it as i64]);
+            assert_eq!(tc.action_indices, vec![0]);
+            assert!(log.timestamp_offset_ns() > 0);
+        }
+        let s = |log: &distbench::proto::RpcReplayTraceLog, i: i32| log.rpc_samples[&i].clone();
+        let end = |x: &RpcSample| x.start_timestamp_ns() + x.latency_ns();
+        // Record 1: 50 ms after record 0 ended; record 2: 100 ms after
+        // record 0 started.
+        assert!(s(a, 1).start_timestamp_ns() >= end(&s(a, 0)) + ns(50));
+        assert!(s(a, 2).start_timestamp_ns() >= s(a, 0).start_timestamp_ns() + ns(100));
+        // Record 4: 30 ms into the replay; record 5: 20 ms after it ended.
+        assert!(s(b, 4).start_timestamp_ns() >= ns(30));
+        assert!(s(b, 5).start_timestamp_ns() >= end(&s(b, 4)) + ns(20));
+        // Records 3 and 6 share the traffic start (Unix time); both client
+        // instances see the same one.
+        let wall = |log: &distbench::proto::RpcReplayTraceLog, i: i32| {
+            log.timestamp_offset_ns() + log.rpc_samples[&i].start_timestamp_ns()
+        };
+        for w in [wall(a, 3), wall(a, 6), wall(b, 3)] {
+            traffic_starts.push(w);
+        }
+    }
+    // In the first replay (which starts with the traffic) records 3 and 6
+    // wait for the traffic start, 1 s after the start time: they start
+    // together on both instances, well after the replay began. The second
+    // replay begins after it (one iteration at a time), when that time is
+    // past, so they start at once.
+    let first = &traffic_starts[..3];
+    let (lo, hi) = (*first.iter().min().unwrap(), *first.iter().max().unwrap());
+    assert!(hi - lo < ns(300), "{first:?}");
+    assert!(c0[0].rpc_samples[&3].start_timestamp_ns() > ns(500));
+    assert!(c0[1].timestamp_offset_ns() >= hi);
+    assert!(
+        c0[1].rpc_samples[&3].start_timestamp_ns() < c0[0].rpc_samples[&3].start_timestamp_ns()
+    );
+}
+
+/// A replayed RPC carries no RPC index: the server answers with the
+/// response size it asks for, without a handler list, and refuses one that
+/// asks for none (upstream's message).
+#[test]
+fn server_answers_replayed_rpcs_with_the_size_asked() {
+    use distbench::engine::Engine;
+    use distbench::proto::GenericRequestResponse;
+    use prost::Message;
+    let test = parse(
+        r#"tests {
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 2 }
+  rpc_replay_traces { name: 'tr' client: 'client' server: 'server' records { server_instance: 1 } }
+  action_lists { name: 'client' action_names: 'r' }
+  actions { name: 'r' rpc_replay_trace_name: 'tr' }
+}"#,
+    );
+    let tables = std::sync::Arc::new(distbench::engine::tables::Tables::new(&test).unwrap());
+    let engine = std::sync::Arc::new(Engine::new(tables, 1, 1, 7));
+    let resp = rt().block_on(engine.clone().handle(GenericRequestResponse {
+        response_payload_size: Some(5000),
+        ..Default::default()
+    }));
+    assert_eq!(resp.error_message, None);
+    assert_eq!(resp.server_instance, Some(1));
+    let len = resp.encoded_len() as i64;
+    assert!(len == 5000 || len == 4999, "{len}");
+    let resp = rt().block_on(engine.handle(GenericRequestResponse::default()));
+    assert_eq!(
+        resp.error_message.as_deref(),
+        Some("rpc has no index, and no response size: ")
+    );
+}
+
+/// Cancelled traffic ends a replay: no further RPC starts (record 1 would
+/// wait a minute), what it measured is kept, and the test completes.
+#[test]
+fn cancelled_traffic_ends_a_replay_with_its_samples() {
+    let test = parse(
+        r#"tests {
+  name: 'replay_cancel'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 1 }
+  activity_configs { name: 'nap' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
+                     activity_settings { name: 'duration_us' int64_value: 300000 } }
+  action_lists { name: 'client' action_names: ['replay', 'stop'] }
+  actions { name: 'replay' rpc_replay_trace_name: 'tr' }
+  actions { name: 'stop' activity_config_name: 'nap' cancel_traffic_when_done: true }
+  rpc_replay_traces {
+    name: 'tr' client: 'client' server: 'server'
+    defaults { timing_mode: RELATIVE_TO_TRACE_START }
+    records { }
+    records { timing_ns: 60000000000 }
+  }
+}"#,
+    );
+    let t0 = std::time::Instant::now();
+    let r = run(2, &test).unwrap();
+    assert!(t0.elapsed().as_secs() < 20, "took {:?}", t0.elapsed());
+    let logs = replays(&r, "client/0");
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].rpc_samples.keys().copied().collect::<Vec<_>>(), [0]);
+    let log = &r.service_logs.as_ref().unwrap().instance_logs["client/0"];
+    assert_eq!(
+        log.engine_error_message(),
+        "CANCELLED: cancel_traffic_when_done"
+    );
 }

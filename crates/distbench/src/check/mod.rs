@@ -12,9 +12,11 @@
 //! run, refuses the first two.
 
 pub mod activity;
+pub mod channels;
 pub mod distribution;
 pub mod fanout;
 pub mod protocol;
+pub mod replay;
 
 use crate::proto::{DistributedSystemDescription, ServiceSpec, TestSequence, action};
 use distribution::Use;
@@ -60,8 +62,9 @@ pub enum Kind {
     /// alias that names nothing, ...).
     BadProtocolDriver,
     /// Something upstream runs that rackbench cannot: the homa, mercury and
-    /// test drivers, gRPC over Homa, gRPC channel arguments, RPC replay
-    /// traces, multi-server channels.
+    /// test drivers, gRPC over Homa, gRPC channel arguments, load-balancing
+    /// policies of multi-server channels other than round_robin and
+    /// pick_first.
     Unsupported,
     /// Something that runs, but not as the setting asks (a gRPC threading
     /// variant), or a setting that nothing reads (upstream ignores it too).
@@ -215,6 +218,8 @@ fn all_problems(index: usize, test: &DistributedSystemDescription) -> Vec<Proble
     c.payloads();
     c.distributions();
     c.rpcs();
+    c.channels();
+    c.replay_traces();
     c.action_lists();
     c.actions();
     c.activities();
@@ -433,19 +438,6 @@ impl<'a> Checker<'a> {
                 self.report(kind, p.location, p.message);
             }
         }
-        for s in &self.test.services {
-            if let Some(ch) = s.multi_server_channels.first() {
-                self.report(
-                    Kind::Unsupported,
-                    format!("services '{}'", s.name()),
-                    format!(
-                        "multi_server_channels '{}': multi-server channels are not supported \
-                         by rackbench yet",
-                        ch.name()
-                    ),
-                );
-            }
-        }
     }
 
     /// `overload_limits` and the `test_timeout` attribute, which upstream's
@@ -588,14 +580,18 @@ impl<'a> Checker<'a> {
                         ch,
                     );
                 }
-                self.report(
-                    Kind::Unsupported,
-                    &loc,
-                    format!(
-                        "multi_server_channel_name '{ch}': multi-server channels are not \
-                         supported by rackbench yet"
-                    ),
-                );
+                if !matches!(r.fanout_filter(), "" | "all") {
+                    self.report(
+                        Kind::NotApplied,
+                        &loc,
+                        format!(
+                            "fanout_filter '{}': ignored: an RPC through multi_server_channel \
+                             '{ch}' goes to the one instance the channel picks (upstream \
+                             ignores it too)",
+                            r.fanout_filter()
+                        ),
+                    );
+                }
             }
             if let Err(e) = fanout::check(r.fanout_filter()) {
                 self.report(Kind::BadFanoutFilter, &loc, format!("fanout_filter: {e}"));
@@ -677,14 +673,6 @@ impl<'a> Checker<'a> {
                         &loc,
                         "rpc_replay_trace_name",
                         r,
-                    );
-                    self.report(
-                        Kind::Unsupported,
-                        &loc,
-                        format!(
-                            "rpc_replay_trace_name '{r}': RPC replay traces are not supported by \
-                             rackbench yet"
-                        ),
                     );
                 }
                 None if a.response_payload_override.is_some() => {}

@@ -20,15 +20,23 @@
 //! reservoir of `max_rpc_samples` (all of them when 0) and then to the
 //! engine's log, keyed by server instance and RPC index as upstream's
 //! `ServicePerformanceLog`.
+//!
+//! An RPC with a `multi_server_channel_name` sends one request per
+//! iteration through that channel of its server ([`Channel`]: its members
+//! are resolved when the peers are introduced), and its sample goes under
+//! the instance that answered. An action with an `rpc_replay_trace_name`
+//! replays the trace each iteration ([`replay`]).
 
 pub mod dist;
 pub mod driver;
 pub mod fanout;
+pub mod replay;
 pub mod tables;
 
 use crate::proto::{
     ActivityLog, ActivityMetric, ErrorDictionary, GenericRequestResponse, PeerPerformanceLog,
-    RpcPerformanceLog, RpcSample, ServiceEndpointMap, ServicePerformanceLog, TraceContext,
+    RpcPerformanceLog, RpcReplayTraceLog, RpcSample, ServiceEndpointMap, ServicePerformanceLog,
+    TraceContext,
 };
 use driver::Peer;
 use fanout::{FanoutState, Grid};
@@ -39,10 +47,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tables::{ActionInfo, Activity, IterSpec, Kind, OpenLoop, Size, Tables};
+use tables::{ActionInfo, Activity, IterSpec, Kind, OpenLoop, Policy, Size, Tables};
 use tokio::sync::{oneshot, watch};
 
 /// How long in-flight RPCs may still finish after traffic is cancelled.
@@ -71,6 +79,35 @@ const ABORTED: u8 = 2;
 /// Connections to the instances of each service, `[service][instance]`.
 type PeerTable = Vec<Vec<Option<Arc<dyn Peer>>>>;
 
+/// A multi-server channel of a server service, as set up when the peers
+/// are introduced: its members (instance indices, sorted) and the cursor of
+/// its policy.
+struct Channel {
+    members: Vec<usize>,
+    policy: Policy,
+    next: AtomicUsize,
+}
+
+impl Channel {
+    /// The instance the next RPC goes to.
+    fn pick(&self) -> usize {
+        let i = match self.policy {
+            Policy::PickFirst => 0,
+            Policy::RoundRobin => self.next.fetch_add(1, Ordering::Relaxed) % self.members.len(),
+        };
+        self.members[i]
+    }
+}
+
+/// One request sent to a peer.
+struct Sent {
+    /// Wall-clock and monotonic start.
+    start: SystemTime,
+    started: Instant,
+    latency: Duration,
+    result: Result<GenericRequestResponse, String>,
+}
+
 /// Gives a handler slot back when the handler ends (or is dropped).
 struct HandlerSlot<'a>(&'a AtomicI64);
 
@@ -95,6 +132,11 @@ pub struct Engine {
     coords: (usize, usize, usize),
     /// Connections to server instances, `[service][instance]`.
     peers: RwLock<PeerTable>,
+    /// Multi-server channels of the server services, `[service][channel]`
+    /// (as [`tables::ServiceInfo::channels`]).
+    channels: RwLock<Vec<Vec<Arc<Channel>>>>,
+    /// The start time `run_traffic` was given.
+    traffic_start: Mutex<Option<SystemTime>>,
     log: Mutex<EngineLog>,
     cancel: watch::Sender<u8>,
     cancel_reason: Mutex<Option<String>>,
@@ -115,6 +157,7 @@ pub struct Engine {
 struct EngineLog {
     peers: BTreeMap<String, PeerPerformanceLog>,
     errors: Vec<String>,
+    replays: Vec<RpcReplayTraceLog>,
 }
 
 impl EngineLog {
@@ -221,6 +264,8 @@ impl Engine {
             instance,
             engine_id,
             peers: RwLock::new(tables.services.iter().map(|_| Vec::new()).collect()),
+            channels: RwLock::new(tables.services.iter().map(|_| Vec::new()).collect()),
+            traffic_start: Mutex::new(None),
             log: Mutex::new(EngineLog::default()),
             cancel,
             cancel_reason: Mutex::new(None),
@@ -238,7 +283,7 @@ impl Engine {
         }
     }
 
-    /// The services this instance sends RPCs to.
+    /// The services this instance sends RPCs to (or replays traces to).
     pub fn server_services(&self) -> Vec<usize> {
         let mut out: Vec<usize> = self
             .tables
@@ -246,17 +291,28 @@ impl Engine {
             .iter()
             .filter(|r| r.clients.contains(&self.service))
             .map(|r| r.server)
+            .chain(
+                self.tables
+                    .traces
+                    .iter()
+                    .filter(|t| t.client == self.service)
+                    .map(|t| t.server),
+            )
             .collect();
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// Connects to every instance of every service this one sends RPCs to.
-    /// `endpoints` is the test's placement (instance name -> address).
+    /// Connects to every instance of every service this one sends RPCs to,
+    /// and sets up their multi-server channels. `endpoints` is the test's
+    /// placement (instance name -> address and attributes).
     pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), String> {
         let mut table: PeerTable = self.tables.services.iter().map(|_| Vec::new()).collect();
+        let mut channels: Vec<Vec<Arc<Channel>>> =
+            self.tables.services.iter().map(|_| Vec::new()).collect();
         for s in self.server_services() {
+            channels[s] = self.channels_of(s, endpoints)?;
             let info = &self.tables.services[s];
             let mut conns = FuturesUnordered::new();
             for (i, name) in info.instances.iter().enumerate() {
@@ -285,7 +341,134 @@ impl Engine {
             table[s] = peers;
         }
         *self.peers.write().unwrap_or_else(|e| e.into_inner()) = table;
+        *self.channels.write().unwrap_or_else(|e| e.into_inner()) = channels;
         Ok(())
+    }
+
+    /// The multi-server channels of service `s`: each channel's
+    /// `selected_instances` and the instances whose endpoint attributes
+    /// satisfy its constraints.
+    fn channels_of(
+        &self,
+        s: usize,
+        endpoints: &ServiceEndpointMap,
+    ) -> Result<Vec<Arc<Channel>>, String> {
+        let info = &self.tables.services[s];
+        let mut out = Vec::new();
+        for ch in &info.channels {
+            let mut members = ch.selected.clone();
+            if let Some(constraints) = &ch.constraints {
+                for (i, name) in info.instances.iter().enumerate() {
+                    let attributes: BTreeMap<String, String> = endpoints
+                        .service_endpoints
+                        .get(name)
+                        .map(|ep| {
+                            ep.attributes
+                                .iter()
+                                .map(|a| (a.name().to_string(), a.value().to_string()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if crate::placement::satisfies(constraints, &attributes) {
+                        members.push(i);
+                    }
+                }
+            }
+            members.sort_unstable();
+            members.dedup();
+            if members.is_empty() {
+                return Err(format!(
+                    "{}: multi_server_channels '{}' of service '{}': no instance satisfies its \
+                     constraints and it has no selected_instances (upstream: No matching \
+                     constraints, and no selected_instances field)",
+                    self.name, ch.name, info.name
+                ));
+            }
+            // gRPC's round_robin starts at a random member.
+            let start = rand::rng().random_range(0..members.len());
+            out.push(Arc::new(Channel {
+                members,
+                policy: ch.policy,
+                next: AtomicUsize::new(start),
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Channel `c` of server service `s`, once set up.
+    fn channel(&self, s: usize, c: usize) -> Option<Arc<Channel>> {
+        self.channels
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(s)
+            .and_then(|chs| chs.get(c))
+            .cloned()
+    }
+
+    /// The connection to instance `i` of service `s`, if any.
+    fn peer(&self, s: usize, i: usize) -> Option<Arc<dyn Peer>> {
+        self.peers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(s)
+            .and_then(|p| p.get(i))
+            .cloned()
+            .flatten()
+    }
+
+    /// Sends `req` to `peer`, counted as pending (past the test's limit the
+    /// traffic is cancelled as overloaded) and abandoned when the traffic
+    /// is aborted. Its latency counts from `started` (monotonic; `start`
+    /// is the same moment on the wall clock).
+    async fn send(
+        self: Arc<Self>,
+        peer: Option<Arc<dyn Peer>>,
+        req: GenericRequestResponse,
+        start: SystemTime,
+        started: Instant,
+    ) -> Sent {
+        let result = match peer {
+            None => Err("no connection to this peer".to_string()),
+            Some(peer) => {
+                let pending = self.pending_rpcs.fetch_add(1, Ordering::Relaxed) + 1;
+                if pending > self.tables.max_pending_rpcs {
+                    self.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
+                }
+                let r = tokio::select! {
+                    r = peer.call(req) => r,
+                    () = self.cancelled_to(ABORTED) => Err("Traffic cancelled".to_string()),
+                };
+                self.pending_rpcs.fetch_sub(1, Ordering::Relaxed);
+                r
+            }
+        };
+        Sent {
+            start,
+            started,
+            latency: started.elapsed(),
+            result,
+        }
+    }
+
+    /// What an answer means for its sample: success, the error, the
+    /// response's size. A server that cancelled its traffic as overloaded
+    /// makes this instance cancel its own, as upstream's engines do.
+    fn outcome(
+        self: &Arc<Self>,
+        result: &Result<GenericRequestResponse, String>,
+    ) -> (bool, Option<String>, usize) {
+        match result {
+            Ok(resp) => match resp.error_message.as_deref() {
+                Some(e) if !e.is_empty() => {
+                    if e.starts_with(&format!("{TRAFFIC_CANCELLED}RESOURCE_EXHAUSTED:")) {
+                        self.cancel_traffic(&format!("UNKNOWN: Peer reported {e}"), Duration::ZERO);
+                    }
+                    (false, Some(e.to_string()), resp.encoded_len())
+                }
+                _ => (true, None, resp.encoded_len()),
+            },
+            Err(e) => (false, Some(e.clone()), 0),
+        }
     }
 
     fn cancel_level(&self) -> u8 {
@@ -348,6 +531,7 @@ impl Engine {
         start: SystemTime,
         deadline: Option<SystemTime>,
     ) -> Result<(), String> {
+        *self.traffic_start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
         tokio::time::sleep_until(instant_at(start).into()).await;
         self.traffic_started.store(true, Ordering::Relaxed);
         let service_name = &self.tables.services[self.service].name;
@@ -389,6 +573,26 @@ impl Engine {
         if self.cancel_level() >= ABORTED {
             let reason = self.cancel_reason().unwrap_or_default();
             return error(format!("{TRAFFIC_CANCELLED}{reason}"));
+        }
+        if req.rpc_index.is_none() {
+            // A replayed RPC (upstream's handler path for a request without
+            // an index): no handler list, the response size it asks for.
+            let Some(size) = req.response_payload_size else {
+                return error("rpc has no index, and no response size: ".to_string());
+            };
+            if let Some(ns) = req.server_processing_time_ns.filter(|&ns| ns > 0) {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_nanos(ns as u64)) => {}
+                    () = self.cancelled_to(ABORTED) => {}
+                }
+            }
+            let mut resp = GenericRequestResponse {
+                server_instance: Some(self.instance as i32),
+                ..Default::default()
+            };
+            resp.payload =
+                driver::padding_for(resp.encoded_len(), size).map(|n| driver::payload(n as i64));
+            return resp;
         }
         let Some(rpc) = usize::try_from(req.rpc_index())
             .ok()
@@ -643,6 +847,14 @@ impl Engine {
                     })
                     .await;
                 }
+                Kind::Replay(t) => {
+                    let me = self.clone();
+                    let run2 = run.clone();
+                    self.iterate(a.iterations, run.warmup, spread, move |it, warm| {
+                        me.clone().replay_iteration(run2.clone(), i, t, it, warm)
+                    })
+                    .await;
+                }
                 Kind::Activity(act) => {
                     let me = self.clone();
                     // What the activity works on (ConsumeCpu's and
@@ -787,7 +999,11 @@ impl Engine {
             let rpc = &tables.rpcs[r];
             let server = &tables.services[rpc.server];
             let server_grid = grid_of(&server.spec);
-            let targets = {
+            let channel = rpc.channel.map(|c| self.channel(rpc.server, c));
+            let targets = if let Some(ch) = &channel {
+                // One RPC through the channel (none set up: it fails).
+                vec![ch.as_ref().map_or(0, |ch| ch.pick())]
+            } else {
                 let mut st = self.fanout_state[r]
                     .lock()
                     .unwrap_or_else(|e| e.into_inner());
@@ -839,12 +1055,9 @@ impl Engine {
                     }
                 }
             };
-            let peers: Vec<Option<Arc<dyn Peer>>> = {
-                let p = self.peers.read().unwrap_or_else(|e| e.into_inner());
-                targets
-                    .iter()
-                    .map(|&t| p.get(rpc.server).and_then(|s| s.get(t)).cloned().flatten())
-                    .collect()
+            let peers: Vec<Option<Arc<dyn Peer>>> = match &channel {
+                Some(None) => vec![None],
+                _ => targets.iter().map(|&t| self.peer(rpc.server, t)).collect(),
             };
             let mut sends = FuturesUnordered::new();
             for (fanout_index, (&target, peer)) in targets.iter().zip(peers).enumerate() {
@@ -867,50 +1080,27 @@ impl Engine {
                 sends.push(async move {
                     let request_bytes = req.encoded_len() as i64;
                     let trace = req.trace_context.clone();
-                    let start = SystemTime::now();
-                    let t0 = Instant::now();
-                    let result = match peer {
-                        None => Err("no connection to this peer".to_string()),
-                        Some(peer) => {
-                            let pending = me.pending_rpcs.fetch_add(1, Ordering::Relaxed) + 1;
-                            if pending > me.tables.max_pending_rpcs {
-                                me.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
-                            }
-                            let r = tokio::select! {
-                                r = peer.call(req) => r,
-                                () = me.cancelled_to(ABORTED) => Err("Traffic cancelled".to_string()),
-                            };
-                            me.pending_rpcs.fetch_sub(1, Ordering::Relaxed);
-                            r
-                        }
-                    };
-                    let latency = t0.elapsed();
-                    (target, request_bytes, trace, start, latency, result)
+                    let sent = me.send(peer, req, SystemTime::now(), Instant::now()).await;
+                    (target, request_bytes, trace, sent)
                 });
             }
-            while let Some((target, request_bytes, trace, start, latency, result)) =
-                sends.next().await
-            {
-                let (ok, error, response_bytes) = match result {
-                    Ok(resp) => match resp.error_message.as_deref() {
-                        Some(e) if !e.is_empty() => {
-                            if e.starts_with(&format!("{TRAFFIC_CANCELLED}RESOURCE_EXHAUSTED:")) {
-                                self.cancel_traffic(
-                                    &format!("UNKNOWN: Peer reported {e}"),
-                                    Duration::ZERO,
-                                );
-                            }
-                            (false, Some(e.to_string()), resp.encoded_len())
-                        }
-                        _ => (true, None, resp.encoded_len()),
-                    },
-                    Err(e) => (false, Some(e), 0),
+            while let Some((target, request_bytes, trace, sent)) = sends.next().await {
+                let (ok, error, response_bytes) = self.outcome(&sent.result);
+                // Through a channel, the sample goes under the instance that
+                // answered (upstream: the response's server_instance).
+                let answered = match (&channel, &sent.result) {
+                    (Some(_), Ok(resp)) => resp
+                        .server_instance
+                        .and_then(|i| usize::try_from(i).ok())
+                        .filter(|&i| i < server.instances.len())
+                        .unwrap_or(target),
+                    _ => target,
                 };
                 let sample = RpcSample {
                     request_size: Some(request_bytes),
                     response_size: Some(response_bytes as i64),
-                    start_timestamp_ns: Some(unix_ns(start)),
-                    latency_ns: Some(i64::try_from(latency.as_nanos()).unwrap_or(i64::MAX)),
+                    start_timestamp_ns: Some(unix_ns(sent.start)),
+                    latency_ns: Some(i64::try_from(sent.latency.as_nanos()).unwrap_or(i64::MAX)),
                     latency_weight: None,
                     trace_context: trace,
                     warmup: warmup.then_some(true),
@@ -921,7 +1111,7 @@ impl Engine {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .add(Pending {
-                        server_instance: target,
+                        server_instance: answered,
                         server_service: rpc.server,
                         rpc: r as i32,
                         ok,
@@ -971,12 +1161,12 @@ impl Engine {
         .collect();
         ServicePerformanceLog {
             peer_logs: log.peers,
+            replay_trace_logs: log.replays,
             error_dictionary: (!log.errors.is_empty()).then_some(ErrorDictionary {
                 error_message: log.errors,
             }),
             activity_logs,
             engine_error_message: self.cancel_reason(),
-            ..Default::default()
         }
     }
 

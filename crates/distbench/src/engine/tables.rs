@@ -11,16 +11,24 @@
 //! slept unless the list (or else the test) asks to spin, at most 1000
 //! handlers at once. One deviation: `max_pending_rpcs` (see
 //! [`DEFAULT_MAX_PENDING_RPCS`]).
+//!
+//! Multi-server channels ([`ChannelInfo`]) and RPC replay traces
+//! ([`TraceInfo`]) are compiled here too; `check_test` has refused what
+//! upstream refuses or aborts on ([`crate::check::channels`],
+//! [`crate::check::replay`]).
 
 use super::dist::Sampler;
 use super::fanout::Fanout;
 use crate::check::protocol::{self, Driver, GrpcVariant};
-use crate::proto::{DistributedSystemDescription, ServiceSpec, action};
+use crate::check::replay::{dependency, merged_records, waits_for_prior};
+use crate::proto::rpc_replay_trace_record::TimingMode;
+use crate::proto::{ConstraintList, DistributedSystemDescription, ServiceSpec, action};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub use crate::check::activity::Activity;
+pub use crate::check::channels::Policy;
 
 /// A service: its grid and instance names.
 #[derive(Debug, Clone)]
@@ -39,6 +47,72 @@ pub struct ServiceInfo {
     /// protocol driver options: which address the instances listen on.
     pub ip_version: i32,
     pub netdev: Option<String>,
+    /// Its `multi_server_channels`, in order; empty when no client sends
+    /// to the service (upstream builds no channel then).
+    pub channels: Vec<ChannelInfo>,
+}
+
+/// A multi-server channel of a service: which instances it spreads RPCs
+/// over and how.
+#[derive(Debug, Clone)]
+pub struct ChannelInfo {
+    pub name: String,
+    pub policy: Policy,
+    /// `selected_instances` (all instances of the service).
+    pub selected: Vec<usize>,
+    /// Instances whose endpoint attributes satisfy these are members too;
+    /// known once the peers are introduced.
+    pub constraints: Option<ConstraintList>,
+}
+
+/// When a replayed RPC starts: `timing_ns` after this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// The test's traffic start (upstream's: the start time the sequencer
+    /// sends plus 1 s); also for records of the prior-RPC modes with no
+    /// dependency on this instance, and for `UNKNOWN`.
+    TrafficStart,
+    /// The start of this replay of the trace.
+    TraceStart,
+    /// The start of the last of its dependencies to start.
+    PriorStart,
+    /// The end of the last of its dependencies to end.
+    PriorEnd,
+}
+
+/// Where a replayed RPC goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayTarget {
+    /// This instance of the trace's server.
+    Instance(usize),
+    /// Through this channel of the trace's server (an index into its
+    /// [`ServiceInfo::channels`]).
+    Channel(usize),
+}
+
+/// One record of a replay trace, merged with the trace's defaults.
+#[derive(Debug, Clone)]
+pub struct ReplayRecord {
+    pub timing_ns: i64,
+    pub timing: Timing,
+    /// The records it waits for (earlier indices), as `prior_rpc_distances`
+    /// name them.
+    pub deps: Vec<usize>,
+    /// Replayed only by this client instance (`None`: by every instance).
+    pub client_instance: Option<i32>,
+    pub target: ReplayTarget,
+    /// Whole-message sizes, as upstream pads them.
+    pub request_size: i64,
+    pub response_size: i64,
+}
+
+/// An RPC replay trace.
+#[derive(Debug, Clone)]
+pub struct TraceInfo {
+    pub name: String,
+    pub client: usize,
+    pub server: usize,
+    pub records: Vec<ReplayRecord>,
 }
 
 /// Where a payload size comes from.
@@ -63,6 +137,10 @@ pub struct RpcInfo {
     pub tracing_interval: i32,
     /// The server's handler: the action list named after the RPC.
     pub handler: usize,
+    /// Its `multi_server_channel_name`: an index into the server's
+    /// [`ServiceInfo::channels`]. The RPC then goes through the channel
+    /// and `fanout` is not used.
+    pub channel: Option<usize>,
 }
 
 /// How an open-loop action spaces its iterations.
@@ -95,6 +173,8 @@ pub enum Kind {
     Rpc(usize),
     List(usize),
     Activity(usize),
+    /// Replays this trace of [`Tables::traces`].
+    Replay(usize),
     /// Only sets the response size of the list's RPC (response override).
     Nothing,
 }
@@ -238,6 +318,7 @@ pub struct Tables {
     pub size_dists: Vec<Sampler>,
     pub delay_dists: Vec<Sampler>,
     pub activities: Vec<(String, Activity)>,
+    pub traces: Vec<TraceInfo>,
     /// The test's `delay_actions_by_spinning`; each list has its own in
     /// [`ListInfo::delay_by_spinning`] (which an engine should use).
     pub delay_by_spinning: bool,
@@ -249,10 +330,11 @@ pub struct Tables {
 
 impl Tables {
     /// Compiles a test that passed `check_test`. Errors name what the
-    /// engine cannot run (and what it expected), e.g. RPC replay traces.
+    /// engine cannot run (and what it expected), e.g. a protocol.
     pub fn new(t: &DistributedSystemDescription) -> Result<Tables, String> {
         let mut services = Vec::new();
         let mut service_index = HashMap::new();
+        let dependent = crate::check::channels::dependent_services(t);
         for s in &t.services {
             service_index.insert(s.name().to_string(), services.len());
             let resolved = protocol::resolve(s, t)
@@ -269,16 +351,53 @@ impl Tables {
                     options.map_or("", |o| o.name())
                 ));
             }
+            let instances = crate::placement::instance_names(s);
+            let mut channels = Vec::new();
+            if dependent.contains(s.name()) {
+                for ch in &s.multi_server_channels {
+                    let what = format!(
+                        "service '{}': multi_server_channels '{}'",
+                        s.name(),
+                        ch.name()
+                    );
+                    let (policy, _) =
+                        crate::check::channels::settings(ch).map_err(|e| format!("{what}: {e}"))?;
+                    let mut selected = Vec::new();
+                    for &i in &ch.selected_instances {
+                        match usize::try_from(i) {
+                            Ok(i) if i < instances.len() => selected.push(i),
+                            _ => {
+                                return Err(format!(
+                                    "{what}: selected_instances {i} is out of range for the service"
+                                ));
+                            }
+                        }
+                    }
+                    if selected.is_empty() && ch.constraints.is_none() {
+                        return Err(format!(
+                            "{what}: no selected_instances and no constraints: the channel has \
+                             no member"
+                        ));
+                    }
+                    channels.push(ChannelInfo {
+                        name: ch.name().to_string(),
+                        policy,
+                        selected,
+                        constraints: ch.constraints.clone(),
+                    });
+                }
+            }
             services.push(ServiceInfo {
                 name: s.name().to_string(),
                 spec: s.clone(),
-                instances: crate::placement::instance_names(s),
+                instances,
                 protocol,
                 grpc,
                 ip_version,
                 netdev: options
                     .and_then(|o| o.netdev_name.clone())
                     .filter(|n| !n.is_empty()),
+                channels,
             });
         }
         let service = |name: &str, what: &str| {
@@ -352,11 +471,28 @@ impl Tables {
                     format!("{what}: distribution_config_name: unknown distribution '{n}'")
                 })?)?),
             };
+            let server = service(r.server(), &format!("{what}: server"))?;
+            let channel = match &r.multi_server_channel_name {
+                None => None,
+                Some(ch) => Some(
+                    services[server]
+                        .channels
+                        .iter()
+                        .position(|c| &c.name == ch)
+                        .ok_or_else(|| {
+                            format!(
+                                "{what}: multi_server_channel_name: service '{}' has no \
+                                 multi_server_channels named '{ch}'",
+                                r.server()
+                            )
+                        })?,
+                ),
+            };
             rpc_index.insert(r.name().to_string(), rpcs.len());
             rpcs.push(RpcInfo {
                 name: r.name().to_string(),
                 clients,
-                server: service(r.server(), &format!("{what}: server"))?,
+                server,
                 request: payload(r.request_payload_name.as_ref(), DEFAULT_REQUEST_SIZE, &what)?,
                 response: payload(
                     r.response_payload_name.as_ref(),
@@ -373,12 +509,15 @@ impl Tables {
                         r.name()
                     )
                 })?,
+                channel,
             });
-            if r.multi_server_channel_name.is_some() {
-                return Err(format!(
-                    "{what}: multi_server_channel_name is not supported by rackbench's engine yet"
-                ));
-            }
+        }
+
+        let mut traces = Vec::new();
+        let mut trace_index = HashMap::new();
+        for tr in &t.rpc_replay_traces {
+            trace_index.insert(tr.name().to_string(), traces.len());
+            traces.push(trace_info(tr, &services, &service)?);
         }
 
         let mut activities = Vec::new();
@@ -434,12 +573,11 @@ impl Tables {
                             .get(n.as_str())
                             .ok_or_else(|| format!("{what}: unknown activity config '{n}'"))?,
                     ),
-                    Some(action::Action::RpcReplayTraceName(n)) => {
-                        return Err(format!(
-                            "{what}: rpc_replay_trace_name '{n}': RPC replay traces are not \
-                             supported by rackbench's engine yet"
-                        ));
-                    }
+                    Some(action::Action::RpcReplayTraceName(n)) => Kind::Replay(
+                        *trace_index
+                            .get(n.as_str())
+                            .ok_or_else(|| format!("{what}: unknown rpc replay trace '{n}'"))?,
+                    ),
                     None if a.response_payload_override.is_some() => Kind::Nothing,
                     None => {
                         return Err(format!(
@@ -503,9 +641,6 @@ impl Tables {
                     .unwrap_or(t.delay_actions_by_spinning()),
             });
         }
-        if !t.rpc_replay_traces.is_empty() && lists.is_empty() {
-            return Err("rpc_replay_traces are not supported by rackbench's engine yet".into());
-        }
         let max_pending_rpcs = t
             .overload_limits
             .as_ref()
@@ -520,6 +655,7 @@ impl Tables {
             size_dists,
             delay_dists,
             activities,
+            traces,
             delay_by_spinning: t.delay_actions_by_spinning(),
             max_pending_rpcs,
             max_threads: t
@@ -528,6 +664,93 @@ impl Tables {
                 .map_or(DEFAULT_MAX_THREADS, |o| o.max_threads()),
         })
     }
+}
+
+/// Compiles a replay trace (whose services are in `services`).
+fn trace_info(
+    tr: &crate::proto::RpcReplayTrace,
+    services: &[ServiceInfo],
+    service: &dyn Fn(&str, &str) -> Result<usize, String>,
+) -> Result<TraceInfo, String> {
+    let what = format!("rpc replay trace '{}'", tr.name());
+    let client = service(tr.client(), &format!("{what}: client"))?;
+    let server = service(tr.server(), &format!("{what}: server"))?;
+    let mut channels = Vec::new();
+    for n in &tr.multiserver_channel_names {
+        channels.push(
+            services[server]
+                .channels
+                .iter()
+                .position(|c| &c.name == n)
+                .ok_or_else(|| {
+                    format!(
+                        "{what}: multiserver_channel_names: service '{}' has no \
+                         multi_server_channels named '{n}'",
+                        tr.server()
+                    )
+                })?,
+        );
+    }
+    let mut records = Vec::new();
+    for (i, r) in merged_records(tr).iter().enumerate() {
+        let at = format!("{what}: records[{i}]");
+        let timing = match r.timing_mode() {
+            TimingMode::RelativeToTraceStart => Timing::TraceStart,
+            TimingMode::RelativeToPriorRpcStart => Timing::PriorStart,
+            TimingMode::RelativeToPriorRpcEnd => Timing::PriorEnd,
+            TimingMode::RelativeToTrafficStart | TimingMode::Unknown => Timing::TrafficStart,
+        };
+        if !r.prior_rpc_distances.is_empty() && !waits_for_prior(r.timing_mode()) {
+            return Err(format!(
+                "{at}: prior_rpc_distances need timing_mode RELATIVE_TO_PRIOR_RPC_START or \
+                 RELATIVE_TO_PRIOR_RPC_END"
+            ));
+        }
+        let mut deps = Vec::new();
+        for &d in &r.prior_rpc_distances {
+            deps.push(
+                dependency(i, d).ok_or_else(|| {
+                    format!("{at}: prior_rpc_distances {d} names no earlier record")
+                })?,
+            );
+        }
+        let target = match r.multi_server_channel_name_index {
+            Some(m) => ReplayTarget::Channel(
+                usize::try_from(m)
+                    .ok()
+                    .and_then(|m| channels.get(m).copied())
+                    .ok_or_else(|| {
+                        format!("{at}: multi_server_channel_name_index {m} is out of range")
+                    })?,
+            ),
+            None => ReplayTarget::Instance(
+                usize::try_from(r.server_instance())
+                    .ok()
+                    .filter(|&s| s < services[server].instances.len())
+                    .ok_or_else(|| {
+                        format!(
+                            "{at}: server_instance {} is not an instance of the server",
+                            r.server_instance()
+                        )
+                    })?,
+            ),
+        };
+        records.push(ReplayRecord {
+            timing_ns: r.timing_ns(),
+            timing,
+            deps,
+            client_instance: r.client_instance,
+            target,
+            request_size: i64::from(r.request_size().max(0)),
+            response_size: i64::from(r.response_size().max(0)),
+        });
+    }
+    Ok(TraceInfo {
+        name: tr.name().to_string(),
+        client,
+        server,
+        records,
+    })
 }
 
 fn iter_spec(it: &crate::proto::Iterations, what: &str) -> Result<IterSpec, String> {
