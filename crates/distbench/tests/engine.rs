@@ -612,21 +612,7 @@ fn max_threads_overload_ends_the_test_with_its_results() {
 /// the RPCs it abandons are failed samples, and the test completes.
 #[test]
 fn max_pending_rpcs_overload_ends_the_test_with_its_results() {
-    let test = parse(
-        r#"tests {
-  name: 'pending'
-  services { name: 'c' count: 1 }
-  services { name: 's' count: 1 }
-  rpc_descriptions { name: 'q' client: 'c' server: 's' }
-  overload_limits { max_pending_rpcs: 50 }
-  activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
-                     activity_settings { name: 'duration_us' int64_value: 200000 } }
-  action_lists { name: 'c' action_names: 'send' }
-  actions { name: 'send' rpc_name: 'q' iterations { max_duration_us: 20000000 max_parallel_iterations: 200 } }
-  action_lists { name: 'q' action_names: 'work' }
-  actions { name: 'work' activity_config_name: 'sleep' }
-}"#,
-    );
+    let test = parse(include_str!("fixtures/overload_pending.config"));
     let t0 = std::time::Instant::now();
     let r = run(2, &test).unwrap();
     assert!(t0.elapsed().as_secs() < 15, "took {:?}", t0.elapsed());
