@@ -6,10 +6,14 @@
 //! ([`report`], with [`machine`] info) into `benchmark_metrics_<run_id>/` and
 //! the SQLite results store ([`store`]), with the workload's typed
 //! [`record`] from which its upstream text can be printed again; [`score`] turns stored runs into
-//! scores and comparisons. [`progress`] and [`cancel`] give long runs a
-//! progress display and a clean Ctrl-C.
+//! scores, and [`compare`] compares two sets of runs metric by metric with
+//! the statistics of [`stats`] and the direction of better of [`direction`].
+//! [`progress`] and [`cancel`] give long runs a progress display and a
+//! clean Ctrl-C.
 
 pub mod cancel;
+pub mod compare;
+pub mod direction;
 pub mod fsutil;
 pub mod hooks;
 pub mod job;
@@ -20,6 +24,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod score;
+pub mod stats;
 pub mod store;
 pub mod vars;
 

@@ -1,9 +1,11 @@
 //! Text rendering of the catalogue, the results store and scores for the
 //! command line.
 
+use crate::compare::{self, Comparison};
 use crate::job::{Catalogue, Job};
 use crate::runner::Registry;
-use crate::score::{Delta, JobScore};
+use crate::score::JobScore;
+use crate::stats;
 use crate::store::RunRow;
 use std::fmt::Write;
 
@@ -121,23 +123,81 @@ pub fn runs(rows: &[RunRow]) -> String {
     table(&["RUN_ID", "JOB", "ITER", "WHEN", "RESULT", "HOST"], &body)
 }
 
-/// `rackbench results compare A B`.
-pub fn compare(a: &str, b: &str, deltas: &[Delta]) -> String {
-    let body: Vec<Vec<String>> = deltas
+/// `rackbench results compare`: the two sides, a row per metric with each
+/// side's mean ± stdev (runs), the change and the verdict, then how many
+/// metrics differ and the notes.
+pub fn compare(c: &Comparison) -> String {
+    let mut out = String::new();
+    for (name, s) in [("A", &c.a), ("B", &c.b)] {
+        let failed = if s.failed_runs > 0 {
+            format!(", {} failed left out", s.failed_runs)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{name}: {}: {} run(s) of {} invocation(s) on {}{failed}",
+            s.selection,
+            s.runs,
+            s.run_ids.len(),
+            s.hosts.join(", ")
+        );
+    }
+    let side = |m: &stats::Summary| match m.stdev {
+        Some(sd) => format!(
+            "{} ± {} (n={})",
+            compare::fmt_num(m.mean),
+            compare::fmt_num(sd),
+            m.n
+        ),
+        None => format!("{} (n={})", compare::fmt_num(m.mean), m.n),
+    };
+    let body: Vec<Vec<String>> = c
+        .metrics
         .iter()
-        .map(|d| {
+        .map(|m| {
             vec![
-                d.job.clone(),
-                d.metric.clone(),
-                fmt_num(d.a),
-                fmt_num(d.b),
-                d.change_pct
-                    .map(|c| format!("{c:+.2}%"))
+                match &m.role {
+                    Some(r) => format!("{} (role {r})", m.job),
+                    None => m.job.clone(),
+                },
+                m.metric.clone(),
+                side(&m.a),
+                side(&m.b),
+                m.change_pct
+                    .map(|p| format!("{p:+.2}%"))
                     .unwrap_or_else(|| "n/a".into()),
+                m.text.clone(),
             ]
         })
         .collect();
-    table(&["JOB", "METRIC", a, b, "CHANGE"], &body)
+    out.push_str(&table(
+        &[
+            "JOB",
+            "METRIC",
+            "A MEAN ± SD",
+            "B MEAN ± SD",
+            "CHANGE",
+            "VERDICT",
+        ],
+        &body,
+    ));
+    let differing: Vec<&str> = c.differing().map(|m| m.metric.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "differing: {} of {} metrics{}",
+        differing.len(),
+        c.metrics.len(),
+        if differing.is_empty() || differing.len() > 10 {
+            String::new()
+        } else {
+            format!(" ({})", differing.join(", "))
+        }
+    );
+    for n in &c.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
 }
 
 /// `rackbench report score`.

@@ -1,4 +1,4 @@
-//! Scores and comparisons over the results store.
+//! Scores over the results store (comparisons: [`crate::compare`]).
 //!
 //! A job's score is `metric / baseline` (the job file defines both). Over its
 //! recorded successful runs: the median of 3 or more, the mean of 2, the value
@@ -7,7 +7,6 @@
 
 use crate::store::{RunRow, flatten_numbers};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// One job's score over its runs.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -82,58 +81,6 @@ pub fn geometric_mean(scores: &[f64]) -> Option<f64> {
     Some((scores.iter().map(|s| s.ln()).sum::<f64>() / scores.len() as f64).exp())
 }
 
-/// One metric of a comparison.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Delta {
-    pub job: String,
-    pub metric: String,
-    pub a: f64,
-    pub b: f64,
-    /// (b - a) / a, as a percentage; `None` when a is 0.
-    pub change_pct: Option<f64>,
-}
-
-/// Compares two invocations job by job; a job's iterations are reduced with
-/// [`central`] per metric first.
-pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<Delta> {
-    fn reduce(rows: &[RunRow]) -> BTreeMap<String, BTreeMap<String, f64>> {
-        let mut per: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
-        for r in rows {
-            let e = per.entry(r.job.clone()).or_default();
-            for (k, v) in flatten_numbers(&r.metrics) {
-                e.entry(k).or_default().push(v);
-            }
-        }
-        per.into_iter()
-            .map(|(j, m)| {
-                (
-                    j,
-                    m.into_iter()
-                        .filter_map(|(k, v)| central(&v).map(|c| (k, c)))
-                        .collect(),
-                )
-            })
-            .collect()
-    }
-    let (ra, rb) = (reduce(a), reduce(b));
-    let mut out = Vec::new();
-    for (job, ma) in &ra {
-        let Some(mb) = rb.get(job) else { continue };
-        for (metric, va) in ma {
-            if let Some(vb) = mb.get(metric) {
-                out.push(Delta {
-                    job: job.clone(),
-                    metric: metric.clone(),
-                    a: *va,
-                    b: *vb,
-                    change_pct: (*va != 0.0).then(|| (vb - va) / va.abs() * 100.0),
-                });
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,16 +109,5 @@ mod tests {
         assert!((geometric_mean(&[2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
         assert_eq!(geometric_mean(&[]), None);
         assert!(score_job("j", "missing", 1.0, &runs).is_none());
-    }
-
-    #[test]
-    fn comparison_reports_relative_change() {
-        let a = vec![row("a", "j", 100.0, true)];
-        let b = vec![row("b", "j", 110.0, true), row("b", "k", 1.0, true)];
-        let d = compare(&a, &b);
-        let q = d.iter().find(|d| d.metric == "final_achieved_qps").unwrap();
-        assert!((q.change_pct.unwrap() - 10.0).abs() < 1e-9);
-        assert!(d.iter().any(|d| d.metric == "nested.p99_ms"));
-        assert!(d.iter().all(|d| d.job == "j"));
     }
 }

@@ -38,6 +38,20 @@ pub struct RunRow {
     pub record: Option<Record>,
 }
 
+/// Which rows [`Store::select`] returns: those matching every given
+/// condition (a list matches any of its values; an empty one, anything).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    pub run_ids: Vec<String>,
+    pub jobs: Vec<String>,
+    pub hosts: Vec<String>,
+    /// Unix seconds, inclusive.
+    pub since: Option<u64>,
+    /// Unix seconds, exclusive.
+    pub until: Option<u64>,
+    pub success_only: bool,
+}
+
 /// The database.
 pub struct Store {
     conn: Connection,
@@ -223,6 +237,46 @@ impl Store {
         )
     }
 
+    /// The rows that pass `f`, oldest first.
+    pub fn select(&self, f: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
+        use rusqlite::types::Value as Sql;
+        let mut clauses: Vec<String> = Vec::new();
+        let mut args: Vec<Sql> = Vec::new();
+        for (column, values) in [
+            ("run_id", &f.run_ids),
+            ("job", &f.jobs),
+            ("hostname", &f.hosts),
+        ] {
+            if !values.is_empty() {
+                clauses.push(format!(
+                    "{column} IN ({})",
+                    vec!["?"; values.len()].join(", ")
+                ));
+                args.extend(values.iter().map(|v| Sql::Text(v.clone())));
+            }
+        }
+        if let Some(t) = f.since {
+            clauses.push("timestamp >= ?".into());
+            args.push(Sql::Integer(t as i64));
+        }
+        if let Some(t) = f.until {
+            clauses.push("timestamp < ?".into());
+            args.push(Sql::Integer(t as i64));
+        }
+        if f.success_only {
+            clauses.push("success = 1".into());
+        }
+        let filter = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", clauses.join(" AND "))
+        };
+        self.query(
+            &format!("SELECT {} FROM runs{filter} ORDER BY id", Self::COLS),
+            rusqlite::params_from_iter(args),
+        )
+    }
+
     /// True when some row has this run id.
     pub fn has_run(&self, run_id: &str) -> Result<bool, StoreError> {
         self.conn
@@ -307,6 +361,56 @@ pub(crate) mod tests {
         assert_eq!(s.recent(10).unwrap()[0].run_id, "bbbbbbbb");
         assert!(s.has_run("bbbbbbbb").unwrap());
         assert!(!s.has_run("cccccccc").unwrap());
+    }
+
+    #[test]
+    fn selects_by_run_job_host_time_and_success() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("r.db")).unwrap();
+        for (run, job, host, ts, ok) in [
+            ("r1", "j", "h1", 100, true),
+            ("r1", "k", "h1", 100, true),
+            ("r2", "j", "h2", 200, true),
+            ("r3", "j", "h2", 300, false),
+        ] {
+            let mut r = row(run, job, 1.0, ok);
+            r.hostname = host.into();
+            r.timestamp = ts;
+            s.record(&r).unwrap();
+        }
+        let ids = |f: RunFilter| {
+            s.select(&f)
+                .unwrap()
+                .iter()
+                .map(|r| format!("{}/{}", r.run_id, r.job))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(RunFilter::default()).len(), 4);
+        assert_eq!(
+            ids(RunFilter {
+                jobs: vec!["j".into()],
+                hosts: vec!["h2".into()],
+                ..Default::default()
+            }),
+            ["r2/j", "r3/j"]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                jobs: vec!["j".into()],
+                success_only: true,
+                since: Some(150),
+                ..Default::default()
+            }),
+            ["r2/j"]
+        );
+        assert_eq!(
+            ids(RunFilter {
+                run_ids: vec!["r1".into(), "r3".into()],
+                until: Some(300),
+                ..Default::default()
+            }),
+            ["r1/j", "r1/k"]
+        );
     }
 
     #[test]

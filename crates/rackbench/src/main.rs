@@ -175,8 +175,210 @@ enum ResultsCmd {
         #[arg(long)]
         text: bool,
     },
-    /// Each shared metric of two runs side by side, with the relative change.
-    Compare { run_a: String, run_b: String },
+    /// Two sets of runs, A and B, metric by metric: each side's mean and
+    /// stdev, the relative change with its 95% interval and a verdict
+    /// (Welch's t-test), or with one run a side how many runs would tell.
+    #[command(after_long_help = COMPARE_HELP)]
+    Compare(Box<CompareArgs>),
+}
+
+const COMPARE_HELP: &str = "\
+Each side is a set of stored runs: the positional RUN_A RUN_B (or --a-run/--b-run, repeatable), \
+and/or a host and a period (--a-host, --a-since, --a-until and the same for B). --job and --host \
+apply to both sides. Only successful runs count; runs of the same job (and role) are compared.
+
+Examples:
+  rackbench results compare 1a2b3c4d 5e6f7a8b
+  rackbench results compare --a-run 1a2b3c4d --a-run 9c9c9c9c --b-run 5e6f7a8b
+  rackbench results compare --job feedsim_default --a-host old-box --b-host new-box --last 5
+  rackbench results compare --job calibrate --host box --a-until 2026-06-01 --b-since 2026-06-01
+
+Dates are YYYY-MM-DD or 'YYYY-MM-DD HH:MM[:SS]' in UTC, or RFC 3339 with an offset; since is \
+inclusive, until exclusive.";
+
+/// `results compare`'s selection of the two sides.
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// Side A's run id (an invocation of `rackbench run`).
+    #[arg(requires = "run_b", conflicts_with_all = ["a_run", "b_run"])]
+    run_a: Option<String>,
+    /// Side B's run id.
+    run_b: Option<String>,
+    /// A run id of side A (repeatable: several invocations).
+    #[arg(long = "a-run", value_name = "RUN_ID")]
+    a_run: Vec<String>,
+    /// A run id of side B (repeatable).
+    #[arg(long = "b-run", value_name = "RUN_ID")]
+    b_run: Vec<String>,
+    /// Side A's runs on this host.
+    #[arg(long = "a-host", value_name = "HOST", conflicts_with = "host")]
+    a_host: Option<String>,
+    /// Side B's runs on this host.
+    #[arg(long = "b-host", value_name = "HOST", conflicts_with = "host")]
+    b_host: Option<String>,
+    /// Side A's runs from this date on.
+    #[arg(long = "a-since", value_name = "DATE")]
+    a_since: Option<String>,
+    /// Side A's runs before this date.
+    #[arg(long = "a-until", value_name = "DATE")]
+    a_until: Option<String>,
+    /// Side B's runs from this date on.
+    #[arg(long = "b-since", value_name = "DATE")]
+    b_since: Option<String>,
+    /// Side B's runs before this date.
+    #[arg(long = "b-until", value_name = "DATE")]
+    b_until: Option<String>,
+    /// Only these jobs, on both sides (repeatable).
+    #[arg(long, value_name = "JOB")]
+    job: Vec<String>,
+    /// Both sides' runs on this host.
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Only the newest N runs of each job on each side.
+    #[arg(long, value_name = "N")]
+    last: Option<usize>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One side's own selectors.
+struct SideArgs<'a> {
+    name: char,
+    runs: Vec<String>,
+    host: &'a Option<String>,
+    since: &'a Option<String>,
+    until: &'a Option<String>,
+}
+
+/// `results compare`: selects both sides, compares them, prints.
+fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
+    use harness::compare;
+    use harness::store::RunFilter;
+    let (a_runs, b_runs) = match (c.run_a, c.run_b) {
+        (Some(a), Some(b)) => (vec![a], vec![b]),
+        _ => (c.a_run, c.b_run),
+    };
+    let sides = [
+        SideArgs {
+            name: 'A',
+            runs: a_runs,
+            host: &c.a_host,
+            since: &c.a_since,
+            until: &c.a_until,
+        },
+        SideArgs {
+            name: 'B',
+            runs: b_runs,
+            host: &c.b_host,
+            since: &c.b_since,
+            until: &c.b_until,
+        },
+    ];
+    let mut selected = Vec::new();
+    for side in &sides {
+        let n = side.name.to_ascii_lowercase();
+        if side.runs.is_empty()
+            && side.host.is_none()
+            && side.since.is_none()
+            && side.until.is_none()
+        {
+            anyhow::bail!(
+                "side {} selects no runs of its own: give RUN_A RUN_B, or --{n}-run, --{n}-host, --{n}-since or --{n}-until (`rackbench results compare --help` has examples)",
+                side.name
+            );
+        }
+        for id in &side.runs {
+            if !store.has_run(id)? {
+                anyhow::bail!(
+                    "no run with id '{id}' in {}; `rackbench results list` shows the recorded runs",
+                    store.path().display()
+                );
+            }
+        }
+        let when = |flag: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(compare::parse_when)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--{n}-{flag}: {e}"))
+        };
+        let host = side.host.as_ref().or(c.host.as_ref());
+        let filter = RunFilter {
+            run_ids: side.runs.clone(),
+            jobs: c.job.clone(),
+            hosts: host.into_iter().cloned().collect(),
+            since: when("since", side.since)?,
+            until: when("until", side.until)?,
+            success_only: false,
+        };
+        let mut what = Vec::new();
+        if !side.runs.is_empty() {
+            what.push(format!(
+                "run{} {}",
+                if side.runs.len() > 1 { "s" } else { "" },
+                side.runs.join(", ")
+            ));
+        }
+        if !c.job.is_empty() {
+            what.push(format!("job {}", c.job.join(", ")));
+        }
+        if let Some(h) = host {
+            what.push(format!("host {h}"));
+        }
+        if let Some(d) = side.since {
+            what.push(format!("since {d}"));
+        }
+        if let Some(d) = side.until {
+            what.push(format!("until {d}"));
+        }
+        if let Some(n) = c.last {
+            what.push(format!("newest {n} per job"));
+        }
+        let mut rows = store.select(&filter)?;
+        if let Some(n) = c.last {
+            rows = compare::newest_per_job(rows, n);
+        }
+        selected.push(compare::SideRows {
+            selection: what.join(", "),
+            rows,
+        });
+    }
+    let (a, b) = (&selected[0], &selected[1]);
+    let jobs = compare::jobs_needing_history(&a.rows, &b.rows);
+    let history = if jobs.is_empty() {
+        Vec::new()
+    } else {
+        // Noise is judged on the sides' own hosts.
+        let hosts: std::collections::BTreeSet<String> = a
+            .rows
+            .iter()
+            .chain(&b.rows)
+            .map(|r| r.hostname.clone())
+            .collect();
+        store.select(&RunFilter {
+            jobs,
+            hosts: hosts.into_iter().collect(),
+            success_only: true,
+            ..Default::default()
+        })?
+    };
+    let cmp = compare::compare(a, b, &history)
+        .with_context(|| format!("cannot compare in {}", store.path().display()))?;
+    let text = if c.json {
+        serde_json::to_string(&cmp)? + "\n"
+    } else {
+        present::compare(&cmp)
+    };
+    // Written, not print!ed: a closed pipe (`| head`) ends the output
+    // quietly instead of panicking.
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write the comparison");
+    }
+    Ok(())
 }
 
 /// `results show RUN --text`: each row's upstream text from its record. A
@@ -402,20 +604,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                         println!("{}", serde_json::to_string_pretty(&rows)?);
                     }
                 }
-                ResultsCmd::Compare { run_a, run_b } => {
-                    let a = store.by_run_id(&run_a)?;
-                    let b = store.by_run_id(&run_b)?;
-                    for (id, rows) in [(&run_a, &a), (&run_b, &b)] {
-                        if rows.is_empty() {
-                            anyhow::bail!("no run with id '{id}' in {}", store.path().display());
-                        }
-                    }
-                    let deltas = score::compare(&a, &b);
-                    if deltas.is_empty() {
-                        anyhow::bail!("runs {run_a} and {run_b} share no job with numeric metrics");
-                    }
-                    print!("{}", present::compare(&run_a, &run_b, &deltas));
-                }
+                ResultsCmd::Compare(c) => compare_cmd(&store, *c)?,
             }
         }
         Cmd::Completions { shell } => {
