@@ -12,13 +12,14 @@
 #![allow(clippy::unwrap_used)]
 
 use cachebench::cache::{AllocClasses, Cache, DramCache, DramConfig, Policy, Refresh};
-use cachebench::replay::{ReplayOptions, load};
-use cachebench::stressor::{Options, Progress, run_replay};
+use cachebench::config::Serialization;
+use cachebench::replay::{ReplayOptions, TraceReader, TraceSpec, load};
+use cachebench::stressor::{Options, Progress, run_replay, run_replay_stream};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn main() {
     let lines: u64 = std::env::args()
@@ -90,15 +91,8 @@ fn main() {
         threads: 2,
         ops_per_thread: u64::MAX,
         lookaside: true,
-        only_set_if_miss: false,
-        ttl_secs: None,
-        rate_per_sec: 0,
-        rate_burst: 0,
-        delay_batch: 0,
-        delay: Duration::ZERO,
         seed: 1,
-        check_consistency: false,
-        api_latency: false,
+        ..Options::default()
     };
     let t1 = Instant::now();
     let s = run_replay(
@@ -119,5 +113,43 @@ fn main() {
     println!(
         "end_to_end_lines_per_sec {:.0}",
         trace.lines as f64 / (parse + replay)
+    );
+    // What the command does: the trace streamed from the file by a reader
+    // thread into the threads' bounded queues, replayed as it is read.
+    let cache = Cache::dram_only(
+        DramCache::new(&DramConfig {
+            size_bytes: 256 << 20,
+            pool_sizes: vec![1.0],
+            classes: AllocClasses::geometric(64, 1 << 20, 1.25).unwrap(),
+            policy: Policy::Lru { ip_spec: 0 },
+            refresh: Refresh::default(),
+            ht_bucket_power: 20,
+        })
+        .unwrap(),
+    );
+    let reader = TraceReader::new(TraceSpec {
+        files: vec![path.clone()],
+        honour_op_count: false,
+        fast_forward: 0,
+        repeat: false,
+        timestamp_factor: 1000,
+    })
+    .unwrap();
+    let t2 = Instant::now();
+    let (s, counts) = run_replay_stream(
+        &cache,
+        reader,
+        1,
+        Serialization::Strict,
+        &opts,
+        &AtomicBool::new(false),
+        &Progress::default(),
+    );
+    let streamed = t2.elapsed().as_secs_f64();
+    assert_eq!(counts.samples, trace.lines);
+    println!(
+        "streamed_ops_per_sec {:.0}  ({} ops read and replayed in {streamed:.2} s)",
+        s.throughput.ops as f64 / streamed,
+        s.throughput.ops
     );
 }

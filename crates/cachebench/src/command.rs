@@ -13,8 +13,9 @@ use crate::nvm::device::DirectIo;
 use crate::nvm::region::{Eviction, Reinsertion};
 use crate::nvm::{Admission, Navy, NvmConfig};
 use crate::output;
-use crate::record::{CacheBenchRecord, InstanceRecord};
-use crate::stats::{CacheStats, RunStats, Throughput};
+use crate::record::{CacheBenchRecord, GeneratorStats, InstanceRecord};
+use crate::replay::{BinaryTrace, TraceReader, TraceSpec};
+use crate::stats::{CacheStats, RunStats};
 use crate::stressor::{self, Options, Progress};
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -46,13 +47,27 @@ struct Args {
     /// Also write a full stats block every progress interval to this file.
     #[arg(long = "progress_stats_file", value_name = "FILE")]
     progress_stats_file: Option<PathBuf>,
+    /// rackbench's flag: which generation of upstream's text to print.
+    /// `current`: as upstream prints it today (plain integers, `Instance
+    /// N:` progress lines, `== Throughput Stats ==`, `Finished!`).
+    /// `legacy`: as upstream printed it until January 2026 (thousands
+    /// separators, `== Throughput for  ==`, progress lines also on stdout
+    /// with a stats file, results on stdout only).
+    #[arg(
+        long = "output_layout",
+        value_name = "LAYOUT",
+        value_enum,
+        default_value_t = output::Layout::Current
+    )]
+    output_layout: output::Layout,
     /// Stop the run after this many seconds (0: run all operations).
     #[arg(long = "timeout_seconds", default_value_t = 0)]
     timeout_seconds: u64,
     /// Time every get and set and report their latency percentiles.
     #[arg(long = "report_api_latency")]
     report_api_latency: bool,
-    /// Unknown config keys are errors rather than warnings.
+    /// Config keys rackbench does not know, or knows and does not model
+    /// (upstream would apply them), are errors rather than warnings.
     #[arg(long)]
     strict: bool,
     /// Put the NVM tier on these paths (comma-separated directories, files
@@ -121,6 +136,16 @@ pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
             hot_pct: cc.lru2q_hot_pct,
             cold_pct: cc.lru2q_cold_pct,
         },
+        "LRU5B" | "LRU5B2Q" => bail!(
+            "cache_config.allocator '{}': CacheLib's {} eviction policy is not supported by \
+             rackbench (supported: LRU, LRU2Q)",
+            cc.allocator,
+            if cc.allocator == "LRU5B" {
+                "5-bucket LRU"
+            } else {
+                "5-bucket LRU with 2Q"
+            }
+        ),
         other => bail!("cache_config.allocator '{other}' is not supported (supported: LRU, LRU2Q)"),
     };
     let classes = if cc.alloc_sizes.is_empty() {
@@ -206,6 +231,42 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         .nvm_cache_size_mb
         .saturating_mul(1 << 20)
         .saturating_mul(cc.nvm_cache_paths.len().max(1) as u64);
+    // Navy's metadata at the start of the device: nvmCacheMetadataSizeMB,
+    // or 0.5% of the device, in whole blocks (as CacheLib's NavySetup).
+    let metadata_size = if k.metadata_size_mb > 0 {
+        (k.metadata_size_mb << 20).div_ceil(bs) * bs
+    } else {
+        size / 200 / bs * bs
+    };
+    // The region engine gets what the buckets and the metadata leave, in
+    // whole regions; upstream's block cache gets none either when that is
+    // less than a region.
+    let small = if k.big_hash_size_pct > 0 {
+        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
+            * k.big_hash_bucket_size.max(1)
+    } else {
+        0
+    };
+    if metadata_size >= size {
+        bail!(
+            "cache_config.nvmCacheMetadataSizeMB ({}) leaves no room on a {} MiB device",
+            k.metadata_size_mb,
+            size >> 20
+        );
+    }
+    if k.big_hash_size_pct < 100 && size.saturating_sub(small + metadata_size) < region {
+        bail!(
+            "cache_config: the region engine gets less than one {} MiB region (navyRegionSizeMB): \
+             {} MiB of NVM, navyBigHashSizePct {} and {} KiB of metadata leave {} KiB (upstream's \
+             block cache would get no region either); raise nvmCacheSizeMB or lower \
+             navyBigHashSizePct or navyRegionSizeMB",
+            k.region_size_mb,
+            size >> 20,
+            k.big_hash_size_pct,
+            metadata_size >> 10,
+            size.saturating_sub(small + metadata_size) >> 10
+        );
+    }
     // What the tier holds in memory: region buffers, Bloom filters, and the
     // whole device when it is in memory.
     // Upstream's BlockCacheConfig::setCleanRegions: two in-memory buffers
@@ -289,6 +350,7 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         } else {
             DirectIo::Prefer
         },
+        metadata_size,
     }))
 }
 
@@ -331,8 +393,14 @@ pub fn rebalance_config(c: &BenchConfig) -> anyhow::Result<Option<(Duration, Reb
 /// Builds an instance's cache: DRAM, and the NVM tier behind it when
 /// configured (printing what it runs on and any warning).
 pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Cache> {
-    let dram =
-        DramCache::new(&dram_config(c)?).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?;
+    // populateItem off leaves values unfilled (not with the consistency
+    // checker, whose stamps are the values).
+    let dram = DramCache::new(&dram_config(c)?)
+        .map_err(|e| anyhow::anyhow!("cache_config: {e}"))?
+        .with_memory(
+            c.test.populate_item || c.test.check_consistency,
+            c.cache.huge_pages,
+        );
     let Some(nc) = nvm_config(c, require_direct_io)? else {
         return Ok(Cache::dram_only(dram));
     };
@@ -350,6 +418,7 @@ pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<C
             retention_threshold: k
                 .admission_retention_time_threshold
                 .min(u64::from(u32::MAX)) as u32,
+            pad_to_alloc_size: !k.truncate_to_original,
         },
     ))
 }
@@ -367,6 +436,14 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
     if d.key_size_range.is_empty() || d.val_size_range.is_empty() {
         bail!("{what}: keySizeRange and valSizeRange are required");
     }
+    let (tr, tp) = (d.ttl_secs_range.len(), d.ttl_secs_range_probability.len());
+    if (tr > 0 || tp > 0) && !((tr > 0 && tr == tp) || (tp > 0 && tr == tp + 1)) {
+        bail!(
+            "{what}: ttlSecsRange has {tr} values and ttlSecsRangeProbability {tp}: TTL range and \
+             their probabilities do not match up for either discrete or continuous probability \
+             (upstream's words; expected the same number, or one more range bound)"
+        );
+    }
     Ok(PoolMix {
         key_size_range: d.key_size_range.clone(),
         key_size_probability: d.key_size_range_probability.clone(),
@@ -375,6 +452,15 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
         op_weights: d.op_ratios,
         popularity: (!d.popularity_buckets.is_empty())
             .then(|| (d.popularity_buckets.clone(), d.popularity_weights.clone())),
+        legacy_key_gen: d.use_legacy_key_gen,
+        ttl: (!d.ttl_secs_range.is_empty() || !d.ttl_secs_range_probability.is_empty()).then(
+            || {
+                (
+                    d.ttl_secs_range.clone(),
+                    d.ttl_secs_range_probability.clone(),
+                )
+            },
+        ),
         add_chained: d.add_chained_ratio,
         chain: (d.add_chained_ratio > 0.0).then(|| crate::generator::ChainSpec {
             length_range: d.chained_length_range.clone(),
@@ -388,12 +474,31 @@ fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
 /// Where an instance's operations come from.
 pub enum Source {
     Synthetic(Generator),
-    Replay(crate::replay::Trace),
+    /// A CSV trace, read as the run goes (the run takes the reader).
+    Replay {
+        reader: std::sync::Mutex<Option<Box<TraceReader>>>,
+        amp_factor: u32,
+        serialization: config::Serialization,
+    },
+    /// A binary trace (`binary-replay`).
+    Binary(BinaryTrace),
+}
+
+/// What a replay's trace is read with.
+fn trace_spec(c: &BenchConfig) -> TraceSpec {
+    TraceSpec {
+        files: c.test.trace_files.clone(),
+        honour_op_count: !c.test.ignore_op_count,
+        fast_forward: c.test.replay.fast_forward_count,
+        repeat: c.test.repeat_trace_replay,
+        timestamp_factor: c.test.timestamp_factor,
+    }
 }
 
 /// Checks the generator an instance names, and its thread count.
 fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
-    if c.test.num_threads == 0 {
+    let converting = c.test.generator == "replay" && c.test.replay.binary_file_name.is_some();
+    if c.test.num_threads == 0 && !converting {
         bail!(
             "test_config.numThreads is 0 (upstream's default when the key is missing): expected at least \
              1 stressor thread"
@@ -401,9 +506,19 @@ fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
     }
     match c.test.generator.as_str() {
         "workload" | "online" => Ok(()),
-        "replay" => {
+        "replay" | "binary-replay" => {
             if c.test.trace_files.is_empty() {
-                bail!("test_config: generator 'replay' needs traceFileName or traceFileNames");
+                bail!(
+                    "test_config: generator '{}' needs traceFileName or traceFileNames",
+                    c.test.generator
+                );
+            }
+            if c.test.generator == "binary-replay" && c.test.trace_files.len() > 1 {
+                bail!(
+                    "test_config: generator 'binary-replay' reads one binary trace (traceFileName), \
+                     not {} files",
+                    c.test.trace_files.len()
+                );
             }
             for f in &c.test.trace_files {
                 if !f.is_file() {
@@ -413,7 +528,8 @@ fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
             Ok(())
         }
         other => bail!(
-            "test_config.generator '{other}' is not built yet in rackbench (built: workload, online, replay)"
+            "test_config.generator '{other}' is not supported (supported: {})",
+            config::GENERATORS.join(", ")
         ),
     }
 }
@@ -538,24 +654,165 @@ struct Instance {
     repeat_trace: bool,
     options: Options,
     fractions: Vec<f64>,
+    config: BenchConfig,
+}
+
+/// Runs an instance's stressor on its source: the figures, and a replay's
+/// generator counts.
+fn run_instance(
+    i: &Instance,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> (RunStats, Option<GeneratorStats>) {
+    let counted = |name: &str, (stats, counts): (RunStats, stressor::ReplayCounts)| {
+        if let Some(e) = &counts.error {
+            eprintln!("error: the trace could not be read to its end: {e}");
+        }
+        (
+            stats,
+            Some(GeneratorStats {
+                name: name.to_string(),
+                samples: counts.samples,
+                parse_errors: counts.parse_errors,
+            }),
+        )
+    };
+    match &i.source {
+        Source::Synthetic(g) => (stressor::run(&i.cache, g, &i.options, stop, progress), None),
+        Source::Replay {
+            reader,
+            amp_factor,
+            serialization,
+        } => {
+            let Some(reader) = reader.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return (RunStats::default(), None);
+            };
+            counted(
+                "KVReplayGenerator",
+                stressor::run_replay_stream(
+                    &i.cache,
+                    *reader,
+                    *amp_factor,
+                    *serialization,
+                    &i.options,
+                    stop,
+                    progress,
+                ),
+            )
+        }
+        Source::Binary(trace) => counted(
+            "BinaryKVReplayGenerator",
+            stressor::run_replay_binary(
+                &i.cache,
+                trace,
+                i.config.test.replay.fast_forward_count,
+                i.repeat_trace,
+                i.config.test.replay.amp_size_factor,
+                &i.options,
+                stop,
+                progress,
+            ),
+        ),
+    }
 }
 
 /// The version of [`CacheBenchRecord`]; raise it when the record's shape
 /// changes.
 const RECORD_VERSION: u32 = 2;
 
-/// Upstream's end-of-run text (`== Test Results ==` and what follows) for
-/// each instance, then our sums over several instances.
-pub fn write_record(r: &CacheBenchRecord, out: &mut dyn Write) -> std::io::Result<()> {
-    for i in &r.instances {
-        let failures: Vec<&str> = i.failures.iter().map(String::as_str).collect();
-        write!(out, "{}", output::final_report(&i.stats, &failures))?;
+/// Whether a recorded run passed: not interrupted, no NVM failure and no
+/// instance with a failure line.
+fn record_passed(r: &CacheBenchRecord) -> bool {
+    !r.interrupted && r.nvm_failure.is_none() && r.instances.iter().all(|i| i.failures.is_empty())
+}
+
+/// An instance's end-of-run report (`== Test Results ==` and its failure
+/// lines).
+fn instance_report(st: output::Style, i: &InstanceRecord) -> String {
+    let failures: Vec<&str> = i.failures.iter().map(String::as_str).collect();
+    let counters = i
+        .print_nvm_counters
+        .then(|| {
+            i.stats
+                .cache
+                .nvm
+                .as_ref()
+                .map(crate::counters::nvm_counters_block)
+        })
+        .flatten();
+    if i.generator.is_none() && counters.is_none() {
+        return output::final_report(st, &i.stats, &failures);
     }
+    // printNvmCounters: upstream's counters map closes its allocator
+    // stats; a replay's generator block follows the throughput lines,
+    // before the blank line and the failure lines.
+    let mut text = output::final_report(st, &i.stats, &[]);
+    if let Some(block) = counters {
+        let alloc = output::allocator_stats(st, &i.stats);
+        let at = text.find(&alloc).map_or(text.len(), |p| p + alloc.len());
+        text.insert_str(at, &block);
+    }
+    if let Some(g) = &i.generator {
+        if text.ends_with('\n') {
+            text.pop();
+        }
+        text.push_str(&crate::replay::generator_stats_block(
+            &g.name,
+            g.samples,
+            g.parse_errors,
+        ));
+        text.push('\n');
+    }
+    for f in failures {
+        text.push_str(f);
+        text.push('\n');
+    }
+    text
+}
+
+/// Upstream's end-of-run text on stdout when no instance has a stats file
+/// of its own: each instance's report, with several instances upstream's
+/// aggregate of them, then (in the current layout) `Finished!` or
+/// `Failed.`.
+pub fn write_record(
+    r: &CacheBenchRecord,
+    layout: output::Layout,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let st = layout.style(r.instances.len());
+    for i in &r.instances {
+        write!(out, "{}", instance_report(st, i))?;
+    }
+    write_closing(r, st, out)
+}
+
+/// What stdout gets after the instances' reports: the aggregate of
+/// several instances and the closing line.
+fn write_closing(
+    r: &CacheBenchRecord,
+    st: output::Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if let Some(total) = &r.aggregated {
-        writeln!(out, "== Aggregated over {} instances ==", r.instances.len())?;
-        write!(out, "{}", output::final_report(total, &[]))?;
+        let n = r.instances.len();
+        write!(out, "{}", output::aggregated_report(st, total, n))?;
+    }
+    if let Some(line) = st.closing_line(record_passed(r)) {
+        write!(out, "{line}")?;
     }
     out.flush()
+}
+
+/// The stats file of instance `i` of several: upstream appends `_<i>` to
+/// the file's stem (`stats.log` → `stats_0.log`).
+fn instance_stats_file(p: &Path, i: usize) -> PathBuf {
+    let mut name = p.file_stem().unwrap_or_default().to_os_string();
+    name.push(format!("_{i}"));
+    if let Some(ext) = p.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    p.with_file_name(name)
 }
 
 impl Workload for CacheBench {
@@ -580,12 +837,15 @@ impl Workload for CacheBench {
         let a = parse(args)?;
         let loaded = load(&a)?;
         for c in &loaded.instances {
+            check_generator(c)?;
+            if c.test.generator == "replay" && c.test.replay.binary_file_name.is_some() {
+                // Converting a trace builds no cache (as upstream).
+                continue;
+            }
             dram_config(c)?;
             nvm_config(c, a.require_direct_io)?;
             rebalance_config(c)?;
-            if c.test.generator == "replay" {
-                check_generator(c)?;
-            } else {
+            if !matches!(c.test.generator.as_str(), "replay" | "binary-replay") {
                 spec(c)?;
             }
         }
@@ -594,7 +854,9 @@ impl Workload for CacheBench {
 
     fn format(&self, record: &Record, out: &mut dyn Write) -> anyhow::Result<()> {
         let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
-        write_record(&r, out)?;
+        // The record does not keep the layout: a stored run prints again
+        // in the current one.
+        write_record(&r, output::Layout::Current, out)?;
         Ok(())
     }
 
@@ -609,6 +871,7 @@ impl Workload for CacheBench {
         for w in &loaded.warnings {
             eprintln!("warning: {w}");
         }
+        let st = a.output_layout.style(loaded.instances.len());
         let mut out = std::io::stdout();
         writeln!(
             out,
@@ -617,29 +880,51 @@ impl Workload for CacheBench {
             output::WELCOME
         )?;
         let mut instances = Vec::new();
-        let mut total_ops = 0;
         for c in &loaded.instances {
+            check_generator(c)?;
+            if let (true, Some(out_file)) = (
+                c.test.generator == "replay",
+                c.test.replay.binary_file_name.as_ref(),
+            ) {
+                // As upstream: the replay generator with binaryFileName
+                // writes the binary trace and the program ends there.
+                let w = crate::replay::write_binary(
+                    &trace_spec(c),
+                    c.test.replay.amp_factor,
+                    c.test.replay.amp_size_factor,
+                    out_file,
+                )
+                .map_err(anyhow::Error::msg)?;
+                eprintln!(
+                    "wrote {} requests ({} trace lines, {} that could not be parsed{}) to {}",
+                    w.requests,
+                    w.samples,
+                    w.parse_errors,
+                    if w.long_keys > 0 {
+                        format!(
+                            ", {} keys longer than the format's 255 bytes left out",
+                            w.long_keys
+                        )
+                    } else {
+                        String::new()
+                    },
+                    out_file.display()
+                );
+                return Ok(Outcome::helper(true));
+            }
             let dram = dram_config(c)?;
             let t0 = Instant::now();
             let source = if c.test.generator == "replay" {
-                check_generator(c)?;
-                let trace = crate::replay::load(
-                    &c.test.trace_files,
-                    &crate::replay::ReplayOptions {
-                        threads: c.test.num_threads,
-                        amp_factor: c.test.amp_factor,
-                        repeat_op_count: c.test.repeat_op_count,
-                        fast_forward: c.test.fast_forward_count,
-                    },
-                )
-                .map_err(anyhow::Error::msg)?;
-                if trace.parse_errors > 0 {
-                    eprintln!(
-                        "warning: {} of {} trace lines could not be parsed and were skipped",
-                        trace.parse_errors, trace.lines
-                    );
+                let reader = TraceReader::new(trace_spec(c)).map_err(anyhow::Error::msg)?;
+                Source::Replay {
+                    reader: std::sync::Mutex::new(Some(Box::new(reader))),
+                    amp_factor: c.test.replay.amp_factor,
+                    serialization: c.test.replay.serialization,
                 }
-                Source::Replay(trace)
+            } else if c.test.generator == "binary-replay" {
+                Source::Binary(
+                    BinaryTrace::open(&c.test.trace_files[0]).map_err(anyhow::Error::msg)?,
+                )
             } else {
                 let spec = spec(c)?;
                 let generator = if c.test.generator == "online" {
@@ -647,7 +932,7 @@ impl Workload for CacheBench {
                     write!(
                         out,
                         "{}",
-                        output::keys_created(g.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
+                        output::keys_created(st, g.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
                     )?;
                     g
                 } else {
@@ -655,15 +940,23 @@ impl Workload for CacheBench {
                     // front, as upstream's WorkloadGenerator.
                     let mut lines = String::new();
                     let accesses = c.test.num_ops.saturating_mul(c.test.num_threads as u64);
+                    // The generator's lines (`Generating X.XXM sampled
+                    // accesses`, the current layout) in the run's layout: the
+                    // same count, at most 10 M per pool.
+                    let per_pool = accesses.clamp(1, 10_000_000);
                     let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |l| {
-                        lines.push_str(&l)
+                        if st.separators {
+                            lines.push_str(&output::generating_accesses_in(st, per_pool))
+                        } else {
+                            lines.push_str(&l)
+                        }
                     })
                     .map_err(anyhow::Error::msg)?;
                     write!(
                         out,
                         "{}{lines}{}",
-                        output::keys_created(g.num_keys(), 0.0),
-                        output::generated_patterns(t0.elapsed().as_secs_f64() / 60.0)
+                        output::keys_created(st, g.num_keys(), 0.0),
+                        output::generated_patterns(st, t0.elapsed().as_secs_f64() / 60.0)
                     )?;
                     g
                 };
@@ -674,7 +967,13 @@ impl Workload for CacheBench {
                 ops_per_thread: c.test.num_ops,
                 lookaside: c.test.enable_lookaside,
                 only_set_if_miss: c.test.only_set_if_miss,
-                ttl_secs: c.test.ttl_secs_range,
+                touch_value: c.test.touch_value,
+                max_inconsistencies: c.test.max_inconsistency_count,
+                op_pool_distribution: c.test.op_pool_distribution.clone(),
+                warmup_timestamp: c
+                    .test
+                    .nvm_warmup_check
+                    .map_or(0, |w| w.request_timestamp_threshold),
                 rate_per_sec: c.test.op_rate_per_sec,
                 rate_burst: c.test.op_rate_burst_size,
                 delay_batch: c.test.op_delay_batch,
@@ -683,7 +982,6 @@ impl Workload for CacheBench {
                 check_consistency: c.test.check_consistency,
                 api_latency: a.report_api_latency,
             };
-            total_ops += options.threads as u64 * options.ops_per_thread;
             instances.push(Instance {
                 cache: build_cache(c, a.require_direct_io)?,
                 rebalance: rebalance_config(c)?,
@@ -691,9 +989,18 @@ impl Workload for CacheBench {
                 repeat_trace: c.test.repeat_trace_replay,
                 options,
                 fractions: dram.pool_sizes.clone(),
+                config: c.clone(),
             });
         }
-        write!(out, "{}", output::ops_to_be_run(total_ops))?;
+        // Upstream's main announces several instances, then each
+        // instance's stressor prints its own total as it starts.
+        if instances.len() > 1 {
+            write!(out, "{}", output::running_instances(instances.len()))?;
+        }
+        for i in &instances {
+            let ops = i.options.threads as u64 * i.options.ops_per_thread;
+            write!(out, "{}", output::ops_to_be_run(st, ops))?;
+        }
         out.flush()?;
 
         let stop = AtomicBool::new(false);
@@ -701,163 +1008,198 @@ impl Workload for CacheBench {
         let progress: Vec<Progress> = instances.iter().map(|_| Progress::default()).collect();
         let started = Instant::now();
         // As upstream's ProgressTracker: the file is appended to (an
-        // earlier run's blocks stay) and each run starts with a header.
-        let mut stats_file = match &a.progress_stats_file {
-            Some(p) => {
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(ctx.output_path(p))
-                    .with_context(|| format!("cannot open {} to append to it", p.display()))?;
+        // earlier run's blocks stay) and each run starts with a header (in
+        // the current layout). Several instances each get their own file,
+        // `<stem>_<i><ext>`, as upstream's main names them.
+        let mut stats_files: Vec<Option<(PathBuf, std::fs::File)>> = Vec::new();
+        for i in 0..instances.len() {
+            let Some(p) = &a.progress_stats_file else {
+                stats_files.push(None);
+                continue;
+            };
+            let p = if instances.len() > 1 {
+                ctx.output_path(&instance_stats_file(p, i))
+            } else {
+                ctx.output_path(p)
+            };
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .with_context(|| format!("cannot open {} to append to it", p.display()))?;
+            if st.stats_file_header() {
                 f.write_all(output::STATS_FILE_HEADER.as_bytes())
                     .with_context(|| format!("cannot write to {}", p.display()))?;
-                Some(f)
             }
-            None => None,
-        };
+            stats_files.push(Some((p, f)));
+        }
         let mut timed_out = false;
         let nvm_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-        let (results, samples): (Vec<RunStats>, Vec<crate::plots::Sample>) =
-            std::thread::scope(|s| {
-                let runs: Vec<_> = instances
+        type Results = Vec<(RunStats, Option<GeneratorStats>)>;
+        let (results, samples): (Results, Vec<crate::plots::Sample>) = std::thread::scope(|s| {
+            let runs: Vec<_> = instances
+                .iter()
+                .zip(&progress)
+                .map(|(i, p)| s.spawn(|| run_instance(i, &stop, p)))
+                .collect();
+            // Pool rebalancing, one thread per instance that has it.
+            for i in &instances {
+                if let Some((every, cfg)) = i.rebalance {
+                    let (done, cache) = (&done, &i.cache);
+                    s.spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(a.seed ^ 0x5eba1);
+                        let mut next = Instant::now() + every;
+                        while !done.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(20));
+                            if Instant::now() >= next {
+                                next += every;
+                                cache.rebalance(&cfg, &mut |n| rng.random_range(0..n.max(1)));
+                            }
+                        }
+                    });
+                }
+            }
+            // Progress, timeout and Ctrl-C, until every instance is done;
+            // returns the progress samples for the charts.
+            let controller = s.spawn(|| {
+                let mut samples: Vec<crate::plots::Sample> = Vec::new();
+                let mut prev_ops = 0u64;
+                let mut prev_t = 0.0f64;
+                // Each instance's counters at the previous progress line,
+                // and their sums (for the charts).
+                let mut prev_each: Vec<CacheStats> =
+                    instances.iter().map(|i| i.cache.stats()).collect();
+                let mut prev = sum_cache(&prev_each);
+                let tick = Duration::from_secs(a.progress.max(1));
+                let mut next = Instant::now() + tick;
+                // checkNvmCacheWarmUp: upstream logs the first time its
+                // policy says NVM is warm (checked every 250 ms and at
+                // the end).
+                let mut warm: Vec<bool> = instances
                     .iter()
-                    .zip(&progress)
-                    .map(|(i, p)| {
-                        s.spawn(|| match &i.source {
-                            Source::Synthetic(g) => {
-                                stressor::run(&i.cache, g, &i.options, &stop, p)
-                            }
-                            Source::Replay(t) => stressor::run_replay(
-                                &i.cache,
-                                t,
-                                &i.options,
-                                i.repeat_trace,
-                                &stop,
-                                p,
-                            ),
-                        })
-                    })
+                    .map(|i| i.config.test.nvm_warmup_check.is_none())
                     .collect();
-                // Pool rebalancing, one thread per instance that has it.
-                for i in &instances {
-                    if let Some((every, cfg)) = i.rebalance {
-                        let (done, cache) = (&done, &i.cache);
-                        s.spawn(move || {
-                            let mut rng = SmallRng::seed_from_u64(a.seed ^ 0x5eba1);
-                            let mut next = Instant::now() + every;
-                            while !done.load(Ordering::Relaxed) {
-                                std::thread::sleep(Duration::from_millis(20));
-                                if Instant::now() >= next {
-                                    next += every;
-                                    cache.rebalance(&cfg, &mut |n| rng.random_range(0..n.max(1)));
-                                }
+                let check_warm = |warm: &mut Vec<bool>| {
+                    for (k, inst) in instances.iter().enumerate() {
+                        let Some(w) = inst.config.test.nvm_warmup_check else {
+                            continue;
+                        };
+                        if warm[k] {
+                            continue;
+                        }
+                        let evicted = || inst.cache.stats().nvm.map_or(0, |n| n.engine.evictions());
+                        if progress[k].warm_timestamp.load(Ordering::Relaxed) > 0
+                            || (w.eviction_count_threshold > 0
+                                && inst.cache.nvm().is_some()
+                                && evicted() >= w.eviction_count_threshold)
+                        {
+                            eprintln!("NVM cache has been warmed up");
+                            warm[k] = true;
+                        }
+                    }
+                };
+                let mut next_warm = Instant::now();
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if warm.iter().any(|w| !w) && Instant::now() >= next_warm {
+                        next_warm += Duration::from_millis(250);
+                        check_warm(&mut warm);
+                    }
+                    for i in &instances {
+                        if let Some(f) = i.cache.fatal() {
+                            let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
+                            if g.is_none() {
+                                eprintln!("error: {f}; stopping the run");
+                                *g = Some(f);
                             }
-                        });
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    if ctx.cancel.is_stopped()
+                        || (a.timeout_seconds > 0
+                            && started.elapsed().as_secs() >= a.timeout_seconds)
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    if a.progress > 0 && Instant::now() >= next {
+                        next += tick;
+                        let each: Vec<CacheStats> =
+                            instances.iter().map(|i| i.cache.stats()).collect();
+                        let cur = sum_cache(&each);
+                        let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+                        let hit = output::hit_ratios_since(&cur, &prev);
+                        let t = started.elapsed().as_secs_f64();
+                        let window = interval_stats(&cur, &prev);
+                        samples.push(sample(&window, hit, ops - prev_ops, t - prev_t, t));
+                        (prev_ops, prev_t) = (ops, t);
+                        // A line per instance, as upstream's ProgressTracker
+                        // (one per instance).
+                        let clock = wall_clock();
+                        for (i, (c, p)) in each.iter().zip(&prev_each).enumerate() {
+                            let line = output::progress_line(
+                                st,
+                                i,
+                                clock,
+                                progress[i].ops.load(Ordering::Relaxed),
+                                c,
+                                output::hit_ratios_since(c, p),
+                            );
+                            let Some((_, f)) = stats_files[i].as_mut() else {
+                                print!("{line}");
+                                continue;
+                            };
+                            // With a stats file the line goes there (and in
+                            // the legacy layout on stdout too). NVM latency
+                            // percentiles of this interval (upstream's are over
+                            // a sliding window of about a minute); operations
+                            // so far over the time so far.
+                            let snapshot = RunStats {
+                                cache: interval_stats(c, p),
+                                throughput: progress[i].throughput(),
+                                elapsed_secs: t,
+                                ..RunStats::default()
+                            };
+                            let _ = f.write_all(
+                                output::progress_stats_block(st, &line, &snapshot, p).as_bytes(),
+                            );
+                            if st.progress_on_stdout_with_stats_file() {
+                                print!("{line}");
+                            }
+                        }
+                        let _ = std::io::stdout().flush();
+                        prev_each = each;
+                        prev = cur;
                     }
                 }
-                // Progress, timeout and Ctrl-C, until every instance is done;
-                // returns the progress samples for the charts.
-                let controller = s.spawn(|| {
-                    let mut samples: Vec<crate::plots::Sample> = Vec::new();
-                    let mut prev_ops = 0u64;
-                    let mut prev_t = 0.0f64;
-                    let mut prev = sum_cache(
+                check_warm(&mut warm);
+                // The last stretch (and runs shorter than one interval).
+                let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+                let t = started.elapsed().as_secs_f64();
+                if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 {
+                    let cur = sum_cache(
                         &instances
                             .iter()
                             .map(|i| i.cache.stats())
                             .collect::<Vec<_>>(),
                     );
-                    let tick = Duration::from_secs(a.progress.max(1));
-                    let mut next = Instant::now() + tick;
-                    while !done.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(50));
-                        for i in &instances {
-                            if let Some(f) = i.cache.fatal() {
-                                let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
-                                if g.is_none() {
-                                    eprintln!("error: {f}; stopping the run");
-                                    *g = Some(f);
-                                }
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                        }
-                        if ctx.cancel.is_stopped()
-                            || (a.timeout_seconds > 0
-                                && started.elapsed().as_secs() >= a.timeout_seconds)
-                        {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                        if a.progress > 0 && Instant::now() >= next {
-                            next += tick;
-                            let cur = sum_cache(
-                                &instances
-                                    .iter()
-                                    .map(|i| i.cache.stats())
-                                    .collect::<Vec<_>>(),
-                            );
-                            let ops: u64 =
-                                progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                            let hit = output::hit_ratios_since(&cur, &prev);
-                            let line = output::progress_line(wall_clock(), ops, hit);
-                            let t = started.elapsed().as_secs_f64();
-                            let window = interval_stats(&cur, &prev);
-                            samples.push(sample(&window, hit, ops - prev_ops, t - prev_t, t));
-                            (prev_ops, prev_t) = (ops, t);
-                            if let Some(f) = stats_file.as_mut() {
-                                // With a stats file the line goes there only, as
-                                // upstream's ProgressTracker does. NVM latency
-                                // percentiles of this interval (upstream's are over
-                                // a sliding window of about a minute); operations
-                                // so far over the time so far.
-                                let mut throughput = Throughput::default();
-                                for p in &progress {
-                                    throughput.add(&p.throughput());
-                                }
-                                let snapshot = RunStats {
-                                    cache: window,
-                                    throughput,
-                                    elapsed_secs: t,
-                                    ..RunStats::default()
-                                };
-                                let _ = f.write_all(
-                                    output::progress_stats_block(&line, &snapshot, &prev)
-                                        .as_bytes(),
-                                );
-                            } else {
-                                print!("{line}");
-                                let _ = std::io::stdout().flush();
-                            }
-                            prev = cur;
-                        }
-                    }
-                    // The last stretch (and runs shorter than one interval).
-                    let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                    let t = started.elapsed().as_secs_f64();
-                    if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 {
-                        let cur = sum_cache(
-                            &instances
-                                .iter()
-                                .map(|i| i.cache.stats())
-                                .collect::<Vec<_>>(),
-                        );
-                        let hit = output::hit_ratios_since(&cur, &prev);
-                        samples.push(sample(
-                            &interval_stats(&cur, &prev),
-                            hit,
-                            ops - prev_ops,
-                            t - prev_t,
-                            t,
-                        ));
-                    }
-                    samples
-                });
-                let r: Vec<RunStats> = runs
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_default())
-                    .collect();
-                done.store(true, Ordering::Relaxed);
-                (r, controller.join().unwrap_or_default())
+                    let hit = output::hit_ratios_since(&cur, &prev);
+                    samples.push(sample(
+                        &interval_stats(&cur, &prev),
+                        hit,
+                        ops - prev_ops,
+                        t - prev_t,
+                        t,
+                    ));
+                }
+                samples
             });
+            let r: Results = runs
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect();
+            done.store(true, Ordering::Relaxed);
+            (r, controller.join().unwrap_or_default())
+        });
         let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
         if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none() {
             timed_out = true;
@@ -892,8 +1234,15 @@ impl Workload for CacheBench {
             stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
             nvm_failure: nvm_failure.clone(),
         };
-        for (i, mut r) in results.into_iter().enumerate() {
+        for (i, (mut r, generator)) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();
+            if let Some(g) = generator.as_ref().filter(|g| g.parse_errors > 0) {
+                eprintln!(
+                    "warning: {} of {} trace lines could not be parsed and were skipped",
+                    g.parse_errors,
+                    g.samples + g.parse_errors
+                );
+            }
             let mut failures = Vec::new();
             if r.throughput.inconsistencies > 0 {
                 failures.push(format!(
@@ -919,32 +1268,41 @@ impl Workload for CacheBench {
                     .get_or_insert_with(Default::default)
                     .add(l);
             }
-            record.instances.push(InstanceRecord { stats: r, failures });
+            record.instances.push(InstanceRecord {
+                stats: r,
+                failures,
+                generator,
+                print_nvm_counters: instances[i].config.cache.print_nvm_counters,
+            });
         }
         if instances.len() > 1 {
             // Several instances: their sums after their own reports.
             record.aggregated = Some(total.clone());
         }
-        // The end-of-run text, from the record a saved run reprints; also
-        // appended to the stats file, as upstream's Runner does.
-        if let Some(f) = stats_file.as_mut() {
-            let mut text = Vec::new();
-            write_record(&record, &mut text)?;
-            if let Err(e) = f.write_all(&text) {
+        // The end-of-run text, from the record a saved run reprints. Each
+        // instance's report is appended to its stats file, as upstream's
+        // Runner does (in the current layout); with several instances and
+        // their own files it goes there only, and stdout gets the
+        // aggregate.
+        let own_files = instances.len() > 1 && a.progress_stats_file.is_some();
+        for (i, inst) in record.instances.iter().enumerate() {
+            if let Some((p, f)) = stats_files[i].as_mut()
+                && st.results_in_stats_file()
+                && let Err(e) = f.write_all(instance_report(st, inst).as_bytes())
+            {
                 eprintln!(
                     "warning: the results were not appended to {}: {e}",
-                    a.progress_stats_file
-                        .as_deref()
-                        .unwrap_or(Path::new(""))
-                        .display()
+                    p.display()
                 );
             }
         }
-        write_record(&record, &mut std::io::stdout().lock())?;
-        let consistent =
-            total.throughput.inconsistencies == 0 && total.throughput.failed_threads == 0;
+        if own_files {
+            write_closing(&record, st, &mut std::io::stdout().lock())?;
+        } else {
+            write_record(&record, a.output_layout, &mut std::io::stdout().lock())?;
+        }
         Ok(Outcome::measured(
-            !record.interrupted && consistent && nvm_failure.is_none(),
+            record_passed(&record),
             Record::of(self.name(), RECORD_VERSION, &record),
         ))
     }

@@ -16,7 +16,12 @@
 //! Two generators, as upstream: `online` ([`Generator::new`]) draws the
 //! key and the value size of every operation as it runs; `workload`
 //! ([`Generator::pregenerated`], the default) fixes each key's value size
-//! and samples the pools' key choices before the run.
+//! and TTL (`ttlSecsRange` / `ttlSecsRangeProbability`, exact values or
+//! piecewise-uniform ranges; upstream's online generator draws none) and
+//! samples the pools' key choices before the run. With `useLegacyKeyGen`
+//! the popularity buckets keep the sizes the popularity data gives them
+//! and their keys are spread over the pool's keys (upstream's old key
+//! generation: about as many distinct keys as the data has objects).
 
 use rand::Rng;
 use rand::distr::weighted::WeightedIndex;
@@ -51,6 +56,11 @@ pub struct PoolMix {
     pub op_weights: [f64; 7],
     /// `popularityBuckets` (keys per bucket) and their weights.
     pub popularity: Option<(Vec<u64>, Vec<f64>)>,
+    /// `useLegacyKeyGen` (with popularity buckets).
+    pub legacy_key_gen: bool,
+    /// `ttlSecsRange` and `ttlSecsRangeProbability` (pre-generated
+    /// workloads only, as upstream).
+    pub ttl: Option<(Vec<f64>, Vec<f64>)>,
     /// `addChainedRatio`'s weight and the chain's shape.
     pub add_chained: f64,
     pub chain: Option<ChainSpec>,
@@ -87,6 +97,55 @@ const OPS: [Op; 8] = [
     Op::CouldExist,
     Op::AddChained,
 ];
+
+/// A TTL distribution (seconds): exact values or piecewise-uniform
+/// ranges, as upstream's discrete and piecewise-constant distributions.
+#[derive(Debug, Clone)]
+enum Ttls {
+    Exact(Vec<f64>, WeightedIndex<f64>),
+    Ranges(Vec<f64>, WeightedIndex<f64>),
+}
+
+impl Ttls {
+    fn new(range: &[f64], prob: &[f64]) -> Result<Ttls, String> {
+        let weights = WeightedIndex::new(prob.iter().copied())
+            .map_err(|e| format!("ttlSecsRangeProbability {prob:?}: {e}"));
+        if !range.is_empty() && range.len() == prob.len() {
+            Ok(Ttls::Exact(range.to_vec(), weights?))
+        } else if !prob.is_empty() && range.len() == prob.len() + 1 {
+            if range.windows(2).any(|w| w[1] < w[0]) || range.iter().any(|r| *r < 0.0) {
+                return Err(format!(
+                    "ttlSecsRange {range:?}: bounds must not be negative or decrease"
+                ));
+            }
+            Ok(Ttls::Ranges(range.to_vec(), weights?))
+        } else {
+            Err(format!(
+                "ttlSecsRange ({} values) and ttlSecsRangeProbability ({}): TTL range and their \
+                 probabilities do not match up for either discrete or continuous probability \
+                 (upstream's words): expected as many values as probabilities, or one more",
+                range.len(),
+                prob.len()
+            ))
+        }
+    }
+
+    fn draw(&self, rng: &mut impl Rng) -> u32 {
+        let secs = match self {
+            Ttls::Exact(v, w) => v[w.sample(rng)],
+            Ttls::Ranges(b, w) => {
+                let i = w.sample(rng);
+                let (lo, hi) = (b[i], b[i + 1]);
+                if hi <= lo {
+                    lo
+                } else {
+                    rng.random_range(lo..hi)
+                }
+            }
+        };
+        secs.clamp(0.0, f64::from(u32::MAX)) as u32
+    }
+}
 
 /// A size distribution: exact values or piecewise-uniform ranges.
 #[derive(Debug, Clone)]
@@ -143,6 +202,10 @@ impl Sizes {
 enum Popularity {
     /// Bucket boundaries (cumulative key counts) and their weights.
     Buckets(Vec<u64>, WeightedIndex<f64>),
+    /// `useLegacyKeyGen`: bucket boundaries in the popularity data's own
+    /// object counts, their weights, and the factor from an object's
+    /// index to a key offset (upstream's scaling factor).
+    Legacy(Vec<u64>, WeightedIndex<f64>, f64),
     Normal(Normal<f64>),
 }
 
@@ -154,6 +217,7 @@ struct PoolGen {
     popularity: Popularity,
     /// Chain lengths and chained value sizes.
     chain: Option<(Sizes, Sizes)>,
+    ttl: Option<Ttls>,
     /// Pre-generated: key offsets sampled from the popularity once; an
     /// operation picks one of them at random (empty: draw online).
     sampled: Vec<u32>,
@@ -164,6 +228,8 @@ pub struct Generator {
     keys: Vec<Vec<u8>>,
     /// Pre-generated: each key's value size, drawn once (empty: online).
     value_sizes: Vec<u32>,
+    /// Pre-generated: each key's TTL, drawn once (empty: none).
+    ttls: Vec<u32>,
     pools: Vec<PoolGen>,
     op_pool: WeightedIndex<f64>,
     max_value: u32,
@@ -177,6 +243,8 @@ pub struct Request {
     /// Index of the key (for Lone* operations, unused).
     pub key: u64,
     pub value_size: u32,
+    /// Seconds (0: never expires).
+    pub ttl_secs: u32,
 }
 
 impl Generator {
@@ -272,7 +340,18 @@ impl Generator {
                     }
                     let w = WeightedIndex::new(weights.iter().copied())
                         .map_err(|e| format!("popularityWeights {weights:?}: {e}"))?;
-                    Popularity::Buckets(bounds, w)
+                    if m.legacy_key_gen {
+                        let mut raw = Vec::with_capacity(buckets.len());
+                        let mut acc = 0u64;
+                        for b in buckets {
+                            acc += b;
+                            raw.push(acc);
+                        }
+                        let scale = count.saturating_sub(1) as f64 / total as f64;
+                        Popularity::Legacy(raw, w, scale)
+                    } else {
+                        Popularity::Buckets(bounds, w)
+                    }
                 }
                 None => {
                     let n = count.max(1) as f64;
@@ -281,6 +360,12 @@ impl Generator {
                     )
                 }
             };
+            let ttl = match &m.ttl {
+                Some((range, prob)) if !range.is_empty() || !prob.is_empty() => {
+                    Some(Ttls::new(range, prob)?)
+                }
+                _ => None,
+            };
             pools.push(PoolGen {
                 first_key,
                 keys: count,
@@ -288,6 +373,7 @@ impl Generator {
                 vals,
                 popularity,
                 chain,
+                ttl,
                 sampled: Vec::new(),
             });
         }
@@ -300,6 +386,7 @@ impl Generator {
         Ok(Generator {
             keys,
             value_sizes: Vec::new(),
+            ttls: Vec::new(),
             pools,
             op_pool,
             max_value,
@@ -328,6 +415,18 @@ impl Generator {
             }
         }
         g.value_sizes = sizes;
+        // TTLs per key, as upstream's pre-generated requests carry them.
+        if g.pools.iter().any(|p| p.ttl.is_some()) {
+            let mut ttls = vec![0u32; g.keys.len()];
+            for p in &g.pools {
+                if let Some(t) = &p.ttl {
+                    for k in p.first_key..p.first_key + p.keys {
+                        ttls[k as usize] = t.draw(&mut rng);
+                    }
+                }
+            }
+            g.ttls = ttls;
+        }
         let n = accesses.clamp(1, 10_000_000);
         for p in 0..g.pools.len() {
             if g.pools[p].keys == 0 {
@@ -356,6 +455,13 @@ impl Generator {
                 } else {
                     rng.random_range(lo..hi)
                 }
+            }
+            Popularity::Legacy(bounds, w, scale) => {
+                let b = w.sample(rng);
+                let lo = if b == 0 { 0 } else { bounds[b - 1] };
+                let hi = bounds[b].max(lo + 1);
+                let object = rng.random_range(lo..hi);
+                ((object as f64 * scale) as u64).min(p.keys - 1)
             }
             Popularity::Normal(n) => loop {
                 let x = n.sample(rng);
@@ -417,6 +523,7 @@ impl Generator {
             op,
             key,
             value_size,
+            ttl_secs: self.ttls.get(key as usize).copied().unwrap_or(0),
         }
     }
 }
@@ -435,6 +542,8 @@ mod tests {
             val_size_probability: vec![0.5, 0.5],
             op_weights: ops,
             popularity: None,
+            legacy_key_gen: false,
+            ttl: None,
             add_chained: 0.0,
             chain: None,
         }
@@ -559,5 +668,82 @@ mod tests {
         for _ in 0..1000 {
             assert_eq!(g.next(&mut r1), g2.next(&mut r2));
         }
+    }
+
+    /// TTLs per key as upstream draws them (exact values or ranges, per
+    /// pool), none from the online generator; mismatched lists named.
+    #[test]
+    fn ttls_are_drawn_per_key() {
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.ttl = Some((vec![60.0, 3600.0, 86400.0], vec![0.5, 0.4, 0.1]));
+        let spec = Spec {
+            num_keys: 5000,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m.clone()],
+        };
+        let g = Generator::pregenerated(&spec, 1, 10_000, &mut |_| {}).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let mut by_key: HashMap<u64, u32> = HashMap::new();
+        for _ in 0..20_000 {
+            let r = g.next(&mut rng);
+            assert!([60, 3600, 86400].contains(&r.ttl_secs), "{r:?}");
+            assert_eq!(*by_key.entry(r.key).or_insert(r.ttl_secs), r.ttl_secs);
+        }
+        let hour = by_key.values().filter(|t| **t == 3600).count() as f64 / by_key.len() as f64;
+        assert!((hour - 0.4).abs() < 0.05, "{hour}");
+        // Ranges: uniform within [10, 30).
+        m.ttl = Some((vec![10.0, 30.0], vec![1.0]));
+        let spec = Spec {
+            mixes: vec![m.clone()],
+            ..spec
+        };
+        let g = Generator::pregenerated(&spec, 1, 1000, &mut |_| {}).unwrap();
+        for _ in 0..1000 {
+            assert!((10..30).contains(&g.next(&mut rng).ttl_secs));
+        }
+        // The online generator draws none, as upstream's.
+        let g = Generator::new(&spec, 1).unwrap();
+        assert_eq!(g.next(&mut rng).ttl_secs, 0);
+        m.ttl = Some((vec![10.0, 20.0, 30.0], vec![0.5]));
+        let spec = Spec {
+            mixes: vec![m],
+            ..spec
+        };
+        let e = Generator::new(&spec, 1).err().unwrap();
+        assert!(e.contains("do not match up"), "{e}");
+    }
+
+    /// useLegacyKeyGen: the buckets keep the popularity data's sizes, so
+    /// about as many keys are used as the data has objects, spread over
+    /// the pool; without it every key is used.
+    #[test]
+    fn legacy_key_generation_uses_the_datas_objects() {
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.popularity = Some((vec![100, 900], vec![0.5, 0.5]));
+        let distinct = |legacy: bool| {
+            let mut m = m.clone();
+            m.legacy_key_gen = legacy;
+            let spec = Spec {
+                num_keys: 10_000,
+                key_pool_distribution: vec![1.0],
+                op_pool_distribution: vec![1.0],
+                mixes: vec![m],
+            };
+            let g = Generator::new(&spec, 1).unwrap();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..200_000 {
+                let r = g.next(&mut rng);
+                assert!(r.key < 10_000);
+                seen.insert(r.key);
+            }
+            (seen.len(), seen.into_iter().max().unwrap())
+        };
+        let (legacy, legacy_max) = distinct(true);
+        assert!(legacy <= 1000, "{legacy}");
+        assert!(legacy_max > 9000, "spread over the pool: {legacy_max}");
+        let (scaled, _) = distinct(false);
+        assert!(scaled > 9000, "{scaled}");
     }
 }

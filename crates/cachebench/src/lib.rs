@@ -12,6 +12,7 @@
 pub mod cache;
 mod command;
 pub mod config;
+pub mod counters;
 pub mod generator;
 pub mod metrics;
 pub mod nvm;
@@ -23,7 +24,7 @@ pub mod stats;
 pub mod stressor;
 
 pub use command::CacheBench;
-pub use record::{CacheBenchRecord, InstanceRecord};
+pub use record::{CacheBenchRecord, GeneratorStats, InstanceRecord};
 
 /// The config-to-engine mapping the command uses, for benchmarks.
 pub mod command_support {

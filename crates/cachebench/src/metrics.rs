@@ -283,6 +283,8 @@ mod tests {
                 .map(|stats| InstanceRecord {
                     stats,
                     failures: Vec::new(),
+                    generator: None,
+                    print_nvm_counters: false,
                 })
                 .collect(),
             aggregated,

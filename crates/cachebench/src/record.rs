@@ -26,4 +26,21 @@ pub struct InstanceRecord {
     pub stats: RunStats,
     /// The lines upstream prints after the figures when the run failed.
     pub failures: Vec<String>,
+    /// A replay's reader counts (upstream's `== KVReplayGenerator Stats ==`
+    /// block); none for the synthetic generators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorStats>,
+    /// `printNvmCounters`: the `== NVM Counters Map ==` block is printed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub print_nvm_counters: bool,
+}
+
+/// What a replay generator counted, for its stats block.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GeneratorStats {
+    /// Upstream's generator class: `KVReplayGenerator` or
+    /// `BinaryKVReplayGenerator`.
+    pub name: String,
+    pub samples: u64,
+    pub parse_errors: u64,
 }

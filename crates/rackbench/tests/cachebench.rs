@@ -34,7 +34,7 @@ fn mini_job_prints_upstream_report_and_metrics() {
     for line in [
         "===JSON Config===",
         "Welcome to OSS version of cachebench",
-        "Created 20,000 keys in 0.00 mins",
+        "Created 20000 keys in 0.00 mins",
         "Generating 0.10M sampled accesses",
         "Generated access patterns in ",
         "Total 0.10M ops to be run",
@@ -78,7 +78,11 @@ fn upstream_config_cut_short_and_alias() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("Total 3.20M ops to be run"), "{out}");
-    assert!(out.contains("M ops completed. Hit Ratio"), "{out}");
+    assert!(out.contains("Instance   0: "), "{out}");
+    assert!(
+        out.contains("items evicted from nvm cache. Hit Ratio"),
+        "{out}"
+    );
     let r = report(&o);
     assert_eq!(r["benchmark_name"], "cachebench");
     assert_eq!(r["metrics"]["stopped_by_timeout_seconds"], 2);
@@ -223,7 +227,8 @@ fn upstream_trace_replay_runs() {
 }
 
 /// A top-level array runs its instances at the same time: each prints its
-/// report, and the metrics sum them.
+/// report (on stdout, without a stats file), then upstream's aggregate of
+/// them, and the metrics sum them.
 #[test]
 fn multi_instance_configs_sum_their_instances() {
     let d = tempfile::tempdir().unwrap();
@@ -241,13 +246,15 @@ fn multi_instance_configs_sum_their_instances() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     // Each instance's report, then the aggregate.
-    assert_eq!(out.matches("== Test Results ==").count(), 3, "{out}");
+    assert!(out.contains("Running 2 cachebench instance(s)\n"), "{out}");
+    assert_eq!(out.matches("Total 0.01M ops to be run").count(), 2, "{out}");
+    assert_eq!(out.matches("== Test Results ==").count(), 2, "{out}");
     let agg = out
-        .split("== Aggregated over 2 instances ==")
+        .split("== Aggregated Stats Across 2 Instances ==\n")
         .nth(1)
         .unwrap();
     assert!(agg.contains("Total Ops : 0.01 million"), "{agg}");
-    assert!(agg.contains("Fraction of pool 1 used"), "{agg}");
+    assert!(!agg.contains("Fraction of pool"), "{agg}");
     // --report_api_latency: every get and set of both instances timed.
     let lat = &report(&o)["metrics"]["api_latency_ns"];
     assert!(lat["get"]["p50"].as_u64().unwrap() > 0, "{lat}");
@@ -738,7 +745,8 @@ fn progress_stats_file_is_appended_with_operations_and_the_results() {
         log.starts_with("an earlier run's last line\n=== Starting new run ===\n"),
         "{log}"
     );
-    assert!(log.contains("M ops completed. Hit Ratio"), "{log}");
+    assert!(log.contains("Instance   0: "), "{log}");
+    assert!(log.contains("M ops completed. "), "{log}");
     let blocks: Vec<&str> = log.split("== Throughput Stats ==\n").skip(1).collect();
     assert!(blocks.len() >= 2, "{log}");
     for b in &blocks {
@@ -762,10 +770,19 @@ fn progress_stats_file_is_appended_with_operations_and_the_results() {
         .parse()
         .unwrap();
     assert!(last_ops > 0.0, "{log}");
-    // The results close the file, as on stdout.
+    // The results close the file, as on stdout (where upstream's main
+    // then prints `Finished!`).
     let results = &out[out.find("== Test Results ==").unwrap()..];
-    let results = &results[..results.trim_end().rfind('\n').unwrap() + 1];
-    assert!(log.ends_with(results), "file:\n{log}\nstdout:\n{results}");
+    let (results, closing) = results.split_once("\nFinished!\n").unwrap();
+    assert_eq!(
+        closing.lines().count(),
+        1,
+        "only the report JSON follows: {closing}"
+    );
+    assert!(
+        log.ends_with(&format!("{results}\n")),
+        "file:\n{log}\nstdout:\n{results}"
+    );
     let tail: Vec<&str> = log.lines().rev().take(50).collect();
     assert!(tail.contains(&"== Test Results =="), "{log}");
 }
@@ -778,10 +795,13 @@ fn progress_stats_file_is_appended_with_operations_and_the_results() {
 #[test]
 fn nvm_cache_size_is_per_path() {
     let d = tempfile::tempdir().unwrap();
+    // One allocation class for every item: which classes win DRAM's slabs
+    // depends on thread interleaving, and with several the DRAM evictions
+    // (so the items NVM gets) came in two sizes from run to run.
     let config = |mb: u64| {
         format!(
             r#"{{"cache_config": {{"cacheSizeMB": 16, "nvmCacheSizeMB": {mb}, "navyRegionSizeMB": 4,
-                "navyBigHashSizePct": 0}},
+                "navyBigHashSizePct": 0, "allocSizes": [4200]}},
                "test_config": {{"numOps": 40000, "numThreads": 2, "numKeys": 200000,
                "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
                "valSizeRange": [1000, 4000], "valSizeRangeProbability": [1.0],
@@ -826,7 +846,8 @@ fn nvm_cache_size_is_per_path() {
     let shared = d.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     let cfg = d.path().join("two.json");
-    std::fs::write(&cfg, format!("[{}, {}]", config(16), config(16))).unwrap();
+    // 17 MB: four 4 MiB regions after navy's metadata (0.5% of the device).
+    std::fs::write(&cfg, format!("[{}, {}]", config(17), config(17))).unwrap();
     let o = rackbench(d.path())
         .arg("cachebench")
         .arg("--json_test_config")
@@ -839,7 +860,7 @@ fn nvm_cache_size_is_per_path() {
     let err = text(&o.stderr);
     let files: Vec<&str> = err
         .lines()
-        .filter_map(|l| l.strip_prefix("NVM: 16 MiB on file ")?.split(", ").next())
+        .filter_map(|l| l.strip_prefix("NVM: 17 MiB on file ")?.split(", ").next())
         .collect();
     assert_eq!(files.len(), 2, "{err}");
     assert_ne!(files[0], files[1]);
@@ -862,4 +883,629 @@ fn nvm_cache_size_is_per_path() {
         0,
         "left behind"
     );
+}
+
+// ---------------------------------------------------------------------------
+// --output_layout (rackbench's flag): upstream's current text and the older
+// one, with thousands separators, that results from before 2026 use.
+
+/// The integer after `label` on the first line that starts with it, and
+/// that number as printed.
+fn printed_int(text: &str, label: &str) -> (u64, String) {
+    let raw = text
+        .lines()
+        .find_map(|l| l.strip_prefix(label))
+        .unwrap_or_else(|| panic!("no {label:?} line in\n{text}"))
+        .trim()
+        .to_string();
+    (raw.replace(',', "").parse().unwrap(), raw)
+}
+
+/// The same short run in both layouts. `current` (the default) is upstream
+/// today: plain integers, `Instance   0:` progress lines in the stats file
+/// only, which starts with `=== Starting new run ===` and ends with the
+/// results, `== Throughput Stats ==`, `Finished!`. `legacy` is upstream
+/// until January 2026: `Items in RAM  : 12,345`, progress lines without the
+/// instance and on stdout too, no header and no results in the stats file,
+/// `== Throughput for  ==`, no closing line. A top-level array with a
+/// stats file writes `<stem>_<i><ext>` per instance, each with its report,
+/// and stdout gets `== Aggregated Stats Across 2 Instances ==`.
+#[test]
+fn output_layouts_current_and_legacy() {
+    let d = tempfile::tempdir().unwrap();
+    let mini = include_str!("../../cachebench/configs/dram_mini.json");
+    let long = mini.replace("\"numOps\" : 50000", "\"numOps\" : 50000000000");
+    assert_ne!(long, mini);
+    std::fs::write(d.path().join("long.json"), &long).unwrap();
+    let run = |config: &str, stats: &str, layout: Option<&str>| {
+        let mut c = rackbench(d.path());
+        c.args(["cachebench", "--json_test_config", config])
+            .args(["--timeout_seconds", "2", "--progress", "1"])
+            .arg("--progress_stats_file")
+            .arg(d.path().join(stats));
+        if let Some(l) = layout {
+            c.args(["--output_layout", l]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{layout:?}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        // Upstream's text, without the report JSON on the last line.
+        let out = out.trim_end().rsplit_once('\n').unwrap().0.to_string() + "\n";
+        let log = std::fs::read_to_string(d.path().join(stats)).unwrap();
+        (out, log)
+    };
+
+    let (out, log) = run("long.json", "current.log", None);
+    let (items, raw) = printed_int(&out, "Items in RAM  : ");
+    assert!(items >= 1000, "{out}");
+    assert_eq!(raw, items.to_string(), "no separators: {out}");
+    assert!(out.contains("Created 20000 keys in "), "{out}");
+    assert!(out.contains("\n== Throughput Stats ==\n"), "{out}");
+    assert!(!out.contains("Throughput for"), "{out}");
+    assert!(out.ends_with("\nFinished!\n"), "{out}");
+    assert!(!out.contains("ops completed"), "progress on stdout: {out}");
+    assert!(
+        log.starts_with("=== Starting new run ===\nInstance   0: "),
+        "{log}"
+    );
+    let line = log.lines().nth(1).unwrap();
+    assert!(
+        line.contains("M ops completed. ") && line.ends_with("%)."),
+        "{line}"
+    );
+    let (_, raw) = printed_int(&log, "Total sets: ");
+    assert!(!raw.contains(','), "{log}");
+    assert!(log.contains("== Test Results =="), "{log}");
+    // `--output_layout current` is the default.
+    let (explicit, _) = run("long.json", "current2.log", Some("current"));
+    assert!(
+        explicit.contains("\n== Throughput Stats ==\n"),
+        "{explicit}"
+    );
+
+    let (out, log) = run("long.json", "legacy.log", Some("legacy"));
+    let (items, raw) = printed_int(&out, "Items in RAM  : ");
+    assert!(items >= 1000, "{out}");
+    assert!(raw.contains(','), "separators: {out}");
+    assert!(raw.split(',').skip(1).all(|g| g.len() == 3), "{raw}");
+    assert!(out.contains("Created 20,000 keys in "), "{out}");
+    assert!(out.contains("\n== Throughput for  ==\n"), "{out}");
+    assert!(!out.contains("== Throughput Stats =="), "{out}");
+    assert!(
+        !out.contains("Finished!") && !out.contains("Instance "),
+        "{out}"
+    );
+    let progress = out
+        .lines()
+        .find(|l| l.contains("M ops completed. "))
+        .unwrap_or_else(|| panic!("no progress line on stdout: {out}"));
+    assert!(
+        progress.as_bytes()[2] == b':' && progress.ends_with("%)."),
+        "{progress}"
+    );
+    assert!(log.starts_with(&format!("{progress}\n")), "{log}");
+    assert!(!log.contains("=== Starting new run ==="), "{log}");
+    assert!(!log.contains("== Test Results =="), "{log}");
+    let (sets, raw) = printed_int(&log, "Total sets: ");
+    assert!(sets < 1000 || raw.contains(','), "{log}");
+
+    // Two instances with a stats file: one file each, the aggregate on
+    // stdout.
+    let one = long.lines().filter(|l| !l.trim_start().starts_with("//"));
+    let one: String = one.collect::<Vec<_>>().join("\n");
+    std::fs::write(d.path().join("two.json"), format!("[{one}, {one}]")).unwrap();
+    let mut c = rackbench(d.path());
+    let o = c
+        .args(["cachebench", "--json_test_config", "two.json"])
+        .args(["--timeout_seconds", "2", "--progress", "1"])
+        .arg("--progress_stats_file")
+        .arg(d.path().join("multi.log"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("\nRunning 2 cachebench instance(s)\n"),
+        "{out}"
+    );
+    assert!(!out.contains("== Test Results =="), "{out}");
+    let agg = out
+        .split("\n== Aggregated Stats Across 2 Instances ==\n== Allocator Stats ==\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no aggregate: {out}"));
+    assert!(
+        agg.contains("\n== Throughput ==\nTotal Duration: "),
+        "{agg}"
+    );
+    assert!(
+        agg.contains("\nNOTE: we can't combine latency counters"),
+        "{agg}"
+    );
+    assert!(agg.contains("\nFinished!\n"), "{agg}");
+    assert!(!d.path().join("multi.log").exists());
+    let mut items = 0;
+    for i in 0..2 {
+        let log = std::fs::read_to_string(d.path().join(format!("multi_{i}.log"))).unwrap();
+        assert!(
+            log.starts_with(&format!("=== Starting new run ===\nInstance   {i}: ")),
+            "{log}"
+        );
+        assert_eq!(log.matches("== Test Results ==").count(), 1, "{log}");
+        let report = log.split("== Test Results ==").nth(1).unwrap();
+        items += printed_int(report, "Items in RAM  : ").0;
+    }
+    assert_eq!(printed_int(agg, "Items in RAM  : ").0, items, "{agg}");
+}
+
+/// What rackbench does with one of upstream's test configs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// Runs (shrunk) to its report.
+    Ran,
+    /// Converts its trace to a binary trace and ends (`binaryFileName`).
+    Converted,
+    /// Refused before it runs (exit 2), the message naming this.
+    Refused(&'static str),
+}
+
+/// Every config under upstream's `test_configs/` and what rackbench does
+/// with it. The same table is in docs/cachebench.md.
+const UPSTREAM_CONFIGS: &[(&str, Expect)] = {
+    use Expect::{Converted, Ran, Refused};
+    &[
+        ("consistency/chained-items-stress-moving.json", Ran),
+        ("consistency/chained-items-stress-no-moving.json", Ran),
+        ("consistency/navy-with-deletes-inmem-buf.json", Ran),
+        (
+            "consistency/navy-with-deletes-stack-alloc-inmem-buf.json",
+            Ran,
+        ),
+        (
+            "consistency/navy-with-deletes-with-truncated-alloc-size.json",
+            Ran,
+        ),
+        ("consistency/navy-with-deletes.json", Ran),
+        (
+            "consistency/navy-with-encryption-inmem-buf.json",
+            Refused("navyEncryption"),
+        ),
+        (
+            "consistency/navy-with-encryption.json",
+            Refused("navyEncryption"),
+        ),
+        ("consistency/navy-with-reinsertion-inmem-buf.json", Ran),
+        (
+            "consistency/navy-with-reinsertion-multiple-clean-threads.json",
+            Ran,
+        ),
+        ("consistency/navy-with-reinsertion.json", Ran),
+        ("consistency/navy.json", Ran),
+        ("consistency/ram-with-deletes.json", Ran),
+        ("consistency/ram.json", Ran),
+        ("feature_stress/could_exist.json", Ran),
+        ("feature_stress/dram_cache.json", Ran),
+        ("feature_stress/dynamic_refresh_time.json", Ran),
+        ("feature_stress/event_tracker_dram_navy.json", Ran),
+        ("feature_stress/free_list.json", Ran),
+        (
+            "feature_stress/item_destructor/dram.json",
+            Refused("enableItemDestructorCheck"),
+        ),
+        (
+            "feature_stress/item_destructor/navy.json",
+            Refused("enableItemDestructorCheck"),
+        ),
+        (
+            "feature_stress/item_destructor/navy_bighash.json",
+            Refused("enableItemDestructorCheck"),
+        ),
+        ("feature_stress/navy/arenas.json", Refused("navyArenas")),
+        ("feature_stress/navy/async_io.json", Ran),
+        ("feature_stress/navy/bc_fifo.json", Ran),
+        ("feature_stress/navy/bh.json", Refused("less than one")),
+        ("feature_stress/navy/default.json", Ran),
+        ("feature_stress/slab_release/chained_items.json", Ran),
+        ("feature_stress/slab_release/chained_items_moving.json", Ran),
+        ("feature_stress/slab_release/default.json", Ran),
+        ("feature_stress/slab_release/moving.json", Ran),
+        ("hit_ratio/cdn/config.json", Ran),
+        ("hit_ratio/graph_cache_follower_assocs/config.json", Ran),
+        ("hit_ratio/graph_cache_follower_fbobj/config.json", Ran),
+        ("hit_ratio/graph_cache_leader_assocs/config.json", Ran),
+        ("hit_ratio/graph_cache_leader_fbobj/config.json", Ran),
+        ("hit_ratio/kvcache_reg/config.json", Ran),
+        ("huge_pages/hugepage_none.json", Ran),
+        ("huge_pages/hugepage_posix.json", Ran),
+        ("huge_pages/hugepage_sysv.json", Ran),
+        ("huge_pages/hugepage_tmp.json", Ran),
+        (
+            "integration_tests/cachelib_map.json",
+            Refused("name 'cachelib_map'"),
+        ),
+        (
+            "integration_tests/cachelib_map_asan.json",
+            Refused("name 'cachelib_map'"),
+        ),
+        (
+            "integration_tests/cachelib_range_map.json",
+            Refused("name 'cachelib_range_map'"),
+        ),
+        (
+            "integration_tests/cachelib_range_map_asan.json",
+            Refused("name 'cachelib_range_map'"),
+        ),
+        (
+            "integration_tests/fast_shutdown.json",
+            Refused("name 'fast_shutdown'"),
+        ),
+        (
+            "integration_tests/high_refcount.json",
+            Refused("name 'high_refcount'"),
+        ),
+        ("integration_tests/navy_async.json", Ran),
+        ("integration_tests/navy_async_sync_comp.json", Ran),
+        (
+            "integration_tests/object_cache.json",
+            Refused("name 'object_cache'"),
+        ),
+        (
+            "large_cache_test/config.json",
+            Refused("allocator 'LRU5B2Q'"),
+        ),
+        ("simple_multi_instance_test.json", Ran),
+        ("simple_test.json", Ran),
+        ("simple_test_with_persistence.json", Ran),
+        ("simple_tiers_test.json", Ran),
+        ("ssd_perf/flat_kvcache_reg/config.json", Ran),
+        ("ssd_perf/graph_cache_leader/config.json", Ran),
+        (
+            "ssd_perf/graph_cache_leader/graph_cache_1inst_1000M.json",
+            Ran,
+        ),
+        (
+            "ssd_perf/graph_cache_leader/graph_cache_2inst_1000M.json",
+            Ran,
+        ),
+        (
+            "ssd_perf/graph_cache_leader/graph_cache_3inst_1000M.json",
+            Ran,
+        ),
+        (
+            "ssd_perf/graph_cache_leader/graph_cache_4inst_1000M.json",
+            Ran,
+        ),
+        (
+            "ssd_perf/graph_cache_leader/graph_cache_5inst_1000M.json",
+            Ran,
+        ),
+        ("ssd_perf/kvcache_l2_reg/config.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/config.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/kvcache_l2_wc_1inst_100M.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/kvcache_l2_wc_2inst_100M.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/kvcache_l2_wc_3inst_100M.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/kvcache_l2_wc_4inst_100M.json", Ran),
+        ("ssd_perf/kvcache_l2_wc/kvcache_l2_wc_5inst_100M.json", Ran),
+        (
+            "throughput/miss-workload/hybrid_cache_get_throughput_all_misses.json",
+            Ran,
+        ),
+        (
+            "throughput/miss-workload/hybrid_cache_only_block_cache_get_throughput_all_misses.json",
+            Ran,
+        ),
+        (
+            "throughput/miss-workload/ram_cache_get_throughput_all_misses.json",
+            Ran,
+        ),
+        (
+            "throughput/navy_block_cache/navy_small_size_class.json",
+            Ran,
+        ),
+        (
+            "throughput/navy_block_cache/navy_small_stacked_alloc.json",
+            Ran,
+        ),
+        (
+            "throughput/navy_block_cache/navy_small_stacked_alloc_and_in_mem_buffer.json",
+            Ran,
+        ),
+        (
+            "throughput/navy_block_cache/navy_small_stacked_alloc_and_in_mem_buffer_throttled.json",
+            Ran,
+        ),
+        (
+            "throughput/same_value_get_throughput_high_contention.json",
+            Ran,
+        ),
+        (
+            "throughput/same_value_get_throughput_high_contention_try_lock.json",
+            Ran,
+        ),
+        (
+            "throughput/same_value_get_throughput_test_20_pools.json",
+            Ran,
+        ),
+        (
+            "throughput/same_value_get_throughput_test_single_pool.json",
+            Ran,
+        ),
+        ("throughput/simple_lone_get_throughput.json", Ran),
+        ("throughput/simple_navy_delete_throughput.json", Ran),
+        ("throughput/simple_online_throughput.json", Ran),
+        ("throughput/simple_ram_cache_delete_throughput.json", Ran),
+        ("throughput/simple_set_throughput.json", Ran),
+        (
+            "throughput/simple_set_throughput_with_chained_items.json",
+            Ran,
+        ),
+        (
+            "throughput/simple_trace_throughput.json",
+            Refused("test.trace cannot be read"),
+        ),
+        ("throughput/small_cache_chained_items.json", Ran),
+        ("throughput/uniform_values_get_throughput_test.json", Ran),
+        (
+            "throughput/uniform_values_get_throughput_test_flash_component.json",
+            Refused("name 'cache_component'"),
+        ),
+        (
+            "throughput/uniform_values_get_throughput_test_ram_component.json",
+            Refused("name 'cache_component'"),
+        ),
+        (
+            "throughput/uniform_values_get_throughput_test_single_pool.json",
+            Ran,
+        ),
+        (
+            "trace_replay/block_chunk/config_block.json",
+            Refused("generator 'block-replay'"),
+        ),
+        ("trace_replay/kvcache/config_kvtrace.json", Ran),
+        (
+            "trace_replay/kvcache/config_kvtrace_gen_binary.json",
+            Converted,
+        ),
+        (
+            "trace_replay/kvcache/config_kvtrace_replay_binary.json",
+            Ran,
+        ),
+    ]
+};
+
+/// Upstream's configs under `dir` (a config has cache_config or
+/// test_config; the popularity and size files beside them do not).
+fn upstream_configs(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            upstream_configs(&p, out);
+        } else if p.extension().is_some_and(|x| x == "json") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v: serde_json::Value =
+                serde_json::from_str(&cachebench::config::strip(&text)).unwrap();
+            let is_config = |o: &serde_json::Value| {
+                o.get("cache_config").is_some() || o.get("test_config").is_some()
+            };
+            let config = match &v {
+                serde_json::Value::Array(a) => a.iter().any(is_config),
+                o => is_config(o),
+            };
+            if config {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// An upstream config cut down to run in a moment: at most 64 MB of DRAM
+/// and of NVM (on `nvm_dir`, in 1 MiB regions, at most 4 clean ones and
+/// 4 MB of metadata), 500 operations on at most 4 threads, 2,000 keys,
+/// 1 us pauses; files named in it are read from `config_dir`. Every other
+/// key is left as upstream wrote it.
+fn shrunk(config: &Path, config_dir: &Path, nvm_dir: &Path) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let text = std::fs::read_to_string(config).unwrap();
+    let mut v: Value = serde_json::from_str(&cachebench::config::strip(&text)).unwrap();
+    let cap = |o: &mut serde_json::Map<String, Value>, k: &str, max: u64| {
+        if let Some(x) = o.get(k).and_then(Value::as_u64) {
+            o.insert(k.to_string(), json!(x.min(max)));
+        }
+    };
+    let instances: Vec<&mut Value> = match &mut v {
+        Value::Array(a) => a.iter_mut().collect(),
+        o => vec![o],
+    };
+    for i in instances {
+        let i = i.as_object_mut().unwrap();
+        if let Some(c) = i.get_mut("cache_config").and_then(Value::as_object_mut) {
+            cap(c, "cacheSizeMB", 64);
+            if c.get("nvmCacheSizeMB").and_then(Value::as_u64).unwrap_or(0) > 0 {
+                cap(c, "nvmCacheSizeMB", 64);
+                cap(c, "nvmCacheMetadataSizeMB", 4);
+                c.insert("navyRegionSizeMB".into(), json!(1));
+                c.insert(
+                    "navyCleanRegions".into(),
+                    json!(
+                        c.get("navyCleanRegions")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(1)
+                            .min(4)
+                    ),
+                );
+                c.insert("nvmCachePaths".into(), json!([nvm_dir]));
+            }
+        }
+        if let Some(t) = i.get_mut("test_config").and_then(Value::as_object_mut) {
+            cap(t, "numOps", 500);
+            cap(t, "numThreads", 4);
+            cap(t, "numKeys", 2000);
+            cap(t, "opDelayNs", 1000);
+            t.entry("configPath").or_insert(json!(config_dir));
+        }
+    }
+    v
+}
+
+/// Every config under upstream's `test_configs/` either runs shrunk (its
+/// report printed, nothing unknown) or is refused before running, the
+/// message naming what is not supported, as the table above says: a file
+/// that newly runs, newly fails, or is new makes this test fail. The
+/// trace replay folders are copied first, so that the binary trace
+/// upstream's `config_kvtrace_gen_binary.json` writes lands in the copy,
+/// where `config_kvtrace_replay_binary.json` replays it.
+#[test]
+fn every_upstream_config_runs_shrunk_or_is_refused_by_name() {
+    testenv::conformance_or_return!("cachebench/test_configs");
+    let root = upstream("");
+    let mut found = Vec::new();
+    upstream_configs(&root, &mut found);
+    let mut found: Vec<String> = found
+        .iter()
+        .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    found.sort();
+    let listed: Vec<String> = UPSTREAM_CONFIGS
+        .iter()
+        .map(|(f, _)| f.to_string())
+        .collect();
+    assert_eq!(found, listed, "the table and upstream's configs differ");
+    let d = tempfile::tempdir().unwrap();
+    let nvm = d.path().join("nvm");
+    std::fs::create_dir(&nvm).unwrap();
+    let mut copies: std::collections::BTreeMap<PathBuf, PathBuf> = Default::default();
+    let mut wrong = Vec::new();
+    for (name, expect) in UPSTREAM_CONFIGS {
+        let file = root.join(name);
+        let mut dir = file.parent().unwrap().to_path_buf();
+        let has_trace = std::fs::read_dir(&dir)
+            .unwrap()
+            .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "csv"));
+        if has_trace {
+            let n = copies.len();
+            dir = copies
+                .entry(dir.clone())
+                .or_insert_with(|| {
+                    let to = d.path().join(format!("copy{n}"));
+                    std::fs::create_dir(&to).unwrap();
+                    for e in std::fs::read_dir(&dir).unwrap() {
+                        let p = e.unwrap().path();
+                        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+                    }
+                    to
+                })
+                .clone();
+        }
+        let cfg = d.path().join("config.json");
+        std::fs::write(&cfg, shrunk(&file, &dir, &nvm).to_string()).unwrap();
+        let o = rackbench(d.path())
+            .arg("cachebench")
+            .arg("--json_test_config")
+            .arg(&cfg)
+            .args(["--progress", "0", "--timeout_seconds", "60"])
+            .output()
+            .unwrap();
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        let got = match (o.status.code(), expect) {
+            (Some(0), Expect::Ran) if out.contains("== Test Results ==") => *expect,
+            (Some(0), Expect::Converted) if !out.contains("== Test Results ==") => *expect,
+            (Some(2), Expect::Refused(why)) if err.contains(why) => *expect,
+            _ => {
+                wrong.push(format!(
+                    "{name}: expected {expect:?}, exit {:?}\n{}",
+                    o.status.code(),
+                    err.lines().last().unwrap_or_default()
+                ));
+                continue;
+            }
+        };
+        // Nothing unknown: every key of upstream's files is known.
+        assert!(!err.contains("unknown key"), "{name}: {err}");
+        if got == Expect::Ran && name.contains("trace_replay/kvcache/config_kvtrace.json") {
+            assert!(
+                out.contains("== KVReplayGenerator Stats ==\nTotal Processed Samples: 0.00 million (parse error: 0)\n"),
+                "{out}"
+            );
+        }
+        if name.ends_with("config_kvtrace_replay_binary.json") {
+            assert!(out.contains("== BinaryKVReplayGenerator Stats =="), "{out}");
+            assert!(report(&o)["metrics"]["ops"].as_u64().unwrap() > 0);
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Keys that change what a run does take effect: `printNvmCounters` prints
+/// navy's counters map after the allocator stats, `checkNvmCacheWarmUp`
+/// reports the first NVM eviction, and in a replay `op_count` repeats a
+/// line unless `ignoreOpCount` (CacheLib's kvcache traces: 198 lines).
+#[test]
+fn upstream_keys_take_effect() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("hybrid.json");
+    std::fs::write(
+        &cfg,
+        r#"{"cache_config": {"cacheSizeMB": 16, "nvmCacheSizeMB": 64, "navyRegionSizeMB": 4,
+            "printNvmCounters": true},
+           "test_config": {"numOps": 30000, "numThreads": 2, "numKeys": 50000,
+           "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
+           "valSizeRange": [500, 4000], "valSizeRangeProbability": [1.0],
+           "getRatio": 0.5, "setRatio": 0.5, "checkNvmCacheWarmUp": true,
+           "ttlSecsRange": [3600, 7200], "ttlSecsRangeProbability": [1.0]}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg("--json_test_config")
+        .arg(&cfg)
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let map = out
+        .find("== NVM Counters Map ==\n")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(map < out.find("== Throughput").unwrap(), "{out}");
+    assert!(out[map..].contains("\nnavy_bc_items  :  "), "{out}");
+    assert!(
+        out[map..].contains("\nnavy_device_bytes_written  :  "),
+        "{out}"
+    );
+    assert!(
+        text(&o.stderr).contains("NVM cache has been warmed up"),
+        "{}",
+        text(&o.stderr)
+    );
+    testenv::conformance_or_return!("cachebench/test_configs");
+    let traces = upstream("trace_replay/kvcache");
+    let ops = |ignore: bool| {
+        let cfg = d.path().join("replay.json");
+        std::fs::write(
+            &cfg,
+            format!(
+                r#"{{"cache_config": {{"cacheSizeMB": 64}},
+                   "test_config": {{"generator": "replay", "numOps": 100000, "numThreads": 3,
+                   "ignoreOpCount": {ignore}, "configPath": "{}",
+                   "traceFileNames": ["kv_traces_1.csv", "kv_traces_2.csv"]}}}}"#,
+                traces.display()
+            ),
+        )
+        .unwrap();
+        let o = rackbench(d.path())
+            .arg("cachebench")
+            .arg("--json_test_config")
+            .arg(&cfg)
+            .args(["--progress", "0"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).contains("Total Processed Samples: 0.00 million (parse error: 0)"),
+            "{}",
+            text(&o.stdout)
+        );
+        report(&o)["metrics"]["ops"].as_u64().unwrap()
+    };
+    assert_eq!(ops(true), 198);
+    assert!(ops(false) > 198);
 }

@@ -201,6 +201,8 @@ const ZOMBIE: u32 = 1 << 31;
 /// pinned and never written while pinned).
 struct SlabMem {
     ptr: std::ptr::NonNull<u8>,
+    /// On 2 MiB-aligned memory advised for transparent huge pages.
+    huge: bool,
 }
 
 // SAFETY: the memory is owned; access is coordinated by the cache's lock
@@ -211,18 +213,29 @@ unsafe impl Send for SlabMem {}
 unsafe impl Sync for SlabMem {}
 
 impl SlabMem {
-    fn layout() -> std::alloc::Layout {
-        std::alloc::Layout::from_size_align(SLAB_SIZE, 64).expect("slab layout")
+    fn layout(huge: bool) -> std::alloc::Layout {
+        let align = if huge { HUGE_PAGE } else { 64 };
+        std::alloc::Layout::from_size_align(SLAB_SIZE, align).expect("slab layout")
     }
 
-    fn new() -> SlabMem {
+    /// A slab's memory; with `huge`, 2 MiB-aligned and advised for
+    /// transparent huge pages (`hugePageSize`).
+    fn new(huge: bool) -> SlabMem {
         // Zeroed pages are mapped lazily, as with a zeroed Vec.
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout()) };
+        let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout(huge)) };
         let Some(ptr) = std::ptr::NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(Self::layout())
+            std::alloc::handle_alloc_error(Self::layout(huge))
         };
-        SlabMem { ptr }
+        if huge {
+            // SAFETY: the range is this allocation, 2 MiB-aligned; the
+            // advice changes how it is backed, not its contents. A kernel
+            // without transparent huge pages refuses it, which is harmless.
+            unsafe {
+                libc::madvise(ptr.as_ptr().cast(), SLAB_SIZE, libc::MADV_HUGEPAGE);
+            }
+        }
+        SlabMem { ptr, huge }
     }
 
     /// Bytes `start..end` (under the cache's lock, or of a pinned slot).
@@ -256,7 +269,7 @@ unsafe fn put_raw(base: std::ptr::NonNull<u8>, start: usize, bytes: &[u8]) {
 impl Drop for SlabMem {
     fn drop(&mut self) {
         // SAFETY: allocated in SlabMem::new with the same layout.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout()) }
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.huge)) }
     }
 }
 
@@ -391,11 +404,19 @@ struct Inner {
     chains: std::collections::HashMap<u32, u32>,
     stats: Stats,
     release: ReleaseStats,
+    /// New slabs on transparent huge pages (`hugePageSize`).
+    huge_pages: bool,
 }
+
+/// A huge page (2 MiB), the alignment of slabs on huge pages.
+const HUGE_PAGE: usize = 2 << 20;
 
 /// The DRAM cache.
 pub struct DramCache {
     classes: AllocClasses,
+    /// Set values are copied into their slots (`populateItem`; a promoted
+    /// NVM item always is).
+    populate: bool,
     start: Instant,
     inner: RwLock<Inner>,
     /// Gets and hits, counted outside the lock (gets share a read lock).
@@ -414,6 +435,18 @@ fn hash(key: &[u8]) -> u64 {
 }
 
 impl DramCache {
+    /// `populateItem` off: sets leave their slots' bytes as they were
+    /// (upstream then skips filling the item); and `hugePageSize`: new
+    /// slabs on transparent huge pages.
+    pub fn with_memory(mut self, populate: bool, huge_pages: bool) -> DramCache {
+        self.populate = populate;
+        self.inner
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .huge_pages = huge_pages;
+        self
+    }
+
     /// Builds the cache (no memory is touched until items are stored).
     pub fn new(cfg: &DramConfig) -> Result<DramCache, String> {
         // As CacheLib's slab allocator: the memory's first slab holds the
@@ -473,6 +506,7 @@ impl DramCache {
             .collect();
         Ok(DramCache {
             classes: cfg.classes.clone(),
+            populate: true,
             start: Instant::now(),
             gets: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -487,6 +521,7 @@ impl DramCache {
                 chains: std::collections::HashMap::new(),
                 stats: Stats::default(),
                 release: ReleaseStats::default(),
+                huge_pages: false,
             }),
         })
     }
@@ -670,11 +705,16 @@ impl DramCache {
         inner.pools[pool].stats.alloc_successes += 1;
         let (s, i) = split(id);
         let start = i * inner.slabs[s].slot_size;
+        // populateItem off: the slot keeps whatever bytes it had (a promoted
+        // NVM item is always copied).
+        let fill = self.populate || mode == SetMode::Promote;
         let mut g = if key.len() + value.len() < UNLOCKED_COPY {
             // SAFETY: under the write lock; the slot is free.
             unsafe {
                 inner.slabs[s].mem.put(start, key);
-                inner.slabs[s].mem.put(start + key.len(), value);
+                if fill {
+                    inner.slabs[s].mem.put(start + key.len(), value);
+                }
             }
             g
         } else {
@@ -690,7 +730,9 @@ impl DramCache {
             // is dropped.
             unsafe {
                 put_raw(base, start, key);
-                put_raw(base, start + key.len(), value);
+                if fill {
+                    put_raw(base, start + key.len(), value);
+                }
             }
             let g = self.write();
             g.slabs[s].pins[i].store(0, Ordering::Release);
@@ -777,8 +819,10 @@ impl DramCache {
         let (s, i) = split(id);
         let slab = &mut inner.slabs[s];
         let start = i * slab.slot_size;
-        // SAFETY: under the write lock; the slot is free.
-        unsafe { slab.mem.put(start, value) };
+        if self.populate || keep_clean {
+            // SAFETY: under the write lock; the slot is free.
+            unsafe { slab.mem.put(start, value) };
+        }
         slab.meta[i] = Meta {
             hash_next: head,
             val_len: value.len() as u32,
@@ -1280,7 +1324,7 @@ impl Inner {
             let size = classes.sizes()[class] as usize;
             let slots = classes.slots_per_slab(class);
             self.slabs.push(Slab {
-                mem: SlabMem::new(),
+                mem: SlabMem::new(self.huge_pages),
                 slot_size: size,
                 meta: vec![EMPTY; slots],
                 pins: pins(slots),
@@ -1346,6 +1390,27 @@ mod tests {
             ht_bucket_power: 10,
         })
         .unwrap()
+    }
+
+    /// populateItem off: a set takes its slot and length but leaves the
+    /// slot's bytes (zero in a new slab); hugePageSize: slabs on huge
+    /// pages hold items as any other.
+    #[test]
+    fn unpopulated_values_and_huge_page_slabs() {
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 }).with_memory(false, false);
+        c.set(0, b"k", &[7u8; 300], 0).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(c.get(b"k", Some(&mut out)), Some(300));
+        assert_eq!(out, vec![0u8; 300], "the value was written");
+        let c = cache(12, &[1.0], Policy::Lru { ip_spec: 0 }).with_memory(true, true);
+        for k in 0..2000u32 {
+            c.set(0, &k.to_le_bytes(), &[k as u8; 900], 0).unwrap();
+        }
+        assert_eq!(c.get(&5u32.to_le_bytes(), Some(&mut out)), Some(900));
+        assert_eq!(out, vec![5u8; 900]);
+        let g = c.read();
+        assert!(g.slabs.iter().all(|s| s.mem.huge));
+        assert_eq!(g.slabs[0].mem.ptr.as_ptr() as usize % HUGE_PAGE, 0);
     }
 
     #[test]

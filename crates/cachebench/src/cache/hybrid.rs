@@ -37,6 +37,10 @@ pub struct HybridOptions {
     /// Items idle for longer than this many seconds are not written
     /// (`nvmAdmissionRetentionTimeThreshold`; 0 = off).
     pub retention_threshold: u32,
+    /// An item goes to NVM with its allocation's usable size (the slot
+    /// less header and key), as CacheLib stores it unless
+    /// `truncateItemToOriginalAllocSizeInNvm`; off: with its own size.
+    pub pad_to_alloc_size: bool,
 }
 
 /// Why an eviction stays out of NVM.
@@ -116,9 +120,10 @@ fn describe_error(what: &str, e: &std::io::Error) -> String {
 /// An item as NVM stores it: its pool, the number of chained items, the
 /// value's length and the value, then each chained value with its length
 /// (lengths u32, little-endian).
-fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>]) -> Vec<u8> {
-    let mut v =
-        Vec::with_capacity(9 + value.len() + chain.iter().map(|c| c.len() + 4).sum::<usize>());
+fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>], pad: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(
+        9 + value.len() + pad + chain.iter().map(|c| c.len() + 4).sum::<usize>(),
+    );
     v.push(pool);
     v.extend_from_slice(&(chain.len() as u32).to_le_bytes());
     v.extend_from_slice(&(value.len() as u32).to_le_bytes());
@@ -127,6 +132,9 @@ fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>]) -> Vec<u8> {
         v.extend_from_slice(&(c.len() as u32).to_le_bytes());
         v.extend_from_slice(c);
     }
+    // The rest of the allocation, stored and read back but not part of the
+    // value (CacheLib's untruncated NVM items).
+    v.resize(v.len() + pad, 0);
     v
 }
 
@@ -149,7 +157,7 @@ fn unframe(b: &[u8]) -> Option<Unframed<'_>> {
         chain.push(b.get(at + 4..at + 4 + l)?);
         at += 4 + l;
     }
-    (at == b.len()).then_some((pool, value, chain))
+    (at <= b.len()).then_some((pool, value, chain))
 }
 
 impl Cache {
@@ -394,9 +402,22 @@ impl Cache {
                 bump(&self.counters.aborts_from_del);
                 continue;
             }
+            let pad = if self.opts.pad_to_alloc_size {
+                let classes = self.dram.classes();
+                classes
+                    .class_for(super::classes::item_size(e.key.len(), e.value.len()))
+                    .map_or(0, |c| {
+                        // Usable size: the slot less the header and the key.
+                        let key = e.key.len() + if e.key.len() > 255 { 4 } else { 0 };
+                        (classes.sizes()[c] as usize)
+                            .saturating_sub(super::classes::ITEM_HEADER + key + e.value.len())
+                    })
+            } else {
+                0
+            };
             match nvm.insert(
                 &e.key,
-                &frame(e.pool, &e.value, &e.chain),
+                &frame(e.pool, &e.value, &e.chain, pad),
                 e.expiry,
                 rand::random::<f64>(),
             ) {
@@ -618,6 +639,7 @@ mod tests {
         let opts = HybridOptions {
             memory_only_ttl: 100,
             retention_threshold: 50,
+            pad_to_alloc_size: false,
         };
         let e = |expiry: u32, last_access: u32, clean: bool| Evicted {
             pool: 0,
@@ -700,17 +722,39 @@ mod tests {
     #[test]
     fn frames_round_trip_and_reject_garbage() {
         let chain = vec![b"c1".to_vec(), Vec::new(), vec![7u8; 300]];
-        let f = frame(3, b"value", &chain);
+        let f = frame(3, b"value", &chain, 0);
         let (pool, value, c) = unframe(&f).unwrap();
         assert_eq!((pool, value), (3, &b"value"[..]));
         assert_eq!(c, chain.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        assert_eq!(unframe(&frame(0, b"", &[])).unwrap().1, b"");
+        assert_eq!(unframe(&frame(0, b"", &[], 0)).unwrap().1, b"");
         for cut in 0..f.len() {
             assert!(unframe(&f[..cut]).is_none(), "cut at {cut}");
         }
-        let mut longer = f.clone();
-        longer.push(0);
-        assert!(unframe(&longer).is_none());
+        // The rest of an untruncated allocation reads back as padding.
+        let padded = frame(3, b"value", &chain, 100);
+        assert_eq!(padded.len(), f.len() + 100);
+        let (_, value, c) = unframe(&padded).unwrap();
+        assert_eq!((value, c.len()), (&b"value"[..], 3));
+    }
+
+    /// Upstream's default (truncateItemToOriginalAllocSizeInNvm off): an
+    /// item goes to NVM with its allocation's usable size, so NVM takes
+    /// more bytes for the same items than with truncation.
+    #[test]
+    fn untruncated_items_take_their_allocation_in_nvm() {
+        let written = |pad: bool| {
+            let c = hybrid(HybridOptions {
+                pad_to_alloc_size: pad,
+                ..HybridOptions::default()
+            });
+            for k in 0..30_000 {
+                c.set(0, &key(k), &value(k, 1, 1000), 0).unwrap();
+            }
+            c.stats().nvm.unwrap().engine.logical_bytes_written()
+        };
+        let (exact, padded) = (written(false), written(true));
+        assert!(exact > 0);
+        assert!(padded > exact + exact / 20, "{padded} vs {exact}");
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub struct NvmConfig {
     pub write_chunk: u32,
     pub admission: Admission,
     pub direct_io: DirectIo,
+    /// Bytes kept at the start of the device for navy's metadata
+    /// (`nvmCacheMetadataSizeMB`, by default 0.5% of the device); the
+    /// region engine starts after them.
+    pub metadata_size: u64,
 }
 
 impl NvmConfig {
@@ -73,6 +77,7 @@ impl NvmConfig {
             write_chunk: 64 << 10,
             admission: Admission::All,
             direct_io: DirectIo::Prefer,
+            metadata_size: 0,
         }
     }
 }
@@ -391,7 +396,17 @@ impl Navy {
             total * u64::from(cfg.bighash_pct) / 100 / bucket * bucket
         };
         let region = u64::from(cfg.region_size.max(1));
-        let large_bytes = (total - small_bytes) / region * region;
+        // As navy: the metadata first, the regions after it, the buckets at
+        // the device's end (here at its start: the order changes nothing).
+        let metadata = cfg.metadata_size;
+        if metadata + small_bytes >= total && cfg.bighash_pct < 100 {
+            return Err(format!(
+                "nvmCacheMetadataSizeMB: {} MiB of metadata leave no room on a {} MiB device",
+                metadata >> 20,
+                total >> 20
+            ));
+        }
+        let large_bytes = total.saturating_sub(small_bytes + metadata) / region * region;
         let dev: Arc<dyn BlockIo> = device.clone();
         let small = if small_bytes > 0 {
             let w: Arc<dyn BlockIo> = Arc::new(Window {
@@ -417,13 +432,13 @@ impl Navy {
             if large_bytes == 0 {
                 return Err(format!(
                     "nvmCacheSizeMB: {} MiB left for large items is less than one {} MiB region (navyRegionSizeMB)",
-                    (total - small_bytes) >> 20,
+                    total.saturating_sub(small_bytes + metadata) >> 20,
                     region >> 20
                 ));
             }
             let w: Arc<dyn BlockIo> = Arc::new(Window {
                 dev: dev.clone(),
-                base: small_bytes,
+                base: small_bytes + metadata,
                 len: large_bytes,
             });
             Some(RegionEngine::new(
