@@ -136,10 +136,9 @@ impl AllocClasses {
                 sizes[0]
             ));
         }
-        if *sizes.last().expect("non-empty") as usize > SLAB_SIZE {
+        if let Some(&last) = sizes.last().filter(|&&l| l as usize > SLAB_SIZE) {
             return Err(format!(
-                "allocSizes: {} bytes does not fit in a {SLAB_SIZE}-byte slab",
-                sizes.last().expect("non-empty")
+                "allocSizes: {last} bytes does not fit in a {SLAB_SIZE}-byte slab"
             ));
         }
         Ok(AllocClasses { sizes })
