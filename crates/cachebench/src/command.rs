@@ -5,7 +5,7 @@
 
 use crate::cache::{
     AllocClasses, Cache, DramCache, DramConfig, HybridOptions, Policy, Rebalance, RebalanceConfig,
-    Refresh,
+    Refresh, SLAB_SIZE,
 };
 use crate::config::{self, BenchConfig, DistributionConfig};
 use crate::generator::{Generator, PoolMix, Spec};
@@ -390,17 +390,40 @@ pub fn rebalance_config(c: &BenchConfig) -> anyhow::Result<Option<(Duration, Reb
     )))
 }
 
+/// As CacheBench's cache (it adds its pools with `ensureProvisionable`):
+/// every pool must have room for one slab of each allocation class, or
+/// the run is refused with CacheLib's message. `usable` is the memory the
+/// pools divide.
+fn ensure_provisionable(config: &DramConfig, usable: u64) -> anyhow::Result<()> {
+    let required = SLAB_SIZE as u64 * config.classes.sizes().len() as u64;
+    for (i, share) in config.pool_sizes.iter().enumerate() {
+        let given = (usable as f64 * share) as u64;
+        if required > given {
+            bail!(
+                "cache_config: Pool pool_{i} cannot have at least one slab for each allocation \
+                 class. {required} bytes required, {given} bytes given. (CacheBench, as upstream, \
+                 needs one {} MiB slab per allocation class ({}) in every pool: raise cacheSizeMB \
+                 or the pool's poolSizes share, or use fewer allocation classes)",
+                SLAB_SIZE >> 20,
+                config.classes.sizes().len()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Builds an instance's cache: DRAM, and the NVM tier behind it when
 /// configured (printing what it runs on and any warning).
 pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Cache> {
     // populateItem off leaves values unfilled (not with the consistency
     // checker, whose stamps are the values).
-    let dram = DramCache::new(&dram_config(c)?)
-        .map_err(|e| anyhow::anyhow!("cache_config: {e}"))?
-        .with_memory(
-            c.test.populate_item || c.test.check_consistency,
-            c.cache.huge_pages,
-        );
+    let config = dram_config(c)?;
+    let dram = DramCache::new(&config).map_err(|e| anyhow::anyhow!("cache_config: {e}"))?;
+    ensure_provisionable(&config, dram.usable_bytes())?;
+    let dram = dram.with_memory(
+        c.test.populate_item || c.test.check_consistency,
+        c.cache.huge_pages,
+    );
     let Some(nc) = nvm_config(c, require_direct_io)? else {
         return Ok(Cache::dram_only(dram));
     };
@@ -720,10 +743,17 @@ fn run_instance(
 /// changes.
 const RECORD_VERSION: u32 = 2;
 
-/// Whether a recorded run passed: not interrupted, no NVM failure and no
+/// Whether a recorded run passed: not aborted (as upstream, a run stopped
+/// by Ctrl-C or by `--timeout_seconds` fails), no NVM failure and no
 /// instance with a failure line.
 fn record_passed(r: &CacheBenchRecord) -> bool {
-    !r.interrupted && r.nvm_failure.is_none() && r.instances.iter().all(|i| i.failures.is_empty())
+    !aborted(r) && r.nvm_failure.is_none() && r.instances.iter().all(|i| i.failures.is_empty())
+}
+
+/// Whether the run was cut short: Ctrl-C or `--timeout_seconds` (upstream
+/// aborts its runners for both).
+fn aborted(r: &CacheBenchRecord) -> bool {
+    r.interrupted || r.stopped_by_timeout_seconds.is_some()
 }
 
 /// An instance's end-of-run report (`== Test Results ==` and its failure
@@ -873,12 +903,20 @@ impl Workload for CacheBench {
         }
         let st = a.output_layout.style(loaded.instances.len());
         let mut out = std::io::stdout();
-        writeln!(
-            out,
-            "{}{}",
-            output::config_echo(&loaded.text),
-            output::WELCOME
-        )?;
+        write!(out, "{}", output::config_echo(&loaded.text))?;
+        // As upstream's main: several instances need a stats file each
+        // (their progress would interleave on stdout); checked after the
+        // config's echo, before the welcome line, and the run ends with 1.
+        if loaded.instances.len() > 1 && a.progress_stats_file.is_none() {
+            writeln!(
+                out,
+                "Error: --progress_stats_file must be specified when running multiple \
+                 instances (numInstances={})",
+                loaded.instances.len()
+            )?;
+            return Ok(Outcome::helper(false));
+        }
+        writeln!(out, "{}", output::WELCOME)?;
         let mut instances = Vec::new();
         for c in &loaded.instances {
             check_generator(c)?;
@@ -1294,6 +1332,12 @@ impl Workload for CacheBench {
                     "warning: the results were not appended to {}: {e}",
                     p.display()
                 );
+            }
+        }
+        if aborted(&record) {
+            // Upstream's Runner, once per instance.
+            for _ in &record.instances {
+                eprintln!("Test aborted.");
             }
         }
         if own_files {

@@ -22,6 +22,20 @@ fn report(o: &Output) -> serde_json::Value {
     serde_json::from_str(out.lines().last().unwrap()).unwrap()
 }
 
+/// A run that `--timeout_seconds` stopped, as upstream's: the report says
+/// so, each instance's runner says `Test aborted.` on stderr, and the run
+/// exits 1 (upstream's `Failed.`).
+fn stopped_by_timeout(o: &std::process::Output) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("Test aborted."), "{err}");
+    assert!(
+        report(o)["metrics"]["stopped_by_timeout_seconds"].as_u64() > Some(0),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
 #[test]
 fn mini_job_prints_upstream_report_and_metrics() {
     let d = tempfile::tempdir().unwrap();
@@ -75,7 +89,7 @@ fn upstream_config_cut_short_and_alias() {
         .args(["--timeout_seconds", "2", "--progress", "1"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    stopped_by_timeout(&o);
     let out = text(&o.stdout);
     assert!(out.contains("Total 3.20M ops to be run"), "{out}");
     assert!(out.contains("Instance   0: "), "{out}");
@@ -181,7 +195,7 @@ fn bad_configs_are_refused_with_exit_2() {
     let typo = d.path().join("typo.json");
     std::fs::write(
         &typo,
-        r#"{"cache_config": {"cacheSizeMB": 64}, "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
+        r#"{"cache_config": {"cacheSizeMB": 128}, "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
            "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
            "valSizeRangeProbability": [1.0], "getRatio": 1, "numOp": 5}}"#,
     )
@@ -232,23 +246,47 @@ fn upstream_trace_replay_runs() {
 #[test]
 fn multi_instance_configs_sum_their_instances() {
     let d = tempfile::tempdir().unwrap();
-    let one = r#"{"cache_config": {"cacheSizeMB": 16}, "test_config": {"numOps": 5000, "numThreads": 1,
+    let one = r#"{"cache_config": {"cacheSizeMB": 16, "allocSizes": [256]}, "test_config": {"numOps": 5000, "numThreads": 1,
         "numKeys": 1000, "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
         "valSizeRange": [100, 200], "valSizeRangeProbability": [1.0], "getRatio": 0.5, "setRatio": 0.5}}"#;
     let cfg = d.path().join("multi.json");
     std::fs::write(&cfg, format!("[{one}, {one}]")).unwrap();
+    // As upstream: several instances need --progress_stats_file.
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!("--json_test_config={}", cfg.display()))
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(
+            "\nError: --progress_stats_file must be specified when running multiple instances \
+             (numInstances=2)\n"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("Welcome to"), "{out}");
     let o = rackbench(d.path())
         .arg("cachebench")
         .arg(format!("--json_test_config={}", cfg.display()))
         .args(["--progress", "0", "--report_api_latency"])
+        .arg("--progress_stats_file")
+        .arg(d.path().join("stats.log"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    // Each instance's report, then the aggregate.
+    // Each instance's report in its own stats file, then the aggregate on
+    // stdout.
     assert!(out.contains("Running 2 cachebench instance(s)\n"), "{out}");
     assert_eq!(out.matches("Total 0.01M ops to be run").count(), 2, "{out}");
-    assert_eq!(out.matches("== Test Results ==").count(), 2, "{out}");
+    assert_eq!(out.matches("== Test Results ==").count(), 0, "{out}");
+    for i in 0..2 {
+        let log = std::fs::read_to_string(d.path().join(format!("stats_{i}.log"))).unwrap();
+        assert_eq!(log.matches("== Test Results ==").count(), 1, "{log}");
+    }
     let agg = out
         .split("== Aggregated Stats Across 2 Instances ==\n")
         .nth(1)
@@ -469,7 +507,7 @@ fn an_nvm_path_too_small_is_refused() {
     let cfg = d.path().join("big.json");
     std::fs::write(
         &cfg,
-        r#"{"cache_config": {"cacheSizeMB": 64, "nvmCacheSizeMB": 1000000000, "navyBigHashSizePct": 0},
+        r#"{"cache_config": {"cacheSizeMB": 128, "nvmCacheSizeMB": 1000000000, "navyBigHashSizePct": 0},
            "test_config": {"numOps": 10, "numThreads": 1, "numKeys": 10,
            "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0], "valSizeRange": [10, 20],
            "valSizeRangeProbability": [1.0], "getRatio": 1}}"#,
@@ -518,7 +556,7 @@ fn upstream_navy_config_with_chained_items_runs() {
         .args(["--timeout_seconds", "3", "--progress", "1"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    stopped_by_timeout(&o);
     let out = text(&o.stdout);
     assert!(out.contains("addChained:"), "{out}");
     assert!(out.contains("NVM Hit Ratio"), "{out}");
@@ -534,7 +572,7 @@ fn pool_rebalancing_releases_slabs() {
     let cfg = d.path().join("rebalance.json");
     std::fs::write(
         &cfg,
-        r#"{"cache_config": {"cacheSizeMB": 64, "poolRebalanceIntervalSec": 1,
+        r#"{"cache_config": {"cacheSizeMB": 128, "poolRebalanceIntervalSec": 1,
             "moveOnSlabRelease": true, "rebalanceStrategy": "random", "rebalanceMinSlabs": 1},
            "test_config": {"numOps": 100000000, "numThreads": 2, "numKeys": 200000,
            "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
@@ -548,7 +586,7 @@ fn pool_rebalancing_releases_slabs() {
         .args(["--timeout_seconds", "4", "--progress", "0"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    stopped_by_timeout(&o);
     let out = text(&o.stdout);
     let released = out
         .lines()
@@ -734,7 +772,7 @@ fn progress_stats_file_is_appended_with_operations_and_the_results() {
         .arg(&stats)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    stopped_by_timeout(&o);
     let out = text(&o.stdout);
     assert!(
         !out.contains("ops completed"),
@@ -771,9 +809,9 @@ fn progress_stats_file_is_appended_with_operations_and_the_results() {
         .unwrap();
     assert!(last_ops > 0.0, "{log}");
     // The results close the file, as on stdout (where upstream's main
-    // then prints `Finished!`).
+    // then prints `Failed.`: the timeout aborted the run).
     let results = &out[out.find("== Test Results ==").unwrap()..];
-    let (results, closing) = results.split_once("\nFinished!\n").unwrap();
+    let (results, closing) = results.split_once("\nFailed.\n").unwrap();
     assert_eq!(
         closing.lines().count(),
         1,
@@ -852,7 +890,8 @@ fn nvm_cache_size_is_per_path() {
         .arg("cachebench")
         .arg("--json_test_config")
         .arg(&cfg)
-        .args(["--progress", "0", "--nvm_cache_paths"])
+        .args(["--progress", "0", "--progress_stats_file", "stats.log"])
+        .arg("--nvm_cache_paths")
         .arg(&shared)
         .output()
         .unwrap();
@@ -904,7 +943,7 @@ fn printed_int(text: &str, label: &str) -> (u64, String) {
 /// The same short run in both layouts. `current` (the default) is upstream
 /// today: plain integers, `Instance   0:` progress lines in the stats file
 /// only, which starts with `=== Starting new run ===` and ends with the
-/// results, `== Throughput Stats ==`, `Finished!`. `legacy` is upstream
+/// results, `== Throughput Stats ==`, `Finished!` (`Failed.` here: the timeout aborts the run). `legacy` is upstream
 /// until January 2026: `Items in RAM  : 12,345`, progress lines without the
 /// instance and on stdout too, no header and no results in the stats file,
 /// `== Throughput for  ==`, no closing line. A top-level array with a
@@ -927,7 +966,7 @@ fn output_layouts_current_and_legacy() {
             c.args(["--output_layout", l]);
         }
         let o = c.output().unwrap();
-        assert!(o.status.success(), "{layout:?}: {}", text(&o.stderr));
+        stopped_by_timeout(&o);
         let out = text(&o.stdout);
         // Upstream's text, without the report JSON on the last line.
         let out = out.trim_end().rsplit_once('\n').unwrap().0.to_string() + "\n";
@@ -942,7 +981,7 @@ fn output_layouts_current_and_legacy() {
     assert!(out.contains("Created 20000 keys in "), "{out}");
     assert!(out.contains("\n== Throughput Stats ==\n"), "{out}");
     assert!(!out.contains("Throughput for"), "{out}");
-    assert!(out.ends_with("\nFinished!\n"), "{out}");
+    assert!(out.ends_with("\nFailed.\n"), "{out}");
     assert!(!out.contains("ops completed"), "progress on stdout: {out}");
     assert!(
         log.starts_with("=== Starting new run ===\nInstance   0: "),
@@ -972,7 +1011,7 @@ fn output_layouts_current_and_legacy() {
     assert!(out.contains("\n== Throughput for  ==\n"), "{out}");
     assert!(!out.contains("== Throughput Stats =="), "{out}");
     assert!(
-        !out.contains("Finished!") && !out.contains("Instance "),
+        !out.contains("Finished!") && !out.contains("Failed.") && !out.contains("Instance "),
         "{out}"
     );
     let progress = out
@@ -1002,7 +1041,7 @@ fn output_layouts_current_and_legacy() {
         .arg(d.path().join("multi.log"))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    stopped_by_timeout(&o);
     let out = text(&o.stdout);
     assert!(
         out.contains("\nRunning 2 cachebench instance(s)\n"),
@@ -1021,7 +1060,7 @@ fn output_layouts_current_and_legacy() {
         agg.contains("\nNOTE: we can't combine latency counters"),
         "{agg}"
     );
-    assert!(agg.contains("\nFinished!\n"), "{agg}");
+    assert!(agg.contains("\nFailed.\n"), "{agg}");
     assert!(!d.path().join("multi.log").exists());
     let mut items = 0;
     for i in 0..2 {
@@ -1297,7 +1336,8 @@ fn upstream_configs(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// An upstream config cut down to run in a moment: at most 64 MB of DRAM
+/// An upstream config cut down to run in a moment: at most 64 MB of DRAM (more
+/// where a pool would lack a slab per allocation class: see [`grown`])
 /// and of NVM (on `nvm_dir`, in 1 MiB regions, at most 4 clean ones and
 /// 4 MB of metadata), 500 operations on at most 4 threads, 2,000 keys,
 /// 1 us pauses; files named in it are read from `config_dir`. Every other
@@ -1344,6 +1384,46 @@ fn shrunk(config: &Path, config_dir: &Path, nvm_dir: &Path) -> serde_json::Value
         }
     }
     v
+}
+
+/// `config` (shrunk from upstream's `file`) with more DRAM when `stderr`
+/// says a pool has less than a slab per allocation class and upstream's
+/// file asked for more than the shrunk size: the cacheSizeMB the message's
+/// figures call for, capped at upstream's. None otherwise.
+fn grown(file: &Path, config: &serde_json::Value, stderr: &str) -> Option<serde_json::Value> {
+    use serde_json::{Value, json};
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("cannot have at least one slab for each allocation class"))?;
+    let figure = |after: &str| -> Option<f64> {
+        let (head, _) = line.split_once(after)?;
+        head.rsplit(' ').next()?.parse().ok()
+    };
+    let (required, given) = (figure(" bytes required")?, figure(" bytes given")?);
+    let original: Value = serde_json::from_str(&cachebench::config::strip(
+        &std::fs::read_to_string(file).ok()?,
+    ))
+    .ok()?;
+    let mut config = config.clone();
+    let pairs: Vec<(&mut Value, &Value)> = match (&mut config, &original) {
+        (Value::Array(a), Value::Array(b)) => a.iter_mut().zip(b.iter()).collect(),
+        (a, b) => vec![(a, b)],
+    };
+    let mut changed = false;
+    for (c, o) in pairs {
+        let size = |v: &Value| v["cache_config"]["cacheSizeMB"].as_u64();
+        let (Some(now), Some(asked)) = (size(c), size(o)) else {
+            continue;
+        };
+        // Pools divide cacheSizeMB less its header slab.
+        let needed = (((now - 4) as f64) * required / given.max(1.0)).ceil() as u64 + 8;
+        let to = needed.min(asked);
+        if to > now {
+            c["cache_config"]["cacheSizeMB"] = json!(to);
+            changed = true;
+        }
+    }
+    changed.then_some(config)
 }
 
 /// Every config under upstream's `test_configs/` either runs shrunk (its
@@ -1396,17 +1476,37 @@ fn every_upstream_config_runs_shrunk_or_is_refused_by_name() {
                 .clone();
         }
         let cfg = d.path().join("config.json");
-        std::fs::write(&cfg, shrunk(&file, &dir, &nvm).to_string()).unwrap();
-        let o = rackbench(d.path())
-            .arg("cachebench")
-            .arg("--json_test_config")
-            .arg(&cfg)
-            .args(["--progress", "0", "--timeout_seconds", "60"])
-            .output()
-            .unwrap();
+        let mut config = shrunk(&file, &dir, &nvm);
+        let mut tries = 0;
+        let o = loop {
+            std::fs::write(&cfg, config.to_string()).unwrap();
+            let mut c = rackbench(d.path());
+            c.arg("cachebench")
+                .arg("--json_test_config")
+                .arg(&cfg)
+                .args(["--progress", "0", "--timeout_seconds", "60"]);
+            // Several instances need a stats file each (upstream's rule).
+            if config.is_array() {
+                c.args(["--progress_stats_file", "stats.log"]);
+            }
+            let o = c.output().unwrap();
+            tries += 1;
+            // CacheBench wants a slab per allocation class in every pool:
+            // a cache shrunk below that gets the DRAM it needs (never more
+            // than upstream's file asked for) and runs again.
+            match grown(&file, &config, &text(&o.stderr)) {
+                Some(c) if tries < 4 => config = c,
+                _ => break o,
+            }
+        };
         let (out, err) = (text(&o.stdout), text(&o.stderr));
         let got = match (o.status.code(), expect) {
-            (Some(0), Expect::Ran) if out.contains("== Test Results ==") => *expect,
+            (Some(0), Expect::Ran)
+                if out.contains("== Test Results ==")
+                    || (config.is_array() && out.contains("== Aggregated Stats Across ")) =>
+            {
+                *expect
+            }
             (Some(0), Expect::Converted) if !out.contains("== Test Results ==") => *expect,
             (Some(2), Expect::Refused(why)) if err.contains(why) => *expect,
             _ => {
@@ -1445,7 +1545,7 @@ fn upstream_keys_take_effect() {
     std::fs::write(
         &cfg,
         r#"{"cache_config": {"cacheSizeMB": 16, "nvmCacheSizeMB": 64, "navyRegionSizeMB": 4,
-            "printNvmCounters": true},
+            "printNvmCounters": true, "allocSizes": [1024, 4200]},
            "test_config": {"numOps": 30000, "numThreads": 2, "numKeys": 50000,
            "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
            "valSizeRange": [500, 4000], "valSizeRangeProbability": [1.0],
@@ -1483,7 +1583,7 @@ fn upstream_keys_take_effect() {
         std::fs::write(
             &cfg,
             format!(
-                r#"{{"cache_config": {{"cacheSizeMB": 64}},
+                r#"{{"cache_config": {{"cacheSizeMB": 128}},
                    "test_config": {{"generator": "replay", "numOps": 100000, "numThreads": 3,
                    "ignoreOpCount": {ignore}, "configPath": "{}",
                    "traceFileNames": ["kv_traces_1.csv", "kv_traces_2.csv"]}}}}"#,

@@ -95,7 +95,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-const SMALL_CACHE: &str = r#"{"cache_config": {"cacheSizeMB": 64},
+const SMALL_CACHE: &str = r#"{"cache_config": {"cacheSizeMB": 128},
  "test_config": {"numOps": 2000, "numThreads": 1, "numKeys": 100,
    "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0],
    "valSizeRange": [10, 20], "valSizeRangeProbability": [1.0], "getRatio": 1}}"#;

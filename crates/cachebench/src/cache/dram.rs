@@ -22,6 +22,15 @@
 //! pinned items and rebalancing skips slabs with pinned slots.
 
 use super::classes::{AllocClasses, SLAB_SIZE};
+
+/// CacheLib's LruTailAgeStrategy moves a slab only when the victim's tail
+/// is this many seconds older than the receiver's (its
+/// `minTailAgeDifference`; CacheBench's config cannot change it).
+const MIN_TAIL_AGE_DIFFERENCE_SECS: u32 = 100;
+
+/// CacheLib's HitsPerSlabStrategy moves a slab only when the receiver's
+/// hits per slab beat the victim's by this many (its `minDiff`).
+const MIN_HITS_PER_SLAB_DIFF: f64 = 100.0;
 use super::mm::{Container, Links, NIL, Policy, Refresh};
 pub use super::stats::{PoolStats, ReleaseStats, Stats};
 use std::sync::RwLock;
@@ -531,6 +540,12 @@ impl DramCache {
         self.start.elapsed().as_secs() as u32 + 1
     }
 
+    /// The memory for items in bytes (whole slabs, the header slab left
+    /// out): what CacheLib's pools divide (its `ramCacheSize`).
+    pub fn usable_bytes(&self) -> u64 {
+        self.read().total_slabs as u64 * SLAB_SIZE as u64
+    }
+
     /// Pools of the cache.
     pub fn pool_count(&self) -> usize {
         self.read().pools.len()
@@ -544,16 +559,29 @@ impl DramCache {
     /// Looks `key` up; on a hit copies the value into `out` (when given)
     /// and returns its length.
     pub fn get(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
-        self.lookup(key, out, true)
+        self.lookup(key, out, true, false)
+    }
+
+    /// [`DramCache::get`] for an item about to be changed in place
+    /// (CacheLib's `findToWrite`): the access is recorded as a write, so
+    /// the item is promoted only under `lruUpdateOnWrite`.
+    pub fn find_to_write(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        self.lookup(key, out, true, true)
     }
 
     /// [`DramCache::get`] without counting a get (a second look by the
     /// NVM tier at a key already counted).
     pub fn get_uncounted(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
-        self.lookup(key, out, false)
+        self.lookup(key, out, false, false)
     }
 
-    fn lookup(&self, key: &[u8], out: Option<&mut Vec<u8>>, count: bool) -> Option<usize> {
+    fn lookup(
+        &self,
+        key: &[u8],
+        out: Option<&mut Vec<u8>>,
+        count: bool,
+        write: bool,
+    ) -> Option<usize> {
         let now = self.now();
         if count {
             self.gets.fetch_add(1, Ordering::Relaxed);
@@ -607,7 +635,7 @@ impl DramCache {
             let promote =
                 g.pools[pool].classes[class]
                     .mm
-                    .would_promote(last_access, id, now, false);
+                    .would_promote(last_access, id, now, write);
             (len, pinned, promote)
         };
         if let (Some(p), Some(out)) = (&pinned, out) {
@@ -624,7 +652,7 @@ impl DramCache {
             let Inner { slabs, pools, .. } = inner;
             pools[pool].classes[class]
                 .mm
-                .record_access(&mut Metas(slabs), id, now, false);
+                .record_access(&mut Metas(slabs), id, now, write);
         }
         Some(len)
     }
@@ -1004,7 +1032,9 @@ impl Inner {
         }
     }
 
-    /// The (victim, receiver) classes of `pool` for one rebalancing step.
+    /// The (victim, receiver) classes of `pool` for one rebalancing step:
+    /// none while the pool can still take a free slab (CacheLib's tail-age
+    /// and hits strategies wait until all its slabs are allocated).
     fn pick(
         &self,
         pool: usize,
@@ -1013,6 +1043,15 @@ impl Inner {
         draw: &mut dyn FnMut(usize) -> usize,
     ) -> Option<(usize, usize)> {
         let classes = &self.pools[pool].classes;
+        // As CacheLib's tail-age and hits strategies: a pool that can still
+        // grab a free slab has no need to move one.
+        let stats = &self.pools[pool].stats;
+        if cfg.strategy != Rebalance::Random
+            && stats.slabs < stats.slab_budget
+            && self.slabs.len() < self.total_slabs
+        {
+            return None;
+        }
         // A class keeps at least min_slabs slabs.
         let givers: Vec<usize> = (0..classes.len())
             .filter(|&c| classes[c].slabs > 0 && classes[c].slabs > cfg.min_slabs)
@@ -1047,8 +1086,11 @@ impl Inner {
                     .filter_map(|c| age(c).map(|a| (a, c)))
                     .min()?;
                 // As CacheLib's LruTailAgeStrategy: the victim's tail is
-                // older by at least `diff_ratio` of its own age.
+                // older by at least `diff_ratio` of its own age and by at
+                // least its minTailAgeDifference (100 s, not settable from
+                // CacheBench's config).
                 (victim.0 > receiver.0
+                    && victim.0 - receiver.0 >= MIN_TAIL_AGE_DIFFERENCE_SECS
                     && f64::from(victim.0 - receiver.0) >= cfg.diff_ratio * f64::from(victim.0))
                 .then_some((victim.1, receiver.1))
             }
@@ -1064,8 +1106,12 @@ impl Inner {
                 let receiver = (0..classes.len())
                     .filter(|&c| c != victim && classes[c].hits.load(Ordering::Relaxed) > 0)
                     .max_by(|&a, &b| per_slab(a).total_cmp(&per_slab(b)))?;
-                (per_slab(receiver) > per_slab(victim) * (1.0 + cfg.diff_ratio))
-                    .then_some((victim, receiver))
+                // As CacheLib's HitsPerSlabStrategy: better by `diff_ratio`
+                // of the victim's hits per slab and by its minDiff (100).
+                let improvement = per_slab(receiver) - per_slab(victim);
+                (improvement >= MIN_HITS_PER_SLAB_DIFF
+                    && improvement >= cfg.diff_ratio * per_slab(victim))
+                .then_some((victim, receiver))
             }
         }
     }

@@ -201,8 +201,24 @@ impl Cache {
     }
 
     /// Looks `key` up in DRAM, then NVM; copies the value into `out`.
-    pub fn get(&self, key: &[u8], mut out: Option<&mut Vec<u8>>) -> Option<usize> {
-        if let Some(n) = self.dram.get(key, out.as_deref_mut()) {
+    pub fn get(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        self.lookup(key, out, false)
+    }
+
+    /// [`HybridCache::get`] for an item about to be changed in place
+    /// (CacheLib's `findToWrite`): a DRAM hit is recorded as a write
+    /// access, so it promotes only under `lruUpdateOnWrite`.
+    pub fn find_to_write(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
+        self.lookup(key, out, true)
+    }
+
+    fn lookup(&self, key: &[u8], mut out: Option<&mut Vec<u8>>, write: bool) -> Option<usize> {
+        let found = if write {
+            self.dram.find_to_write(key, out.as_deref_mut())
+        } else {
+            self.dram.get(key, out.as_deref_mut())
+        };
+        if let Some(n) = found {
             return Some(n);
         }
         let nvm = self.nvm.as_ref()?;
