@@ -884,9 +884,9 @@ impl Workload for CacheBench {
 
     fn format(&self, record: &Record, out: &mut dyn Write) -> anyhow::Result<()> {
         let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
-        // The record does not keep the layout: a stored run prints again
-        // in the current one.
-        write_record(&r, output::Layout::Current, out)?;
+        // In the layout the run printed (the current one for runs stored
+        // before the record kept it).
+        write_record(&r, r.layout, out)?;
         Ok(())
     }
 
@@ -1271,6 +1271,7 @@ impl Workload for CacheBench {
             interrupted: ctx.cancel.is_stopped(),
             stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
             nvm_failure: nvm_failure.clone(),
+            layout: a.output_layout,
         };
         for (i, (mut r, generator)) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();

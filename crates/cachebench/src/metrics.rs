@@ -292,6 +292,7 @@ mod tests {
             interrupted: false,
             stopped_by_timeout_seconds: None,
             nvm_failure: None,
+            layout: Default::default(),
         }
     }
 

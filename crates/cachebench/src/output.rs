@@ -69,7 +69,18 @@ pub const WELCOME: &str = "Welcome to OSS version of cachebench";
 
 /// Which generation of upstream's text to print (`--output_layout`,
 /// rackbench's flag; see the module documentation).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// Upstream today (since v2026.05.25.00): plain integers.
     #[default]

@@ -19,6 +19,10 @@ pub struct CacheBenchRecord {
     pub stopped_by_timeout_seconds: Option<u64>,
     /// The NVM device error that ended the run.
     pub nvm_failure: Option<String>,
+    /// The `--output_layout` the run printed in (and is printed again in);
+    /// runs stored before it was kept print in the current layout.
+    #[serde(default)]
+    pub layout: crate::output::Layout,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

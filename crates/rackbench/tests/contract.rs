@@ -293,6 +293,18 @@ fn results_show_text_reprints_a_stored_run() {
                 "builtin:hybrid_mini",
             ],
         ),
+        // The older layout (thousands separators) is kept with the run.
+        (
+            3,
+            vec![
+                "--report",
+                "cachebench",
+                "--json_test_config",
+                "builtin:dram_mini",
+                "--output_layout",
+                "legacy",
+            ],
+        ),
     ] {
         let o = c.run(&argv);
         assert!(o.status.success(), "{argv:?}: {}", text(&o.stderr));
@@ -301,6 +313,9 @@ fn results_show_text_reprints_a_stored_run() {
         let run_id = report["run_id"].as_str().unwrap();
         let from = printed.find("== Test Results ==").unwrap();
         let block = &printed[from..];
+        if argv.contains(&"legacy") {
+            assert!(block.contains("== Throughput for  =="), "{block}");
+        }
         let o = c.run(&["results", "show", run_id, "--text"]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         assert_eq!(text(&o.stdout), block, "{argv:?}");

@@ -19,6 +19,7 @@
 //! `AbortsFromDel`). Concurrent misses of one key wait for each other;
 //! the later ones find the promoted item in DRAM (counted as `Coalesced`).
 
+use super::classes::AllocClasses;
 use super::dram::{AllocError, DramCache, Evicted, EvictionSink, RebalanceConfig, SetMode};
 use super::stats::Stats;
 pub use super::stats::{HybridCounters, NvmSide};
@@ -136,6 +137,35 @@ fn frame(pool: u8, value: &[u8], chain: &[Vec<u8>], pad: usize) -> Vec<u8> {
     // value (CacheLib's untruncated NVM items).
     v.resize(v.len() + pad, 0);
     v
+}
+
+/// The bytes CacheLib writes to NVM beyond an item's values when it does
+/// not truncate items (`truncateItemToOriginalAllocSizeInNvm` off): the
+/// rest of each allocation, the parent's (its slot less the header, the
+/// key and the value) and each chained item's (its slot less the chained
+/// item's header and value).
+fn nvm_padding(classes: &AllocClasses, key: usize, value: usize, chain: &[Vec<u8>]) -> usize {
+    let rest = |needed: usize, used: usize| {
+        classes
+            .class_for(needed)
+            .map_or(0, |c| (classes.sizes()[c] as usize).saturating_sub(used))
+    };
+    let key_bytes = key + if key > 255 { 4 } else { 0 };
+    let parent = rest(
+        super::classes::item_size(key, value),
+        super::classes::ITEM_HEADER + key_bytes + value,
+    );
+    let chained: usize = chain
+        .iter()
+        .map(|c| {
+            let size = super::classes::chained_item_size(c.len());
+            rest(
+                size,
+                size - c.len().max(super::classes::MIN_VALUE) + c.len(),
+            )
+        })
+        .sum();
+    parent + chained
 }
 
 /// A framed item's parts: pool, value, chained values.
@@ -419,15 +449,7 @@ impl Cache {
                 continue;
             }
             let pad = if self.opts.pad_to_alloc_size {
-                let classes = self.dram.classes();
-                classes
-                    .class_for(super::classes::item_size(e.key.len(), e.value.len()))
-                    .map_or(0, |c| {
-                        // Usable size: the slot less the header and the key.
-                        let key = e.key.len() + if e.key.len() > 255 { 4 } else { 0 };
-                        (classes.sizes()[c] as usize)
-                            .saturating_sub(super::classes::ITEM_HEADER + key + e.value.len())
-                    })
+                nvm_padding(self.dram.classes(), e.key.len(), e.value.len(), &e.chain)
             } else {
                 0
             };
@@ -771,6 +793,23 @@ mod tests {
         let (exact, padded) = (written(false), written(true));
         assert!(exact > 0);
         assert!(padded > exact + exact / 20, "{padded} vs {exact}");
+    }
+
+    /// Untruncated items are padded to their allocation, chained items
+    /// too (CacheLib's makeBlob for the parent and each chained item).
+    #[test]
+    fn nvm_padding_counts_the_parent_and_each_chained_item() {
+        let classes = AllocClasses::explicit(vec![100, 200]).unwrap();
+        // Parent: 32 + 8 + max(10, 24) = 64 -> 100; 100 - 32 - 8 - 10 = 50.
+        assert_eq!(nvm_padding(&classes, 8, 10, &[]), 50);
+        // Chained: 32 + 4 + 4 + 50 = 90 -> 100, 10 more; 150 B -> 190 ->
+        // 200, 10 more.
+        assert_eq!(
+            nvm_padding(&classes, 8, 10, &[vec![0; 50], vec![0; 150]]),
+            70
+        );
+        // Too large for any class: nothing to pad.
+        assert_eq!(nvm_padding(&classes, 8, 500, &[]), 0);
     }
 
     #[test]
