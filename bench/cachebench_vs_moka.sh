@@ -8,7 +8,7 @@ rounds="${1:-5}"
 cargo build --release -q -p cachebench --example vs_moka
 out="$(target/release/examples/vs_moka --rounds "$rounds")"
 echo "$out" >&2
-ours="$(echo "$out" | awk '/^rackbench/ {print $4}')"
+ours="$(echo "$out" | awk '/^rackbench DRAM cache/ {print $4}')"
 theirs="$(echo "$out" | awk '/^moka/ {print $2}')"
 ratio="$(echo "$out" | awk '/^ratio/ {print $2}')"
 echo "| CacheBench DRAM throughput vs moka | \`bash bench/cachebench_vs_moka.sh\` | rackbench ${ours} ops/s, moka ${theirs} ops/s, ratio ${ratio} |"
