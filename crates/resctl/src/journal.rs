@@ -239,6 +239,16 @@ impl Journal {
             .position(|j| j.same_job(kind, id) && j.is_completed())
     }
 
+    /// The first completed job that is a result for `spec`: same kind and
+    /// id, and properties compatible as upstream judges them (see
+    /// [`JobSpec::compatible`]). A completed job run with other properties
+    /// is not one: the job runs again and its result is added beside it.
+    pub fn find_compatible(&self, spec: &crate::spec::JobSpec) -> Option<usize> {
+        self.jobs
+            .iter()
+            .position(|j| j.spec.compatible(spec) && j.is_completed())
+    }
+
     /// Stores `job`: it replaces the first job with the same kind and id
     /// that has no result yet (an unfinished run of it), or else is
     /// appended. Completed jobs are never replaced. Returns its index.
@@ -603,6 +613,33 @@ mod tests {
         assert_eq!(j.find_completed("hashd-params", None), None);
         j.jobs[0].result = Some(json!("done"));
         assert_eq!(j.find_completed("protection", Some("a")), Some(0));
+    }
+
+    /// As upstream's resume: a completed job counts only for a spec with
+    /// the same properties (`apply`/`commit` aside); other properties run
+    /// the job again.
+    #[test]
+    fn find_compatible_compares_properties() {
+        let j = Journal {
+            path: PathBuf::from("unused.json"),
+            jobs: vec![
+                job("hashd-params", Some(json!(1))),
+                job("protection:id=a,scenario=mem-hog", Some(json!(2))),
+            ],
+        };
+        let spec = |t: &str| spec::parse(t).unwrap();
+        assert_eq!(j.find_compatible(&spec("hashd-params")), Some(0));
+        assert_eq!(j.find_compatible(&spec("hashd-params:apply")), Some(0));
+        assert_eq!(
+            j.find_compatible(&spec("hashd-params:rps-max=500,hash-size=2M")),
+            None
+        );
+        assert_eq!(j.find_completed("hashd-params", None), Some(0));
+        assert_eq!(
+            j.find_compatible(&spec("protection:id=a,scenario=mem-hog")),
+            Some(1)
+        );
+        assert_eq!(j.find_compatible(&spec("protection:id=a")), None);
     }
 
     #[test]

@@ -208,6 +208,24 @@ fn write_prop(f: &mut fmt::Formatter<'_>, first: &mut bool, k: &str, v: &str) ->
 /// `parse(&spec.to_string()) == Ok(spec)`; a hand-built spec round-trips
 /// only if its keys and values contain no `:` or `,` (nor `=` in keys), its
 /// groups have no `id`/`passive` keys, and it has at least one group.
+impl JobSpec {
+    /// Whether a journal's job of this spec is a result for `other`, as
+    /// upstream's `JobSpec::compatible`: the same kind, id, passive value
+    /// and properties, `apply` and `commit` in the first group aside (they
+    /// change what is done with the result, not the measurement).
+    pub fn compatible(&self, other: &JobSpec) -> bool {
+        let strip = |s: &JobSpec| {
+            let mut s = s.clone();
+            if let Some(g) = s.props.first_mut() {
+                g.remove("apply");
+                g.remove("commit");
+            }
+            s
+        };
+        strip(self) == strip(other)
+    }
+}
+
 impl fmt::Display for JobSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.kind)?;

@@ -3,7 +3,8 @@
 //!
 //! `run SPEC...` opens the journal (refusing a file that is not one),
 //! checks every spec before anything runs, prints the summary of specs
-//! already completed (matched by kind and id) and runs the others in
+//! already completed (matched by kind, id and properties, `apply` and
+//! `commit` aside, as upstream) and runs the others in
 //! order. The system is probed once: system info, the cgroup backend and
 //! the requirements of the pending benches. A bench declares which
 //! requirements it cannot do without (missed ones refuse the run unless
@@ -282,12 +283,20 @@ pub fn cmd_run(
                 "job {s} is given twice: give each job of a kind its own id= "
             ));
         }
-        match journal.find_completed(&s.kind, s.id.as_deref()) {
+        match journal.find_compatible(&s) {
             Some(i) => {
                 eprintln!("{s}: already completed in {}, skipping", result.display());
                 print_summary(&journal.jobs[i], printed);
             }
-            None => pending.push(s),
+            None => {
+                if journal.find_completed(&s.kind, s.id.as_deref()).is_some() {
+                    eprintln!(
+                        "{s}: {} holds a result of this job with other properties; running it again",
+                        result.display()
+                    );
+                }
+                pending.push(s)
+            }
         }
     }
     if pending.is_empty() {
