@@ -21,8 +21,13 @@
 //! light grid lines, tick marks and compact tick labels (`0.25`, `1.5k`,
 //! `2M`, `1e-3`) at 1/2/5 x 10^k steps, or at powers of ten on a
 //! logarithmic y axis; each series as a 2-pixel polyline in its own colour
-//! from [`PALETTE`] (points in the order given); and a legend to the right
-//! of the plot area.
+//! from [`PALETTE`] (points in the order given), or as unjoined square
+//! markers for a [`Style::Points`] series ([`Chart::points`]); and a legend
+//! to the right of the plot area.
+//!
+//! [`Chart::to_svg`] draws the same layout as an SVG document (text in the
+//! viewer's monospace font, stretched to the bitmap font's widths), for
+//! embedding in HTML pages.
 //!
 //! Rendering never panics: points with NaN or infinite coordinates (and with
 //! y <= 0 on a log axis) break the line and are not drawn, isolated points
@@ -59,6 +64,7 @@
 mod font;
 mod image;
 mod layout;
+mod svg;
 pub mod ticks;
 
 use std::io::Write;
@@ -102,6 +108,8 @@ pub struct Series {
     pub name: String,
     /// `(x, y)` points, joined in this order.
     pub points: Vec<(f64, f64)>,
+    /// A line through the points, or the points alone.
+    pub style: Style,
 }
 
 impl Series {
@@ -109,8 +117,19 @@ impl Series {
         Series {
             name: name.to_string(),
             points,
+            style: Style::Line,
         }
     }
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Style {
+    /// A polyline through the points in order (isolated points as squares).
+    #[default]
+    Line,
+    /// Each point as a marker, unjoined (a scatter plot).
+    Points,
 }
 
 /// The scale of the y axis.
@@ -181,6 +200,14 @@ impl Chart {
     /// Add a series.
     pub fn series(mut self, name: &str, points: Vec<(f64, f64)>) -> Chart {
         self.series.push(Series::new(name, points));
+        self
+    }
+
+    /// Add a series drawn as unjoined markers (a scatter plot).
+    pub fn points(mut self, name: &str, points: Vec<(f64, f64)>) -> Chart {
+        let mut s = Series::new(name, points);
+        s.style = Style::Points;
+        self.series.push(s);
         self
     }
 
@@ -313,6 +340,10 @@ impl Chart {
                 .collect();
             for (j, cur) in pixels.iter().enumerate() {
                 let Some(cur) = *cur else { continue };
+                if s.style == Style::Points {
+                    img.marker(cur, 3, p, color);
+                    continue;
+                }
                 let prev = j.checked_sub(1).and_then(|k| pixels[k]);
                 let next = pixels.get(j + 1).copied().flatten();
                 match prev {

@@ -16,6 +16,7 @@ pub mod compare;
 pub mod direction;
 pub mod fsutil;
 pub mod hooks;
+pub mod html;
 pub mod job;
 pub mod machine;
 pub mod present;

@@ -6,6 +6,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use harness::job::HookSpec;
 use harness::{Cancel, Catalogue, Invocation, Registry, present, score, store::Store};
 use std::path::PathBuf;
+
+mod serve;
 use std::process::ExitCode;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_jobs.rs"));
@@ -37,7 +39,9 @@ struct Cli {
         value_delimiter = ':'
     )]
     jobs_dir: Vec<PathBuf>,
-    /// The results database (default: $RACKBENCH_DB or ~/.local/share/rackbench/results.db).
+    /// The results database: a SQLite file, or a PostgreSQL server's
+    /// postgres://USER@HOST:PORT/DB URL (default: $RACKBENCH_DB or
+    /// ~/.local/share/rackbench/results.db).
     #[arg(long, global = true)]
     db: Option<PathBuf>,
     /// Where benchmark_metrics_<run_id>/ is created.
@@ -89,6 +93,18 @@ enum Cmd {
     Report {
         #[command(subcommand)]
         what: ReportCmd,
+    },
+    /// Serves the `report html` page over HTTP, made afresh per request
+    /// (it reloads itself every 10 s). Ctrl-C stops it.
+    Serve {
+        /// The TCP port (0: any free port; the chosen one is printed).
+        #[arg(long, default_value_t = 8642)]
+        port: u16,
+        /// Addresses to listen on (repeatable; default 127.0.0.1 and ::1).
+        #[arg(long, value_name = "ADDR")]
+        bind: Vec<std::net::IpAddr>,
+        #[command(flatten)]
+        sel: HtmlSelection,
     },
     /// The results store: list, show, compare.
     Results {
@@ -157,6 +173,91 @@ enum ReportCmd {
         #[arg(long)]
         json: bool,
     },
+    /// One self-contained HTML page (no external fetch) over stored runs:
+    /// a filterable runs table, host comparisons, and per run its machine,
+    /// args, metrics and charts (inline SVG).
+    Html {
+        /// Where to write the page.
+        #[arg(long, default_value = "report.html")]
+        out: PathBuf,
+        #[command(flatten)]
+        sel: HtmlSelection,
+    },
+}
+
+/// The runs a report page covers (none given: every run).
+#[derive(Debug, Clone, clap::Args)]
+struct HtmlSelection {
+    /// Run ids to include.
+    run_ids: Vec<String>,
+    /// Only these jobs (repeatable).
+    #[arg(long)]
+    job: Vec<String>,
+    /// Only runs on these hosts (repeatable).
+    #[arg(long)]
+    host: Vec<String>,
+    /// Only runs from this date on (YYYY-MM-DD, UTC).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only runs before this date.
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+}
+
+/// The report page over the store's runs that `sel` selects.
+fn html_page(store: &Store, sel: &HtmlSelection, refresh: Option<u32>) -> anyhow::Result<String> {
+    let when = |d: &Option<String>| {
+        d.as_deref()
+            .map(harness::compare::parse_when)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))
+    };
+    let filter = harness::store::RunFilter {
+        run_ids: sel.run_ids.clone(),
+        jobs: sel.job.clone(),
+        hosts: sel.host.clone(),
+        since: when(&sel.since)?,
+        until: when(&sel.until)?,
+        success_only: false,
+    };
+    let rows = store.select(&filter)?;
+    let mut parts = Vec::new();
+    if !sel.run_ids.is_empty() {
+        parts.push(format!("runs {}", sel.run_ids.join(", ")));
+    }
+    if !sel.job.is_empty() {
+        parts.push(format!("jobs {}", sel.job.join(", ")));
+    }
+    if !sel.host.is_empty() {
+        parts.push(format!("hosts {}", sel.host.join(", ")));
+    }
+    if let Some(s) = &sel.since {
+        parts.push(format!("since {s}"));
+    }
+    if let Some(u) = &sel.until {
+        parts.push(format!("until {u}"));
+    }
+    let generated_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Ok(harness::html::page(
+        &rows,
+        &harness::html::PageOptions {
+            title: "rackbench report".into(),
+            selection: format!(
+                "{}; store {}",
+                if parts.is_empty() {
+                    "all runs".into()
+                } else {
+                    parts.join(", ")
+                },
+                store.path().display()
+            ),
+            refresh_secs: refresh,
+            generated_at,
+        },
+    ))
 }
 
 #[derive(Debug, Subcommand)]
@@ -180,6 +281,14 @@ enum ResultsCmd {
     /// (Welch's t-test), or with one run a side how many runs would tell.
     #[command(after_long_help = COMPARE_HELP)]
     Compare(Box<CompareArgs>),
+    /// Copies this machine's runs (the --db store) to another store, e.g. a
+    /// fleet's PostgreSQL server; runs already there (same run id, job,
+    /// role, iteration, host and time) are skipped, so pushing again is safe.
+    Push {
+        /// The target store: postgres://USER@HOST:PORT/DB or a SQLite file.
+        #[arg(long)]
+        to: PathBuf,
+    },
 }
 
 const COMPARE_HELP: &str = "\
@@ -586,6 +695,21 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 print!("{}", present::scores(&scores, &missing, overall));
             }
         }
+        Cmd::Report {
+            what: ReportCmd::Html { out, sel },
+        } => {
+            let store = Store::open(&store_path(&cli.db))?;
+            let page = html_page(&store, &sel, None)?;
+            let mut f = atomic_write_file::AtomicWriteFile::open(&out)
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            std::io::Write::write_all(&mut f, page.as_bytes())
+                .and_then(|()| f.commit())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            println!("{}", out.display());
+        }
+        Cmd::Serve { port, bind, sel } => {
+            serve::serve(&store_path(&cli.db), &bind, port, &sel)?;
+        }
         Cmd::Results { what } => {
             let store = Store::open(&store_path(&cli.db))?;
             match what {
@@ -605,6 +729,14 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                     }
                 }
                 ResultsCmd::Compare(c) => compare_cmd(&store, *c)?,
+                ResultsCmd::Push { to } => {
+                    let target = Store::open(&to)?;
+                    let n = store.push_to(&target)?;
+                    println!(
+                        "pushed {} runs, skipped {} already there",
+                        n.pushed, n.skipped
+                    );
+                }
             }
         }
         Cmd::Completions { shell } => {

@@ -146,6 +146,233 @@ pub fn assert_lines_in_order(text: &str, live: &str) {
     }
 }
 
+/// A throwaway PostgreSQL server for a test: a fresh cluster (initdb, trust
+/// auth) in its own temporary directory, listening on 127.0.0.1 on a free
+/// port with its unix socket in that directory, run as the `postgres` OS
+/// user when the test runs as root. Dropping it stops the server and
+/// removes the directory.
+pub struct Postgres {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+impl Postgres {
+    /// The binaries' directory: `RACKBENCH_POSTGRES_BIN` (when it has
+    /// initdb), else the newest `/usr/lib/postgresql/<version>/bin`
+    /// (Debian's layout).
+    fn bin_dir() -> Option<PathBuf> {
+        if let Some(d) = std::env::var_os("RACKBENCH_POSTGRES_BIN") {
+            let d = PathBuf::from(d);
+            return d.join("initdb").is_file().then_some(d);
+        }
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+                Some((v, e.path().join("bin")))
+            })
+            .filter(|(_, b)| b.join("initdb").is_file() && b.join("pg_ctl").is_file())
+            .collect();
+        versions.sort();
+        versions.pop().map(|(_, b)| b)
+    }
+
+    /// Starts a server, or returns `None` after a visible skip (kind
+    /// `POSTGRES`) when PostgreSQL is not installed. Panics when it is but
+    /// the server does not start.
+    pub fn start() -> Option<Postgres> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(bin) = Self::bin_dir() else {
+            skip(
+                "postgres",
+                "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql, or set RACKBENCH_POSTGRES_BIN)",
+            );
+            return None;
+        };
+        let as_postgres = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
+        if as_postgres
+            && !std::process::Command::new("id")
+                .args(["-u", "postgres"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        {
+            skip(
+                "postgres",
+                "running as root and there is no `postgres` user to run the server as",
+            );
+            return None;
+        }
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "rackbench-pg-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        let mut pg = Postgres {
+            bin,
+            dir,
+            port: 0,
+            as_postgres,
+        };
+        if as_postgres {
+            let st = std::process::Command::new("chown")
+                .arg("postgres:")
+                .arg(&pg.dir)
+                .status();
+            assert!(
+                st.is_ok_and(|s| s.success()),
+                "cannot chown {} to postgres",
+                pg.dir.display()
+            );
+        }
+        let data = pg.dir.join("data");
+        pg.run(
+            "initdb",
+            &[
+                "-D",
+                &data.to_string_lossy(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        );
+        // A free port can be taken between the probe and the start: try a
+        // few.
+        for attempt in 0..3 {
+            pg.port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .unwrap_or_else(|e| panic!("no free port: {e}"));
+            let opts = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                pg.port,
+                pg.dir.display()
+            );
+            let log = pg.dir.join("server.log");
+            let ok = pg.try_run(
+                "pg_ctl",
+                &[
+                    "start",
+                    "-w",
+                    "-t",
+                    "60",
+                    "-D",
+                    &data.to_string_lossy(),
+                    "-l",
+                    &log.to_string_lossy(),
+                    "-o",
+                    &opts,
+                ],
+            );
+            match ok {
+                Ok(()) => return Some(pg),
+                Err(e) if attempt == 2 => panic!(
+                    "PostgreSQL did not start: {e}\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                ),
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
+    fn command(&self, tool: &str) -> std::process::Command {
+        let path = self.bin.join(tool);
+        let mut c = if self.as_postgres {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            std::process::Command::new(path)
+        };
+        c.current_dir(&self.dir).stdin(std::process::Stdio::null());
+        c
+    }
+
+    fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
+        let o = self
+            .command(tool)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run {tool}: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{tool} {}: {}\n{}{}",
+                args.join(" "),
+                o.status,
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ))
+        }
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        if let Err(e) = self.try_run(tool, args) {
+            panic!("{e}");
+        }
+    }
+
+    /// The URL of its `postgres` database.
+    pub fn url(&self) -> String {
+        self.db_url("postgres")
+    }
+
+    /// The URL of database `name` (see [`Postgres::create_db`]).
+    pub fn db_url(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Creates an empty database `name` and returns its URL.
+    pub fn create_db(&self, name: &str) -> String {
+        self.run(
+            "createdb",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                name,
+            ],
+        );
+        self.db_url(name)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if self.port != 0 {
+            let data = self.dir.join("data");
+            let _ = self.try_run(
+                "pg_ctl",
+                &[
+                    "stop",
+                    "-w",
+                    "-m",
+                    "immediate",
+                    "-D",
+                    &data.to_string_lossy(),
+                ],
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,1025 @@
+//! The report page (`rackbench report html`, `rackbench serve`): one
+//! self-contained HTML document over a set of stored runs.
+//!
+//! Nothing is fetched: styles, the filter script and the charts (inline
+//! SVG drawn by the `chart` crate) are all in the page, so it works
+//! offline and can be mailed or archived as one file. The page holds:
+//!
+//! - a runs table, filterable by job, host and date with a few lines of
+//!   inline script (the filter state is kept in the URL's `#...`);
+//! - for each job run on two or more hosts, the comparison of the two hosts
+//!   with the most runs ([`crate::compare`], the verdicts of `rackbench
+//!   results compare`);
+//! - for each run: machine, arguments, every stored metric (the metrics
+//!   JSON flattened) and the charts its metrics allow: the SLO search
+//!   ladder (`probes`: each probe's percentile against the target, pass or
+//!   fail, and requested against achieved QPS), the per-second series of
+//!   the final run (`final_series`), latency percentiles (any object with
+//!   `p50`/`p99`/... keys: FeedSim's final latency, Distbench's per-RPC
+//!   latency, CacheBench's NVM and API latency); and per job, CacheBench's
+//!   hit ratios across its runs.
+//!
+//! All text from the store is escaped (`html-escape`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use chart::Chart;
+use html_escape::{encode_double_quoted_attribute as attr, encode_text as esc};
+use serde_json::Value;
+
+use crate::compare::{self, Comparison, SideRows, Verdict, fmt_num};
+use crate::store::RunRow;
+
+/// How the page is made.
+#[derive(Debug, Clone, Default)]
+pub struct PageOptions {
+    /// The page title.
+    pub title: String,
+    /// How the runs were selected (shown under the title).
+    pub selection: String,
+    /// Reload the page every this many seconds (`rackbench serve`).
+    pub refresh_secs: Option<u32>,
+    /// When the page was made, Unix seconds.
+    pub generated_at: u64,
+}
+
+/// A chart of one kind, as placed on the page.
+#[derive(Debug, Clone)]
+pub struct PageChart {
+    /// `ladder`, `ladder_qps`, `series_counts`, `series_latency`,
+    /// `percentiles`, `hit_ratio` (the `data-kind` of its figure).
+    pub kind: &'static str,
+    pub chart: Chart,
+}
+
+/// Percentile series found in a run's metrics, per unit: (name, points).
+type Found = BTreeMap<&'static str, Vec<(String, Vec<(f64, f64)>)>>;
+/// Points per series name, per host.
+type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
+
+const CHART_W: u32 = 760;
+const CHART_H: u32 = 360;
+
+fn when(ts: u64) -> String {
+    match jiff::Timestamp::from_second(ts as i64) {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        Err(_) => format!("@{ts}"),
+    }
+}
+
+fn day(ts: u64) -> String {
+    match jiff::Timestamp::from_second(ts as i64) {
+        Ok(t) => t.strftime("%Y-%m-%d").to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// `(path, value)` of every scalar in `v`, objects as `a.b`, arrays as
+/// `a[0]`; nulls are kept (as `null`).
+pub fn flatten(v: &Value) -> Vec<(String, String)> {
+    fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(x, p, out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, format!("{path}[{i}]"), out);
+                }
+            }
+            Value::String(s) => out.push((path, s.clone())),
+            other => out.push((path, other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, String::new(), &mut out);
+    out
+}
+
+fn f64_of(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// The charts a run's metrics allow (see the module documentation).
+pub fn run_charts(row: &RunRow) -> Vec<PageChart> {
+    let m = &row.metrics;
+    let mut out = Vec::new();
+    if let Some(probes) = m.get("probes").and_then(Value::as_array)
+        && !probes.is_empty()
+    {
+        out.extend(ladder(m, probes));
+    }
+    if let Some(series) = m.get("final_series").and_then(Value::as_array)
+        && !series.is_empty()
+    {
+        out.extend(per_second(series));
+    }
+    out.extend(percentiles(row));
+    out
+}
+
+/// The SLO search: each probe's percentile against the target, and its
+/// requested and achieved QPS.
+fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
+    let target = f64_of(m, "target_latency_msec");
+    let pct = m
+        .get("target_percentile")
+        .and_then(Value::as_str)
+        .unwrap_or("percentile")
+        .to_string();
+    let (mut pass, mut fail, mut fin, mut unthrottled) = (vec![], vec![], vec![], vec![]);
+    let (mut requested, mut achieved) = (vec![], vec![]);
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (i, p) in probes.iter().enumerate() {
+        let req = f64_of(p, "requested_qps").unwrap_or(0.0);
+        let ach = f64_of(p, "achieved_qps").unwrap_or(f64::NAN);
+        let lat = f64_of(p, "target_value_ms").unwrap_or(f64::NAN);
+        let seq = f64_of(p, "seq").unwrap_or(i as f64);
+        let phase = p.get("phase").and_then(Value::as_str).unwrap_or("");
+        let passed = p.get("passed").and_then(Value::as_bool).unwrap_or(false);
+        achieved.push((seq, ach));
+        let x = if req > 0.0 {
+            requested.push((seq, req));
+            req
+        } else {
+            ach
+        };
+        if x.is_finite() {
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+        let point = (x, lat);
+        if req <= 0.0 {
+            unthrottled.push(point);
+        } else if phase == "final" {
+            fin.push(point);
+        } else if passed {
+            pass.push(point);
+        } else {
+            fail.push(point);
+        }
+    }
+    let title = match target {
+        Some(t) => format!(
+            "SLO search: {pct} latency of each probe vs target {} ms",
+            fmt_num(t)
+        ),
+        None => format!("SLO search: {pct} latency of each probe"),
+    };
+    let mut c = Chart::new(&title, "QPS (requested; achieved for unthrottled)", "ms")
+        .size(CHART_W, CHART_H)
+        .y_min(0.0)
+        .points("pass", pass)
+        .points("fail", fail)
+        .points("final run", fin)
+        .points("unthrottled", unthrottled);
+    if let Some(t) = target
+        && lo.is_finite()
+    {
+        c = c.series("target", vec![(lo, t), (hi, t)]);
+    }
+    let q = Chart::new(
+        "SLO search probes: requested vs achieved QPS",
+        "probe #",
+        "QPS",
+    )
+    .size(CHART_W, CHART_H)
+    .y_min(0.0)
+    .points("requested", requested)
+    .points("achieved", achieved);
+    vec![
+        PageChart {
+            kind: "ladder",
+            chart: c,
+        },
+        PageChart {
+            kind: "ladder_qps",
+            chart: q,
+        },
+    ]
+}
+
+/// The final run's per-second completions and errors, and p50/p99.
+fn per_second(series: &[Value]) -> Vec<PageChart> {
+    let col = |key: &str| -> Vec<(f64, f64)> {
+        series
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let t = f64_of(s, "second").unwrap_or(i as f64);
+                Some((t, f64_of(s, key)?))
+            })
+            .collect()
+    };
+    let mut out = vec![PageChart {
+        kind: "series_counts",
+        chart: Chart::new(
+            "Final run, per second: completions and errors",
+            "s",
+            "per second",
+        )
+        .size(CHART_W, CHART_H)
+        .y_min(0.0)
+        .series("completed", col("completed"))
+        .series("errors", col("errors")),
+    }];
+    let (p50, p99) = (col("p50_ms"), col("p99_ms"));
+    if !p50.is_empty() || !p99.is_empty() {
+        out.push(PageChart {
+            kind: "series_latency",
+            chart: Chart::new("Final run, per second: latency", "s", "ms")
+                .size(CHART_W, CHART_H)
+                .y_min(0.0)
+                .series("p50", p50)
+                .series("p99", p99),
+        });
+    }
+    out
+}
+
+/// `p50` -> 50, `p999_ms` -> 99.9, `p99.9` -> 99.9; `None` for other keys.
+fn percentile_of(key: &str) -> Option<(f64, Option<&'static str>)> {
+    let (key, unit) = split_unit(key);
+    let digits = key.strip_prefix('p')?;
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let text = if !digits.contains('.') && digits.len() > 2 {
+        format!("{}.{}", &digits[..2], &digits[2..])
+    } else {
+        digits.to_string()
+    };
+    let p: f64 = text.parse().ok()?;
+    (p > 0.0 && p < 100.0).then_some((p, unit))
+}
+
+fn split_unit(key: &str) -> (&str, Option<&'static str>) {
+    for u in ["ms", "us", "ns"] {
+        if let Some(k) = key.strip_suffix(&format!("_{u}")[..]) {
+            return (k, Some(unit_name(u)));
+        }
+    }
+    (key, None)
+}
+
+fn unit_name(u: &str) -> &'static str {
+    match u {
+        "ms" => "ms",
+        "us" => "µs",
+        _ => "ns",
+    }
+}
+
+/// The unit a key's name gives its values (`latency_us`, `api_latency_ns`).
+fn unit_of_key(key: &str) -> Option<&'static str> {
+    split_unit(key).1
+}
+
+/// Every object with two or more percentile keys, as one series each,
+/// charted per unit: x is the number of nines (1 = p90, 2 = p99).
+fn percentiles(row: &RunRow) -> Vec<PageChart> {
+    // Per unit: (series name, points).
+    let mut found: Found = BTreeMap::new();
+    fn walk(v: &Value, path: &str, unit: Option<&'static str>, found: &mut Found) {
+        match v {
+            Value::Object(m) => {
+                let mut pts = Vec::new();
+                let mut own_unit = None;
+                for (k, x) in m {
+                    if let (Some((p, u)), Some(y)) = (percentile_of(k), x.as_f64()) {
+                        pts.push((-(1.0 - p / 100.0).log10(), y));
+                        own_unit = own_unit.or(u);
+                    }
+                }
+                if pts.len() >= 2
+                    && let Some(u) = own_unit.or(unit)
+                {
+                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let name = if path.is_empty() { "latency" } else { path };
+                    found.entry(u).or_default().push((name.to_string(), pts));
+                }
+                for (k, x) in m {
+                    // The ladder and the per-second series have their own charts.
+                    if matches!(
+                        k.as_str(),
+                        "probes" | "final_series" | "analytic_latency_per_probe"
+                    ) {
+                        continue;
+                    }
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(x, &p, unit_of_key(k).or(unit), found);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    let name = x
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| i.to_string());
+                    walk(x, &format!("{path}[{name}]"), unit, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(&row.metrics, "", None, &mut found);
+    let title = if row.benchmark == "distbench" {
+        "Distbench latency per RPC (percentiles)"
+    } else {
+        "Latency percentiles"
+    };
+    found
+        .into_iter()
+        .map(|(unit, series)| {
+            let mut c = Chart::new(
+                &format!("{title}, {unit}"),
+                "nines (0.3 = p50, 1 = p90, 2 = p99, 3 = p99.9)",
+                unit,
+            )
+            .size(CHART_W, CHART_H)
+            .log_y();
+            for (name, pts) in series {
+                c = c.series(&name, pts);
+            }
+            PageChart {
+                kind: "percentiles",
+                chart: c,
+            }
+        })
+        .collect()
+}
+
+/// Per job, charts across its runs: CacheBench's hit ratios.
+pub fn job_charts(job: &str, rows: &[&RunRow]) -> Vec<PageChart> {
+    if !rows.iter().any(|r| r.benchmark == "cachebench") {
+        return Vec::new();
+    }
+    let mut sorted: Vec<&&RunRow> = rows.iter().filter(|r| r.success).collect();
+    sorted.sort_by_key(|r| (r.timestamp, r.id));
+    let mut by_host: HostSeries<'_> = BTreeMap::new();
+    for (i, r) in sorted.iter().enumerate() {
+        let x = (i + 1) as f64;
+        for (name, v) in [
+            ("hit ratio", r.metrics.get("hit_ratio_pct")),
+            ("RAM", r.metrics.get("ram_hit_ratio_pct")),
+            (
+                "NVM",
+                r.metrics.get("nvm").and_then(|n| n.get("hit_ratio_pct")),
+            ),
+        ] {
+            if let Some(y) = v.and_then(Value::as_f64) {
+                by_host
+                    .entry(r.hostname.as_str())
+                    .or_default()
+                    .entry(name)
+                    .or_default()
+                    .push((x, y));
+            }
+        }
+    }
+    if by_host.is_empty() {
+        return Vec::new();
+    }
+    let mut c = Chart::new(
+        &format!("{job}: hit ratio per run"),
+        "run # (oldest first)",
+        "%",
+    )
+    .size(CHART_W, CHART_H)
+    .y_range(0.0, 100.0);
+    let hosts = by_host.len();
+    for (host, series) in by_host {
+        for (name, pts) in series {
+            let label = if hosts > 1 {
+                format!("{name} ({host})")
+            } else {
+                name.to_string()
+            };
+            c = c.points(&label, pts);
+        }
+    }
+    vec![PageChart {
+        kind: "hit_ratio",
+        chart: c,
+    }]
+}
+
+/// For each job run on two or more hosts: the comparison of the two hosts
+/// with the most successful runs (then by name), or why there is none.
+pub fn comparisons(rows: &[RunRow]) -> Vec<(String, Result<Comparison, String>)> {
+    let mut jobs: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    for r in rows {
+        jobs.entry(r.job.as_str()).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for (job, rs) in jobs {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &rs {
+            *count.entry(r.hostname.as_str()).or_default() += usize::from(r.success);
+        }
+        if count.len() < 2 {
+            continue;
+        }
+        let mut hosts: Vec<(&str, usize)> = count.into_iter().collect();
+        hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let side = |host: &str| SideRows {
+            selection: format!("host {host}, job {job}"),
+            rows: rs
+                .iter()
+                .filter(|r| r.hostname == host)
+                .map(|r| (*r).clone())
+                .collect(),
+        };
+        let history: Vec<RunRow> = rs.iter().map(|r| (*r).clone()).collect();
+        let result = compare::compare(&side(hosts[0].0), &side(hosts[1].0), &history)
+            .map_err(|e| e.to_string());
+        out.push((job.to_string(), result));
+    }
+    out
+}
+
+const STYLE: &str = "
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top;font-size:.9em}
+th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#1a7f37}.failed{color:#c62828;font-weight:bold}
+.better{background:#e6f4ea}.worse{background:#fdecea}.exact{background:#fff8e1}
+#filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #eee}
+#filters label{margin-right:1em}
+figure.chart{display:inline-block;margin:.5em 1em .5em 0}
+figure.chart svg{max-width:100%;height:auto;border:1px solid #eee}
+code{background:#f6f6f6;padding:1px 3px;word-break:break-all}
+section.run{margin-bottom:2em}
+details{margin:.3em 0}
+";
+
+const SCRIPT: &str = r#"
+(function () {
+  var f = {
+    job: document.getElementById('f-job'),
+    host: document.getElementById('f-host'),
+    since: document.getElementById('f-since'),
+    until: document.getElementById('f-until')
+  };
+  function day(v, add) {
+    if (!v) return add ? Infinity : -Infinity;
+    var t = Date.parse(v + 'T00:00:00Z') / 1000;
+    return isNaN(t) ? (add ? Infinity : -Infinity) : t + add;
+  }
+  function apply(save) {
+    var job = f.job.value, host = f.host.value;
+    var since = day(f.since.value, 0), until = day(f.until.value, 86400);
+    var shown = 0;
+    document.querySelectorAll('.f').forEach(function (e) {
+      var d = e.dataset;
+      var ok = (!job || d.job === undefined || d.job === job) &&
+        (!host || d.host === undefined || d.host === host) &&
+        (d.ts === undefined || (+d.ts >= since && +d.ts < until));
+      e.hidden = !ok;
+      if (ok && e.tagName === 'TR') shown++;
+    });
+    document.getElementById('shown').textContent = String(shown);
+    if (save) {
+      var q = new URLSearchParams();
+      Object.keys(f).forEach(function (k) { if (f[k].value) q.set(k, f[k].value); });
+      try { history.replaceState(null, '', '#' + q.toString()); } catch (e) { /* file: URLs may refuse */ }
+    }
+  }
+  var h = location.hash.slice(1);
+  if (h.indexOf('=') >= 0) {
+    var q = new URLSearchParams(h);
+    Object.keys(f).forEach(function (k) { if (q.has(k)) f[k].value = q.get(k); });
+  }
+  Object.keys(f).forEach(function (k) {
+    f[k].addEventListener('change', function () { apply(true); });
+    f[k].addEventListener('input', function () { apply(true); });
+  });
+  document.getElementById('f-reset').addEventListener('click', function () {
+    Object.keys(f).forEach(function (k) { f[k].value = ''; });
+    apply(true);
+  });
+  apply(false);
+  document.body.setAttribute('data-report-ready', '1');
+})();
+"#;
+
+fn figure(out: &mut String, c: &PageChart) {
+    let _ = writeln!(
+        out,
+        r#"<figure class="chart" data-kind="{}">{}<figcaption>{}</figcaption></figure>"#,
+        c.kind,
+        c.chart.to_svg(),
+        esc(&c.chart.title)
+    );
+}
+
+fn kv_table(out: &mut String, rows: &[(String, String)]) {
+    out.push_str("<table class=\"kv\"><tbody>\n");
+    for (k, v) in rows {
+        let num = v.parse::<f64>().is_ok();
+        let _ = writeln!(
+            out,
+            "<tr><th>{}</th><td{}>{}</td></tr>",
+            esc(k),
+            if num { r#" class="num""# } else { "" },
+            esc(v)
+        );
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn filter_attrs(job: Option<&str>, host: Option<&str>, ts: Option<u64>) -> String {
+    let mut s = String::from(r#" class="f""#);
+    if let Some(j) = job {
+        let _ = write!(s, r#" data-job="{}""#, attr(j));
+    }
+    if let Some(h) = host {
+        let _ = write!(s, r#" data-host="{}""#, attr(h));
+    }
+    if let Some(t) = ts {
+        let _ = write!(s, r#" data-ts="{t}""#);
+    }
+    s
+}
+
+fn options(out: &mut String, id: &str, label: &str, values: &BTreeSet<&str>) {
+    let _ = write!(
+        out,
+        r#"<label>{label} <select id="{id}"><option value="">all</option>"#
+    );
+    for v in values {
+        let _ = write!(out, r#"<option value="{}">{}</option>"#, attr(v), esc(v));
+    }
+    out.push_str("</select></label>\n");
+}
+
+fn comparison_html(out: &mut String, job: &str, result: &Result<Comparison, String>) {
+    let _ = writeln!(
+        out,
+        r#"<section class="comparison f" data-job="{}"><h3>{}</h3>"#,
+        attr(job),
+        esc(job)
+    );
+    match result {
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                r#"<p class="verdict-error">Not compared: {}</p>"#,
+                esc(e)
+            );
+        }
+        Ok(c) => {
+            let _ = writeln!(
+                out,
+                "<p>A: {} ({} runs) &nbsp; B: {} ({} runs). {} of {} metrics differ.</p>",
+                esc(&c.a.selection),
+                c.a.runs,
+                esc(&c.b.selection),
+                c.b.runs,
+                c.differing().count(),
+                c.metrics.len()
+            );
+            out.push_str(
+                "<table class=\"verdicts\"><thead><tr><th>metric</th><th>A mean</th><th>A sd</th>\
+                 <th>B mean</th><th>B sd</th><th>change</th><th>verdict</th></tr></thead><tbody>\n",
+            );
+            for m in &c.metrics {
+                let class = match &m.verdict {
+                    Verdict::Significant { judgement, .. } => match judgement {
+                        Some(compare::Judgement::Better) => "better",
+                        Some(compare::Judgement::Worse) => "worse",
+                        None => "exact",
+                    },
+                    _ => "",
+                };
+                let name = match &m.role {
+                    Some(r) => format!("{} (role {r})", m.metric),
+                    None => m.metric.clone(),
+                };
+                let sd = |s: &crate::stats::Summary| s.stdev.map(fmt_num).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    r#"<tr class="{class}"><th>{}</th><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="verdict">{}</td></tr>"#,
+                    esc(&name),
+                    fmt_num(m.a.mean),
+                    sd(&m.a),
+                    fmt_num(m.b.mean),
+                    sd(&m.b),
+                    m.change_pct
+                        .map(|p| format!("{}%", fmt_num(p)))
+                        .unwrap_or_default(),
+                    esc(&m.text)
+                );
+            }
+            out.push_str("</tbody></table>\n");
+            for n in &c.notes {
+                let _ = writeln!(out, r#"<p class="note">{}</p>"#, esc(n));
+            }
+        }
+    }
+    out.push_str("</section>\n");
+}
+
+/// The page over `rows` (any order; shown newest first).
+pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
+    let mut rows: Vec<&RunRow> = rows.iter().collect();
+    rows.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then(b.id.cmp(&a.id)));
+    let title = if opts.title.is_empty() {
+        "rackbench report"
+    } else {
+        &opts.title
+    };
+    let mut out = String::with_capacity(64 * 1024);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    out.push_str(r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#);
+    out.push('\n');
+    if let Some(s) = opts.refresh_secs {
+        let _ = writeln!(out, r#"<meta http-equiv="refresh" content="{s}">"#);
+    }
+    let _ = writeln!(
+        out,
+        "<title>{}</title>\n<style>{STYLE}</style></head>",
+        esc(title)
+    );
+    let _ = writeln!(out, "<body>\n<h1>{}</h1>", esc(title));
+    let _ = writeln!(
+        out,
+        "<p>{} runs ({}), generated {}.{}</p>",
+        rows.len(),
+        esc(if opts.selection.is_empty() {
+            "all runs"
+        } else {
+            &opts.selection
+        }),
+        when(opts.generated_at),
+        match opts.refresh_secs {
+            Some(s) => format!(" The page reloads every {s} s."),
+            None => String::new(),
+        }
+    );
+
+    let jobs: BTreeSet<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+    let hosts: BTreeSet<&str> = rows.iter().map(|r| r.hostname.as_str()).collect();
+    out.push_str("<div id=\"filters\">");
+    options(&mut out, "f-job", "Job", &jobs);
+    options(&mut out, "f-host", "Host", &hosts);
+    let (first, last) = (
+        rows.last().map(|r| day(r.timestamp)).unwrap_or_default(),
+        rows.first().map(|r| day(r.timestamp)).unwrap_or_default(),
+    );
+    let _ = write!(
+        out,
+        r#"<label>From <input type="date" id="f-since" min="{first}" max="{last}"></label><label>to <input type="date" id="f-until" min="{first}" max="{last}"></label><button type="button" id="f-reset">all</button> <span id="shown">{}</span> runs shown</div>"#,
+        rows.len()
+    );
+    out.push('\n');
+
+    out.push_str("<h2 id=\"runs-heading\">Runs</h2>\n<table id=\"runs\"><thead><tr><th>run</th><th>job</th><th>role</th><th>iter</th><th>when</th><th>host</th><th>result</th></tr></thead><tbody>\n");
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            r##"<tr{}><td><a href="#run-{}">{}</a></td><td>{}</td><td>{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"##,
+            filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp)),
+            r.id,
+            esc(&r.run_id),
+            esc(&r.job),
+            esc(r.role.as_deref().unwrap_or("")),
+            r.iteration,
+            when(r.timestamp),
+            esc(&r.hostname),
+            if r.success { "ok" } else { "failed" },
+            if r.success { "ok" } else { "FAILED" },
+        );
+    }
+    out.push_str("</tbody></table>\n");
+
+    let owned: Vec<RunRow> = rows.iter().map(|r| (*r).clone()).collect();
+    let comps = comparisons(&owned);
+    out.push_str("<h2 id=\"comparisons\">Host comparisons</h2>\n");
+    if comps.is_empty() {
+        out.push_str("<p>No job in this selection was run on two hosts.</p>\n");
+    }
+    for (job, c) in &comps {
+        comparison_html(&mut out, job, c);
+    }
+
+    let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    for r in &rows {
+        by_job.entry(r.job.as_str()).or_default().push(r);
+    }
+    let job_figs: Vec<(&str, Vec<PageChart>)> = by_job
+        .iter()
+        .map(|(j, rs)| (*j, job_charts(j, rs)))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    if !job_figs.is_empty() {
+        out.push_str("<h2 id=\"jobs\">Across runs</h2>\n");
+        for (job, charts) in &job_figs {
+            let _ = writeln!(out, "<div{}>", filter_attrs(Some(job), None, None));
+            for c in charts {
+                figure(&mut out, c);
+            }
+            out.push_str("</div>\n");
+        }
+    }
+
+    out.push_str("<h2 id=\"details\">Run details</h2>\n");
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            r#"<section id="run-{}"{}>"#,
+            r.id,
+            filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp))
+                .replace(r#"class="f""#, r#"class="run f""#)
+        );
+        let _ = writeln!(
+            out,
+            r#"<h3>{} &middot; run {} iteration {}{} &middot; {} &middot; {} &middot; <span class="{}">{}</span></h3>"#,
+            esc(&r.job),
+            esc(&r.run_id),
+            r.iteration,
+            r.role
+                .as_deref()
+                .map(|x| format!(" role {}", esc(x)))
+                .unwrap_or_default(),
+            esc(&r.hostname),
+            when(r.timestamp),
+            if r.success { "ok" } else { "failed" },
+            if r.success { "ok" } else { "FAILED" },
+        );
+        let args = shell_words::join(&r.args);
+        let _ = writeln!(
+            out,
+            "<p>{} <code class=\"args\">{}</code></p>",
+            esc(&r.benchmark),
+            esc(&args)
+        );
+        for c in run_charts(r) {
+            figure(&mut out, &c);
+        }
+        let metrics = flatten(&r.metrics);
+        let _ = writeln!(
+            out,
+            "<details class=\"metrics\"><summary>Metrics ({} values)</summary>",
+            metrics.len()
+        );
+        kv_table(&mut out, &metrics);
+        out.push_str("</details>\n");
+        let machine = flatten(&r.machine);
+        let _ = writeln!(
+            out,
+            "<details class=\"machine\"><summary>Machine ({} values)</summary>",
+            machine.len()
+        );
+        kv_table(&mut out, &machine);
+        out.push_str("</details>\n</section>\n");
+    }
+    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn row(id: i64, job: &str, bench: &str, host: &str, metrics: Value) -> RunRow {
+        RunRow {
+            id,
+            run_id: format!("r{id}"),
+            job: job.into(),
+            benchmark: bench.into(),
+            role: None,
+            iteration: 1,
+            timestamp: 1_795_000_000 + id as u64 * 60,
+            success: true,
+            hostname: host.into(),
+            args: vec!["--x".into(), "a b".into()],
+            machine: json!({"hostname": host, "cpu": {"model": "<Fake & CPU>"}}),
+            metrics,
+            report_path: None,
+            artifacts_dir: None,
+            record: None,
+        }
+    }
+
+    fn ladder_metrics(p99: f64) -> Value {
+        json!({
+            "target_latency_msec": 20.0,
+            "target_percentile": "99p",
+            "probes": [
+                {"seq": 0, "phase": "warmup", "requested_qps": 0.0, "achieved_qps": 800.0, "target_value_ms": 45.0, "passed": true},
+                {"seq": 1, "phase": "bracket", "requested_qps": 400.0, "achieved_qps": 398.0, "target_value_ms": 34.0, "passed": false},
+                {"seq": 2, "phase": "bracket", "requested_qps": 200.0, "achieved_qps": 201.0, "target_value_ms": 15.0, "passed": true},
+                {"seq": 3, "phase": "final", "requested_qps": 250.0, "achieved_qps": 249.0, "target_value_ms": p99, "passed": true}
+            ],
+            "final_series": [
+                {"second": 0, "completed": 240, "errors": 0, "p50_ms": 11.0, "p99_ms": 18.0},
+                {"second": 1, "completed": 251, "errors": 1, "p50_ms": 12.0, "p99_ms": 19.0}
+            ],
+            "final_latency": {"p50_ms": 11.0, "p90_ms": 14.0, "p99_ms": p99, "p999_ms": 25.0, "count": 500},
+            "peak_qps": 800.0
+        })
+    }
+
+    #[test]
+    fn percentile_keys() {
+        assert_eq!(percentile_of("p50"), Some((50.0, None)));
+        assert_eq!(percentile_of("p999_ms"), Some((99.9, Some("ms"))));
+        assert_eq!(percentile_of("p99.9"), Some((99.9, None)));
+        assert_eq!(percentile_of("p9999_us"), Some((99.99, Some("µs"))));
+        assert_eq!(percentile_of("peak_qps"), None);
+        assert_eq!(percentile_of("p"), None);
+        assert_eq!(percentile_of("max_ms"), None);
+    }
+
+    #[test]
+    fn text_from_the_store_is_escaped() {
+        let mut r = row(
+            1,
+            "job<script>alert(1)</script>",
+            "calibrate",
+            "h\"1&",
+            json!({"note": "<b>x</b>", "v": 1.5}),
+        );
+        r.args.push("<img src=x onerror=alert(2)>".into());
+        let html = page(&[r], &PageOptions::default());
+        assert!(!html.contains("<script>alert(1)"), "job name not escaped");
+        assert!(html.contains("job&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!html.contains("<img src=x"), "args not escaped");
+        assert!(!html.contains("<b>x</b>"));
+        assert!(html.contains("&lt;b&gt;x&lt;/b&gt;"));
+        assert!(html.contains(r#"data-host="h&quot;1&amp;""#), "{html}");
+        assert!(html.contains("&lt;Fake &amp; CPU&gt;"));
+        // Exactly one script element: the page's own.
+        assert_eq!(html.matches("<script").count(), 1);
+    }
+
+    #[test]
+    fn page_has_filters_runs_and_a_chart_per_kind() {
+        let rows = vec![
+            row(
+                1,
+                "calibrate_quick",
+                "calibrate",
+                "h1",
+                ladder_metrics(19.0),
+            ),
+            row(
+                2,
+                "cachebench_mini",
+                "cachebench",
+                "h1",
+                json!({"hit_ratio_pct": 67.0, "ram_hit_ratio_pct": 67.0,
+                "nvm": {"hit_ratio_pct": 30.0, "device_read_latency_us": {"p50": 80, "p90": 120, "p99": 300, "p999": 900, "max": 1000}}}),
+            ),
+            row(
+                3,
+                "distbench_mini",
+                "distbench",
+                "h2",
+                json!({"tests": [{"name": "t1",
+                "rpcs": {"client_server_rpc": {"latency_us": {"p50": 700.0, "p90": 900.0, "p99": 2000.0, "p99.9": 3000.0}}}}]}),
+            ),
+        ];
+        let html = page(
+            &rows,
+            &PageOptions {
+                title: "T".into(),
+                ..Default::default()
+            },
+        );
+        for id in [
+            "f-job",
+            "f-host",
+            "f-since",
+            "f-until",
+            "runs",
+            "data-report-ready",
+        ] {
+            assert!(html.contains(id), "{id}");
+        }
+        // Every job and host is a filter option, every run a table row.
+        for v in [
+            "calibrate_quick",
+            "cachebench_mini",
+            "distbench_mini",
+            "h1",
+            "h2",
+        ] {
+            assert!(html.contains(&format!(r#"<option value="{v}">"#)), "{v}");
+        }
+        assert_eq!(html.matches(r#"<tr class="f" data-job"#).count(), 3);
+        for kind in [
+            "ladder",
+            "ladder_qps",
+            "series_counts",
+            "series_latency",
+            "percentiles",
+            "hit_ratio",
+        ] {
+            assert!(html.contains(&format!(r#"data-kind="{kind}""#)), "{kind}");
+        }
+        assert!(html.contains("Distbench latency per RPC"));
+        assert!(html.contains("client_server_rpc"));
+        assert!(html.contains("nvm.device_read_latency_us"));
+        // Self-contained: nothing loaded from elsewhere.
+        assert!(!html.contains("src=\"http"), "external source");
+        assert!(!html.contains("href=\"http"), "external link");
+        // Every metric is listed, flattened.
+        assert!(html.contains("<th>probes[3].target_value_ms</th>"));
+        assert!(html.contains("<th>final_latency.p999_ms</th>"));
+        // No comparison: each job ran on one host.
+        assert!(html.contains("No job in this selection was run on two hosts"));
+        assert!(!html.contains("refresh"));
+        let served = page(
+            &rows,
+            &PageOptions {
+                refresh_secs: Some(7),
+                ..Default::default()
+            },
+        );
+        assert!(served.contains(r#"<meta http-equiv="refresh" content="7">"#));
+    }
+
+    #[test]
+    fn ladder_points_are_split_by_outcome() {
+        let r = row(1, "c", "calibrate", "h", ladder_metrics(19.0));
+        let charts = run_charts(&r);
+        let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
+        let series = |n: &str| {
+            l.series
+                .iter()
+                .find(|s| s.name == n)
+                .unwrap()
+                .points
+                .clone()
+        };
+        assert_eq!(series("pass"), vec![(200.0, 15.0)]);
+        assert_eq!(series("fail"), vec![(400.0, 34.0)]);
+        assert_eq!(series("final run"), vec![(250.0, 19.0)]);
+        assert_eq!(series("unthrottled"), vec![(800.0, 45.0)]);
+        assert_eq!(series("target"), vec![(200.0, 20.0), (800.0, 20.0)]);
+        assert!(
+            l.title.contains("99p") && l.title.contains("20 ms"),
+            "{}",
+            l.title
+        );
+        // A run without probes or percentiles has no charts.
+        assert!(run_charts(&row(2, "x", "x", "h", json!({"ops": 3}))).is_empty());
+    }
+
+    #[test]
+    fn two_hosts_are_compared_with_a_verdict() {
+        let mut rows = Vec::new();
+        for i in 0..3 {
+            rows.push(row(
+                i,
+                "calibrate_quick",
+                "calibrate",
+                "h1",
+                json!({"peak_qps": 800.0 + i as f64}),
+            ));
+            rows.push(row(
+                10 + i,
+                "calibrate_quick",
+                "calibrate",
+                "h2",
+                json!({"peak_qps": 900.0 + i as f64}),
+            ));
+        }
+        rows.push(row(
+            20,
+            "calibrate_quick",
+            "calibrate",
+            "h3",
+            json!({"peak_qps": 1.0}),
+        ));
+        let comps = comparisons(&rows);
+        assert_eq!(comps.len(), 1);
+        let c = comps[0].1.as_ref().unwrap();
+        assert!(c.a.selection.contains("h1") && c.b.selection.contains("h2"));
+        let html = page(&rows, &PageOptions::default());
+        assert!(html.contains(r#"<section class="comparison f" data-job="calibrate_quick">"#));
+        assert!(html.contains(r#"<td class="verdict">"#));
+        let m = &c.metrics[0];
+        assert!(html.contains(&*esc(&m.text).to_string()), "{}", m.text);
+    }
+}

@@ -1,0 +1,90 @@
+//! `rackbench serve`: the report page over HTTP, made afresh from the store
+//! for each request, on one listener per address (loopback v4 and v6 by
+//! default). Ctrl-C stops it.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use harness::Cancel;
+use harness::store::Store;
+
+use crate::{HtmlSelection, html_page};
+
+/// Seconds between the page's own reloads.
+const REFRESH_SECS: u32 = 10;
+
+pub fn serve(db: &Path, bind: &[IpAddr], port: u16, sel: &HtmlSelection) -> anyhow::Result<()> {
+    // Fail early on a store that cannot be opened.
+    Store::open(db)?;
+    let addrs: Vec<IpAddr> = if bind.is_empty() {
+        vec![
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ]
+    } else {
+        bind.to_vec()
+    };
+    let cancel = Cancel::global();
+    let mut threads = Vec::new();
+    for ip in addrs {
+        let server = tiny_http::Server::http(SocketAddr::new(ip, port))
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", SocketAddr::new(ip, port)))?;
+        let local = server
+            .server_addr()
+            .to_ip()
+            .context("the server has no IP address")?;
+        println!("listening on http://{local}/");
+        let (db, sel, cancel) = (db.to_path_buf(), sel.clone(), cancel.clone());
+        threads.push(std::thread::spawn(move || run(server, db, sel, cancel)));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+fn run(server: tiny_http::Server, db: PathBuf, sel: HtmlSelection, cancel: Cancel) {
+    while !cancel.is_stopped() {
+        let req = match server.recv_timeout(Duration::from_millis(200)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                eprintln!("rackbench serve: {e}");
+                continue;
+            }
+        };
+        let path = req.url().split('?').next().unwrap_or("/");
+        let html = tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8");
+        let text = tiny_http::Header::from_bytes("Content-Type", "text/plain; charset=utf-8");
+        let resp = if path == "/" || path == "/index.html" {
+            match Store::open(&db)
+                .map_err(anyhow::Error::from)
+                .and_then(|s| html_page(&s, &sel, Some(REFRESH_SECS)))
+            {
+                Ok(page) => {
+                    let mut r = tiny_http::Response::from_string(page);
+                    if let Ok(h) = html {
+                        r.add_header(h);
+                    }
+                    r
+                }
+                Err(e) => {
+                    let mut r = tiny_http::Response::from_string(format!("error: {e:#}\n"))
+                        .with_status_code(500);
+                    if let Ok(h) = text {
+                        r.add_header(h);
+                    }
+                    r
+                }
+            }
+        } else {
+            tiny_http::Response::from_string("not found; the report is at /\n")
+                .with_status_code(404)
+        };
+        if let Err(e) = req.respond(resp) {
+            eprintln!("rackbench serve: cannot answer: {e}");
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! `rackbench report html` over a store filled by the mini jobs, rendered
+//! in headless Chromium, and `rackbench serve` on 127.0.0.1 and ::1.
+//!
+//! The harness has no hostname override, so the second host is made by
+//! copying the store's rows with SQL under the hostname `fake-host-b`.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn rackbench(db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    c.arg("--db").arg(db);
+    c
+}
+
+fn fill_store(dir: &Path) -> PathBuf {
+    let db = dir.join("r.db");
+    let st = rackbench(&db)
+        .arg("--output-dir")
+        .arg(dir)
+        .args([
+            "run",
+            "-n",
+            "2",
+            "feedsim_mini",
+            "distbench_mini",
+            "cachebench_mini",
+            "calibrate_quick",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    // A failed probe search still records its run; the rows matter here.
+    let _ = st;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let cols: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('runs') WHERE name NOT IN ('id', 'hostname')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let cols = cols.join(", ");
+    let n = conn
+        .execute(
+            &format!("INSERT INTO runs ({cols}, hostname) SELECT {cols}, 'fake-host-b' FROM runs"),
+            [],
+        )
+        .unwrap();
+    assert!(n >= 8, "{n} rows copied");
+    db
+}
+
+#[test]
+fn report_html_is_self_contained_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fill_store(dir.path());
+    let out = dir.path().join("report.html");
+    let st = rackbench(&db)
+        .args(["report", "html", "--out"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let html = std::fs::read_to_string(&out).unwrap();
+    for bad in [
+        "src=\"http",
+        "href=\"http",
+        "src='http",
+        "href='http",
+        "@import",
+    ] {
+        assert!(!html.contains(bad), "external reference {bad}");
+    }
+    assert!(html.contains(r#"<table id="runs">"#));
+    assert!(html.contains(r#"data-kind="ladder""#));
+    assert!(
+        html.contains(r#"<td class="verdict">"#),
+        "no comparison verdict"
+    );
+    assert!(html.contains("fake-host-b"));
+
+    if Command::new("chromium").arg("--version").output().is_err() {
+        testenv::skip(
+            "CHROMIUM",
+            "chromium is not installed (apt-get install chromium)",
+        );
+        return;
+    }
+    let t0 = Instant::now();
+    let url = format!("file://{}", out.display());
+    let dom = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(&url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&dom.stderr);
+    assert!(!err.contains("CONSOLE"), "console output: {err}");
+    assert!(!err.contains("Uncaught"), "script error: {err}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains(r#"data-report-ready="1""#),
+        "the page's script did not run"
+    );
+    let shot =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report_html_screenshot.png");
+    let st = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1280,2400",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    eprintln!(
+        "screenshot: {} (chromium took {:?})",
+        shot.display(),
+        t0.elapsed()
+    );
+}
+
+fn get(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET / HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
+#[test]
+fn serve_answers_on_both_loopbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.db");
+    let mut child = rackbench(&db)
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addrs = Vec::new();
+    for _ in 0..2 {
+        let l = lines.next().unwrap().unwrap();
+        addrs.push(
+            l.strip_prefix("listening on http://")
+                .unwrap()
+                .trim_end_matches('/')
+                .to_string(),
+        );
+    }
+    assert!(addrs[0].starts_with("127.0.0.1:"), "{addrs:?}");
+    assert!(addrs[1].starts_with("[::1]:"), "{addrs:?}");
+    for a in &addrs {
+        let r = get(a);
+        assert!(r.starts_with("HTTP/1.") && r.contains(" 200 "), "{r}");
+        assert!(r.contains(r#"<table id="runs">"#));
+        assert!(r.contains(r#"http-equiv="refresh""#));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
