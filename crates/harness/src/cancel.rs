@@ -23,6 +23,9 @@ pub struct Cancel {
 
 static GLOBAL: OnceLock<Cancel> = OnceLock::new();
 static PRESSES: AtomicU8 = AtomicU8::new(0);
+/// What the first Ctrl-C prints, when not the default (a command that runs
+/// no load says what it stops instead).
+static MESSAGE: OnceLock<&'static str> = OnceLock::new();
 
 impl Cancel {
     /// A flag not tied to signals (tests, nested runs).
@@ -45,12 +48,23 @@ impl Cancel {
                         eprintln!("\nsecond interrupt: exiting now");
                         std::process::exit(130);
                     }
-                    eprintln!("\ninterrupted: stopping the load and saving partial results (Ctrl-C again to quit now)");
+                    eprintln!(
+                        "\n{}",
+                        MESSAGE.get().copied().unwrap_or(
+                            "interrupted: stopping the load and saving partial results (Ctrl-C again to quit now)"
+                        )
+                    );
                     handler.stop(StopReason::Interrupted);
                 });
                 c
             })
             .clone()
+    }
+
+    /// Sets what the first Ctrl-C prints (the first call per process wins;
+    /// read when the interrupt comes).
+    pub fn set_interrupt_message(message: &'static str) {
+        let _ = MESSAGE.set(message);
     }
 
     /// Raises the flag (the first reason wins).

@@ -26,6 +26,7 @@ pub fn serve(db: &Path, bind: &[IpAddr], port: u16, sel: &HtmlSelection) -> anyh
     } else {
         bind.to_vec()
     };
+    Cancel::set_interrupt_message("interrupted: stopping the server");
     let cancel = Cancel::global();
     let mut threads = Vec::new();
     for ip in addrs {
