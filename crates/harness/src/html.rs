@@ -42,6 +42,8 @@ pub struct PageOptions {
     pub refresh_secs: Option<u32>,
     /// When the page was made, Unix seconds.
     pub generated_at: u64,
+    /// A comparison the caller selected the sides of, shown first.
+    pub requested: Option<RequestedComparison>,
 }
 
 /// A chart of one kind, as placed on the page.
@@ -58,8 +60,8 @@ type Found = BTreeMap<&'static str, Vec<(String, Vec<(f64, f64)>)>>;
 /// Points per series name, per host.
 type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
 
-const CHART_W: u32 = 760;
-const CHART_H: u32 = 360;
+pub const CHART_W: u32 = 760;
+pub const CHART_H: u32 = 360;
 
 fn when(ts: u64) -> String {
     match jiff::Timestamp::from_second(ts as i64) {
@@ -123,6 +125,9 @@ pub fn run_charts(row: &RunRow) -> Vec<PageChart> {
         out.extend(per_second(series));
     }
     out.extend(percentiles(row));
+    out.extend(crate::html_cachebench::charts(row));
+    out.extend(crate::html_distbench::charts(row));
+    out.extend(crate::html_resctl::charts(row));
     out
 }
 
@@ -417,9 +422,35 @@ pub fn job_charts(job: &str, rows: &[&RunRow]) -> Vec<PageChart> {
     }]
 }
 
-/// For each job run on two or more hosts: the comparison of the two hosts
-/// with the most successful runs (then by name), or why there is none.
-pub fn comparisons(rows: &[RunRow]) -> Vec<(String, Result<Comparison, String>)> {
+/// Hosts per job offered for comparison on the page: the ones with the
+/// most successful runs. Every ordered pair of them is compared (30 pairs
+/// at most), so the page stays small on a big fleet.
+pub const MAX_COMPARED_HOSTS: usize = 6;
+
+/// One host-against-host comparison of a job.
+#[derive(Debug, Clone)]
+pub struct HostComparison {
+    pub job: String,
+    pub a_host: String,
+    pub b_host: String,
+    /// The pair shown before the reader picks hosts: the two hosts with the
+    /// most successful runs (then by name), A the one with more.
+    pub default: bool,
+    pub result: Result<Comparison, String>,
+}
+
+/// A comparison asked for by the caller (`report html --a-host ...`).
+#[derive(Debug, Clone)]
+pub struct RequestedComparison {
+    /// How the two sides were selected, as the reader should see it.
+    pub what: String,
+    pub result: Result<Comparison, String>,
+}
+
+/// For each job run on two or more hosts: every ordered pair of its
+/// [`MAX_COMPARED_HOSTS`] most-run hosts compared, A against B (the page
+/// lets the reader pick the pair; `default` marks the one shown first).
+pub fn comparisons(rows: &[RunRow]) -> Vec<HostComparison> {
     let mut jobs: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
         jobs.entry(r.job.as_str()).or_default().push(r);
@@ -435,6 +466,7 @@ pub fn comparisons(rows: &[RunRow]) -> Vec<(String, Result<Comparison, String>)>
         }
         let mut hosts: Vec<(&str, usize)> = count.into_iter().collect();
         hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        hosts.truncate(MAX_COMPARED_HOSTS);
         let side = |host: &str| SideRows {
             selection: format!("host {host}, job {job}"),
             rows: rs
@@ -444,9 +476,22 @@ pub fn comparisons(rows: &[RunRow]) -> Vec<(String, Result<Comparison, String>)>
                 .collect(),
         };
         let history: Vec<RunRow> = rs.iter().map(|r| (*r).clone()).collect();
-        let result = compare::compare(&side(hosts[0].0), &side(hosts[1].0), &history)
-            .map_err(|e| e.to_string());
-        out.push((job.to_string(), result));
+        for (i, (a, _)) in hosts.iter().enumerate() {
+            for (j, (b, _)) in hosts.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let result =
+                    compare::compare(&side(a), &side(b), &history).map_err(|e| e.to_string());
+                out.push(HostComparison {
+                    job: job.to_string(),
+                    a_host: a.to_string(),
+                    b_host: b.to_string(),
+                    default: i == 0 && j == 1,
+                    result,
+                });
+            }
+        }
     }
     out
 }
@@ -475,8 +520,25 @@ const SCRIPT: &str = r#"
     job: document.getElementById('f-job'),
     host: document.getElementById('f-host'),
     since: document.getElementById('f-since'),
-    until: document.getElementById('f-until')
+    until: document.getElementById('f-until'),
+    a: document.getElementById('cmp-a'),
+    b: document.getElementById('cmp-b')
   };
+  Object.keys(f).forEach(function (k) { if (!f[k]) delete f[k]; });
+  function pairs() {
+    var a = f.a ? f.a.value : '', b = f.b ? f.b.value : '';
+    document.querySelectorAll('.cmpjob').forEach(function (g) {
+      var n = 0;
+      g.querySelectorAll('.cmp').forEach(function (e) {
+        var d = e.dataset;
+        var show = (!a && !b) ? d.default === '1' :
+          ((!a || d.a === a) && (!b || d.b === b));
+        e.hidden = !show;
+        if (show) n++;
+      });
+      g.querySelector('.nopair').hidden = n > 0;
+    });
+  }
   function day(v, add) {
     if (!v) return add ? Infinity : -Infinity;
     var t = Date.parse(v + 'T00:00:00Z') / 1000;
@@ -495,6 +557,7 @@ const SCRIPT: &str = r#"
       if (ok && e.tagName === 'TR') shown++;
     });
     document.getElementById('shown').textContent = String(shown);
+    pairs();
     if (save) {
       var q = new URLSearchParams();
       Object.keys(f).forEach(function (k) { if (f[k].value) q.set(k, f[k].value); });
@@ -569,13 +632,9 @@ fn options(out: &mut String, id: &str, label: &str, values: &BTreeSet<&str>) {
     out.push_str("</select></label>\n");
 }
 
-fn comparison_html(out: &mut String, job: &str, result: &Result<Comparison, String>) {
-    let _ = writeln!(
-        out,
-        r#"<section class="comparison f" data-job="{}"><h3>{}</h3>"#,
-        attr(job),
-        esc(job)
-    );
+/// One comparison's sides, verdict table and notes (its caller opens and
+/// closes the element around it).
+fn comparison_body(out: &mut String, result: &Result<Comparison, String>) {
     match result {
         Err(e) => {
             let _ = writeln!(
@@ -633,7 +692,72 @@ fn comparison_html(out: &mut String, job: &str, result: &Result<Comparison, Stri
             }
         }
     }
-    out.push_str("</section>\n");
+}
+
+/// The comparisons part of the page: the requested one, then per job its
+/// host pairs, one shown at a time (the A/B host choosers pick it).
+fn comparisons_html(out: &mut String, rows: &[&RunRow], requested: Option<&RequestedComparison>) {
+    if let Some(r) = requested {
+        out.push_str("<h2 id=\"requested\">Requested comparison</h2>\n");
+        let _ = writeln!(
+            out,
+            r#"<section class="comparison requested"><p>{}</p>"#,
+            esc(&r.what)
+        );
+        comparison_body(out, &r.result);
+        out.push_str("</section>\n");
+    }
+    let owned: Vec<RunRow> = rows.iter().map(|r| (*r).clone()).collect();
+    let comps = comparisons(&owned);
+    out.push_str("<h2 id=\"comparisons\">Host comparisons</h2>\n");
+    if comps.is_empty() {
+        out.push_str("<p>No job in this selection was run on two hosts.</p>\n");
+        return;
+    }
+    let hosts: BTreeSet<&str> = comps
+        .iter()
+        .flat_map(|c| [c.a_host.as_str(), c.b_host.as_str()])
+        .collect();
+    out.push_str("<p id=\"cmp-choose\">");
+    options(out, "cmp-a", "A host", &hosts);
+    options(out, "cmp-b", "B host", &hosts);
+    let _ = writeln!(
+        out,
+        "(none chosen: per job its two most-run hosts; at most {MAX_COMPARED_HOSTS} hosts per job are compared)</p>"
+    );
+    let mut by_job: BTreeMap<&str, Vec<&HostComparison>> = BTreeMap::new();
+    for c in &comps {
+        by_job.entry(c.job.as_str()).or_default().push(c);
+    }
+    for (job, cs) in by_job {
+        let _ = writeln!(
+            out,
+            r#"<div class="cmpjob f" data-job="{}"><h3>{}</h3>"#,
+            attr(job),
+            esc(job)
+        );
+        for c in cs {
+            let _ = writeln!(
+                out,
+                r#"<section class="comparison cmp" data-a="{}" data-b="{}"{}{}><h4>{} (A) against {} (B)</h4>"#,
+                attr(&c.a_host),
+                attr(&c.b_host),
+                if c.default {
+                    r#" data-default="1""#
+                } else {
+                    ""
+                },
+                if c.default { "" } else { " hidden" },
+                esc(&c.a_host),
+                esc(&c.b_host)
+            );
+            comparison_body(out, &c.result);
+            out.push_str("</section>\n");
+        }
+        out.push_str(
+            "<p class=\"nopair\" hidden>The chosen hosts have not both run this job.</p></div>\n",
+        );
+    }
 }
 
 /// The page over `rows` (any order; shown newest first).
@@ -709,15 +833,7 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
     }
     out.push_str("</tbody></table>\n");
 
-    let owned: Vec<RunRow> = rows.iter().map(|r| (*r).clone()).collect();
-    let comps = comparisons(&owned);
-    out.push_str("<h2 id=\"comparisons\">Host comparisons</h2>\n");
-    if comps.is_empty() {
-        out.push_str("<p>No job in this selection was run on two hosts.</p>\n");
-    }
-    for (job, c) in &comps {
-        comparison_html(&mut out, job, c);
-    }
+    comparisons_html(&mut out, &rows, opts.requested.as_ref());
 
     let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in &rows {
@@ -773,7 +889,14 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
         for c in run_charts(r) {
             figure(&mut out, &c);
         }
-        let metrics = flatten(&r.metrics);
+        // The hooks' outputs (`metrics.hooks`, by hook name) apart from the
+        // workload's metrics.
+        let mut workload = r.metrics.clone();
+        let hooks = workload
+            .as_object_mut()
+            .and_then(|m| m.remove("hooks"))
+            .filter(|h| h.as_object().is_some_and(|o| !o.is_empty()));
+        let metrics = flatten(&workload);
         let _ = writeln!(
             out,
             "<details class=\"metrics\"><summary>Metrics ({} values)</summary>",
@@ -781,6 +904,19 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
         );
         kv_table(&mut out, &metrics);
         out.push_str("</details>\n");
+        if let Some(h) = hooks {
+            let names: Vec<&str> = h
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "<details class=\"hooks\"><summary>Hook outputs ({})</summary>",
+                esc(&names.join(", "))
+            );
+            kv_table(&mut out, &flatten(&h));
+            out.push_str("</details>\n");
+        }
         let machine = flatten(&r.machine);
         let _ = writeln!(
             out,
@@ -888,6 +1024,7 @@ mod tests {
                 "cachebench",
                 "h1",
                 json!({"hit_ratio_pct": 67.0, "ram_hit_ratio_pct": 67.0,
+                "hooks": {"cpu-mpstat": {"avg_busy_pct": 41.5}},
                 "nvm": {"hit_ratio_pct": 30.0, "device_read_latency_us": {"p50": 80, "p90": 120, "p99": 300, "p999": 900, "max": 1000}}}),
             ),
             row(
@@ -927,6 +1064,11 @@ mod tests {
             assert!(html.contains(&format!(r#"<option value="{v}">"#)), "{v}");
         }
         assert_eq!(html.matches(r#"<tr class="f" data-job"#).count(), 3);
+        // Hook outputs have their own block, not the metrics table.
+        assert_eq!(html.matches("Hook outputs (cpu-mpstat)").count(), 1);
+        let hooks_at = html.find("Hook outputs").unwrap();
+        let value_at = html.find("cpu-mpstat.avg_busy_pct").unwrap();
+        assert!(value_at > hooks_at);
         for kind in [
             "ladder",
             "ladder_qps",
@@ -1012,14 +1154,81 @@ mod tests {
             "h3",
             json!({"peak_qps": 1.0}),
         ));
+        // Three hosts: every ordered pair, the two most-run hosts first.
         let comps = comparisons(&rows);
-        assert_eq!(comps.len(), 1);
-        let c = comps[0].1.as_ref().unwrap();
+        assert_eq!(comps.len(), 6);
+        let defaults: Vec<&HostComparison> = comps.iter().filter(|c| c.default).collect();
+        assert_eq!(defaults.len(), 1);
+        let d = defaults[0];
+        assert_eq!((d.a_host.as_str(), d.b_host.as_str()), ("h1", "h2"));
+        let c = d.result.as_ref().unwrap();
         assert!(c.a.selection.contains("h1") && c.b.selection.contains("h2"));
+        // The reversed pair is there too, with the opposite change.
+        let rev = comps
+            .iter()
+            .find(|c| c.a_host == "h2" && c.b_host == "h1")
+            .unwrap()
+            .result
+            .as_ref()
+            .unwrap();
+        let (fwd, back) = (
+            c.metrics[0].change_pct.unwrap(),
+            rev.metrics[0].change_pct.unwrap(),
+        );
+        assert!(fwd > 0.0 && back < 0.0, "{fwd} {back}");
+        // h3 has one run: comparing it cannot judge noise, and says so.
+        assert!(comps.iter().any(|c| c.a_host == "h3"));
         let html = page(&rows, &PageOptions::default());
-        assert!(html.contains(r#"<section class="comparison f" data-job="calibrate_quick">"#));
+        assert!(html.contains(r#"<div class="cmpjob f" data-job="calibrate_quick">"#));
+        assert!(html.contains(
+            r#"<section class="comparison cmp" data-a="h1" data-b="h2" data-default="1">"#
+        ));
+        assert!(
+            html.contains(r#"<section class="comparison cmp" data-a="h2" data-b="h1" hidden>"#)
+        );
+        assert!(html.contains(r#"id="cmp-a""#) && html.contains(r#"id="cmp-b""#));
         assert!(html.contains(r#"<td class="verdict">"#));
         let m = &c.metrics[0];
         assert!(html.contains(&*esc(&m.text).to_string()), "{}", m.text);
+        assert!(!html.contains("Requested comparison"));
+        // A requested comparison comes first.
+        let html = page(
+            &rows,
+            &PageOptions {
+                requested: Some(RequestedComparison {
+                    what: "A: host h3; B: host h1".into(),
+                    result: Err("side A has no successful run".into()),
+                }),
+                ..Default::default()
+            },
+        );
+        let (req, hosts) = (
+            html.find("Requested comparison").unwrap(),
+            html.find("Host comparisons").unwrap(),
+        );
+        assert!(req < hosts);
+        assert!(html.contains("A: host h3; B: host h1"));
+    }
+
+    #[test]
+    fn hosts_compared_per_job_are_capped() {
+        let mut rows = Vec::new();
+        for h in 0..9 {
+            for i in 0..(2 + h) {
+                rows.push(row(
+                    (h * 100 + i) as i64,
+                    "j",
+                    "calibrate",
+                    &format!("h{h}"),
+                    json!({"peak_qps": 100.0 + (h * 10 + i) as f64}),
+                ));
+            }
+        }
+        let comps = comparisons(&rows);
+        assert_eq!(comps.len(), MAX_COMPARED_HOSTS * (MAX_COMPARED_HOSTS - 1));
+        // The most-run hosts are the ones kept.
+        assert!(comps.iter().all(|c| c.a_host != "h0" && c.b_host != "h0"));
+        let d = comps.iter().find(|c| c.default).unwrap();
+        assert_eq!((d.a_host.as_str(), d.b_host.as_str()), ("h8", "h7"));
     }
 }

@@ -202,6 +202,109 @@ struct HtmlSelection {
     /// Only runs before this date.
     #[arg(long, value_name = "DATE")]
     until: Option<String>,
+    #[command(flatten)]
+    cmp: HtmlCompare,
+}
+
+/// A comparison shown first on the page, its sides chosen as for `results
+/// compare` (within the page's --job). Without these the page compares,
+/// per job, the pair of hosts the reader picks on it.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Requested comparison")]
+struct HtmlCompare {
+    /// A run id of side A (repeatable).
+    #[arg(long = "a-run", value_name = "RUN_ID")]
+    a_run: Vec<String>,
+    /// A run id of side B (repeatable).
+    #[arg(long = "b-run", value_name = "RUN_ID")]
+    b_run: Vec<String>,
+    /// Side A's runs on this host.
+    #[arg(long = "a-host", value_name = "HOST")]
+    a_host: Option<String>,
+    /// Side B's runs on this host.
+    #[arg(long = "b-host", value_name = "HOST")]
+    b_host: Option<String>,
+    /// Side A's runs from this date on.
+    #[arg(long = "a-since", value_name = "DATE")]
+    a_since: Option<String>,
+    /// Side A's runs before this date.
+    #[arg(long = "a-until", value_name = "DATE")]
+    a_until: Option<String>,
+    /// Side B's runs from this date on.
+    #[arg(long = "b-since", value_name = "DATE")]
+    b_since: Option<String>,
+    /// Side B's runs before this date.
+    #[arg(long = "b-until", value_name = "DATE")]
+    b_until: Option<String>,
+}
+
+impl HtmlCompare {
+    fn given(&self) -> bool {
+        !self.a_run.is_empty()
+            || !self.b_run.is_empty()
+            || [
+                &self.a_host,
+                &self.b_host,
+                &self.a_since,
+                &self.a_until,
+                &self.b_since,
+                &self.b_until,
+            ]
+            .iter()
+            .any(|o| o.is_some())
+    }
+}
+
+/// The page's requested comparison, when `sel` asks for one: bad selectors
+/// are errors; sides that cannot be compared are shown as such.
+fn requested_comparison(
+    store: &Store,
+    sel: &HtmlSelection,
+) -> anyhow::Result<Option<harness::html::RequestedComparison>> {
+    let h = &sel.cmp;
+    if !h.given() {
+        return Ok(None);
+    }
+    let side_given = |run: &[String], sel: [&Option<String>; 3]| {
+        !run.is_empty() || sel.iter().any(|o| o.is_some())
+    };
+    for (name, given) in [
+        (
+            'A',
+            side_given(&h.a_run, [&h.a_host, &h.a_since, &h.a_until]),
+        ),
+        (
+            'B',
+            side_given(&h.b_run, [&h.b_host, &h.b_since, &h.b_until]),
+        ),
+    ] {
+        if !given {
+            let n = name.to_ascii_lowercase();
+            anyhow::bail!(
+                "the requested comparison's side {name} selects no runs of its own: give --{n}-run, --{n}-host, --{n}-since or --{n}-until"
+            );
+        }
+    }
+    let args = CompareArgs {
+        run_a: None,
+        run_b: None,
+        a_run: h.a_run.clone(),
+        b_run: h.b_run.clone(),
+        a_host: h.a_host.clone(),
+        b_host: h.b_host.clone(),
+        a_since: h.a_since.clone(),
+        a_until: h.a_until.clone(),
+        b_since: h.b_since.clone(),
+        b_until: h.b_until.clone(),
+        job: sel.job.clone(),
+        host: None,
+        last: None,
+        json: false,
+    };
+    let (a, b, history) = compare_sides(store, &args)?;
+    let what = format!("A: {}; B: {}", a.selection, b.selection);
+    let result = harness::compare::compare(&a, &b, &history).map_err(|e| e.to_string());
+    Ok(Some(harness::html::RequestedComparison { what, result }))
 }
 
 /// The report page over the store's runs that `sel` selects.
@@ -256,6 +359,7 @@ fn html_page(store: &Store, sel: &HtmlSelection, refresh: Option<u32>) -> anyhow
             ),
             refresh_secs: refresh,
             generated_at,
+            requested: requested_comparison(store, sel)?,
         },
     ))
 }
@@ -362,11 +466,40 @@ struct SideArgs<'a> {
 
 /// `results compare`: selects both sides, compares them, prints.
 fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
+    let (a, b, history) = compare_sides(store, &c)?;
+    let cmp = harness::compare::compare(&a, &b, &history)
+        .with_context(|| format!("cannot compare in {}", store.path().display()))?;
+    let text = if c.json {
+        serde_json::to_string(&cmp)? + "\n"
+    } else {
+        present::compare(&cmp)
+    };
+    // Written, not print!ed: a closed pipe (`| head`) ends the output
+    // quietly instead of panicking.
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write the comparison");
+    }
+    Ok(())
+}
+
+/// The two sides `c` selects, and the history their noise is judged on.
+fn compare_sides(
+    store: &Store,
+    c: &CompareArgs,
+) -> anyhow::Result<(
+    harness::compare::SideRows,
+    harness::compare::SideRows,
+    Vec<harness::store::RunRow>,
+)> {
     use harness::compare;
     use harness::store::RunFilter;
-    let (a_runs, b_runs) = match (c.run_a, c.run_b) {
-        (Some(a), Some(b)) => (vec![a], vec![b]),
-        _ => (c.a_run, c.b_run),
+    let (a_runs, b_runs) = match (&c.run_a, &c.run_b) {
+        (Some(a), Some(b)) => (vec![a.clone()], vec![b.clone()]),
+        _ => (c.a_run.clone(), c.b_run.clone()),
     };
     let sides = [
         SideArgs {
@@ -452,7 +585,8 @@ fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
             rows,
         });
     }
-    let (a, b) = (&selected[0], &selected[1]);
+    let b = selected.pop().context("side B")?;
+    let a = selected.pop().context("side A")?;
     let jobs = compare::jobs_needing_history(&a.rows, &b.rows);
     let history = if jobs.is_empty() {
         Vec::new()
@@ -471,23 +605,7 @@ fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
             ..Default::default()
         })?
     };
-    let cmp = compare::compare(a, b, &history)
-        .with_context(|| format!("cannot compare in {}", store.path().display()))?;
-    let text = if c.json {
-        serde_json::to_string(&cmp)? + "\n"
-    } else {
-        present::compare(&cmp)
-    };
-    // Written, not print!ed: a closed pipe (`| head`) ends the output
-    // quietly instead of panicking.
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e).context("cannot write the comparison");
-    }
-    Ok(())
+    Ok((a, b, history))
 }
 
 /// `results show RUN --text`: each row's upstream text from its record. A

@@ -82,6 +82,65 @@ fn report_html_is_self_contained_and_renders() {
         "no comparison verdict"
     );
     assert!(html.contains("fake-host-b"));
+    let local: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT hostname FROM runs WHERE hostname != 'fake-host-b' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    // Per job both orders of the pair are on the page, the one with more
+    // runs (here equal: by name) shown first.
+    for (a, b) in [
+        (local.as_str(), "fake-host-b"),
+        ("fake-host-b", local.as_str()),
+    ] {
+        assert!(
+            html.contains(&format!(
+                r#"class="comparison cmp" data-a="{a}" data-b="{b}""#
+            )),
+            "no {a} against {b}"
+        );
+    }
+
+    // A requested comparison: side A on the copy, side B on this host.
+    let req = dir.path().join("requested.html");
+    let o = rackbench(&db)
+        .args([
+            "report",
+            "html",
+            "--job",
+            "calibrate_quick",
+            "--a-host",
+            "fake-host-b",
+            "--b-host",
+        ])
+        .arg(&local)
+        .arg("--out")
+        .arg(&req)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&req).unwrap();
+    let at = page.find("Requested comparison").unwrap();
+    assert!(
+        page[at..]
+            .contains("A: job calibrate_quick, host fake-host-b; B: job calibrate_quick, host ")
+    );
+    assert!(at < page.find("Host comparisons").unwrap());
+    // One side alone is refused, naming the missing side.
+    let o = rackbench(&db)
+        .args(["report", "html", "--a-host", "fake-host-b", "--out"])
+        .arg(dir.path().join("none.html"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("side B selects no runs of its own: give --b-run"),
+        "{err}"
+    );
 
     if Command::new("chromium").arg("--version").output().is_err() {
         testenv::skip(
@@ -111,6 +170,33 @@ fn report_html_is_self_contained_and_renders() {
     assert!(
         dom.contains(r#"data-report-ready="1""#),
         "the page's script did not run"
+    );
+    // The host choosers, kept in the URL: the reverse of the default pair
+    // shows that pair and hides the default one.
+    let def = html
+        .split(r#"<section class="comparison cmp" data-a=""#)
+        .skip(1)
+        .find(|s| s.contains(r#"data-default="1""#))
+        .unwrap();
+    let (da, rest) = def.split_once('"').unwrap();
+    let db_ = rest.split('"').nth(1).unwrap();
+    let chosen = Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("{url}#a={db_}&b={da}"))
+        .output()
+        .unwrap();
+    let chosen = String::from_utf8_lossy(&chosen.stdout);
+    assert!(
+        chosen.contains(&format!(
+            r#"class="comparison cmp" data-a="{db_}" data-b="{da}">"#
+        )),
+        "the chosen pair is not shown"
+    );
+    assert!(
+        chosen.contains(&format!(
+            r#"class="comparison cmp" data-a="{da}" data-b="{db_}" data-default="1" hidden="">"#
+        )),
+        "the default pair is still shown"
     );
     let shot =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report_html_screenshot.png");
