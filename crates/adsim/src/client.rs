@@ -84,12 +84,29 @@ pub fn csv_row(seq: usize, p: &ProbeRecord, quantile: &str, target_ms: f64) -> S
     )
 }
 
-/// The CSV's closing row: the reported rate, or zeros when no rate met the
-/// target.
-fn last_row(seq: usize, reported: Option<&ProbeRecord>, quantile: &str, target_ms: f64) -> String {
+/// The CSV's closing row, upstream qps_search.sh's six columns
+/// `seq,qps_opt,final_qps,quantile,target_usec,latency_usec`: the reported
+/// rate, the achieved QPS of the last probe run (as upstream, whose
+/// `final_qps` is the last measurement's throughput; here that is the
+/// final run at the reported rate when there is one) and the reported
+/// rate's latency; zeros when no rate met the target.
+fn last_row(
+    seq: usize,
+    reported: Option<&ProbeRecord>,
+    last: Option<&ProbeRecord>,
+    quantile: &str,
+    target_ms: f64,
+) -> String {
+    let target = target_ms * 1000.0;
     match reported {
-        Some(p) => csv_row(seq + 1, p, quantile, target_ms),
-        None => format!("{},0,0,0,{quantile},{:.0},0", seq + 1, target_ms * 1000.0),
+        Some(p) => format!(
+            "{},{:.3},{:.3},{quantile},{target:.0},{:.0}",
+            seq + 1,
+            p.requested_qps,
+            last.map_or(p.achieved_qps, |l| l.achieved_qps),
+            p.target_value_ms * 1000.0
+        ),
+        None => format!("{},0,0,{quantile},{target:.0},0", seq + 1),
     }
 }
 
@@ -247,14 +264,22 @@ pub fn client_metrics(r: &ClientRecord) -> ClientMetrics<'_> {
 pub fn write_record(r: &ClientRecord, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{CSV_HEADER}")?;
     let mut seq = 0;
+    let mut last = None;
     for p in r.probes.iter().filter(|p| p.requested_qps > 0.0) {
         seq += 1;
         writeln!(out, "{}", csv_row(seq, p, &r.quantile, r.target_latency_ms))?;
+        last = Some(p);
     }
     writeln!(
         out,
         "{}",
-        last_row(seq, r.reported.as_ref(), &r.quantile, r.target_latency_ms)
+        last_row(
+            seq,
+            r.reported.as_ref(),
+            last,
+            &r.quantile,
+            r.target_latency_ms
+        )
     )?;
     out.flush()
 }
@@ -583,6 +608,7 @@ fn drive(
     ));
     let cpu0 = rpc::procstat::proc_self().1;
     let mut seq = 0usize;
+    let mut last_probe: Option<ProbeRecord> = None;
     let mut on_event = |e: Event<'_>| match e {
         Event::Start {
             phase,
@@ -602,6 +628,7 @@ fn drive(
             if p.requested_qps > 0.0 {
                 seq += 1;
                 csv.row(&csv_row(seq, p, quantile, latency_ms));
+                last_probe = Some(p.clone());
             }
         }
     };
@@ -618,7 +645,13 @@ fn drive(
     let client_cpu = rpc::procstat::proc_self().1 - cpu0;
     // The final line: the reported rate, or zeros when no rate met the target.
     let reported = outcome.final_probe.as_ref().filter(|_| outcome.success);
-    csv.row(&last_row(seq, reported, quantile, latency_ms));
+    csv.row(&last_row(
+        seq,
+        reported,
+        last_probe.as_ref(),
+        quantile,
+        latency_ms,
+    ));
     if let Some(e) = csv.error.take() {
         progress.println(&format!(
             "adsim client: cannot write {}: {e}",

@@ -29,6 +29,7 @@ use html_escape::{encode_double_quoted_attribute as attr, encode_text as esc};
 use serde_json::Value;
 
 use crate::compare::{self, Comparison, SideRows, Verdict, fmt_num};
+pub use crate::page_chart::{CHART_H, CHART_W, PageChart};
 use crate::store::RunRow;
 
 /// How the page is made.
@@ -46,22 +47,10 @@ pub struct PageOptions {
     pub requested: Option<RequestedComparison>,
 }
 
-/// A chart of one kind, as placed on the page.
-#[derive(Debug, Clone)]
-pub struct PageChart {
-    /// `ladder`, `ladder_qps`, `series_counts`, `series_latency`,
-    /// `percentiles`, `hit_ratio` (the `data-kind` of its figure).
-    pub kind: &'static str,
-    pub chart: Chart,
-}
-
 /// Percentile series found in a run's metrics, per unit: (name, points).
 type Found = BTreeMap<&'static str, Vec<(String, Vec<(f64, f64)>)>>;
 /// Points per series name, per host.
 type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
-
-pub const CHART_W: u32 = 760;
-pub const CHART_H: u32 = 360;
 
 fn when(ts: u64) -> String {
     match jiff::Timestamp::from_second(ts as i64) {

@@ -1,6 +1,6 @@
-//! Report-page charts (see [`crate::html`]); filled in by its owner.
+//! Report-page charts (the report page's); filled in by its owner.
 
-use crate::html::PageChart;
+use crate::page_chart::PageChart;
 use crate::store::RunRow;
 
 /// The charts this workload's stored metrics allow.

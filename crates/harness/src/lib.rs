@@ -22,6 +22,7 @@ pub mod html_distbench;
 pub mod html_resctl;
 pub mod job;
 pub mod machine;
+pub mod page_chart;
 pub mod present;
 pub mod progress;
 pub mod record;

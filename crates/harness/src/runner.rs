@@ -151,6 +151,9 @@ pub struct Invocation {
     pub role: Option<String>,
     pub input: Map<String, Value>,
     pub extra_hooks: Vec<HookSpec>,
+    /// Run no hook (benchpress' `--disable-hooks`); the report still lists
+    /// them, as benchpress' does.
+    pub disable_hooks: bool,
     pub dry_run: bool,
     pub iterations: u32,
     /// Where `benchmark_metrics_<run_id>/` is created.
@@ -337,7 +340,7 @@ pub fn execute(
                 iteration,
                 cancel: cancel.clone(),
             };
-            let (metrics, success, record) = run_one(p, &ctx);
+            let (metrics, success, record) = run_one(p, &ctx, inv.disable_hooks);
             let report = Report {
                 benchmark_args: p.resolved.argv.clone(),
                 benchmark_desc: p.job.description.clone(),
@@ -438,7 +441,11 @@ pub fn execute_direct(
 
 /// Hooks before, the workload under its timeout, hooks after (reverse order,
 /// always). Returns the metrics, the success flag and the workload's record.
-fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool, Option<Record>) {
+fn run_one(
+    p: &Planned<'_>,
+    ctx: &RunContext,
+    disable_hooks: bool,
+) -> (Map<String, Value>, bool, Option<Record>) {
     let hctx = HookContext {
         out_dir: ctx.out_dir.clone(),
         job: ctx.job.clone(),
@@ -446,7 +453,15 @@ fn run_one(p: &Planned<'_>, ctx: &RunContext) -> (Map<String, Value>, bool, Opti
     };
     let mut started: Vec<(String, Box<dyn Hook>)> = Vec::new();
     let mut failure: Option<String> = None;
-    for spec in &p.resolved.hooks {
+    if disable_hooks && !p.resolved.hooks.is_empty() {
+        println!("Hooks globally disabled as requested");
+    }
+    let run_hooks: &[HookSpec] = if disable_hooks {
+        &[]
+    } else {
+        &p.resolved.hooks
+    };
+    for spec in run_hooks {
         match hooks::build(spec).and_then(|mut h| h.before(&hctx).map(|_| h)) {
             Ok(h) => started.push((spec.hook.clone(), h)),
             Err(e) => {

@@ -76,12 +76,20 @@ enum Cmd {
         /// The role to run, for jobs that have roles.
         #[arg(short = 'r', long)]
         role: Option<String>,
-        /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'.
-        #[arg(short = 'i', long = "role-input")]
+        /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'
+        /// (`--role_input` as benchpress spells it).
+        #[arg(short = 'i', long = "role-input", visible_alias = "role_input")]
         input: Option<String>,
-        /// Extra hooks: NAME or NAME:{json options}.
-        #[arg(short = 'k', long = "hook")]
+        /// Extra hooks: NAME or NAME:{json options} (repeatable).
+        #[arg(short = 'k', long = "hook", visible_alias = "hooks")]
         hooks: Vec<String>,
+        /// Options of the -k hooks by name, as benchpress' -a, e.g.
+        /// '{"perf": {"interval": 5}}'.
+        #[arg(short = 'a', long = "hook-args", value_name = "JSON")]
+        hook_args: Option<String>,
+        /// Run no hook (the job's own and -k's); the report still lists them.
+        #[arg(long)]
+        disable_hooks: bool,
         /// Print what would run, run nothing.
         #[arg(long)]
         dry_run: bool,
@@ -161,6 +169,8 @@ fn cli_command(reg: &Registry) -> clap::Command {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per process; boxing a flattened clap group buys nothing.
+#[allow(clippy::large_enum_variant)]
 enum ReportCmd {
     /// Scores (metric / baseline) of jobs over their recorded successful runs.
     Score {
@@ -464,6 +474,45 @@ struct SideArgs<'a> {
     until: &'a Option<String>,
 }
 
+/// `run -a JSON`: options for the `-k` hooks by name (benchpress'
+/// `--hook-args`). A name not given with -k, options that are not an
+/// object, or a hook given options both ways are errors: benchpress ignores
+/// the first two with a warning, which would run a hook other than asked.
+fn apply_hook_args(hooks: &mut [HookSpec], text: &str) -> anyhow::Result<()> {
+    let map = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(m)) => m,
+        Ok(_) => anyhow::bail!(
+            "-a/--hook-args must be a JSON object of hook name to options, e.g. '{{\"perf\": {{\"interval\": 5}}}}', got: {text}"
+        ),
+        Err(e) => anyhow::bail!("-a/--hook-args is not valid JSON ({e}): {text}"),
+    };
+    for (name, opts) in map {
+        let Some(h) = hooks.iter_mut().find(|h| h.hook == name) else {
+            let given: Vec<&str> = hooks.iter().map(|h| h.hook.as_str()).collect();
+            anyhow::bail!(
+                "-a/--hook-args names hook '{name}', which is not given with -k (given: {})",
+                if given.is_empty() {
+                    "none".to_string()
+                } else {
+                    given.join(", ")
+                }
+            );
+        };
+        let serde_json::Value::Object(o) = opts else {
+            anyhow::bail!(
+                "-a/--hook-args: the options of hook '{name}' must be a JSON object, got: {opts}"
+            );
+        };
+        if !h.options.is_empty() {
+            anyhow::bail!(
+                "hook '{name}' has options both in -k {name}:{{...}} and in -a/--hook-args; give them once"
+            );
+        }
+        h.options = o;
+    }
+    Ok(())
+}
+
 /// `results compare`: selects both sides, compares them, prints.
 fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
     let (a, b, history) = compare_sides(store, &c)?;
@@ -732,6 +781,8 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             role,
             input,
             hooks,
+            hook_args,
+            disable_hooks,
             dry_run,
             iterations,
         } => {
@@ -746,11 +797,14 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                     Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
                 },
             };
-            let extra_hooks = hooks
+            let mut extra_hooks = hooks
                 .iter()
                 .map(|h| HookSpec::parse_cli(h))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(anyhow::Error::msg)?;
+            if let Some(text) = hook_args {
+                apply_hook_args(&mut extra_hooks, &text)?;
+            }
             if iterations == 0 {
                 anyhow::bail!("-n/--iterations must be at least 1");
             }
@@ -759,6 +813,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 role,
                 input,
                 extra_hooks,
+                disable_hooks,
                 dry_run,
                 iterations,
                 out_root: cli.output_dir.clone(),

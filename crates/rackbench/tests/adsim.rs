@@ -160,20 +160,30 @@ fn client_finds_a_rate_meeting_the_target_on_a_light_pipeline() {
         .unwrap();
     let (so, se) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "client failed:\n{se}\n{so}");
-    // Upstream's CSV on stdout: the header, a row per rate-driven probe and
-    // the final line, seven columns each.
+    // Upstream's CSV on stdout: the header and a row per rate-driven probe,
+    // seven columns each, then qps_search.sh's final line of six:
+    // seq,qps_opt,final_qps,quantile,target_usec,latency_usec.
     let rows: Vec<&str> = so.lines().filter(|l| l.split(',').count() == 7).collect();
     assert_eq!(
         rows[0],
         "seq,runtime,requested_qps,achieved_qps,target_latency_quantile,target_latency_usec,achieved_latency_usec"
     );
-    assert!(rows.len() >= 4, "{so}");
-    let last: Vec<&str> = rows.last().unwrap().split(',').collect();
-    let requested: f64 = last[2].parse().unwrap();
-    let achieved: f64 = last[3].parse().unwrap();
-    let achieved_us: f64 = last[6].parse().unwrap();
-    assert_eq!(last[4], "P95");
-    assert_eq!(last[5], "150000");
+    assert!(rows.len() >= 3, "{so}");
+    let finals: Vec<&str> = so.lines().filter(|l| l.split(',').count() == 6).collect();
+    assert_eq!(finals.len(), 1, "{so}");
+    let last: Vec<&str> = finals[0].split(',').collect();
+    let seq: usize = last[0].parse().unwrap();
+    assert_eq!(
+        seq,
+        rows.len(),
+        "seq follows the probes' {}",
+        rows.len() - 1
+    );
+    let requested: f64 = last[1].parse().unwrap();
+    let achieved: f64 = last[2].parse().unwrap();
+    let achieved_us: f64 = last[5].parse().unwrap();
+    assert_eq!(last[3], "P95");
+    assert_eq!(last[4], "150000");
     assert!(requested > 20.0 && requested <= 60.0, "final line {last:?}");
     assert!(achieved > requested * 0.8, "final line {last:?}");
     assert!(
@@ -210,7 +220,8 @@ fn client_finds_a_rate_meeting_the_target_on_a_light_pipeline() {
     } else {
         csv
     };
-    assert_eq!(csv.lines().count(), rows.len());
+    assert_eq!(csv.lines().count(), rows.len() + 1);
+    assert_eq!(csv.lines().last(), Some(finals[0]));
 }
 
 #[test]

@@ -622,3 +622,92 @@ fn every_embedded_job_validates() {
         assert!(o.status.success(), "{job}: {err}");
     }
 }
+
+#[test]
+fn disable_hooks_runs_none_but_lists_them() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let o = env.run(&[
+        "--jobs-dir",
+        jobs.to_str().unwrap(),
+        "run",
+        "broken",
+        "--disable-hooks",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Hooks globally disabled as requested"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(!env.path().join("before.txt").exists(), "a hook ran");
+    let r = &env.reports()[0];
+    assert!(
+        r["benchmark_hooks"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("shell: "),
+        "{r}"
+    );
+    assert!(r["metrics"].get("hooks").is_none(), "{r}");
+    no_panic(&o);
+}
+
+#[test]
+fn hook_args_give_the_k_hooks_their_options() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    // benchpress' spellings: --role_input, --hooks, -a.
+    let o = env.run(&[
+        "--jobs-dir",
+        j,
+        "run",
+        "broken",
+        "--role_input",
+        "{}",
+        "--hooks",
+        "cpu-mpstat",
+        "-a",
+        r#"{"cpu-mpstat": {"interval_secs": 0.5}}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r = &env.reports()[0];
+    let hooks: Vec<&str> = r["benchmark_hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert!(
+        hooks
+            .iter()
+            .any(|h| h.starts_with("cpu-mpstat: ") && h.contains("0.5")),
+        "{hooks:?}"
+    );
+    // Options for a hook not given with -k, and options given twice, are
+    // refused before anything runs.
+    for (args, want) in [
+        (
+            vec!["-a", r#"{"perf": {}}"#],
+            "names hook 'perf', which is not given with -k",
+        ),
+        (
+            vec![
+                "-k",
+                r#"cpu-mpstat:{"interval_secs": 1}"#,
+                "-a",
+                r#"{"cpu-mpstat": {"interval_secs": 2}}"#,
+            ],
+            "give them once",
+        ),
+        (vec!["-a", "[1]"], "must be a JSON object"),
+    ] {
+        let mut a = vec!["--jobs-dir", j, "run", "broken"];
+        a.extend(args);
+        let o = env.run(&a);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+        no_panic(&o);
+    }
+}

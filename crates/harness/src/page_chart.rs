@@ -1,0 +1,20 @@
+//! A chart as the report page places it, shared by the report page (`html`) and the
+//! per-workload chart modules (`html_cachebench`, `html_distbench`,
+//! `html_resctl`), which the page calls; kept apart so they need not import
+//! the page.
+
+use chart::Chart;
+
+/// Width of a chart on the page, in SVG user units.
+pub const CHART_W: u32 = 760;
+/// Height of a chart on the page.
+pub const CHART_H: u32 = 360;
+
+/// A chart of one kind, as placed on the page.
+#[derive(Debug, Clone)]
+pub struct PageChart {
+    /// `ladder`, `ladder_qps`, `series_counts`, `series_latency`,
+    /// `percentiles`, `hit_ratio` (the `data-kind` of its figure).
+    pub kind: &'static str,
+    pub chart: Chart,
+}
