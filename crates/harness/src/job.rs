@@ -137,6 +137,10 @@ impl HookSpec {
 pub struct Baseline {
     pub metric: String,
     pub value: f64,
+    /// The benchmark its scores pool under in `report score` (default: the
+    /// job's `benchmark`), as benchpress' JOB_TO_BM.
+    #[serde(default)]
+    pub pool: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -4,7 +4,7 @@
 use crate::compare::{self, Comparison};
 use crate::job::{Catalogue, Job};
 use crate::runner::Registry;
-use crate::score::JobScore;
+use crate::score::{JobScore, Overall, PoolScore};
 use crate::stats;
 use crate::store::RunRow;
 use std::fmt::Write;
@@ -201,12 +201,41 @@ pub fn compare(c: &Comparison) -> String {
 }
 
 /// `rackbench report score`.
-pub fn scores(scores: &[JobScore], missing: &[String], overall: Option<f64>) -> String {
+/// `report score`: benchpress' lines (per benchmark, then the DCPerf
+/// score), then rackbench's per-job detail, labelled as ours.
+pub fn scores(
+    scores: &[JobScore],
+    pools: &[PoolScore],
+    missing: &[String],
+    overall: Option<&Overall>,
+) -> String {
+    let mut out = crate::score::upstream_text(pools, overall);
+    if pools.is_empty() {
+        out.push_str("no benchmark has a score\n");
+    }
+    for p in pools.iter().filter(|p| p.excluded) {
+        let _ = writeln!(
+            out,
+            "rackbench: {} is not in the DCPerf score (it checks the measuring chain, not the machine)",
+            p.benchmark
+        );
+    }
+    if let Some(o) = overall
+        && o.kind != "overall"
+    {
+        let _ = writeln!(
+            out,
+            "rackbench: {} benchmark(s) scored; benchpress calls the geometric mean \"overall\" from {} on",
+            o.benchmarks,
+            crate::score::OVERALL_MIN_BENCHMARKS
+        );
+    }
     let body: Vec<Vec<String>> = scores
         .iter()
         .map(|s| {
             vec![
                 s.job.clone(),
+                s.pool.clone(),
                 s.runs.to_string(),
                 format!("{:.4}", s.score),
                 format!("{:.2}%", s.stdev_pct),
@@ -214,24 +243,22 @@ pub fn scores(scores: &[JobScore], missing: &[String], overall: Option<f64>) -> 
             ]
         })
         .collect();
-    let mut out = table(
-        &["JOB", "RUNS", "SCORE", "STDEV", "METRIC / BASELINE"],
-        &body,
-    );
+    if !body.is_empty() {
+        out.push_str("\nrackbench: per job\n");
+        out.push_str(&table(
+            &[
+                "JOB",
+                "BENCHMARK",
+                "RUNS",
+                "SCORE",
+                "STDEV",
+                "METRIC / BASELINE",
+            ],
+            &body,
+        ));
+    }
     for m in missing {
         let _ = writeln!(out, "{m}");
-    }
-    match overall {
-        Some(o) => {
-            let _ = writeln!(
-                out,
-                "overall score (geometric mean of {} jobs): {o:.4}",
-                scores.len()
-            );
-        }
-        None => {
-            let _ = writeln!(out, "overall score: n/a (no scored job)");
-        }
     }
     out
 }

@@ -174,9 +174,14 @@ fn cli_command(reg: &Registry) -> clap::Command {
 enum ReportCmd {
     /// Scores (metric / baseline) of jobs over their recorded successful runs.
     Score {
-        /// Jobs to score (default: every job with a baseline).
+        /// Jobs to score (default: every job with a baseline but the
+        /// calibrate ones).
         jobs: Vec<String>,
-        /// Only the newest N runs of each job.
+        /// Every recorded run of each job (default: its latest, as
+        /// benchpress' report).
+        #[arg(long, conflicts_with = "last")]
+        all: bool,
+        /// The newest N runs of each job.
         #[arg(long)]
         last: Option<usize>,
         /// Print JSON instead of a table.
@@ -827,18 +832,27 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             )?);
         }
         Cmd::Report {
-            what: ReportCmd::Score { jobs, last, json },
+            what:
+                ReportCmd::Score {
+                    jobs,
+                    all,
+                    last,
+                    json,
+                },
         } => {
             let cat = catalogue()?;
             let store = Store::open(&store_path(&cli.db))?;
             let names: Vec<String> = if jobs.is_empty() {
                 cat.iter()
-                    .filter(|j| j.baseline.is_some())
+                    .filter(|j| j.baseline.is_some() && j.benchmark != "calibrate")
                     .map(|j| j.name.clone())
                     .collect()
             } else {
                 jobs
             };
+            // benchpress scores the latest run (or every one with --all); a
+            // failed run's score is 0 there and dropped, so it is here.
+            let newest = if all { None } else { Some(last.unwrap_or(1)) };
             let mut scores = Vec::new();
             let mut missing = Vec::new();
             for n in &names {
@@ -849,23 +863,49 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                     ));
                     continue;
                 };
-                match score::score_job(n, &b.metric, b.value, &store.successes(n, last)?) {
+                let mut runs = store.select(&harness::store::RunFilter {
+                    jobs: vec![n.clone()],
+                    ..Default::default()
+                })?;
+                runs.reverse();
+                if let Some(k) = newest {
+                    runs.truncate(k);
+                }
+                runs.retain(|r| r.success);
+                // Calibrate measures the instrument: its scores stay in their
+                // own pool, which never counts in the DCPerf score.
+                if job.benchmark == "calibrate" && b.pool.is_some() {
+                    anyhow::bail!(
+                        "job '{n}' ({}): a calibrate job's baseline cannot name a pool; its scores never count in a benchmark's",
+                        job.source.display()
+                    );
+                }
+                let pool = b.pool.as_deref().unwrap_or(&job.benchmark);
+                match score::score_job(n, pool, &b.metric, b.value, &runs) {
                     Some(s) => scores.push(s),
                     None => missing.push(format!(
-                        "{n}: no successful run with metric '{}' recorded",
+                        "{n}: no successful {} with metric '{}' recorded",
+                        if newest == Some(1) {
+                            "latest run"
+                        } else {
+                            "run"
+                        },
                         b.metric
                     )),
                 }
             }
-            let overall =
-                score::geometric_mean(&scores.iter().map(|s| s.score).collect::<Vec<_>>());
+            let pools = score::pool(&scores, &["calibrate"]);
+            let overall = score::overall(&pools);
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({ "jobs": scores, "unscored": missing, "overall": overall })
+                    serde_json::json!({ "benchmarks": pools, "jobs": scores, "unscored": missing, "overall": overall })
                 );
             } else {
-                print!("{}", present::scores(&scores, &missing, overall));
+                print!(
+                    "{}",
+                    present::scores(&scores, &pools, &missing, overall.as_ref())
+                );
             }
         }
         Cmd::Report {

@@ -327,13 +327,38 @@ fn reports_store_compare_and_score() {
     let missing = env.run(&["results", "show", "ffffffff"]);
     assert_eq!(missing.status.code(), Some(2));
 
+    // As benchpress: the latest run by default, every run with --all;
+    // calibrate is scored but never counts in the DCPerf score.
     let score = env.run(&["--jobs-dir", j, "report", "score", "fixed", "--json"]);
     assert!(score.status.success(), "{}", stderr(&score));
     let s: Value = serde_json::from_slice(&score.stdout).unwrap();
+    assert_eq!(s["jobs"][0]["runs"], 1, "{s}");
+    assert_eq!(s["jobs"][0]["pool"], "calibrate", "{s}");
+    assert!(s["overall"].is_null(), "{s}");
+    let score = env.run(&[
+        "--jobs-dir",
+        j,
+        "report",
+        "score",
+        "fixed",
+        "--all",
+        "--json",
+    ]);
+    let s: Value = serde_json::from_slice(&score.stdout).unwrap();
     assert_eq!(s["jobs"][0]["runs"], 3);
-    let sc = s["jobs"][0]["score"].as_f64().unwrap();
+    let sc = s["benchmarks"][0]["score"].as_f64().unwrap();
     assert!(sc > 0.5 && sc < 1.1, "{sc}");
-    assert!((s["overall"].as_f64().unwrap() - sc).abs() < 1e-9);
+    assert_eq!(s["benchmarks"][0]["excluded"], true);
+    let text = env.run(&["--jobs-dir", j, "report", "score", "fixed", "--all"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with(&format!(
+            "calibrate: {sc:.3}, median of 3 data points, stdev "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("rackbench: calibrate is not in the DCPerf score"));
+    assert!(!text.contains("DCPerf partial geomean"), "{text}");
 }
 
 #[test]
@@ -593,6 +618,14 @@ fn every_embedded_job_validates() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert!(jobs.len() >= 11, "{jobs:?}");
+    // benchpress' FeedSim jobs are all there.
+    for j in [
+        "feedsim_default",
+        "feedsim_autoscale",
+        "feedsim_autoscale_arm",
+    ] {
+        assert!(jobs.contains(&j), "{j} not listed: {jobs:?}");
+    }
     for job in jobs {
         let o = env.run(&["run", job, "--dry-run"]);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
