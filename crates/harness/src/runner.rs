@@ -209,6 +209,10 @@ pub enum PlanError {
     },
     #[error("cannot create the metrics folder {path}: {message}")]
     Output { path: PathBuf, message: String },
+    #[error(
+        "job '{0}' is named more than once; one invocation runs a job once per iteration (use -n N for N runs)"
+    )]
+    Repeated(String),
 }
 
 fn plan<'a>(
@@ -217,7 +221,13 @@ fn plan<'a>(
     inv: &Invocation,
 ) -> Result<Vec<Planned<'a>>, PlanError> {
     let mut out = Vec::new();
+    // A run is identified by run id, job, role, iteration, host and time
+    // (the store's unique key), so a job named twice would be one run twice.
+    let mut seen = std::collections::BTreeSet::new();
     for name in &inv.jobs {
+        if !seen.insert(name.as_str()) {
+            return Err(PlanError::Repeated(name.clone()));
+        }
         let job = cat.get(name)?;
         let mut resolved = resolve(job, inv.role.as_deref(), &inv.input)?;
         resolved.hooks.extend(inv.extra_hooks.iter().cloned());

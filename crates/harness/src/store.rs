@@ -57,13 +57,14 @@ pub struct RunFilter {
     pub success_only: bool,
 }
 
-/// What [`Store::push_to`] did.
+/// What [`Store::push_to`] did; `pushed + skipped` is the number of rows
+/// the source has, however many pushes run at once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PushCount {
     /// Rows copied into the target.
     pub pushed: usize,
-    /// Rows the target already had (same run id, job, role, iteration,
-    /// host and time).
+    /// Rows the target already had (the same [`RUN_IDENTITY`]), or that a
+    /// concurrent push copied first.
     pub skipped: usize,
 }
 
@@ -141,10 +142,50 @@ fn postgres_schema() -> String {
         .replace("INTEGER", "BIGINT")
 }
 
+/// What makes a row one run of one job: the runner writes one row per job
+/// and iteration of an invocation (run id) on one host, in one role, at
+/// one time; a run id has several rows (jobs, iterations, roles, hosts).
+/// The role is NULL when the run had none, and NULLs never clash in a
+/// unique index, so it is indexed as `COALESCE(role, '')`.
+pub const RUN_IDENTITY: &str = "run_id, job, COALESCE(role, ''), iteration, hostname, timestamp";
+
+/// The migration that makes [`RUN_IDENTITY`] unique (so a push, however
+/// many run at once, inserts a run once), the same statements on both
+/// backends. A store made before it may hold duplicates (two pushes that
+/// raced): of each set of rows with the same identity, the one with the
+/// lowest id (the first recorded) is kept and the others are deleted, then
+/// the index is made. Run in one transaction, once: only while the index
+/// is missing.
+fn identity_migration() -> String {
+    format!(
+        "DELETE FROM runs WHERE id NOT IN (SELECT MIN(id) FROM runs GROUP BY {RUN_IDENTITY});
+         CREATE UNIQUE INDEX IF NOT EXISTS runs_identity ON runs({RUN_IDENTITY});"
+    )
+}
+
 /// The migrations a store made by an older rackbench needs, as PostgreSQL
-/// runs them (SQLite lacks `ADD COLUMN IF NOT EXISTS`: [`Store::open`]
-/// checks the columns first there).
-const POSTGRES_MIGRATIONS: &str = "ALTER TABLE runs ADD COLUMN IF NOT EXISTS record TEXT;";
+/// runs them (SQLite lacks `ADD COLUMN IF NOT EXISTS` and `DO`:
+/// [`Store::open`] checks the schema first there).
+fn postgres_migrations() -> String {
+    format!(
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS record TEXT;
+         DO $$ BEGIN
+           IF to_regclass('runs_identity') IS NULL THEN
+             {}
+           END IF;
+         END $$;",
+        identity_migration()
+    )
+}
+
+/// The statement that records a row; [`Store::push_to`] adds `ON CONFLICT
+/// DO NOTHING`.
+const INSERT: &str = "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// Rows a push inserts per transaction: one transaction per batch keeps a
+/// big push from holding the target's locks for long.
+const PUSH_BATCH: usize = 500;
 
 /// Serialises schema creation between rackbench processes opening one
 /// PostgreSQL store at once (an advisory lock key: "rackbench").
@@ -202,6 +243,40 @@ fn numbered(sql: &str) -> String {
         }
     }
     out
+}
+
+/// `args` bound for SQLite.
+fn sqlite_params(args: &[Arg]) -> rusqlite::ParamsFromIter<Vec<rusqlite::types::Value>> {
+    use rusqlite::types::Value as Sql;
+    params_from_iter(
+        args.iter()
+            .map(|a| match a {
+                Arg::Text(s) => Sql::Text(s.clone()),
+                Arg::OptText(o) => o.clone().map_or(Sql::Null, Sql::Text),
+                Arg::Int(i) => Sql::Integer(*i),
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// A PostgreSQL error with the server's message (the client's own text
+/// is only "db error" for those).
+fn pg_error(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+/// `args` bound for PostgreSQL.
+fn pg_params(args: &[Arg]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Text(s) => s as &(dyn postgres::types::ToSql + Sync),
+            Arg::OptText(o) => o,
+            Arg::Int(i) => i,
+        })
+        .collect()
 }
 
 impl Store {
@@ -262,6 +337,28 @@ impl Store {
         {
             return Err(err(format!("cannot add the record column: {e}")));
         }
+        let index_count = |conn: &Connection| {
+            conn.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_identity'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| err(format!("cannot read the schema: {e}")))
+        };
+        if index_count(&conn)? == 0 {
+            // IMMEDIATE: a parallel instance migrating too waits, then
+            // finds the index made and nothing left to delete.
+            let migrate = conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {} COMMIT;",
+                identity_migration()
+            ));
+            if let Err(e) = migrate {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(err(format!(
+                    "cannot add the unique index on ({RUN_IDENTITY}): {e}"
+                )));
+            }
+        }
         Ok(Store {
             backend: Backend::Sqlite(conn),
             path: path.to_path_buf(),
@@ -274,18 +371,18 @@ impl Store {
             path: shown.clone(),
             message,
         };
+        let (url, tls) = tls::TlsSettings::from_url(url).map_err(err)?;
         let mut config: postgres::Config = url
             .parse()
             .map_err(|e| err(format!("not a usable PostgreSQL URL: {e}")))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
-        let mut client = config
-            .connect(postgres::NoTls)
-            .map_err(|e| err(format!("cannot connect: {e}")))?;
+        let mut client = tls.connect(&mut config).map_err(err)?;
         let schema = format!(
-            "SELECT pg_advisory_xact_lock({POSTGRES_SCHEMA_LOCK});\n{}\n{POSTGRES_MIGRATIONS}",
-            postgres_schema()
+            "SELECT pg_advisory_xact_lock({POSTGRES_SCHEMA_LOCK});\n{}\n{}",
+            postgres_schema(),
+            postgres_migrations()
         );
         client
             .transaction()
@@ -293,7 +390,7 @@ impl Store {
                 tx.batch_execute(&schema)?;
                 tx.commit()
             })
-            .map_err(|e| err(format!("cannot create the schema: {e}")))?;
+            .map_err(|e| err(format!("cannot create the schema: {}", pg_error(&e))))?;
         Ok(Store {
             backend: Backend::Postgres(Mutex::new(client)),
             path: shown,
@@ -334,34 +431,20 @@ impl Store {
     ) -> Result<Vec<T>, StoreError> {
         match &self.backend {
             Backend::Sqlite(conn) => {
-                use rusqlite::types::Value as Sql;
-                let values = args.iter().map(|a| match a {
-                    Arg::Text(s) => Sql::Text(s.clone()),
-                    Arg::OptText(o) => o.clone().map_or(Sql::Null, Sql::Text),
-                    Arg::Int(i) => Sql::Integer(*i),
-                });
                 let mut stmt = conn.prepare(sql).map_err(|e| self.err(e))?;
                 let rows = stmt
-                    .query_map(params_from_iter(values), |r| sqlite_read(r))
+                    .query_map(sqlite_params(args), |r| sqlite_read(r))
                     .map_err(|e| self.err(e))?;
                 rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
             }
             Backend::Postgres(m) => {
-                let params: Vec<&(dyn postgres::types::ToSql + Sync)> = args
-                    .iter()
-                    .map(|a| match a {
-                        Arg::Text(s) => s as &(dyn postgres::types::ToSql + Sync),
-                        Arg::OptText(o) => o,
-                        Arg::Int(i) => i,
-                    })
-                    .collect();
                 let rows = Self::client(m)
-                    .query(&numbered(sql), &params)
-                    .map_err(|e| self.err(e))?;
+                    .query(&numbered(sql), &pg_params(args))
+                    .map_err(|e| self.err(pg_error(&e)))?;
                 rows.iter()
                     .map(&pg_read)
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| self.err(e))
+                    .map_err(|e| self.err(pg_error(&e)))
             }
         }
     }
@@ -374,8 +457,14 @@ impl Store {
             .ok_or_else(|| self.err(format!("no row from: {sql}")))
     }
 
-    /// Records a run; returns its row id.
+    /// Records a run; returns its row id. A row of the same run (the same
+    /// [`RUN_IDENTITY`]) already there is an error.
     pub fn record(&self, r: &RunRow) -> Result<i64, StoreError> {
+        self.one_int(&format!("{INSERT} RETURNING id"), &self.insert_args(r)?)
+    }
+
+    /// The parameters of [`INSERT`] for `r`.
+    fn insert_args(&self, r: &RunRow) -> Result<[Arg; 14], StoreError> {
         let json = |v: Result<String, serde_json::Error>| {
             v.map_err(|e| self.err(format!("cannot encode run {} as JSON: {e}", r.run_id)))
         };
@@ -400,11 +489,75 @@ impl Store {
                     .transpose()?,
             ),
         ];
-        self.one_int(
-            "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            &args,
-        )
+        Ok(args)
+    }
+
+    /// Inserts those of `rows` the store lacks (by [`RUN_IDENTITY`]) in
+    /// one transaction; returns how many it inserted. A concurrent push
+    /// of the same rows waits for this one's transaction and then skips
+    /// them (the unique index decides, not a prior look).
+    fn insert_new(&self, rows: &[RunRow]) -> Result<usize, StoreError> {
+        let sql = format!("{INSERT} ON CONFLICT DO NOTHING");
+        let args = rows
+            .iter()
+            .map(|r| self.insert_args(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        match &self.backend {
+            Backend::Sqlite(conn) => {
+                // IMMEDIATE: take the write lock now (waiting up to the
+                // busy timeout), not at the first insert.
+                conn.execute_batch("BEGIN IMMEDIATE")
+                    .map_err(|e| self.err(format!("cannot start the push: {e}")))?;
+                let inserted = (|| {
+                    let mut stmt = conn.prepare(&sql)?;
+                    let mut n = 0;
+                    for a in &args {
+                        n += stmt.execute(sqlite_params(a))?;
+                    }
+                    Ok::<_, rusqlite::Error>(n)
+                })()
+                .and_then(|n| conn.execute_batch("COMMIT").map(|()| n));
+                inserted.map_err(|e| {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    self.err(format!("cannot push: {e}"))
+                })
+            }
+            Backend::Postgres(m) => {
+                let sql = numbered(&sql);
+                let mut client = Self::client(m);
+                // Pushes of the same rows in different orders can deadlock;
+                // PostgreSQL then aborts one, which tries its batch again.
+                let mut attempts = 0;
+                loop {
+                    let inserted = (|| {
+                        let mut tx = client.transaction()?;
+                        let stmt = tx.prepare(&sql)?;
+                        let mut n: u64 = 0;
+                        for a in &args {
+                            n += tx.execute(&stmt, &pg_params(a))?;
+                        }
+                        tx.commit()?;
+                        Ok::<_, postgres::Error>(n)
+                    })();
+                    match inserted {
+                        Ok(n) => return Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+                        Err(e)
+                            if attempts < 3
+                                && matches!(
+                                    e.code(),
+                                    Some(&postgres::error::SqlState::T_R_DEADLOCK_DETECTED)
+                                        | Some(
+                                            &postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+                                        )
+                                ) =>
+                        {
+                            attempts += 1;
+                        }
+                        Err(e) => return Err(self.err(format!("cannot push: {}", pg_error(&e)))),
+                    }
+                }
+            }
+        }
     }
 
     fn timestamp_arg(&self, t: u64) -> Result<i64, StoreError> {
@@ -572,9 +725,8 @@ impl Store {
         .map(|n| n > 0)
     }
 
-    /// True when the store has a row of the same run as `r`: the same run
-    /// id, job, role, iteration, host and time (its row id and results
-    /// aside).
+    /// True when the store has a row of the same run as `r`: the same
+    /// [`RUN_IDENTITY`] (its row id and results aside).
     pub fn contains(&self, r: &RunRow) -> Result<bool, StoreError> {
         self.one_int(
             "SELECT COUNT(*) FROM runs WHERE run_id = ? AND job = ? AND role IS NOT DISTINCT FROM ? AND iteration = ? AND hostname = ? AND timestamp = ?",
@@ -592,18 +744,325 @@ impl Store {
 
     /// Copies this store's rows, oldest first, into `to` (which gives them
     /// its own row ids), skipping those it already [`contains`](Self::contains):
-    /// pushing again copies nothing twice.
+    /// pushing again copies nothing twice, and neither do pushes running at
+    /// once (`INSERT ... ON CONFLICT DO NOTHING` against the unique index
+    /// on [`RUN_IDENTITY`], [`PUSH_BATCH`] rows per transaction, counting
+    /// the rows really inserted).
     pub fn push_to(&self, to: &Store) -> Result<PushCount, StoreError> {
         let mut count = PushCount::default();
-        for row in self.select(&RunFilter::default())? {
-            if to.contains(&row)? {
-                count.skipped += 1;
-            } else {
-                to.record(&row)?;
-                count.pushed += 1;
-            }
+        for batch in self.select(&RunFilter::default())?.chunks(PUSH_BATCH) {
+            let pushed = to.insert_new(batch)?;
+            count.pushed += pushed;
+            count.skipped += batch.len().saturating_sub(pushed);
         }
         Ok(count)
+    }
+}
+
+/// TLS to a PostgreSQL store, asked for as libpq users do: `sslmode=` and
+/// `sslrootcert=` in the URL (rustls; no system OpenSSL).
+mod tls {
+    use postgres::config::SslMode;
+    use rustls::client::WebPkiServerVerifier;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::WebPkiSupportedAlgorithms;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    /// The `sslmode` values understood, as libpq spells them.
+    pub const ACCEPTED: &str = "disable, prefer, require, verify-ca, verify-full";
+
+    /// How much of the server to trust.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Mode {
+        /// No TLS (also when the URL has no `sslmode`).
+        Disable,
+        /// TLS when the server offers it, else plain; certificate unchecked.
+        Prefer,
+        /// TLS or fail; certificate unchecked unless `sslrootcert` is
+        /// given (then checked as `verify-ca`, as libpq does).
+        Require,
+        /// TLS, certificate signed by the CA; any host name.
+        VerifyCa,
+        /// TLS, certificate signed by the CA and naming the host.
+        VerifyFull,
+    }
+
+    #[derive(Debug)]
+    pub struct TlsSettings {
+        pub mode: Mode,
+        pub sslmode: String,
+        pub rootcert: Option<PathBuf>,
+    }
+
+    /// `%XX` escapes of a URL parameter decoded.
+    fn percent_decode(s: &str) -> String {
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if b[i] == b'%'
+                && i + 2 < b.len()
+                && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+            {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    impl TlsSettings {
+        /// Takes `sslmode` and `sslrootcert` out of `url` (the client's
+        /// parser knows neither `verify-*` nor `sslrootcert`): the URL left
+        /// and the settings. An unknown `sslmode` is an error naming it.
+        pub fn from_url(url: &str) -> Result<(String, TlsSettings), String> {
+            let mut settings = TlsSettings {
+                mode: Mode::Disable,
+                sslmode: "disable".into(),
+                rootcert: None,
+            };
+            let Some((base, query)) = url.split_once('?') else {
+                return Ok((url.to_string(), settings));
+            };
+            let mut kept = Vec::new();
+            for kv in query.split('&') {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                match k {
+                    "sslmode" => {
+                        let v = percent_decode(v);
+                        settings.mode = match v.as_str() {
+                            "disable" => Mode::Disable,
+                            "prefer" => Mode::Prefer,
+                            "require" => Mode::Require,
+                            "verify-ca" => Mode::VerifyCa,
+                            "verify-full" => Mode::VerifyFull,
+                            _ => {
+                                return Err(format!(
+                                    "sslmode '{v}' is not supported; use one of: {ACCEPTED}"
+                                ));
+                            }
+                        };
+                        settings.sslmode = v;
+                    }
+                    "sslrootcert" => settings.rootcert = Some(PathBuf::from(percent_decode(v))),
+                    _ => kept.push(kv),
+                }
+            }
+            let url = if kept.is_empty() {
+                base.to_string()
+            } else {
+                format!("{base}?{}", kept.join("&"))
+            };
+            Ok((url, settings))
+        }
+
+        /// The CA certificates to check the server's against: `sslrootcert`,
+        /// else libpq's default `~/.postgresql/root.crt`.
+        fn roots(&self) -> Result<(PathBuf, RootCertStore), String> {
+            let file = match &self.rootcert {
+                Some(f) => f.clone(),
+                None => {
+                    let default = std::env::var_os("HOME")
+                        .map(|h| PathBuf::from(h).join(".postgresql/root.crt"));
+                    match default.filter(|f| f.is_file()) {
+                        Some(f) => f,
+                        None => {
+                            return Err(format!(
+                                "sslmode={} checks the server's certificate and needs the CA's: add sslrootcert=FILE (a PEM file) to the URL, or put it in ~/.postgresql/root.crt",
+                                self.sslmode
+                            ));
+                        }
+                    }
+                }
+            };
+            let bad = |e: String| format!("sslrootcert {}: {e}", file.display());
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_file_iter(&file).map_err(|e| bad(e.to_string()))? {
+                let cert = cert.map_err(|e| bad(format!("not a PEM certificate ({e})")))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| bad(format!("not a usable CA certificate ({e})")))?;
+            }
+            if roots.is_empty() {
+                return Err(bad("holds no PEM certificate".into()));
+            }
+            Ok((file, roots))
+        }
+
+        fn client_config(&self) -> Result<ClientConfig, String> {
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let builder = ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS setup: {e}"))?;
+            let check_ca = match self.mode {
+                Mode::Disable | Mode::Prefer => false,
+                Mode::Require => self.rootcert.is_some(),
+                Mode::VerifyCa | Mode::VerifyFull => true,
+            };
+            if !check_ca {
+                let verifier = AnyCertificate(provider.signature_verification_algorithms);
+                return Ok(builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(verifier))
+                    .with_no_client_auth());
+            }
+            let (_, roots) = self.roots()?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("TLS setup: {e}"))?;
+            Ok(if self.mode == Mode::VerifyFull {
+                builder.with_webpki_verifier(webpki).with_no_client_auth()
+            } else {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(AnyName(webpki)))
+                    .with_no_client_auth()
+            })
+        }
+
+        /// Connects as the settings say. Errors say whether TLS was used.
+        pub fn connect(&self, config: &mut postgres::Config) -> Result<postgres::Client, String> {
+            if self.mode == Mode::Disable {
+                config.ssl_mode(SslMode::Disable);
+                return config
+                    .connect(postgres::NoTls)
+                    .map_err(|e| format!("cannot connect: {e}"));
+            }
+            config.ssl_mode(if self.mode == Mode::Prefer {
+                SslMode::Prefer
+            } else {
+                SslMode::Require
+            });
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(self.client_config()?);
+            config.connect(tls).map_err(|e| {
+                let ca = self
+                    .rootcert
+                    .as_ref()
+                    .map(|f| format!(", CA certificate {}", f.display()))
+                    .unwrap_or_default();
+                format!(
+                    "cannot connect over TLS (sslmode={}{ca}): {}",
+                    self.sslmode,
+                    error_chain(&e)
+                )
+            })
+        }
+    }
+
+    /// An error and its causes, as one line (a TLS failure's reason is in
+    /// its cause).
+    fn error_chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cur = e.source();
+        while let Some(c) = cur {
+            let s = c.to_string();
+            if !out.contains(&s) {
+                out.push_str(": ");
+                out.push_str(&s);
+            }
+            cur = c.source();
+        }
+        out
+    }
+
+    /// `sslmode=require`/`prefer` without a CA, as libpq: encrypted, but any
+    /// certificate is taken (its handshake signatures are still checked).
+    #[derive(Debug)]
+    struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp_response: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.supported_schemes()
+        }
+    }
+
+    /// `sslmode=verify-ca`: the chain is checked against the CA, the host
+    /// name is not.
+    #[derive(Debug)]
+    struct AnyName(Arc<WebPkiServerVerifier>);
+
+    impl ServerCertVerifier for AnyName {
+        fn verify_server_cert(
+            &self,
+            end_entity: &CertificateDer<'_>,
+            intermediates: &[CertificateDer<'_>],
+            server_name: &ServerName<'_>,
+            ocsp_response: &[u8],
+            now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            match self.0.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            ) {
+                Err(rustls::Error::InvalidCertificate(
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. },
+                )) => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.0.verify_tls12_signature(message, cert, dss)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.0.verify_tls13_signature(message, cert, dss)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.supported_verify_schemes()
+        }
     }
 }
 

@@ -657,6 +657,20 @@ fn every_embedded_job_validates() {
 }
 
 #[test]
+fn a_job_named_twice_is_refused() {
+    let env = Env::new();
+    let o = env.run(&["run", "calibrate_quick", "calibrate_quick"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("job 'calibrate_quick' is named more than once")
+            && stderr(&o).contains("-n N"),
+        "{}",
+        stderr(&o)
+    );
+    no_panic(&o);
+}
+
+#[test]
 fn disable_hooks_runs_none_but_lists_them() {
     let env = Env::new();
     let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);

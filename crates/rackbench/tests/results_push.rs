@@ -147,3 +147,74 @@ fn an_unreachable_postgres_is_a_clear_error_without_the_password() {
     assert!(err.contains("cannot connect"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+/// `pushed N runs, skipped M already there` as (N, M).
+fn counts(out: &str) -> (usize, usize) {
+    let words: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(words.len(), 7, "{out}");
+    assert_eq!(
+        (words[0], words[2], words[3]),
+        ("pushed", "runs,", "skipped")
+    );
+    (words[1].parse().unwrap(), words[4].parse().unwrap())
+}
+
+/// Two `results push` of the same machine's store running at once into
+/// one PostgreSQL store copy each run once, and their counts add up.
+#[test]
+fn concurrent_pushes_to_postgres_copy_each_run_once() {
+    let Some(pg) = testenv::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("many.db");
+    let s = Store::open(&db).unwrap();
+    let n = 600;
+    for i in 0..n {
+        s.record(&RunRow {
+            id: 0,
+            run_id: format!("many{:04}", i / 3),
+            job: "calibrate_fixed".into(),
+            benchmark: "calibrate".into(),
+            role: None,
+            iteration: u32::try_from(i % 3 + 1).unwrap(),
+            timestamp: 1_780_272_000,
+            success: true,
+            hostname: "node7".into(),
+            args: vec![],
+            machine: json!({"hostname": "node7"}),
+            metrics: json!({"final_achieved_qps": 99.5}),
+            report_path: None,
+            artifacts_dir: None,
+            record: None,
+        })
+        .unwrap();
+    }
+    drop(s);
+    let target = pg.create_db("fleet");
+    let db = db.to_string_lossy().into_owned();
+    let outs: Vec<(usize, usize)> = std::thread::scope(|sc| {
+        let pushes: Vec<_> = (0..2)
+            .map(|_| {
+                sc.spawn(|| {
+                    counts(&ok(rackbench(
+                        &["--db", &db, "results", "push", "--to", &target],
+                        None,
+                    )))
+                })
+            })
+            .collect();
+        pushes.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    assert_eq!(outs[0].0 + outs[1].0, n, "{outs:?}");
+    assert_eq!(outs[0].1 + outs[1].1, n, "{outs:?}");
+    let rows = Store::open(Path::new(&target))
+        .unwrap()
+        .select(&Default::default())
+        .unwrap();
+    assert_eq!(rows.len(), n);
+    let mut ids: Vec<_> = rows.iter().map(|r| (&r.run_id, r.iteration)).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n);
+}

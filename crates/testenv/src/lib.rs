@@ -156,6 +156,24 @@ pub struct Postgres {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// The server's self-signed certificate (PEM), when started with TLS.
+    ca: Option<PathBuf>,
+}
+
+/// A self-signed certificate for `names` (host names or IP addresses) and
+/// its private key, both PEM: the server's certificate and its own CA.
+pub fn self_signed_cert(names: &[&str]) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("cannot make a key: {e}"));
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap_or_else(|e| panic!("bad certificate names {names:?}: {e}"));
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "rackbench test server");
+    let cert = params
+        .self_signed(&key)
+        .unwrap_or_else(|e| panic!("cannot sign the certificate: {e}"));
+    (cert.pem(), key.serialize_pem())
 }
 
 impl Postgres {
@@ -184,6 +202,23 @@ impl Postgres {
     /// `POSTGRES`) when PostgreSQL is not installed. Panics when it is but
     /// the server does not start.
     pub fn start() -> Option<Postgres> {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with `ssl=on` and a self-signed certificate for
+    /// `localhost` and `127.0.0.1` (its PEM file: [`Postgres::ca_file`]).
+    /// TCP connections must use TLS (`hostssl` only): a client that
+    /// connects did so over TLS.
+    pub fn start_tls() -> Option<Postgres> {
+        Self::start_with(true)
+    }
+
+    /// The server certificate, which is its own CA (None without TLS).
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.ca.as_deref()
+    }
+
+    fn start_with(tls: bool) -> Option<Postgres> {
         use std::os::unix::fs::MetadataExt;
         let Some(bin) = Self::bin_dir() else {
             skip(
@@ -219,6 +254,7 @@ impl Postgres {
             dir,
             port: 0,
             as_postgres,
+            ca: None,
         };
         if as_postgres {
             let st = std::process::Command::new("chown")
@@ -247,6 +283,46 @@ impl Postgres {
                 "--no-sync",
             ],
         );
+        let mut tls_opts = String::new();
+        if tls {
+            let (cert, key) = self_signed_cert(&["localhost", "127.0.0.1"]);
+            let cert_file = pg.dir.join("server.crt");
+            let key_file = pg.dir.join("server.key");
+            let hba_file = pg.dir.join("pg_hba_ssl.conf");
+            for (file, text, mode) in [
+                (&cert_file, cert.as_str(), 0o644),
+                (&key_file, key.as_str(), 0o600),
+                (
+                    &hba_file,
+                    "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+                    0o644,
+                ),
+            ] {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::write(file, text)
+                    .unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+                std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode))
+                    .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", file.display()));
+                if as_postgres {
+                    let st = std::process::Command::new("chown")
+                        .arg("postgres:")
+                        .arg(file)
+                        .status();
+                    assert!(
+                        st.is_ok_and(|s| s.success()),
+                        "cannot chown {} to postgres",
+                        file.display()
+                    );
+                }
+            }
+            tls_opts = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={} -c hba_file={}",
+                cert_file.display(),
+                key_file.display(),
+                hba_file.display()
+            );
+            pg.ca = Some(cert_file);
+        }
         // A free port can be taken between the probe and the start: try a
         // few.
         for attempt in 0..3 {
@@ -255,7 +331,7 @@ impl Postgres {
                 .map(|a| a.port())
                 .unwrap_or_else(|e| panic!("no free port: {e}"));
             let opts = format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off{tls_opts}",
                 pg.port,
                 pg.dir.display()
             );
