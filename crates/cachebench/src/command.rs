@@ -591,9 +591,10 @@ fn wall_clock() -> (u32, u32, u32) {
 }
 
 /// A chart sample of an interval of `secs` ending at `t`, from the
-/// interval's stats (see [`interval_stats`]).
+/// interval's stats (see [`interval_stats`]) and the counters at its start.
 fn sample(
     window: &CacheStats,
+    prev: &CacheStats,
     hit: output::HitRatios,
     ops: u64,
     secs: f64,
@@ -616,6 +617,11 @@ fn sample(
         t,
         ops_per_sec: ops as f64 / secs.max(1e-9),
         hit,
+        gets: window.gets.saturating_sub(prev.gets),
+        nvm_gets: window.nvm.as_ref().map(|n| {
+            let before = prev.nvm.as_ref().map_or(0, |p| p.counters.nvm_gets);
+            n.counters.nvm_gets.saturating_sub(before)
+        }),
         read_us: lat(true),
         write_us: lat(false),
     }
@@ -1168,7 +1174,7 @@ impl Workload for CacheBench {
                         let hit = output::hit_ratios_since(&cur, &prev);
                         let t = started.elapsed().as_secs_f64();
                         let window = interval_stats(&cur, &prev);
-                        samples.push(sample(&window, hit, ops - prev_ops, t - prev_t, t));
+                        samples.push(sample(&window, &prev, hit, ops - prev_ops, t - prev_t, t));
                         (prev_ops, prev_t) = (ops, t);
                         // A line per instance, as upstream's ProgressTracker
                         // (one per instance).
@@ -1223,6 +1229,7 @@ impl Workload for CacheBench {
                     let hit = output::hit_ratios_since(&cur, &prev);
                     samples.push(sample(
                         &interval_stats(&cur, &prev),
+                        &prev,
                         hit,
                         ops - prev_ops,
                         t - prev_t,
@@ -1268,6 +1275,7 @@ impl Workload for CacheBench {
             instances: Vec::new(),
             aggregated: None,
             charts,
+            series: crate::record::series(&samples),
             interrupted: ctx.cancel.is_stopped(),
             stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
             nvm_failure: nvm_failure.clone(),

@@ -3,7 +3,7 @@
 //! the harness flattens [`CacheBenchMetrics`] into the report's JSON.
 
 use crate::cache::NvmSide;
-use crate::record::CacheBenchRecord;
+use crate::record::{CacheBenchRecord, IntervalPoint};
 use crate::stats::RunStats;
 use serde::Serialize;
 
@@ -19,6 +19,11 @@ pub struct CacheBenchMetrics {
     /// Our charts of the progress samples (a job's run only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charts: Option<Vec<String>>,
+    /// The run over time: one point per progress interval (at most
+    /// [`crate::record::MAX_SERIES_POINTS`]; see [`crate::record::series`]),
+    /// all instances together. Absent without progress intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<IntervalPoint>>,
     /// Present (true) when Ctrl-C stopped the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<bool>,
@@ -155,6 +160,7 @@ pub fn of_record(r: &CacheBenchRecord) -> CacheBenchMetrics {
         run,
         instances,
         charts: (!r.charts.is_empty()).then(|| r.charts.clone()),
+        series: (!r.series.is_empty()).then(|| r.series.clone()),
         interrupted: r.interrupted.then_some(true),
         stopped_by_timeout_seconds: r.stopped_by_timeout_seconds,
         error,
@@ -289,6 +295,7 @@ mod tests {
                 .collect(),
             aggregated,
             charts: Vec::new(),
+            series: Vec::new(),
             interrupted: false,
             stopped_by_timeout_seconds: None,
             nvm_failure: None,
@@ -307,6 +314,7 @@ mod tests {
         for absent in [
             "instances",
             "charts",
+            "series",
             "interrupted",
             "stopped_by_timeout_seconds",
             "error",
@@ -368,5 +376,43 @@ mod tests {
         assert_eq!(m["hit_ratio_pct"], 75.0);
         let old = harness::Record { version: 1, ..back };
         assert!(crate::CacheBench.metrics(&old).is_err());
+    }
+
+    #[test]
+    fn the_series_goes_through_the_stored_record_into_the_metrics() {
+        use harness::Workload;
+        let mut r = record(vec![stats(1000, 400, 300, 2.0)]);
+        let point = |t: f64| crate::record::IntervalPoint {
+            elapsed_secs: t,
+            ops_per_sec: 500.0,
+            hit_ratio_pct: Some(75.0),
+            ram_hit_ratio_pct: Some(50.0),
+            nvm_hit_ratio_pct: Some(50.0),
+            nvm_read_p50_us: Some(4.0),
+            nvm_read_p99_us: Some(9.0),
+            nvm_write_p50_us: None,
+            nvm_write_p99_us: None,
+        };
+        r.series = vec![point(1.0), point(2.0)];
+        let stored = harness::Record::of("cachebench", 2, &r);
+        let back: harness::Record =
+            serde_json::from_str(&serde_json::to_string(&stored).unwrap()).unwrap();
+        let m = crate::CacheBench.metrics(&back).unwrap();
+        let series = m["series"].as_array().unwrap();
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[1]["elapsed_secs"], 2.0);
+        assert_eq!(series[0]["nvm_read_p99_us"], 9.0);
+        assert!(series[0].get("nvm_write_p50_us").is_none(), "{m:?}");
+        // A record stored before the series was kept reads back without one.
+        let mut old = serde_json::to_value(&stored).unwrap();
+        let body = old["data"].as_object_mut().unwrap();
+        assert!(body.remove("series").is_some());
+        let old: harness::Record = serde_json::from_value(old).unwrap();
+        assert!(
+            !crate::CacheBench
+                .metrics(&old)
+                .unwrap()
+                .contains_key("series")
+        );
     }
 }

@@ -36,6 +36,11 @@ pub struct Sample {
     pub t: f64,
     pub ops_per_sec: f64,
     pub hit: HitRatios,
+    /// Gets in the interval (the RAM and overall hit ratios are over them).
+    pub gets: u64,
+    /// NVM lookups in the interval (the NVM hit ratio is over them); None
+    /// without an NVM tier.
+    pub nvm_gets: Option<u64>,
     /// NVM read and write latency percentiles of the interval (µs), in
     /// [`PERCENTILES`] order; None without NVM traffic in the interval.
     pub read_us: Option<[f64; 8]>,
@@ -280,6 +285,8 @@ mod tests {
                     ram: 30.0,
                     nvm: 28.0,
                 },
+                gets: 100,
+                nvm_gets: Some(70),
                 read_us: Some([10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]),
                 write_us: (i > 2).then_some([1.0; 8]),
             })

@@ -1,9 +1,203 @@
-//! Report-page charts (the report page's); filled in by its owner.
+//! Report-page charts of CacheBench runs (the report page's): the run over
+//! time, from the `series` the cachebench crate stores in a run's metrics
+//! (one point per progress interval, all instances together, at most 300:
+//! `elapsed_secs`, `ops_per_sec`, `hit_ratio_pct`, `ram_hit_ratio_pct` and,
+//! with an NVM tier, `nvm_hit_ratio_pct`, `nvm_read_p50_us`,
+//! `nvm_read_p99_us`, `nvm_write_p50_us`, `nvm_write_p99_us`; a figure the
+//! interval did not measure is absent).
+//!
+//! - `cachebench_hit_ratio_time`: the overall hit ratio per interval and,
+//!   with NVM, the RAM and NVM hit ratios (as the PNG chart the run draws);
+//! - `cachebench_nvm_latency_time`: the NVM device's read (and write) p50
+//!   and p99 per interval, on a log axis (the device histograms count whole
+//!   µs; a 0, under 1 µs, is drawn at 1).
+//!
+//! Each chart only when the series has its figures; nothing for runs
+//! without a series (`--progress 0`, runs stored before it was kept).
 
-use crate::page_chart::PageChart;
+use chart::Chart;
+use serde_json::Value;
+
+use crate::page_chart::{CHART_H, CHART_W, PageChart};
 use crate::store::RunRow;
 
+/// `(elapsed_secs, key)` of every point that has `key`.
+fn column(series: &[Value], key: &str) -> Vec<(f64, f64)> {
+    series
+        .iter()
+        .filter_map(|p| {
+            let t = p.get("elapsed_secs")?.as_f64()?;
+            Some((t, p.get(key)?.as_f64()?))
+        })
+        .collect()
+}
+
 /// The charts this workload's stored metrics allow.
-pub fn charts(_row: &RunRow) -> Vec<PageChart> {
-    Vec::new()
+pub fn charts(row: &RunRow) -> Vec<PageChart> {
+    if row.benchmark != "cachebench" {
+        return Vec::new();
+    }
+    let Some(series) = row.metrics.get("series").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let overall = column(series, "hit_ratio_pct");
+    let nvm_hits = column(series, "nvm_hit_ratio_pct");
+    if !overall.is_empty() {
+        let mut c = Chart::new(
+            "CacheBench hit ratio per progress interval",
+            "s since the start",
+            "hit ratio (%)",
+        )
+        .size(CHART_W, CHART_H)
+        .y_range(0.0, 100.0)
+        .series("overall", overall);
+        // DRAM only, the RAM ratio is the overall one.
+        if !nvm_hits.is_empty() {
+            c = c
+                .series("RAM", column(series, "ram_hit_ratio_pct"))
+                .series("NVM", nvm_hits);
+        }
+        out.push(PageChart {
+            kind: "cachebench_hit_ratio_time",
+            chart: c,
+        });
+    }
+    let latency: Vec<(&str, Vec<(f64, f64)>)> = [
+        ("read p50", "nvm_read_p50_us"),
+        ("read p99", "nvm_read_p99_us"),
+        ("write p50", "nvm_write_p50_us"),
+        ("write p99", "nvm_write_p99_us"),
+    ]
+    .into_iter()
+    .map(|(name, key)| {
+        let pts = column(series, key)
+            .into_iter()
+            .map(|(t, v)| (t, v.max(1.0)))
+            .collect();
+        (name, pts)
+    })
+    .filter(|(_, pts): &(&str, Vec<(f64, f64)>)| !pts.is_empty())
+    .collect();
+    if !latency.is_empty() {
+        let mut c = Chart::new(
+            "CacheBench NVM device latency per progress interval",
+            "s since the start",
+            "µs (log)",
+        )
+        .size(CHART_W, CHART_H)
+        .log_y();
+        for (name, pts) in latency {
+            c = c.series(name, pts);
+        }
+        out.push(PageChart {
+            kind: "cachebench_nvm_latency_time",
+            chart: c,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn row(bench: &str, metrics: Value) -> RunRow {
+        RunRow {
+            id: 1,
+            run_id: "r1".into(),
+            job: "cachebench_hybrid_mini".into(),
+            benchmark: bench.into(),
+            role: None,
+            iteration: 1,
+            timestamp: 1_795_000_000,
+            success: true,
+            hostname: "h".into(),
+            args: vec![],
+            machine: json!({}),
+            metrics,
+            report_path: None,
+            artifacts_dir: None,
+            record: None,
+        }
+    }
+
+    fn hybrid_point(t: f64) -> Value {
+        json!({"elapsed_secs": t, "ops_per_sec": 30000.0, "hit_ratio_pct": 28.0,
+               "ram_hit_ratio_pct": 11.0, "nvm_hit_ratio_pct": 19.0,
+               "nvm_read_p50_us": 1.0, "nvm_read_p99_us": 6.0,
+               "nvm_write_p50_us": 0.0, "nvm_write_p99_us": 17.0})
+    }
+
+    fn kinds(c: &[PageChart]) -> Vec<&'static str> {
+        c.iter().map(|c| c.kind).collect()
+    }
+
+    #[test]
+    fn a_hybrid_series_gives_both_charts() {
+        let mut last = hybrid_point(3.0);
+        // An interval without writes: no write points there.
+        let o = last.as_object_mut().unwrap();
+        o.remove("nvm_write_p50_us");
+        o.remove("nvm_write_p99_us");
+        let m = json!({"hit_ratio_pct": 28.0,
+                       "series": [hybrid_point(1.0), hybrid_point(2.0), last]});
+        let c = charts(&row("cachebench", m));
+        assert_eq!(
+            kinds(&c),
+            ["cachebench_hit_ratio_time", "cachebench_nvm_latency_time"]
+        );
+        let hit = &c[0].chart;
+        let names: Vec<_> = hit.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["overall", "RAM", "NVM"]);
+        assert_eq!(
+            hit.series[0].points,
+            [(1.0, 28.0), (2.0, 28.0), (3.0, 28.0)]
+        );
+        assert_eq!(hit.series[2].points[1], (2.0, 19.0));
+        assert_eq!((hit.y_min, hit.y_max), (Some(0.0), Some(100.0)));
+        let lat = &c[1].chart;
+        let names: Vec<_> = lat.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read p50", "read p99", "write p50", "write p99"]);
+        assert_eq!(lat.series[1].points, [(1.0, 6.0), (2.0, 6.0), (3.0, 6.0)]);
+        // Under 1 µs is drawn at 1 on the log axis; absent stays absent.
+        assert_eq!(lat.series[2].points, [(1.0, 1.0), (2.0, 1.0)]);
+        assert_eq!(lat.y_scale, chart::Scale::Log10);
+        for c in &c {
+            assert_eq!((c.chart.width, c.chart.height), (CHART_W, CHART_H));
+            assert!(c.chart.to_svg().contains("<svg"));
+        }
+    }
+
+    #[test]
+    fn dram_only_gives_the_overall_hit_ratio_alone() {
+        let p = |t: f64| {
+            json!({"elapsed_secs": t, "ops_per_sec": 1.0e5,
+                   "hit_ratio_pct": 40.0 + t, "ram_hit_ratio_pct": 40.0 + t})
+        };
+        let c = charts(&row("cachebench", json!({"series": [p(1.0), p(2.0)]})));
+        assert_eq!(kinds(&c), ["cachebench_hit_ratio_time"]);
+        let names: Vec<_> = c[0].chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["overall"]);
+        assert_eq!(c[0].chart.series[0].points, [(1.0, 41.0), (2.0, 42.0)]);
+    }
+
+    #[test]
+    fn nothing_without_a_series() {
+        for (bench, m) in [
+            // Stored before the series was kept, or --progress 0.
+            ("cachebench", json!({"hit_ratio_pct": 50.0, "nvm": null})),
+            ("cachebench", json!({"series": []})),
+            // Points without figures (or without a time).
+            ("cachebench", json!({"series": [{"elapsed_secs": 1.0}]})),
+            ("cachebench", json!({"series": [{"hit_ratio_pct": 3.0}]})),
+            ("cachebench", json!({"series": "not a list"})),
+            // Another workload's `series`.
+            ("feedsim", json!({"series": [hybrid_point(1.0)]})),
+        ] {
+            assert!(charts(&row(bench, m.clone())).is_empty(), "{bench} {m}");
+        }
+    }
 }

@@ -1609,3 +1609,78 @@ fn upstream_keys_take_effect() {
     assert_eq!(ops(true), 198);
     assert!(ops(false) > 198);
 }
+
+/// A hybrid run's over-time figures reach the store and the report page:
+/// the stored metrics have a `series` of progress intervals (hit ratios,
+/// NVM device latency) and `report html` draws them. The run is held to 3 s
+/// by --timeout_seconds over far more operations than any machine does in
+/// that time, so it has three 1 s intervals however fast the machine is.
+#[test]
+fn hybrid_series_is_stored_and_charted_on_the_report_page() {
+    let d = tempfile::tempdir().unwrap();
+    let nvm_dir = d.path().join("nvm");
+    std::fs::create_dir(&nvm_dir).unwrap();
+    let config = d.path().join("hybrid_long.json");
+    let mini = include_str!("../../cachebench/configs/hybrid_mini.json");
+    assert!(mini.contains("\"numOps\" : 100000,"));
+    std::fs::write(
+        &config,
+        mini.replace("\"numOps\" : 100000,", "\"numOps\" : 50000000000,"),
+    )
+    .unwrap();
+    let o = common::rackbench_stored(d.path())
+        .args(["run", "cachebench_hybrid", "-i"])
+        .arg(
+            serde_json::json!({
+                "config": config.display().to_string(),
+                "nvm_path": nvm_dir.display().to_string(),
+                "progress": "1",
+                "extra_args": "--timeout_seconds 3",
+            })
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    // Stopped by the timeout, as upstream: exit 1, and the run is stored.
+    stopped_by_timeout(&o);
+    let run_id = common::run_id_of(&text(&o.stdout));
+    let show = rackbench(d.path())
+        .args(["results", "show", &run_id])
+        .output()
+        .unwrap();
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let m = &rows[0]["metrics"];
+    let series = m["series"].as_array().unwrap_or_else(|| panic!("{m}"));
+    assert!(series.len() >= 2, "{series:?}");
+    let mut last_t = 0.0;
+    for p in series {
+        let t = p["elapsed_secs"].as_f64().unwrap();
+        assert!(t > last_t, "{series:?}");
+        last_t = t;
+        assert!(p["ops_per_sec"].as_f64().unwrap() > 0.0, "{p}");
+        for key in ["hit_ratio_pct", "ram_hit_ratio_pct", "nvm_hit_ratio_pct"] {
+            let v = p[key].as_f64().unwrap_or_else(|| panic!("{key} in {p}"));
+            assert!((0.0..=100.0).contains(&v), "{p}");
+        }
+        // The NVM tier holds more than RAM: lookups go to the device.
+        assert!(p["nvm_read_p99_us"].as_f64().is_some(), "{p}");
+    }
+    assert!(last_t <= m["elapsed_secs"].as_f64().unwrap() + 1.0, "{m}");
+
+    let page = d.path().join("report.html");
+    let o = rackbench(d.path())
+        .args(["report", "html", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for kind in ["cachebench_hit_ratio_time", "cachebench_nvm_latency_time"] {
+        assert!(
+            html.contains(&format!(r#"data-kind="{kind}""#)),
+            "no {kind} chart"
+        );
+    }
+    assert!(html.contains("NVM device latency per progress interval"));
+}
