@@ -51,6 +51,27 @@ pub struct ReplayFigures {
     pub latency_us: LatencyUs,
 }
 
+/// The traffic from one service's instances to another's, summed over
+/// instance pairs and RPCs (so a clique of N instances gives one pair, not
+/// N x N): RPC counts, bytes and latency of the samples that count.
+/// Services are the instance names' part before the first `/`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PairFigures {
+    /// The client's service.
+    pub from: String,
+    /// The server's service.
+    pub to: String,
+    /// Successful, non-warm-up RPCs.
+    pub rpcs: u64,
+    pub failed: u64,
+    /// Request and response bytes of the `rpcs`.
+    pub request_bytes: i64,
+    pub response_bytes: i64,
+    /// `null` when no RPC counts.
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+}
+
 /// The node managers' resource usage over a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeUsage {
@@ -80,6 +101,10 @@ pub struct TestFigures {
     /// RPC replay traces, by trace name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub replay: BTreeMap<String, ReplayFigures>,
+    /// Traffic per (client service, server service) pair, in that order
+    /// (absent from records kept before it was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairFigures>,
 }
 
 /// The report's metrics of one RPC (or of all).
@@ -120,6 +145,10 @@ pub struct TestMetrics {
     /// RPC replay traces, by trace name, when the test replayed any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<BTreeMap<String, ReplayFigures>>,
+    /// Traffic per (client service, server service) pair; absent when no
+    /// peer saw traffic (or the record predates it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairFigures>,
     pub log_summary: Vec<String>,
 }
 
@@ -172,6 +201,7 @@ impl TestFigures {
             engine_errors: (!self.engine_errors.is_empty()).then(|| self.engine_errors.clone()),
             overloaded: self.overloaded().then_some(true),
             replay: (!self.replay.is_empty()).then(|| self.replay.clone()),
+            pairs: self.pairs.clone(),
             log_summary: log_summary.to_vec(),
         }
     }
@@ -237,6 +267,7 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
             .map_or_else(|| format!("#{i}"), |d| d.name().to_string())
     };
     let mut per_rpc: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut per_pair: BTreeMap<(String, String), Acc> = BTreeMap::new();
     let mut all = Acc::default();
     let mut longest_span_ns: i64 = 0;
     let mut activities: BTreeMap<String, i64> = BTreeMap::new();
@@ -269,13 +300,18 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
                     }
                 }
             }
-            for peer in log.peer_logs.values() {
+            for (peer_name, peer) in &log.peer_logs {
                 let (mut first, mut last) = (i64::MAX, i64::MIN);
+                let pair = per_pair
+                    .entry((service_of(instance), service_of(peer_name)))
+                    .or_default();
                 for (&rpc, l) in &peer.rpc_logs {
                     let acc = per_rpc.entry(rpc_name(rpc)).or_default();
+                    pair.failed += l.failed_rpc_samples.len() as u64;
                     for s in &l.successful_rpc_samples {
                         acc.add_ok(s);
                         all.add_ok(s);
+                        pair.add_ok(s);
                         if !s.warmup() {
                             first = first.min(s.start_timestamp_ns());
                             last = last.max(s.start_timestamp_ns() + s.latency_ns());
@@ -326,7 +362,32 @@ pub fn test_figures(r: &TestResult) -> TestFigures {
                 )
             })
             .collect(),
+        pairs: per_pair
+            .into_iter()
+            .filter(|(_, a)| !a.latencies.is_empty() || a.failed > 0 || a.warmup > 0)
+            .map(|((from, to), a)| {
+                let f = a.figures();
+                PairFigures {
+                    from,
+                    to,
+                    rpcs: f.samples,
+                    failed: f.failed,
+                    request_bytes: f.request_bytes,
+                    response_bytes: f.response_bytes,
+                    p50_us: f.latency_us.p50,
+                    p99_us: f.latency_us.p99,
+                }
+            })
+            .collect(),
     }
+}
+
+/// The service of an instance name (`client/0` -> `client`).
+fn service_of(instance: &str) -> String {
+    instance
+        .split_once('/')
+        .map_or(instance, |(s, _)| s)
+        .to_string()
 }
 
 /// The name of a test result's test (empty without a traffic config).
@@ -510,7 +571,9 @@ mod tests {
         ] {
             // Compared as text: serde_json's parser may round a float's
             // last digit, its printer does not.
-            let got = serde_json::to_value(test_metrics(&r)).unwrap();
+            // `pairs` came later: the untyped implementation had none.
+            let mut got = serde_json::to_value(test_metrics(&r)).unwrap();
+            got.as_object_mut().unwrap().remove("pairs");
             assert_eq!(got.to_string(), want);
         }
         let m = test_metrics(&rich());
@@ -567,6 +630,58 @@ mod tests {
         let f = test_figures(&r);
         let back: TestFigures = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
         assert_eq!(back, f);
+    }
+
+    /// Traffic is summed per (client service, server service) pair over
+    /// instances and RPCs; a pair without traffic is left out.
+    #[test]
+    fn pairs_are_per_service_pair() {
+        use super::fixtures::sample;
+        use crate::proto::*;
+        let m = test_metrics(&super::fixtures::rich());
+        assert_eq!(m.pairs.len(), 1, "{:?}", m.pairs);
+        let p = &m.pairs[0];
+        assert_eq!((p.from.as_str(), p.to.as_str()), ("client", "server"));
+        assert_eq!((p.rpcs, p.failed), (m.overall.samples, m.overall.failed));
+        assert_eq!(p.p50_us, m.overall.latency_us.p50);
+        assert_eq!(p.p99_us, m.overall.latency_us.p99);
+        assert_eq!(p.response_bytes, 10 << 20);
+
+        let peer = |n: i64| {
+            let mut p = PeerPerformanceLog::default();
+            p.rpc_logs.insert(
+                0,
+                RpcPerformanceLog {
+                    successful_rpc_samples: (0..n).map(|i| sample(i, 1000, false)).collect(),
+                    failed_rpc_samples: vec![],
+                },
+            );
+            p
+        };
+        let mut logs = ServiceLogs::default();
+        for (i, peers) in [
+            ("a/0", vec![("b/0", 2), ("b/1", 3), ("a/1", 1)]),
+            ("a/1", vec![("b/0", 4), ("c/0", 0)]),
+        ] {
+            let mut spl = ServicePerformanceLog::default();
+            for (name, n) in peers {
+                spl.peer_logs.insert(name.into(), peer(n));
+            }
+            logs.instance_logs.insert(i.into(), spl);
+        }
+        let r = TestResult {
+            service_logs: Some(logs),
+            ..Default::default()
+        };
+        let got: Vec<(String, String, u64)> = test_metrics(&r)
+            .pairs
+            .into_iter()
+            .map(|p| (p.from, p.to, p.rpcs))
+            .collect();
+        let want = |a: &str, b: &str, n: u64| (a.to_string(), b.to_string(), n);
+        assert_eq!(got, vec![want("a", "a", 1), want("a", "b", 9)]);
+        let v = serde_json::to_value(test_metrics(&TestResult::default())).unwrap();
+        assert!(v.get("pairs").is_none(), "{v}");
     }
 
     #[test]

@@ -1260,7 +1260,14 @@ mod tests {
         };
         let r = tests_record(&results, 3, Some("boom".into()), true, None, None);
         assert!(!r.success());
-        let m = derived(&DistbenchRecord::RunTests(r.clone()));
+        let mut m = derived(&DistbenchRecord::RunTests(r.clone()));
+        // The per-pair traffic came later (the untyped metrics had none):
+        // the first test's, through the record.
+        let pairs = m["tests"][0].as_object_mut().unwrap().remove("pairs");
+        assert_eq!(
+            pairs.unwrap().to_string(),
+            r#"[{"failed":3,"from":"client","p50_us":9.0,"p99_us":15.0,"request_bytes":1000,"response_bytes":10485760,"rpcs":10,"to":"server"}]"#
+        );
         // Compared as text: serde_json's parser may round a float's last
         // digit, its printer does not.
         assert_eq!(Value::Object(m).to_string(), TWO_TESTS_INTERRUPTED);

@@ -18,6 +18,8 @@
 //!   `p50`/`p99`/... keys: FeedSim's final latency, Distbench's per-RPC
 //!   latency, CacheBench's NVM and API latency); and per job, CacheBench's
 //!   hit ratios across its runs.
+//! - for each CacheBench run with a progress `series`: its hit ratios and
+//!   NVM device latency per interval ([`crate::html_cachebench`]).
 //!
 //! All text from the store is escaped (`html-escape`).
 

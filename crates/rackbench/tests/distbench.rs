@@ -978,3 +978,51 @@ fn node_manager_preassigned_id_and_service_address() {
     }
     panic!("run_tests never succeeded: {last}");
 }
+
+/// `rackbench run distbench_mini` into a store, then the report page: the
+/// stored metrics have the client -> server traffic and the page draws it
+/// (`distbench_pairs`).
+#[test]
+fn distbench_mini_report_page_draws_per_pair_traffic() {
+    let d = tempfile::tempdir().unwrap();
+    let o = rackbench(d.path())
+        .arg("--output-dir")
+        .arg(d.path().join("reports"))
+        .args(["run", "distbench_mini"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let last = out.trim_end().lines().last().unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("no report on the last line ({e}):\n{out}"));
+    let m = &report["metrics"];
+    let pairs = m["tests"][0]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{m}");
+    let p = &pairs[0];
+    assert_eq!(
+        (p["from"].as_str(), p["to"].as_str()),
+        (Some("client"), Some("server")),
+        "{p}"
+    );
+    // Every counted RPC of this one-pair test is the pair's.
+    assert_eq!(p["rpcs"], m["tests"][0]["overall"]["samples"], "{m}");
+    assert_eq!(p["failed"], m["tests"][0]["overall"]["failed"], "{m}");
+
+    let page = d.path().join("report.html");
+    let o = rackbench(d.path())
+        .args(["report", "html", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"data-kind="distbench_pairs""#),
+        "no pairs chart"
+    );
+    assert!(
+        html.contains("1 client -&gt; server"),
+        "no pair in the legend"
+    );
+}

@@ -720,3 +720,136 @@ fn hashd_short_memory_search_keeps_rps_max() {
     let p = std::fs::read_to_string(&params).unwrap();
     assert!(p.contains("\"rps_max\": 150"), "{p}");
 }
+
+/// `rackbench run resctl_mini` into a store, then the report page: the
+/// stored metrics have the protection scenario's figures and the page
+/// draws them (`resctl_protection`).
+#[test]
+fn resctl_mini_report_page_draws_protection() {
+    if !cgroups_writable() {
+        return;
+    }
+    // The hog must meet its cap without swap (the storage test adds some).
+    let _swap = SWAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let vars = serde_json::json!({
+        "result_file": d.path().join("result.json"),
+        "scratch": d.path(),
+    });
+    let o = rackbench_stored(d.path())
+        .args(["run", "resctl_mini", "-i", &vars.to_string()])
+        .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let last = out.trim_end().lines().last().unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("no report on the last line ({e}):\n{out}"));
+    let m = &report["metrics"];
+    let s = m["protection_scenarios"].as_array().unwrap();
+    assert_eq!(s.len(), 1, "{m}");
+    assert_eq!(
+        (s[0]["load"].as_f64(), s[0]["loops"].as_u64()),
+        (Some(1.0), Some(1)),
+        "{m}"
+    );
+    assert_eq!(s[0]["speed"], "2x", "{m}");
+    // One scenario: its isolation is the combined one (which reads 0 when
+    // no sample measured it; the scenario's is then null).
+    match s[0]["isol_pct"].as_f64() {
+        Some(isol) => assert_eq!(Some(isol), m["protection_isol_pct"].as_f64(), "{m}"),
+        None => assert_eq!(m["protection_isol_pct"].as_f64(), Some(0.0), "{m}"),
+    }
+    assert_eq!(s[0]["work_csv_pct"], m["protection_work_csv_pct"], "{m}");
+
+    let page = d.path().join("report.html");
+    let o = rackbench_stored(d.path())
+        .args(["report", "html", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"data-kind="resctl_protection""#),
+        "no protection chart"
+    );
+    assert!(
+        html.contains("1 load 1 hog 2x x1"),
+        "no scenario in the title"
+    );
+}
+
+/// The storage figures as the resctl crate derives them from a stored
+/// job (no swap file or minutes of hashd needed) draw the report page's
+/// storage charts.
+#[test]
+fn resctl_storage_metrics_draw_the_storage_charts() {
+    use resctl::bench::common::{Bench, JobMetrics};
+    use resctl::bench::storage::{LoopRecord, StorageBench, StorageRecord, study};
+    let probes = serde_json::json!([
+        {"stage": "bisect", "mem_frac": 1.0, "rps": 400.0, "end": "slow"},
+        {"stage": "bisect", "mem_frac": 0.6, "rps": 1000.0, "end": "ok"},
+    ]);
+    let lp = |usage: u64, size: u64, used: bool| LoopRecord {
+        usage,
+        size,
+        mem_frac: size as f64 / 2000.0,
+        probes: probes.clone(),
+        used,
+        ..Default::default()
+    };
+    let rec = StorageRecord {
+        runs: vec![
+            lp(1000, 1200, true),
+            lp(100, 1000, false),
+            lp(1000, 1400, true),
+        ],
+        ..Default::default()
+    };
+    let d = resctl::journal::JobData {
+        spec: resctl::spec::parse("storage").unwrap(),
+        period: (1, 2),
+        sysinfo: serde_json::Value::Null,
+        record: Some(serde_json::to_value(&rec).unwrap()),
+        result: Some(serde_json::to_value(study(&rec)).unwrap()),
+    };
+    let mut jm = JobMetrics::default();
+    StorageBench.metrics(&d, &mut jm);
+    let metrics = harness::record::metrics_map(&jm).unwrap();
+    let row = harness::store::RunRow {
+        id: 1,
+        run_id: "r1".into(),
+        job: "resctl_storage".into(),
+        benchmark: "resctl".into(),
+        role: None,
+        iteration: 1,
+        timestamp: 1_795_000_000,
+        success: true,
+        hostname: "h".into(),
+        args: vec![],
+        machine: serde_json::json!({}),
+        metrics: serde_json::Value::Object(metrics),
+        report_path: None,
+        artifacts_dir: None,
+        record: None,
+    };
+    let charts = harness::html::run_charts(&row);
+    let kinds: Vec<_> = charts.iter().map(|c| c.kind).collect();
+    assert!(kinds.contains(&"resctl_storage"), "{kinds:?}");
+    assert!(kinds.contains(&"resctl_storage_search"), "{kinds:?}");
+    let mof = &charts
+        .iter()
+        .find(|c| c.kind == "resctl_storage")
+        .unwrap()
+        .chart;
+    // Kept loops 1.2 and 1.4 (mean 1.3), the retried one apart.
+    assert_eq!(mof.series[0].points, [(1.0, 1.2), (3.0, 1.4)]);
+    assert_eq!(mof.series[1].points, [(2.0, 10.0)]);
+    assert!(
+        mof.title.contains("mean of kept loops 1.3"),
+        "{}",
+        mof.title
+    );
+}

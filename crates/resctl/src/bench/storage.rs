@@ -4,7 +4,7 @@ use super::common::{Bench, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
 use super::knobs::HashdKnobs;
 use super::protection::study::mean_stdev;
-use crate::bench::metrics::StorageMetrics;
+use crate::bench::metrics::{StorageLoopMetrics, StorageMetrics, StorageProbeMetrics};
 use crate::fmt::{format_duration, format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
@@ -250,6 +250,33 @@ pub fn study(rec: &StorageRecord) -> StorageResult {
         write_lat_mean: mean_of(&|r| r.write_lat),
         swap_peak,
         swap_full: rec.swap_total > 0 && swap_peak as f64 >= 0.95 * rec.swap_total as f64,
+    }
+}
+
+/// The report's figures of one loop: its offloading factor and its
+/// memory-size search (the probes hashd reported; one without a number
+/// for `mem_frac` or `rps` is left out).
+pub fn loop_metrics(l: &LoopRecord) -> StorageLoopMetrics {
+    let probes = l
+        .probes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(StorageProbeMetrics {
+                stage: p["stage"].as_str().unwrap_or_default().to_string(),
+                mem_frac: p["mem_frac"].as_f64()?,
+                rps: p["rps"].as_f64()?,
+            })
+        })
+        .collect();
+    StorageLoopMetrics {
+        used: l.used,
+        mof: (l.usage > 0).then(|| l.size as f64 / l.usage as f64),
+        mem_usage_bytes: l.usage,
+        mem_size_bytes: l.size,
+        mem_frac: l.mem_frac,
+        probes,
     }
 }
 
@@ -725,12 +752,20 @@ impl Bench for StorageBench {
         else {
             return;
         };
+        // The loops, from the record when it reads as one.
+        let loops = d
+            .record
+            .clone()
+            .and_then(|r| serde_json::from_value::<StorageRecord>(r).ok())
+            .map(|r| r.runs.iter().map(loop_metrics).collect())
+            .unwrap_or_default();
         m.storage = Some(StorageMetrics {
             storage_mof: s.mem_offload_factor,
             storage_mem_usage_bytes: s.mem_usage_mean,
             storage_mem_size_bytes: s.mem_size_mean,
             storage_rbps_final: s.rbps_final,
             storage_wbps_final: s.wbps_final,
+            storage_loops: loops,
         });
     }
 }
@@ -739,6 +774,76 @@ impl Bench for StorageBench {
 mod tests {
     use super::*;
     use crate::spec::parse;
+
+    /// Each loop's offloading factor and memory-size search, from the
+    /// record the bench keeps; none (and no key) without a readable one.
+    #[test]
+    fn metrics_per_loop() {
+        use crate::bench::common::JobMetrics;
+        let probes = serde_json::json!([
+            {"stage": "bisect", "mem_frac": 1.0, "rps": 310.5, "end": "slow"},
+            {"stage": "bisect", "mem_frac": 0.5, "rps": 1000.0, "end": "ok"},
+            {"stage": "odd"}
+        ]);
+        let rec = StorageRecord {
+            runs: vec![
+                LoopRecord {
+                    usage: 1000,
+                    size: 1500,
+                    mem_frac: 0.5,
+                    probes: probes.clone(),
+                    used: true,
+                    ..Default::default()
+                },
+                LoopRecord {
+                    usage: 0,
+                    size: 10,
+                    used: false,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let data = |record: Option<Value>| JobData {
+            spec: parse("storage").unwrap(),
+            period: (1, 2),
+            sysinfo: Value::Null,
+            record,
+            result: Some(serde_json::to_value(study(&rec)).unwrap()),
+        };
+        let metrics = |d: &JobData| {
+            let mut m = JobMetrics::default();
+            StorageBench.metrics(d, &mut m);
+            m.storage.unwrap()
+        };
+        let m = metrics(&data(Some(serde_json::to_value(&rec).unwrap())));
+        assert_eq!(m.storage_mof, 1.5);
+        assert_eq!(m.storage_loops.len(), 2);
+        let l = &m.storage_loops[0];
+        assert_eq!((l.used, l.mof, l.mem_size_bytes), (true, Some(1.5), 1500));
+        assert_eq!(
+            l.probes,
+            vec![
+                StorageProbeMetrics {
+                    stage: "bisect".into(),
+                    mem_frac: 1.0,
+                    rps: 310.5
+                },
+                StorageProbeMetrics {
+                    stage: "bisect".into(),
+                    mem_frac: 0.5,
+                    rps: 1000.0
+                },
+            ]
+        );
+        assert_eq!(
+            (m.storage_loops[1].used, m.storage_loops[1].mof),
+            (false, None)
+        );
+        let v = serde_json::to_value(metrics(&data(None))).unwrap();
+        assert!(v.get("storage_loops").is_none(), "{v}");
+        assert_eq!(v["storage_mof"], 1.5);
+    }
 
     #[test]
     fn keys_and_values_are_checked() {

@@ -7,7 +7,7 @@ use super::study::{
 };
 use crate::bench::common::{Bench, Ctx, Outcome, spawn_in};
 use crate::bench::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in, stop_child};
-use crate::bench::metrics::ProtectionMetrics;
+use crate::bench::metrics::{ProtectionMetrics, ProtectionScenarioMetrics};
 use crate::fmt::{format_size, parse_frac};
 use crate::hashd::bench::linreg;
 use crate::hashd::params::{self, Params};
@@ -737,11 +737,43 @@ impl Bench for ProtectionBench {
         };
         let c = &p.combined;
         let pct = |v: Option<&f64>| v.copied().unwrap_or(0.0) * 100.0;
+        // What each scenario ran with, from the record when it has them.
+        let runs: Vec<Option<MemHogRecord>> = d
+            .record
+            .as_ref()
+            .and_then(|r| r.get("scenarios"))
+            .and_then(|s| s.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|s| serde_json::from_value(s.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let scenarios = p
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let run = runs.get(i).and_then(Option::as_ref);
+                ProtectionScenarioMetrics {
+                    load: run.map(|r| r.load),
+                    speed: run.map(|r| r.speed.clone()),
+                    loops: run.map(|r| r.loops),
+                    isol_pct: s.isol.get("mean").map(|v| v * 100.0),
+                    isol_p05_pct: s.isol.get("05").map(|v| v * 100.0),
+                    lat_imp_pct: s.lat_imp.get("mean").map(|v| v * 100.0),
+                    lat_imp_p95_pct: s.lat_imp.get("95").map(|v| v * 100.0),
+                    work_csv_pct: s.work_csv * 100.0,
+                    fail_pct: s.fail_ratio * 100.0,
+                }
+            })
+            .collect();
         m.protection = Some(ProtectionMetrics {
             protection_isol_pct: pct(c.isol.get("mean")),
             protection_isol_p05_pct: pct(c.isol.get("05")),
             protection_lat_imp_pct: pct(c.lat_imp.get("mean")),
             protection_work_csv_pct: c.work_csv * 100.0,
+            protection_scenarios: scenarios,
         });
     }
 }
@@ -750,6 +782,113 @@ impl Bench for ProtectionBench {
 mod tests {
     use super::*;
     use crate::spec::parse;
+
+    /// The per-scenario figures: the result's, with what each scenario
+    /// ran with from the record; without a readable record, the figures
+    /// alone; without scenarios, none (and no key).
+    #[test]
+    fn metrics_per_scenario() {
+        use crate::bench::common::JobMetrics;
+        use crate::journal::JobData;
+        use serde_json::Value;
+        let dist = |pairs: &[(&str, f64)]| -> BTreeMap<String, f64> {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        let scen = |isol: f64| MemHogResult {
+            isol: dist(&[("mean", isol), ("05", isol - 0.25)]),
+            lat_imp: dist(&[("mean", 0.125), ("95", 0.5)]),
+            work_csv: 0.75,
+            fail_ratio: 0.0625,
+            ..Default::default()
+        };
+        let result = ProtectionResult {
+            scenarios: vec![scen(0.875), scen(0.5)],
+            combined: scen(0.625),
+        };
+        let record = ProtectionRecord {
+            scenarios: vec![
+                MemHogRecord {
+                    loops: 2,
+                    load: 1.0,
+                    speed: "2x".into(),
+                    ..Default::default()
+                },
+                MemHogRecord {
+                    loops: 3,
+                    load: 0.8,
+                    speed: "1x".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let data = |record: Option<Value>, result: &ProtectionResult| JobData {
+            spec: parse("protection").unwrap(),
+            period: (1, 2),
+            sysinfo: Value::Null,
+            record,
+            result: Some(serde_json::to_value(result).unwrap()),
+        };
+        let metrics = |d: &JobData| {
+            let mut m = JobMetrics::default();
+            ProtectionBench.metrics(d, &mut m);
+            m.protection.unwrap()
+        };
+        let m = metrics(&data(Some(serde_json::to_value(&record).unwrap()), &result));
+        assert_eq!(m.protection_isol_pct, 62.5);
+        assert_eq!(
+            m.protection_scenarios,
+            vec![
+                ProtectionScenarioMetrics {
+                    load: Some(1.0),
+                    speed: Some("2x".into()),
+                    loops: Some(2),
+                    isol_pct: Some(87.5),
+                    isol_p05_pct: Some(62.5),
+                    lat_imp_pct: Some(12.5),
+                    lat_imp_p95_pct: Some(50.0),
+                    work_csv_pct: 75.0,
+                    fail_pct: 6.25,
+                },
+                ProtectionScenarioMetrics {
+                    load: Some(0.8),
+                    speed: Some("1x".into()),
+                    loops: Some(3),
+                    isol_pct: Some(50.0),
+                    isol_p05_pct: Some(25.0),
+                    lat_imp_pct: Some(12.5),
+                    lat_imp_p95_pct: Some(50.0),
+                    work_csv_pct: 75.0,
+                    fail_pct: 6.25,
+                },
+            ]
+        );
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["protection_scenarios"][1]["speed"], "1x");
+        // No record: the figures, without what the scenarios ran with.
+        let m = metrics(&data(None, &result));
+        assert_eq!(m.protection_scenarios.len(), 2);
+        assert_eq!(m.protection_scenarios[0].load, None);
+        assert_eq!(m.protection_scenarios[0].isol_pct, Some(87.5));
+        // A scenario without samples: its figures are null, not 0.
+        let unmeasured = ProtectionResult {
+            scenarios: vec![MemHogResult::default()],
+            combined: MemHogResult::default(),
+        };
+        let v = serde_json::to_value(metrics(&data(None, &unmeasured))).unwrap();
+        let s0 = &v["protection_scenarios"][0];
+        assert!(
+            s0["isol_pct"].is_null() && s0["lat_imp_p95_pct"].is_null(),
+            "{v}"
+        );
+        // No scenario: no key.
+        let none = ProtectionResult {
+            scenarios: vec![],
+            combined: scen(0.5),
+        };
+        let v = serde_json::to_value(metrics(&data(None, &none))).unwrap();
+        assert!(v.get("protection_scenarios").is_none(), "{v}");
+    }
 
     #[test]
     fn scenarios_default_and_parse() {
