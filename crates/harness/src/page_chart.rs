@@ -13,8 +13,11 @@ pub const CHART_H: u32 = 360;
 /// A chart of one kind, as placed on the page.
 #[derive(Debug, Clone)]
 pub struct PageChart {
-    /// `ladder`, `ladder_qps`, `series_counts`, `series_latency`,
-    /// `percentiles`, `hit_ratio` (the `data-kind` of its figure).
+    /// The `data-kind` of its figure: `ladder`, `ladder_qps`,
+    /// `series_counts`, `series_latency`, `percentiles`, `hit_ratio`,
+    /// `cachebench_hit_ratio_time`, `cachebench_nvm_latency_time`,
+    /// `distbench_pairs`, `distbench_pair_latency`, `resctl_protection`,
+    /// `resctl_storage`, `resctl_storage_search`.
     pub kind: &'static str,
     pub chart: Chart,
 }
