@@ -31,6 +31,7 @@ pub mod runner;
 pub mod score;
 pub mod stats;
 pub mod store;
+pub mod system_check;
 pub mod vars;
 
 pub use cancel::Cancel;

@@ -122,6 +122,19 @@ enum Cmd {
     /// A shell completion script on stdout: `source <(rackbench completions
     /// bash)`, or save it where your shell loads completions from.
     Completions { shell: clap_complete::Shell },
+    /// Checks the machine settings that change what benchmarks measure
+    /// (THP, CPU governor, turbo, SMT, swap, cgroups, open files, ...): one
+    /// pass/warn line each, with what was found and what is advised.
+    /// Warnings do not fail it (exit 0).
+    #[command(name = "system_check", visible_alias = "system-check")]
+    SystemCheck {
+        /// One JSON object: {"checks": [{name, status, found, advice}], "warnings": N}.
+        #[arg(long)]
+        json: bool,
+        /// Read /sys and /proc under this folder instead of / (for tests).
+        #[arg(long, hide = true, default_value = "/")]
+        root: PathBuf,
+    },
     /// Writes man pages (rackbench.1 and one per command) into DIR.
     Man {
         #[arg(default_value = ".")]
@@ -963,6 +976,27 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 && e.kind() != std::io::ErrorKind::BrokenPipe
             {
                 return Err(e).context("cannot write the completion script");
+            }
+        }
+        Cmd::SystemCheck { json, root } => {
+            anyhow::ensure!(root.is_dir(), "--root {}: not a folder", root.display());
+            let checks = harness::system_check::run(&root);
+            let text = if json {
+                let warnings = checks
+                    .iter()
+                    .filter(|c| c.status == harness::system_check::Status::Warn)
+                    .count();
+                let v = serde_json::json!({"checks": checks, "warnings": warnings});
+                format!("{}\n", serde_json::to_string_pretty(&v)?)
+            } else {
+                checks.iter().map(|c| c.line() + "\n").collect()
+            };
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e).context("cannot write the system check");
             }
         }
         Cmd::Man { dir } => {

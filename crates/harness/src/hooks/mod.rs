@@ -71,6 +71,11 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
             ));
         }
     }
+    // Option values checked here too, so a bad one stops the run before
+    // any job starts rather than when its hook is built.
+    if spec.hook == "cpu-mpstat" {
+        mpstat::interval(&spec.options).map_err(|e| format!("hook '{}': {e}", spec.hook))?;
+    }
     Ok(())
 }
 
@@ -107,17 +112,6 @@ pub(crate) fn strings(o: &Map<String, Value>, key: &str) -> Result<Vec<String>, 
     }
 }
 
-/// Reads a positive number option.
-pub(crate) fn number(o: &Map<String, Value>, key: &str, default: f64) -> Result<f64, String> {
-    match o.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_f64()
-            .filter(|x| *x > 0.0)
-            .ok_or_else(|| format!("option '{key}' must be a positive number")),
-    }
-}
-
 /// Reads a boolean option.
 pub(crate) fn boolean(o: &Map<String, Value>, key: &str) -> Result<bool, String> {
     match o.get(key) {
@@ -147,5 +141,23 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("positive"), "{e}");
+    }
+
+    #[test]
+    fn validate_checks_mpstat_values_naming_hook_and_option() {
+        for spec in [
+            "cpu-mpstat:{\"interval_secs\": 0}",
+            "cpu-mpstat:{\"interval_secs\": -2.5}",
+        ] {
+            let e = validate(&HookSpec::parse_cli(spec).unwrap()).unwrap_err();
+            assert!(
+                e.contains("hook 'cpu-mpstat'") && e.contains("option 'interval_secs'"),
+                "{spec}: {e}"
+            );
+        }
+        let e = validate(&HookSpec::parse_cli("cpu-mpstat:{\"args\": [\"-A\", \"1\"]}").unwrap())
+            .unwrap_err();
+        assert!(e.contains("hook 'cpu-mpstat'") && e.contains("'-A'"), "{e}");
+        validate(&HookSpec::parse_cli("cpu-mpstat:{\"args\": [\"-u\", \"1\"]}").unwrap()).unwrap();
     }
 }

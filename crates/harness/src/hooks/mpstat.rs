@@ -1,7 +1,12 @@
 //! `cpu-mpstat`: per-CPU utilisation sampled from /proc/stat (what `mpstat -P
 //! ALL 1` shows, without sysstat installed).
+//!
+//! Options: rackbench's `interval_secs`, or benchpress' `args`, the argv its
+//! hook hands to `mpstat` (default `["-u", "1"]`: utilisation every second).
+//! Of that argv only what this sampler does is accepted: `-u`, `-P ALL` and
+//! one interval in whole seconds; anything else is refused by name.
 
-use super::{Hook, HookContext, number};
+use super::{Hook, HookContext};
 use crate::machine::{CpuTicks as Times, parse_proc_stat as parse_stat};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -11,7 +16,90 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub const OPTIONS: &[&str] = &["interval_secs"];
+pub const OPTIONS: &[&str] = &["interval_secs", "args"];
+
+/// The sampling interval the options ask for (1 s when neither is given).
+pub fn interval(o: &Map<String, Value>) -> Result<Duration, String> {
+    match (o.get("interval_secs"), o.get("args")) {
+        (Some(_), Some(_)) => Err(
+            "options 'interval_secs' and 'args' both given; use one (args is benchpress' mpstat argv, e.g. [\"-u\", \"1\"])"
+                .into(),
+        ),
+        (Some(v), None) => {
+            let bad = || {
+                format!("option 'interval_secs' must be a positive finite number of seconds, got {v}")
+            };
+            let x = v.as_f64().ok_or_else(bad)?;
+            if !x.is_finite() || x <= 0.0 {
+                return Err(bad());
+            }
+            Duration::try_from_secs_f64(x).map_err(|_| bad())
+        }
+        (None, Some(v)) => interval_from_args(v),
+        (None, None) => Ok(Duration::from_secs(1)),
+    }
+}
+
+/// Maps benchpress' `args` (mpstat's argv) to the interval, refusing what the
+/// sampler cannot do.
+fn interval_from_args(v: &Value) -> Result<Duration, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "option 'args' must be a list of mpstat arguments such as [\"-u\", \"1\"], got {v}"
+        ));
+    };
+    let mut args = Vec::new();
+    for a in items {
+        match a {
+            Value::String(s) => args.push(s.clone()),
+            Value::Number(n) => args.push(n.to_string()),
+            other => {
+                return Err(format!("option 'args' must hold strings, got {other}"));
+            }
+        }
+    }
+    let mut secs: Option<u64> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-u" => {}
+            "-P" => match it.next().map(String::as_str) {
+                Some(c) if c.eq_ignore_ascii_case("ALL") => {}
+                Some(c) => {
+                    return Err(format!(
+                        "args: '-P {c}' is not supported: every CPU is always sampled (use '-P ALL' or leave it out)"
+                    ));
+                }
+                None => return Err("args: '-P' needs a CPU list (only 'ALL' is supported)".into()),
+            },
+            s if s.starts_with('-') => {
+                return Err(format!(
+                    "args: '{s}' is not supported: the sampler records CPU utilisation only (accepted: -u, -P ALL, an interval in seconds)"
+                ));
+            }
+            s if secs.is_none() => {
+                let n: u64 = s.parse().map_err(|_| {
+                    format!("args: interval '{s}' must be a whole number of seconds (as mpstat's)")
+                })?;
+                if n == 0 {
+                    return Err("args: interval '0' (mpstat's since-boot report) is not supported; give the interval in seconds, e.g. [\"-u\", \"1\"]".into());
+                }
+                secs = Some(n);
+            }
+            s => {
+                return Err(format!(
+                    "args: count '{s}' is not supported: sampling runs for the whole job (give only the interval)"
+                ));
+            }
+        }
+    }
+    match secs {
+        Some(n) => Ok(Duration::from_secs(n)),
+        None => Err(format!(
+            "args {args:?} give no interval: mpstat would print one since-boot report; give the interval in seconds, e.g. [\"-u\", \"1\"]"
+        )),
+    }
+}
 
 /// Percentages between two samples: usr nice sys iowait irq soft steal guest idle.
 pub fn percentages(a: &Times, b: &Times) -> [f64; 9] {
@@ -47,7 +135,7 @@ pub struct Mpstat {
 
 impl Mpstat {
     pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
-        let interval = Duration::from_secs_f64(number(o, "interval_secs", 1.0)?);
+        let interval = interval(o)?;
         Ok(Mpstat {
             interval,
             stop: Arc::new(AtomicBool::new(false)),
@@ -189,6 +277,79 @@ mod tests {
         assert_eq!(p[3], 10.0);
         assert_eq!(p[8], 50.0);
         assert!(a.contains_key("cpu0"));
+    }
+
+    fn opts(j: &str) -> Map<String, Value> {
+        serde_json::from_str(j).unwrap()
+    }
+
+    #[test]
+    fn interval_from_our_option_and_benchpress_args() {
+        assert_eq!(interval(&opts("{}")).unwrap(), Duration::from_secs(1));
+        assert_eq!(
+            interval(&opts(r#"{"interval_secs": 0.5}"#)).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            interval(&opts(r#"{"args": ["-u", "1"]}"#)).unwrap(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            interval(&opts(r#"{"args": ["-P", "ALL", "-u", "5"]}"#)).unwrap(),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            interval(&opts(r#"{"args": ["3"]}"#)).unwrap(),
+            Duration::from_secs(3)
+        );
+    }
+
+    #[test]
+    fn args_it_cannot_honour_are_refused_by_name() {
+        let cases = [
+            (r#"{"args": ["-u", "1", "10"]}"#, "count '10'"),
+            (r#"{"args": ["-A", "1"]}"#, "'-A'"),
+            (r#"{"args": ["-I", "SUM", "1"]}"#, "'-I'"),
+            (r#"{"args": ["-P", "0,1", "1"]}"#, "'-P 0,1'"),
+            (r#"{"args": ["-u"]}"#, "no interval"),
+            (r#"{"args": []}"#, "no interval"),
+            (r#"{"args": ["-u", "0"]}"#, "interval '0'"),
+            (r#"{"args": ["-u", "0.5"]}"#, "interval '0.5'"),
+            (r#"{"args": "-u 1"}"#, "option 'args' must be a list"),
+            (r#"{"args": [true]}"#, "must hold strings"),
+        ];
+        for (j, want) in cases {
+            let e = interval(&opts(j)).unwrap_err();
+            assert!(e.contains(want), "{j}: {e}");
+        }
+    }
+
+    #[test]
+    fn both_forms_at_once_are_refused() {
+        let e = interval(&opts(r#"{"args": ["-u", "1"], "interval_secs": 1}"#)).unwrap_err();
+        assert!(e.contains("interval_secs") && e.contains("args"), "{e}");
+    }
+
+    #[test]
+    fn bad_interval_secs_is_refused() {
+        for j in [
+            r#"{"interval_secs": 0}"#,
+            r#"{"interval_secs": -1}"#,
+            r#"{"interval_secs": "1"}"#,
+            r#"{"interval_secs": null}"#,
+            r#"{"interval_secs": 1e300}"#,
+        ] {
+            let e = interval(&opts(j)).unwrap_err();
+            assert!(e.contains("option 'interval_secs'"), "{j}: {e}");
+        }
+        // TOML can spell inf and nan; they arrive as non-numbers or
+        // non-finite floats and are refused either way.
+        let t: toml::Table = toml::from_str("interval_secs = inf").unwrap();
+        let m: Map<String, Value> = serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        assert!(interval(&m).is_err(), "{m:?}");
     }
 
     #[test]
