@@ -185,6 +185,26 @@ fn cli_command(reg: &Registry) -> clap::Command {
 // Parsed once per process; boxing a flattened clap group buys nothing.
 #[allow(clippy::large_enum_variant)]
 enum ReportCmd {
+    /// benchpress' `report stdout`: each job's latest run (--all: every
+    /// run, newest first) as its metrics JSON with run_id and timestamp.
+    #[command(name = "stdout")]
+    Stdout {
+        /// Jobs (default: every job with a recorded run).
+        jobs: Vec<String>,
+        /// Every recorded run, not only the latest.
+        #[arg(long)]
+        all: bool,
+    },
+    /// benchpress' `report json_file`: the same objects written as files
+    /// under benchmark_metrics_<run_id>/ (named as benchpress names them).
+    #[command(name = "json_file", visible_alias = "json-file")]
+    JsonFile {
+        /// Jobs (default: every job with a recorded run).
+        jobs: Vec<String>,
+        /// Every recorded run, not only the latest.
+        #[arg(long)]
+        all: bool,
+    },
     /// Scores (metric / baseline) of jobs over their recorded successful runs.
     Score {
         /// Jobs to score (default: every job with a baseline but the
@@ -490,6 +510,52 @@ struct SideArgs<'a> {
     host: &'a Option<String>,
     since: &'a Option<String>,
     until: &'a Option<String>,
+}
+
+/// benchpress' report history: per job (given, or every catalogue job with
+/// a run), its newest run or every run newest first, as the run's metrics
+/// with `run_id` and `timestamp` added. A job without runs is said on
+/// stderr and skipped, as benchpress does.
+fn historical_metrics(
+    cat: &Catalogue,
+    store: &Store,
+    jobs: &[String],
+    all: bool,
+) -> anyhow::Result<Vec<(harness::store::RunRow, serde_json::Value)>> {
+    let names: Vec<String> = if jobs.is_empty() {
+        cat.iter().map(|j| j.name.clone()).collect()
+    } else {
+        for j in jobs {
+            cat.get(j)?;
+        }
+        jobs.to_vec()
+    };
+    let mut out = Vec::new();
+    for n in &names {
+        let mut rows = store.select(&harness::store::RunFilter {
+            jobs: vec![n.clone()],
+            ..Default::default()
+        })?;
+        if rows.is_empty() {
+            if !jobs.is_empty() {
+                eprintln!("No historical results for \"{n}\", skipping");
+            }
+            continue;
+        }
+        rows.reverse();
+        if !all {
+            rows.truncate(1);
+        }
+        for r in rows {
+            let mut v = r.metrics.clone();
+            if let Some(m) = v.as_object_mut() {
+                m.insert("run_id".into(), r.run_id.clone().into());
+                m.insert("timestamp".into(), r.timestamp.into());
+            }
+            out.push((r, v));
+        }
+    }
+    Ok(out)
 }
 
 /// `run -a JSON`: options for the `-k` hooks by name (benchpress'
@@ -919,6 +985,59 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                     "{}",
                     present::scores(&scores, &pools, &missing, overall.as_ref())
                 );
+            }
+        }
+        Cmd::Report {
+            what: ReportCmd::Stdout { jobs, all },
+        } => {
+            use std::io::{IsTerminal, Write};
+            let store = Store::open(&store_path(&cli.db))?;
+            let tty = std::io::stdout().is_terminal();
+            let mut out = std::io::stdout().lock();
+            for (_, v) in historical_metrics(&catalogue()?, &store, &jobs, all)? {
+                // benchpress: pretty and key-sorted on a terminal, one line
+                // otherwise (serde_json's maps keep keys sorted).
+                let text = if tty {
+                    serde_json::to_string_pretty(&v)?
+                } else {
+                    serde_json::to_string(&v)?
+                };
+                if let Err(e) = writeln!(out, "{text}")
+                    && e.kind() != std::io::ErrorKind::BrokenPipe
+                {
+                    return Err(e).context("cannot write the report");
+                }
+            }
+        }
+        Cmd::Report {
+            what: ReportCmd::JsonFile { jobs, all },
+        } => {
+            let store = Store::open(&store_path(&cli.db))?;
+            for (row, v) in historical_metrics(&catalogue()?, &store, &jobs, all)? {
+                // benchpress names the file `_metrics_..._iter_N` only when
+                // the object has a `metrics` key, which a run's own metrics
+                // do not: its history report is a `_system_specs_` file.
+                let dir = cli
+                    .output_dir
+                    .join(format!("benchmark_metrics_{}", row.run_id));
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                let name = row.job.replace(' ', "_");
+                let file = if v.get("metrics").is_some() {
+                    dir.join(format!(
+                        "{name}_metrics_{}_iter_{}.json",
+                        row.timestamp, row.iteration
+                    ))
+                } else {
+                    dir.join(format!("{name}_system_specs_{}.json", row.timestamp))
+                };
+                let text = serde_json::to_string_pretty(&v)? + "\n";
+                let mut f = atomic_write_file::AtomicWriteFile::open(&file)
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                std::io::Write::write_all(&mut f, text.as_bytes())
+                    .and_then(|()| f.commit())
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                println!("{}", file.display());
             }
         }
         Cmd::Report {

@@ -359,6 +359,37 @@ fn reports_store_compare_and_score() {
     );
     assert!(text.contains("rackbench: calibrate is not in the DCPerf score"));
     assert!(!text.contains("DCPerf partial geomean"), "{text}");
+
+    // benchpress' report stdout / json_file: the latest run's metrics with
+    // run_id and timestamp (every run, newest first, with --all).
+    let o = env.run(&["--jobs-dir", j, "report", "stdout", "fixed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["run_id"].as_str(), Some(newer.as_str()));
+    assert!(lines[0]["timestamp"].as_u64().is_some());
+    assert!(lines[0]["final_requested_qps"].as_f64().is_some());
+    let o = env.run(&["--jobs-dir", j, "report", "stdout", "fixed", "--all"]);
+    let all: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0], lines[0]);
+    assert_eq!(all[2]["run_id"].as_str(), Some(older.as_str()));
+    let o = env.run(&["--jobs-dir", j, "report", "json_file", "fixed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(
+        path.contains(&format!("benchmark_metrics_{newer}/fixed_system_specs_")),
+        "{path}"
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join(&path)).unwrap()).unwrap();
+    assert_eq!(written, lines[0]);
 }
 
 #[test]
