@@ -599,8 +599,10 @@ mod tests {
         // The CSV again: header, the rate-driven probes, the closing row.
         let text = text_of(AdSimRecord::Client(Box::new(client_record())));
         assert_eq!(text.lines().count(), 4, "{text}");
+        // qps_search.sh's six columns: seq, the reported rate, the last
+        // probe's throughput, quantile, target and the reported latency.
         assert!(
-            text.ends_with("3,2,40.000,39.912,P95,150000,7123\n"),
+            text.ends_with("3,40.000,39.912,P95,150000,7123\n"),
             "{text}"
         );
     }

@@ -6,6 +6,10 @@ use crate::proto::calibrate_client::CalibrateClient;
 use crate::server::{Service, Stall};
 use anyhow::{Context, bail};
 use clap::Parser;
+use harness::argcheck::{
+    at_least_one, non_negative_ms, non_negative_secs, positive_rate, positive_secs,
+    search_tolerance, whole,
+};
 use harness::{Outcome, Progress, Record, RunContext, Workload};
 use load::csv::ProbeCsv;
 use load::recorder::SecondSummary;
@@ -30,10 +34,10 @@ pub struct Args {
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
     /// Service time of one request, milliseconds.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true, value_parser = non_negative_ms)]
     pub service_time_ms: f64,
     /// Server workers (requests served concurrently); 0 = reply at once.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub workers: usize,
     /// Latency target, PERCENTILE:MS (avg|50p|90p|95p|99p|99.9p).
     #[arg(long, default_value = "99p:20")]
@@ -42,37 +46,37 @@ pub struct Args {
     #[arg(long, default_value = "poisson")]
     pub arrival: Arrival,
     /// Relative tolerance at which the bisection stops.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, allow_negative_numbers = true, value_parser = search_tolerance)]
     pub tolerance: f64,
     /// Unthrottled warm-up before the peak probe, seconds.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true, value_parser = non_negative_secs)]
     pub warmup_secs: f64,
     /// Unthrottled peak probe, seconds.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true, value_parser = positive_secs)]
     pub peak_secs: f64,
     /// Each search probe, seconds (after its own 1 s warm-up).
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true, value_parser = positive_secs)]
     pub probe_secs: f64,
     /// The confirming final run, seconds.
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = 15.0, allow_negative_numbers = true, value_parser = positive_secs)]
     pub final_secs: f64,
     /// Short probes for smoke runs: 1 s warm-up/peak, 2 s probes, 4 s final.
     #[arg(long)]
     pub quick: bool,
     /// Fixed-QPS experiments instead of a search, e.g. 100,200,400.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive_rate)]
     pub fixed_qps: Vec<f64>,
     /// Load generator threads (client cores).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub client_threads: usize,
     /// HTTP/2 connections from the client.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub connections: usize,
     /// Bound on requests in flight; beyond it requests count as dropped.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub max_in_flight: usize,
     /// Seed of the arrival process.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub seed: u64,
     /// Probe CSV (FeedSim's 15 columns); relative paths go to the metrics folder.
     #[arg(long, default_value = "calibrate_results.csv")]
@@ -83,13 +87,13 @@ pub struct Args {
     pub server: Option<SocketAddr>,
     /// Make the server stall every this many seconds (with --stall-secs), to
     /// demonstrate coordinated omission.
-    #[arg(long, requires = "stall_secs")]
+    #[arg(long, requires = "stall_secs", allow_negative_numbers = true, value_parser = positive_secs)]
     pub stall_every_secs: Option<f64>,
     /// Length of each stall, seconds.
-    #[arg(long, requires = "stall_every_secs")]
+    #[arg(long, requires = "stall_every_secs", allow_negative_numbers = true, value_parser = positive_secs)]
     pub stall_secs: Option<f64>,
     /// Bytes in each request and reply payload.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub payload_bytes: u32,
 }
 
@@ -102,10 +106,16 @@ pub enum Cmd {
         #[arg(long, default_value = "127.0.0.1:50051")]
         listen: SocketAddr,
         /// Server runtime threads.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
         threads: usize,
     },
 }
+
+// Value parsers: a meaningless number is refused while parsing, so clap's
+// message names the flag ("invalid value '0' for '--workers <WORKERS>':
+// must be at least 1") and nothing starts. Numeric flags also take
+// `allow_negative_numbers`, so `--workers -5` is read as a value and refused
+// here instead of being taken for an unknown flag.
 
 impl Args {
     fn check(&self) -> anyhow::Result<()> {

@@ -2,6 +2,10 @@
 //! leaf server's own.
 
 use clap::Parser;
+use harness::argcheck::{
+    at_least_one, fit, fraction, int, positive_rate, positive_secs, positive_whole_secs,
+    search_tolerance, whole,
+};
 use load::{Arrival, SloTarget};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -14,7 +18,12 @@ use std::path::PathBuf;
 )]
 pub struct LeafArgs {
     /// Port to serve on.
-    #[arg(short = 'p', long, default_value_t = 11222)]
+    #[arg(
+        short = 'p',
+        long,
+        default_value_t = 11222,
+        allow_negative_numbers = true
+    )]
     pub port: u16,
     /// Address to bind (default: both loopbacks, 127.0.0.1 and ::1; 0.0.0.0
     /// or :: to be reachable from another host).
@@ -29,35 +38,40 @@ pub struct LeafArgs {
 #[derive(Debug, clap::Args, Clone)]
 pub struct ShapeArgs {
     /// Serving threads, each with its own dataset (default: min(nproc, 216)).
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub threads: Option<usize>,
     /// Ranking pool threads and PageRank tasks per request (default: nproc*7/20, 15/20 without SMT).
-    #[arg(short = 'c', long = "cpu-threads")]
+    #[arg(short = 'c', long = "cpu-threads", allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub cpu_threads: Option<usize>,
     /// Serialization pool threads and tasks per request (default: min(nproc*7/20, 55), 11/20 without SMT).
     /// A value of the form METRIC:MS is read as the latency target instead (upstream's search syntax).
-    #[arg(short = 's', long = "srv-io-threads", value_name = "N|METRIC:MS")]
+    #[arg(
+        short = 's',
+        long = "srv-io-threads",
+        value_name = "N|METRIC:MS",
+        allow_negative_numbers = true
+    )]
     pub srv_io: Option<String>,
     /// Minimum generated-function calls per request (i-cache pressure).
-    #[arg(short = 'i', long = "icache-iterations", default_value_t = 1_600_000)]
+    #[arg(short = 'i', long = "icache-iterations", default_value_t = 1_600_000, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub icache_iterations: u64,
-    /// The graph of each serving thread has 2^scale nodes.
-    #[arg(long, default_value_t = 21)]
+    /// The graph of each serving thread has 2^scale nodes (1 to 40).
+    #[arg(long, default_value_t = 21, allow_negative_numbers = true, value_parser = graph_scale)]
     pub scale: u32,
     /// Nodes of the PageRank iteration per request.
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(long, default_value_t = 2_000_000, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub graph_subset: usize,
     /// Stories per request across the serialization tasks.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub num_objects: usize,
     /// Entries of the pointer-chasing permutation.
-    #[arg(long, default_value_t = 10_000_000)]
+    #[arg(long, default_value_t = 10_000_000, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub chase_entries: usize,
     /// Simulated IO wait per request, milliseconds.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub io_wait_ms: u64,
     /// Seed of the datasets and of the request stream.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub seed: u64,
     /// Leave the datasets on whatever pages the host's THP mode gives
     /// (by default the graph and the permutation are advised onto huge pages).
@@ -79,23 +93,23 @@ pub struct DriverArgs {
     #[arg(short = 'a', long = "auto-workers")]
     pub auto_workers: bool,
     /// Fixed-QPS experiments instead of a search: QPS[,QPS..].
-    #[arg(short = 'q', long = "qps", value_delimiter = ',')]
+    #[arg(short = 'q', long = "qps", value_delimiter = ',', allow_negative_numbers = true, value_parser = positive_rate)]
     pub qps: Vec<f64>,
     /// Duration of each fixed-QPS experiment, seconds.
-    #[arg(short = 'd', long = "duration", default_value_t = 300)]
+    #[arg(short = 'd', long = "duration", default_value_t = 300, allow_negative_numbers = true, value_parser = positive_whole_secs)]
     pub duration: u64,
     /// Unthrottled warm-up before measuring, seconds: the longest one (see
-    /// --warmup-steady).
-    #[arg(short = 'w', long = "warmup", default_value_t = 120)]
+    /// --warmup-steady); 0 = none.
+    #[arg(short = 'w', long = "warmup", default_value_t = 120, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub warmup: u64,
     /// Adaptive warm-up: it ends (after at least 30 s) once two consecutive
     /// 10 s pieces of it agree in throughput within this fraction; 0 = run
     /// all of -w, as upstream.
-    #[arg(long, default_value_t = 0.03)]
+    #[arg(long, default_value_t = 0.03, allow_negative_numbers = true, value_parser = fraction)]
     pub warmup_steady: f64,
     /// The leaf's port (default 11222; with --num-instances the first
     /// instance's, default 21212, instance i on port + i).
-    #[arg(short = 'p', long = "port")]
+    #[arg(short = 'p', long = "port", allow_negative_numbers = true)]
     pub port: Option<u16>,
     /// Output CSV, one row per probe (relative paths go to the metrics folder).
     #[arg(short = 'o', long = "output", default_value = "feedsim_results.txt")]
@@ -110,27 +124,27 @@ pub struct DriverArgs {
     #[arg(long, default_value = "constant")]
     pub arrival: Arrival,
     /// Length of each search probe, seconds (default: 30, 4 with --quick).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_secs)]
     pub probe_secs: Option<f64>,
     /// Length of the confirming final run, seconds (default: 60, 8 with --quick).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_secs)]
     pub final_secs: Option<f64>,
     /// A search probe whose percentile is within this fraction of the target
     /// is a close call and is measured longer (0 = never); so is the first
     /// final run that just misses (within it above the target, or only in
     /// its steady-state tail), by another final length.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = fraction)]
     pub close_call: f64,
     /// How many times a close call is extended by another probe length.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub extensions: usize,
     /// Steady-state rule: a probe also fails when the requests completing in
     /// this last fraction of its window miss the target (latency still
     /// rising); 0 = judge the whole window only, as upstream.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.25, allow_negative_numbers = true, value_parser = fraction)]
     pub steady_tail: f64,
     /// Relative tolerance of the search.
-    #[arg(long, default_value_t = 0.03)]
+    #[arg(long, default_value_t = 0.03, allow_negative_numbers = true, value_parser = search_tolerance)]
     pub tolerance: f64,
     /// Drive a leaf that is already running at HOST:PORT instead of starting one.
     #[arg(long)]
@@ -143,6 +157,21 @@ pub struct DriverArgs {
     /// parallel; 0 or less = ceil(logical CPUs / 100).
     #[arg(long, allow_negative_numbers = true)]
     pub num_instances: Option<i64>,
+}
+
+// Value parsers: a meaningless number is refused while parsing, so clap's
+// message names the flag ("invalid value '0' for '--duration <DURATION>':
+// must be at least 1") and nothing starts. Numeric flags also take
+// `allow_negative_numbers`, so `-d -5` is read as a value and refused
+// here instead of being taken for an unknown flag.
+
+/// The graph's log2 size: 2^0 is a single node, and beyond 2^40 nodes no
+/// host has the memory.
+fn graph_scale(s: &str) -> Result<u32, String> {
+    match int(s)? {
+        n if (1..=40).contains(&n) => fit(n),
+        _ => Err("must be from 1 to 40".into()),
+    }
 }
 
 /// Port of the single leaf when -p is not given.
@@ -282,6 +311,32 @@ mod tests {
         let a = DriverArgs::try_parse_from(["x", "--num-instances", "-1"]).unwrap();
         assert_eq!(a.num_instances, Some(-1));
         assert!(DriverArgs::try_parse_from(["x", "--num-instances", "two"]).is_err());
+    }
+
+    #[test]
+    fn meaningless_numbers_are_value_errors() {
+        use clap::error::ErrorKind;
+        for args in [
+            &["x", "-d", "0"][..],
+            &["x", "-d", "-5"],
+            &["x", "-t", "0"],
+            &["x", "-q", "1,-3"],
+            &["x", "-q", "inf"],
+            &["x", "--scale", "41"],
+            &["x", "--probe-secs", "NaN"],
+            &["x", "-d", "99999999999999999999999"],
+        ] {
+            let e = DriverArgs::try_parse_from(args).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{args:?}: {e}");
+        }
+        let a =
+            DriverArgs::try_parse_from(["x", "-w", "0", "-i", "0", "--io-wait-ms", "0"]).unwrap();
+        assert_eq!(
+            (a.warmup, a.shape.icache_iterations, a.shape.io_wait_ms),
+            (0, 0, 0)
+        );
+        let a = DriverArgs::try_parse_from(["x", "-d", "7", "-q", "2.5,4"]).unwrap();
+        assert_eq!((a.duration, a.qps), (7, vec![2.5, 4.0]));
     }
 
     #[test]

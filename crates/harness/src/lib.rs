@@ -11,6 +11,7 @@
 //! [`progress`] and [`cancel`] give long runs a progress display and a
 //! clean Ctrl-C.
 
+pub mod argcheck;
 pub mod cancel;
 pub mod compare;
 pub mod direction;

@@ -150,7 +150,7 @@ fn bad_flags_are_errors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("-q values must be positive"),
+        stderr(&o).contains("invalid value '0' for '--qps <QPS>': must be a positive number"),
         "{}",
         stderr(&o)
     );
@@ -160,7 +160,8 @@ fn bad_flags_are_errors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("--steady-tail must be in [0, 1), got 1.5"),
+        stderr(&o)
+            .contains("invalid value '1.5' for '--steady-tail <STEADY_TAIL>': must be in [0, 1)"),
         "{}",
         stderr(&o)
     );
