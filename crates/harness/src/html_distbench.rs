@@ -123,23 +123,7 @@ mod tests {
     use serde_json::json;
 
     fn row(bench: &str, metrics: Value) -> RunRow {
-        RunRow {
-            id: 1,
-            run_id: "r1".into(),
-            job: "distbench_mini".into(),
-            benchmark: bench.into(),
-            role: None,
-            iteration: 1,
-            timestamp: 1_795_000_000,
-            success: true,
-            hostname: "h".into(),
-            args: vec![],
-            machine: json!({}),
-            metrics,
-            report_path: None,
-            artifacts_dir: None,
-            record: None,
-        }
+        crate::store::tests::metrics_row("distbench_mini", bench, metrics)
     }
 
     fn pair(from: &str, to: &str, rpcs: u64, p50: Option<f64>) -> Value {

@@ -227,23 +227,7 @@ mod tests {
     use serde_json::json;
 
     fn row(bench: &str, metrics: Value) -> RunRow {
-        RunRow {
-            id: 1,
-            run_id: "r1".into(),
-            job: "resctl_protection".into(),
-            benchmark: bench.into(),
-            role: None,
-            iteration: 1,
-            timestamp: 1_795_000_000,
-            success: true,
-            hostname: "h".into(),
-            args: vec![],
-            machine: json!({}),
-            metrics,
-            report_path: None,
-            artifacts_dir: None,
-            record: None,
-        }
+        crate::store::tests::metrics_row("resctl_protection", bench, metrics)
     }
 
     fn kinds(c: &[PageChart]) -> Vec<&'static str> {

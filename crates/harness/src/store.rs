@@ -1099,6 +1099,28 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A successful run of `job` (benchmark `bench`) on host `h` with
+    /// `metrics`, for tests of what is drawn or derived from metrics.
+    pub(crate) fn metrics_row(job: &str, bench: &str, metrics: Value) -> RunRow {
+        RunRow {
+            id: 1,
+            run_id: "r1".into(),
+            job: job.into(),
+            benchmark: bench.into(),
+            role: None,
+            iteration: 1,
+            timestamp: 1_795_000_000,
+            success: true,
+            hostname: "h".into(),
+            args: vec![],
+            machine: json!({}),
+            metrics,
+            report_path: None,
+            artifacts_dir: None,
+            record: None,
+        }
+    }
+
     pub(crate) fn row(run_id: &str, job: &str, qps: f64, success: bool) -> RunRow {
         RunRow {
             id: 0,

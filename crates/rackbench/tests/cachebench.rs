@@ -1668,14 +1668,7 @@ fn hybrid_series_is_stored_and_charted_on_the_report_page() {
     }
     assert!(last_t <= m["elapsed_secs"].as_f64().unwrap() + 1.0, "{m}");
 
-    let page = d.path().join("report.html");
-    let o = rackbench(d.path())
-        .args(["report", "html", "--out"])
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = common::report_page(rackbench(d.path()), d.path());
     for kind in ["cachebench_hit_ratio_time", "cachebench_nvm_latency_time"] {
         assert!(
             html.contains(&format!(r#"data-kind="{kind}""#)),

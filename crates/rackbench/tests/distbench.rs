@@ -5,6 +5,8 @@
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -1009,14 +1011,7 @@ fn distbench_mini_report_page_draws_per_pair_traffic() {
     assert_eq!(p["rpcs"], m["tests"][0]["overall"]["samples"], "{m}");
     assert_eq!(p["failed"], m["tests"][0]["overall"]["failed"], "{m}");
 
-    let page = d.path().join("report.html");
-    let o = rackbench(d.path())
-        .args(["report", "html", "--out"])
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = common::report_page(rackbench(d.path()), d.path());
     assert!(
         html.contains(r#"data-kind="distbench_pairs""#),
         "no pairs chart"

@@ -763,14 +763,7 @@ fn resctl_mini_report_page_draws_protection() {
     }
     assert_eq!(s[0]["work_csv_pct"], m["protection_work_csv_pct"], "{m}");
 
-    let page = d.path().join("report.html");
-    let o = rackbench_stored(d.path())
-        .args(["report", "html", "--out"])
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = common::report_page(rackbench_stored(d.path()), d.path());
     assert!(
         html.contains(r#"data-kind="resctl_protection""#),
         "no protection chart"

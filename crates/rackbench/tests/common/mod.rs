@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 
 /// The binary in `dir` with a private results store, the embedded jobs,
 /// reports under `dir/reports` and no stdin.
+#[allow(dead_code)]
 pub fn rackbench(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
     c.current_dir(dir)
@@ -60,4 +61,18 @@ pub fn assert_reprints(dir: &Path, run_id: &str, live: &str) {
 
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// `cmd report html` (cmd: a rackbench command set up with its store) into
+/// `dir`: the page's text, after checking the command succeeded.
+#[allow(dead_code)]
+pub fn report_page(mut cmd: Command, dir: &Path) -> String {
+    let page = dir.join("report.html");
+    let o = cmd
+        .args(["report", "html", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    std::fs::read_to_string(&page).unwrap()
 }
