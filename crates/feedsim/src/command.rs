@@ -729,7 +729,8 @@ fn drive_instance(
         } else {
             let d = Duration::from_secs_f64(a.duration as f64);
             let w = search_cfg.probe_warmup;
-            run_fixed(search_cfg.clone(), &mut prober, &a.qps, w, d, &mut on_event).await
+            let out = run_fixed(search_cfg.clone(), &mut prober, &a.qps, w, d, &mut on_event).await;
+            fixed_outcome(out, a.qps.len())
         }
     });
     let mut rerun = None;
@@ -771,6 +772,41 @@ fn drive_instance(
         csv_error: reporter.csv_error.as_ref().map(|e| e.to_string()),
         leaf_log,
     })
+}
+
+/// A fixed-rate run (`-q`) reported as upstream does: each rate's figures
+/// whether or not it met the target, the `final` result being the last rate
+/// run, and success when every rate was measured (completed with replies);
+/// whether each met the target stays in its probe's `passed` (see
+/// [`fixed_target_met`]).
+pub fn fixed_outcome(mut out: SearchOutcome, rates: usize) -> SearchOutcome {
+    // A probe cut short by Ctrl-C (the last one filed) is no result.
+    let whole = out.probes.len() - usize::from(out.interrupted && !out.probes.is_empty());
+    let fixed: Vec<&ProbeRecord> = out.probes[..whole]
+        .iter()
+        .filter(|p| p.phase == Phase::Fixed)
+        .collect();
+    let measured = fixed.len() == rates && fixed.iter().all(|p| p.total_queries > 0);
+    out.final_probe = fixed.last().map(|p| (*p).clone());
+    out.success = rates > 0 && measured && out.failure.is_none() && !out.interrupted;
+    if out.failure.is_none() && !measured {
+        out.failure = Some(match fixed.iter().find(|p| p.total_queries == 0) {
+            Some(p) => format!(
+                "no reply was measured at {:.2} QPS ({} errors, {} dropped)",
+                p.requested_qps, p.errors, p.dropped
+            ),
+            None => format!("{} of {rates} rate(s) were run", fixed.len()),
+        });
+    }
+    out
+}
+
+/// Whether every fixed-rate probe of `probes` met the target; `None` when
+/// there is none (a search).
+pub fn fixed_target_met(probes: &[ProbeRecord]) -> Option<bool> {
+    let mut fixed = probes.iter().filter(|p| p.phase == Phase::Fixed).peekable();
+    fixed.peek()?;
+    Some(fixed.all(|p| p.passed))
 }
 
 impl InstanceRecord {
@@ -1011,6 +1047,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         driver_cpu_seconds: driver_cpu,
         host_speed: speed,
         stopped,
+        fixed_qps: !a.qps.is_empty(),
     };
     for line in record.lines() {
         progress.output(&line);
@@ -1082,6 +1119,9 @@ pub struct AutoscaleRun {
     pub host_speed: Option<HostSpeed>,
     /// True when the run was stopped (Ctrl-C or the job's timeout).
     pub stopped: bool,
+    /// Fixed rates (`-q`) instead of searches.
+    #[serde(default)]
+    pub fixed_qps: bool,
 }
 
 /// One instance of an autoscale run.
@@ -1516,6 +1556,7 @@ mod tests {
             driver_cpu_seconds: 2.0,
             host_speed: None,
             stopped: false,
+            fixed_qps: false,
         }))
     }
 
@@ -1528,12 +1569,18 @@ mod tests {
         let FeedSimMetrics::Autoscale(typed) = r.metrics() else {
             panic!("not autoscale's metrics")
         };
-        assert_eq!(typed.spawned_instances, 2);
+        assert_eq!(typed.spawned_instances, "2");
         assert_eq!(typed.successful_instances, 1);
         assert!(!typed.success);
         let m = stored_metrics(&r);
-        assert_eq!(m["spawned_instances"].as_u64(), Some(2));
+        // Typed as upstream's autoscale JSON: strings, and integers.
+        assert_eq!(m["spawned_instances"], "2");
         assert_eq!(m["successful_instances"].as_u64(), Some(1));
+        assert_eq!(m["target_latency_msec"], "500");
+        assert_eq!(m["is_fixed_qps"].as_u64(), Some(0));
+        // The failed instance counts as 0 in min_qps.
+        assert_eq!(m["min_qps"], 0.0);
+        assert_eq!(m["max_qps"], 9.5);
         assert_eq!(m["success"], false);
         assert_eq!(m["partial"], false);
         assert_eq!(m["rerun_at_fixed_qps"], Value::Null);
@@ -1596,6 +1643,9 @@ mod tests {
         assert_eq!(m["successful_instances"].as_u64(), Some(2));
         assert_eq!(m["success"], true);
         assert_eq!(m["overall"]["final_achieved_qps"], 20.5);
+        // Over the reported (rerun) results.
+        assert_eq!(m["min_qps"], 9.0);
+        assert_eq!(m["max_qps"], 11.5);
         let (a, b) = (&m["1"], &m["2"]);
         assert_eq!(a["rerun_qps"], 12.0);
         assert_eq!(a["rerun_met_target"], true);
@@ -1605,6 +1655,141 @@ mod tests {
         assert_eq!(b["rerun_met_target"], false);
         assert_eq!(b["final_achieved_qps"], 9.0);
         assert_eq!(b["search_final"]["final_latency_msec"], 350.0);
+    }
+
+    #[test]
+    fn autoscale_min_and_max_qps_span_the_instances() {
+        let r = autoscale(
+            instance(Some(probe(Phase::Final, 10.0, 9.5, 400.0, true))),
+            InstanceResult::Ran(Box::new(instance(Some(probe(
+                Phase::Final,
+                7.0,
+                6.25,
+                300.0,
+                true,
+            ))))),
+        );
+        let m = stored_metrics(&r);
+        assert_eq!(m["successful_instances"].as_u64(), Some(2));
+        assert_eq!(m["min_qps"], 6.25);
+        assert_eq!(m["max_qps"], 9.5);
+        // An instance that ran but found no result counts as 0 too.
+        let r = autoscale(
+            instance(Some(probe(Phase::Final, 10.0, 9.5, 400.0, true))),
+            InstanceResult::Ran(Box::new(instance(None))),
+        );
+        let m = stored_metrics(&r);
+        assert_eq!(m["successful_instances"].as_u64(), Some(1));
+        assert_eq!(m["min_qps"], 0.0);
+        assert_eq!(m["max_qps"], 9.5);
+        // None with a result: both 0.
+        let r = autoscale(
+            instance(None),
+            InstanceResult::Failed("the leaf process exited".into()),
+        );
+        let m = stored_metrics(&r);
+        assert_eq!(m["min_qps"], 0.0);
+        assert_eq!(m["max_qps"], 0.0);
+    }
+
+    fn fixed_run(probes: Vec<ProbeRecord>, failure: Option<&str>) -> SearchOutcome {
+        SearchOutcome {
+            probes,
+            final_probe: None,
+            final_series: Vec::new(),
+            peak_qps: 0.0,
+            success: false,
+            interrupted: false,
+            failure: failure.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_fixed_run_reports_its_last_rate_and_succeeds_when_every_rate_was_measured() {
+        let warm = probe(Phase::Warmup, 0.0, 20.0, 300.0, true);
+        let low = probe(Phase::Fixed, 4.0, 4.0, 350.0, true);
+        let high = probe(Phase::Fixed, 9.0, 8.5, 720.0, false);
+        // The second rate missed the target: still measured and reported.
+        let out = fixed_outcome(fixed_run(vec![warm.clone(), low.clone(), high], None), 2);
+        assert!(out.success, "{:?}", out.failure);
+        assert_eq!(out.failure, None);
+        let f = out.final_probe.as_ref().unwrap();
+        assert_eq!((f.requested_qps, f.achieved_qps), (9.0, 8.5));
+        assert_eq!(fixed_target_met(&out.probes), Some(false));
+        // The last rate is reported even when an earlier one was higher.
+        let top = probe(Phase::Fixed, 12.0, 11.0, 900.0, false);
+        let out = fixed_outcome(fixed_run(vec![warm.clone(), top, low.clone()], None), 2);
+        assert!(out.success);
+        assert_eq!(out.final_probe.as_ref().unwrap().requested_qps, 4.0);
+        // All met: target_met; a search has no such flag.
+        assert_eq!(fixed_target_met(&[warm.clone(), low.clone()]), Some(true));
+        assert_eq!(fixed_target_met(std::slice::from_ref(&warm)), None);
+        // A rate that could not be measured fails the run, and the rates
+        // measured before it are still reported.
+        let out = fixed_outcome(
+            fixed_run(vec![warm.clone(), low.clone()], Some("the leaf exited")),
+            2,
+        );
+        assert!(!out.success);
+        assert_eq!(out.failure.as_deref(), Some("the leaf exited"));
+        assert_eq!(out.final_probe.as_ref().unwrap().requested_qps, 4.0);
+        let mut dead = probe(Phase::Fixed, 6.0, 0.0, 0.0, false);
+        dead.errors = 60;
+        let out = fixed_outcome(fixed_run(vec![warm, low, dead], None), 2);
+        assert!(!out.success);
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap()
+                .contains("no reply was measured at 6.00 QPS (60 errors"),
+            "{:?}",
+            out.failure
+        );
+        // A rate cut short by Ctrl-C is not reported.
+        let mut cut = fixed_run(
+            vec![
+                probe(Phase::Fixed, 4.0, 4.0, 350.0, true),
+                probe(Phase::Fixed, 5.0, 5.0, 360.0, false),
+            ],
+            Some("interrupted"),
+        );
+        cut.interrupted = true;
+        let out = fixed_outcome(cut, 2);
+        assert!(!out.success);
+        assert_eq!(out.final_probe.as_ref().unwrap().requested_qps, 4.0);
+    }
+
+    #[test]
+    fn a_fixed_run_reports_every_rate_and_the_verdict_apart() {
+        let mut rec = instance(None);
+        rec.outcome = fixed_outcome(
+            fixed_run(
+                vec![
+                    probe(Phase::Fixed, 4.0, 4.0, 350.0, true),
+                    probe(Phase::Fixed, 9.0, 8.5, 720.0, false),
+                ],
+                None,
+            ),
+            2,
+        );
+        let m = serde_json::to_value(crate::metrics::InstanceMetrics::of(&rec, false)).unwrap();
+        assert_eq!(m["success"], true);
+        assert_eq!(m["target_met"], false);
+        assert_eq!(m["final_requested_qps"], 9.0);
+        assert_eq!(m["final_achieved_qps"], 8.5);
+        assert_eq!(m["final_latency_msec"], 720.0);
+        let passed: Vec<_> = m["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["requested_qps"].as_f64().unwrap(),
+                    p["passed"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(passed, [(4.0, true), (9.0, false)]);
     }
 
     #[test]

@@ -127,6 +127,10 @@ pub struct InstanceMetrics {
     pub search_final: Option<FinalMetrics>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerun_probes: Option<Vec<ProbeRecord>>,
+    /// Fixed rates (`-q`) only: every rate met the target (each rate's own
+    /// verdict is its probe's `passed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_met: Option<bool>,
     pub peak_qps: f64,
     /// With the leaf's status before and after the run.
     #[serde(flatten)]
@@ -238,6 +242,7 @@ impl InstanceMetrics {
                     final_latency_msec: round3(f.target_value_ms),
                 }),
             rerun_probes: r.rerun.as_ref().map(|x| x.outcome.probes.clone()),
+            target_met: fixed_target_met(&r.outcome.probes),
             peak_qps: round3(r.outcome.peak_qps),
             leaf,
             success: r.outcome.success && reported.is_some(),
@@ -250,20 +255,48 @@ impl InstanceMetrics {
     }
 }
 
+/// The target of an autoscale run, typed as upstream's autoscale JSON:
+/// the latency as a string (`"500"`, as the `Searching` line prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct AutoscaleTargetMetrics {
+    pub target_percentile: String,
+    pub target_latency_msec: String,
+    pub load_mode: String,
+}
+
+impl AutoscaleTargetMetrics {
+    fn of(target: &SloTarget, arrival: Arrival) -> Self {
+        let t = TargetMetrics::of(target, arrival);
+        AutoscaleTargetMetrics {
+            target_percentile: t.target_percentile,
+            target_latency_msec: target.latency_ms.to_string(),
+            load_mode: t.load_mode,
+        }
+    }
+}
+
 /// An autoscale run: each instance under its number (`"1"`, `"2"`...),
 /// the sums and the score.
 #[derive(Debug, Clone, Serialize)]
 pub struct AutoscaleMetrics {
     #[serde(flatten)]
-    pub target: TargetMetrics,
+    pub target: AutoscaleTargetMetrics,
     #[serde(flatten)]
     pub host: HostSpeedMetrics,
     /// Keyed by the instance's number, from 1.
     #[serde(flatten)]
     pub instances: BTreeMap<String, AutoscaleInstanceMetrics>,
     pub overall: FinalMetricsOverall,
-    pub spawned_instances: usize,
+    /// A string, as upstream's JSON has it.
+    pub spawned_instances: String,
     pub successful_instances: usize,
+    /// The lowest and highest reported achieved QPS over the instances;
+    /// `min_qps` is 0 when any instance has no result (upstream's rule),
+    /// `max_qps` 0 when none has.
+    pub min_qps: f64,
+    pub max_qps: f64,
+    /// 1 for a fixed-rate (`-q`) run, else 0 (an integer, as upstream's).
+    pub is_fixed_qps: u8,
     pub score: f64,
     /// The rate every instance reran at, or null.
     pub rerun_at_fixed_qps: Option<f64>,
@@ -339,8 +372,14 @@ impl AutoscaleMetrics {
         }
         let finals = a.finals();
         let (sum_req, sum_ach, avg_lat) = overall(&finals);
+        let (min_qps, max_qps) = min_max_qps(&finals, a.instances.len());
+        let fixed = a.fixed_qps
+            || a.instances.iter().any(|i| match &i.result {
+                InstanceResult::Ran(r) => fixed_target_met(&r.outcome.probes).is_some(),
+                InstanceResult::Failed(_) => false,
+            });
         let mut m = AutoscaleMetrics {
-            target: TargetMetrics::of(&a.target, a.arrival),
+            target: AutoscaleTargetMetrics::of(&a.target, a.arrival),
             host: HostSpeedMetrics::of(a.host_speed.as_ref()),
             instances,
             overall: FinalMetricsOverall {
@@ -348,8 +387,11 @@ impl AutoscaleMetrics {
                 final_achieved_qps: round3(sum_ach),
                 average_latency_msec: round3(avg_lat),
             },
-            spawned_instances: a.instances.len(),
+            spawned_instances: a.instances.len().to_string(),
             successful_instances: finals.len(),
+            min_qps: round3(min_qps),
+            max_qps: round3(max_qps),
+            is_fixed_qps: u8::from(fixed),
             score: round3(sum_ach / BASELINE_QPS),
             rerun_at_fixed_qps: rerun.map(round3),
             driver_cpu_ms_per_request: None,
@@ -369,6 +411,19 @@ impl AutoscaleMetrics {
         }
         m
     }
+}
+
+/// The lowest and highest achieved QPS of the instances' reported results,
+/// with an instance without a result counting as 0 in the lowest.
+pub(crate) fn min_max_qps(finals: &[InstanceFinal<'_>], spawned: usize) -> (f64, f64) {
+    let ach = finals.iter().map(|f| f.reported.achieved_qps);
+    let max = ach.clone().fold(0.0, f64::max);
+    let min = if finals.len() < spawned || finals.is_empty() {
+        0.0
+    } else {
+        ach.fold(f64::INFINITY, f64::min)
+    };
+    (min, max)
 }
 
 impl SearchMetrics {
