@@ -456,11 +456,307 @@ fn dir_names(p: &str) -> Vec<String> {
     v
 }
 
+/// How long any one external command of the system specs may take.
+const SPEC_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `program args`, bounded by `timeout`; its stdout, or why not.
+fn run_bounded(
+    program: &str,
+    args: &[&str],
+    timeout: std::time::Duration,
+) -> Result<String, String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program} did not finish within {}s",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot wait for {program}: {e}")),
+        }
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    if !status.success() {
+        let err = String::from_utf8_lossy(&err);
+        return Err(format!("{program} failed ({status}): {}", err.trim()));
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// dmidecode's DMI type names (benchpress' table).
+fn dmi_type_name(t: u32) -> Option<&'static str> {
+    const NAMES: [&str; 43] = [
+        "BIOS",
+        "System",
+        "Baseboard",
+        "Chassis",
+        "Processor",
+        "Memory Controller",
+        "Memory Module",
+        "Cache",
+        "Port Connector",
+        "System Slots",
+        "On Board Devices",
+        "OEM Strings",
+        "System Configuration Options",
+        "BIOS Language",
+        "Group Associations",
+        "System Event Log",
+        "Physical Memory Array",
+        "Memory Device",
+        "32-bit Memory Error",
+        "Memory Array Mapped Address",
+        "Memory Device Mapped Address",
+        "Built-in Pointing Device",
+        "Portable Battery",
+        "System Reset",
+        "Hardware Security",
+        "System Power Controls",
+        "Voltage Probe",
+        "Cooling Device",
+        "Temperature Probe",
+        "Electrical Current Probe",
+        "Out-of-band Remote Access",
+        "Boot Integrity Services",
+        "System Boot",
+        "64-bit Memory Error",
+        "Management Device",
+        "Management Device Component",
+        "Management Device Threshold Data",
+        "Memory Channel",
+        "IPMI Device",
+        "Power Supply",
+        "Additional Information",
+        "Onboard Devices Extended Information",
+        "Management Controller Host Interface",
+    ];
+    NAMES.get(usize::try_from(t).ok()?).copied()
+}
+
+/// The DMI type of a `Handle 0x0000, DMI type 0, 26 bytes` line.
+fn dmi_handle_type(line: &str) -> Option<u32> {
+    let rest = line.strip_prefix("Handle")?;
+    let (_, after) = rest.split_once(", DMI type ")?;
+    let (t, bytes) = after.split_once(',')?;
+    bytes
+        .trim()
+        .strip_suffix("bytes")?
+        .trim()
+        .parse::<u32>()
+        .ok()?;
+    t.trim().parse().ok()
+}
+
+/// A `\tKey: value` line as benchpress splits it (at the last `:` followed
+/// by white space and a value).
+fn dmi_key_value(line: &str) -> Option<(String, String)> {
+    let body = line.strip_prefix('\t')?;
+    let mut idx = body.len();
+    while let Some(i) = body[..idx].rfind(':') {
+        let after = &body[i + 1..];
+        let value = after.trim_start();
+        if i > 0 && after.len() > value.len() && !value.is_empty() {
+            return Some((body[..i].to_string(), value.to_string()));
+        }
+        idx = i;
+    }
+    None
+}
+
+/// `dmidecode` output as benchpress shapes it: each DMI type name to a list
+/// of its records, a record being `_title` (the line after the handle),
+/// `Key: value` fields, and `Key:` followed by doubly indented lines as a
+/// list. Handles of a type outside 0..=42 and records of no fields are left
+/// out.
+pub fn parse_dmidecode(text: &str) -> Map<String, Value> {
+    let mut out: Map<String, Value> = Map::new();
+    let text = text.replace("\r\n", "\n");
+    for record in text.split("\n\n") {
+        let lines: Vec<&str> = record.lines().collect();
+        if lines.len() <= 2 {
+            continue;
+        }
+        let Some(name) = dmi_handle_type(lines[0]).and_then(dmi_type_name) else {
+            continue;
+        };
+        let mut rec = Map::new();
+        rec.insert("_title".into(), Value::String(lines[1].to_string()));
+        let mut list: Option<(String, Vec<Value>)> = None;
+        for line in &lines[2..] {
+            if list.is_some() {
+                if let Some(item) = line.strip_prefix("\t\t") {
+                    if let Some((_, items)) = list.as_mut() {
+                        items.push(Value::String(item.trim().to_string()));
+                    }
+                    continue;
+                }
+                if let Some((k, items)) = list.take() {
+                    rec.insert(k, Value::Array(items));
+                }
+            }
+            if let Some((k, v)) = dmi_key_value(line) {
+                rec.insert(k, Value::String(v));
+            } else if let Some(k) = line
+                .strip_prefix('\t')
+                .and_then(|l| l.strip_suffix(':'))
+                .filter(|k| !k.is_empty() && !k.starts_with('\t'))
+            {
+                list = Some((k.trim().to_string(), vec![]));
+            }
+        }
+        if let Some((k, items)) = list.take() {
+            rec.insert(k, Value::Array(items));
+        }
+        if let Value::Array(a) = out
+            .entry(name.to_string())
+            .or_insert_with(|| Value::Array(vec![]))
+        {
+            a.push(Value::Object(rec));
+        }
+    }
+    out
+}
+
+/// benchpress' `dmidecode` block, or `{"_unavailable": why}` when
+/// dmidecode is not installed, not permitted (it needs root) or fails.
+fn dmidecode() -> Value {
+    match run_bounded("dmidecode", &[], SPEC_COMMAND_TIMEOUT) {
+        Ok(text) => Value::Object(parse_dmidecode(&text)),
+        Err(why) => json!({ "_unavailable": why }),
+    }
+}
+
+/// The package manager benchpress asks for an os-release `ID`.
+pub fn package_query_for(os_id: &str) -> Option<(&'static str, &'static [&'static str])> {
+    match os_id.to_lowercase().as_str() {
+        "centos" | "rhel" | "fedora" => Some(("rpm", &["-qa"])),
+        "ubuntu" | "debian" => Some((
+            "dpkg-query",
+            &[
+                "--show",
+                "--showformat",
+                "${Package}-${Version}.${Architecture}\n",
+            ],
+        )),
+        _ => None,
+    }
+}
+
+/// One package a line (`name-version.arch` from dpkg-query's format above,
+/// `rpm -qa`'s own NVRA), trimmed; blank lines dropped.
+pub fn parse_package_list(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// benchpress' `sys_packages`: a list of strings; empty on a distribution
+/// it does not know; `{"_unavailable": why}` when the query fails.
+fn sys_packages(os_id: &str) -> Value {
+    match package_query_for(os_id) {
+        None => json!([]),
+        Some((program, args)) => match run_bounded(program, args, SPEC_COMMAND_TIMEOUT) {
+            Ok(text) => json!(parse_package_list(&text)),
+            Err(why) => json!({ "_unavailable": why }),
+        },
+    }
+}
+
+/// Bounds on the /proc/sys walk (it is a few thousand files on a busy host).
+const SYSCTL_MAX_ENTRIES: usize = 100_000;
+
+/// Every readable file under `root` (a /proc/sys tree) as `sysctl -a`
+/// names and prints it: the path with `/` as `.` (a `.` inside a name
+/// as `/`), the value with its trailing newline removed; of a value of
+/// several lines the last one, as benchpress' parse of `sysctl -a` keeps.
+/// Unreadable and write-only entries are skipped, as are the deprecated
+/// `base_reachable_time` and `retrans_time`, which `sysctl -a` hides.
+pub fn kernel_params_from(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    let started = std::time::Instant::now();
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&dir) else { continue };
+        for entry in rd.flatten() {
+            if out.len() >= SYSCTL_MAX_ENTRIES || started.elapsed() > SPEC_COMMAND_TIMEOUT {
+                return out;
+            }
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            // `sysctl -a` leaves out the deprecated neighbour timers (their
+            // `_ms` twins stay).
+            let leaf = entry.file_name();
+            if !ft.is_file() || leaf == "base_reachable_time" || leaf == "retrans_time" {
+                continue;
+            }
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().replace('.', "/"))
+                .collect::<Vec<_>>()
+                .join(".");
+            let Ok(bytes) = fs::read(&path) else { continue };
+            let text = String::from_utf8_lossy(&bytes);
+            let value = text
+                .trim_end_matches('\n')
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            out.insert(key, value);
+        }
+    }
+    out
+}
+
 /// The full specification written beside each report (`machine_specs.json`):
 /// CPU identity and flags, topology, caches, memory, NUMA, OS, kernel command
 /// line and tunables, block devices and network interfaces.
 pub fn full_specs() -> Value {
     let info = MachineInfo::collect();
+    let os = os_release();
+    let os_id = os.get("ID").cloned();
     let cpu = cpuinfo_first();
     let online = online_cpus();
     let mut sockets = BTreeSet::new();
@@ -541,7 +837,7 @@ pub fn full_specs() -> Value {
         "caches": caches,
         "memory_kib": meminfo(),
         "numa_nodes": numa,
-        "os_release": os_release(),
+        "os_release": os,
         "kernel": {
             "release": info.kernel_version,
             "cmdline": read("/proc/cmdline"),
@@ -550,6 +846,9 @@ pub fn full_specs() -> Value {
         },
         "block_devices": disks,
         "network_interfaces": nics,
+        "dmidecode": dmidecode(),
+        "sys_packages": sys_packages(os_id.as_deref().unwrap_or("")),
+        "kernel_params": kernel_params_from(Path::new("/proc/sys")),
     })
 }
 
@@ -676,6 +975,148 @@ mod tests {
     }
 
     #[test]
+    fn dmidecode_output_is_shaped_as_benchpress() {
+        let text = "# dmidecode 3.4\nGetting SMBIOS data from sysfs.\nSMBIOS 3.0.0 present.\n\n\
+Handle 0x0000, DMI type 0, 26 bytes\n\
+BIOS Information\n\
+\tVendor: American Megatrends Inc.\n\
+\tVersion: 1.2: beta\n\
+\tCharacteristics:\n\
+\t\tPCI is supported\n\
+\t\tBIOS is upgradeable\n\
+\tBIOS Revision: 5.14\n\
+\n\
+Handle 0x0001, DMI type 17, 84 bytes\n\
+Memory Device\n\
+\tSize: 16 GB\n\
+\tLocator: DIMM_A1\n\
+\n\
+Handle 0x0002, DMI type 17, 84 bytes\n\
+Memory Device\n\
+\tSize: No Module Installed\n\
+\tFlags:\n\
+\t\tNone\n\
+\n\
+Handle 0x0003, DMI type 200, 4 bytes\n\
+OEM-specific Type\n\
+\tHeader and Data:\n\
+\n\
+Handle 0x0004, DMI type 127, 4 bytes\n\
+End Of Table\n";
+        let v = Value::Object(parse_dmidecode(text));
+        assert_eq!(v.as_object().unwrap().len(), 2, "{v}");
+        let bios = &v["BIOS"][0];
+        assert_eq!(bios["_title"], "BIOS Information");
+        assert_eq!(bios["Vendor"], "American Megatrends Inc.");
+        // Split at the last `: `, as benchpress' greedy pattern does.
+        assert_eq!(bios["Version: 1.2"], "beta");
+        assert_eq!(
+            bios["Characteristics"],
+            json!(["PCI is supported", "BIOS is upgradeable"])
+        );
+        // The field after a list is kept.
+        assert_eq!(bios["BIOS Revision"], "5.14");
+        let mem = v["Memory Device"].as_array().unwrap();
+        assert_eq!(mem.len(), 2);
+        assert_eq!(mem[0]["Locator"], "DIMM_A1");
+        // A list closing the record is kept.
+        assert_eq!(mem[1]["Flags"], json!(["None"]));
+        assert!(parse_dmidecode("").is_empty());
+        assert!(parse_dmidecode("Handle garbage\nx\n\ty: z\n").is_empty());
+    }
+
+    #[test]
+    fn packages_are_queried_as_benchpress_picks_by_os_id() {
+        assert_eq!(package_query_for("debian").unwrap().0, "dpkg-query");
+        assert_eq!(package_query_for("Ubuntu").unwrap().0, "dpkg-query");
+        assert_eq!(package_query_for("rhel").unwrap(), ("rpm", &["-qa"][..]));
+        assert_eq!(package_query_for("centos").unwrap().0, "rpm");
+        assert_eq!(package_query_for("fedora").unwrap().0, "rpm");
+        assert!(package_query_for("arch").is_none());
+        assert!(package_query_for("").is_none());
+        let dpkg = package_query_for("debian").unwrap().1;
+        assert_eq!(dpkg[2], "${Package}-${Version}.${Architecture}\n");
+        assert_eq!(
+            parse_package_list(
+                "adduser-3.134.all\nbash-5.2.15-2+b7.amd64\n\n  zlib1g-1:1.2.13.dfsg-1.amd64 \n"
+            ),
+            [
+                "adduser-3.134.all",
+                "bash-5.2.15-2+b7.amd64",
+                "zlib1g-1:1.2.13.dfsg-1.amd64"
+            ]
+        );
+        assert!(parse_package_list("").is_empty());
+    }
+
+    #[test]
+    fn kernel_params_from_a_fake_proc_sys_tree() {
+        let d = std::env::temp_dir().join(format!("rb-sysctl-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("net/ipv4/conf/eth0.100")).unwrap();
+        fs::create_dir_all(d.join("kernel")).unwrap();
+        fs::write(d.join("kernel/ostype"), "Linux\n").unwrap();
+        fs::write(d.join("net/ipv4/tcp_rmem"), "4096\t131072\t6291456\n").unwrap();
+        fs::write(d.join("net/ipv4/conf/eth0.100/forwarding"), "0\n").unwrap();
+        fs::write(d.join("kernel/multi"), "first\nlast\n").unwrap();
+        fs::write(d.join("kernel/empty"), "").unwrap();
+        fs::create_dir_all(d.join("net/ipv4/neigh/lo")).unwrap();
+        fs::write(d.join("net/ipv4/neigh/lo/retrans_time"), "100\n").unwrap();
+        fs::write(d.join("net/ipv4/neigh/lo/retrans_time_ms"), "1000\n").unwrap();
+        let p = kernel_params_from(&d);
+        assert_eq!(p["kernel.ostype"], "Linux");
+        assert_eq!(p["net.ipv4.tcp_rmem"], "4096\t131072\t6291456");
+        assert_eq!(p["net.ipv4.conf.eth0/100.forwarding"], "0");
+        assert_eq!(p["kernel.multi"], "last");
+        assert_eq!(p["kernel.empty"], "");
+        assert_eq!(p["net.ipv4.neigh.lo.retrans_time_ms"], "1000");
+        assert!(!p.contains_key("net.ipv4.neigh.lo.retrans_time"));
+        assert_eq!(p.len(), 6);
+        assert!(kernel_params_from(&d.join("missing")).is_empty());
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn bounded_commands_time_out_and_report_failures() {
+        let t = std::time::Duration::from_millis(300);
+        let start = std::time::Instant::now();
+        let e = run_bounded("sleep", &["5"], t).unwrap_err();
+        assert!(e.contains("did not finish"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(4));
+        assert!(run_bounded("false", &[], t).unwrap_err().contains("failed"));
+        assert!(
+            run_bounded("rackbench-no-such-program", &[], t)
+                .unwrap_err()
+                .contains("cannot run")
+        );
+        assert_eq!(run_bounded("echo", &["hi"], t).unwrap(), "hi\n");
+    }
+
+    #[test]
+    fn kernel_params_agree_with_sysctl_when_installed() {
+        let Ok(out) = std::process::Command::new("sysctl").arg("-a").output() else {
+            eprintln!("sysctl not installed; skipping the comparison");
+            return;
+        };
+        let ours = kernel_params_from(Path::new("/proc/sys"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut compared = 0;
+        for key in [
+            "kernel.ostype",
+            "kernel.osrelease",
+            "vm.overcommit_memory",
+            "kernel.pid_max",
+        ] {
+            let line = text.lines().find(|l| l.starts_with(&format!("{key} = ")));
+            if let (Some(line), Some(mine)) = (line, ours.get(key)) {
+                assert_eq!(line.split_once(" = ").unwrap().1.trim(), mine, "{key}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 0, "no key compared");
+    }
+
+    #[test]
     fn collects_this_machine() {
         let m = MachineInfo::collect();
         assert!(m.mem_total_kib.ends_with(" KiB"));
@@ -684,5 +1125,8 @@ mod tests {
         assert!(!m.hostname.is_empty());
         let full = full_specs();
         assert!(full["cpu"]["cores"].as_u64().unwrap() >= 1);
+        assert!(full["dmidecode"].is_object());
+        assert!(full["sys_packages"].is_array() || full["sys_packages"].is_object());
+        assert!(full["kernel_params"].is_object());
     }
 }

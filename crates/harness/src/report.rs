@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 /// One report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// The benchmark's argv after substitution.
+    /// One string per arg template after var substitution, empty ones kept:
+    /// benchpress' `job.args`.
     pub benchmark_args: Vec<String>,
     pub benchmark_desc: String,
     /// `"name: options"` per hook.
@@ -77,7 +78,7 @@ mod tests {
 
     fn sample() -> Report {
         Report {
-            benchmark_args: vec!["-p".into(), "1".into()],
+            benchmark_args: vec!["-p 1".into(), String::new()],
             benchmark_desc: "d".into(),
             benchmark_hooks: vec!["cpu-mpstat: {}".into()],
             benchmark_name: "calibrate".into(),

@@ -45,6 +45,9 @@ pub enum ResolveError {
 /// A job ready to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
+    /// One string per arg template after substitution, empty ones kept
+    /// (benchpress' `job.args`, its report's `benchmark_args`).
+    pub args: Vec<String>,
     pub argv: Vec<String>,
     pub hooks: Vec<HookSpec>,
     /// Final var values.
@@ -157,9 +160,11 @@ pub fn resolve(
         .args
         .iter()
         .chain(role.iter().flat_map(|r| r.args.iter()));
+    let mut args = Vec::new();
     let mut argv = Vec::new();
     for t in templates {
         let s = substitute(t, &values);
+        args.push(s.clone());
         let words = shell_words::split(&s).map_err(|e| ResolveError::BadArg {
             job: job.name.clone(),
             arg: s.clone(),
@@ -172,6 +177,7 @@ pub fn resolve(
         hooks.extend(r.hooks.iter().cloned());
     }
     Ok(Resolved {
+        args,
         argv,
         hooks,
         values,
@@ -223,6 +229,8 @@ vars = ["port=2"]
         let j = &jobs()[0];
         let r = resolve(j, None, &Map::new()).unwrap();
         assert_eq!(r.argv, ["-p", "11222", "-o", "out.txt", "--name", "a b"]);
+        // benchpress' job.args: one string per template, the empty one kept.
+        assert_eq!(r.args, ["-p 11222", "-o out.txt", "", "--name 'a b'"]);
         let r = resolve(
             j,
             None,

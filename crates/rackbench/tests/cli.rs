@@ -276,7 +276,19 @@ fn reports_store_compare_and_score() {
             .unwrap()
             .contains("instance")
     );
-    assert_eq!(r["benchmark_args"][0], "--fixed-qps");
+    // benchpress' job.args: one string per template after substitution,
+    // the empty `{extra}` kept.
+    assert_eq!(
+        r["benchmark_args"],
+        serde_json::json!([
+            "--fixed-qps 50,100",
+            "--probe-secs 1",
+            "--service-time-ms 2",
+            "--workers 4",
+            "--target 99p:50",
+            ""
+        ])
+    );
     let m = &r["metrics"];
     assert_eq!(m["probes"].as_array().unwrap().len(), 2);
     assert!(m["final_achieved_qps"].as_f64().unwrap() > 90.0);
@@ -787,5 +799,43 @@ fn hook_args_give_the_k_hooks_their_options() {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(want), "{}", stderr(&o));
         no_panic(&o);
+    }
+}
+
+#[test]
+fn machine_specs_carry_benchpress_system_spec_blocks() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    let o = env.run(&["--jobs-dir", j, "run", "fixed", "-i", r#"{"rates": "50"}"#]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reports = env.reports();
+    let dir = env.path().join(format!(
+        "benchmark_metrics_{}",
+        reports[0]["run_id"].as_str().unwrap()
+    ));
+    let specs: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("machine_specs.json")).unwrap())
+            .unwrap();
+    // dmidecode: the parsed tables, or why they could not be read.
+    let dmi = specs["dmidecode"].as_object().unwrap();
+    assert!(
+        dmi.contains_key("_unavailable") || dmi.values().all(Value::is_array),
+        "{dmi:?}"
+    );
+    // sys_packages: a list of strings (empty on an unknown distribution),
+    // or why the package query failed.
+    let pk = &specs["sys_packages"];
+    assert!(
+        pk.as_array()
+            .is_some_and(|a| a.iter().all(Value::is_string))
+            || pk["_unavailable"].is_string(),
+        "{pk}"
+    );
+    // kernel_params: sysctl names to values, read from /proc/sys.
+    let kp = specs["kernel_params"].as_object().unwrap();
+    if std::path::Path::new("/proc/sys/kernel/ostype").exists() {
+        assert_eq!(kp["kernel.ostype"], "Linux");
+        assert!(kp.values().all(Value::is_string));
     }
 }
