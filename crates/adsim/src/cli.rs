@@ -47,7 +47,9 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub timeout: u64,
     /// Serve over TLS (a self-signed pair is generated unless --cert/--key are given).
-    #[arg(long)]
+    /// `--tls` alone or `--tls=1` turns it on, `--tls=0` off (the jobs pass `--tls={tls}`).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "1",
+          default_value = "0", value_parser = clap::builder::BoolishValueParser::new())]
     pub tls: bool,
     /// PEM certificate for --tls.
     #[arg(long, requires = "key")]
@@ -157,8 +159,9 @@ pub struct ClientArgs {
     /// warm-up (success when every rate meets the target).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive_rate)]
     pub qps: Vec<f64>,
-    /// Connect over TLS.
-    #[arg(long)]
+    /// Connect over TLS: `--tls` alone or `--tls=1` on, `--tls=0` off (the jobs pass `--tls={tls}`).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "1",
+          default_value = "0", value_parser = clap::builder::BoolishValueParser::new())]
     pub tls: bool,
     /// PEM certificate(s) to trust for --tls (default: accept the server's certificate unverified,
     /// as upstream's client does with its self-signed pair).

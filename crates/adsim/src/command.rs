@@ -167,6 +167,7 @@ pub struct ServerRecord {
 #[derive(Debug, Serialize)]
 pub struct ServerMetrics<'a> {
     pub address: &'a str,
+    pub tls: bool,
     pub init_seconds: f64,
     pub requests: u64,
     pub failed_requests: u64,
@@ -180,6 +181,7 @@ pub struct ServerMetrics<'a> {
 pub fn server_metrics(r: &ServerRecord) -> ServerMetrics<'_> {
     ServerMetrics {
         address: &r.address,
+        tls: r.tls,
         init_seconds: r.init_seconds,
         requests: r.requests,
         failed_requests: r.failed_requests,
@@ -426,10 +428,12 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     for l in stopped_lines(&record) {
         eprintln!("{l}");
     }
+    // The server runs until it is stopped: Ctrl-C is its normal end.
     Ok(Outcome::measured(
         true,
         Record::of("adsim", RECORD_VERSION, &AdSimRecord::Server(record)),
-    ))
+    )
+    .ending_on_stop())
 }
 
 /// One kernel alone: its params checked against the schema as in a
@@ -648,8 +652,9 @@ mod tests {
         assert_eq!(m["failed_requests"].as_u64(), Some(2));
         assert_eq!(m["rss_bytes"].as_u64(), Some(2_000_000));
         assert_eq!(m["cpu_seconds"], 56.5);
+        assert_eq!(m["tls"], false);
         assert!(!m.contains_key("first_error"));
-        assert_eq!(m.len(), 6);
+        assert_eq!(m.len(), 7);
         let m = metrics_of(AdSimRecord::Server(server_record(Some("boom"))));
         assert_eq!(m["first_error"], "boom");
         let text = text_of(AdSimRecord::Server(server_record(Some("boom"))));

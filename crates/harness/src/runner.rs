@@ -51,6 +51,10 @@ impl RunContext {
 pub struct Outcome {
     pub success: bool,
     pub record: Option<Record>,
+    /// Set by a workload that runs until it is stopped (a server): a
+    /// Ctrl-C is its normal end, so the report keeps `success` and the run
+    /// is not counted as interrupted.
+    pub stop_is_end: bool,
 }
 
 impl Outcome {
@@ -61,7 +65,14 @@ impl Outcome {
         Outcome {
             success,
             record: Some(record),
+            stop_is_end: false,
         }
+    }
+
+    /// Marks a run that lasts until it is stopped: Ctrl-C ends it normally.
+    pub fn ending_on_stop(mut self) -> Outcome {
+        self.stop_is_end = true;
+        self
     }
 
     /// The end of a helper command (a checker, a generator, a config dump):
@@ -70,6 +81,7 @@ impl Outcome {
         Outcome {
             success,
             record: None,
+            stop_is_end: false,
         }
     }
 }
@@ -350,9 +362,9 @@ pub fn execute(
                 iteration,
                 cancel: cancel.clone(),
             };
-            let (metrics, success, record) = run_one(p, &ctx, inv.disable_hooks);
+            let (metrics, success, record, stop_is_end) = run_one(p, &ctx, inv.disable_hooks);
             let report = Report {
-                benchmark_args: p.resolved.argv.clone(),
+                benchmark_args: p.resolved.args.clone(),
                 benchmark_desc: p.job.description.clone(),
                 benchmark_hooks: p.resolved.hooks.iter().map(HookSpec::describe).collect(),
                 benchmark_name: p.job.name.clone(),
@@ -383,7 +395,7 @@ pub fn execute(
                     timestamp: report.timestamp,
                     success,
                     hostname: machine.hostname.clone(),
-                    args: report.benchmark_args.clone(),
+                    args: p.resolved.argv.clone(),
                     machine: serde_json::to_value(&machine).expect("json"),
                     metrics: report.metrics.clone(),
                     report_path: Some(path.display().to_string()),
@@ -397,7 +409,7 @@ pub fn execute(
             }
             summary.all_succeeded &= success;
             if cancel.reason() == Some(StopReason::Interrupted) {
-                summary.interrupted = true;
+                summary.interrupted |= !stop_is_end;
                 break 'jobs;
             }
         }
@@ -450,12 +462,13 @@ pub fn execute_direct(
 }
 
 /// Hooks before, the workload under its timeout, hooks after (reverse order,
-/// always). Returns the metrics, the success flag and the workload's record.
+/// always). Returns the metrics, the success flag, the workload's record
+/// and whether a Ctrl-C was the workload's normal end.
 fn run_one(
     p: &Planned<'_>,
     ctx: &RunContext,
     disable_hooks: bool,
-) -> (Map<String, Value>, bool, Option<Record>) {
+) -> (Map<String, Value>, bool, Option<Record>, bool) {
     let hctx = HookContext {
         out_dir: ctx.out_dir.clone(),
         job: ctx.job.clone(),
@@ -483,6 +496,7 @@ fn run_one(
     let mut metrics = Map::new();
     let mut success = false;
     let mut record = None;
+    let mut stop_is_end = false;
     if failure.is_none() {
         eprintln!(
             "running job {} (iteration {}): {} {}",
@@ -500,6 +514,7 @@ fn run_one(
         match result {
             Ok(o) => {
                 success = o.success;
+                stop_is_end = o.stop_is_end;
                 if let Some(r) = &o.record {
                     match p.workload.metrics(r) {
                         Ok(m) => metrics.extend(m),
@@ -514,6 +529,7 @@ fn run_one(
             Err(e) => failure = Some(format!("{e:#}")),
         }
         match ctx.cancel.reason() {
+            Some(StopReason::Interrupted) if stop_is_end => {}
             Some(StopReason::Interrupted) => {
                 success = false;
                 metrics.insert("interrupted".into(), json!(true));
@@ -547,7 +563,7 @@ fn run_one(
         metrics.insert("error".into(), json!(f));
         success = false;
     }
-    (metrics, success, record)
+    (metrics, success, record, stop_is_end)
 }
 
 /// Raises the stop flag when a job runs past its timeout.

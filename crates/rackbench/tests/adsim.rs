@@ -561,3 +561,91 @@ fn default_bind_answers_on_both_loopbacks() {
         }
     }
 }
+
+/// The jobs pass `--tls=1` to both roles by default and `--tls=0` when
+/// asked for plaintext.
+#[test]
+fn jobs_use_tls_by_default_and_tls_0_turns_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for job in ["adsim", "adsim_inference_a"] {
+        for (role, base) in [
+            ("client", r#""server_ip": "::1""#),
+            ("server", r#""timeout": "1""#),
+        ] {
+            let argv = |extra: &str| {
+                let out = rackbench(d)
+                    .args(["run", job, "-r", role, "--dry-run", "-i"])
+                    .arg(format!("{{{base}{extra}}}"))
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", text(&out.stderr));
+                let o = text(&out.stdout);
+                o.lines().find(|l| l.contains("argv:")).unwrap().to_string()
+            };
+            let on = argv("");
+            assert!(on.contains("--tls=1"), "{job} {role}: {on}");
+            assert!(!on.contains("--tls=0"), "{job} {role}: {on}");
+            let off = argv(r#", "tls": "0""#);
+            assert!(off.contains("--tls=0"), "{job} {role}: {off}");
+            assert!(!off.contains("--tls=1"), "{job} {role}: {off}");
+        }
+    }
+}
+
+/// The job's server role, with TLS by default, answers the job's client
+/// role (TLS by default too) with no certificate set up; Ctrl-C then ends
+/// the server normally: exit 0 and a successful report.
+#[test]
+fn job_server_over_default_tls_serves_the_job_client_and_ctrl_c_ends_it_successfully() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("light.json"), LIGHT).unwrap();
+    let mut child = rackbench(d)
+        .args(["run", "adsim", "-r", "server", "-i"])
+        .arg(r#"{"cfg_file": "light.json", "bind": "127.0.0.1"}"#)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let port = wait_serving(&mut child);
+
+    let client_dir = tempfile::tempdir().unwrap();
+    let out = rackbench(client_dir.path())
+        .args(["run", "adsim", "-r", "client", "-i"])
+        .arg(
+            serde_json::json!({
+                "server_ip": "127.0.0.1",
+                "port": port.to_string(),
+                "num_workers": "4",
+                "runtime": "2",
+                "lat_target_ms": "150",
+                "extra_args": "--quick --qps-max 30",
+            })
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--tls=1"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: signalling our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    let stdout = text(&o.stdout);
+    let last = stdout.trim_end().lines().last().unwrap();
+    let r: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["metrics"]["tls"], true, "{r}");
+    assert!(r["metrics"].get("interrupted").is_none(), "{r}");
+    assert!(r["metrics"]["requests"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["metrics"].get("error").is_none(), "{r}");
+}
