@@ -356,7 +356,9 @@ fn golden_ip_version_configs_run() {
 }
 
 /// Every upstream golden config runs unchanged apart from its duration
-/// (cut to 0.3 s, or two open-loop periods): the grpc ones to completion with no failed RPC and with
+/// (cut to 0.1 s, or two open-loop periods: the multi-level fan-outs offer
+/// more RPCs than this machine serves, and draining them takes ~70x the
+/// offered time): the grpc ones to completion with no failed RPC and with
 /// traffic on every RPC they define, the homa and mercury ones refused
 /// before anything starts, naming the protocol.
 #[test]
@@ -391,7 +393,7 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                             // Long enough for two open-loop periods.
                             let period_us = it.open_loop_interval_ns.unwrap_or(0) / 1000;
                             it.max_duration_us =
-                                Some((300_000).max(2 * period_us as i32 + 100_000));
+                                Some((100_000).max(2 * period_us as i32 + 100_000));
                         }
                         it.warmup_iterations = Some(0);
                     }
