@@ -411,8 +411,9 @@ fn journal(p: &std::path::Path) -> Vec<serde_json::Value> {
 /// The whole protection path in `--test` form: hashd-params runs first by
 /// itself, hashd runs in workload.slice, the hog in system.slice with a
 /// 96M cap so that the kernel kills it; the scenario ends, the results are
-/// kept, the text has upstream's sections, a re-run skips both jobs, and
-/// the cgroups are gone afterwards.
+/// kept, the text has upstream's sections, a re-run skips both jobs, the
+/// resctl_mini job on the same journal stores the figures the report page
+/// draws, and the cgroups are gone afterwards.
 #[test]
 fn resctl_bench_protection_runs_end_to_end() {
     if !cgroups_writable() {
@@ -427,7 +428,8 @@ fn resctl_bench_protection_runs_end_to_end() {
             d.path(),
             &result,
             &[],
-            "protection:id=t:scenario=mem-hog,loops=1",
+            // resctl_mini's spec, so the job below finds both jobs done.
+            "protection::scenario=mem-hog,loops=1",
         )
         .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
         .output()
@@ -444,7 +446,7 @@ fn resctl_bench_protection_runs_end_to_end() {
     assert_eq!(j.len(), 2, "{j:?}");
     assert_eq!(j[0]["spec"]["kind"], "hashd-params");
     assert!(j[0]["record"]["rps_max"].as_u64().unwrap() > 0);
-    assert_eq!(j[1]["spec"]["id"], "t");
+    assert_eq!(j[1]["spec"]["kind"], "protection");
     let run0 = &j[1]["record"]["scenarios"][0]["runs"][0];
     assert!(
         run0["end"]
@@ -457,7 +459,7 @@ fn resctl_bench_protection_runs_end_to_end() {
     let isol = j[1]["result"]["combined"]["isol"]["mean"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&isol), "{isol}");
     let out = text(&o.stdout);
-    assert!(out.contains("[protection result] \"t\" "), "{out}");
+    assert!(out.contains("[protection result] "), "{out}");
     assert!(
         out.contains("Memory Hog Summary\n=================="),
         "{out}"
@@ -479,7 +481,7 @@ fn resctl_bench_protection_runs_end_to_end() {
     let o = rackbench(d.path())
         .args(["resctl", "-r"])
         .arg(&result)
-        .args(["format", "protection:id=t"])
+        .args(["format", "protection"])
         .output()
         .unwrap();
     let out = text(&o.stdout);
@@ -492,6 +494,52 @@ fn resctl_bench_protection_runs_end_to_end() {
     assert!(
         !out.contains("hashd-params result"),
         "only the matching job"
+    );
+
+    // `rackbench run resctl_mini` on the same journal stores the finished
+    // jobs' figures without running them again (its spec is the one above),
+    // and the report page draws them (`resctl_protection`).
+    let vars = serde_json::json!({
+        "result_file": result,
+        "scratch": d.path(),
+    });
+    let o = rackbench_stored(d.path())
+        .args(["run", "resctl_mini", "-i", &vars.to_string()])
+        .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("already completed"), "{err}");
+    let out = text(&o.stdout);
+    let last = out.trim_end().lines().last().unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("no report on the last line ({e}):\n{out}"));
+    let m = &report["metrics"];
+    let s = m["protection_scenarios"].as_array().unwrap();
+    assert_eq!(s.len(), 1, "{m}");
+    assert_eq!(
+        (s[0]["load"].as_f64(), s[0]["loops"].as_u64()),
+        (Some(1.0), Some(1)),
+        "{m}"
+    );
+    assert_eq!(s[0]["speed"], "2x", "{m}");
+    // One scenario: its isolation is the combined one (which reads 0 when
+    // no sample measured it; the scenario's is then null).
+    match s[0]["isol_pct"].as_f64() {
+        Some(isol) => assert_eq!(Some(isol), m["protection_isol_pct"].as_f64(), "{m}"),
+        None => assert_eq!(m["protection_isol_pct"].as_f64(), Some(0.0), "{m}"),
+    }
+    assert_eq!(s[0]["work_csv_pct"], m["protection_work_csv_pct"], "{m}");
+
+    let html = common::report_page(rackbench_stored(d.path()), d.path());
+    assert!(
+        html.contains(r#"data-kind="resctl_protection""#),
+        "no protection chart"
+    );
+    assert!(
+        html.contains("1 load 1 hog 2x x1"),
+        "no scenario in the title"
     );
 
     // The bench's cgroups are removed.
@@ -719,59 +767,6 @@ fn hashd_short_memory_search_keeps_rps_max() {
     assert!(err.contains("rps 150"), "{err}");
     let p = std::fs::read_to_string(&params).unwrap();
     assert!(p.contains("\"rps_max\": 150"), "{p}");
-}
-
-/// `rackbench run resctl_mini` into a store, then the report page: the
-/// stored metrics have the protection scenario's figures and the page
-/// draws them (`resctl_protection`).
-#[test]
-fn resctl_mini_report_page_draws_protection() {
-    if !cgroups_writable() {
-        return;
-    }
-    // The hog must meet its cap without swap (the storage test adds some).
-    let _swap = SWAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let d = tempfile::tempdir().unwrap();
-    let vars = serde_json::json!({
-        "result_file": d.path().join("result.json"),
-        "scratch": d.path(),
-    });
-    let o = rackbench_stored(d.path())
-        .args(["run", "resctl_mini", "-i", &vars.to_string()])
-        .env("RACKBENCH_RESCTL_HOG_CAP", "96M")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    let last = out.trim_end().lines().last().unwrap_or_default();
-    let report: serde_json::Value = serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("no report on the last line ({e}):\n{out}"));
-    let m = &report["metrics"];
-    let s = m["protection_scenarios"].as_array().unwrap();
-    assert_eq!(s.len(), 1, "{m}");
-    assert_eq!(
-        (s[0]["load"].as_f64(), s[0]["loops"].as_u64()),
-        (Some(1.0), Some(1)),
-        "{m}"
-    );
-    assert_eq!(s[0]["speed"], "2x", "{m}");
-    // One scenario: its isolation is the combined one (which reads 0 when
-    // no sample measured it; the scenario's is then null).
-    match s[0]["isol_pct"].as_f64() {
-        Some(isol) => assert_eq!(Some(isol), m["protection_isol_pct"].as_f64(), "{m}"),
-        None => assert_eq!(m["protection_isol_pct"].as_f64(), Some(0.0), "{m}"),
-    }
-    assert_eq!(s[0]["work_csv_pct"], m["protection_work_csv_pct"], "{m}");
-
-    let html = common::report_page(rackbench_stored(d.path()), d.path());
-    assert!(
-        html.contains(r#"data-kind="resctl_protection""#),
-        "no protection chart"
-    );
-    assert!(
-        html.contains("1 load 1 hog 2x x1"),
-        "no scenario in the title"
-    );
 }
 
 /// The storage figures as the resctl crate derives them from a stored
