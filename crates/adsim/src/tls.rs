@@ -9,18 +9,13 @@
 
 use anyhow::{Context, bail};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::{CertificateDer, ServerName};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::rustls::client::danger::{
-    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
-};
-use tokio_rustls::rustls::crypto::{
-    CryptoProvider, ring, verify_tls12_signature, verify_tls13_signature,
-};
-use tokio_rustls::rustls::{self, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::{self, RootCertStore};
 use tonic::transport::{Channel, Endpoint};
 
 /// A PEM certificate chain and private key.
@@ -67,56 +62,6 @@ pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> any
     })
 }
 
-/// Accepts any server certificate (signatures are still checked, so the
-/// handshake is a real one).
-#[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The client's TLS settings: trust `ca` (PEM file) or accept any server.
 pub fn client_connector(ca: Option<&Path>) -> anyhow::Result<TlsConnector> {
     let provider = Arc::new(ring::default_provider());
@@ -143,7 +88,9 @@ pub fn client_connector(ca: Option<&Path>) -> anyhow::Result<TlsConnector> {
         }
         None => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_custom_certificate_verifier(Arc::new(harness::tls::AnyCertificate::new(
+                &provider,
+            )))
             .with_no_client_auth(),
     };
     cfg.alpn_protocols = vec![b"h2".to_vec()];

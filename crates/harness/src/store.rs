@@ -765,7 +765,6 @@ mod tls {
     use postgres::config::SslMode;
     use rustls::client::WebPkiServerVerifier;
     use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::crypto::WebPkiSupportedAlgorithms;
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
     use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
@@ -908,7 +907,8 @@ mod tls {
                 Mode::VerifyCa | Mode::VerifyFull => true,
             };
             if !check_ca {
-                let verifier = AnyCertificate(provider.signature_verification_algorithms);
+                // `sslmode=require`/`prefer` without a CA, as libpq.
+                let verifier = crate::tls::AnyCertificate::new(&provider);
                 return Ok(builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(verifier))
@@ -971,46 +971,6 @@ mod tls {
             cur = c.source();
         }
         out
-    }
-
-    /// `sslmode=require`/`prefer` without a CA, as libpq: encrypted, but any
-    /// certificate is taken (its handshake signatures are still checked).
-    #[derive(Debug)]
-    struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-    impl ServerCertVerifier for AnyCertificate {
-        fn verify_server_cert(
-            &self,
-            _end_entity: &CertificateDer<'_>,
-            _intermediates: &[CertificateDer<'_>],
-            _server_name: &ServerName<'_>,
-            _ocsp_response: &[u8],
-            _now: UnixTime,
-        ) -> Result<ServerCertVerified, rustls::Error> {
-            Ok(ServerCertVerified::assertion())
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.0.supported_schemes()
-        }
     }
 
     /// `sslmode=verify-ca`: the chain is checked against the CA, the host
