@@ -839,3 +839,80 @@ fn machine_specs_carry_benchpress_system_spec_blocks() {
         assert!(kp.values().all(Value::is_string));
     }
 }
+
+/// benchpress' non-object hooks from the command line: cpu-limit (a hex
+/// mask), result (a list of files copied as <job>_<name>), file (paths made
+/// before and removed after) and user-script (a background script); the
+/// report has each one's summary. A bad mask stops the run before any job.
+#[test]
+fn benchpress_cpu_limit_result_file_and_user_script_hooks() {
+    let env = Env::new();
+    let jobs = env.jobs(&[("t.toml", JOBS.as_bytes())]);
+    let j = jobs.to_str().unwrap();
+    let src = env.path().join("app.log");
+    std::fs::write(&src, "from the app\n").unwrap();
+    let made = env.path().join("scratch-dir");
+    let script = env.path().join("watch.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"watching $*\"\nexec sleep 30\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let result = format!("result:[{}]", serde_json::json!(src));
+    let file = format!(
+        "file:[{}]",
+        serde_json::json!({"type": "dir", "path": made})
+    );
+    let user = format!(
+        "user-script:{}",
+        serde_json::json!({"hook_path": script, "args": ["-i", "1"], "background_mode": {"duration": 5}})
+    );
+    let o = env.run(&[
+        "--jobs-dir",
+        j,
+        "run",
+        "fixed",
+        "-i",
+        r#"{"rates": "50"}"#,
+        "-k",
+        r#"cpu-limit:"1""#,
+        "-k",
+        &result,
+        "-k",
+        &file,
+        "-k",
+        &user,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = &env.reports()[0];
+    let h = &r["metrics"]["hooks"];
+    assert_eq!(h["cpu-limit"]["cpus"], serde_json::json!([0]), "{h}");
+    assert_eq!(
+        h["result"]["copied"],
+        serde_json::json!(["fixed_app.log"]),
+        "{h}"
+    );
+    assert_eq!(h["file"]["deleted"].as_array().unwrap().len(), 1, "{h}");
+    assert!(
+        !made.exists(),
+        "the hook's directory is removed after the job"
+    );
+    assert_eq!(h["user-script"]["interrupted_after_job"], true, "{h}");
+    let dir = env.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("fixed_app.log")).unwrap(),
+        "from the app\n"
+    );
+    let out = std::fs::read_to_string(dir.join("fixed_watch_hook_output_1")).unwrap();
+    assert!(out.contains("watching -i 1 -a sleep 5"), "{out}");
+
+    // A mask that is not hex is refused before anything runs.
+    let o = env.run(&["--jobs-dir", j, "run", "fixed", "-k", r#"cpu-limit:"zz""#]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a valid CPU mask"),
+        "{}",
+        stderr(&o)
+    );
+    no_panic(&o);
+}

@@ -3,9 +3,13 @@
 //! (under `metrics.hooks.<name>`) and files to the metrics folder.
 
 mod copymove;
+mod cpu_limit;
+mod file;
 mod mpstat;
 mod perf;
+mod result;
 mod shell;
+mod user_script;
 
 use crate::job::HookSpec;
 use serde_json::{Map, Value};
@@ -50,7 +54,41 @@ pub const KNOWN: &[(&str, &[&str], &str)] = &[
         shell::OPTIONS,
         "shell commands before/after the job",
     ),
+    (
+        "cpu-limit",
+        &[],
+        "runs the job on the CPUs of a hex mask (options: the mask, e.g. \"3\"), as taskset",
+    ),
+    (
+        "result",
+        &[],
+        "copies files (options: a list of paths) into the metrics folder after the job as <job>_<name>",
+    ),
+    (
+        "file",
+        &[],
+        "creates files and directories (options: a list of {type: file|dir, path}) before the job, deletes them after",
+    ),
+    (
+        "user-script",
+        user_script::OPTIONS,
+        "runs a script in the background during the job (hook_path, args, background_mode: {duration, stdout_path})",
+    ),
 ];
+
+/// A hook's options as an object (absent options: an empty one).
+pub(crate) fn object<'a>(
+    hook: &str,
+    options: &'a Value,
+) -> Result<std::borrow::Cow<'a, Map<String, Value>>, String> {
+    match options {
+        Value::Null => Ok(std::borrow::Cow::Owned(Map::new())),
+        Value::Object(m) => Ok(std::borrow::Cow::Borrowed(m)),
+        other => Err(format!(
+            "hook '{hook}': options must be a JSON object, e.g. {hook}:{{\"key\": 1}}; got {other}"
+        )),
+    }
+}
 
 /// Checks a spec's name and option keys, naming what is wrong.
 pub fn validate(spec: &HookSpec) -> Result<(), String> {
@@ -62,7 +100,17 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
             names.join(", ")
         ));
     };
-    for k in spec.options.keys() {
+    let wrap = |e: String| format!("hook '{}': {e}", spec.hook);
+    // Option values are checked here too, so a bad one stops the run before
+    // any job starts rather than when its hook is built.
+    match spec.hook.as_str() {
+        "cpu-limit" => return cpu_limit::mask(&spec.options).map(|_| ()).map_err(wrap),
+        "result" => return result::paths(&spec.options).map(|_| ()).map_err(wrap),
+        "file" => return file::entries(&spec.options).map(|_| ()).map_err(wrap),
+        _ => {}
+    }
+    let o = object(&spec.hook, &spec.options)?;
+    for k in o.keys() {
         if !opts.contains(&k.as_str()) {
             return Err(format!(
                 "hook '{}' has no option '{k}'; its options are: {}",
@@ -71,25 +119,39 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
             ));
         }
     }
-    // Option values checked here too, so a bad one stops the run before
-    // any job starts rather than when its hook is built.
-    if spec.hook == "cpu-mpstat" {
-        mpstat::interval(&spec.options).map_err(|e| format!("hook '{}': {e}", spec.hook))?;
+    match spec.hook.as_str() {
+        "cpu-mpstat" => mpstat::interval(&o).map(|_| ()).map_err(wrap),
+        "user-script" => user_script::UserScript::new(&o).map(|_| ()).map_err(wrap),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Builds a hook from a validated spec.
 pub fn build(spec: &HookSpec) -> Result<Box<dyn Hook>, String> {
     validate(spec)?;
-    let o = &spec.options;
     let wrap = |e: String| format!("hook '{}': {e}", spec.hook);
+    match spec.hook.as_str() {
+        "cpu-limit" => {
+            return Ok(Box::new(
+                cpu_limit::CpuLimit::new(&spec.options).map_err(wrap)?,
+            ));
+        }
+        "result" => {
+            return Ok(Box::new(
+                result::ResultHook::new(&spec.options).map_err(wrap)?,
+            ));
+        }
+        "file" => return Ok(Box::new(file::FileHook::new(&spec.options).map_err(wrap)?)),
+        _ => {}
+    }
+    let o = object(&spec.hook, &spec.options)?;
     Ok(match spec.hook.as_str() {
-        "cpu-mpstat" => Box::new(mpstat::Mpstat::new(o).map_err(wrap)?),
-        "copymove" => Box::new(copymove::CopyMove::new(o).map_err(wrap)?),
-        "perf" => Box::new(perf::Perf::new(o).map_err(wrap)?),
-        "shell" => Box::new(shell::Shell::new(o).map_err(wrap)?),
-        _ => unreachable!("validated above"),
+        "cpu-mpstat" => Box::new(mpstat::Mpstat::new(&o).map_err(wrap)?),
+        "copymove" => Box::new(copymove::CopyMove::new(&o).map_err(wrap)?),
+        "perf" => Box::new(perf::Perf::new(&o).map_err(wrap)?),
+        "shell" => Box::new(shell::Shell::new(&o).map_err(wrap)?),
+        "user-script" => Box::new(user_script::UserScript::new(&o).map_err(wrap)?),
+        other => return Err(format!("hook '{other}' has no builder (a rackbench bug)")),
     })
 }
 
