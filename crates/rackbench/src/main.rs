@@ -824,12 +824,19 @@ fn main() -> ExitCode {
         print!("{}", w.help());
         return ExitCode::SUCCESS;
     }
-    let cli = match cli_command(&reg)
-        .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m))
-    {
+    let parse = |args: Vec<std::ffi::OsString>| {
+        cli_command(&reg)
+            .try_get_matches_from(args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    };
+    let cli = match parse(args.clone()) {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        // benchpress' order, `report JOB... REPORTER`: the reporter moved
+        // first, or the original error when that does not parse either.
+        Err(e) => match benchpress_report_order(&args).map(parse) {
+            Some(Ok(cli)) => cli,
+            _ => e.exit(),
+        },
     };
     match run(cli, reg) {
         Ok(code) => code,
@@ -841,6 +848,29 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// benchpress' reporters, which its `report` takes after the jobs.
+const BENCHPRESS_REPORTERS: &[&str] = &["stdout", "json_file", "json-file", "score"];
+
+/// `report JOB... REPORTER [--all]` (benchpress' argument order) as
+/// `report REPORTER JOB... [--all]`; None when the arguments have no
+/// `report` followed by jobs and then a reporter.
+fn benchpress_report_order(args: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString>> {
+    let p = args.iter().skip(1).position(|a| a == "report")? + 1;
+    let rest = &args[p + 1..];
+    let r = rest.iter().rposition(|a| {
+        a.to_str()
+            .is_some_and(|a| BENCHPRESS_REPORTERS.contains(&a))
+    })?;
+    if r == 0 {
+        return None;
+    }
+    let mut out = args[..=p].to_vec();
+    out.push(rest[r].clone());
+    out.extend_from_slice(&rest[..r]);
+    out.extend_from_slice(&rest[r + 1..]);
+    Some(out)
 }
 
 fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {

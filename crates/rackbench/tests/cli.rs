@@ -392,6 +392,16 @@ fn reports_store_compare_and_score() {
     assert_eq!(all.len(), 3);
     assert_eq!(all[0], lines[0]);
     assert_eq!(all[2]["run_id"].as_str(), Some(older.as_str()));
+    // benchpress' own order, `report JOB... REPORTER [--all]`, is the same.
+    let o = env.run(&["--jobs-dir", j, "report", "fixed", "stdout", "--all"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let same: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(same, all);
+    let o = env.run(&["--jobs-dir", j, "report", "fixed", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = env.run(&["--jobs-dir", j, "report", "json_file", "fixed"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
