@@ -852,9 +852,140 @@ pub fn full_specs() -> Value {
     })
 }
 
+/// `lscpu`'s `Name: value` lines as benchpress' get_cpu_topology keeps
+/// them (`Flags` split into a list; the value cut at a second colon, as its
+/// split does).
+pub fn parse_lscpu(text: &str) -> Map<String, Value> {
+    let mut out = Map::new();
+    for line in text.lines() {
+        let mut parts = line.split(':');
+        let (Some(k), Some(v)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let value = if k == "Flags" {
+            json!(v.split(' ').collect::<Vec<_>>())
+        } else {
+            json!(v)
+        };
+        out.insert(k.to_string(), value);
+    }
+    out
+}
+
+/// /proc/meminfo as benchpress' get_cpu_memory_data: values as text, the
+/// unit written `KiB`.
+pub fn parse_meminfo_text(text: &str) -> Map<String, Value> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| {
+            let v = v.trim();
+            let v = match v.split_once(' ') {
+                Some((n, _unit)) => format!("{n} KiB"),
+                None => v.to_string(),
+            };
+            (k.trim().to_string(), json!(v))
+        })
+        .collect()
+}
+
+/// The machine as benchpress' `run` writes it next to each job's metrics,
+/// in `<job>_system_specs_<timestamp>.json`: cpu_topology (lscpu), os_kernel
+/// (uname), kernel_cmdline, dmidecode, sys_packages, kernel_params, memory,
+/// hardware (`lshw -json`, `{}` without it, as benchpress) and os-release.
+/// The caller adds `run_id` and `timestamp`.
+pub fn benchpress_system_specs() -> Map<String, Value> {
+    let os: Map<String, Value> = os_release()
+        .into_iter()
+        .map(|(k, v)| (k.to_lowercase(), json!(v)))
+        .collect();
+    let os_id = os
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_lowercase();
+    let uts = nix::sys::utsname::uname().ok();
+    let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        uts.as_ref()
+            .map(|u| f(u).to_string_lossy().to_string())
+            .unwrap_or_default()
+    };
+    let cmdline = read("/proc/cmdline")
+        .map(|c| {
+            shell_words::split(&c)
+                .unwrap_or_else(|_| c.split_whitespace().map(str::to_string).collect())
+        })
+        .unwrap_or_default();
+    let cpu_topology = run_bounded("lscpu", &[], SPEC_COMMAND_TIMEOUT)
+        .map(|t| parse_lscpu(&t))
+        .unwrap_or_default();
+    let hardware = run_bounded("lshw", &["-json"], SPEC_COMMAND_TIMEOUT)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    let mut m = Map::new();
+    m.insert("cpu_topology".into(), Value::Object(cpu_topology));
+    m.insert(
+        "os_kernel".into(),
+        json!({
+            "sys_name": field(|u| u.sysname()),
+            "node_name": field(|u| u.nodename()),
+            "kernel_release": field(|u| u.release()),
+            "version": field(|u| u.version()),
+            "machine": field(|u| u.machine()),
+        }),
+    );
+    m.insert("kernel_cmdline".into(), json!(cmdline));
+    m.insert("dmidecode".into(), dmidecode());
+    m.insert("sys_packages".into(), sys_packages(&os_id));
+    m.insert(
+        "kernel_params".into(),
+        json!(kernel_params_from(Path::new("/proc/sys"))),
+    );
+    m.insert(
+        "memory".into(),
+        Value::Object(parse_meminfo_text(
+            &read("/proc/meminfo").unwrap_or_default(),
+        )),
+    );
+    m.insert("hardware".into(), hardware);
+    m.insert("os-release".into(), Value::Object(os));
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lscpu_and_meminfo_are_shaped_as_benchpress() {
+        let l = parse_lscpu(
+            "Architecture:            x86_64\nCPU(s):                  2\nModel name:              Some CPU @ 2.0GHz\nFlags:                   fpu vme sse\nL1d cache:               64 KiB (2 instances)\n",
+        );
+        assert_eq!(l["CPU(s)"], "2");
+        assert_eq!(l["Model name"], "Some CPU @ 2.0GHz");
+        assert_eq!(l["Flags"], json!(["fpu", "vme", "sse"]));
+        assert_eq!(l["L1d cache"], "64 KiB (2 instances)");
+        let m = parse_meminfo_text("MemTotal:       24607612 kB\nHugePages_Total:       0\n");
+        assert_eq!(m["MemTotal"], "24607612 KiB");
+        assert_eq!(m["HugePages_Total"], "0");
+        let s = benchpress_system_specs();
+        for k in [
+            "cpu_topology",
+            "os_kernel",
+            "kernel_cmdline",
+            "dmidecode",
+            "sys_packages",
+            "kernel_params",
+            "memory",
+            "hardware",
+            "os-release",
+        ] {
+            assert!(s.contains_key(k), "{k}");
+        }
+        assert_eq!(s["os_kernel"]["sys_name"], "Linux");
+        assert!(s["memory"]["MemTotal"].as_str().unwrap().ends_with(" KiB"));
+    }
 
     #[test]
     fn cpu_lists() {

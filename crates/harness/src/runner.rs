@@ -340,6 +340,8 @@ pub fn execute(
     };
     let machine = MachineInfo::collect();
     let metadata = machine::cache_metadata();
+    // benchpress writes its system specs next to each job's metrics.
+    let system_specs = machine::benchpress_system_specs();
     let pretty = std::io::stdout().is_terminal();
     let mut summary = Summary {
         run_id: Some(run_id.clone()),
@@ -375,6 +377,23 @@ pub fn execute(
                 timestamp: now_secs(),
                 success,
             };
+            if iteration == 1 {
+                // `<job>_system_specs_<ts>.json`, the timestamp of the job's
+                // first metrics file, as benchpress pairs them.
+                let mut specs = system_specs.clone();
+                specs.insert("run_id".into(), json!(run_id));
+                specs.insert("timestamp".into(), json!(report.timestamp));
+                let f = out_dir.join(format!(
+                    "{}_system_specs_{}.json",
+                    p.job.name.replace(' ', "_"),
+                    report.timestamp
+                ));
+                let text =
+                    serde_json::to_string_pretty(&Value::Object(specs)).expect("json") + "\n";
+                if let Err(e) = write_atomic(&f, text.as_bytes()) {
+                    eprintln!("warning: cannot write {}: {e}", f.display());
+                }
+            }
             let path = out_dir.join(report.file_name(iteration));
             match write_atomic(&path, report.render(true).as_bytes()) {
                 Ok(()) => summary.reports.push(path.clone()),

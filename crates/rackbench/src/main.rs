@@ -1056,6 +1056,24 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 } else {
                     dir.join(format!("{name}_system_specs_{}.json", row.timestamp))
                 };
+                // `run` wrote the job's system specs under that name, which
+                // benchpress' json_file would overwrite: they are kept and
+                // the metrics go beside them.
+                let holds_specs = std::fs::read(&file)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                    .is_some_and(|old| old.get("cpu_topology").is_some());
+                let file = if holds_specs {
+                    let beside = dir.join(format!("{name}_history_metrics_{}.json", row.timestamp));
+                    eprintln!(
+                        "note: {} holds the run's system specs (benchpress would overwrite them); the metrics go to {}",
+                        file.display(),
+                        beside.display()
+                    );
+                    beside
+                } else {
+                    file
+                };
                 let text = serde_json::to_string_pretty(&v)? + "\n";
                 let mut f = atomic_write_file::AtomicWriteFile::open(&file)
                     .with_context(|| format!("cannot write {}", file.display()))?;

@@ -404,14 +404,50 @@ fn reports_store_compare_and_score() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = env.run(&["--jobs-dir", j, "report", "json_file", "fixed"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // `run` wrote the job's benchpress-named system specs, which benchpress'
+    // json_file would overwrite with the metrics: kept, the metrics beside.
     let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let ts = lines[0]["timestamp"].as_u64().unwrap();
     assert!(
-        path.contains(&format!("benchmark_metrics_{newer}/fixed_system_specs_")),
+        path.ends_with(&format!(
+            "benchmark_metrics_{newer}/fixed_history_metrics_{ts}.json"
+        )),
         "{path}"
+    );
+    assert!(
+        stderr(&o).contains("holds the run's system specs"),
+        "{}",
+        stderr(&o)
     );
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(env.path().join(&path)).unwrap()).unwrap();
     assert_eq!(written, lines[0]);
+    let specs_file = env.path().join(format!(
+        "benchmark_metrics_{newer}/fixed_system_specs_{ts}.json"
+    ));
+    let specs: Value = serde_json::from_str(&std::fs::read_to_string(specs_file).unwrap()).unwrap();
+    for k in [
+        "cpu_topology",
+        "os_kernel",
+        "memory",
+        "os-release",
+        "kernel_params",
+    ] {
+        assert!(specs.get(k).is_some(), "{k}");
+    }
+    assert_eq!(specs["run_id"].as_str(), Some(newer.as_str()));
+    assert_eq!(specs["timestamp"].as_u64(), Some(ts));
+    // Without the run's folder, the name is benchpress'.
+    std::fs::remove_dir_all(env.path().join(format!("benchmark_metrics_{newer}"))).unwrap();
+    let o = env.run(&["--jobs-dir", j, "report", "json_file", "fixed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let path = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(
+        path.ends_with(&format!(
+            "benchmark_metrics_{newer}/fixed_system_specs_{ts}.json"
+        )),
+        "{path}"
+    );
 }
 
 #[test]
