@@ -349,6 +349,40 @@ const KERNELS: &[KernelDef] = &[
         ],
     },
     KernelDef {
+        name: "TensorDeser",
+        params: &[
+            req("requests_per_run", Ty::UInt),
+            req("distribution_file", Ty::Str),
+            opt("request_book_multiplier", Ty::Pos),
+            opt("num_threads", Ty::UInt),
+            opt("input", Ty::Str),
+        ],
+    },
+    KernelDef {
+        name: "ConcurrentHashMap",
+        params: &[
+            req("requests_per_run", Ty::UInt),
+            req("distribution_file", Ty::Str),
+            opt("request_book_multiplier", Ty::Pos),
+            opt("num_threads", Ty::UInt),
+            opt("input", Ty::Str),
+        ],
+    },
+    KernelDef {
+        name: "Rebatch",
+        params: &[
+            req("distribution_file", Ty::Str),
+            opt("tensors_per_batch", Ty::UInt),
+            opt("num_threads", Ty::UInt),
+            opt("output_tensor_size", Ty::UInt),
+            // Upstream's is a whole number of GiB; fractions are ours.
+            opt("memory_pool_size_gb", Ty::Num),
+            opt("prefetch_dist", Ty::Int),
+            opt("num_pregenerated_batches", Ty::Pos),
+            opt("input", Ty::Str),
+        ],
+    },
+    KernelDef {
         name: "Shape",
         params: &[
             req("quantiles", Ty::NumList),

@@ -649,3 +649,226 @@ fn job_server_over_default_tls_serves_the_job_client_and_ctrl_c_ends_it_successf
     assert!(r["metrics"]["requests"].as_u64().unwrap() > 0, "{r}");
     assert!(r["metrics"].get("error").is_none(), "{r}");
 }
+
+/// Runs `rackbench adsim kernel NAME --params P --json` in `d` and returns
+/// the kernel's JSON line.
+fn kernel_alone(d: &Path, name: &str, params: &str, threads: &str) -> Value {
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "kernel",
+            name,
+            "--params",
+            params,
+            "--threads",
+            threads,
+            "--seconds",
+            "0.3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{name} failed:\n{se}\n{so}");
+    let line = so
+        .lines()
+        .find(|l| l.contains(&format!("\"kernel\":\"{name}\"")) && !l.contains("benchmark_name"))
+        .unwrap_or_else(|| panic!("no kernel line:\n{so}"));
+    let v: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["kernel"], name);
+    assert!(v["fires"].as_u64().unwrap() >= 2, "{v}");
+    assert!(v["seconds"].as_f64().unwrap() >= 0.3, "{v}");
+    v
+}
+
+#[test]
+fn tensordeser_runs_alone_and_coalesces_its_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One shape: a chain of two buffers (100 + 50 data bytes), coalesced
+    // into one, so every request copies 150 bytes.
+    std::fs::write(
+        d.join("deser.dist"),
+        "7,16,32,[{h:4|d:100|t:0};{h:0|d:50|t:8}]\n",
+    )
+    .unwrap();
+    let v = kernel_alone(
+        d,
+        "TensorDeser",
+        r#"{"requests_per_run": 40, "num_threads": 2, "distribution_file": "deser.dist"}"#,
+        "2",
+    );
+    assert_eq!(v["parts"], 2, "{v}");
+    assert_eq!(v["bytes_per_fire"], 150.0 * 40.0 / 2.0, "{v}");
+    // A single-buffer chain is shared, not copied.
+    std::fs::write(d.join("one.dist"), "1,0,0,[{h:0|d:100|t:0}]\n").unwrap();
+    let v = kernel_alone(
+        d,
+        "TensorDeser",
+        r#"{"requests_per_run": 8, "num_threads": 0, "distribution_file": "one.dist"}"#,
+        "1",
+    );
+    assert_eq!(
+        (v["parts"].as_u64(), v["bytes_per_fire"].as_f64()),
+        (Some(1), Some(0.0))
+    );
+    // A malformed line is named by file and line.
+    std::fs::write(
+        d.join("bad.dist"),
+        "1,0,0,[{h:0|d:1|t:0}]\n1,0,0,[{h:0|d:x|t:0}]\n",
+    )
+    .unwrap();
+    let out = rackbench(d)
+        .args(["adsim", "kernel", "TensorDeser", "--params"])
+        .arg(r#"{"requests_per_run": 1, "distribution_file": "bad.dist"}"#)
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("bad.dist:2: chain"), "{se}");
+}
+
+#[test]
+fn concurrent_hash_map_runs_alone_on_threads_sharing_the_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("chm.dist"), "freq,count\n158.0,3000\n90.0,1000\n").unwrap();
+    let v = kernel_alone(
+        d,
+        "ConcurrentHashMap",
+        r#"{"requests_per_run": 1000, "num_threads": 4, "request_book_multiplier": 2,
+            "distribution_file": "chm.dist"}"#,
+        "2",
+    );
+    assert_eq!(v["parts"], 4, "{v}");
+    // Lookups per part.
+    assert_eq!(v["bytes_per_fire"], 250.0, "{v}");
+    let out = rackbench(d)
+        .args(["adsim", "kernel", "ConcurrentHashMap", "--params"])
+        .arg(r#"{"requests_per_run": 1}"#)
+        .output()
+        .unwrap();
+    let se = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(se.contains("distribution_file"), "{se}");
+}
+
+#[test]
+fn rebatch_runs_alone_and_copies_whole_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Every tensor is 1000 bytes; 5 per batch fit the output.
+    std::fs::write(d.join("rebatch.dist"), "input-size,count\n1000,100\n").unwrap();
+    let v = kernel_alone(
+        d,
+        "Rebatch",
+        r#"{"tensors_per_batch": 5, "num_threads": 1, "output_tensor_size": 1000000,
+            "memory_pool_size_gb": 0.01, "prefetch_dist": 2, "distribution_file": "rebatch.dist"}"#,
+        "1",
+    );
+    assert_eq!(
+        (v["parts"].as_u64(), v["bytes_per_fire"].as_f64()),
+        (Some(1), Some(5000.0))
+    );
+    // The output size caps a batch: 3 tensors of 1000 fit in 3500.
+    let v = kernel_alone(
+        d,
+        "Rebatch",
+        r#"{"tensors_per_batch": 5, "num_threads": 3, "output_tensor_size": 3500,
+            "memory_pool_size_gb": 0.01, "distribution_file": "rebatch.dist"}"#,
+        "2",
+    );
+    assert_eq!(
+        (v["parts"].as_u64(), v["bytes_per_fire"].as_f64()),
+        (Some(3), Some(1000.0))
+    );
+}
+
+#[test]
+fn the_new_kernels_run_in_a_server_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("deser.dist"),
+        "3,16,32,[{h:4|d:100|t:0};{h:0|d:50|t:8}]\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("chm.dist"), "freq,count\n10,2000\n").unwrap();
+    std::fs::write(d.join("rebatch.dist"), "512,50\n4096,50\n").unwrap();
+    let cfg = r#"{
+      "port": 0, "num_req_handle_threads": 1, "num_io_handle_threads": 1,
+      "num_app_logic_threads": 2, "num_req_local_threads": 2,
+      "Kernels": [
+        {"name": "TensorDeser", "pool": "requestHandle", "stage": 0,
+         "params": {"requests_per_run": 64, "num_threads": 2, "distribution_file": "deser.dist"}},
+        {"name": "ConcurrentHashMap", "pool": "applicationLogic", "stage": 1, "fanout": 2,
+         "params": {"requests_per_run": 500, "num_threads": 2, "distribution_file": "chm.dist"}},
+        {"name": "Rebatch", "pool": "applicationLogic", "stage": 2,
+         "params": {"tensors_per_batch": 20, "num_threads": 1, "memory_pool_size_gb": 0.01,
+                    "num_pregenerated_batches": 10, "distribution_file": "rebatch.dist"}},
+        {"name": "Shape", "pool": "IOHandle", "stage": 3, "params": {"quantiles": [0, 1], "sizes": [10, 100]}}
+      ]
+    }"#;
+    std::fs::write(d.join("new.json"), cfg).unwrap();
+    let mut child = rackbench(d)
+        .args([
+            "adsim",
+            "server",
+            "--config",
+            "new.json",
+            "--timeout",
+            "200",
+            "--bind",
+            "::1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let port = wait_serving(&mut child);
+    let server = Server { child, port };
+    let port = server.port.to_string();
+    let out = rackbench(d)
+        .args([
+            "adsim",
+            "client",
+            "--server",
+            "::1",
+            "--port",
+            &port,
+            "--quick",
+            "--qps",
+            "20",
+            "--runtime",
+            "1",
+            "--latency",
+            "1000",
+            "--workers",
+            "2",
+            "--mode",
+            "ai",
+            "--ai-request-size-multiplier",
+            "1",
+            "--timeout",
+            "120",
+        ])
+        .output()
+        .unwrap();
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "client failed:\n{se}\n{so}");
+    let m = report_metrics(d);
+    assert_eq!(m["server"]["failed"], 0, "{m}");
+    let kernels = m["server"]["kernels"].as_array().unwrap();
+    let fired: Vec<u64> = kernels
+        .iter()
+        .map(|k| k["fired"].as_u64().unwrap())
+        .collect();
+    let requests = fired[3];
+    assert!(requests > 0, "{m}");
+    // Parts: TensorDeser 2, ConcurrentHashMap 2 x fanout 2, Rebatch 1.
+    assert_eq!(
+        fired,
+        vec![2 * requests, 4 * requests, requests, requests],
+        "{m}"
+    );
+}

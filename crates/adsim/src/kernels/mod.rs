@@ -16,11 +16,14 @@
 
 pub mod bench;
 pub mod codec;
+pub mod concurrent_hash_map;
 pub mod data;
 pub mod ibrun;
 pub mod io;
 pub mod ml;
+pub mod rebatch;
 pub mod serde;
+pub mod tensordeser;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -378,6 +381,28 @@ pub fn fit_quantiles(quantiles: &[f64], targets: &[f64], len: usize) -> Vec<f64>
     out
 }
 
+/// Part `part` of `0..parts` of `total` items, as upstream splits work
+/// over threads: equal shares of `total / parts`, the last part taking the
+/// remainder.
+pub fn part_range(total: usize, parts: usize, part: usize) -> (usize, usize) {
+    let parts = parts.max(1);
+    let per = total / parts;
+    let from = (part * per).min(total);
+    let to = if part + 1 >= parts {
+        total
+    } else {
+        (from + per).min(total)
+    };
+    (from, to)
+}
+
+/// The text of the file a kernel's param `key` names, or an error naming
+/// the kernel, the param and the path.
+pub fn read_param_file(kernel: &str, key: &str, path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| format!("{kernel} params.{key}: cannot read {path:?}: {e}"))
+}
+
 /// Upstream's string alphabet for generated payloads.
 pub const ALPHABET: &[u8] =
     b"0123456789 ,.!:'\"@#$%&*ABCEDFGHIJKLMNOPQRSTUVWXYZabcedfghijklmnopqrstuvwxyz";
@@ -413,6 +438,9 @@ pub fn build(
         "Deserialize" => Box::new(serde::Deserialize::new(&p, h, rand)?),
         "HashMap" => Box::new(data::HashMapKernel::new(&p, h)?),
         "DeepCopy" => Box::new(data::DeepCopy::new(&p, h, rand)?),
+        "TensorDeser" => Box::new(tensordeser::TensorDeser::new(&p, h, fidx)?),
+        "ConcurrentHashMap" => Box::new(concurrent_hash_map::ConcurrentHashMap::new(&p, h, fidx)?),
+        "Rebatch" => Box::new(rebatch::Rebatch::new(&p, h, fidx)?),
         "GEMM" | "Embedding" | "DenseFP32" | "Interaction" | "Features" => {
             ml::build(name, &p, h, rand)?
         }
