@@ -5,6 +5,7 @@
 mod copymove;
 mod cpu_limit;
 mod file;
+mod monitors;
 mod mpstat;
 mod perf;
 mod result;
@@ -47,7 +48,7 @@ pub const KNOWN: &[(&str, &[&str], &str)] = &[
     (
         "perf",
         perf::OPTIONS,
-        "system-wide `perf stat` counters over the job, or the reason they are unavailable",
+        "system-wide `perf stat` counters over the job (or why they are unavailable), and benchpress' memstat, netstat and cpufreq monitors into their CSVs",
     ),
     (
         "shell",

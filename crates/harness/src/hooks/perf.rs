@@ -1,4 +1,7 @@
-//! `perf`: system-wide `perf stat` counters over the whole job.
+//! `perf`: system-wide `perf stat` counters over the whole job, and
+//! benchpress' sampling monitors that read /proc and /sys (memstat,
+//! netstat, cpufreq_scaling, cpufreq_cpuinfo: see [`super::monitors`]),
+//! each under its benchpress option name.
 //!
 //! Before the job the hook checks each requested event with a short `perf
 //! stat`; events the host cannot count (no hardware PMU in most VMs) are
@@ -11,7 +14,13 @@ use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-pub const OPTIONS: &[&str] = &["events"];
+pub const OPTIONS: &[&str] = &[
+    "events",
+    "memstat",
+    "netstat",
+    "cpufreq_scaling",
+    "cpufreq_cpuinfo",
+];
 
 const DEFAULT_EVENTS: &[&str] = &[
     "cycles",
@@ -30,6 +39,8 @@ pub struct Perf {
     unavailable: Option<String>,
     child: Option<Child>,
     output: Option<PathBuf>,
+    monitors: Vec<super::monitors::Spec>,
+    running: Option<super::monitors::Running>,
 }
 
 impl Perf {
@@ -44,6 +55,8 @@ impl Perf {
             unavailable: None,
             child: None,
             output: None,
+            monitors: super::monitors::specs(o)?,
+            running: None,
         })
     }
 }
@@ -95,6 +108,7 @@ fn probe(events: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
 
 impl Hook for Perf {
     fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+        self.running = Some(super::monitors::start(&self.monitors));
         match probe(&self.events) {
             Err(why) => self.unavailable = Some(why),
             Ok((ok, unsupported)) => {
@@ -129,14 +143,24 @@ impl Hook for Perf {
         Ok(())
     }
 
-    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, String> {
+        let monitors = self
+            .running
+            .take()
+            .map(|r| r.finish(&ctx.out_dir))
+            .unwrap_or(Value::Null);
         if let Some(why) = &self.unavailable {
-            return Ok(
-                json!({ "available": false, "reason": why, "unsupported_events": self.unsupported }),
-            );
+            return Ok(json!({
+                "available": false,
+                "reason": why,
+                "unsupported_events": self.unsupported,
+                "monitors": monitors,
+            }));
         }
         let Some(mut child) = self.child.take() else {
-            return Ok(json!({ "available": false, "reason": "not started" }));
+            return Ok(
+                json!({ "available": false, "reason": "not started", "monitors": monitors }),
+            );
         };
         // perf stat prints its counts when interrupted.
         // SAFETY: signalling our own child by pid.
@@ -153,6 +177,7 @@ impl Hook for Perf {
             "counters": values,
             "unsupported_events": unsupported,
             "csv": path.file_name().map(|n| n.to_string_lossy().to_string()),
+            "monitors": monitors,
         }))
     }
 }
