@@ -366,7 +366,10 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
     let expect = res["mem_size_mean"].as_f64().unwrap() / res["mem_usage_mean"].as_f64().unwrap();
     assert!(f >= 1.0 && (f - expect).abs() < 1e-9, "{res}");
     let out = text(&o.stdout);
-    assert!(out.contains("[storage result] "), "{out}");
+    assert!(
+        out.contains(&format!("[storage {} result] ", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
     assert!(
         out.contains(&format!("Memory offloading: factor={f:.3}@1 ")),
         "{out}"
@@ -459,7 +462,13 @@ fn resctl_bench_protection_runs_end_to_end() {
     let isol = j[1]["result"]["combined"]["isol"]["mean"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&isol), "{isol}");
     let out = text(&o.stdout);
-    assert!(out.contains("[protection result] "), "{out}");
+    assert!(
+        out.contains(&format!(
+            "[protection {} result] ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{out}"
+    );
     assert!(
         out.contains("Memory Hog Summary\n=================="),
         "{out}"

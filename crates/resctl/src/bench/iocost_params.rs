@@ -56,14 +56,16 @@ fn props(spec: &JobSpec) -> Result<bool, String> {
     Ok(apply)
 }
 
-/// What the bench records: the knobs and whether they were applied.
+/// What the bench records: upstream's record (the knobs: `devnr`,
+/// `model`, `qos`) and, ours only, whether they were applied.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IoCostRecord {
     pub devnr: String,
     pub model: IoCostModel,
     pub qos: IoCostQos,
-    /// "applied" or why not.
-    pub applied: String,
+    /// Ours: "applied" or why not; absent in upstream's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<String>,
 }
 
 /// One fio run.
@@ -306,7 +308,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         devnr,
         model,
         qos,
-        applied,
+        applied: Some(applied),
     };
     Ok(Outcome::Done(
         serde_json::to_value(&rec).map_err(|e| e.to_string())?,
@@ -415,8 +417,8 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         qos: rec.qos,
     };
     let mut out = k.format_lines("");
-    if full {
-        out.push_str(&format!("iocost {}: {}\n", rec.devnr, rec.applied));
+    if let (true, Some(applied)) = (full, &rec.applied) {
+        out.push_str(&format!("iocost {}: {applied}\n", rec.devnr));
     }
     Ok(out)
 }
@@ -491,6 +493,33 @@ mod tests {
                 .contains("apply")
         );
         assert!(props(&parse("iocost-params:apply=maybe").unwrap()).is_err());
+    }
+
+    /// Upstream records the knobs only; ours adds `applied`.
+    #[test]
+    fn upstream_record_formats() {
+        let d = JobData {
+            spec: parse("iocost-params").unwrap(),
+            period: (1, 2),
+            sysinfo: serde_json::Value::Null,
+            record: Some(json!({
+                "devnr": "259:0",
+                "model": {"rbps": 1, "rseqiops": 2, "rrandiops": 3,
+                          "wbps": 4, "wseqiops": 5, "wrandiops": 6},
+                "qos": {"rpct": 95.0, "rlat": 7, "wpct": 90.0, "wlat": 8,
+                        "min": 60.0, "max": 100.0}
+            })),
+            result: Some(json!(true)),
+        };
+        let want = "iocost model: rbps=1 rseqiops=2 rrandiops=3\n              wbps=4 wseqiops=5 wrandiops=6\niocost QoS: rpct=95.00 rlat=7 wpct=90.00 wlat=8 min=60.00 max=100.00\n";
+        assert_eq!(format(&d, true).unwrap(), want);
+        let mut ours = d.clone();
+        ours.record.as_mut().unwrap()["applied"] = json!("applied");
+        assert_eq!(
+            format(&ours, true).unwrap(),
+            format!("{want}iocost 259:0: applied\n")
+        );
+        assert_eq!(format(&ours, false).unwrap(), want);
     }
 
     #[test]

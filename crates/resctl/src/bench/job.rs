@@ -57,8 +57,15 @@ fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
 pub fn format_job(out: &mut String, d: &JobData, full: bool) {
     out.push_str(&"=".repeat(90));
     out.push_str("\n\n");
-    let si: JobSysInfo = serde_json::from_value(d.sysinfo.clone()).unwrap_or_default();
-    format_header(out, d, &si);
+    match JobSysInfo::from_json(&d.sysinfo) {
+        Ok(si) => format_header(out, d, &si),
+        Err(e) => {
+            // Journal::open refuses such a file; a JobData built elsewhere
+            // still says so instead of printing no system info.
+            format_header(out, d, &JobSysInfo::default());
+            out.push_str(&format!("(cannot read the system info: {e})\n\n"));
+        }
+    }
     let body = bench(&d.spec.kind).and_then(|b| b.format(d, full));
     match body {
         Ok(b) => out.push_str(&b),
@@ -67,14 +74,18 @@ pub fn format_job(out: &mut String, d: &JobData, full: bool) {
     out.push('\n');
 }
 
-/// The header: `[KIND result] "ID" DATE TIME - TIME`, System info, IO info,
+/// The header: `[KIND VERSION result] "ID" DATE TIME - TIME`, System info, IO info,
 /// hashd params, missed requirements and (ours) how the result is
 /// degraded.
 pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
     use crate::fmt::format_size as fs;
     let start = Local::at(UNIX_EPOCH + std::time::Duration::from_secs(d.period.0));
     let end = Local::at(UNIX_EPOCH + std::time::Duration::from_secs(d.period.1));
-    out.push_str(&format!("[{} result] ", d.spec.kind));
+    out.push_str(&format!(
+        "[{} {} result] ",
+        d.spec.kind,
+        env!("CARGO_PKG_VERSION")
+    ));
     if let Some(id) = &d.spec.id {
         out.push_str(&format!("\"{id}\" "));
     }
@@ -102,13 +113,22 @@ pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
                 fs(si.mem.target as f64)
             ));
         }
-        if !si.passive.is_empty() {
-            out.push_str(&format!("             passive={}\n", si.passive));
+        let passive = if si.passive.is_empty() {
+            r.enforce
+                .as_ref()
+                .map(|e| e.to_passive_string())
+                .unwrap_or_default()
+        } else {
+            si.passive.clone()
+        };
+        if !passive.is_empty() {
+            out.push_str(&format!("             passive={passive}\n"));
         }
         out.push('\n');
         let on = |b: bool| if b { "on" } else { "off" };
+        let iocost_on = si.iocost.as_ref().is_some_and(|r| r.enabled());
         out.push_str(&format!(
-            "IO info: dev={}({}:{}) model={:?} firmware={:?} size={}\n         iosched={} wbt={} iocost={} other={}\n",
+            "IO info: dev={}({}:{}) model=\"{}\" firmware =\"{}\" size={}\n         iosched={} wbt={} iocost={} other={}\n",
             r.scr_dev,
             r.scr_devnr.0,
             r.scr_devnr.1,
@@ -117,11 +137,11 @@ pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
             fs(r.scr_dev_size as f64),
             r.scr_dev_iosched,
             on(si.sysreqs_missed.contains_key(&SysReq::NoWbt)),
-            on(si.iocost.is_some()),
+            on(iocost_on),
             on(si.sysreqs_missed.contains_key(&SysReq::NoOtherIoControllers)),
         ));
-        if let Some(ioc) = &si.iocost {
-            out.push_str(&ioc.format_lines("         "));
+        if let Some(ioc) = si.iocost.as_ref().filter(|r| r.enabled()) {
+            out.push_str(&ioc.knobs().format_lines("         "));
         }
         out.push('\n');
     }
@@ -206,6 +226,7 @@ fn sysreqs_report(h: &Host) -> SysReqsReport {
         scr_dev_fwrev: s.scr_dev_fwrev.clone(),
         scr_dev_size: s.scr_dev_size,
         scr_dev_iosched: s.scr_dev_iosched.clone(),
+        enforce: None,
     }
 }
 

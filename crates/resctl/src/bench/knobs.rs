@@ -52,6 +52,7 @@ impl fmt::Display for HashdKnobs {
 
 /// The linear IO cost model (bytes and IOs a second).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IoCostModel {
     pub rbps: u64,
     pub rseqiops: u64,
@@ -63,6 +64,7 @@ pub struct IoCostModel {
 
 /// The IO cost QoS: latency targets (µs) at percentiles, vrate bounds (%).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IoCostQos {
     pub rpct: f64,
     pub rlat: u64,
@@ -104,6 +106,97 @@ impl IoCostKnobs {
             q.min,
             q.max
         )
+    }
+}
+
+/// A device's line of io.cost.model, as upstream's sysinfo keeps it: the
+/// controller (`auto`/`user`), the model (`linear`) and its parameters
+/// beside them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IoCostModelReport {
+    pub ctrl: String,
+    pub model: String,
+    #[serde(flatten)]
+    pub knobs: IoCostModel,
+}
+
+/// A device's line of io.cost.qos, as upstream's sysinfo keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IoCostQosReport {
+    /// 1 when iocost is enabled on the device.
+    pub enable: u32,
+    pub ctrl: String,
+    #[serde(flatten)]
+    pub knobs: IoCostQos,
+}
+
+/// The iocost state of the scratch device when the job ran (upstream's
+/// `sysinfo.iocost`): the mean vrate (percent) and the model and QoS in
+/// force.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IoCostReport {
+    pub vrate: f64,
+    pub model: IoCostModelReport,
+    pub qos: IoCostQosReport,
+}
+
+impl IoCostReport {
+    /// True when iocost was enabled on the device.
+    pub fn enabled(&self) -> bool {
+        self.qos.enable > 0
+    }
+
+    /// The model and QoS as [`IoCostKnobs`] (for [`IoCostKnobs::format_lines`]).
+    pub fn knobs(&self) -> IoCostKnobs {
+        IoCostKnobs {
+            devnr: String::new(),
+            model: self.model.knobs.clone(),
+            qos: self.qos.knobs.clone(),
+        }
+    }
+}
+
+/// Which controls were enforced (upstream's `EnforceConfig`, kept in the
+/// `sysreqs_report`): `true` is enforced, `false` passive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnforceConfig {
+    pub crit_mem_prot: bool,
+    pub cpu: bool,
+    pub mem: bool,
+    pub io: bool,
+    pub fs: bool,
+    pub oomd: bool,
+}
+
+impl Default for EnforceConfig {
+    fn default() -> Self {
+        EnforceConfig {
+            crit_mem_prot: true,
+            cpu: true,
+            mem: true,
+            io: true,
+            fs: true,
+            oomd: true,
+        }
+    }
+}
+
+impl EnforceConfig {
+    /// The `passive=` value it stands for (empty when all is enforced).
+    pub fn to_passive_string(&self) -> String {
+        crate::spec::Passive {
+            crit_mem_prot: !self.crit_mem_prot,
+            cpu: !self.cpu,
+            mem: !self.mem,
+            io: !self.io,
+            fs: !self.fs,
+            oomd: !self.oomd,
+        }
+        .to_passive_string()
     }
 }
 
@@ -191,6 +284,9 @@ pub struct SysReqsReport {
     pub scr_dev_fwrev: String,
     pub scr_dev_size: u64,
     pub scr_dev_iosched: String,
+    /// What was enforced (upstream writes it; ours may lack it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforce: Option<EnforceConfig>,
 }
 
 /// A job's `sysinfo` in the journal.
@@ -203,8 +299,8 @@ pub struct JobSysInfo {
     /// Those it missed, with the reasons.
     pub sysreqs_missed: BTreeMap<SysReq, Vec<String>>,
     pub sysreqs_report: Option<SysReqsReport>,
-    /// The IO cost model in force (None: iocost off or unavailable).
-    pub iocost: Option<IoCostKnobs>,
+    /// The iocost state of the scratch device (None: not recorded).
+    pub iocost: Option<IoCostReport>,
     /// hashd's knobs when the job ran hashd.
     pub hashd: Option<HashdKnobs>,
     pub mem: MemInfo,
@@ -221,9 +317,119 @@ pub struct JobSysInfo {
     pub passive: String,
 }
 
+impl JobSysInfo {
+    /// Reads a job's `sysinfo`: upstream's layout, ours, or JSON `null`
+    /// (nothing recorded). Anything else is an error naming the field that
+    /// does not fit (`sysinfo.iocost.qos.enable: invalid type: ...`).
+    pub fn from_json(v: &serde_json::Value) -> Result<JobSysInfo, String> {
+        if v.is_null() {
+            return Ok(JobSysInfo::default());
+        }
+        serde_json::from_value(v.clone()).map_err(|e| match locate_bad_field(v, &|x| x) {
+            Some((path, msg)) => format!("sysinfo.{path}: {msg}"),
+            None => format!("sysinfo: {e}"),
+        })
+    }
+}
+
+/// The first field of `v` that alone fails to read as a [`JobSysInfo`]
+/// (each candidate is tried on its own inside `wrap`, which rebuilds the
+/// enclosing objects), as (dotted path, serde's message). Nested objects
+/// are searched too, as long as the nested error is not just another
+/// field of the same object missing.
+fn locate_bad_field(
+    v: &serde_json::Value,
+    wrap: &dyn Fn(serde_json::Value) -> serde_json::Value,
+) -> Option<(String, String)> {
+    let obj = v.as_object()?;
+    for (k, sub) in obj {
+        let mut one = serde_json::Map::new();
+        one.insert(k.clone(), sub.clone());
+        let Err(e) = serde_json::from_value::<JobSysInfo>(wrap(serde_json::Value::Object(one)))
+        else {
+            continue;
+        };
+        let key = k.clone();
+        let inner = |x: serde_json::Value| {
+            let mut m = serde_json::Map::new();
+            m.insert(key.clone(), x);
+            wrap(serde_json::Value::Object(m))
+        };
+        if let Some((p, m)) = locate_bad_field(sub, &inner)
+            && !m.starts_with("missing field")
+        {
+            return Some((format!("{k}.{p}"), m));
+        }
+        return Some((k.clone(), e.to_string()));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Upstream's `sysinfo`: `iocost` is an io.stat/io.cost.* report and
+    /// `sysreqs_report` carries `enforce`; our own fields are absent.
+    #[test]
+    fn upstream_sysinfo_reads() {
+        let v = serde_json::json!({
+            "bench_version": "2.2.5 release",
+            "sysreqs": ["IoCost"],
+            "sysreqs_missed": {"Swap": ["no swap"]},
+            "sysreqs_report": {
+                "satisfied": ["IoCost"], "missed": {"Swap": ["no swap"]},
+                "kernel_version": "5.12", "agent_version": "2.2.5", "hashd_version": "2.2.5",
+                "nr_cpus": 4, "total_memory": 1024, "total_swap": 0,
+                "scr_dev": "vda", "scr_devnr": [254, 0], "scr_dev_model": "m",
+                "scr_dev_fwrev": "f", "scr_dev_size": 4096, "scr_dev_iosched": "none",
+                "enforce": {"crit_mem_prot": true, "cpu": true, "mem": false,
+                            "io": false, "fs": true, "oomd": true}
+            },
+            "iocost": {
+                "vrate": 100.0,
+                "model": {"ctrl": "user", "model": "linear", "rbps": 1, "rseqiops": 2,
+                          "rrandiops": 3, "wbps": 4, "wseqiops": 5, "wrandiops": 6},
+                "qos": {"enable": 1, "ctrl": "user", "rpct": 95.0, "rlat": 7,
+                        "wpct": 95.0, "wlat": 8, "min": 60.0, "max": 100.0}
+            },
+            "hashd": null,
+            "mem": {"profile": 0, "avail": 0, "share": 0, "target": 0},
+            "swappiness": 60,
+            "zswap_enabled": false
+        });
+        let si = JobSysInfo::from_json(&v).unwrap();
+        let ioc = si.iocost.as_ref().unwrap();
+        assert!(ioc.enabled());
+        assert_eq!(ioc.model.knobs.wrandiops, 6);
+        assert_eq!(ioc.qos.knobs.wlat, 8);
+        assert_eq!(ioc.model.ctrl, "user");
+        let rep = si.sysreqs_report.as_ref().unwrap();
+        assert_eq!(rep.scr_devnr, (254, 0));
+        assert_eq!(rep.enforce.as_ref().unwrap().to_passive_string(), "mem/io");
+        assert_eq!(si.sysreqs_missed[&SysReq::Swap], vec!["no swap"]);
+        assert_eq!(si.cgroup_backend, None);
+        assert!(si.degraded.is_empty());
+        assert_eq!(EnforceConfig::default().to_passive_string(), "");
+
+        // Null is "nothing recorded"; a field of the wrong type is an
+        // error naming it.
+        assert_eq!(
+            JobSysInfo::from_json(&serde_json::Value::Null).unwrap(),
+            JobSysInfo::default()
+        );
+        let mut bad = v.clone();
+        bad["iocost"]["qos"]["enable"] = serde_json::json!("yes");
+        let e = JobSysInfo::from_json(&bad).unwrap_err();
+        assert!(
+            e.starts_with("sysinfo.iocost.qos.enable: invalid type"),
+            "{e}"
+        );
+        let mut bad = v;
+        bad["swappiness"] = serde_json::json!([60]);
+        let e = JobSysInfo::from_json(&bad).unwrap_err();
+        assert!(e.starts_with("sysinfo.swappiness: invalid type"), "{e}");
+    }
 
     #[test]
     fn knobs_print_as_upstream() {

@@ -138,26 +138,82 @@ pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
     scenarios(spec).map(|_| ())
 }
 
-/// What the bench records.
+/// What the bench records. `scenarios` is upstream's field (upstream
+/// wraps each scenario as `{"MemHog": …}`, which is read too); the rest is
+/// ours and absent from upstream's record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProtectionRecord {
+    #[serde(deserialize_with = "de_scenarios")]
     pub scenarios: Vec<MemHogRecord>,
     /// Per scenario, every second from its start to its end.
+    #[serde(default)]
     pub samples: Vec<Vec<Sample>>,
     /// The hog's rate at speed 1x, bytes/s, and where it came from.
+    #[serde(default)]
     pub hog_base_wbps: u64,
+    #[serde(default)]
     pub hog_base_source: String,
     /// The hog's memory cap, bytes.
+    #[serde(default)]
     pub hog_cap: u64,
     /// What the memory controls did.
+    #[serde(default)]
     pub controls: Vec<String>,
 }
 
-/// What the bench computes.
+/// What the bench computes. Upstream names the summary
+/// `combined_mem_hog` (null without a memory-hog scenario) and wraps each
+/// scenario as `{"MemHog": …}`; both are read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProtectionResult {
+    #[serde(deserialize_with = "de_scenarios")]
     pub scenarios: Vec<MemHogResult>,
+    #[serde(alias = "combined_mem_hog", deserialize_with = "de_combined")]
     pub combined: MemHogResult,
+}
+
+/// Scenarios, bare (ours) or wrapped in upstream's scenario enum
+/// (`{"MemHog": …}`). Upstream's other scenario, `MemHogTune`, is not
+/// supported and says so.
+fn de_scenarios<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::Error;
+    let items = Vec::<serde_json::Value>::deserialize(d)?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let inner = match v {
+                serde_json::Value::Object(mut m) if m.len() == 1 => {
+                    match m.keys().next().map(String::as_str) {
+                        Some("MemHog") => m.remove("MemHog").unwrap_or_default(),
+                        Some(other) if other.chars().next().is_some_and(char::is_uppercase) => {
+                            return Err(D::Error::custom(format!(
+                                "scenario {}: {other} scenarios are not supported (only MemHog)",
+                                i + 1
+                            )));
+                        }
+                        _ => serde_json::Value::Object(m),
+                    }
+                }
+                v => v,
+            };
+            serde_json::from_value(inner)
+                .map_err(|e| D::Error::custom(format!("scenario {}: {e}", i + 1)))
+        })
+        .collect()
+}
+
+/// The combined result; upstream's `null` (no memory-hog scenario) reads
+/// as an empty one.
+fn de_combined<'de, D>(d: D) -> Result<MemHogResult, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Option::<MemHogResult>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The timings of a run.
@@ -585,6 +641,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 last_hog_wbytes: last_hog.wbytes,
                 hog_wloss: last_hog.wloss,
                 end,
+                first_hog_rep: None,
+                last_hog_rep: None,
             });
             if stop_why.is_some() {
                 break;
@@ -663,8 +721,18 @@ pub fn study_record(rec: &ProtectionRecord) -> ProtectionResult {
 
 /// The text: a blank line, then the scenarios (`full`) and the summary.
 pub fn format(d: &JobData, full: bool) -> Result<String, String> {
-    let rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
+    let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
         .map_err(|e| format!("the record is not a protection record: {e}"))?;
+    // Upstream's record leaves the scenario parameters to the spec.
+    if let Ok(scns) = scenarios(&d.spec) {
+        for (r, s) in rec.scenarios.iter_mut().zip(scns) {
+            if r.loops == 0 && r.speed.is_empty() {
+                r.loops = s.loops;
+                r.load = s.load;
+                r.speed = s.speed;
+            }
+        }
+    }
     let res: ProtectionResult = match &d.result {
         Some(r) if !r.is_null() => serde_json::from_value(r.clone())
             .map_err(|e| format!("the result is not a protection result: {e}"))?,
@@ -672,7 +740,7 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         _ => study_record(&rec),
     };
     let mut out = String::from("\n");
-    if full {
+    if full && !rec.hog_base_source.is_empty() {
         out.push_str(&format!(
             "Hog: base rate {}/s ({}), memory cap {}\n",
             format_size(rec.hog_base_wbps as f64),
@@ -782,6 +850,78 @@ impl Bench for ProtectionBench {
 mod tests {
     use super::*;
     use crate::spec::parse;
+
+    /// Upstream's record and result: scenarios wrapped as `{"MemHog": …}`,
+    /// no scenario parameters, no samples, `combined_mem_hog` and
+    /// `ResourceStat` tables.
+    #[test]
+    fn upstream_record_and_result_read() {
+        use serde_json::json;
+        let d = |v: f64| json!({"50": v, "mean": v, "stdev": 0.0});
+        let rstat = json!({
+            "cpu_util": d(0.5), "cpu_sys": d(0.1), "mem_bytes": d(1e9), "swap_bytes": d(2.0),
+            "io_util": d(0.3), "io_bps": [d(10.0), d(20.0)], "psi_cpu": d(0.01),
+            "psi_mem": [d(0.02), d(0.03)], "psi_io": [d(0.04), d(0.05)],
+            "mem_stat": {"anon": d(5.0)}, "io_stat": {}, "vmstat": {"pgscan": d(7.0)}
+        });
+        let res = json!({
+            "base_rps": 100.0, "base_lat": 0.07, "base_lat_stdev": 0.001,
+            "isol": d(0.9), "lat_imp": d(0.1), "fail_ratio": 0.0, "fail_msgs": [],
+            "work_csv": 1.0, "iolat": [{}, {}],
+            "root_rstat": rstat, "work_rstat": rstat, "sys_rstat": rstat,
+            "nr_reports": [10, 0], "periods": [[1, 2]], "hog_periods": [[1, 2]],
+            "vrate": 0.0, "vrate_stdev": 0.0, "io_usage": 0.0, "io_unused": 0.0,
+            "hog_io_usage": 0.0, "hog_io_loss": 0.0, "hog_bytes": 5, "hog_lost_bytes": 6
+        });
+        let result: ProtectionResult = serde_json::from_value(json!({
+            "scenarios": [{"MemHog": res}], "combined_mem_hog": res
+        }))
+        .unwrap();
+        assert_eq!(result.scenarios.len(), 1);
+        assert_eq!(result.combined, result.scenarios[0]);
+        let r = &result.combined;
+        assert_eq!(r.root_rstat["sys_util"]["mean"], 0.1);
+        assert_eq!(r.root_rstat["io_wbps"]["50"], 20.0);
+        assert_eq!(r.root_rstat["mem_full"]["50"], 0.03);
+        assert_eq!(r.root_rstat["io_some"]["50"], 0.04);
+        assert_eq!(r.root_rstat["cpu_some"]["50"], 0.01);
+        assert_eq!(r.root_rstat["swap_bytes"]["50"], 2.0);
+        assert_eq!(r.root_rstat["mem_stat.anon"]["50"], 5.0);
+        assert_eq!(r.root_rstat["vmstat.pgscan"]["50"], 7.0);
+        assert_eq!((r.hog_bytes, r.nr_runs), (5, 0));
+        // Ours reads back as written.
+        let back: ProtectionResult =
+            serde_json::from_value(serde_json::to_value(&result).unwrap()).unwrap();
+        assert_eq!(back, result);
+        // No memory-hog scenario: upstream writes null.
+        let none: ProtectionResult =
+            serde_json::from_value(json!({"scenarios": [], "combined_mem_hog": null})).unwrap();
+        assert_eq!(none.combined, MemHogResult::default());
+
+        let hog_rep = json!({"timestamp": "2021-06-22T19:13:40-07:00", "wbps": 1, "rbps": 0,
+            "wbytes": 2, "rbytes": 0, "wdebt": 0, "rdebt": 0, "wloss": 3, "rloss": 0});
+        let rec: ProtectionRecord = serde_json::from_value(json!({"scenarios": [{"MemHog": {
+            "period": [1, 9], "base_period": [2, 3], "base_rps": 80.0,
+            "runs": [{"failed": [300.0, 200.0, "timed out"], "first_hog_rep": hog_rep,
+                      "last_hog_rep": hog_rep, "last_hog_mem": 4096}]
+        }}]}))
+        .unwrap();
+        let m = &rec.scenarios[0];
+        assert_eq!((m.period, m.base_rps, m.loops), ((1.0, 9.0), 80.0, 0));
+        assert_eq!(m.runs[0].failed.as_ref().unwrap().2, "timed out");
+        assert_eq!(m.runs[0].last_hog_mem, 4096);
+        assert_eq!(m.runs[0].last_hog_rep.as_ref().unwrap()["wloss"], 3);
+        assert!(rec.samples.is_empty());
+
+        let e =
+            serde_json::from_value::<ProtectionRecord>(json!({"scenarios": [{"MemHogTune": {}}]}))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("scenario 1: MemHogTune scenarios are not supported"),
+            "{e}"
+        );
+    }
 
     /// The per-scenario figures: the result's, with what each scenario
     /// ran with from the record; without a readable record, the figures

@@ -108,11 +108,13 @@ pub struct HogSample {
     pub mem_bytes: u64,
 }
 
-/// One run (loop) of the memory hog.
+/// One run (loop) of the memory hog. Upstream's run has `failed`,
+/// `last_hog_mem` and the hog's first and last reports; the rest is ours.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemHogRun {
     /// Unix times of the first hog report with memory > 0 and of the last
     /// hog report.
+    #[serde(default)]
     pub hog_period: (f64, f64),
     /// `(target secs, after secs, message)` when the run failed (hashd died
     /// or timed out).
@@ -120,21 +122,35 @@ pub struct MemHogRun {
     /// Mean of the hog's last 5 memory samples, bytes.
     pub last_hog_mem: u64,
     /// The hog's written bytes at its last report.
+    #[serde(default)]
     pub last_hog_wbytes: u64,
     /// The hog's lost bytes at its last report.
+    #[serde(default)]
     pub hog_wloss: u64,
     /// Why the hog ended, e.g. `killed by the kernel (OOM) after 41s`.
+    #[serde(default)]
     pub end: String,
+    /// Upstream's `first_hog_rep` and `last_hog_rep` (the hog's reports),
+    /// kept as read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_hog_rep: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_hog_rep: Option<serde_json::Value>,
 }
 
-/// What the runner records for one memory-hog scenario.
+/// What the runner records for one memory-hog scenario. Upstream's record
+/// has no `loops`, `load` and `speed` (they are in the job's spec); ours
+/// repeats them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemHogRecord {
     /// Number of hog runs requested.
+    #[serde(default)]
     pub loops: u32,
     /// hashd load as a fraction of rps_max.
+    #[serde(default)]
     pub load: f64,
     /// Hog write speed, e.g. `2x`.
+    #[serde(default)]
     pub speed: String,
     /// Unix times of the whole scenario.
     pub period: (f64, f64),
@@ -177,10 +193,13 @@ pub struct MemHogResult {
     pub iolat: [BTreeMap<String, BTreeMap<String, f64>>; 2],
     /// Root slice: field (see [`RSTAT_FIELDS`]) → distribution. A field
     /// that could not be measured is absent.
+    #[serde(deserialize_with = "de_rstat")]
     pub root_rstat: BTreeMap<String, BTreeMap<String, f64>>,
     /// `workload.slice`, as `root_rstat`.
+    #[serde(deserialize_with = "de_rstat")]
     pub work_rstat: BTreeMap<String, BTreeMap<String, f64>>,
     /// `system.slice`, as `root_rstat`.
+    #[serde(deserialize_with = "de_rstat")]
     pub sys_rstat: BTreeMap<String, BTreeMap<String, f64>>,
     /// `(reports received, reports missed)` of hashd during the hog periods.
     pub nr_reports: (u64, u64),
@@ -205,9 +224,11 @@ pub struct MemHogResult {
     pub hog_bytes: u64,
     /// Bytes the hog could not write.
     pub hog_lost_bytes: u64,
-    /// Number of hog runs.
+    /// Number of hog runs (ours).
+    #[serde(default)]
     pub nr_runs: u32,
-    /// Why each hog run ended.
+    /// Why each hog run ended (ours).
+    #[serde(default)]
     pub ends: Vec<String>,
     /// Per-second isolation values behind `isol`.
     #[serde(default)]
@@ -222,6 +243,63 @@ pub struct MemHogResult {
     /// field → values.
     #[serde(default)]
     pub rstat_samples: [BTreeMap<String, Vec<f64>>; 3],
+}
+
+/// Reads a slice's resource statistics: ours (field → distribution) or
+/// upstream's `ResourceStat` object, whose fields are renamed to ours
+/// (`cpu_sys` → `sys_util`, `io_bps` → `io_rbps`/`io_wbps`, `psi_cpu` →
+/// `cpu_some`, `psi_mem`/`psi_io` → `*_some`/`*_full`); its other
+/// distributions are kept under their own names (`swap_bytes`) or
+/// prefixed by their group (`mem_stat.anon`, `io_stat.rbytes`,
+/// `vmstat.pgscan`).
+fn de_rstat<'de, D>(d: D) -> Result<BTreeMap<String, BTreeMap<String, f64>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    type Dist = BTreeMap<String, f64>;
+    let v = serde_json::Value::deserialize(d)?;
+    let serde_json::Value::Object(obj) = v else {
+        return Err(D::Error::custom(format!(
+            "expected an object of distributions, found {v}"
+        )));
+    };
+    let dist = |name: &str, v: serde_json::Value| -> Result<Dist, D::Error> {
+        serde_json::from_value(v).map_err(|e| D::Error::custom(format!("{name}: {e}")))
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in obj {
+        let pair = |v: serde_json::Value, a: &str, b: &str, out: &mut BTreeMap<String, Dist>| {
+            let (x, y): (Dist, Dist) = serde_json::from_value(v).map_err(|e| {
+                D::Error::custom(format!("{k}: {e}; expected a pair of distributions"))
+            })?;
+            out.insert(a.to_string(), x);
+            out.insert(b.to_string(), y);
+            Ok::<(), D::Error>(())
+        };
+        match k.as_str() {
+            "cpu_sys" => {
+                out.insert("sys_util".to_string(), dist(&k, v)?);
+            }
+            "psi_cpu" => {
+                out.insert("cpu_some".to_string(), dist(&k, v)?);
+            }
+            "io_bps" => pair(v, "io_rbps", "io_wbps", &mut out)?,
+            "psi_mem" => pair(v, "mem_some", "mem_full", &mut out)?,
+            "psi_io" => pair(v, "io_some", "io_full", &mut out)?,
+            "mem_stat" | "io_stat" | "vmstat" => {
+                let group: BTreeMap<String, Dist> =
+                    serde_json::from_value(v).map_err(|e| D::Error::custom(format!("{k}: {e}")))?;
+                for (sub, d) in group {
+                    out.insert(format!("{k}.{sub}"), d);
+                }
+            }
+            _ => {
+                out.insert(k.clone(), dist(&k, v)?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Percentile keys of the distribution tables (`"00"` is the minimum,

@@ -1,0 +1,204 @@
+//! resctl on result files written by upstream resctl-bench: a journal
+//! shaped exactly as upstream's structs (sysinfo with `iocost`, the
+//! iocost-params knobs, protection's `{"MemHog": …}` scenarios and
+//! `ResourceStat` tables) formats without losing anything, a sysinfo that
+//! cannot be read is refused naming the field, and a job asked for again
+//! with other properties runs again.
+// Test code: a failed unwrap is a stop with its message, as intended.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{rackbench, text};
+use std::path::{Path, PathBuf};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The hand-written upstream journal (hashd-params, iocost-params and a
+/// one-scenario protection job), copied into `dir`.
+fn upstream_journal(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/resctl/upstream-journal.json");
+    let dst = dir.join("upstream.json");
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+/// `rackbench resctl -d DIR -r RESULT ARGS...`: (success, stdout, stderr).
+fn resctl(dir: &Path, result: &Path, args: &[&str]) -> (bool, String, String) {
+    let o = rackbench(dir)
+        .arg("resctl")
+        .args(args.iter().take_while(|a| a.starts_with("--")))
+        .arg("-d")
+        .arg(dir)
+        .arg("-r")
+        .arg(result)
+        .args(args.iter().skip_while(|a| a.starts_with("--")))
+        .output()
+        .unwrap();
+    (o.status.success(), text(&o.stdout), text(&o.stderr))
+}
+
+fn assert_has(out: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(out.contains(n), "missing {n:?} in:\n{out}");
+    }
+}
+
+/// The header of every upstream job: System info and IO info from the
+/// upstream sysinfo (with its `iocost` and `enforce` objects).
+const HEADER_LINES: &[&str] = &[
+    "System info: kernel=\"5.12.0-0_fbk1_test\"\n             nr_cpus=36 memory=64.0G swap=32.0G swappiness=60 zswap\n             mem_profile=16 (avail=57.4G share=12.0G target=11.0G)\n             passive=io\n",
+    "IO info: dev=nvme0n1(259:0) model=\"WDC CL SN720 SDAQNTW-512G-1020\" firmware =\"10105120\" size=477G\n         iosched=none wbt=off iocost=on other=off\n         iocost model: rbps=1348822120 rseqiops=235687 rrandiops=218614\n                       wbps=601694170 wseqiops=133453 wrandiops=69308\n         iocost QoS: rpct=95.00 rlat=19562 wpct=95.00 wlat=65667 min=60.00 max=100.00\n",
+    "Missed sysreqs: Swap\n    * swap is on another device\n",
+];
+
+#[test]
+fn upstream_journal_formats_without_loss() {
+    let d = tempfile::tempdir().unwrap();
+    let res = upstream_journal(d.path());
+    let before = std::fs::read(&res).unwrap();
+    let (ok, out, err) = resctl(d.path(), &res, &["format"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("cannot format"), "{out}");
+    assert!(!out.contains("cannot read"), "{out}");
+
+    // One header per job, each with the full system and IO info.
+    let jobs: Vec<&str> = out.split(&"=".repeat(90)).skip(1).collect();
+    assert_eq!(jobs.len(), 3, "{out}");
+    for (job, kind) in jobs
+        .iter()
+        .zip(["hashd-params", "iocost-params", "protection"])
+    {
+        assert!(
+            job.starts_with(&format!("\n\n[{kind} {VERSION} result] ")),
+            "{job}"
+        );
+        assert_has(job, HEADER_LINES);
+    }
+    assert!(jobs[2].contains(&format!("[protection {VERSION} result] \"iocost-on\" ")));
+    assert_has(
+        jobs[1],
+        &["hashd params: hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25\n"],
+    );
+
+    // hashd-params: upstream's record is the knobs.
+    assert_has(
+        jobs[0],
+        &["\nResult: hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25\n"],
+    );
+    // iocost-params: upstream's record (no "applied") prints the model and
+    // QoS at the start of a line.
+    assert_has(
+        jobs[1],
+        &[
+            "\niocost model: rbps=1348822120 rseqiops=235687 rrandiops=218614\n              wbps=601694170 wseqiops=133453 wrandiops=69308\niocost QoS: rpct=95.00 rlat=19562 wpct=95.00 wlat=65667 min=60.00 max=100.00\n",
+        ],
+    );
+    assert!(!jobs[1].contains("iocost 259:0:"), "{}", jobs[1]);
+    // protection: the MemHog-wrapped scenario, its params from the spec,
+    // every figure of the result and upstream's ResourceStat rows.
+    assert_has(
+        jobs[2],
+        &[
+            "Scenario 1/1 - Memory Hog\n=========================\n\nParams: loops=2 load=0.8 speed=2x\n",
+            "Info: baseline_rps=1029.00 baseline_lat=69.6m:1.7m vrate=87.25:3.50\n      io_usage=123.4 io_unused=5.6 hog_io_usage=45.6 hog_io_loss=7.8\n      hog_bytes=53.1G hog_lost_bytes=3.3G\n",
+            "IO Latency: R p50=200u:20.0u/300u p90=-:-/- p99=2.0m:200u/3.0m max=10.0m:1.0m/15.0m\n",
+            "[ROOT]",
+            "[WORKLOAD]",
+            "[SYSTEM]",
+            "\ncpu%        25.00 ",
+            "\nsys%         2.50 ",
+            "\nrbps        47.7M ",
+            "\nwbps        95.4M ",
+            "\nmem-full%    0.50 ",
+            "\nio-some%     1.50 ",
+            "\nisol%       45.62 ",
+            "Result: isol=91.25:1.23% lat_imp=18.75%:4.56 work_csv=87.50% missing=1.00%\n",
+            "Memory Hog Summary\n==================\n",
+        ],
+    );
+    assert_eq!(
+        jobs[2].matches("Result: isol=91.25:1.23%").count(),
+        2,
+        "{}",
+        jobs[2]
+    );
+    // Formatting reads the file and leaves it as it was.
+    assert_eq!(std::fs::read(&res).unwrap(), before);
+
+    // The summary: headers and the combined result only.
+    let (ok, sum, err) = resctl(d.path(), &res, &["summary"]);
+    assert!(ok, "{err}");
+    assert_has(&sum, HEADER_LINES);
+    assert_has(
+        &sum,
+        &[
+            "Memory Hog Summary\n",
+            "Result: isol=91.25:1.23% lat_imp=18.75%:4.56 work_csv=87.50% missing=1.00%\n",
+        ],
+    );
+    assert!(!sum.contains("Scenario 1/1"), "{sum}");
+}
+
+#[test]
+fn unreadable_upstream_sysinfo_is_refused_naming_the_field() {
+    let d = tempfile::tempdir().unwrap();
+    let res = upstream_journal(d.path());
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    v[1]["sysinfo"]["iocost"]["qos"]["enable"] = serde_json::json!("yes");
+    let bad = serde_json::to_string_pretty(&v).unwrap();
+    std::fs::write(&res, &bad).unwrap();
+    let (ok, out, err) = resctl(d.path(), &res, &["format"]);
+    assert!(!ok, "{out}");
+    assert_has(
+        &err,
+        &[
+            &res.display().to_string(),
+            "entry 1 (iocost-params)",
+            "sysinfo.iocost.qos.enable",
+            "invalid type",
+        ],
+    );
+    assert!(!out.contains("[iocost-params"), "{out}");
+    assert_eq!(std::fs::read_to_string(&res).unwrap(), bad);
+}
+
+/// Upstream's resume: a job asked for with other properties (apply and
+/// commit aside) is not the one in the journal; it runs again and its
+/// result is added beside the old one, which is kept as it was. Asked for
+/// once more, it is found and skipped.
+#[test]
+fn rerun_with_changed_properties_runs_again() {
+    let d = tempfile::tempdir().unwrap();
+    let res = upstream_journal(d.path());
+    let old: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let spec = "hashd-params:rps-max=500,hash-size=2M";
+
+    let (ok, out, err) = resctl(d.path(), &res, &["--test", "run", spec]);
+    assert!(ok, "{err}\n{out}");
+    assert!(!err.contains("already completed"), "{err}");
+    assert!(err.contains("running it again"), "{err}");
+    assert!(out.contains("Result: hash_size=2.0M rps_max=500 "), "{out}");
+    let now: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    assert_eq!(now.len(), 4, "{now:?}");
+    assert_eq!(&now[..3], &old[..], "the upstream jobs are kept as read");
+    assert_eq!(now[3]["spec"]["kind"], "hashd-params");
+    assert_eq!(
+        now[3]["spec"]["props"],
+        serde_json::json!([{"hash-size": "2M", "rps-max": "500"}])
+    );
+    assert_eq!(now[3]["record"]["rps_max"], 500);
+    assert!(!now[3]["result"].is_null());
+
+    // The same properties again: already done.
+    let (ok, out, err) = resctl(d.path(), &res, &["--test", "run", spec]);
+    assert!(ok, "{err}");
+    assert!(err.contains("already completed"), "{err}");
+    assert!(out.contains("Result: hash_size=2.0M rps_max=500 "), "{out}");
+    let again: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    assert_eq!(again, now);
+}
