@@ -710,7 +710,14 @@ fn drive_instance(
     let status_before = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     let cpu_before = cpu_seconds_self();
     let mut reporter = Reporter::new(csv, &output, &phase);
-    let mut on_event = |e: Event<'_>| reporter.handle(e);
+    let mut perf = crate::perf_record::requested()
+        .then(|| crate::perf_record::PerfRecord::new(ctx.out_dir.clone(), a.qps.len() == 1));
+    let mut on_event = |e: Event<'_>| {
+        if let Some(p) = perf.as_mut() {
+            p.observe(&e);
+        }
+        reporter.handle(e)
+    };
     let outcome = rt.block_on(async {
         if a.qps.is_empty() {
             let search = Search::new(search_cfg.clone(), &mut prober, &mut on_event);

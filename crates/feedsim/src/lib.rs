@@ -14,6 +14,7 @@ pub mod hugemem;
 pub use icache;
 pub mod leaf;
 pub mod metrics;
+pub mod perf_record;
 pub use rpc::pool;
 pub mod command;
 pub mod story;
