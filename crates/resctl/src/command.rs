@@ -605,7 +605,14 @@ mod tests {
         assert_eq!(m["interrupted"], true);
         assert_eq!(m["error"], "worker died");
         // A bench whose searches did not finish: converged false only.
-        let unfinished = hashd(HashdSummary::default(), Some(BenchRecord { result: None }));
+        let unfinished = hashd(
+            HashdSummary::default(),
+            Some(BenchRecord {
+                result: None,
+                single: None,
+                searched: true,
+            }),
+        );
         let m = derived(&ResctlRecord::Hashd(unfinished.clone()));
         assert_eq!(m["rps_max_converged"], false);
         assert!(!m.contains_key("rps_max") && !m.contains_key("mem_frac"));
@@ -623,6 +630,8 @@ mod tests {
             HashdSummary::default(),
             Some(BenchRecord {
                 result: Some(result.clone()),
+                single: None,
+                searched: true,
             }),
         );
         let m = derived(&ResctlRecord::Hashd(cpu));
@@ -645,6 +654,8 @@ mod tests {
             HashdSummary::default(),
             Some(BenchRecord {
                 result: Some(result),
+                single: None,
+                searched: true,
             }),
         );
         let m = derived(&ResctlRecord::Hashd(both.clone()));
@@ -679,7 +690,7 @@ mod tests {
     fn helpers_are_known() {
         let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         for helper in [
-            &["hashd", "-t", "tf", "--clear-testfiles"][..],
+            &["hashd", "-t", "tf", "--clear-testfiles", "--prepare"][..],
             &["hashd", "-t", "tf", "--prepare-config"],
             &["hashd", "-t", "tf", "--prepare"],
             &["summary"],
@@ -689,6 +700,8 @@ mod tests {
         }
         for measured in [
             &["hashd", "-t", "tf"][..],
+            // Upstream's meaning: clear, then prepare and run.
+            &["hashd", "-t", "tf", "--clear-testfiles"],
             &["run", "hashd-params"],
             &["mem-hog", "--wbps", "1M"],
         ] {

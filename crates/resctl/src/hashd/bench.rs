@@ -46,6 +46,34 @@ impl ConvergeCfg {
         max_secs: 240,
         ..ConvergeCfg::MEM
     };
+    /// rd-hashd's single-CPU bench (`--bench-cpu-single`): settling judged
+    /// on the latency.
+    pub const CPU_SINGLE: ConvergeCfg = ConvergeCfg {
+        converges: 3,
+        period: 10,
+        min_secs: 10,
+        max_secs: 60,
+        slope: 0.025,
+        err_slope: 0.05,
+    };
+    /// The single-CPU bench under `--bench-test`: a few seconds a round.
+    pub const SINGLE_TEST: ConvergeCfg = ConvergeCfg {
+        converges: 2,
+        period: 3,
+        min_secs: 3,
+        max_secs: 4,
+        slope: 0.1,
+        err_slope: 0.25,
+    };
+    /// The same with its durations multiplied by `mult` (rd-hashd's
+    /// rotational multiplier).
+    pub fn scaled(self, mult: f64) -> ConvergeCfg {
+        ConvergeCfg {
+            min_secs: (self.min_secs as f64 * mult).ceil() as usize,
+            max_secs: (self.max_secs as f64 * mult).ceil() as usize,
+            ..self
+        }
+    }
     /// The short settings of `--bench-test` (CI).
     pub const TEST: ConvergeCfg = ConvergeCfg {
         converges: 3,
@@ -81,10 +109,12 @@ pub fn linreg(ys: &[f64]) -> (f64, f64) {
     (slope, err)
 }
 
-/// One settling wait over (latency, rps) samples, judged on the rate.
+/// One settling wait over (latency, rps) samples, judged on the rate (or
+/// on the latency: [`Converge::on_latency`]).
 #[derive(Debug)]
 pub struct Converge {
     cfg: ConvergeCfg,
+    on_lat: bool,
     samples: Vec<(f64, f64)>,
     errs: Vec<f64>,
     slopes: Vec<f64>,
@@ -107,12 +137,21 @@ impl Converge {
     pub fn new(cfg: ConvergeCfg) -> Converge {
         Converge {
             cfg,
+            on_lat: false,
             samples: Vec::new(),
             errs: Vec::new(),
             slopes: Vec::new(),
             settled: Vec::new(),
             secs: 0,
             streak: 0,
+        }
+    }
+
+    /// A wait judged on the latency (the single-CPU bench).
+    pub fn on_latency(cfg: ConvergeCfg) -> Converge {
+        Converge {
+            on_lat: true,
+            ..Converge::new(cfg)
         }
     }
 
@@ -142,7 +181,7 @@ impl Converge {
         }
         let window: Vec<f64> = self.samples[self.samples.len().saturating_sub(p)..]
             .iter()
-            .map(|s| s.1)
+            .map(|s| if self.on_lat { s.0 } else { s.1 })
             .collect();
         let mean = window.iter().sum::<f64>() / window.len() as f64;
         let (slope, err) = linreg(&window);
@@ -281,6 +320,130 @@ impl CpuSearch {
     }
 }
 
+/// rd-hashd's single-CPU bench settings: a lone request's latency target
+/// (hashing only), the IO latency and share of accesses allowed to wait
+/// on IO that size the memory chunks, and the tolerance.
+pub const SINGLE_LAT: f64 = 0.015;
+pub const SINGLE_IO_LAT: f64 = 0.0025;
+pub const SINGLE_IO_RATIO: f64 = 0.2;
+pub const SINGLE_ERR: f64 = 0.05;
+/// Bytes hashed to time the hashing rate (a short form for `--bench-test`).
+pub const TIME_HASH_SIZE: u64 = 256 << 20;
+pub const TIME_HASH_SIZE_TEST: u64 = 16 << 20;
+
+/// Pages per memory access so that a request still meets `lat_target`
+/// when [`SINGLE_IO_RATIO`] of its file chunks wait [`SINGLE_IO_LAT`] on
+/// IO (rd-hashd's rule; at least 1).
+pub fn calc_chunk_pages(p: &super::params::Params) -> usize {
+    let io_time = p.lat_target - SINGLE_LAT - p.sleep_mean;
+    let nr_file_ios = io_time * p.file_frac / SINGLE_IO_LAT;
+    let nr_file_chunks = nr_file_ios / SINGLE_IO_RATIO;
+    let nr_file_pages = p.file_size_mean as f64 / 4096.0;
+    let pages = (nr_file_pages / nr_file_chunks).ceil();
+    if pages.is_finite() && pages >= 1.0 {
+        pages as usize
+    } else {
+        1
+    }
+}
+
+/// The mean file bytes per request whose hashing (file and anonymous
+/// bytes, `cpu_ratio` passes) takes [`SINGLE_LAT`] at `secs_per_byte`.
+pub fn calc_file_size_mean(p: &super::params::Params, secs_per_byte: f64) -> usize {
+    let target_bytes = SINGLE_LAT / secs_per_byte.max(1e-15);
+    let cpu_ratio = p.cpu_ratio * (1.0 + p.anon_size_ratio);
+    ((target_bytes / cpu_ratio.max(1e-9)) as usize).max(4096)
+}
+
+/// What the single-CPU search asks for after a second's sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SingleStep {
+    Continue,
+    /// Run the next round at this hash size (file_size_mean).
+    Probe(usize),
+    /// Done: the hash size, and whether its latency met [`SINGLE_LAT`].
+    Done(usize, bool),
+}
+
+/// The single-CPU bench (`--bench-cpu-single`): one request at a time
+/// with no sleep; up to `rounds` settling waits on the latency, the hash
+/// size steered by a PID controller until a request takes
+/// [`SINGLE_LAT`] within [`SINGLE_ERR`].
+pub struct SingleSearch {
+    cfg: ConvergeCfg,
+    rounds: usize,
+    round: usize,
+    size: usize,
+    pid: super::dist::Pid,
+    cur: Converge,
+    pub results: Vec<Round>,
+}
+
+impl SingleSearch {
+    pub fn new(cfg: ConvergeCfg, rounds: usize, size: usize) -> SingleSearch {
+        SingleSearch {
+            cfg,
+            rounds: rounds.max(1),
+            round: 1,
+            size: size.max(1),
+            pid: super::dist::Pid::new(0.25, 0.01, 0.01, 1.0, 1.0, 1.0),
+            cur: Converge::on_latency(cfg),
+            results: Vec::new(),
+        }
+    }
+
+    /// The hash size of the round running now.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The round header line.
+    pub fn header(&self) -> String {
+        format!(
+            "[ Single cpu bench: round {}/{}, hash size {:.2}M ]",
+            self.round,
+            self.rounds,
+            self.size as f64 / f64::from(1u32 << 20)
+        )
+    }
+
+    /// Takes a second's (latency, rps); `line` gets progress lines.
+    pub fn push(&mut self, lat: f64, rps: f64, line: &mut dyn FnMut(String)) -> SingleStep {
+        let (l, r, settled) = match self.cur.push(lat, rps, line) {
+            Progress::Waiting => return SingleStep::Continue,
+            Progress::Settled(l, r) => (l, r, true),
+            Progress::TimedOut(l, r) => (l, r, false),
+        };
+        self.results.push(Round {
+            lat: l,
+            rps: r,
+            settled,
+        });
+        let err = (l - SINGLE_LAT) / SINGLE_LAT;
+        line(format!(
+            "Latency: {:.2} ~= {:.2}, error: |{:.2}%| <= {:.2}%",
+            l * 1000.0,
+            SINGLE_LAT * 1000.0,
+            err * 100.0,
+            SINGLE_ERR * 100.0
+        ));
+        if err.abs() <= SINGLE_ERR {
+            return SingleStep::Done(self.size, true);
+        }
+        if self.round >= self.rounds {
+            return SingleStep::Done(self.size, false);
+        }
+        // At most halved a round: a first round far off (cold page cache,
+        // first touches) must not drive the size to nothing.
+        let adj = self.pid.step(1.0 + err).output.max(-0.5);
+        self.size = ((self.size as f64 * (1.0 + adj)) as usize).max(1);
+        self.round += 1;
+        self.cur = Converge::on_latency(self.cfg);
+        line(self.header());
+        SingleStep::Probe(self.size)
+    }
+}
+
 /// The stages of the memory search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemStage {
@@ -346,6 +509,7 @@ pub struct MemSearch {
     verifies_left: usize,
     refine_step: f64,
     refine_min: f64,
+    rotational: bool,
     cur: Converge,
     pub probes: Vec<Probe>,
 }
@@ -374,11 +538,20 @@ impl MemSearch {
             verifies_left: 2,
             refine_step: 0.0,
             refine_min: 0.0,
+            rotational: false,
             cur: Converge::new(ConvergeCfg::MEM),
             probes: Vec::new(),
         };
         s.cur = Converge::new(s.cfg());
         s
+    }
+
+    /// Rotational mode (rd-hashd's): longer settling windows (4x for the
+    /// up-rounds, 2x for the rest; not in the short form), and no early
+    /// end of a round on a low rate.
+    pub fn set_rotational(&mut self, rotational: bool) {
+        self.rotational = rotational;
+        self.cur = Converge::new(self.cfg());
     }
 
     /// The stage running now.
@@ -392,10 +565,15 @@ impl MemSearch {
     }
 
     fn cfg(&self) -> ConvergeCfg {
+        let mult = match (self.rotational, self.stage) {
+            (false, _) => 1.0,
+            (true, MemStage::Up) => 4.0,
+            (true, _) => 2.0,
+        };
         match (self.test, self.stage) {
             (true, _) => ConvergeCfg::TEST,
-            (false, MemStage::Refine) => ConvergeCfg::MEM_REFINE,
-            (false, _) => ConvergeCfg::MEM,
+            (false, MemStage::Refine) => ConvergeCfg::MEM_REFINE.scaled(mult),
+            (false, _) => ConvergeCfg::MEM.scaled(mult),
         }
     }
 
@@ -422,7 +600,11 @@ impl MemSearch {
                     && rps > 0.95 * self.rps_max
                 {
                     (rps, "RPS high enough")
-                } else if secs >= 2 * p && streak < 0 && rps < 0.5 * self.rps_max {
+                } else if !self.rotational
+                    && secs >= 2 * p
+                    && streak < 0
+                    && rps < 0.5 * self.rps_max
+                {
                     (rps, "RPS too low")
                 } else {
                     return MemStep::Continue;
@@ -542,6 +724,64 @@ impl MemSearch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hashd::params::Params;
+
+    #[test]
+    fn single_cpu_sizes_follow_upstreams_rules() {
+        let p = Params::default();
+        // 75 ms target - 15 ms hashing - 20 ms sleep = 40 ms of IO;
+        // x 0.25 / 2.5 ms = 4 IOs, / 0.2 = 20 chunks; 1258291 B = 307.2
+        // pages -> 16 pages a chunk.
+        assert_eq!(calc_chunk_pages(&p), 16);
+        // 1 ns a byte: 15 MB hashed, / (0.93 x 3.3) = 4887585 file bytes.
+        assert_eq!(calc_file_size_mean(&p, 1e-9), 4887585);
+        // No time left for IO: one page a chunk, not a division by zero.
+        let q = Params {
+            lat_target: 0.01,
+            ..p
+        };
+        assert_eq!(calc_chunk_pages(&q), 1);
+    }
+
+    #[test]
+    fn the_single_search_steers_the_hash_size_to_the_latency() {
+        let mut s = SingleSearch::new(ConvergeCfg::TEST, 3, 1_000_000);
+        let mut lines = Vec::new();
+        // 30 ms: twice the 15 ms target, so the size comes down.
+        let step = loop {
+            match s.push(0.030, 50.0, &mut |l| lines.push(l)) {
+                SingleStep::Continue => continue,
+                st => break st,
+            }
+        };
+        let SingleStep::Probe(size) = step else {
+            panic!("{step:?}")
+        };
+        assert!(size < 1_000_000, "{size}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("Latency: 30.00 ~= 15.00"))
+        );
+        assert!(lines.last().unwrap().contains("round 2/3"), "{lines:?}");
+        // On target: done, met.
+        let step = loop {
+            match s.push(0.0151, 60.0, &mut |_| {}) {
+                SingleStep::Continue => continue,
+                st => break st,
+            }
+        };
+        assert_eq!(step, SingleStep::Done(size, true));
+    }
+
+    #[test]
+    fn rotational_mode_lengthens_the_memory_rounds() {
+        let mut m = MemSearch::new(100, 1.0, false);
+        assert_eq!(m.cfg().max_secs, 90);
+        m.set_rotational(true);
+        assert_eq!(m.cfg().max_secs, 360);
+        assert_eq!(m.cfg().min_secs, 120);
+    }
 
     #[test]
     fn linreg_fits_a_line() {

@@ -1,11 +1,13 @@
 //! `rackbench resctl hashd`: rd-hashd's command line.
 
-use super::bench::{ConvergeCfg, CpuSearch, MemSearch, MemStage, MemStep};
+use super::bench::{
+    self as search, ConvergeCfg, CpuSearch, MemSearch, MemStage, MemStep, SingleSearch, SingleStep,
+};
 use super::engine::{Hashd, Stat, Tick};
 use super::log::HashLog;
 use super::params::{self, Args, Params, ParamsFile};
 use super::report::{Phase, Report, Status};
-use super::testfiles::TestFiles;
+use super::testfiles::{self as tfiles, TestFiles};
 use crate::fmt::{format_size, parse_size};
 use clap::Parser;
 use harness::Cancel;
@@ -53,10 +55,16 @@ pub struct HashdArgs {
     /// Arguments file: read when it exists, written with the options given.
     #[arg(short = 'a', long = "args", value_name = "FILE")]
     args: Option<PathBuf>,
-    /// Keep the test files in the page cache after preparing them.
+    /// Force rotational mode on (true) or off (false) instead of detecting
+    /// it from the test files' and swap's devices; rotational mode
+    /// lengthens the memory search's settling windows and keeps a slow
+    /// round from ending early. Saved in the args file.
+    #[arg(short = 'R', long = "rotational", value_name = "BOOL")]
+    rotational: Option<bool>,
+    /// Don't drop the test files from the page cache after preparing them.
     #[arg(long)]
     keep_cache: bool,
-    /// Remove the test files and exit.
+    /// Clear the test files before preparing them (then carry on).
     #[arg(long)]
     clear_testfiles: bool,
     /// Write the args and params files and exit.
@@ -65,42 +73,88 @@ pub struct HashdArgs {
     /// Write the config files and the test files and exit.
     #[arg(long)]
     prepare: bool,
-    /// Memory size to assume (default: MemTotal).
-    #[arg(long, value_name = "SIZE")]
-    total_memory: Option<String>,
-    /// CPUs to assume (default: those available).
-    #[arg(long, value_name = "N")]
-    nr_cpus: Option<usize>,
-    /// Stop after this many seconds (default: until Ctrl-C).
-    #[arg(long, value_name = "SECS")]
-    duration: Option<f64>,
     /// `--bench-cpu` then `--bench-mem`; the results are saved in the
     /// params file.
     #[arg(long)]
     bench: bool,
+    /// Benchmark the hash size (file_size_mean: a lone request hashes for
+    /// 15 ms) and chunk_pages instead of taking them from the params file;
+    /// runs before `--bench-cpu`/`--bench-mem` when given with them, alone
+    /// it is the whole bench.
+    #[arg(long)]
+    bench_cpu_single: bool,
     /// Find rps_max: the rate at which the p95 latency meets the target
-    /// with the whole footprint in use.
+    /// with the whole footprint in use. Implied by `--bench`.
     #[arg(long)]
     bench_cpu: bool,
     /// Find mem_frac: the largest share of the footprint that still
     /// sustains rps_max (taken from the params file unless found in the
-    /// same run).
+    /// same run or given with `--bench-rps-max`). Implied by `--bench`.
     #[arg(long)]
     bench_mem: bool,
-    /// `--bench` with short settling windows, at most two rps_max rounds
-    /// and one memory probe per stage (smoke runs, CI); with `--bench-cpu`
-    /// or `--bench-mem`, that search only, short.
+    /// `--bench` with short settling windows, at most two rounds of each
+    /// search and one memory probe per stage (smoke runs, CI); with
+    /// `--bench-cpu`, `--bench-mem` or `--bench-cpu-single`, those only,
+    /// short.
     #[arg(long)]
     bench_test: bool,
     /// Memory search resolution multiplier (1.0: bisect to 5% and refine
     /// in 2.5% steps; larger is coarser and faster).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
     bench_grain: f64,
+    /// Fake the CPU load (sleep instead of hashing) during the memory
+    /// bench; saved in the params file.
+    #[arg(long)]
+    bench_fake_cpu_load: bool,
+    /// Use this hash size (file_size_mean) in the bench instead of the
+    /// params file's or `--bench-cpu-single`'s (0: not given).
+    #[arg(long, value_name = "SIZE")]
+    bench_hash_size: Option<String>,
+    /// Use this chunk_pages in the bench (0: not given).
+    #[arg(long, value_name = "PAGES")]
+    bench_chunk_pages: Option<usize>,
+    /// Use this rps_max instead of searching for it (0: not given).
+    #[arg(long, value_name = "RPS")]
+    bench_rps_max: Option<u32>,
+    /// Hash log write rate at rps_max (log_bps) saved by the bench
+    /// (default: the params file's, 1.05M).
+    #[arg(long, value_name = "BPS")]
+    bench_log_bps: Option<String>,
+    /// Page cache share of the footprint (file_frac) for the memory bench,
+    /// saved with its results (0: the params file's, 0.25).
+    #[arg(long, value_name = "FRAC")]
+    bench_file_frac: Option<f64>,
+    /// Before the memory bench, read this much of the test files into the
+    /// page cache (default: memory x min(2 x file_frac, 1); 0: default;
+    /// not with `--bench-test`).
+    #[arg(long, value_name = "SIZE")]
+    bench_preload_cache: Option<String>,
+    /// Memory size to assume (default: MemTotal).
+    #[arg(long, value_name = "SIZE")]
+    total_memory: Option<String>,
+    /// Swap size to assume (hashd sizes nothing by swap; checked only).
+    #[arg(long, value_name = "SIZE")]
+    total_swap: Option<String>,
+    /// CPUs to assume (default: those available).
+    #[arg(long, value_name = "NR")]
+    nr_cpus: Option<usize>,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// More detail: -v adds concurrency, in-flight, workers and done counts
+    /// to the status and settling lines; -vv also drops the test file
+    /// progress lines.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Also write hashd's messages and status lines to FILE (appended).
+    #[arg(long, value_name = "FILE")]
+    logfile: Option<PathBuf>,
 }
 
 /// The search `--bench*` runs now.
 enum Search {
     None,
+    Single(SingleSearch),
     Cpu(CpuSearch),
     Mem(MemSearch),
 }
@@ -164,44 +218,268 @@ fn effective_args(a: &HashdArgs) -> anyhow::Result<(Args, bool)> {
         args.interval = i;
         changed = true;
     }
+    if let Some(r) = a.rotational {
+        args.rotational = Some(r);
+        changed = true;
+    }
     if args.size == 0 {
         anyhow::bail!("-s/--size: 0 bytes: expected a footprint size such as 4G");
     }
     Ok((args, changed))
 }
 
-/// Prints test-file progress: a rewritten line on a terminal, a plain line
-/// a second otherwise.
-fn progress_printer() -> impl FnMut(u64, u64) {
-    let tty = std::io::stderr().is_terminal();
-    let mut last = Instant::now() - Duration::from_secs(2);
-    move |done, total| {
-        if done < total && last.elapsed() < Duration::from_secs(1) {
-            return;
+/// Where hashd's messages go: stderr, and the `--logfile` when given.
+struct Out {
+    file: Option<std::sync::Mutex<std::fs::File>>,
+    verbose: u8,
+}
+
+impl Out {
+    fn open(path: Option<&Path>, verbose: u8) -> anyhow::Result<Out> {
+        let file = match path {
+            Some(p) => Some(std::sync::Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| anyhow::anyhow!("--logfile {}: cannot open: {e}", p.display()))?,
+            )),
+            None => None,
+        };
+        Ok(Out { file, verbose })
+    }
+
+    /// A message: stderr and the log file.
+    fn say(&self, line: &str) {
+        eprintln!("{line}");
+        self.log(line);
+    }
+
+    /// A line for the log file only (stdout lines).
+    fn log(&self, line: &str) {
+        if let Some(f) = &self.file {
+            use std::io::Write;
+            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(f, "[{}] {line}", crate::clock::Local::now().rfc3339());
         }
-        last = Instant::now();
-        let pct = 100.0 * done as f64 / total.max(1) as f64;
-        let line = format!(
-            "testfiles: {pct:6.2}% ({} / {})",
-            format_size(done as f64),
-            format_size(total as f64)
-        );
-        if tty {
-            eprint!("\r{line}");
-            if done >= total {
-                eprintln!();
+    }
+
+    /// Test-file progress: a rewritten line on a terminal, a plain line a
+    /// second otherwise; none with -vv.
+    fn progress<'a>(&'a self, what: &'a str) -> impl FnMut(u64, u64) + 'a {
+        let tty = std::io::stderr().is_terminal();
+        let mut last = Instant::now() - Duration::from_secs(2);
+        move |done, total| {
+            if self.verbose > 1 || (done < total && last.elapsed() < Duration::from_secs(1)) {
+                return;
             }
-        } else {
-            eprintln!("{line}");
+            last = Instant::now();
+            let pct = 100.0 * done as f64 / total.max(1) as f64;
+            let line = format!(
+                "{what}: {pct:6.2}% ({} / {})",
+                format_size(done as f64),
+                format_size(total as f64)
+            );
+            if tty {
+                eprint!("\r{line}");
+                if done >= total {
+                    eprintln!();
+                }
+                self.log(&line);
+            } else {
+                self.say(&line);
+            }
         }
+    }
+}
+
+/// The details -v adds to a line.
+fn verbose_detail(s: &Stat) -> String {
+    format!(
+        "/{:.1} infl:{} workers:{}/{} done:{}",
+        s.concurrency_max,
+        s.nr_in_flight,
+        s.nr_workers - s.nr_idle_workers,
+        s.nr_workers,
+        s.nr_done
+    )
+}
+
+/// The `--bench-*` settings, checked.
+struct BenchOpts {
+    single: bool,
+    cpu: bool,
+    mem: bool,
+    hash_size: Option<usize>,
+    chunk_pages: Option<usize>,
+    rps_max: Option<u32>,
+    log_bps: Option<u64>,
+    file_frac: Option<f64>,
+    preload: Option<u64>,
+}
+
+impl BenchOpts {
+    fn of(a: &HashdArgs) -> anyhow::Result<BenchOpts> {
+        // --bench-test alone is both searches, short; with a search named
+        // it shortens just those.
+        let named = a.bench_cpu || a.bench_mem || a.bench_cpu_single;
+        let o = BenchOpts {
+            single: a.bench_cpu_single,
+            cpu: a.bench || a.bench_cpu || (a.bench_test && !named),
+            mem: a.bench || a.bench_mem || (a.bench_test && !named),
+            hash_size: match &a.bench_hash_size {
+                Some(s) => Some(
+                    parse_size(s).map_err(|e| anyhow::anyhow!("--bench-hash-size: {e}"))? as usize,
+                )
+                .filter(|v| *v > 0),
+                None => None,
+            },
+            chunk_pages: a.bench_chunk_pages.filter(|v| *v > 0),
+            rps_max: a.bench_rps_max.filter(|v| *v > 0),
+            log_bps: match &a.bench_log_bps {
+                Some(s) => {
+                    Some(parse_size(s).map_err(|e| anyhow::anyhow!("--bench-log-bps: {e}"))?)
+                }
+                None => None,
+            },
+            file_frac: match a.bench_file_frac {
+                Some(f) if !f.is_finite() || f < 0.0 => anyhow::bail!(
+                    "--bench-file-frac {f}: expected a fraction of 0 or more such as 0.25"
+                ),
+                Some(f) => Some(f).filter(|v| *v > 0.0),
+                None => None,
+            },
+            preload: match &a.bench_preload_cache {
+                Some(s) => {
+                    Some(parse_size(s).map_err(|e| anyhow::anyhow!("--bench-preload-cache: {e}"))?)
+                        .filter(|v| *v > 0)
+                }
+                None => None,
+            },
+        };
+        if !(a.bench_grain > 0.0 && a.bench_grain.is_finite()) {
+            anyhow::bail!(
+                "--bench-grain {}: expected a positive number such as 1.0",
+                a.bench_grain
+            );
+        }
+        let any = o.single || o.cpu || o.mem;
+        let given = |flag: &str, set: bool, ok: bool, what: &str| -> anyhow::Result<()> {
+            if set && !ok {
+                anyhow::bail!("{flag}: only used by {what}; add it, or drop {flag}");
+            }
+            Ok(())
+        };
+        let benches =
+            "a bench (--bench, --bench-cpu, --bench-mem, --bench-cpu-single or --bench-test)";
+        let searches = "the rps_max or memory search (--bench, --bench-cpu or --bench-mem)";
+        let mem = "the memory bench (--bench or --bench-mem)";
+        given(
+            "--bench-hash-size",
+            a.bench_hash_size.is_some(),
+            any,
+            benches,
+        )?;
+        given(
+            "--bench-chunk-pages",
+            a.bench_chunk_pages.is_some(),
+            any,
+            benches,
+        )?;
+        given("--bench-log-bps", a.bench_log_bps.is_some(), any, benches)?;
+        given(
+            "--bench-rps-max",
+            a.bench_rps_max.is_some(),
+            o.cpu || o.mem,
+            searches,
+        )?;
+        given("--bench-fake-cpu-load", a.bench_fake_cpu_load, o.mem, mem)?;
+        given("--bench-file-frac", a.bench_file_frac.is_some(), o.mem, mem)?;
+        given(
+            "--bench-preload-cache",
+            a.bench_preload_cache.is_some(),
+            o.mem,
+            mem,
+        )?;
+        if (a.prepare || a.prepare_config) && any {
+            anyhow::bail!(
+                "--prepare/--prepare-config: exit before any bench; drop the --bench flags"
+            );
+        }
+        Ok(o)
+    }
+}
+
+/// Seconds a byte of test files takes to read and hash (SHA1), over
+/// `size` bytes read `chunk_pages` pages at a time through the files.
+fn time_hash(files: &TestFiles, size: u64, chunk_pages: usize) -> Result<f64, String> {
+    use sha1::{Digest, Sha1};
+    let chunk = chunk_pages.max(1) * 4096;
+    let pages = (files.size() / 4096).max(1);
+    let mut h = Sha1::new();
+    let mut buf = Vec::with_capacity(chunk);
+    let t0 = Instant::now();
+    let mut page = 0u64;
+    let mut done = 0u64;
+    while done < size {
+        buf.clear();
+        let n = files
+            .read_pages(page % pages, chunk, &mut buf)
+            .map_err(|e| format!("timing the hash: reading test file page {page}: {e}"))?;
+        h.update(&buf);
+        done += n.max(1) as u64;
+        page += chunk_pages.max(1) as u64;
+    }
+    let _ = h.finalize();
+    Ok(t0.elapsed().as_secs_f64() / done.max(1) as f64)
+}
+
+/// The params of the single-CPU bench's rounds: one request at a time, no
+/// sleep, fixed sizes, accesses spread over the whole footprint.
+fn single_params(base: &Params, file_size_mean: usize) -> Params {
+    Params {
+        concurrency_max: 1,
+        rps_target: u32::MAX,
+        rps_max: 0,
+        file_size_mean,
+        file_size_stdev_ratio: 0.0,
+        file_addr_stdev_ratio: 100.0,
+        anon_size_stdev_ratio: 0.0,
+        anon_addr_stdev_ratio: 100.0,
+        sleep_mean: 0.0,
+        sleep_stdev_ratio: 0.0,
+        ..base.clone()
+    }
+}
+
+/// The params of the rps_max search: only the latency target limits
+/// concurrency, and accesses spread over the whole footprint.
+fn cpu_params(base: &Params) -> Params {
+    Params {
+        rps_target: u32::MAX,
+        rps_max: 0,
+        file_addr_stdev_ratio: 100.0,
+        anon_addr_stdev_ratio: 100.0,
+        ..base.clone()
+    }
+}
+
+/// The params of a memory probe: rps_max with the usual access pattern.
+fn mem_params(base: &Params, rps_max: u32, mem_frac: f64) -> Params {
+    Params {
+        rps_max,
+        rps_target: rps_max,
+        mem_frac,
+        ..base.clone()
     }
 }
 
 /// How `rackbench resctl hashd ARGS` ended.
 #[derive(Debug, Clone, PartialEq)]
+// One value per run, moved once: boxing the record would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum HashdEnd {
-    /// `--clear-testfiles`, `--prepare-config` or `--prepare`: files
-    /// written or removed, nothing measured.
+    /// `--prepare-config` or `--prepare`: files written, nothing measured.
     Helper,
     /// A run: its record, and whether it succeeded (neither stopped nor
     /// failed).
@@ -211,13 +489,18 @@ pub enum HashdEnd {
 /// True when `argv` (after `hashd`) asks for one of hashd's helper
 /// commands, which measure nothing.
 pub fn is_helper(argv: &[String]) -> bool {
-    parse(argv).is_ok_and(|a| a.clear_testfiles || a.prepare_config || a.prepare)
+    parse(argv).is_ok_and(|a| a.prepare_config || a.prepare)
 }
 
 /// Runs `rackbench resctl hashd ARGS`.
 pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
     let a = parse(argv)?;
+    let out = Out::open(a.logfile.as_deref(), a.verbose)?;
     let (args, changed) = effective_args(&a)?;
+    let bo = BenchOpts::of(&a)?;
+    if let Some(s) = &a.total_swap {
+        parse_size(s).map_err(|e| anyhow::anyhow!("--total-swap: {e}"))?;
+    }
     let nr_cpus = a
         .nr_cpus
         .unwrap_or_else(harness::machine::usable_cpus)
@@ -230,12 +513,6 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             "no test file directory: expected -t/--testfiles DIR (or `testfiles` in the args file)"
         )
     })?;
-    if a.clear_testfiles {
-        let n = TestFiles::clear(&dir)
-            .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
-        eprintln!("removed {n} test file folders from {}", dir.display());
-        return Ok(HashdEnd::Helper);
-    }
     let (mut params_file, mut params) = match &args.params {
         Some(p) => {
             let (f, p) =
@@ -245,40 +522,103 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
         None => (None, Params::default()),
     };
     if params.file_frac > args.file_max_frac {
+        out.say("--file-max is lower than the params' file_frac, adjusting file_frac");
         params.file_frac = args.file_max_frac;
     }
-    // --bench-test alone is both searches, short; with --bench-cpu or
-    // --bench-mem it shortens just that one.
-    let bench_cpu = a.bench || a.bench_cpu || (a.bench_test && !a.bench_mem);
-    let bench_mem = a.bench || a.bench_mem || (a.bench_test && !a.bench_cpu);
-    let bench = bench_cpu || bench_mem;
-    if !(a.bench_grain > 0.0 && a.bench_grain.is_finite()) {
+    let search_single = bo.single && bo.hash_size.is_none();
+    let search_cpu = bo.cpu && bo.rps_max.is_none();
+    let bench = bo.single || bo.cpu || bo.mem;
+    if bo.mem && !bo.cpu && bo.rps_max.is_none() && params.rps_max == 0 {
         anyhow::bail!(
-            "--bench-grain {}: expected a positive number such as 1.0",
-            a.bench_grain
+            "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, --bench, or give --bench-rps-max)"
         );
     }
-    if bench_mem && !bench_cpu && params.rps_max == 0 {
-        anyhow::bail!(
-            "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, or --bench)"
-        );
-    }
-    // The memory search runs at rps_max with the usual access pattern.
-    let base = params.clone();
-    let mem_params = move |rps_max: u32, mem_frac: f64| Params {
-        rps_max,
-        rps_target: rps_max,
-        mem_frac,
-        ..base.clone()
-    };
+    // What the bench starts from: the params file's, with what was given.
     let saved_params = params.clone();
-    if bench_cpu {
-        // Only the latency target limits concurrency, and accesses spread
-        // over the whole footprint.
-        params.rps_target = u32::MAX;
-        params.rps_max = 0;
-        params.file_addr_stdev_ratio = 100.0;
-        params.anon_addr_stdev_ratio = 100.0;
+    let mut base = params.clone();
+    if let Some(h) = bo.hash_size {
+        base.file_size_mean = h;
+    }
+    if let (true, None) = (bo.single, bo.chunk_pages) {
+        if !search_single {
+            base.chunk_pages = search::calc_chunk_pages(&base);
+        }
+    } else if let Some(c) = bo.chunk_pages {
+        base.chunk_pages = c;
+    }
+    if let Some(l) = bo.log_bps {
+        base.log_bps = l;
+    }
+    // The memory bench's own settings (saved with its result).
+    if bo.mem {
+        if a.bench_fake_cpu_load {
+            base.fake_cpu_load = true;
+        }
+        if let Some(f) = bo.file_frac {
+            base.file_frac = f.max(params::FILE_FRAC_MIN);
+        }
+    }
+
+    // Rotational mode: detected from the devices unless forced.
+    // The device of the test file directory, or of its nearest existing
+    // parent before it is made.
+    let rot_tf = dir
+        .ancestors()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .find(|p| p.exists())
+        .is_some_and(|p| tfiles::is_rotational(p, false));
+    let rot_swap = tfiles::is_swap_rotational();
+    let rotational = match (args.rotational, rot_tf || rot_swap) {
+        (Some(r), true) => {
+            out.say(&format!(
+                "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}){}",
+                if r {
+                    ", enabling rotational mode"
+                } else {
+                    " but rotational mode is inhibited"
+                }
+            ));
+            r
+        }
+        (None, true) => {
+            out.say(&format!(
+                "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}), enabling rotational mode"
+            ));
+            true
+        }
+        (Some(true), false) => {
+            out.say("No hard disk detected but forcing rotational mode");
+            true
+        }
+        (_, false) => false,
+    };
+    let report_path = args.report.clone().map(PathBuf::from);
+    let write_report = |phase: Phase, stat: Stat, progress: f64| -> anyhow::Result<()> {
+        if let Some(p) = &report_path {
+            let mut r = Report::new(phase, stat);
+            r.rotational = rotational;
+            r.rotational_testfiles = rot_tf;
+            r.rotational_swap = rot_swap;
+            r.testfiles_progress = progress;
+            r.save(p).map_err(anyhow::Error::msg)?;
+        }
+        Ok(())
+    };
+
+    if a.clear_testfiles {
+        out.say(&format!("Clearing {}", dir.display()));
+        let n = TestFiles::clear(&dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
+        out.say(&format!(
+            "removed {n} test file folders from {}",
+            dir.display()
+        ));
     }
     if a.prepare_config {
         return Ok(HashdEnd::Helper);
@@ -288,81 +628,202 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
         args.file_max_size(),
         args.compressibility,
     ));
-    eprintln!(
+    out.say(&format!(
         "Populating {} with {} 32M files ({})",
         dir.display(),
         files.nr_files(),
         format_size(files.size() as f64)
-    );
+    ));
+    let first_phase = if search_single {
+        Phase::BenchCpuSinglePrep
+    } else if search_cpu {
+        Phase::BenchCpuSaturationPrep
+    } else if bo.mem {
+        Phase::BenchMemPrep
+    } else {
+        Phase::Prep
+    };
+    write_report(first_phase, Stat::default(), 0.0)?;
     let t0 = Instant::now();
     let prepared = files
-        .prepare(&mut progress_printer())
+        .prepare(&mut out.progress("testfiles"))
         .map_err(anyhow::Error::msg)?;
-    eprintln!(
+    out.say(&format!(
         "testfiles: {} created, {} reused in {:.1}s",
         prepared.created,
         prepared.reused,
         t0.elapsed().as_secs_f64()
-    );
+    ));
     if !a.keep_cache {
+        out.say("Dropping page cache for testfiles");
         files.drop_cache();
     }
     if a.prepare {
         return Ok(HashdEnd::Helper);
     }
+    // Before the memory bench (not in its short form): warm the page cache
+    // with the hottest test file pages.
+    let preload = |files: &TestFiles| -> Result<(), String> {
+        if a.bench_test {
+            return Ok(());
+        }
+        let size = bo.preload.unwrap_or_else(|| {
+            let file_frac = bo.file_frac.unwrap_or(Params::default().file_frac);
+            ((args.size / 4) as f64 * (file_frac * 2.0).min(1.0)) as u64
+        });
+        out.say(&format!(
+            "Preloading {} into cache",
+            format_size(size as f64)
+        ));
+        files
+            .preload(size, &mut out.progress("Preloading testfiles"))
+            .map(|_| ())
+            .map_err(|e| format!("preloading the test files: {e}"))
+    };
 
+    // The single-CPU bench first times the hashing to start near the size.
+    let mut single_size = base.file_size_mean;
+    if search_single {
+        let size = if a.bench_test {
+            search::TIME_HASH_SIZE_TEST
+        } else {
+            search::TIME_HASH_SIZE
+        };
+        let mut last_chunk = 1;
+        let mut same = 0;
+        let mut p = base.clone();
+        for _ in 0..10 {
+            let per_byte = time_hash(&files, size, p.chunk_pages).map_err(anyhow::Error::msg)?;
+            p.file_size_mean = search::calc_file_size_mean(&base, per_byte);
+            p.chunk_pages = search::calc_chunk_pages(&Params {
+                file_size_mean: p.file_size_mean,
+                ..base.clone()
+            });
+            if p.chunk_pages == last_chunk {
+                same += 1;
+                if same >= 2 {
+                    break;
+                }
+            } else {
+                last_chunk = p.chunk_pages;
+                same = 0;
+            }
+        }
+        single_size = (p.file_size_mean as f64 * 1.05) as usize;
+        if bo.chunk_pages.is_none() {
+            base.chunk_pages = p.chunk_pages;
+        }
+        out.say(&format!(
+            "time_hash: {} hashed, starting at hash size {} chunk {} pages",
+            format_size(size as f64),
+            format_size(single_size as f64),
+            p.chunk_pages
+        ));
+    }
+
+    let start_params = if search_single {
+        single_params(&base, single_size)
+    } else if search_cpu {
+        cpu_params(&base)
+    } else if bench {
+        mem_params(&base, bo.rps_max.unwrap_or(base.rps_max), 1.0)
+    } else {
+        params.clone()
+    };
     let mut log = match &args.log_dir {
         Some(d) => Some(
-            HashLog::start(Path::new(d), 1 << 30, args.log_size, params.log_padding())
-                .map_err(anyhow::Error::msg)?,
+            HashLog::start(
+                Path::new(d),
+                1 << 30,
+                args.log_size,
+                start_params.log_padding(),
+            )
+            .map_err(anyhow::Error::msg)?,
         ),
         None => None,
     };
-    let mut hashd =
-        Hashd::new(args.clone(), params.clone(), files, nr_cpus).map_err(anyhow::Error::msg)?;
-    let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &params);
-    eprintln!(
+    let preload_files = files.clone();
+    let mut hashd = Hashd::new(args.clone(), start_params.clone(), files, nr_cpus)
+        .map_err(anyhow::Error::msg)?;
+    let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &start_params);
+    out.say(&format!(
         "Starting hasher (maxcon={} lat={:.1}ms rps={} file={} anon={})",
-        params.concurrency_max,
-        params.lat_target * 1000.0,
-        params.rps_target,
+        start_params.concurrency_max,
+        start_params.lat_target * 1000.0,
+        start_params.rps_target,
         format_size(file as f64),
         format_size(anon as f64)
-    );
+    ));
     let padding = log.as_ref().map(|l| l.padding_handle());
-    let report_path = args.report.clone().map(PathBuf::from);
     let start = Instant::now();
     let mut status = Status::default();
     // Status lines every `interval` seconds of control periods (counting
     // periods: timing each from the last print would skip a line whenever
     // a period ends a hair under a second after it).
     let mut periods_since_status = 0u32;
-    let period = params.control_period;
+    let period = start_params.control_period;
     let mut history: Vec<Stat> = Vec::new();
     let mut report_error = None;
-    let mut search = if bench_cpu {
+    let new_mem_search = |rps_max: u32| {
+        let mut m = MemSearch::new(rps_max, a.bench_grain, a.bench_test);
+        m.set_rotational(rotational);
+        m
+    };
+    let lat_target = base.lat_target;
+    let new_cpu_search = || {
         let cfg = if a.bench_test {
             ConvergeCfg::TEST
         } else {
             ConvergeCfg::CPU
         };
         let rounds = if a.bench_test { 2 } else { 5 };
-        Search::Cpu(CpuSearch::new(cfg, params.lat_target, rounds))
-    } else if bench_mem {
-        let m = MemSearch::new(params.rps_max, a.bench_grain, a.bench_test);
-        hashd.set_params(mem_params(params.rps_max, m.frac()));
+        CpuSearch::new(cfg, lat_target, rounds)
+    };
+    let mut search = if search_single {
+        let cfg = if a.bench_test {
+            ConvergeCfg::SINGLE_TEST
+        } else {
+            ConvergeCfg::CPU_SINGLE
+        };
+        let s = SingleSearch::new(cfg, if a.bench_test { 2 } else { 10 }, single_size);
+        out.say(&s.header());
+        Search::Single(s)
+    } else if search_cpu {
+        Search::Cpu(new_cpu_search())
+    } else if bo.mem {
+        let m = new_mem_search(bo.rps_max.unwrap_or(base.rps_max));
+        preload(&preload_files).map_err(anyhow::Error::msg)?;
+        hashd.set_params(mem_params(
+            &base,
+            bo.rps_max.unwrap_or(base.rps_max),
+            m.frac(),
+        ));
         Search::Mem(m)
     } else {
         Search::None
     };
-    let mut found: Option<(u32, bool)> =
-        (bench_mem && !bench_cpu).then_some((params.rps_max, true));
+    // rps_max (and whether it met the target) once known.
+    let mut found: Option<(u32, bool)> = match (bo.rps_max, search_cpu, bench) {
+        (Some(r), _, _) => Some((r, true)),
+        (None, false, true) if bo.mem => Some((base.rps_max, true)),
+        _ => None,
+    };
+    let mut found_single: Option<(usize, bool)> = None;
     let mut found_mem: Option<f64> = None;
     let mut mem_probes = Vec::new();
     let mut phase = match &search {
+        Search::Single(_) => Phase::BenchCpuSingle,
         Search::Cpu(_) => Phase::BenchCpuSaturation,
         Search::Mem(_) => Phase::BenchMemUp,
         Search::None => Phase::Running,
+    };
+    let single_line = |base: &Params| {
+        format!(
+            "[ Single cpu result: hash size {}, anon access {}, chunk {} pages ]",
+            format_size(base.file_size_mean as f64),
+            format_size(base.file_size_mean as f64 * base.anon_size_ratio),
+            base.chunk_pages
+        )
     };
     let result = hashd.run(
         &mut |c| {
@@ -373,9 +834,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
         &mut |s| {
             history.push(s.clone());
             status.add(s);
-            if let Some(p) = &report_path
-                && let Err(e) = Report::new(phase, s.clone()).save(p)
-            {
+            if let Err(e) = write_report(phase, s.clone(), 1.0) {
                 report_error = Some(e);
                 return Tick::Stop;
             }
@@ -383,7 +842,12 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             if args.interval > 0
                 && f64::from(periods_since_status) * period >= f64::from(args.interval) - 1e-9
             {
-                println!("{}", status.line(s));
+                let mut l = status.line(s);
+                if a.verbose > 0 {
+                    l.push_str(&verbose_detail(s));
+                }
+                println!("{l}");
+                out.log(&l);
                 periods_since_status = 0;
             }
             if cancel.is_stopped()
@@ -392,20 +856,76 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             {
                 return Tick::Stop;
             }
-            let mut line = |l: String| eprintln!("{l}");
+            let mut line = |mut l: String| {
+                if a.verbose > 0 && l.starts_with('[') && l.contains("] lat:") {
+                    l.push_str(&format!(" con:{:.1}", s.concurrency));
+                    l.push_str(&verbose_detail(s));
+                }
+                out.say(&l);
+            };
+            // Starts the search after the single-CPU bench.
+            let after_single = |search: &mut Search,
+                                phase: &mut Phase,
+                                base: &Params,
+                                found: Option<(u32, bool)>|
+             -> Tick {
+                if search_cpu {
+                    *search = Search::Cpu(new_cpu_search());
+                    *phase = Phase::BenchCpuSaturation;
+                    return Tick::Params(Box::new(cpu_params(base)));
+                }
+                if bo.mem {
+                    let rps_max = found.map(|f| f.0).unwrap_or(base.rps_max);
+                    let m = new_mem_search(rps_max);
+                    if let Err(e) = preload(&preload_files) {
+                        out.say(&e);
+                    }
+                    let p = mem_params(base, rps_max, m.frac());
+                    *search = Search::Mem(m);
+                    *phase = Phase::BenchMemUp;
+                    return Tick::Params(Box::new(p));
+                }
+                Tick::Stop
+            };
             match &mut search {
+                // A bench with every value given: nothing to search.
+                Search::None if bench => return Tick::Stop,
                 Search::None => {}
+                Search::Single(c) => match c.push(s.lat.ctl, s.rps, &mut line) {
+                    SingleStep::Continue => return Tick::Continue,
+                    SingleStep::Probe(size) => {
+                        return Tick::Params(Box::new(single_params(&base, size)));
+                    }
+                    SingleStep::Done(size, met) => {
+                        if !met {
+                            out.say(
+                                "[ Single cpu bench failed to converge, using the last value ]",
+                            );
+                        }
+                        found_single = Some((size, met));
+                        base.file_size_mean = size;
+                        if bo.chunk_pages.is_none() {
+                            base.chunk_pages = search::calc_chunk_pages(&base);
+                        }
+                        out.say(&single_line(&base));
+                        return after_single(&mut search, &mut phase, &base, found);
+                    }
+                },
                 Search::Cpu(c) => {
                     let Some(r) = c.push(s.lat.ctl, s.rps, &mut line) else {
                         return Tick::Continue;
                     };
                     found = Some(r);
-                    if !bench_mem {
+                    out.say(&format!("[ CPU saturation result: rps {} ]", r.0));
+                    if !bo.mem {
                         return Tick::Stop;
                     }
-                    eprintln!("rps_max {}: searching the memory footprint", r.0);
-                    let m = MemSearch::new(r.0, a.bench_grain, a.bench_test);
-                    let p = mem_params(r.0, m.frac());
+                    out.say(&format!("rps_max {}: searching the memory footprint", r.0));
+                    let m = new_mem_search(r.0);
+                    let p = mem_params(&base, r.0, m.frac());
+                    if let Err(e) = preload(&preload_files) {
+                        out.say(&e);
+                    }
                     search = Search::Mem(m);
                     phase = Phase::BenchMemUp;
                     return Tick::Params(Box::new(p));
@@ -421,7 +941,7 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
                         MemStep::Continue => return Tick::Continue,
                         MemStep::Probe(f) => {
                             let rps_max = found.map(|f| f.0).unwrap_or(0);
-                            return Tick::Params(Box::new(mem_params(rps_max, f)));
+                            return Tick::Params(Box::new(mem_params(&base, rps_max, f)));
                         }
                         MemStep::Done(f) => {
                             found_mem = Some(f);
@@ -434,13 +954,13 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             if let Some(f) = params_file.as_mut() {
                 match f.poll() {
                     Some(Ok(p)) => {
-                        eprintln!("Reloaded params file {}", f.path.display());
+                        out.say(&format!("Reloaded params file {}", f.path.display()));
                         if let Some(pad) = &padding {
                             pad.store(p.log_padding(), std::sync::atomic::Ordering::Relaxed);
                         }
                         return Tick::Params(Box::new(p));
                     }
-                    Some(Err(e)) => eprintln!("warning: params not reloaded: {e}"),
+                    Some(Err(e)) => out.say(&format!("warning: params not reloaded: {e}")),
                     None => {}
                 }
             }
@@ -455,25 +975,36 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
         anyhow::bail!(e);
     }
     // Bench results are kept only when each requested search finished.
-    let complete = (!bench_cpu || found.is_some()) && (!bench_mem || found_mem.is_some());
+    let complete = (!search_single || found_single.is_some())
+        && (!search_cpu || found.is_some())
+        && (!bo.mem || found_mem.is_some());
+    if !search_single && bo.single && complete {
+        // The hash size was given: only chunk_pages was derived.
+        out.say(&single_line(&base));
+    }
+    let single = bo.single.then(|| SingleResult {
+        hash_size: base.file_size_mean as u64,
+        chunk_pages: base.chunk_pages,
+        converged: found_single.map(|f| f.1).unwrap_or(!search_single),
+    });
     let mut bench_result = None;
-    if let (Some((rps_max, met)), true) = (found, bench && complete) {
+    let searched = bo.cpu || bo.mem;
+    if bench && complete {
+        let rps_max = found.map(|f| f.0).unwrap_or(saved_params.rps_max);
         let mem_frac = found_mem.unwrap_or(saved_params.mem_frac);
-        let (file, anon) = super::engine::footprint(
-            &args,
-            hashd.files.size(),
-            &Params {
-                mem_frac,
-                ..saved_params.clone()
-            },
-        );
+        let kept = Params {
+            rps_max,
+            mem_frac,
+            ..base.clone()
+        };
+        let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &kept);
         let r = BenchResult {
             rps_max,
-            converged: met,
+            converged: found.is_none_or(|f| f.1),
             footprint_bytes: file + anon,
             mem_frac,
-            hash_size: saved_params.file_size_mean as u64,
-            mem: bench_mem.then(|| MemResult {
+            hash_size: kept.file_size_mean as u64,
+            mem: bo.mem.then(|| MemResult {
                 mem_size: args.size,
                 probes: mem_probes
                     .iter()
@@ -486,27 +1017,26 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
                     .collect(),
             }),
         };
-        eprintln!("{}", r.line());
-        if let Some(f) = &params_file {
-            let p = Params {
-                rps_max,
-                mem_frac,
-                ..saved_params.clone()
-            };
-            params::save_params(&f.path, &p).map_err(anyhow::Error::msg)?;
-            eprintln!("bench results saved in {}", f.path.display());
+        if searched {
+            out.say(&r.line());
         }
-        bench_result = Some(r);
+        if let Some(f) = &params_file {
+            params::save_params(&f.path, &kept).map_err(anyhow::Error::msg)?;
+            out.say(&format!("bench results saved in {}", f.path.display()));
+        }
+        bench_result = searched.then_some(r);
     }
     let interrupted = cancel.is_stopped();
     let error = result.err();
     if let Some(e) = &error {
-        eprintln!("hashd failed: {e}");
+        out.say(&format!("hashd failed: {e}"));
     }
     let record = HashdRecord {
         summary: HashdSummary::of(&history),
         bench: bench.then_some(BenchRecord {
             result: bench_result,
+            single: if complete { single } else { None },
+            searched,
         }),
         elapsed_secs: start.elapsed().as_secs_f64(),
         testfiles_created: prepared.created,
@@ -554,8 +1084,30 @@ pub struct HashdSummary {
 /// A `--bench*` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRecord {
-    /// `None` unless every requested search finished.
+    /// `None` unless every requested search finished (and one of the
+    /// rps_max and memory searches was asked for).
     pub result: Option<BenchResult>,
+    /// With `--bench-cpu-single`, once it finished.
+    #[serde(default)]
+    pub single: Option<SingleResult>,
+    /// The rps_max or memory search was asked for (false: the single-CPU
+    /// bench alone).
+    #[serde(default = "yes")]
+    pub searched: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What the single-CPU bench found (or was given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SingleResult {
+    /// Mean file bytes per request (`file_size_mean`).
+    pub hash_size: u64,
+    pub chunk_pages: usize,
+    /// False when a request's latency missed 15 ms by more than 5%.
+    pub converged: bool,
 }
 
 /// What the searches found.
@@ -607,6 +1159,14 @@ pub struct HashdMetrics {
     pub rps_max_converged: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rps_max: Option<u32>,
+    /// With `--bench-cpu-single`: the hash size (file_size_mean), its
+    /// chunk_pages, and whether a lone request met 15 ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_pages: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_size_converged: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_frac: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -669,6 +1229,22 @@ impl BenchResult {
     }
 }
 
+impl SingleResult {
+    /// The single-CPU bench's result line.
+    pub fn line(&self) -> String {
+        format!(
+            "[ Single cpu result: hash size {}, chunk {} pages{} ]",
+            format_size(self.hash_size as f64),
+            self.chunk_pages,
+            if self.converged {
+                ""
+            } else {
+                " (failed to converge to 15 ms)"
+            }
+        )
+    }
+}
+
 impl HashdRecord {
     /// Neither stopped nor failed.
     pub fn success(&self) -> bool {
@@ -680,6 +1256,7 @@ impl HashdRecord {
         let s = &self.summary;
         let found = self.bench.as_ref().and_then(|b| b.result.as_ref());
         let mem = found.and_then(|r| r.mem.as_ref());
+        let single = self.bench.as_ref().and_then(|b| b.single.as_ref());
         HashdMetrics {
             periods: s.periods,
             rps: s.rps,
@@ -691,8 +1268,12 @@ impl HashdRecord {
             rps_max_converged: self
                 .bench
                 .as_ref()
+                .filter(|b| b.searched)
                 .map(|b| b.result.as_ref().is_some_and(|r| r.converged)),
             rps_max: found.map(|r| r.rps_max),
+            hash_size: single.map(|s| s.hash_size),
+            chunk_pages: single.map(|s| s.chunk_pages),
+            hash_size_converged: single.map(|s| s.converged),
             mem_frac: mem.and(found).map(|r| r.mem_frac),
             mem_size: mem.map(|m| m.mem_size),
             mem_probes: mem.map(|m| {
@@ -718,9 +1299,16 @@ impl HashdRecord {
     /// A short summary of the run: the bench results line hashd printed,
     /// the means it reports, and how it ended.
     pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if let Some(s) = self.bench.as_ref().and_then(|b| b.single.as_ref()) {
+            writeln!(out, "{}", s.line())?;
+        }
         if let Some(r) = self.bench.as_ref().and_then(|b| b.result.as_ref()) {
             writeln!(out, "{}", r.line())?;
-        } else if self.bench.is_some() {
+        } else if self
+            .bench
+            .as_ref()
+            .is_some_and(|b| b.searched || b.single.is_none())
+        {
             writeln!(out, "hashd: the bench did not finish its searches")?;
         }
         let s = &self.summary;

@@ -131,7 +131,9 @@ pub struct Control {
 impl Control {
     pub fn new(p: &Params, nr_cpus: usize) -> Control {
         Control {
-            concurrency: (nr_cpus as f64 / 2.0).max(1.0),
+            concurrency: (nr_cpus as f64 / 2.0)
+                .min(f64::from(p.concurrency_max))
+                .max(1.0),
             cmax: f64::from(p.concurrency_max),
             lat_pid: Pid::new(p.lat_pid.kp, p.lat_pid.ki, p.lat_pid.kd, 0.1, 1.0, 1.0),
             rps_pid: Pid::new(p.rps_pid.kp, p.rps_pid.ki, p.rps_pid.kd, 1.0, 1.0, 1.0),

@@ -15,12 +15,32 @@ use std::path::Path;
 pub enum Phase {
     Prep,
     Running,
+    BenchCpuSinglePrep,
+    BenchCpuSingle,
     BenchCpuSaturationPrep,
     BenchCpuSaturation,
     BenchMemPrep,
     BenchMemUp,
     BenchMemBisect,
     BenchMemRefine,
+}
+
+impl Phase {
+    /// Upstream's short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Prep => "prep",
+            Phase::Running => "run",
+            Phase::BenchCpuSinglePrep => "1cpu-prep",
+            Phase::BenchCpuSingle => "1cpu",
+            Phase::BenchCpuSaturationPrep => "cpu-prep",
+            Phase::BenchCpuSaturation => "cpu",
+            Phase::BenchMemPrep => "mem-prep",
+            Phase::BenchMemUp => "mem-up",
+            Phase::BenchMemBisect => "mem-bisect",
+            Phase::BenchMemRefine => "mem-refine",
+        }
+    }
 }
 
 /// The report file.

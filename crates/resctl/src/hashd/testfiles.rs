@@ -176,6 +176,22 @@ impl TestFiles {
         f.write_all_at(&v.to_le_bytes(), off)
     }
 
+    /// Pulls the first `size` bytes' worth of whole files into the page
+    /// cache, one byte a page, the last file first (the hottest pages are
+    /// read last); `progress(done, total)` bytes after each file.
+    pub fn preload(&self, size: u64, progress: &mut dyn FnMut(u64, u64)) -> std::io::Result<u64> {
+        let n = (size / TESTFILE_UNIT).min(self.nr_files);
+        let mut b = [0u8; 1];
+        for (done, i) in (0..n).rev().enumerate() {
+            let f = self.file(i)?;
+            for page in 0..TESTFILE_UNIT / 4096 {
+                f.read_exact_at(&mut b, page * 4096)?;
+            }
+            progress((done as u64 + 1) * TESTFILE_UNIT, n * TESTFILE_UNIT);
+        }
+        Ok(n * TESTFILE_UNIT)
+    }
+
     /// Removes files named like test files from the directory.
     pub fn clear(dir: &Path) -> std::io::Result<u64> {
         let mut n = 0;
@@ -194,6 +210,43 @@ impl TestFiles {
     }
 }
 
+/// Whether the block device holding `path` (a file or folder; a block
+/// device node itself when `node`) is rotational, from sysfs; false when
+/// unknown.
+pub fn is_rotational(path: &Path, node: bool) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(md) = std::fs::metadata(path) else {
+        return false;
+    };
+    let dev = if node { md.rdev() } else { md.dev() };
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let base = format!("/sys/dev/block/{major}:{minor}");
+    // A partition's queue is its disk's.
+    [
+        format!("{base}/queue/rotational"),
+        format!("{base}/../queue/rotational"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .is_some_and(|v| v.trim() == "1")
+}
+
+/// Whether any active swap device (or the device a swap file is on) is
+/// rotational.
+pub fn is_swap_rotational() -> bool {
+    let Ok(swaps) = std::fs::read_to_string("/proc/swaps") else {
+        return false;
+    };
+    swaps.lines().skip(1).any(|l| {
+        let mut w = l.split_whitespace();
+        match (w.next(), w.next()) {
+            (Some(name), Some(kind)) => is_rotational(Path::new(name), kind == "partition"),
+            _ => false,
+        }
+    })
+}
+
 /// Fills `buf` with test data: in each 512-byte block, the first
 /// (1 - comp) share of the 64 words random, the rest zero.
 pub fn fill_random<R: Rng>(buf: &mut [u8], comp: f64, rng: &mut R) {
@@ -208,6 +261,20 @@ pub fn fill_random<R: Rng>(buf: &mut [u8], comp: f64, rng: &mut R) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preload_reads_whole_files_up_to_the_size() {
+        let d = tempfile::tempdir().unwrap();
+        let tf = TestFiles::new(d.path(), 2 * TESTFILE_UNIT, 0.0);
+        tf.prepare(&mut |_, _| {}).unwrap();
+        let mut seen = Vec::new();
+        let n = tf
+            .preload(5 * TESTFILE_UNIT, &mut |d, t| seen.push((d, t)))
+            .unwrap();
+        assert_eq!(n, 2 * TESTFILE_UNIT);
+        assert_eq!(seen.last(), Some(&(2 * TESTFILE_UNIT, 2 * TESTFILE_UNIT)));
+        assert_eq!(tf.preload(TESTFILE_UNIT - 1, &mut |_, _| {}).unwrap(), 0);
+    }
 
     #[test]
     fn files_are_laid_out_reused_and_read_by_page() {
