@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 /// The header upstream's FeedSim driver writes.
 pub const HEADER: &str = "duration_secs,total_queries,requested_qps,achieved_qps,total_bytes_rx,total_bytes_tx,rx_MBps,tx_MBps,min_ms,avg_ms,50p_ms,90p_ms,95p_ms,99p_ms,99.9p_ms";
 
-/// Formats one probe as a CSV row (no newline). MB is 10^6 bytes.
+/// Formats one probe as a CSV row (no newline), with upstream's
+/// search_qps.sh formats: the duration in whole seconds (`%d`), rates and
+/// MB/s with two decimals (`%.2f`), latencies with three (`%.3f`). MB is
+/// 10^6 bytes.
 pub fn row(p: &ProbeRecord) -> String {
     let mbps = |b: u64| {
         if p.duration_secs > 0.0 {
@@ -20,8 +23,8 @@ pub fn row(p: &ProbeRecord) -> String {
     };
     let l = &p.latency;
     format!(
-        "{:.3},{},{:.3},{:.3},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
-        p.duration_secs,
+        "{},{},{:.2},{:.2},{},{},{:.2},{:.2},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
+        p.duration_secs.round() as u64,
         p.total_queries,
         p.requested_qps,
         p.achieved_qps,
@@ -108,8 +111,12 @@ mod tests {
         let r = row(&p);
         let cols: Vec<&str> = r.split(',').collect();
         assert_eq!(cols.len(), 15);
+        // search_qps.sh's formats: %d,%d,%.2f,%.2f,%d,%d,%.2f,%.2f,%.3f...
+        assert_eq!(cols[0], "2");
         assert_eq!(cols[1], "200");
-        assert_eq!(cols[6], "2.000"); // 4e6 B over 2 s = 2 MB/s
+        assert_eq!(cols[2].split('.').nth(1).map(str::len), Some(2), "{r}");
+        assert_eq!(cols[3].split('.').nth(1).map(str::len), Some(2), "{r}");
+        assert_eq!(cols[6], "2.00"); // 4e6 B over 2 s = 2 MB/s
         assert_eq!(cols[12], "12.500");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("feedsim_results.txt");
