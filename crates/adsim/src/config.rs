@@ -107,6 +107,11 @@ enum Ty {
     Csv,
     /// One of the given strings.
     Choice(&'static [&'static str]),
+    /// The `Client`/`ClientLite` downstream list: a non-empty array of
+    /// `{"host": H, "port": P}` objects, `H` a string or a non-empty array
+    /// of strings, `P` a port or a non-empty array of ports, at most one of
+    /// the two an array.
+    Services,
 }
 
 impl Ty {
@@ -122,6 +127,7 @@ impl Ty {
             Ty::PosList => "a non-empty array of integers >= 1".into(),
             Ty::Csv => "a comma-separated list in a string, such as \"100000,200000\"".into(),
             Ty::Choice(c) => format!("one of {}", c.join(", ")),
+            Ty::Services => "a non-empty array of {\"host\": H, \"port\": P} objects (H a host name or address, or a non-empty array of them; P a port 1-65535, or a non-empty array of ports; at most one of the two an array)".into(),
         }
     }
 
@@ -146,6 +152,30 @@ impl Ty {
                 }) || v.is_number()
             }
             Ty::Choice(c) => v.as_str().is_some_and(|s| c.contains(&s)),
+            Ty::Services => v.as_array().is_some_and(|a| {
+                let port = |v: &Value| v.as_u64().is_some_and(|n| (1..=65_535).contains(&n));
+                let host = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
+                let all = |v: &Value, f: &dyn Fn(&Value) -> bool| {
+                    v.as_array()
+                        .is_some_and(|a| !a.is_empty() && a.iter().all(f))
+                };
+                !a.is_empty()
+                    && a.iter().all(|s| {
+                        let Some(o) = s.as_object() else {
+                            return false;
+                        };
+                        let (Some(h), Some(p)) = (o.get("host"), o.get("port")) else {
+                            return false;
+                        };
+                        o.len() == 2
+                            && match (h.is_array(), p.is_array()) {
+                                (false, false) => host(h) && port(p),
+                                (true, false) => all(h, &host) && port(p),
+                                (false, true) => host(h) && all(p, &port),
+                                (true, true) => false,
+                            }
+                    })
+            }),
         }
     }
 }
@@ -201,6 +231,18 @@ const SERDE: &[P] = &[
     opt("niters", Ty::Pos),
     opt("input", Ty::Str),
     opt("output", Ty::Str),
+];
+
+/// `Client` and `ClientLite`: the downstream services and, as `Shape`,
+/// the request sizes (needed only with an `H...` input, checked by the
+/// kernel); `tls` is ours.
+const CLIENT: &[P] = &[
+    req("services", Ty::Services),
+    opt("quantiles", Ty::NumList),
+    opt("sizes", Ty::NumList),
+    opt("str_vec_len", Ty::Pos),
+    opt("input", Ty::Str),
+    opt("tls", Ty::Bool),
 ];
 
 /// Every kernel kind, with its parameters (upstream's names).
@@ -381,6 +423,14 @@ const KERNELS: &[KernelDef] = &[
             opt("num_pregenerated_batches", Ty::Pos),
             opt("input", Ty::Str),
         ],
+    },
+    KernelDef {
+        name: "Client",
+        params: CLIENT,
+    },
+    KernelDef {
+        name: "ClientLite",
+        params: CLIENT,
     },
     KernelDef {
         name: "Shape",

@@ -872,3 +872,205 @@ fn the_new_kernels_run_in_a_server_pipeline() {
         "{m}"
     );
 }
+
+/// A downstream for the Client kernels: `rackbench adsim server` on both
+/// loopbacks answering every request with a 64-byte string. Its stderr
+/// lines arrive on the channel.
+struct Downstream {
+    child: Child,
+    port: u16,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Downstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const DOWNSTREAM: &str = r#"{"port": 0, "Kernels": [{"name": "Shape", "pool": "IOHandle",
+  "params": {"input": "Hreply", "quantiles": [0, 1], "sizes": [64, 64]}}]}"#;
+
+fn start_downstream(dir: &Path, extra: &[&str]) -> Downstream {
+    std::fs::write(dir.join("downstream.json"), DOWNSTREAM).unwrap();
+    let mut child = rackbench(dir)
+        .args([
+            "adsim",
+            "server",
+            "--config",
+            "downstream.json",
+            "--timeout",
+            "300",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut port = None;
+    let t = Instant::now();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120).saturating_sub(t.elapsed()))
+            .expect("the downstream server did not come up");
+        if let Some(p) = line.strip_prefix("adsim server: listening on ") {
+            let addr = p.split([';', ' ']).next().unwrap_or("");
+            port = addr.rsplit(':').next().and_then(|x| x.parse::<u16>().ok());
+        }
+        if line.contains("serving on") {
+            break;
+        }
+    }
+    Downstream {
+        child,
+        port: port.expect("the listening line comes first"),
+        lines,
+    }
+}
+
+/// Stops the downstream with Ctrl-C and returns the requests it served
+/// (all of them successful).
+fn stop_downstream(ds: Downstream) -> u64 {
+    let pid = libc::pid_t::try_from(ds.child.id()).unwrap();
+    // SAFETY: signalling our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let t = Instant::now();
+    loop {
+        let line = ds
+            .lines
+            .recv_timeout(Duration::from_secs(30).saturating_sub(t.elapsed()))
+            .expect("the downstream did not say how many requests it served");
+        if let Some(rest) = line.strip_prefix("adsim server: stopped after ") {
+            let mut w = rest.split(' ');
+            let n: u64 = w.next().unwrap().parse().unwrap();
+            assert!(rest.contains("(0 failed)"), "{line}");
+            return n;
+        }
+    }
+}
+
+#[test]
+fn client_kernels_fan_out_to_a_real_downstream_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ds = start_downstream(d, &[]);
+    let port = ds.port;
+    // Client: two services (the downstream on both loopbacks), requests of
+    // 100 bytes from the size CDF, replies of 64: 2 x 164 bytes per fire.
+    let client = kernel_alone(
+        d,
+        "Client",
+        &format!(
+            r#"{{"services": [{{"host": ["127.0.0.1", "::1"], "port": {port}}}], "quantiles": [0, 1], "sizes": [100, 100]}}"#
+        ),
+        "1",
+    );
+    assert_eq!(
+        client["bytes_per_fire"].as_f64().unwrap(),
+        2.0 * 164.0,
+        "{client}"
+    );
+    // ClientLite: three services (one address, the port listed three
+    // times) on connections made once, echoing the kernel command's
+    // 4096-byte request body: 3 x (4096 + 64) bytes per fire.
+    let lite = kernel_alone(
+        d,
+        "ClientLite",
+        &format!(
+            r#"{{"services": [{{"host": "127.0.0.1", "port": [{port}, {port}, {port}]}}], "input": "Rbody"}}"#
+        ),
+        "2",
+    );
+    assert_eq!(
+        lite["bytes_per_fire"].as_f64().unwrap(),
+        3.0 * 4160.0,
+        "{lite}"
+    );
+    // One RPC per service per fire, the warm-up fire (one per thread)
+    // included.
+    let fires = |v: &Value| v["fires"].as_u64().unwrap() + v["threads"].as_u64().unwrap();
+    let expected = 2 * fires(&client) + 3 * fires(&lite);
+    assert_eq!(stop_downstream(ds), expected, "{client}\n{lite}");
+}
+
+#[test]
+fn client_kernels_speak_tls_when_asked_and_name_a_downstream_they_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ds = start_downstream(d, &["--tls", "--bind", "127.0.0.1"]);
+    let port = ds.port;
+    let services = format!(r#"[{{"host": "127.0.0.1", "port": {port}}}]"#);
+    let v = kernel_alone(
+        d,
+        "ClientLite",
+        &format!(r#"{{"services": {services}, "input": "Rbody", "tls": true}}"#),
+        "1",
+    );
+    assert_eq!(v["bytes_per_fire"].as_f64().unwrap(), 4160.0, "{v}");
+    // Plaintext against the TLS server: refused, naming the service.
+    let out = rackbench(d)
+        .args(["adsim", "kernel", "Client", "--seconds", "0.2", "--params"])
+        .arg(format!(r#"{{"services": {services}, "input": "Rbody"}}"#))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let se = text(&out.stderr);
+    assert!(se.contains(&format!("127.0.0.1:{port}")), "{se}");
+    let served = stop_downstream(ds);
+    assert_eq!(served, v["fires"].as_u64().unwrap() + 1, "{v}");
+}
+
+#[test]
+fn client_kernels_refuse_bad_params_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (kernel, params, named) in [
+        ("Client", r#"{"input": "Rbody"}"#, "params.services"),
+        (
+            "ClientLite",
+            r#"{"services": [{"host": "127.0.0.1"}], "input": "Rbody"}"#,
+            "params.services",
+        ),
+        (
+            "Client",
+            r#"{"services": [{"host": "127.0.0.1", "port": 70000}], "input": "Rbody"}"#,
+            "params.services",
+        ),
+        (
+            "Client",
+            r#"{"services": [{"host": "127.0.0.1", "port": 1}]}"#,
+            "params.quantiles",
+        ),
+        (
+            "ClientLite",
+            r#"{"services": [{"host": "127.0.0.1", "port": 1}], "input": "Rbody", "tls": "yes"}"#,
+            "params.tls",
+        ),
+    ] {
+        let out = rackbench(d)
+            .args([
+                "adsim",
+                "kernel",
+                kernel,
+                "--seconds",
+                "0.2",
+                "--params",
+                params,
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{kernel} {params} was accepted");
+        let se = text(&out.stderr);
+        assert!(se.contains(named), "{kernel} {params}: {se}");
+    }
+}

@@ -15,6 +15,7 @@
 //! the server awaits them on its timer, like upstream's futures sleep.
 
 pub mod bench;
+pub mod client;
 pub mod codec;
 pub mod concurrent_hash_map;
 pub mod data;
@@ -441,6 +442,8 @@ pub fn build(
         "TensorDeser" => Box::new(tensordeser::TensorDeser::new(&p, h, fidx)?),
         "ConcurrentHashMap" => Box::new(concurrent_hash_map::ConcurrentHashMap::new(&p, h, fidx)?),
         "Rebatch" => Box::new(rebatch::Rebatch::new(&p, h, fidx)?),
+        "Client" => Box::new(client::RpcClient::new(&p, h, rand, false)?),
+        "ClientLite" => Box::new(client::RpcClient::new(&p, h, rand, true)?),
         "GEMM" | "Embedding" | "DenseFP32" | "Interaction" | "Features" => {
             ml::build(name, &p, h, rand)?
         }
