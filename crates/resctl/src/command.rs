@@ -142,7 +142,7 @@ const COMMANDS: &[&str] = &["run", "format", "summary", "deps", "doc"];
 fn doc(subject: Option<&str>) -> Result<String, String> {
     Ok(match subject {
         None | Some("specs") => format!(
-            "{HELP}\n\nBenches:\n{}\nSubjects: specs, sysreqs, cgroups, and each bench kind.\n",
+            "{HELP}\n\nBenches:\n{}\nSubjects: specs, sysreqs, cgroups, common, shadow-inode, and each bench kind.\n",
             job::BENCHES
                 .iter()
                 .map(|b| format!("  {:14} {}\n", b.kind(), b.about()))
@@ -175,11 +175,13 @@ and stamped in every result:
 Children (hashd, the hog) join their cgroup before they exec; no systemd is needed.
 "
         .to_string(),
+        Some("common") => crate::bench::topics::COMMON_DOC.to_string(),
+        Some("shadow-inode") => crate::bench::topics::SHADOW_INODE_DOC.to_string(),
         Some(other) => match job::bench(other) {
             Ok(b) => b.doc().to_string(),
             Err(_) => {
                 return Err(format!(
-                    "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, {}",
+                    "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, common, shadow-inode, {}",
                     job::BENCHES
                         .iter()
                         .map(|b| b.kind())

@@ -8,14 +8,18 @@
 //! - [`knobs`]: what benches hand on (hashd's knobs, the IO cost model,
 //!   the memory profile) and the per-job system info;
 //! - [`hashd_params`], [`iocost_params`], [`protection`], [`storage`]: the
-//!   benches.
+//!   benches; [`iocost_qos`]: iocost-qos and iocost-tune (specs and
+//!   requirements checked, running refused);
+//! - [`topics`]: the `doc common` and `doc shadow-inode` texts.
 
 pub mod common;
 pub mod hashd_params;
 pub mod iocost_params;
+pub mod iocost_qos;
 pub mod job;
 pub mod knobs;
 pub mod metrics;
 pub mod protection;
 pub mod registry;
 pub mod storage;
+pub mod topics;

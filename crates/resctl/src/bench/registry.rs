@@ -3,6 +3,7 @@
 use super::common::Bench;
 use super::hashd_params::HashdParamsBench;
 use super::iocost_params::IoCostParamsBench;
+use super::iocost_qos::{IoCostQosBench, IoCostTuneBench};
 use super::protection::run::ProtectionBench;
 use super::storage::StorageBench;
 
@@ -10,6 +11,8 @@ use super::storage::StorageBench;
 pub const BENCHES: &[&dyn Bench] = &[
     &HashdParamsBench,
     &IoCostParamsBench,
+    &IoCostQosBench,
+    &IoCostTuneBench,
     &ProtectionBench,
     &StorageBench,
 ];

@@ -54,7 +54,7 @@ log-bps=SIZE, mem-avail-err-max=FRAC (0.1), mem-avail-inner-retries=N
 (accepted; the result is kept in the journal).
 ";
 
-const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "apply",
     "commit",
     "loops",

@@ -29,8 +29,9 @@ Running the protection bench: hashd at a share of rps_max in
 workload.slice, a memory hog in system.slice, and a sampler taking
 every second what the study needs.
 
-Spec: protection[:scenario=mem-hog,loops=N,load=FRAC,speed=S]...;
-without scenario groups, mem-hog at load 1.0 and then at 0.8. Speeds
+Spec: protection[:scenario=mem-hog,loops=N,load=FRAC,speed=S]...
+or :scenario=mem-hog-tune,... (below); without scenario groups,
+mem-hog at load 1.0 and then at 0.8. Speeds
 are 10%, 25%, 50%, 1x and 2x of the hog's base rate: the scratch
 device's write bandwidth from iocost-params when the journal has it,
 otherwise an assumed rate (recorded).
@@ -57,6 +58,49 @@ journal has an iocost-params result, its model and QoS are enabled for
 the bench and the previous settings restored after; passive=io leaves
 IO control as the host has it (upstream's iocost off/on comparison).
 Each control's outcome is recorded.
+
+What the numbers mean. The baseline is hashd's request rate and
+latency before the hog starts; everything after is judged per second
+against it.
+  isol      isolation: hashd's completed requests per second over the
+            baseline rate, at most 100%. The table gives its
+            distribution over the hog's seconds (min, p01 ... max, mean,
+            stdev); a low p01 or p05 means hashd was starved for at
+            least that share of the time. Upstream judges protection
+            good enough at isol-05 >= 90% (its doc says isol-01).
+  lat-imp   latency impact: how far hashd's controlled (p95) latency
+            rose above the baseline, as a fraction; 0 when it did not.
+  work_csv  work conservation, with io.cost: of the IO capacity the
+            throttled hog could not use, the share others still used.
+  missing   share of the seconds for which hashd gave no fresh report.
+  FAIL=P%   shown first when a loop failed (hashd or the hog died
+            early): the share of failed loops; the reasons follow.
+The Result line gives isol and lat-imp as mean:stdev, then work_csv
+and missing; format adds the per-slice resource table and the IO
+latency tables.
+
+mem-hog-tune searches for the largest hashd footprint that can still
+be protected. Probes go from size-max down towards size-min in intvs
+steps; at each, hashd's footprint is set through its params (mem_frac
+of its 4 x share size, reloaded live), hashd settles, the hog runs
+(the baseline is taken once, before the first hog), and the probe is
+judged on isol-PP alone. The first probe whose isol-PP reaches
+isol-thr ends the search: that is the protectable size. Properties:
+  load=FRAC (1.0), speed=S (2x)  as for mem-hog;
+  size-min=SIZE, size-max=SIZE  the range; upstream requires both,
+                here size-max defaults to hashd's footprint from
+                hashd-params and size-min to half of size-max;
+  intvs=N (10; 2 with --test)   number of probes;
+  isol-pct=PP (05: upstream's code; its doc says 01), isol-thr=FRAC
+                (0.9)  the judged percentile and its threshold.
+Only the final probe's hog run is kept and studied (as upstream); the
+record's `tunes` keeps every probe's size and isol-PP, and the summary
+ends with `hashd memory size FINAL/MAX can be protected at isol-PP >=
+T%` or `... can't be protected ...`. A probe whose hog died before a
+full second under it is not judged (n/a) and the search goes on.
+Unlike upstream, a probe is not cut short when hashd falls below the
+threshold; it runs until the hog ends. iocost-qos would use this
+scenario for aMOF.
 ";
 
 /// One mem-hog scenario of the spec.
@@ -65,7 +109,59 @@ pub struct Scenario {
     pub loops: u32,
     pub load: f64,
     pub speed: String,
+    /// `mem-hog-tune`: the footprint search; `None` for `mem-hog`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<Tune>,
 }
+
+/// The footprint search of a `mem-hog-tune` scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tune {
+    /// Footprint range, bytes; `None`: from hashd's footprint (max) and
+    /// half of it (min), decided when the bench runs.
+    pub size_min: Option<u64>,
+    pub size_max: Option<u64>,
+    /// Probes; `None`: 10 (2 with --test).
+    pub intvs: Option<u32>,
+    pub isol_pct: String,
+    pub isol_thr: f64,
+}
+
+impl Tune {
+    /// The probe sizes, largest first: `intvs` steps from max down to
+    /// min, as upstream (the last one never below min).
+    pub fn sizes(&self, min: u64, max: u64, test: bool) -> Vec<u64> {
+        let intvs = self.intvs.unwrap_or(if test { 2 } else { 10 }).max(1);
+        let step = max.saturating_sub(min) as f64 / f64::from(intvs);
+        (0..intvs)
+            .map(|i| {
+                max.saturating_sub((f64::from(i) * step).round() as u64)
+                    .max(min)
+            })
+            .collect()
+    }
+}
+
+/// What a `mem-hog-tune` scenario found (ours; upstream's record has
+/// `final_size` and only the final probe too).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TuneRecord {
+    pub size_min: u64,
+    pub size_max: u64,
+    pub isol_pct: String,
+    pub isol_thr: f64,
+    /// Each probe: hashd's footprint and its isolation at `isol_pct`
+    /// (`None`: the hog ended before a full second could be judged; such
+    /// a probe neither passes nor fails, the search goes on).
+    pub probes: Vec<(u64, Option<f64>)>,
+    /// The first footprint protected well enough; `None` if none was.
+    pub final_size: Option<u64>,
+}
+
+/// Isolation percentiles a tune can judge.
+const ISOL_PCTS: &[&str] = &[
+    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "100",
+];
 
 const SPEEDS: &[(&str, f64)] = &[
     ("10%", 0.1),
@@ -81,21 +177,38 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
     let mut out = Vec::new();
     for (i, g) in spec.props.iter().enumerate().skip(1) {
         match g.get("scenario").map(String::as_str) {
-            Some("mem-hog") => {}
+            Some("mem-hog") => {
+                check_keys(spec, i, &["scenario", "loops", "load", "speed"])
+                    .map_err(|e| e.to_string())?;
+            }
+            Some("mem-hog-tune") => {
+                check_keys(
+                    spec,
+                    i,
+                    &[
+                        "scenario", "load", "speed", "size-min", "size-max", "intvs", "isol-pct",
+                        "isol-thr",
+                    ],
+                )
+                .map_err(|e| e.to_string())?;
+            }
             Some(other) => {
                 return Err(format!(
-                    "group {}: scenario {other:?}: expected mem-hog",
+                    "group {}: scenario {other:?}: expected mem-hog or mem-hog-tune",
                     i + 1
                 ));
             }
             None => return Err(format!("group {}: \"scenario\" invalid or missing", i + 1)),
         }
-        check_keys(spec, i, &["scenario", "loops", "load", "speed"]).map_err(|e| e.to_string())?;
         let mut s = Scenario {
             loops: 2,
             load: 1.0,
             speed: "2x".into(),
+            tune: None,
         };
+        if g.get("scenario").map(String::as_str) == Some("mem-hog-tune") {
+            s.tune = Some(tune_props(g, i)?);
+        }
         if let Some(v) = g.get("loops") {
             s.loops = v
                 .parse()
@@ -127,10 +240,60 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
                 loops: 2,
                 load,
                 speed: "2x".into(),
+                tune: None,
             });
         }
     }
     Ok(out)
+}
+
+/// The properties of a `mem-hog-tune` group (`i`, 0-based).
+fn tune_props(g: &BTreeMap<String, String>, i: usize) -> Result<Tune, String> {
+    let size = |k: &str| -> Result<Option<u64>, String> {
+        g.get(k)
+            .map(|v| {
+                crate::fmt::parse_size(v).map_err(|e| format!("group {}: {k}={v:?}: {e}", i + 1))
+            })
+            .transpose()
+    };
+    let mut t = Tune {
+        size_min: size("size-min")?,
+        size_max: size("size-max")?,
+        intvs: None,
+        // Upstream's code default (its doc says 01).
+        isol_pct: "05".into(),
+        isol_thr: 0.9,
+    };
+    if let Some(v) = g.get("intvs") {
+        t.intvs =
+            Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("group {}: intvs={v:?}: expected a count above 0", i + 1)
+            })?);
+    }
+    if let Some(v) = g.get("isol-pct") {
+        if !ISOL_PCTS.contains(&v.as_str()) {
+            return Err(format!(
+                "group {}: isol-pct={v:?}: expected one of {}",
+                i + 1,
+                ISOL_PCTS.join(" ")
+            ));
+        }
+        t.isol_pct = v.clone();
+    }
+    if let Some(v) = g.get("isol-thr") {
+        t.isol_thr = parse_frac(v).map_err(|e| format!("group {}: isol-thr: {e}", i + 1))?;
+    }
+    if let (Some(a), Some(b)) = (t.size_min, t.size_max)
+        && a > b
+    {
+        return Err(format!(
+            "group {}: size-min={} is above size-max={}",
+            i + 1,
+            format_size(a as f64),
+            format_size(b as f64)
+        ));
+    }
+    Ok(t)
 }
 
 /// Checks a spec.
@@ -159,6 +322,10 @@ pub struct ProtectionRecord {
     /// What the memory controls did.
     #[serde(default)]
     pub controls: Vec<String>,
+    /// Per scenario, what a `mem-hog-tune` search found (`None` for
+    /// `mem-hog`); empty without tune scenarios.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunes: Vec<Option<TuneRecord>>,
 }
 
 /// What the bench computes. Upstream names the summary
@@ -335,13 +502,18 @@ impl Sampler<'_> {
     }
 }
 
-fn write_params(files: &HashdFiles, ctx: &Ctx, load: f64) -> Result<(), String> {
+fn write_params(
+    files: &HashdFiles,
+    ctx: &Ctx,
+    load: f64,
+    mem_frac: Option<f64>,
+) -> Result<(), String> {
     let k = ctx.hashd.as_ref().ok_or("no hashd knobs")?;
     let p = Params {
         file_size_mean: k.hash_size as usize,
         rps_max: k.rps_max,
         rps_target: ((f64::from(k.rps_max) * load).round() as u32).max(1),
-        mem_frac: k.mem_frac,
+        mem_frac: mem_frac.unwrap_or(k.mem_frac),
         chunk_pages: k.chunk_pages,
         fake_cpu_load: k.fake_cpu_load,
         ..Params::default()
@@ -454,7 +626,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         eprintln!("protection: {c}");
     }
 
-    write_params(&files, ctx, scen[0].load)?;
+    write_params(&files, ctx, scen[0].load, None)?;
     let _ = std::fs::remove_file(&files.report);
     let _ = std::fs::remove_file(&hog_report);
     let mut hashd = HashdChild(spawn_hashd_in(
@@ -483,11 +655,30 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             .unwrap_or(2.0);
         let wbps = (base as f64 * speed) as u64;
         let target_rps = f64::from(knobs.rps_max) * s.load;
-        if si > 0 {
-            write_params(&files, ctx, s.load)?;
+        // hashd's footprint is its size (4 x the share) x mem_frac.
+        let hashd_size = (ctx.mem.share as f64 * 4.0).max(1.0);
+        let mut tune = s.tune.as_ref().map(|t| {
+            let max = t.size_max.unwrap_or((hashd_size * knobs.mem_frac) as u64);
+            let min = t.size_min.unwrap_or(max / 2).min(max);
+            (
+                t,
+                t.sizes(min, max, ctx.opts.test),
+                TuneRecord {
+                    size_min: min,
+                    size_max: max,
+                    isol_pct: t.isol_pct.clone(),
+                    isol_thr: t.isol_thr,
+                    probes: Vec::new(),
+                    final_size: None,
+                },
+            )
+        });
+        let nr_loops = tune.as_ref().map_or(s.loops, |t| t.1.len() as u32);
+        if si > 0 && tune.is_none() {
+            write_params(&files, ctx, s.load, None)?;
         }
         let mut mh = MemHogRecord {
-            loops: s.loops,
+            loops: if tune.is_some() { 1 } else { s.loops },
             load: s.load,
             speed: s.speed.clone(),
             period: (now(), now()),
@@ -503,12 +694,26 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             s.speed
         );
         let mut stop_why: Option<String> = None;
-        'loops: for li in 0..s.loops {
+        'loops: for li in 0..nr_loops {
+            if let Some((_, sizes, _)) = &tune {
+                let size = sizes.get(li as usize).copied().unwrap_or(0);
+                eprintln!(
+                    "{label}: probing hashd footprint {} ({}/{nr_loops})",
+                    format_size(size as f64),
+                    li + 1
+                );
+                write_params(
+                    &files,
+                    ctx,
+                    s.load,
+                    Some((size as f64 / hashd_size).min(1.0)),
+                )?;
+            }
             // Settle.
             eprintln!(
                 "{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps",
                 li + 1,
-                s.loops
+                nr_loops
             );
             let t0 = Instant::now();
             let mut rates: Vec<f64> = Vec::new();
@@ -626,7 +831,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                     break format!("timeout {:.0}s", t.hog_max);
                 }
             };
-            eprintln!("{label} loop {}/{}: hog {end}", li + 1, s.loops);
+            eprintln!("{label} loop {}/{}: hog {end}", li + 1, nr_loops);
             let tail = &mems[mems.len().saturating_sub(5)..];
             let last_mem = if tail.is_empty() {
                 0
@@ -647,8 +852,46 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             if stop_why.is_some() {
                 break;
             }
+            if let Some((t, sizes, tr)) = tune.as_mut() {
+                // Judge this probe alone; keep only the latest run, as
+                // upstream keeps only the final probe.
+                let last = mh.runs.len().saturating_sub(1);
+                mh.runs.drain(..last);
+                mh.period.1 = now();
+                let res = study::study(&mh, &samples);
+                let isol = if res.isol_samples.is_empty() {
+                    None
+                } else {
+                    res.isol.get(&t.isol_pct).copied()
+                };
+                let size = sizes.get(li as usize).copied().unwrap_or(0);
+                tr.probes.push((size, isol));
+                let ok = isol.is_some_and(|v| v >= t.isol_thr);
+                match isol {
+                    Some(v) => eprintln!(
+                        "{label}: footprint {} {} at isol-{}={:.2}% (threshold {:.2}%)",
+                        format_size(size as f64),
+                        if ok { "protected" } else { "not protected" },
+                        t.isol_pct,
+                        v * 100.0,
+                        t.isol_thr * 100.0
+                    ),
+                    None => eprintln!(
+                        "{label}: footprint {} not judged: the hog ended before a full second under it (a small hog cap?)",
+                        format_size(size as f64)
+                    ),
+                }
+                if ok {
+                    tr.final_size = Some(size);
+                    break;
+                }
+            }
         }
         mh.period.1 = now();
+        if let Some((_, _, tr)) = tune {
+            rec.tunes.resize(si, None);
+            rec.tunes.push(Some(tr));
+        }
         rec.scenarios.push(mh);
         rec.samples.push(samples);
         if let Some(why) = stop_why {
@@ -719,6 +962,50 @@ pub fn study_record(rec: &ProtectionRecord) -> ProtectionResult {
     }
 }
 
+/// The mem-hog-tune lines: per tune scenario, what was probed and
+/// which footprint, if any, was protected.
+pub fn format_tunes(tunes: &[Option<TuneRecord>]) -> String {
+    let mut out = String::new();
+    for (i, t) in tunes.iter().enumerate() {
+        let Some(t) = t else { continue };
+        let probes: Vec<String> = t
+            .probes
+            .iter()
+            .map(|(sz, isol)| match isol {
+                Some(v) => format!("{}:{:.2}%", format_size(*sz as f64), v * 100.0),
+                None => format!("{}:n/a", format_size(*sz as f64)),
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nmem-hog-tune (scenario {}): probed {} (size:isol-{})\n",
+            i + 1,
+            if probes.is_empty() {
+                "nothing".to_string()
+            } else {
+                probes.join(" ")
+            },
+            t.isol_pct
+        ));
+        match t.final_size {
+            Some(sz) => out.push_str(&format!(
+                "        hashd memory size {}/{} can be protected at isol-{} >= {:.2}%\n",
+                format_size(sz as f64),
+                format_size(t.size_max as f64),
+                t.isol_pct,
+                t.isol_thr * 100.0
+            )),
+            None => out.push_str(&format!(
+                "        hashd memory size {}-{} can't be protected at isol-{} >= {:.2}%\n",
+                format_size(t.size_max as f64),
+                format_size(t.size_min as f64),
+                t.isol_pct,
+                t.isol_thr * 100.0
+            )),
+        }
+    }
+    out
+}
+
 /// The text: a blank line, then the scenarios (`full`) and the summary.
 pub fn format(d: &JobData, full: bool) -> Result<String, String> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
@@ -762,6 +1049,7 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
     if !out.ends_with('\n') {
         out.push('\n');
     }
+    out.push_str(&format_tunes(&rec.tunes));
     Ok(out)
 }
 
@@ -1043,7 +1331,8 @@ mod tests {
             vec![Scenario {
                 loops: 1,
                 load: 0.5,
-                speed: "1x".into()
+                speed: "1x".into(),
+                tune: None,
             }]
         );
         let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
@@ -1053,5 +1342,68 @@ mod tests {
         assert!(bad("protection::scenario=mem-hog,speed=3x").contains("3x"));
         assert!(bad("protection::scenario=mem-hog,lod=1").contains("load"));
         assert!(bad("protection:x=1").contains("x"));
+    }
+
+    #[test]
+    fn mem_hog_tune_parses_probes_and_formats() {
+        let s = scenarios(
+            &parse("protection::scenario=mem-hog-tune,size-min=1G,size-max=2G,intvs=4,isol-pct=01,isol-thr=80%")
+                .unwrap(),
+        )
+        .unwrap();
+        let t = s[0].tune.clone().unwrap();
+        assert_eq!((t.size_min, t.size_max), (Some(1 << 30), Some(2 << 30)));
+        assert_eq!((t.isol_pct.as_str(), t.isol_thr), ("01", 0.8));
+        let g = 1u64 << 30;
+        // Largest first, intvs probes, never below min.
+        assert_eq!(
+            t.sizes(g, 2 * g, false),
+            vec![2 * g, 2 * g - g / 4, 2 * g - g / 2, g + g / 4]
+        );
+        let d = scenarios(&parse("protection::scenario=mem-hog-tune").unwrap()).unwrap();
+        let d = d[0].tune.clone().unwrap();
+        assert_eq!(
+            (d.size_min, d.intvs, d.isol_pct.as_str()),
+            (None, None, "05")
+        );
+        assert_eq!(d.sizes(g, 2 * g, true), vec![2 * g, g + g / 2]);
+        assert_eq!(d.sizes(g, 2 * g, false).len(), 10);
+
+        let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
+        assert!(bad("protection::scenario=mem-hog-tune,loops=2").contains("loops"));
+        assert!(bad("protection::scenario=mem-hog-tune,intvs=0").contains("intvs"));
+        assert!(bad("protection::scenario=mem-hog-tune,isol-pct=7").contains("isol-pct"));
+        assert!(
+            bad("protection::scenario=mem-hog-tune,size-min=2G,size-max=1G")
+                .contains("above size-max")
+        );
+
+        let found = TuneRecord {
+            size_min: g,
+            size_max: 2 * g,
+            isol_pct: "05".into(),
+            isol_thr: 0.9,
+            probes: vec![(2 * g, Some(0.5)), (g, Some(0.95))],
+            final_size: Some(g),
+        };
+        let text = format_tunes(&[None, Some(found.clone())]);
+        assert!(text.contains("mem-hog-tune (scenario 2)"), "{text}");
+        assert!(text.contains("50.00%") && text.contains("95.00%"), "{text}");
+        assert!(
+            text.contains("can be protected at isol-05 >= 90.00%"),
+            "{text}"
+        );
+        let none = TuneRecord {
+            final_size: None,
+            ..found
+        };
+        let text = format_tunes(&[Some(TuneRecord {
+            probes: vec![(2 * g, None)],
+            ..none
+        })]);
+        assert!(
+            text.contains("2.0G:n/a") && text.contains("can't be protected"),
+            "{text}"
+        );
     }
 }
