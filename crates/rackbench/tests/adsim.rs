@@ -109,7 +109,10 @@ fn report_metrics(dir: &Path) -> Value {
     for run in std::fs::read_dir(dir.join("reports")).unwrap().flatten() {
         for f in std::fs::read_dir(run.path()).unwrap().flatten() {
             let p = f.path();
-            if p.extension().is_some_and(|e| e == "json") && p.to_string_lossy().contains("adsim") {
+            // `<job>_metrics_<ts>_iter_<n>.json` (not the job's
+            // `_system_specs_` file beside it).
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.starts_with("adsim") && name.contains("_metrics_") && name.ends_with(".json") {
                 let t = f.metadata().unwrap().modified().unwrap();
                 if newest.as_ref().is_none_or(|(n, _)| t > *n) {
                     newest = Some((t, p));
