@@ -198,8 +198,9 @@ fn report_html_is_self_contained_and_renders() {
         )),
         "the default pair is still shown"
     );
-    let shot =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report_html_screenshot.png");
+    // Cargo's scratch folder for integration tests: wherever the target
+    // directory is (CARGO_TARGET_DIR included).
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html_screenshot.png");
     let st = Command::new("chromium")
         .args([
             "--headless",
