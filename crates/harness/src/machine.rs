@@ -893,8 +893,9 @@ pub fn parse_meminfo_text(text: &str) -> Map<String, Value> {
 /// in `<job>_system_specs_<timestamp>.json`: cpu_topology (lscpu), os_kernel
 /// (uname), kernel_cmdline, dmidecode, sys_packages, kernel_params, memory,
 /// hardware (`lshw -json`, `{}` without it, as benchpress) and os-release.
-/// The caller adds `run_id` and `timestamp`.
-pub fn benchpress_system_specs() -> Map<String, Value> {
+/// The caller adds `run_id` and `timestamp`. The blocks `full` (from
+/// [`full_specs`]) already holds are taken from it, not collected again.
+pub fn benchpress_system_specs(full: &Value) -> Map<String, Value> {
     let os: Map<String, Value> = os_release()
         .into_iter()
         .map(|(k, v)| (k.to_lowercase(), json!(v)))
@@ -936,11 +937,18 @@ pub fn benchpress_system_specs() -> Map<String, Value> {
         }),
     );
     m.insert("kernel_cmdline".into(), json!(cmdline));
-    m.insert("dmidecode".into(), dmidecode());
-    m.insert("sys_packages".into(), sys_packages(&os_id));
+    let reuse =
+        |key: &str, collect: &dyn Fn() -> Value| full.get(key).cloned().unwrap_or_else(collect);
+    m.insert("dmidecode".into(), reuse("dmidecode", &dmidecode));
+    m.insert(
+        "sys_packages".into(),
+        reuse("sys_packages", &|| sys_packages(&os_id)),
+    );
     m.insert(
         "kernel_params".into(),
-        json!(kernel_params_from(Path::new("/proc/sys"))),
+        reuse("kernel_params", &|| {
+            json!(kernel_params_from(Path::new("/proc/sys")))
+        }),
     );
     m.insert(
         "memory".into(),
@@ -969,7 +977,7 @@ mod tests {
         let m = parse_meminfo_text("MemTotal:       24607612 kB\nHugePages_Total:       0\n");
         assert_eq!(m["MemTotal"], "24607612 KiB");
         assert_eq!(m["HugePages_Total"], "0");
-        let s = benchpress_system_specs();
+        let s = benchpress_system_specs(&Value::Null);
         for k in [
             "cpu_topology",
             "os_kernel",

@@ -320,7 +320,8 @@ pub fn execute(
         path: out_dir.clone(),
         message: e.to_string(),
     })?;
-    let specs = serde_json::to_vec_pretty(&machine::full_specs()).expect("json");
+    let full_specs = machine::full_specs();
+    let specs = serde_json::to_vec_pretty(&full_specs).expect("json");
     write_atomic(&out_dir.join("machine_specs.json"), &specs).map_err(|e| PlanError::Output {
         path: out_dir.clone(),
         message: e.to_string(),
@@ -341,7 +342,7 @@ pub fn execute(
     let machine = MachineInfo::collect();
     let metadata = machine::cache_metadata();
     // benchpress writes its system specs next to each job's metrics.
-    let system_specs = machine::benchpress_system_specs();
+    let system_specs = machine::benchpress_system_specs(&full_specs);
     let pretty = std::io::stdout().is_terminal();
     let mut summary = Summary {
         run_id: Some(run_id.clone()),
