@@ -394,6 +394,12 @@ impl Catalogue {
         Ok(())
     }
 
+    /// Adds a job read from elsewhere (a benchpress jobs file); a name the
+    /// catalogue already has from a file is an error naming both.
+    pub fn add(&mut self, job: Job) -> Result<(), JobError> {
+        self.insert(job, false)
+    }
+
     /// A one-job catalogue running `benchmark` with literal `args`, for
     /// `rackbench <benchmark> ARGS...`.
     pub fn adhoc(benchmark: &str, description: &str, args: &[String]) -> Self {

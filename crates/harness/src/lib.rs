@@ -12,6 +12,7 @@
 //! clean Ctrl-C.
 
 pub mod argcheck;
+pub mod benchpress_yaml;
 pub mod cancel;
 pub mod compare;
 pub mod direction;

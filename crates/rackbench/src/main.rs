@@ -39,6 +39,14 @@ struct Cli {
         value_delimiter = ':'
     )]
     jobs_dir: Vec<PathBuf>,
+    /// benchpress' -b: a benchmarks.yml naming the benchmarks of the -j
+    /// file's jobs (default: the ones rackbench implements). Before the command.
+    #[arg(short = 'b', long = "benchmarks", value_name = "FILE")]
+    benchmarks: Option<PathBuf>,
+    /// benchpress' -j: a jobs.yml whose jobs replace the embedded ones (a job
+    /// naming a benchmark rackbench lacks is an error). Before the command.
+    #[arg(short = 'j', long = "jobs", value_name = "FILE")]
+    jobs_file: Option<PathBuf>,
     /// The results database: a SQLite file, or a PostgreSQL server's
     /// postgres://USER@HOST:PORT/DB URL (default: $RACKBENCH_DB or
     /// ~/.local/share/rackbench/results.db).
@@ -878,7 +886,20 @@ fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
 }
 
 fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
-    let catalogue = || Catalogue::load(EMBEDDED_JOBS, &cli.jobs_dir);
+    let names = reg.names();
+    let catalogue = || {
+        harness::benchpress_yaml::catalogue(
+            EMBEDDED_JOBS,
+            &cli.jobs_dir,
+            cli.jobs_file.as_deref(),
+            cli.benchmarks.as_deref(),
+            &names,
+        )
+    };
+    // As benchpress, job files given are read (and checked) whatever the command.
+    if cli.jobs_file.is_some() || cli.benchmarks.is_some() {
+        catalogue()?;
+    }
     match cli.cmd {
         Cmd::List { tags } => print!("{}", present::list(&catalogue()?, &tags)),
         Cmd::Info { job } => {

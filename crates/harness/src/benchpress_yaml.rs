@@ -1,0 +1,1262 @@
+//! benchpress' own job files: `-j/--jobs FILE` (a `jobs.yml`) and
+//! `-b/--benchmarks FILE` (a `benchmarks.yml`), read into the job model of
+//! [`crate::job`].
+//!
+//! A jobs file is a YAML list of jobs:
+//!
+//! ```yaml
+//! - name: feedsim_quick            # a word
+//!   benchmark: feedsim             # a benchmark of the benchmarks file
+//!   description: a short FeedSim run
+//!   args: ['-p {port}', '-q 2,4']  # or a mapping {key: value} = --key value
+//!   vars: ['port=11222']           # `name` is required, `name=default` optional
+//!   hooks: [{hook: cpu-mpstat, options: {args: ['-u', '1']}}]
+//!   tags: {scope: [app], component: [cpu]}
+//!   timeout: 600                   # seconds
+//!   roles:                         # instead of args/vars; then `-r ROLE`
+//!     server: {args: [...], vars: [...]}
+//!     client: {args: [...], vars: [...]}
+//! ```
+//!
+//! and a benchmarks file maps benchmark names to `parser`, `path`,
+//! `install_script`, `cleanup_script`, `tags`, `metrics`, `roles` and
+//! `check_returncode`. The workload that runs is always rackbench's own: a
+//! benchmark is usable when rackbench implements it ([`workload_for`]);
+//! its `path` and scripts name upstream's programs and are not run. Without
+//! `-b`, the benchmarks are upstream's for the workloads rackbench has
+//! (`feedsim`, `feedsim_autoscale`) plus each rackbench workload under its
+//! own name.
+//!
+//! As benchpress, `-j` replaces the default jobs (the embedded catalogue);
+//! `--jobs-dir` folders still add theirs. A key benchpress does not know, or
+//! one whose effect rackbench would not reproduce (`tee_output`, `stdout`,
+//! `tolerances`, `tests`, `check_returncode: false`), is an error naming the
+//! file, line and key.
+
+use crate::job::{Baseline, Catalogue, HookSpec, Job, JobError, Role, VarDecl, placeholders};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use yaml_rust2::Yaml;
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// A problem with a benchpress jobs or benchmarks file, naming the file and,
+/// where known, the line.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {what} file {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    At {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error(transparent)]
+    Job(#[from] JobError),
+}
+
+fn at(path: &Path, line: usize, message: impl Into<String>) -> Error {
+    Error::At {
+        path: path.into(),
+        line: Some(line),
+        message: message.into(),
+    }
+}
+
+/// How a benchpress benchmark's args become the rackbench workload's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Translate {
+    /// The workload takes the upstream program's flags as they are.
+    Same,
+    /// `run-feedsim-multi.sh`: `-n N` is feedsim's `--num-instances N`, and
+    /// without it the script still autoscales (`--num-instances -1`).
+    FeedsimMulti,
+}
+
+/// An upstream benchmark rackbench implements.
+struct Upstream {
+    /// Its name in benchpress' benchmarks.yml (and its parser's).
+    name: &'static str,
+    /// The rackbench workload that runs it.
+    workload: &'static str,
+    translate: Translate,
+    /// Its tags in upstream's benchmarks.yml.
+    scope: &'static [&'static str],
+    component: &'static [&'static str],
+}
+
+const UPSTREAM: &[Upstream] = &[
+    Upstream {
+        name: "feedsim",
+        workload: "feedsim",
+        translate: Translate::Same,
+        scope: &["app", "feed"],
+        component: &["cpu", "memory"],
+    },
+    Upstream {
+        name: "feedsim_autoscale",
+        workload: "feedsim",
+        translate: Translate::FeedsimMulti,
+        scope: &["app", "feed"],
+        component: &["cpu", "memory"],
+    },
+];
+
+/// benchpress' alternative suites (`-b NAME`), none of which rackbench has.
+const ALT_SUITES: &[(&str, &str)] = &[("wdl", "wdl_bench"), ("internal", "internal benchmarks")];
+
+/// The rackbench workload for benchpress benchmark `name`, given the
+/// workloads this binary has; None when rackbench does not implement it.
+pub fn workload_for(name: &str, workloads: &[&str]) -> Option<String> {
+    workload_and_translation(name, workloads).map(|(w, _)| w)
+}
+
+fn workload_and_translation(name: &str, workloads: &[&str]) -> Option<(String, Translate)> {
+    if let Some(u) = UPSTREAM.iter().find(|u| u.name == name) {
+        return workloads
+            .contains(&u.workload)
+            .then(|| (u.workload.to_string(), u.translate));
+    }
+    workloads
+        .contains(&name)
+        .then(|| (name.to_string(), Translate::Same))
+}
+
+/// The benchpress benchmark names rackbench implements, sorted.
+pub fn implemented(workloads: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = UPSTREAM
+        .iter()
+        .filter(|u| workloads.contains(&u.workload))
+        .map(|u| u.name.to_string())
+        .chain(workloads.iter().map(|w| w.to_string()))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The job catalogue for the command line: the embedded jobs and
+/// `jobs_dirs` as [`Catalogue::load`], or with `jobs_file` (`-j`) that
+/// file's jobs instead of the embedded ones, naming the benchmarks of
+/// `benchmarks_file` (`-b`). `workloads` are the registry's names.
+pub fn catalogue(
+    embedded: &[(&str, &str)],
+    jobs_dirs: &[PathBuf],
+    jobs_file: Option<&Path>,
+    benchmarks_file: Option<&Path>,
+    workloads: &[&str],
+) -> Result<Catalogue, Error> {
+    let Some(jobs_file) = jobs_file else {
+        if let Some(b) = benchmarks_file {
+            // Read and check it, so a bad file is named either way.
+            load_benchmarks(b, workloads)?;
+            return Err(Error::At {
+                path: b.into(),
+                line: None,
+                message: "-b/--benchmarks names the benchmarks of a -j/--jobs file's jobs; rackbench's own jobs (TOML) name its workloads directly, so give -j FILE too".into(),
+            });
+        }
+        return Ok(Catalogue::load(embedded, jobs_dirs)?);
+    };
+    let benchmarks = match benchmarks_file {
+        Some(b) => load_benchmarks(b, workloads)?,
+        None => default_benchmarks(workloads),
+    };
+    let jobs = load_jobs(jobs_file, &benchmarks, workloads)?;
+    // benchpress scores a job by its name (its baseline table); the embedded
+    // job of the same name and workload carries that baseline.
+    let defaults = Catalogue::load(embedded, &[])?;
+    let mut cat = Catalogue::load(&[], jobs_dirs)?;
+    for mut j in jobs {
+        if let Ok(d) = defaults.get(&j.name)
+            && d.benchmark == j.benchmark
+        {
+            j.baseline = d.baseline.clone();
+        }
+        cat.add(j)?;
+    }
+    Ok(cat)
+}
+
+/// A benchmark of a benchmarks file (or of the defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Benchmark {
+    pub name: String,
+    pub scope: Vec<String>,
+    pub component: Vec<String>,
+    /// Where it is defined (file and line), for messages.
+    pub defined_at: String,
+}
+
+/// Upstream's benchmarks rackbench implements plus each workload by name.
+pub fn default_benchmarks(workloads: &[&str]) -> BTreeMap<String, Benchmark> {
+    let mut out = BTreeMap::new();
+    for w in workloads {
+        out.insert(
+            w.to_string(),
+            Benchmark {
+                name: w.to_string(),
+                scope: vec![],
+                component: vec![],
+                defined_at: "rackbench's default benchmarks".into(),
+            },
+        );
+    }
+    for u in UPSTREAM {
+        if workloads.contains(&u.workload) {
+            out.insert(
+                u.name.to_string(),
+                Benchmark {
+                    name: u.name.to_string(),
+                    scope: u.scope.iter().map(|s| s.to_string()).collect(),
+                    component: u.component.iter().map(|s| s.to_string()).collect(),
+                    defined_at: "rackbench's default benchmarks".into(),
+                },
+            );
+        }
+    }
+    out
+}
+
+const BENCHMARK_KEYS: &[&str] = &[
+    "parser",
+    "install_script",
+    "cleanup_script",
+    "path",
+    "tags",
+    "metrics",
+    "roles",
+    "check_returncode",
+];
+
+/// Reads a benchmarks file (`-b`). Benchmarks rackbench does not implement
+/// are kept (a job naming one is the error), their keys checked all the same.
+pub fn load_benchmarks(
+    path: &Path,
+    workloads: &[&str],
+) -> Result<BTreeMap<String, Benchmark>, Error> {
+    if !path.exists()
+        && let Some((suite, holds)) = ALT_SUITES.iter().find(|(s, _)| Path::new(s) == path)
+    {
+        return Err(Error::At {
+            path: path.into(),
+            line: None,
+            message: format!(
+                "benchpress' alternative suite '{suite}' ({holds}) is not one rackbench implements; it implements: {}",
+                implemented(workloads).join(", ")
+            ),
+        });
+    }
+    let root = read_yaml(path, "benchmarks")?;
+    let Node::Map(entries) = &root.node else {
+        return Err(at(
+            path,
+            root.line,
+            format!(
+                "expected a mapping of benchmark names to their settings (as benchpress' benchmarks.yml), found {}",
+                root.node.kind()
+            ),
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in entries {
+        let name = string(path, k, "a benchmark name")?;
+        let Node::Map(fields) = &v.node else {
+            return Err(at(
+                path,
+                v.line,
+                format!(
+                    "benchmark '{name}': expected a mapping of its settings, found {}",
+                    v.node.kind()
+                ),
+            ));
+        };
+        let ctx = |m: String| format!("benchmark '{name}': {m}");
+        let mut tags = (vec![], vec![]);
+        for (fk, fv) in fields {
+            let key = string(path, fk, "a key")?;
+            match key.as_str() {
+                "parser" => {
+                    let parser = string(path, fv, "the parser's name")?;
+                    if UPSTREAM.iter().any(|u| u.name == name) {
+                        // Upstream pairs each benchmark with its own parser.
+                        if parser != name {
+                            return Err(at(
+                                path,
+                                fv.line,
+                                ctx(format!(
+                                    "parser '{parser}': rackbench's {name} reports the metrics of benchpress' '{name}' parser, not another's"
+                                )),
+                            ));
+                        }
+                    }
+                }
+                "install_script" | "cleanup_script" | "path" => {
+                    string(path, fv, &format!("{key}, a path"))?;
+                }
+                "metrics" | "roles" => {
+                    string_list(path, fv, &ctx(key.clone()))?;
+                }
+                "check_returncode" => match scalar_json(fv) {
+                    Some(serde_json::Value::Bool(true)) => {}
+                    Some(serde_json::Value::Bool(false)) => {
+                        return Err(at(path, fv.line, ctx(
+                            "check_returncode: false is not supported: a rackbench workload that fails is a failed run".into(),
+                        )));
+                    }
+                    _ => {
+                        return Err(at(
+                            path,
+                            fv.line,
+                            ctx("check_returncode must be true or false".into()),
+                        ));
+                    }
+                },
+                "tags" => tags = tag_groups(path, fv, &ctx("tags".into()))?,
+                other => {
+                    return Err(at(
+                        path,
+                        fk.line,
+                        ctx(format!(
+                            "unknown key '{other}'; a benchmark's keys are: {}",
+                            BENCHMARK_KEYS.join(", ")
+                        )),
+                    ));
+                }
+            }
+        }
+        if out.contains_key(&name) {
+            return Err(at(
+                path,
+                k.line,
+                format!("benchmark '{name}' is defined twice"),
+            ));
+        }
+        out.insert(
+            name.clone(),
+            Benchmark {
+                name,
+                scope: tags.0,
+                component: tags.1,
+                defined_at: format!("{}:{}", path.display(), k.line),
+            },
+        );
+    }
+    Ok(out)
+}
+
+const JOB_KEYS: &[&str] = &[
+    "name",
+    "benchmark",
+    "description",
+    "args",
+    "vars",
+    "roles",
+    "hooks",
+    "tags",
+    "timeout",
+];
+
+/// benchpress job keys whose effect rackbench does not reproduce.
+const UNSUPPORTED_JOB_KEYS: &[(&str, &str)] = &[
+    (
+        "tee_output",
+        "the workload's output is already on the terminal and in the report",
+    ),
+    (
+        "stdout",
+        "rackbench's workloads report their own metrics; none is read from a file",
+    ),
+    (
+        "tolerances",
+        "`rackbench results compare` judges differences by their statistics",
+    ),
+    ("tests", "benchpress skips such jobs; so would nothing here"),
+];
+
+/// Reads a jobs file (`-j`) against `benchmarks`.
+pub fn load_jobs(
+    path: &Path,
+    benchmarks: &BTreeMap<String, Benchmark>,
+    workloads: &[&str],
+) -> Result<Vec<Job>, Error> {
+    let root = read_yaml(path, "jobs")?;
+    let Node::Seq(items) = &root.node else {
+        return Err(at(
+            path,
+            root.line,
+            format!(
+                "expected a list of jobs (as benchpress' jobs.yml), found {}",
+                root.node.kind()
+            ),
+        ));
+    };
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut lines: BTreeMap<String, usize> = BTreeMap::new();
+    for item in items {
+        let j = job(path, item, benchmarks, workloads)?;
+        if let Some(first) = lines.get(&j.name) {
+            return Err(at(
+                path,
+                item.line,
+                format!("job '{}' is defined twice (first at line {first})", j.name),
+            ));
+        }
+        lines.insert(j.name.clone(), item.line);
+        jobs.push(j);
+    }
+    Ok(jobs)
+}
+
+fn job(
+    path: &Path,
+    item: &Marked,
+    benchmarks: &BTreeMap<String, Benchmark>,
+    workloads: &[&str],
+) -> Result<Job, Error> {
+    let Node::Map(fields) = &item.node else {
+        return Err(at(
+            path,
+            item.line,
+            format!(
+                "a job is a mapping (name, benchmark, description, args, ...), found {}",
+                item.node.kind()
+            ),
+        ));
+    };
+    let get = |k: &str| fields.iter().find(|(fk, _)| fk.node.text() == Some(k));
+    let Some((_, name_v)) = get("name") else {
+        return Err(at(path, item.line, "a job has no 'name'"));
+    };
+    let name = string(path, name_v, "the job's name")?;
+    if name.trim().is_empty() || name.contains(char::is_whitespace) {
+        return Err(at(
+            path,
+            name_v.line,
+            format!("job name '{name}' must be a non-empty word"),
+        ));
+    }
+    let ctx = |m: String| format!("job '{name}': {m}");
+    for (k, _) in fields {
+        let key = string(path, k, "a key")?;
+        if let Some((_, why)) = UNSUPPORTED_JOB_KEYS.iter().find(|(u, _)| *u == key) {
+            return Err(at(
+                path,
+                k.line,
+                ctx(format!("key '{key}' is not supported by rackbench ({why})")),
+            ));
+        }
+        if !JOB_KEYS.contains(&key.as_str()) {
+            return Err(at(
+                path,
+                k.line,
+                ctx(format!(
+                    "unknown key '{key}'; a job's keys are: {}",
+                    JOB_KEYS.join(", ")
+                )),
+            ));
+        }
+    }
+    let dups = fields.iter().enumerate().find(|(i, (k, _))| {
+        fields[..*i]
+            .iter()
+            .any(|(p, _)| p.node.text() == k.node.text())
+    });
+    if let Some((_, (k, _))) = dups {
+        return Err(at(
+            path,
+            k.line,
+            ctx(format!(
+                "key '{}' is given twice",
+                k.node.text().unwrap_or("")
+            )),
+        ));
+    }
+    let Some((_, bench_v)) = get("benchmark") else {
+        return Err(at(path, item.line, ctx("no 'benchmark'".into())));
+    };
+    let bench_name = string(path, bench_v, "the benchmark's name")?;
+    let Some(bench) = benchmarks.get(&bench_name) else {
+        let known: Vec<&str> = benchmarks.keys().map(String::as_str).collect();
+        let message = if workload_and_translation(&bench_name, workloads).is_none() {
+            format!(
+                "benchmark '{bench_name}' is not one rackbench implements; it implements: {}",
+                implemented(workloads).join(", ")
+            )
+        } else {
+            format!(
+                "benchmark '{bench_name}' is not defined in the benchmarks file (-b), whose benchmarks are: {}",
+                known.join(", ")
+            )
+        };
+        return Err(at(path, bench_v.line, ctx(message)));
+    };
+    let Some((workload, translate)) = workload_and_translation(&bench_name, workloads) else {
+        return Err(at(
+            path,
+            bench_v.line,
+            ctx(format!(
+                "benchmark '{bench_name}' (defined at {}) is not one rackbench implements; it implements: {}",
+                bench.defined_at,
+                implemented(workloads).join(", ")
+            )),
+        ));
+    };
+    let description = match get("description") {
+        Some((_, v)) => string(path, v, "the description")?.trim_end().to_string(),
+        None => {
+            return Err(at(
+                path,
+                item.line,
+                ctx("no 'description' (benchpress requires one)".into()),
+            ));
+        }
+    };
+    let args = match get("args") {
+        Some((_, v)) => arg_templates(path, v, &ctx("args".into()))?,
+        None => vec![],
+    };
+    let vars = match get("vars") {
+        Some((_, v)) => var_decls(path, v, &ctx("vars".into()))?,
+        None => vec![],
+    };
+    let mut roles = Vec::new();
+    if let Some((rk, rv)) = get("roles") {
+        if get("args").is_some() || get("vars").is_some() {
+            return Err(at(path, rk.line, ctx(
+                "has roles and job-level args/vars: benchpress runs a role's own args and vars only, so give them under each role".into(),
+            )));
+        }
+        let Node::Map(rs) = &rv.node else {
+            return Err(at(
+                path,
+                rv.line,
+                ctx(format!(
+                    "roles: expected a mapping of role names to {{args, vars}}, found {}",
+                    rv.node.kind()
+                )),
+            ));
+        };
+        for (rk, rv) in rs {
+            let role = string(path, rk, "a role's name")?;
+            let rctx = |m: &str| ctx(format!("role '{role}': {m}"));
+            let mut r = Role {
+                name: role.clone(),
+                args: vec![],
+                vars: vec![],
+                hooks: vec![],
+            };
+            match &rv.node {
+                Node::Map(rf) => {
+                    for (k, v) in rf {
+                        match string(path, k, "a key")?.as_str() {
+                            "args" => r.args = arg_templates(path, v, &rctx("args"))?,
+                            "vars" => r.vars = var_decls(path, v, &rctx("vars"))?,
+                            other => {
+                                return Err(at(
+                                    path,
+                                    k.line,
+                                    rctx(&format!(
+                                        "unknown key '{other}'; a role's keys are: args, vars"
+                                    )),
+                                ));
+                            }
+                        }
+                    }
+                }
+                Node::Scalar { text, .. } if text.is_empty() => {}
+                other => {
+                    return Err(at(
+                        path,
+                        rv.line,
+                        rctx(&format!(
+                            "expected a mapping with args and vars, found {}",
+                            other.kind()
+                        )),
+                    ));
+                }
+            }
+            if roles.iter().any(|x: &Role| x.name == role) {
+                return Err(at(
+                    path,
+                    rk.line,
+                    ctx(format!("role '{role}' is defined twice")),
+                ));
+            }
+            r.args = translate_args(translate, r.args);
+            check_placeholders(path, rv.line, &r.args, &r.vars, &rctx("arg"))?;
+            roles.push(r);
+        }
+    }
+    let args = if roles.is_empty() {
+        translate_args(translate, args)
+    } else {
+        args
+    };
+    check_placeholders(path, item.line, &args, &vars, &ctx("arg".into()))?;
+    let hooks = match get("hooks") {
+        Some((_, v)) => hook_specs(path, v, &ctx("hooks".into()))?,
+        None => vec![],
+    };
+    let mut tags = (bench.scope.clone(), bench.component.clone());
+    if let Some((_, v)) = get("tags") {
+        let (s, c) = tag_groups(path, v, &ctx("tags".into()))?;
+        tags.0.extend(s);
+        tags.1.extend(c);
+    }
+    let mut flat = Vec::new();
+    for mut group in [tags.0, tags.1] {
+        group.sort();
+        group.dedup();
+        for t in group {
+            if !flat.contains(&t) {
+                flat.push(t);
+            }
+        }
+    }
+    let timeout = match get("timeout") {
+        None => None,
+        Some((_, v)) => match scalar_json(v) {
+            Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => {
+                n.as_u64().map(std::time::Duration::from_secs)
+            }
+            _ => {
+                return Err(at(
+                    path,
+                    v.line,
+                    ctx(format!(
+                        "timeout must be a positive whole number of seconds, got '{}'",
+                        v.node.text().unwrap_or("(not a number)")
+                    )),
+                ));
+            }
+        },
+    };
+    Ok(Job {
+        name,
+        benchmark: workload,
+        description,
+        tags: flat,
+        args,
+        vars,
+        hooks,
+        roles,
+        timeout,
+        baseline: None::<Baseline>,
+        source: path.into(),
+    })
+}
+
+/// Rewrites a template list for `translate`.
+fn translate_args(translate: Translate, args: Vec<String>) -> Vec<String> {
+    match translate {
+        Translate::Same => args,
+        Translate::FeedsimMulti => {
+            let mut seen = false;
+            let mut out: Vec<String> = args
+                .into_iter()
+                .map(|a| {
+                    let words: Vec<&str> = a.split_whitespace().collect();
+                    if words.contains(&"-n") {
+                        seen = true;
+                        words
+                            .iter()
+                            .map(|w| if *w == "-n" { "--num-instances" } else { w })
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    } else {
+                        a
+                    }
+                })
+                .collect();
+            if !seen {
+                out.insert(0, "--num-instances -1".into());
+            }
+            out
+        }
+    }
+}
+
+/// benchpress splits args at whitespace only, so quotes and backslashes
+/// are literal there: they are escaped for rackbench's shell-style split.
+fn literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '\'' | '"') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn arg_templates(path: &Path, v: &Marked, what: &str) -> Result<Vec<String>, Error> {
+    let out = match &v.node {
+        Node::Seq(items) => items
+            .iter()
+            .map(|i| string(path, i, &format!("{what}: an argument")).map(|s| literal(&s)))
+            .collect::<Result<Vec<_>, _>>()?,
+        // benchpress turns {key: value} into `--key value` (`--key` alone
+        // for a null value).
+        Node::Map(entries) => {
+            let mut out = Vec::new();
+            for (k, val) in entries {
+                let key = string(path, k, &format!("{what}: a key"))?;
+                out.push(literal(&format!("--{key}")));
+                match scalar_json(val) {
+                    Some(serde_json::Value::Null) => {}
+                    Some(serde_json::Value::Bool(b)) => {
+                        out.push(if b { "True" } else { "False" }.into())
+                    }
+                    _ => out.push(literal(&string(
+                        path,
+                        val,
+                        &format!("{what}: the value of '{key}'"),
+                    )?)),
+                }
+            }
+            out
+        }
+        Node::Scalar { text, .. } if text.is_empty() => vec![],
+        other => {
+            return Err(at(
+                path,
+                v.line,
+                format!(
+                    "{what}: expected a list of arguments or a mapping, found {}",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    for a in &out {
+        if a.contains("{{") || a.contains("}}") {
+            return Err(at(
+                path,
+                v.line,
+                format!("{what}: '{a}': escaped braces ({{{{ }}}}) are not supported"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn var_decls(path: &Path, v: &Marked, what: &str) -> Result<Vec<VarDecl>, Error> {
+    let mut out: Vec<VarDecl> = Vec::new();
+    let items = match &v.node {
+        Node::Seq(items) => items.as_slice(),
+        Node::Scalar { text, .. } if text.is_empty() => &[],
+        other => {
+            return Err(at(
+                path,
+                v.line,
+                format!(
+                    "{what}: expected a list of `name` or `name=default`, found {}",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    for i in items {
+        let s = string(path, i, &format!("{what}: a var"))?;
+        let (name, default) = match s.split_once('=') {
+            Some((n, d)) => (n.trim(), Some(d)),
+            None => (s.trim(), None),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(at(
+                path,
+                i.line,
+                format!(
+                    "{what}: '{s}': a var is `name` or `name=default`, name made of letters, digits and _"
+                ),
+            ));
+        }
+        if default.is_some_and(|d| d.contains('=')) {
+            return Err(at(
+                path,
+                i.line,
+                format!(
+                    "{what}: '{s}': benchpress cuts a default at its next '=' (keeping only the text before it), so a default with '=' is refused; pass it with -i instead"
+                ),
+            ));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(at(
+                path,
+                i.line,
+                format!("{what}: var '{name}' is declared twice"),
+            ));
+        }
+        out.push(VarDecl {
+            name: name.to_string(),
+            default: default.map(literal),
+        });
+    }
+    Ok(out)
+}
+
+fn check_placeholders(
+    path: &Path,
+    line: usize,
+    args: &[String],
+    vars: &[VarDecl],
+    what: &str,
+) -> Result<(), Error> {
+    for a in args {
+        for p in placeholders(a) {
+            if !vars.iter().any(|v| v.name == p) {
+                return Err(at(
+                    path,
+                    line,
+                    format!("{what} '{a}' uses {{{p}}}, which is not declared in vars"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn hook_specs(path: &Path, v: &Marked, what: &str) -> Result<Vec<HookSpec>, Error> {
+    let Node::Seq(items) = &v.node else {
+        return Err(at(
+            path,
+            v.line,
+            format!(
+                "{what}: expected a list of {{hook, options}}, found {}",
+                v.node.kind()
+            ),
+        ));
+    };
+    let mut out = Vec::new();
+    for i in items {
+        let Node::Map(fields) = &i.node else {
+            return Err(at(
+                path,
+                i.line,
+                format!(
+                    "{what}: a hook is a mapping {{hook, options}}, found {}",
+                    i.node.kind()
+                ),
+            ));
+        };
+        let mut hook = None;
+        let mut options = serde_json::Value::Null;
+        for (k, val) in fields {
+            match string(path, k, "a key")?.as_str() {
+                "hook" => hook = Some(string(path, val, &format!("{what}: the hook's name"))?),
+                "options" => options = to_json(val),
+                other => {
+                    return Err(at(
+                        path,
+                        k.line,
+                        format!("{what}: unknown key '{other}'; a hook's keys are: hook, options"),
+                    ));
+                }
+            }
+        }
+        let Some(hook) = hook else {
+            return Err(at(
+                path,
+                i.line,
+                format!("{what}: a hook without 'hook' (its name)"),
+            ));
+        };
+        let spec = HookSpec { hook, options };
+        crate::hooks::validate(&spec).map_err(|e| at(path, i.line, format!("{what}: {e}")))?;
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// benchpress' tag groups, `scope` and `component`.
+fn tag_groups(path: &Path, v: &Marked, what: &str) -> Result<(Vec<String>, Vec<String>), Error> {
+    let Node::Map(groups) = &v.node else {
+        return Err(at(
+            path,
+            v.line,
+            format!(
+                "{what}: expected a mapping {{scope: [...], component: [...]}}, found {}",
+                v.node.kind()
+            ),
+        ));
+    };
+    let mut out = (vec![], vec![]);
+    for (k, val) in groups {
+        match string(path, k, "a tag group")?.as_str() {
+            "scope" => out.0 = string_list(path, val, &format!("{what}: scope"))?,
+            "component" => out.1 = string_list(path, val, &format!("{what}: component"))?,
+            other => {
+                return Err(at(
+                    path,
+                    k.line,
+                    format!(
+                        "{what}: unknown tag group '{other}'; benchpress' are: scope, component"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn string_list(path: &Path, v: &Marked, what: &str) -> Result<Vec<String>, Error> {
+    match &v.node {
+        Node::Seq(items) => items
+            .iter()
+            .map(|i| string(path, i, &format!("{what}: an item")))
+            .collect(),
+        Node::Scalar { text, .. } if text.is_empty() => Ok(vec![]),
+        other => Err(at(
+            path,
+            v.line,
+            format!("{what}: expected a list, found {}", other.kind()),
+        )),
+    }
+}
+
+/// A scalar's text; null, lists and mappings are refused naming `what`.
+fn string(path: &Path, v: &Marked, what: &str) -> Result<String, Error> {
+    match &v.node {
+        Node::Scalar { text, plain } if !(*plain && matches!(Yaml::from_str(text), Yaml::Null)) => {
+            Ok(text.clone())
+        }
+        other => Err(at(
+            path,
+            v.line,
+            format!("{what}: expected text, found {}", other.kind()),
+        )),
+    }
+}
+
+/// A scalar as JSON (YAML's plain scalars typed as YAML types them); None
+/// for lists and mappings.
+fn scalar_json(v: &Marked) -> Option<serde_json::Value> {
+    match &v.node {
+        Node::Scalar { .. } => Some(to_json(v)),
+        _ => None,
+    }
+}
+
+fn to_json(v: &Marked) -> serde_json::Value {
+    use serde_json::Value;
+    match &v.node {
+        Node::Scalar { text, plain: false } => Value::String(text.clone()),
+        Node::Scalar { text, plain: true } => match Yaml::from_str(text) {
+            Yaml::Null => Value::Null,
+            Yaml::Boolean(b) => Value::Bool(b),
+            Yaml::Integer(i) => Value::from(i),
+            Yaml::Real(r) => r
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .unwrap_or_else(|| Value::String(text.clone())),
+            _ => Value::String(text.clone()),
+        },
+        Node::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
+        Node::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, val)| (k.node.text().unwrap_or_default().to_string(), to_json(val)))
+                .collect(),
+        ),
+    }
+}
+
+/// A YAML node with the line it starts on.
+#[derive(Debug, Clone)]
+struct Marked {
+    node: Node,
+    line: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    /// `plain`: unquoted and untagged, so YAML types it (null, bool, number).
+    Scalar {
+        text: String,
+        plain: bool,
+    },
+    Seq(Vec<Marked>),
+    Map(Vec<(Marked, Marked)>),
+}
+
+impl Node {
+    fn kind(&self) -> &'static str {
+        match self {
+            Node::Scalar { text, plain: true } if matches!(Yaml::from_str(text), Yaml::Null) => {
+                "nothing (null)"
+            }
+            Node::Scalar { .. } => "a single value",
+            Node::Seq(_) => "a list",
+            Node::Map(_) => "a mapping",
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Node::Scalar { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+enum Frame {
+    Seq(Vec<Marked>, usize, usize),
+    Map(Vec<(Marked, Marked)>, Option<Marked>, usize, usize),
+}
+
+/// Builds [`Marked`] trees from the parser's events.
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Frame>,
+    anchors: BTreeMap<usize, Marked>,
+    docs: Vec<Marked>,
+    bad_alias: Option<usize>,
+}
+
+impl Builder {
+    fn value(&mut self, m: Marked, anchor: usize) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, m.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.docs.push(m),
+            Some(Frame::Seq(items, _, _)) => items.push(m),
+            Some(Frame::Map(entries, key, _, _)) => match key.take() {
+                None => *key = Some(m),
+                Some(k) => entries.push((k, m)),
+            },
+        }
+    }
+}
+
+impl MarkedEventReceiver for Builder {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        let line = mark.line();
+        match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let plain = style == TScalarStyle::Plain && tag.is_none();
+                self.value(
+                    Marked {
+                        node: Node::Scalar { text, plain },
+                        line,
+                    },
+                    anchor,
+                );
+            }
+            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(vec![], anchor, line)),
+            Event::MappingStart(anchor, _) => {
+                self.stack.push(Frame::Map(vec![], None, anchor, line))
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (node, anchor, line) = match self.stack.pop() {
+                    Some(Frame::Seq(items, a, l)) => (Node::Seq(items), a, l),
+                    Some(Frame::Map(entries, _, a, l)) => (Node::Map(entries), a, l),
+                    None => return,
+                };
+                self.value(Marked { node, line }, anchor);
+            }
+            Event::Alias(id) => match self.anchors.get(&id).cloned() {
+                Some(m) => self.value(m, 0),
+                None => self.bad_alias = Some(line),
+            },
+            _ => {}
+        }
+    }
+}
+
+/// Reads and parses one YAML document.
+fn read_yaml(path: &Path, what: &'static str) -> Result<Marked, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        what,
+        path: path.into(),
+        source,
+    })?;
+    parse_yaml(path, &text)
+}
+
+fn parse_yaml(path: &Path, text: &str) -> Result<Marked, Error> {
+    let mut b = Builder::default();
+    Parser::new_from_str(text).load(&mut b, true).map_err(|e| {
+        at(
+            path,
+            e.marker().line(),
+            format!("invalid YAML: {}", e.info()),
+        )
+    })?;
+    if let Some(line) = b.bad_alias {
+        return Err(at(
+            path,
+            line,
+            "invalid YAML: an alias (*name) with no anchor (&name) before it",
+        ));
+    }
+    match b.docs.len() {
+        0 => Err(Error::At {
+            path: path.into(),
+            line: None,
+            message: "the file is empty".into(),
+        }),
+        1 => Ok(b.docs.remove(0)),
+        _ => Err(at(
+            path,
+            b.docs[1].line,
+            "holds more than one YAML document (---)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const WORKLOADS: &[&str] = &["calibrate", "feedsim", "adsim"];
+
+    fn jobs(text: &str) -> Result<Vec<Job>, Error> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("jobs.yml");
+        std::fs::write(&p, text).unwrap();
+        load_jobs(&p, &default_benchmarks(WORKLOADS), WORKLOADS)
+    }
+
+    #[test]
+    fn upstream_shaped_jobs_translate() {
+        let j = jobs(
+            r#"
+- name: fs
+  benchmark: feedsim
+  description: >
+    folded
+    text
+  args:
+    - '-p {port}'
+    - '-o {output}'
+  vars:
+    - 'port=11222'
+    - 'output=x.txt'
+  hooks:
+    - hook: cpu-mpstat
+      options:
+        args: ['-u', '1']
+  tags:
+    scope: [zz]
+- name: auto
+  benchmark: feedsim_autoscale
+  description: d
+  args: ['-n {n}', '{extra_args}']
+  vars: ['n=-1', 'extra_args=']
+- name: auto2
+  benchmark: feedsim_autoscale
+  description: d
+  args: {q: 5, quick: null}
+- name: pair
+  benchmark: calibrate
+  description: d
+  roles:
+    server:
+      args: ['--x {a}']
+      vars: ['a=1']
+    client:
+      vars: ['b']
+"#,
+        )
+        .unwrap();
+        assert_eq!(j[0].benchmark, "feedsim");
+        assert_eq!(j[0].description, "folded text");
+        assert_eq!(j[0].tags, vec!["app", "feed", "zz", "cpu", "memory"]);
+        assert_eq!(j[0].hooks[0].options["args"][0], "-u");
+        assert_eq!(j[1].benchmark, "feedsim");
+        assert_eq!(j[1].args, vec!["--num-instances {n}", "{extra_args}"]);
+        assert_eq!(j[2].args, vec!["--num-instances -1", "--q", "5", "--quick"]);
+        assert_eq!(j[3].roles.len(), 2);
+        assert_eq!(j[3].role("client").unwrap().vars[0].default, None);
+        assert_eq!(j[3].role("server").unwrap().args, vec!["--x {a}"]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_what() {
+        let e = jobs("- name: t\n  benchmark: tao_bench\n  description: d\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("jobs.yml:2") && e.contains("job 't'") && e.contains("'tao_bench'"),
+            "{e}"
+        );
+        let e = jobs("- name: t\n  benchmark: feedsim\n  description: d\n  argz: []\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":4") && e.contains("unknown key 'argz'"), "{e}");
+        let e = jobs("- name: t\n  benchmark: feedsim\n  description: d\n  tee_output: true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'tee_output' is not supported"), "{e}");
+        let e = jobs("- name: t\n  benchmark: feedsim\n  description: d\n  args: ['{prot}']\n  vars: [port=1]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("{prot}"), "{e}");
+        let e =
+            jobs("- name: t\n  benchmark: feedsim\n  description: d\n  hooks: [{hook: nope}]\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains(":4") && e.contains("unknown hook 'nope'"), "{e}");
+        let e = jobs("- name: t\n  benchmark: feedsim\n  args: [\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid YAML"), "{e}");
+        let e = jobs("name: t\n").unwrap_err().to_string();
+        assert!(e.contains("expected a list of jobs"), "{e}");
+        let e = jobs("- name: t\n  benchmark: feedsim\n  description: d\n  vars: ['a=b=c']\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'a=b=c'"), "{e}");
+        let e = jobs("- name: t\n  benchmark: calibrate\n  description: d\n  args: ['x']\n  roles: {a: {args: []}}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has roles and job-level args"), "{e}");
+    }
+
+    #[test]
+    fn quotes_stay_literal_as_in_benchpress() {
+        let j = jobs(
+            "- name: t\n  benchmark: calibrate\n  description: d\n  args: [\"--label it's\"]\n",
+        )
+        .unwrap();
+        let r = crate::vars::resolve(&j[0], None, &Default::default()).unwrap();
+        assert_eq!(r.argv, vec!["--label", "it's"]);
+    }
+
+    #[test]
+    fn benchmarks_file_checks_keys_and_parsers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.yml");
+        std::fs::write(
+            &p,
+            "feedsim:\n  parser: feedsim\n  path: ./run.sh\n  tags: {scope: [a]}\n  metrics: [x]\ntao_bench:\n  parser: tao_bench\n  roles: [server, client]\n",
+        )
+        .unwrap();
+        let b = load_benchmarks(&p, WORKLOADS).unwrap();
+        assert_eq!(b["feedsim"].scope, vec!["a"]);
+        assert!(b.contains_key("tao_bench"));
+        std::fs::write(&p, "feedsim:\n  parser: tao_bench\n").unwrap();
+        let e = load_benchmarks(&p, WORKLOADS).unwrap_err().to_string();
+        assert!(
+            e.contains("b.yml:2") && e.contains("parser 'tao_bench'"),
+            "{e}"
+        );
+        std::fs::write(&p, "feedsim:\n  pth: x\n").unwrap();
+        let e = load_benchmarks(&p, WORKLOADS).unwrap_err().to_string();
+        assert!(e.contains("unknown key 'pth'"), "{e}");
+        let e = load_benchmarks(Path::new("wdl"), WORKLOADS)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("wdl_bench"), "{e}");
+    }
+}
