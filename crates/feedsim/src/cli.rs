@@ -73,10 +73,66 @@ pub struct ShapeArgs {
     /// Seed of the datasets and of the request stream.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub seed: u64,
+    /// How the leaf serves requests. `blocking` (upstream's LeafNodeRank):
+    /// a serving thread runs each request to its end, blocking on the
+    /// fan-outs and sleeping through the IO wait, so at most -t requests
+    /// are in flight. `async` (ours): the IO wait is a timer that holds no
+    /// thread, so requests in flight are bounded by CPU alone.
+    #[arg(long, value_enum, default_value_t = ServingModel::Blocking)]
+    pub serving_model: ServingModel,
     /// Leave the datasets on whatever pages the host's THP mode gives
     /// (by default the graph and the permutation are advised onto huge pages).
     #[arg(long)]
     pub no_huge_pages: bool,
+}
+
+/// How the leaf serves requests (`--serving-model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ServingModel {
+    /// Upstream's: one serving thread per request from start to reply.
+    #[default]
+    Blocking,
+    /// Ours: the IO wait is a timer; no thread is held through it.
+    Async,
+}
+
+impl ServingModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            ServingModel::Blocking => "blocking",
+            ServingModel::Async => "async",
+        }
+    }
+}
+
+/// The load driver (`--driver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DriverModel {
+    /// Open loop, timed from the intended start (no coordinated omission).
+    #[default]
+    Open,
+    /// DCPerf's closed-loop driver: threads x 4 connections at depth 1.
+    ClosedCompat,
+}
+
+/// Connections per driver thread of DCPerf's driver (run.sh and
+/// search_qps.sh pass `--connections=4`; depth stays at its default 1).
+pub const COMPAT_CONNECTIONS: usize = 4;
+
+/// run.sh's DRIVER_THREADS: nproc/5 (SMT) or nproc/4, rounded to nearest,
+/// at least 4.
+pub fn default_driver_threads(nproc: usize, smt: bool) -> usize {
+    let per = if smt { 5.0 } else { 4.0 };
+    ((nproc as f64 / per + 0.5) as usize).max(4)
+}
+
+/// search_qps.sh -a: `requested_qps / 4` (integer), within 1..=`max`;
+/// the unthrottled runs (no rate) use `max`.
+pub fn auto_driver_threads(rate: Option<f64>, max: usize) -> usize {
+    match rate {
+        Some(q) => ((q / COMPAT_CONNECTIONS as f64) as usize).clamp(1, max.max(1)),
+        None => max.max(1),
+    }
 }
 
 /// `rackbench feedsim`: upstream run.sh.
@@ -120,6 +176,18 @@ pub struct DriverArgs {
     /// Short probes for smoke runs and CI.
     #[arg(long)]
     pub quick: bool,
+    /// The load driver. `open` (ours, the default): requests leave on
+    /// schedule whatever the leaf does, each timed from when it was due.
+    /// `closed-compat`: DCPerf's DriverNodeRank, --driver-threads x 4
+    /// connections at depth 1; a request due while all are busy waits and
+    /// is timed from its send, and QPS counts sends, as upstream reports it.
+    #[arg(long, value_enum, default_value_t = DriverModel::Open)]
+    pub driver: DriverModel,
+    /// Threads of the closed-compat driver (4 connections each); default
+    /// run.sh's: max(round(nproc/5), 4) with SMT, max(round(nproc/4), 4)
+    /// without; with -a, min(rate/4, that) and at least 1, as search_qps.sh.
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
+    pub driver_threads: Option<usize>,
     /// Arrival process of the driver (upstream paces at a constant rate).
     #[arg(long, default_value = "constant")]
     pub arrival: Arrival,
@@ -261,6 +329,8 @@ impl ShapeArgs {
             "--seed".into(),
             self.seed.to_string(),
         ];
+        args.push("--serving-model".into());
+        args.push(self.serving_model.name().into());
         if self.no_huge_pages {
             args.push("--no-huge-pages".into());
         }
@@ -271,6 +341,21 @@ impl ShapeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_driver_threads() {
+        // run.sh: max(round(nproc / 5), 4) with SMT, / 4 without.
+        assert_eq!(default_driver_threads(2, false), 4);
+        assert_eq!(default_driver_threads(176, true), 35);
+        assert_eq!(default_driver_threads(178, true), 36);
+        assert_eq!(default_driver_threads(40, false), 10);
+        assert_eq!(default_driver_threads(42, false), 11);
+        // search_qps.sh -a: rate / 4 within 1..=max.
+        assert_eq!(auto_driver_threads(Some(2.0), 4), 1);
+        assert_eq!(auto_driver_threads(Some(13.9), 4), 3);
+        assert_eq!(auto_driver_threads(Some(400.0), 35), 35);
+        assert_eq!(auto_driver_threads(None, 35), 35);
+    }
 
     #[test]
     fn upstream_thread_defaults() {

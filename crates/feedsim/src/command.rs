@@ -2,7 +2,10 @@
 //! feedsim` (upstream run.sh) starts a leaf process, waits until it reports
 //! ready, and searches for the highest rate meeting the latency target.
 
-use crate::cli::{AUTOSCALE_BASE_PORT, DEFAULT_PORT, DriverArgs, LeafArgs, ShapeArgs, Threads};
+use crate::cli::{
+    AUTOSCALE_BASE_PORT, COMPAT_CONNECTIONS, DEFAULT_PORT, DriverArgs, DriverModel, LeafArgs,
+    ShapeArgs, Threads, auto_driver_threads, default_driver_threads,
+};
 use crate::dataset::Shape;
 use crate::leaf::{LeafConfig, LeafService, LeafState, proc_self};
 use crate::proto::leaf_client::LeafClient;
@@ -16,7 +19,7 @@ use load::hostspeed::{HostSpeed, SpeedSampler};
 use load::report::{
     Reporter, SearchRecord, failure_line, final_line, searching_line, write_search,
 };
-use load::search::{Event, Phase, Search, SearchOutcome, run_fixed};
+use load::search::{Event, Phase, Prober, Search, SearchOutcome, run_fixed};
 use load::{Arrival, Mode, Percentile, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::RngCore;
 use rand::SeedableRng;
@@ -159,6 +162,7 @@ fn leaf_config(s: &ShapeArgs, t: Threads) -> LeafConfig {
         num_objects: s.num_objects,
         icache_iterations: s.icache_iterations,
         io_wait: Duration::from_millis(s.io_wait_ms),
+        serving_model: s.serving_model,
         seed: s.seed,
         ..LeafConfig::default()
     }
@@ -432,6 +436,9 @@ struct Instance {
     port: u16,
     cpus: Option<Vec<usize>>,
     threads: Threads,
+    /// Threads of the closed-compat driver (run.sh's DRIVER_THREADS for
+    /// this instance's CPUs, or --driver-threads).
+    driver_threads: usize,
     csv: PathBuf,
     /// Prefix of this instance's lines: empty alone, `instance 2: ` in autoscale.
     label: String,
@@ -442,13 +449,106 @@ struct Instance {
 struct Rendezvous {
     before_final: Arc<Gate<()>>,
     after_final: Arc<Gate<Option<(f64, f64)>>>,
+    /// Fresh leaves ready, before the rerun's fixed rate.
+    before_rerun: Arc<Gate<()>>,
 }
 
 impl Rendezvous {
+    fn new(n: usize) -> Self {
+        Rendezvous {
+            before_final: Gate::new(n),
+            after_final: Gate::new(n),
+            before_rerun: Gate::new(n),
+        }
+    }
+
     fn leave(&self, id: usize) {
         self.before_final.leave(id);
         self.after_final.leave(id);
+        self.before_rerun.leave(id);
     }
+}
+
+/// The search's probes as the chosen driver runs them: unchanged for the
+/// open-loop driver; for `--driver closed-compat`, DCPerf's DriverNodeRank
+/// (threads x 4 connections at depth 1): a rate becomes
+/// [`Mode::Capped`] with that many slots, an unthrottled run keeps that
+/// many requests in flight.
+struct DriverProber<P> {
+    inner: P,
+    /// Closed-compat: (driver threads, -a scaling by rate).
+    compat: Option<(usize, bool)>,
+}
+
+impl<P> DriverProber<P> {
+    fn map(&self, mode: Mode) -> Mode {
+        let Some((threads, auto)) = self.compat else {
+            return mode;
+        };
+        match mode {
+            Mode::Open { rate, arrival } | Mode::Capped { rate, arrival, .. } => {
+                let t = if auto {
+                    auto_driver_threads(Some(rate), threads)
+                } else {
+                    threads
+                };
+                Mode::Capped {
+                    rate,
+                    arrival,
+                    slots: t * COMPAT_CONNECTIONS,
+                }
+            }
+            Mode::Closed { .. } => Mode::Closed {
+                concurrency: threads * COMPAT_CONNECTIONS,
+            },
+        }
+    }
+}
+
+impl<P: Prober> Prober for DriverProber<P> {
+    async fn probe(
+        &mut self,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<load::RunResult, String> {
+        let mode = self.map(mode);
+        self.inner.probe(mode, warmup, duration).await
+    }
+
+    async fn settle(&mut self) -> Result<Duration, String> {
+        self.inner.settle().await
+    }
+}
+
+/// Pins the calling thread to `cpus` (the autoscale driver shares its
+/// instance's CPUs, as run.sh runs under the instance's taskset).
+fn pin_current_thread(cpus: &[usize]) -> nix::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c)?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+}
+
+/// The leaf's Rank RPC as a tower service over `pool`.
+fn rank_service(
+    pool: rpc::client::Pool<tonic::transport::Channel>,
+) -> impl tower::Service<
+    Request<RankRequest>,
+    Response = tonic::Response<crate::proto::RankReply>,
+    Error = tonic::Status,
+    Future = impl std::future::Future<
+        Output = Result<tonic::Response<crate::proto::RankReply>, tonic::Status>,
+    > + Send,
+> + Clone
++ Send
++ 'static {
+    let rank_client = LeafClient::new(pool).max_decoding_message_size(64 << 20);
+    tower::service_fn(move |req: Request<RankRequest>| {
+        let mut c = rank_client.clone();
+        async move { c.rank(req).await }
+    })
 }
 
 /// Everything one instance measured (the whole run of a single-instance
@@ -498,6 +598,7 @@ pub struct LeafStatus {
     pub anon_huge_bytes: u64,
     pub thp_mode: String,
     pub huge_pages_advised: bool,
+    pub serving_model: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -529,6 +630,7 @@ impl From<StatusReply> for LeafStatus {
             anon_huge_bytes: s.anon_huge_bytes,
             thp_mode: s.thp_mode,
             huge_pages_advised: s.huge_pages_advised,
+            serving_model: s.serving_model,
         }
     }
 }
@@ -538,13 +640,21 @@ impl From<StatusReply> for LeafStatus {
 /// rate. `finals` holds each instance's (requested, achieved) final, `None`
 /// for instances without one.
 pub fn rerun_rate(finals: &[Option<(f64, f64)>]) -> Option<f64> {
-    let got: Vec<(f64, f64)> = finals.iter().flatten().copied().collect();
-    if got.len() < 2 {
+    if finals.len() < 2 {
         return None;
     }
-    let max_ach = got.iter().map(|x| x.1).fold(f64::MIN, f64::max);
-    let min_ach = got.iter().map(|x| x.1).fold(f64::MAX, f64::min);
-    (min_ach < 0.8 * max_ach).then(|| got.iter().map(|x| x.0).fold(f64::MIN, f64::max))
+    // As run.sh's analysis: an instance without a final counts as 0 in
+    // min_qps; max_qps and the highest requested rate come from the others.
+    let got: Vec<(f64, f64)> = finals.iter().flatten().copied().collect();
+    let max_ach = got.iter().map(|x| x.1).fold(0.0, f64::max);
+    let min_ach = if got.len() < finals.len() {
+        0.0
+    } else {
+        got.iter().map(|x| x.1).fold(f64::MAX, f64::min)
+    };
+    let max_req = got.iter().map(|x| x.0).fold(0.0, f64::max);
+    // `echo "(max_req_qps + 1) / 1" | bc`: integer division truncates.
+    (min_ach < 0.8 * max_ach).then(|| (max_req + 1.0).trunc())
 }
 
 fn target_of(a: &DriverArgs) -> anyhow::Result<SloTarget> {
@@ -637,16 +747,35 @@ fn drive_instance(
     // them.
     let output = |l: &str| progress.output(&format!("{label}{l}"));
     let phase = |l: &str| progress.phase(&format!("{label}{l}"));
-    let rt = runtime(1, "feedsim-driver")?;
+    // Autoscale: the driver runs on its instance's CPUs, as run.sh does
+    // under the instance's taskset.
+    let pin = rv.and(inst.cpus.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("feedsim-driver")
+        .enable_all()
+        .on_thread_start(move || {
+            if let Some(c) = &pin
+                && let Err(e) = pin_current_thread(c)
+            {
+                eprintln!("warning: cannot pin the driver to CPUs {c:?}: {e}");
+            }
+        })
+        .build()
+        .context("cannot start the tokio runtime")?;
     let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &println, &phase))?;
-    let pool = rt
-        .block_on(rpc::client::connect_pool(addr, 2))
-        .with_context(|| format!("cannot connect to the leaf at {addr}"))?;
-    let rank_client = LeafClient::new(pool).max_decoding_message_size(64 << 20);
-    let svc = tower::service_fn(move |req: Request<RankRequest>| {
-        let mut c = rank_client.clone();
-        async move { c.rank(req).await }
-    });
+    let compat = a.driver == DriverModel::ClosedCompat;
+    // Closed-compat: one connection per slot (threads x 4, depth 1).
+    let connections = if compat {
+        inst.driver_threads * COMPAT_CONNECTIONS
+    } else {
+        2
+    };
+    let connect = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(rpc::client::connect_pool(addr, connections))
+            .with_context(|| format!("cannot connect to the leaf at {addr}"))
+    };
+    let svc = rank_service(connect(&rt)?);
     // Instances draw different request streams.
     let seed = a.shape.seed.wrapping_add(inst.id as u64 * 1_000_003);
     let make = Arc::new(move |n: u64| {
@@ -684,10 +813,12 @@ fn drive_instance(
     );
     let drain = Duration::from_secs_f64((2.0 * target.latency_ms / 1000.0).max(2.0));
     let stop = ctx.cancel.flag();
-    let mut prober = ServiceProber {
+    let prober = ServiceProber {
         svc,
         make,
         workers: Box::new(move |mode| match (auto, mode) {
+            // Closed-compat: one worker per driver thread.
+            (_, Mode::Capped { slots, .. }) => slots / COMPAT_CONNECTIONS,
             (true, Mode::Open { rate, .. }) => ((rate / 100.0).ceil() as usize).clamp(1, 16),
             _ => 1,
         }),
@@ -703,6 +834,10 @@ fn drive_instance(
             }
         }),
         settle: Some(settle),
+    };
+    let mut prober = DriverProber {
+        inner: prober,
+        compat: compat.then_some((inst.driver_threads, auto)),
     };
     let csv_path = ctx.output_path(&inst.csv);
     let csv = ProbeCsv::create(&csv_path)
@@ -741,33 +876,63 @@ fn drive_instance(
         }
     });
     let mut rerun = None;
+    // The leaf figures cover the search's leaf (a rerun starts fresh ones).
+    let mut status_after = None;
     if let Some(rv) = rv {
         rv.before_final.leave(inst.id);
         let mine = outcome
             .final_probe
             .as_ref()
             .map(|f| (f.requested_qps, f.achieved_qps));
-        let decided = if outcome.interrupted {
+        // Only a search is rerun, as upstream (never fixed rates).
+        let decided = if outcome.interrupted || !a.qps.is_empty() {
             None
         } else {
             rv.after_final.arrive(inst.id, mine, &stop).ok()
         };
-        let all: Vec<Option<(f64, f64)>> =
-            decided.unwrap_or_default().into_iter().flatten().collect();
+        // An instance that left (its driver failed) had no final either.
+        let all: Vec<Option<(f64, f64)>> = decided
+            .unwrap_or_default()
+            .into_iter()
+            .map(Option::flatten)
+            .collect();
         if let Some(q) = rerun_rate(&all) {
             println(&format!(
-                "the slowest instance reached under 80% of the fastest's QPS: rerunning every instance at {q:.2} QPS (the highest requested)"
+                "the slowest instance reached under 80% of the fastest's QPS (an instance without a result counts as 0): rerunning every instance with a fresh leaf at {q:.2} QPS (the highest requested, plus 1, truncated)"
             ));
-            let mut cfg = search_cfg.clone();
-            cfg.warmup = Duration::ZERO;
-            let (w, d) = (cfg.probe_warmup, cfg.final_duration);
-            let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
-            rerun = Some(Rerun { qps: q, outcome: r });
+            status_after = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
+            // As upstream reruns the whole command: fresh leaves, their
+            // datasets built again, and the usual warm-up.
+            if a.leaf.is_none() {
+                let mut g = leaf.lock().unwrap_or_else(|e| e.into_inner());
+                *g = None;
+                *g = Some(LeafProcess::spawn(
+                    &a.shape,
+                    t,
+                    inst.port,
+                    inst.cpus.as_deref(),
+                    ctx,
+                )?);
+                client = rt.block_on(wait_ready(addr, &mut g, ctx, &println, &phase))?;
+                drop(g);
+                prober.inner.svc = rank_service(connect(&rt)?);
+            }
+            let lined_up = rv.before_rerun.arrive(inst.id, (), &stop).is_ok();
+            if lined_up {
+                let cfg = search_cfg.clone();
+                let (w, d) = (cfg.probe_warmup, cfg.final_duration);
+                let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
+                rerun = Some(Rerun { qps: q, outcome: r });
+            }
+            rv.before_rerun.leave(inst.id);
         }
         rv.after_final.leave(inst.id);
+        rv.before_rerun.leave(inst.id);
     }
     let driver_cpu_seconds = cpu_seconds_self() - cpu_before;
-    let status_after = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
+    if status_after.is_none() {
+        status_after = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
+    }
     drop(leaf);
     Ok(InstanceRecord {
         outcome,
@@ -875,6 +1040,9 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         port: a.port.unwrap_or(DEFAULT_PORT),
         cpus,
         threads: t,
+        driver_threads: a
+            .driver_threads
+            .unwrap_or_else(|| default_driver_threads(nproc, smt)),
         csv: a.output.clone(),
         label: String::new(),
     };
@@ -903,6 +1071,8 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let record = FeedSimRecord::Search(Box::new(SearchRun {
         target,
         arrival: a.arrival,
+        compat_driver_threads: (a.driver == DriverModel::ClosedCompat)
+            .then_some(inst.driver_threads),
         threads: t,
         instance: run,
         host_speed: speed,
@@ -957,11 +1127,15 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             .threads(cpus.len(), smt)
             .map_err(anyhow::Error::msg)?;
         total += leaf_config(&a.shape, t).dataset_bytes();
+        let driver_threads = a
+            .driver_threads
+            .unwrap_or_else(|| default_driver_threads(cpus.len(), smt));
         instances.push(Instance {
             id: i,
             port: base + i as u16,
             cpus: Some(cpus),
             threads: t,
+            driver_threads,
             csv: a.output.with_file_name(format!("{stem}_{}{ext}", i + 1)),
             label: if n > 1 {
                 format!("instance {}: ", i + 1)
@@ -988,10 +1162,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             .join(", ")
     ));
     progress.output(&searching_line(&target));
-    let rv = Rendezvous {
-        before_final: Gate::new(n),
-        after_final: Gate::new(n),
-    };
+    let rv = Rendezvous::new(n);
     let cpu_before = cpu_seconds_self();
     let speed = SpeedSampler::start(SPEED_EVERY);
     let runs: Vec<anyhow::Result<InstanceRecord>> = std::thread::scope(|s| {
@@ -1026,6 +1197,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         progress.println(&w);
     }
     let stopped = ctx.cancel.is_stopped();
+    let first_driver_threads = instances.first().map(|i| i.driver_threads);
     let instances = instances
         .into_iter()
         .zip(runs)
@@ -1050,6 +1222,9 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let record = AutoscaleRun {
         target,
         arrival: a.arrival,
+        compat_driver_threads: (a.driver == DriverModel::ClosedCompat)
+            .then_some(first_driver_threads)
+            .flatten(),
         instances,
         driver_cpu_seconds: driver_cpu,
         host_speed: speed,
@@ -1107,6 +1282,9 @@ pub struct SearchRun {
     pub target: SloTarget,
     /// The open-loop arrival process.
     pub arrival: Arrival,
+    /// `--driver closed-compat`: its threads (4 connections each).
+    #[serde(default)]
+    pub compat_driver_threads: Option<usize>,
     /// The leaf's threads.
     pub threads: Threads,
     pub instance: InstanceRecord,
@@ -1119,6 +1297,9 @@ pub struct SearchRun {
 pub struct AutoscaleRun {
     pub target: SloTarget,
     pub arrival: Arrival,
+    /// `--driver closed-compat`: the first instance's driver threads.
+    #[serde(default)]
+    pub compat_driver_threads: Option<usize>,
     /// In order: the report names instance i `i + 1`.
     pub instances: Vec<AutoscaleInstance>,
     /// Process CPU seconds of the driver over the whole run.
@@ -1260,13 +1441,21 @@ mod tests {
 
     #[test]
     fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {
-        // 7.9 < 0.8 x 10: rerun at the highest requested rate.
-        let f = [Some((10.5, 10.0)), Some((8.0, 7.9)), None];
-        assert_eq!(rerun_rate(&f), Some(10.5));
+        // 7.9 < 0.8 x 10: rerun at the highest requested rate + 1,
+        // truncated (run.sh's `(max_req_qps + 1) / 1` in bc).
+        let f = [Some((10.5, 10.0)), Some((8.0, 7.9))];
+        assert_eq!(rerun_rate(&f), Some(11.0));
         // 8.0 is exactly 80%: no rerun.
         assert_eq!(rerun_rate(&[Some((10.0, 10.0)), Some((8.2, 8.0))]), None);
-        // One result (or none) has nothing to compare with.
-        assert_eq!(rerun_rate(&[Some((10.0, 10.0)), None]), None);
+        // An instance without a result counts as 0: rerun.
+        assert_eq!(rerun_rate(&[Some((10.0, 10.0)), None]), Some(11.0));
+        assert_eq!(
+            rerun_rate(&[Some((9.0, 9.0)), Some((9.2, 9.1)), None]),
+            Some(10.0)
+        );
+        // No result at all (0 < 0.8 x 0 is false), or a single instance.
+        assert_eq!(rerun_rate(&[None, None]), None);
+        assert_eq!(rerun_rate(&[Some((10.0, 2.0))]), None);
         assert_eq!(rerun_rate(&[]), None);
     }
 
@@ -1343,6 +1532,7 @@ mod tests {
             anon_huge_bytes: 1 << 21,
             thp_mode: "madvise".into(),
             huge_pages_advised: true,
+            serving_model: "blocking".into(),
         }
     }
 
@@ -1415,6 +1605,7 @@ mod tests {
         let r = FeedSimRecord::Search(Box::new(SearchRun {
             target: target(),
             arrival: Arrival::Poisson,
+            compat_driver_threads: None,
             threads: THREADS,
             instance: instance(Some(probe(Phase::Final, 11.4, 11.4, 420.1234, true))),
             host_speed: None,
@@ -1459,6 +1650,7 @@ mod tests {
         assert_eq!(m["leaf_rss_bytes"].as_u64(), Some(300 << 20));
         assert_eq!(m["leaf_huge_pages_advised"], true);
         assert_eq!(m["thp_mode"], "madvise");
+        assert_eq!(m["leaf_serving_model"], "blocking");
         assert_eq!(m["leaf_step_cpu_ms_per_request"]["ranking"], 60.0);
         assert_eq!(m["driver_cpu_ms_per_request"], 5.0);
         assert_eq!(m["success"], true);
@@ -1515,6 +1707,7 @@ mod tests {
         let r = FeedSimRecord::Search(Box::new(SearchRun {
             target: target(),
             arrival: Arrival::Constant,
+            compat_driver_threads: None,
             threads: THREADS,
             instance: run,
             host_speed: Some(HostSpeed {
@@ -1556,6 +1749,7 @@ mod tests {
         FeedSimRecord::Autoscale(Box::new(AutoscaleRun {
             target: target(),
             arrival: Arrival::Constant,
+            compat_driver_threads: None,
             instances: vec![
                 inst(0, InstanceResult::Ran(Box::new(first))),
                 inst(1, second),

@@ -2,13 +2,19 @@
 //!
 //! Per request, in order: (1) instruction-cache pressure on the request's
 //! serving thread; (2) a ranking fan-out of `ranking_threads` PageRank tasks;
-//! (3) a 200 ms off-CPU wait (a timer; no thread blocks); then on the IO pool
-//! (4) zstd compression of 128 KiB of incompressible bytes; (5) a
-//! serialization fan-out building and encoding random ranking responses and
+//! (3) a 200 ms off-CPU wait; (4) zstd compression of 128 KiB of
+//! incompressible bytes; (5) a serialization fan-out building and encoding random ranking responses and
 //! compressing half of each; (6) a pointer-chasing fan-out; (7) one more
 //! response built and serialized, the compressed payload decompressed, the
 //! response decoded again, and the reply sent.
+//!
+//! Two serving models ([`ServingModel`]): upstream's, where the serving
+//! thread runs all of it, blocking on the fan-outs and sleeping through (3),
+//! so at most `serving_threads` requests are in flight; and ours, where (3)
+//! is a timer and (4) and (7) run on an IO pool, so no thread is held
+//! through the wait.
 
+use crate::cli::ServingModel;
 use crate::dataset::{Dataset, Shape};
 use crate::icache;
 use crate::proto::leaf_server::{Leaf, LeafServer};
@@ -44,6 +50,8 @@ pub struct LeafConfig {
     /// Minimum generated-function calls per request (`-i`).
     pub icache_iterations: u64,
     pub io_wait: Duration,
+    /// Upstream's blocking serving threads or our async IO wait.
+    pub serving_model: ServingModel,
     pub compress_bytes: usize,
     pub chase_tasks: usize,
     pub chase_loads: usize,
@@ -63,6 +71,7 @@ impl Default for LeafConfig {
             num_objects: 2000,
             icache_iterations: 1_600_000,
             io_wait: Duration::from_millis(200),
+            serving_model: ServingModel::Blocking,
             compress_bytes: 128 << 10,
             chase_tasks: 8,
             chase_loads: 640,
@@ -125,6 +134,11 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// A pool whose thread is gone (the leaf is stopping).
+fn lost<E>(_: E) -> Status {
+    Status::internal("a leaf pool stopped")
 }
 
 /// Runs `f`, adding the thread CPU time it took to `cell`.
@@ -205,6 +219,12 @@ impl LeafState {
     }
 
     /// One request through the whole pipeline; returns the reply payload.
+    ///
+    /// In the blocking model (upstream's) the whole request runs on its
+    /// serving thread, which waits on each fan-out and sleeps through the IO
+    /// wait: a request queues until its serving thread is free. In the async
+    /// model (ours) each step is a task awaited from the gRPC task and the IO
+    /// wait is a timer.
     pub async fn handle(self: &Arc<Self>, seed: u64) -> Result<(Vec<u8>, u32), Status> {
         let datasets = self
             .datasets
@@ -212,20 +232,56 @@ impl LeafState {
             .filter(|_| self.is_ready())
             .ok_or_else(|| Status::unavailable("leaf is still building its dataset"))?;
         let _in_flight = InFlight::new(&self.in_flight);
-        let c = &self.cfg;
         let idx = (self.next.fetch_add(1, Ordering::Relaxed) % datasets.len() as u64) as usize;
         let ds = datasets[idx].clone();
+        let out = match self.cfg.serving_model {
+            ServingModel::Blocking => {
+                let state = self.clone();
+                self.pools.serving[idx]
+                    .run(move || futures::executor::block_on(state.pipeline(ds, idx, seed, true)))
+                    .await
+                    .map_err(lost)??
+            }
+            ServingModel::Async => self.pipeline(ds, idx, seed, false).await?,
+        };
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Runs `f` where the serving model puts a serving-thread step: inline
+    /// when already on the serving thread (blocking), else on `pool`.
+    async fn step<T: Send + 'static>(
+        pool: &Pool,
+        inline: bool,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Status> {
+        if inline {
+            Ok(f())
+        } else {
+            pool.run(f).await.map_err(lost)
+        }
+    }
+
+    /// The request's steps (see the module comment). `blocking`: this runs
+    /// on serving thread `idx` and blocks it, as upstream's handler does.
+    async fn pipeline(
+        &self,
+        ds: Arc<Dataset>,
+        idx: usize,
+        seed: u64,
+        blocking: bool,
+    ) -> Result<(Vec<u8>, u32), Status> {
+        let c = &self.cfg;
         let mut rng = SmallRng::seed_from_u64(seed);
-        let lost = |_| Status::internal("a leaf pool stopped");
 
         // 1. I-cache pressure on this request's serving thread.
         let calls = self.gamma.sample(&mut rng) as u64 + c.icache_iterations;
         let s1 = rng.random::<u64>();
         let st = self.step_ns.clone();
-        let ic = self.pools.serving[idx]
-            .run(move || timed(&st[0], || icache::run(calls, s1)))
-            .await
-            .map_err(lost)?;
+        let ic = Self::step(&self.pools.serving[idx], blocking, move || {
+            timed(&st[0], || icache::run(calls, s1))
+        })
+        .await?;
 
         // 2. Ranking fan-out.
         let k = c.ranking_threads.max(1);
@@ -246,25 +302,26 @@ impl LeafState {
             .await
             .map_err(lost)?;
 
-        // 3. Simulated IO: off-CPU, no thread blocked.
-        tokio::time::sleep(c.io_wait).await;
+        // 3. Simulated IO: the serving thread sleeps through it (blocking),
+        // or a timer that holds no thread (async).
+        if blocking {
+            std::thread::sleep(c.io_wait);
+        } else {
+            tokio::time::sleep(c.io_wait).await;
+        }
 
-        // 4. Compression, continuing on the IO pool.
+        // 4. Compression, on the serving thread (blocking) or the IO pool.
         let bytes = c.compress_bytes.min(ds.random.len());
         let off = rng.random_range(0..=ds.random.len() - bytes);
         let d4 = ds.clone();
         let st = self.step_ns.clone();
-        let compressed = self
-            .pools
-            .io
-            .run(move || {
-                timed(&st[2], || {
-                    zstd::bulk::compress(&d4.random[off..off + bytes], 3)
-                })
+        let compressed = Self::step(&self.pools.io, blocking, move || {
+            timed(&st[2], || {
+                zstd::bulk::compress(&d4.random[off..off + bytes], 3)
             })
-            .await
-            .map_err(lost)?
-            .map_err(|e| Status::internal(format!("zstd: {e}")))?;
+        })
+        .await?
+        .map_err(|e| Status::internal(format!("zstd: {e}")))?;
 
         // 5. Serialization fan-out.
         let s = c.ser_threads.max(1);
@@ -304,7 +361,8 @@ impl LeafState {
             .map_err(lost)?;
 
         // 7. The response: build and serialize one more, decompress the
-        // earlier payload, decode the response again (round trip), reply.
+        // earlier payload, decode the response again (round trip), reply;
+        // on the serving thread (blocking) or the IO pool.
         let rseed = rng.random::<u64>();
         let bytes_in = bytes;
         let checksum = ic
@@ -312,10 +370,10 @@ impl LeafState {
             ^ ser.iter().sum::<usize>() as u64
             ^ rank.iter().sum::<f64>().to_bits();
         let st = self.step_ns.clone();
-        let (payload, stories) = self
-            .pools
-            .io
-            .run(move || -> Result<(Vec<u8>, u32), String> {
+        Self::step(
+            &self.pools.io,
+            blocking,
+            move || -> Result<(Vec<u8>, u32), String> {
                 let t0 = thread_cpu_ns();
                 let mut r = SmallRng::seed_from_u64(rseed ^ checksum);
                 let resp = story::response(per_task, &mut r);
@@ -332,12 +390,10 @@ impl LeafState {
                 let n = back.stories.len() as u32;
                 st[5].fetch_add(thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
                 Ok((bytes, n))
-            })
-            .await
-            .map_err(lost)?
-            .map_err(Status::internal)?;
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        Ok((payload, stories))
+            },
+        )
+        .await?
+        .map_err(Status::internal)
     }
 
     /// Pool tasks skipped because their request had been cancelled.
@@ -365,6 +421,7 @@ impl LeafState {
             anon_huge_bytes: crate::hugemem::anon_huge_bytes().unwrap_or(0),
             thp_mode: crate::hugemem::thp_mode().unwrap_or_default(),
             huge_pages_advised: self.cfg.shape.huge_pages,
+            serving_model: self.cfg.serving_model.name().into(),
             steps: STEPS
                 .iter()
                 .zip(self.step_ns.iter())

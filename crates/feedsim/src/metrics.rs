@@ -38,11 +38,16 @@ pub struct TargetMetrics {
 }
 
 impl TargetMetrics {
-    fn of(target: &SloTarget, arrival: Arrival) -> Self {
+    fn of(target: &SloTarget, arrival: Arrival, compat: Option<usize>) -> Self {
         TargetMetrics {
             target_percentile: target.percentile.label().to_string(),
             target_latency_msec: target.latency_ms,
-            load_mode: format!("open loop, {arrival} arrivals; latency from the intended start"),
+            load_mode: match compat {
+                None => format!("open loop, {arrival} arrivals; latency from the intended start"),
+                Some(t) => format!(
+                    "closed-compat (DCPerf's driver): {t} threads x 4 connections at depth 1, {arrival} pacing; latency from the send, QPS counted from sends"
+                ),
+            },
         }
     }
 }
@@ -153,6 +158,8 @@ pub struct LeafUseMetrics {
     pub leaf_anon_huge_bytes: u64,
     pub leaf_huge_pages_advised: bool,
     pub thp_mode: String,
+    /// The leaf's serving model (`--serving-model`).
+    pub leaf_serving_model: String,
     pub leaf_requests: u64,
     pub leaf_skipped_tasks: u64,
     pub leaf_cpu_seconds: f64,
@@ -178,6 +185,7 @@ impl LeafUseMetrics {
             leaf_anon_huge_bytes: e.anon_huge_bytes,
             leaf_huge_pages_advised: e.huge_pages_advised,
             thp_mode: e.thp_mode.clone(),
+            leaf_serving_model: e.serving_model.clone(),
             leaf_requests: reqs,
             leaf_skipped_tasks: e.skipped_tasks.saturating_sub(b.skipped_tasks),
             leaf_cpu_seconds: round3(e.cpu_seconds - b.cpu_seconds),
@@ -265,8 +273,8 @@ pub struct AutoscaleTargetMetrics {
 }
 
 impl AutoscaleTargetMetrics {
-    fn of(target: &SloTarget, arrival: Arrival) -> Self {
-        let t = TargetMetrics::of(target, arrival);
+    fn of(target: &SloTarget, arrival: Arrival, compat: Option<usize>) -> Self {
+        let t = TargetMetrics::of(target, arrival, compat);
         AutoscaleTargetMetrics {
             target_percentile: t.target_percentile,
             target_latency_msec: target.latency_ms.to_string(),
@@ -379,7 +387,7 @@ impl AutoscaleMetrics {
                 InstanceResult::Failed(_) => false,
             });
         let mut m = AutoscaleMetrics {
-            target: AutoscaleTargetMetrics::of(&a.target, a.arrival),
+            target: AutoscaleTargetMetrics::of(&a.target, a.arrival, a.compat_driver_threads),
             host: HostSpeedMetrics::of(a.host_speed.as_ref()),
             instances,
             overall: FinalMetricsOverall {
@@ -429,7 +437,7 @@ pub(crate) fn min_max_qps(finals: &[InstanceFinal<'_>], spawned: usize) -> (f64,
 impl SearchMetrics {
     pub fn of(s: &SearchRun) -> Self {
         SearchMetrics {
-            target: TargetMetrics::of(&s.target, s.arrival),
+            target: TargetMetrics::of(&s.target, s.arrival, s.compat_driver_threads),
             threads: s.threads.into(),
             score: s
                 .instance

@@ -33,6 +33,17 @@ pub enum Mode {
     /// `concurrency` requests always in flight (the next one is sent when one
     /// completes): measures peak throughput, hides queueing delay.
     Closed { concurrency: usize },
+    /// A compatibility mode: `rate` requests per second following `arrival`,
+    /// but at most `slots` outstanding, as DCPerf's oldisim driver (threads x
+    /// connections at depth 1). A request due while every slot is busy waits
+    /// for one (the backlog) and is timed from its send, not from when it was
+    /// due; the achieved rate counts sends. So it is closed-loop at overload
+    /// and hides the queueing the open loop measures.
+    Capped {
+        rate: f64,
+        arrival: Arrival,
+        slots: usize,
+    },
 }
 
 /// One run of the driver.
@@ -91,14 +102,16 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Successful replies per second of the measured window.
+    /// Successful replies per second of the measured window; in the
+    /// [`Mode::Capped`] compatibility mode, sends per second (upstream's
+    /// driver counts a query when it sends it).
     pub fn achieved_qps(&self) -> f64 {
         let s = self.window.as_secs_f64();
-        if s > 0.0 {
-            self.recorder.ok as f64 / s
-        } else {
-            0.0
-        }
+        let n = match self.mode {
+            Mode::Capped { .. } => self.recorder.scheduled,
+            _ => self.recorder.ok,
+        };
+        if s > 0.0 { n as f64 / s } else { 0.0 }
     }
 
     /// Measures on: a later window at the same load joins this one (its
@@ -113,18 +126,24 @@ impl RunResult {
     /// The rate that was asked for (open loop), if any.
     pub fn requested_qps(&self) -> Option<f64> {
         match self.mode {
-            Mode::Open { rate, .. } => Some(rate),
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => Some(rate),
             Mode::Closed { .. } => None,
         }
     }
 
-    /// Fraction of the scheduled requests that got a successful reply.
+    /// Fraction of the scheduled requests that got a successful reply. In
+    /// the [`Mode::Capped`] compatibility mode, of the sent requests that
+    /// ended (at most one per slot is still out when the window closes).
     pub fn completion_ratio(&self) -> f64 {
         let r = &self.recorder;
-        if r.scheduled == 0 {
+        let asked = match self.mode {
+            Mode::Capped { .. } => r.scheduled.saturating_sub(r.unfinished),
+            _ => r.scheduled,
+        };
+        if asked == 0 {
             1.0
         } else {
-            r.ok as f64 / r.scheduled as f64
+            r.ok as f64 / asked as f64
         }
     }
 
@@ -286,6 +305,11 @@ where
         match self.cfg.mode {
             Mode::Open { rate, arrival } => self.run_open(rate, arrival).await,
             Mode::Closed { concurrency } => self.run_closed(concurrency).await,
+            Mode::Capped {
+                rate,
+                arrival,
+                slots,
+            } => self.run_capped(rate, arrival, slots).await,
         }
     }
 
@@ -381,6 +405,65 @@ where
         (rec, stopped || self.stop.load(Ordering::Relaxed), true)
     }
 
+    /// [`Mode::Capped`]: the open-loop schedule, but a request is sent only
+    /// into a free slot of this worker's share; due requests wait in a
+    /// backlog (sent as slots free, timed from the send), and what is still
+    /// in the backlog when the window ends is never sent. `scheduled` counts
+    /// sends, so `achieved_qps` is the send rate.
+    async fn run_capped(
+        mut self,
+        rate: f64,
+        arrival: Arrival,
+        slots: usize,
+    ) -> (Recorder, bool, bool) {
+        let mut rec = Recorder::new();
+        let share = (slots / self.workers + usize::from(self.index < slots % self.workers)).max(1);
+        let mut sched = Schedule::new(arrival, rate, self.index, self.workers, self.cfg.seed);
+        let measure_from = self.start + self.cfg.warmup;
+        let end = measure_from + self.cfg.duration;
+        let mut pacer = Pacer::new();
+        let precise = pacer.is_precise();
+        let mut inflight = FuturesUnordered::new();
+        let mut seq = self.index as u64;
+        let mut backlog: u64 = 0;
+        let mut stop_tick = tokio::time::interval(Duration::from_millis(20));
+        let mut stopped = false;
+        let mut next = sched.peek().map(|o| self.start + o).filter(|t| *t < end);
+        loop {
+            let now = Instant::now();
+            // Every due request joins the backlog; the backlog goes out
+            // while slots are free.
+            while next.is_some_and(|d| d <= now) {
+                backlog += 1;
+                sched.advance();
+                next = sched.peek().map(|o| self.start + o).filter(|t| *t < end);
+            }
+            if now >= end {
+                break;
+            }
+            while backlog > 0 && inflight.len() < share {
+                backlog -= 1;
+                let measuring = now >= measure_from;
+                rec.scheduled += u64::from(measuring);
+                inflight.push(self.send(seq, now, &mut rec, measuring));
+                seq += self.workers as u64;
+            }
+            let wake = next.unwrap_or(end);
+            tokio::select! {
+                biased;
+                Some((measuring, outcome)) = inflight.next(), if !inflight.is_empty() => {
+                    if measuring { self.record(outcome, &mut rec); }
+                }
+                _ = pacer.wait_until(wake) => {}
+                _ = stop_tick.tick() => {
+                    if self.stop.load(Ordering::Relaxed) { stopped = true; break; }
+                }
+            }
+        }
+        self.drain(inflight, &mut rec, end, stopped).await;
+        (rec, stopped || self.stop.load(Ordering::Relaxed), precise)
+    }
+
     /// Waits for outstanding replies up to `end + drain` (briefly when
     /// stopped), then records what is left as unfinished.
     async fn drain(
@@ -405,9 +488,16 @@ where
         }
         // Whatever is still outstanding was cut off: record each one's age as a
         // lower bound of its latency; dropping the futures cancels the calls.
+        // In the compatibility mode they are counted but not timed:
+        // upstream's driver samples latency from replies only.
         let now = Instant::now();
+        let capped = matches!(self.cfg.mode, Mode::Capped { .. });
         for f in inflight.iter().filter(|f| f.measuring) {
-            rec.record_unfinished(now.saturating_duration_since(f.intended));
+            if capped {
+                rec.unfinished += 1;
+            } else {
+                rec.record_unfinished(now.saturating_duration_since(f.intended));
+            }
         }
     }
 }

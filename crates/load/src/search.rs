@@ -431,7 +431,7 @@ impl<'a, P: Prober> Search<'a, P> {
         duration: Duration,
     ) -> Result<(bool, RunResult), Halt> {
         let requested = match mode {
-            Mode::Open { rate, .. } => rate,
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => rate,
             Mode::Closed { .. } => 0.0,
         };
         let settled = self.prober.settle().await.map_err(Halt)?;
@@ -523,6 +523,7 @@ impl<'a, P: Prober> Search<'a, P> {
             mode: match r.mode {
                 Mode::Open { arrival, .. } => format!("open:{arrival}"),
                 Mode::Closed { concurrency } => format!("closed:{concurrency}"),
+                Mode::Capped { arrival, slots, .. } => format!("capped:{arrival}:{slots}"),
             },
             requested_qps: r.requested_qps().unwrap_or(0.0),
             duration_secs: r.window.as_secs_f64(),

@@ -141,3 +141,55 @@ async fn stop_flag_ends_the_run_early() {
     assert!(r.window < Duration::from_secs(1));
     assert!(r.recorder.ok >= 20);
 }
+
+/// The compatibility mode (DCPerf's oldisim driver): at most `slots`
+/// outstanding, latency from the send, the rate counted from sends. Against
+/// a server that takes 20 ms per request, 2 slots cannot send more than
+/// 100/s whatever the requested rate, and no latency shows the backlog that
+/// the open loop charges at the same rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capped_mode_sends_into_free_slots_and_times_from_the_send() {
+    let svc = service_fn(|_: ()| async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok::<_, Infallible>(())
+    });
+    let mut cfg = RunConfig::open(400.0, Arrival::Constant, Duration::from_secs(1));
+    cfg.mode = Mode::Capped {
+        rate: 400.0,
+        arrival: Arrival::Constant,
+        slots: 2,
+    };
+    cfg.workers = 2;
+    let r = run(svc, |_| (), &cfg, no_stop()).await;
+    let s = r.recorder.summary();
+    assert_eq!(r.requested_qps(), Some(400.0));
+    // Sends, not the schedule's 400: two slots of >= 20 ms each.
+    assert!(
+        r.achieved_qps() <= 105.0,
+        "capped rate {}",
+        r.achieved_qps()
+    );
+    assert!(r.achieved_qps() > 10.0, "capped rate {}", r.achieved_qps());
+    assert_eq!(r.recorder.scheduled, r.recorder.ok + r.recorder.unfinished);
+    assert_eq!(r.recorder.dropped, 0);
+    // Timed from the send: every request takes its 20 ms, and the median
+    // stays near it although the schedule fell hundreds of ms behind.
+    assert!(s.min_ms >= 19.0, "{s:?}");
+    assert!(s.p50_ms < 150.0, "{s:?}");
+    // The open loop at the same rate and slots' worth of service charges
+    // the wait: with one request at a time per 20 ms, its latencies grow
+    // across the window.
+    let slow = service_fn(|_: ()| async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok::<_, Infallible>(())
+    });
+    let limited = tower::limit::ConcurrencyLimit::new(slow, 2);
+    let mut open = RunConfig::open(400.0, Arrival::Constant, Duration::from_secs(1));
+    open.drain = Duration::from_secs(5);
+    let o = run(limited, |_| (), &open, no_stop()).await;
+    assert!(
+        o.recorder.summary().p50_ms > 4.0 * s.p50_ms,
+        "open {:?} vs capped {s:?}",
+        o.recorder.summary()
+    );
+}

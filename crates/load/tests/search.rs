@@ -57,7 +57,7 @@ impl load::Prober for Model {
                 *self.warming.get(closed_calls - 1).unwrap_or(&self.capacity),
                 900.0,
             ),
-            Mode::Open { rate, .. } => {
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => {
                 let slow = rate > self.knee
                     || (secs >= 10.0 && self.flaky_final_above.is_some_and(|f| rate > f));
                 (rate, if slow { 900.0 } else { 10.0 })
@@ -67,7 +67,9 @@ impl load::Prober for Model {
         let scheduled = (rate * secs).round() as u64;
         let completed = match mode {
             Mode::Closed { .. } => (rate * secs).round() as u64,
-            Mode::Open { .. } => (rate.min(self.capacity) * secs).round() as u64,
+            Mode::Open { .. } | Mode::Capped { .. } => {
+                (rate.min(self.capacity) * secs).round() as u64
+            }
         };
         rec.scheduled = if matches!(mode, Mode::Closed { .. }) {
             completed
@@ -493,7 +495,7 @@ impl load::Prober for CloseCall {
         duration: Duration,
     ) -> Result<RunResult, String> {
         let (rate, first) = match mode {
-            Mode::Open { rate, .. } => {
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => {
                 let seen = self.windows.entry(rate.to_bits()).or_insert(0);
                 *seen += 1;
                 (rate, *seen == 1)
@@ -587,7 +589,7 @@ impl load::Prober for Rising {
         // Unthrottled probes complete twice the sustainable rate and are
         // never slow.
         let (rate, rising) = match mode {
-            Mode::Open { rate, .. } => {
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => {
                 let seen = self.windows.entry(rate.to_bits()).or_insert(0);
                 *seen += 1;
                 let first = *seen == 1;
@@ -738,7 +740,7 @@ impl load::Prober for FinalHiccup {
     ) -> Result<RunResult, String> {
         let rate = match mode {
             Mode::Closed { .. } => 1000.0,
-            Mode::Open { rate, .. } => rate,
+            Mode::Open { rate, .. } | Mode::Capped { rate, .. } => rate,
         };
         let long = duration.as_secs() >= 10;
         let is_final = long && !warmup.is_zero();

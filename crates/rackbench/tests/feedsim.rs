@@ -542,3 +542,150 @@ fn dcperf_perf_record_profiles_the_final_rate() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("DCPERF_PERF_RECORD"), "{}", stderr(&o));
 }
+
+/// The fixed probe of a direct run's report.
+fn fixed_probe(m: &Value) -> Value {
+    m["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|p| p["phase"] == "fixed")
+        .unwrap()
+        .clone()
+}
+
+/// Upstream's serving model (the default): a serving thread holds each
+/// request through its 200 ms IO wait, so one serving thread answers at
+/// most 5 requests a second whatever the CPU; ours (`async`) holds no
+/// thread through the wait and keeps up with the same rate.
+#[test]
+fn the_blocking_leaf_serves_at_most_one_request_per_serving_thread() {
+    let run = |model: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let port = free_port().to_string();
+        let o = rackbench(d.path())
+            .args([
+                "feedsim", "-p", &port, "-t", "1", "-q", "8", "-d", "3", "-w", "1",
+            ])
+            .args(["--serving-model", model])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let m = report(&o).1["metrics"].clone();
+        assert_eq!(m["leaf_serving_model"], model);
+        fixed_probe(&m)
+    };
+    let blocking = run("blocking");
+    // 8/s asked of one thread that holds each request >= 200 ms.
+    let done = blocking["total_queries"].as_f64().unwrap();
+    let secs = blocking["duration_secs"].as_f64().unwrap();
+    assert!(
+        done / secs <= 5.5,
+        "blocking leaf answered {done} in {secs} s"
+    );
+    assert_eq!(blocking["passed"], false, "{blocking}");
+    let asynch = run("async");
+    assert_eq!(asynch["passed"], true, "{asynch}");
+    assert!(asynch["achieved_qps"].as_f64().unwrap() > 7.0, "{asynch}");
+}
+
+/// `--driver closed-compat` is DCPerf's driver: threads x 4 connections at
+/// depth 1, latency from the send, QPS counted from sends. One driver
+/// thread keeps at most 4 requests out, so against a blocking leaf of 2
+/// serving threads (each request >= 200 ms) the sends stay under the leaf's
+/// 10/s and the latency stays near 4 requests' worth of service, where the
+/// open loop at the same rate charges the growing backlog.
+#[test]
+fn closed_compat_driver_caps_outstanding_requests_and_counts_sends() {
+    let run = |driver: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let port = free_port().to_string();
+        let o = rackbench(d.path())
+            .args([
+                "feedsim", "-p", &port, "-t", "2", "-q", "15", "-d", "4", "-w", "1",
+            ])
+            .args(["--driver", driver, "--driver-threads", "1"])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        report(&o).1["metrics"].clone()
+    };
+    let m = run("closed-compat");
+    assert!(
+        m["load_mode"]
+            .as_str()
+            .unwrap()
+            .starts_with("closed-compat (DCPerf's driver): 1 threads x 4 connections"),
+        "{m}"
+    );
+    let p = fixed_probe(&m);
+    assert_eq!(p["mode"], "capped:constant:4");
+    let secs = p["duration_secs"].as_f64().unwrap();
+    let sent = p["scheduled"].as_f64().unwrap();
+    // QPS from sends, as upstream's driver counts them.
+    assert!(
+        (p["achieved_qps"].as_f64().unwrap() - sent / secs).abs() < 0.01,
+        "{p}"
+    );
+    // Sends wait for a free slot: two serving threads of >= 200 ms allow
+    // 10/s, plus the 4 slots' worth sent at the window's start.
+    assert!(sent <= 10.0 * secs + 4.0, "{p}");
+    assert_eq!(p["requested_qps"], 15.0);
+    // The open loop at 15/s charges the backlog: far higher latency.
+    let open = fixed_probe(&run("open"));
+    assert_eq!(open["mode"], "open:constant");
+    let (c95, o95) = (
+        p["latency"]["p95_ms"].as_f64().unwrap(),
+        open["latency"]["p95_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        o95 > 1.5 * c95,
+        "open p95 {o95} ms vs closed-compat {c95} ms"
+    );
+}
+
+/// As run-feedsim-multi.sh: an instance without a result counts as 0 in
+/// min_qps, so the others rerun at the highest requested rate + 1
+/// (truncated), each on a fresh leaf.
+#[test]
+fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        testenv::skip(
+            "cores",
+            &format!("autoscale with 2 instances needs 2 CPUs, this host has {cores}"),
+        );
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (port, _busy) = loop {
+        let p = free_port();
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", p + 1)) {
+            break (p, l);
+        }
+    };
+    let o = rackbench(d.path())
+        .env("RACKBENCH_PLAIN_PROGRESS", "1")
+        .args(["feedsim", "--num-instances", "2", "-p", &port.to_string()])
+        .args(["--quick", "--probe-secs", "2", "--final-secs", "2", "-w", "1"])
+        .args(["--tolerance", "0.25"])
+        .args(SMALL)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("rerunning every instance with a fresh leaf"), "{err}");
+    // The fresh leaf built its datasets again.
+    assert_eq!(err.matches("instance 1: leaf ready after").count(), 2, "{err}");
+    let m = &report(&o).1["metrics"];
+    let first = &m["1"];
+    let highest = first["search_final"]["final_requested_qps"]
+        .as_f64()
+        .unwrap();
+    let rate = m["rerun_at_fixed_qps"].as_f64().unwrap();
+    assert_eq!(rate, (highest + 1.0).trunc(), "{m}");
+    assert_eq!(first["rerun_qps"].as_f64().unwrap(), rate);
+    assert_eq!(m["min_qps"], 0.0);
+}
