@@ -669,16 +669,31 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
     let o = rackbench(d.path())
         .env("RACKBENCH_PLAIN_PROGRESS", "1")
         .args(["feedsim", "--num-instances", "2", "-p", &port.to_string()])
-        .args(["--quick", "--probe-secs", "2", "--final-secs", "2", "-w", "1"])
+        .args([
+            "--quick",
+            "--probe-secs",
+            "2",
+            "--final-secs",
+            "2",
+            "-w",
+            "1",
+        ])
         .args(["--tolerance", "0.25"])
         .args(SMALL)
         .output()
         .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("rerunning every instance with a fresh leaf"), "{err}");
+    assert!(
+        err.contains("rerunning every instance with a fresh leaf"),
+        "{err}"
+    );
     // The fresh leaf built its datasets again.
-    assert_eq!(err.matches("instance 1: leaf ready after").count(), 2, "{err}");
+    assert_eq!(
+        err.matches("instance 1: leaf ready after").count(),
+        2,
+        "{err}"
+    );
     let m = &report(&o).1["metrics"];
     let first = &m["1"];
     let highest = first["search_final"]["final_requested_qps"]
