@@ -186,7 +186,8 @@ pub struct DriverArgs {
     /// Threads of the closed-compat driver (4 connections each); default
     /// run.sh's: max(round(nproc/5), 4) with SMT, max(round(nproc/4), 4)
     /// without; with -a, min(rate/4, that) and at least 1, as search_qps.sh.
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
+    /// Upstream's newer run.sh spells it --num-driver-threads.
+    #[arg(long, alias = "num-driver-threads", allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub driver_threads: Option<usize>,
     /// Arrival process of the driver (upstream paces at a constant rate).
     #[arg(long, default_value = "constant")]

@@ -120,6 +120,11 @@ impl Workload for FeedSim {
 
 fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     a.shape.threads(1, false).map_err(anyhow::Error::msg)?;
+    if a.driver_threads.is_some() && a.driver != DriverModel::ClosedCompat {
+        bail!(
+            "--driver-threads sizes DCPerf's closed-loop driver: it needs --driver closed-compat (the open-loop driver has no per-thread connections)"
+        );
+    }
     a.shape.target_from_s().map_err(anyhow::Error::msg)?;
     if let Some(q) = a.qps.iter().find(|q| q.is_nan() || **q <= 0.0) {
         bail!("-q values must be positive, got {q}");

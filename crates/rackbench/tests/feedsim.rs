@@ -207,6 +207,27 @@ fn bad_flags_are_errors() {
         "{}",
         stderr(&o)
     );
+    // Driver threads size only DCPerf's driver: with the open loop they
+    // would change nothing, so they are refused (also under upstream's
+    // newer spelling).
+    for flag in ["--driver-threads", "--num-driver-threads"] {
+        let o = rackbench(d.path())
+            .args(["feedsim", flag, "8", "-q", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("it needs --driver closed-compat"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = rackbench(d.path())
+        .args(["feedsim", "--driver", "closed", "-q", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("closed-compat"), "{}", stderr(&o));
 }
 
 #[test]
