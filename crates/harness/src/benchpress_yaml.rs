@@ -110,6 +110,12 @@ const UPSTREAM: &[Upstream] = &[
 /// benchpress' alternative suites (`-b NAME`), none of which rackbench has.
 const ALT_SUITES: &[(&str, &str)] = &[("wdl", "wdl_bench"), ("internal", "internal benchmarks")];
 
+/// benchpress' AI suite (`-b ai`, its benchmarks_ai.yml and jobs_ai.yml):
+/// of its benchmarks rackbench has AdSim, whose jobs (`adsim`,
+/// `adsim_inference_a`) it selects.
+const AI_SUITE: &str = "ai";
+const AI_SUITE_WORKLOADS: &[&str] = &["adsim"];
+
 /// The rackbench workload for benchpress benchmark `name`, given the
 /// workloads this binary has; None when rackbench does not implement it.
 pub fn workload_for(name: &str, workloads: &[&str]) -> Option<String> {
@@ -151,6 +157,26 @@ pub fn catalogue(
     benchmarks_file: Option<&Path>,
     workloads: &[&str],
 ) -> Result<Catalogue, Error> {
+    // `-b ai` names a suite, not a file (unless a file of that name exists).
+    if let Some(b) = benchmarks_file
+        && b == Path::new(AI_SUITE)
+        && !b.exists()
+    {
+        if let Some(j) = jobs_file {
+            let benchmarks: BTreeMap<String, Benchmark> = default_benchmarks(workloads)
+                .into_iter()
+                .filter(|(name, _)| AI_SUITE_WORKLOADS.contains(&name.as_str()))
+                .collect();
+            let mut cat = Catalogue::load(&[], jobs_dirs)?;
+            for job in load_jobs(j, &benchmarks, workloads)? {
+                cat.add(job)?;
+            }
+            return Ok(cat);
+        }
+        let mut cat = Catalogue::load(embedded, jobs_dirs)?;
+        cat.retain(|j| AI_SUITE_WORKLOADS.contains(&j.benchmark.as_str()));
+        return Ok(cat);
+    }
     let Some(jobs_file) = jobs_file else {
         if let Some(b) = benchmarks_file {
             // Read and check it, so a bad file is named either way.

@@ -394,6 +394,11 @@ impl Catalogue {
         Ok(())
     }
 
+    /// Keeps only the jobs `keep` accepts (a benchpress suite's).
+    pub fn retain(&mut self, keep: impl Fn(&Job) -> bool) {
+        self.jobs.retain(|_, j| keep(j));
+    }
+
     /// Adds a job read from elsewhere (a benchpress jobs file); a name the
     /// catalogue already has from a file is an error naming both.
     pub fn add(&mut self, job: Job) -> Result<(), JobError> {

@@ -340,3 +340,27 @@ fn unknown_keys_and_bad_files_are_refused() {
     let e = bad_input(&rackbench(dir.path(), &["list", "-j", &good]));
     assert!(e.contains("-j"), "{e}");
 }
+
+/// `-b ai`: benchpress' AI suite by name (upstream's AdSim docs run
+/// `benchpress -b ai run adsim_inference_a -r server`): rackbench's jobs
+/// of that suite, AdSim's, and no others.
+#[test]
+fn the_ai_suite_by_name_selects_the_adsim_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = rackbench(dir.path(), &["-b", "ai", "list"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("adsim_inference_a"), "{out}");
+    assert!(!out.contains("feedsim_default"), "{out}");
+    assert!(!out.contains("calibrate_quick"), "{out}");
+    let o = rackbench(dir.path(), &["-b", "ai", "info", "adsim_inference_a"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("role server"),
+        "{}",
+        text(&o.stdout)
+    );
+    // A job outside the suite is not found under it.
+    let o = rackbench(dir.path(), &["-b", "ai", "info", "feedsim_default"]);
+    assert!(!o.status.success());
+}
