@@ -1,25 +1,44 @@
 #!/usr/bin/env python3
-"""Load generator capacity: the highest open-loop rate one client core
-sustains against a no-op gRPC server on loopback, rackbench next to ghz in
-the same run.
+"""Load generator capacity: the highest open-loop rate and the closed-loop
+peak one client core reaches against a no-op gRPC server on loopback,
+rackbench next to h2load (and optionally ghz) in the same run.
 
 The server (`rackbench calibrate serve --workers 0`, replies at once) runs on
-CPU 1, each client on CPU 0 with one thread. A rate is sustained when at
-least 98% of the requests scheduled in the window complete and the p99
-latency stays within 10 ms. rackbench finds its highest such rate with its
-own SLO search (open loop, constant arrivals, latency from the intended
-start); ghz (--async --rps R, its open-loop mode, --cpus 1) is bisected by
-this script with the same criterion and the same 2% tolerance, starting from
-its unthrottled throughput.
+CPU 1, each client on CPU 0 with one thread and two connections. A rate is
+sustained when at least 98% of the requests scheduled in the window complete
+and the p99 latency stays within 10 ms; rackbench finds its highest such
+rate with its own SLO search (open loop, constant arrivals, latency from the
+intended start) and reports its closed-loop peak (64 requests in flight) from
+the same search. Both of rackbench's gRPC clients run: `--client h2` (the
+lean client on the h2 crate, the default) and `--client tonic` (tonic's
+generated client, what rackbench used before issue 26).
 
-Usage: python3 bench/loadgen_capacity.py [--secs 5]
+h2load (Debian's nghttp2-client: `apt-get install nghttp2-client`) sends a
+pre-encoded gRPC WorkRequest, written by this script, with
+`content-type: application/grpc` and `te: trailers`, closed loop with the
+same 64 requests in flight (`-c 2 -m 32 -t 1`); it runs before and after
+rackbench and the mean of its two runs is the reference, because this
+machine's speed drifts between minutes. h2load counts HTTP 2xx replies; it
+does not read grpc-status (the no-op server never fails one).
+
+ghz (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`) is bisected with
+the same criterion when --ghz is given (several minutes more).
+
+The last line is the summary:
+`loadgen: rackbench open-loop R1/s, closed-loop R2/s, h2load closed-loop R3/s, ratio open/h2load X, closed/h2load Y`
+
+Usage: python3 bench/loadgen_capacity.py [--secs 5] [--ghz]
 """
 
 import argparse
 import base64
 import json
 import os
+import re
+import shutil
+import struct
 import subprocess
+import sys
 
 import common
 
@@ -27,20 +46,54 @@ PAYLOAD = 64
 TARGET_MS = 10.0
 
 
-def rackbench_max(env, cwd, secs):
+CONNECTIONS = 2
+IN_FLIGHT = 64  # the search's closed-loop peak concurrency
+
+
+def rackbench_max(env, cwd, secs, client):
     cmd = common.pinned(
         [common.BIN, "calibrate", "--server", "127.0.0.1:50051", "--workers", "0", "--service-time-ms", "0",
-         "--client-threads", "1", "--connections", "2", "--target", f"99p:{TARGET_MS}", "--arrival", "constant",
+         "--client-threads", "1", "--connections", str(CONNECTIONS), "--target", f"99p:{TARGET_MS}", "--arrival", "constant",
          "--probe-secs", str(secs), "--final-secs", str(secs * 2), "--peak-secs", str(secs), "--warmup-secs", "2",
-         "--payload-bytes", str(PAYLOAD)],
+         "--payload-bytes", str(PAYLOAD), "--client", client],
         0,
     )
-    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    r = json.loads(out.stdout)
+    # A direct command prints its report JSON only when asked.
+    out = subprocess.run(cmd, cwd=cwd, env=dict(env, RACKBENCH_REPORT="1"), capture_output=True, text=True)
+    try:
+        r = common.report(out.stdout)
+    except (ValueError, IndexError):
+        raise SystemExit("rackbench printed no report:\n" + out.stdout[-1000:] + out.stderr[-2000:])
     m = r["metrics"]
     if not r["success"]:
         raise SystemExit("rackbench search failed: " + out.stderr[-2000:])
     return m["final_requested_qps"], m["final_achieved_qps"], m["final_latency_msec"], m["peak_qps"]
+
+
+def work_request_file(cwd):
+    """A gRPC-framed WorkRequest{payload: PAYLOAD zero bytes, reply_bytes:
+    PAYLOAD}, protobuf-encoded by hand (fields 1 and 2)."""
+    msg = bytes([0x0A, PAYLOAD]) + b"\0" * PAYLOAD + bytes([0x10, PAYLOAD])
+    path = os.path.join(cwd, "work_request.bin")
+    with open(path, "wb") as f:
+        f.write(b"\0" + struct.pack(">I", len(msg)) + msg)
+    return path
+
+
+def h2load_run(h2load, body, secs):
+    cmd = common.pinned(
+        [h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1", "-D", str(secs),
+         "-d", body, "-H", "content-type: application/grpc", "-H", "te: trailers",
+         "http://127.0.0.1:50051/rackbench.calibrate.Calibrate/Work"],
+        0,
+    )
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out)
+    codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
+    if not (rate and codes and done) or int(done.group(3)) > 0 or int(codes.group(4)) + int(codes.group(3)) > 0:
+        raise SystemExit("h2load did not run cleanly:\n" + out[-2000:])
+    return float(rate.group(1))
 
 
 def ghz_run(ghz, rps, secs, conc=200):
@@ -96,20 +149,39 @@ def ghz_max(ghz, secs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--secs", type=int, default=5)
+    ap.add_argument("--ghz", action="store_true", help="also bisect ghz's open-loop rate")
     a = ap.parse_args()
+    h2load = shutil.which("h2load")
+    if not h2load:
+        sys.exit("h2load not found: install Debian's nghttp2-client (apt-get install nghttp2-client)")
     common.build()
-    ghz = common.find_ghz()
+    ghz = common.find_ghz() if a.ghz else None
     cwd, env = common.scratch()
+    body = work_request_file(cwd)
     server = common.start_server(env, cwd, ["--workers", "0", "--service-time-ms", "0"], cpu=1)
     try:
-        rb_rate, rb_achieved, rb_p99, rb_peak = rackbench_max(env, cwd, a.secs)
-        print(f"rackbench: max open-loop rate {rb_rate:.0f}/s (achieved {rb_achieved:.0f}/s, p99 {rb_p99:.2f} ms; closed-loop peak {rb_peak:.0f}/s)")
-        g_rate, g_peak = ghz_max(ghz, a.secs)
-        print(f"ghz:       max open-loop rate {g_rate:.0f}/s (unthrottled peak {g_peak:.0f}/s)")
+        h2_before = h2load_run(h2load, body, a.secs)
+        print(f"h2load:            closed-loop {h2_before:.0f}/s ({IN_FLIGHT} in flight, before)", flush=True)
+        rb = {}
+        for client in ["h2", "tonic"]:
+            rate, achieved, p99, peak = rackbench_max(env, cwd, a.secs, client)
+            rb[client] = (rate, peak)
+            print(f"rackbench --client {client}: max open-loop rate {rate:.0f}/s (achieved {achieved:.0f}/s, p99 {p99:.2f} ms);"
+                  f" closed-loop peak {peak:.0f}/s", flush=True)
+        h2_after = h2load_run(h2load, body, a.secs)
+        print(f"h2load:            closed-loop {h2_after:.0f}/s ({IN_FLIGHT} in flight, after)", flush=True)
+        if ghz:
+            g_rate, g_peak = ghz_max(ghz, a.secs)
+            print(f"ghz:               max open-loop rate {g_rate:.0f}/s (unthrottled peak {g_peak:.0f}/s)")
     finally:
         common.stop(server)
-    print(f"\n| load generator, 1 client core, no-op gRPC server | rackbench {rb_rate:.0f} req/s | ghz {g_rate:.0f} req/s open loop"
-          f" ({g_peak:.0f} req/s unthrottled) | ratio {rb_rate / g_rate:.2f} ({rb_rate / g_peak:.2f} against ghz's unthrottled peak) |")
+    h2 = (h2_before + h2_after) / 2
+    rate, peak = rb["h2"]
+    t_rate, t_peak = rb["tonic"]
+    print(f"tonic client (before issue 26): open-loop {t_rate:.0f}/s, closed-loop {t_peak:.0f}/s,"
+          f" ratio open/h2load {t_rate / h2:.2f}, closed/h2load {t_peak / h2:.2f}")
+    print(f"loadgen: rackbench open-loop {rate:.0f}/s, closed-loop {peak:.0f}/s, h2load closed-loop {h2:.0f}/s,"
+          f" ratio open/h2load {rate / h2:.2f}, closed/h2load {peak / h2:.2f}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ use load::recorder::SecondSummary;
 use load::report::round3;
 use load::report::{Reporter, SearchRecord, final_line, searching_line, write_search};
 use load::search::{Event, Search, run_fixed};
-use load::{Arrival, ProbeRecord, SearchConfig, ServiceProber, SloTarget};
+use load::{Arrival, ProbeRecord, Prober, SearchConfig, SearchOutcome, ServiceProber, SloTarget};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -92,9 +92,22 @@ pub struct Args {
     /// Length of each stall, seconds.
     #[arg(long, requires = "stall_every_secs", allow_negative_numbers = true, value_parser = positive_secs)]
     pub stall_secs: Option<f64>,
+    /// The load generator's gRPC client: h2 (a lean unary client on the h2
+    /// crate, the request encoded once) or tonic (tonic's generated client,
+    /// slower per call; kept to compare).
+    #[arg(long, value_enum, default_value_t = ClientKind::H2)]
+    pub client: ClientKind,
     /// Bytes in each request and reply payload.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub payload_bytes: u32,
+}
+
+/// Which gRPC client drives the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    H2,
+    Tonic,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -330,37 +343,14 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         }
     };
     let client_rt = runtime(a.client_threads, "calib-client")?;
-    let pool = client_rt
-        .block_on(rpc::client::connect_pool(addr, a.connections))
-        .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
     let alive = running.clone();
-    let client = CalibrateClient::new(pool).max_decoding_message_size(64 << 20);
-    let svc = tower::service_fn(move |req: Request<WorkRequest>| {
-        let mut c = client.clone();
-        async move { c.work(req).await }
+    let check: CheckFn = Box::new(move || match &alive {
+        Some(r) if r.is_finished() => Err("the calibration server has stopped".into()),
+        _ => Ok(()),
     });
-    let payload = a.payload_bytes;
-    let threads = a.client_threads;
-    let prober = ServiceProber {
-        svc,
-        make: Arc::new(move |_| {
-            Request::new(WorkRequest {
-                payload: vec![0u8; payload as usize],
-                reply_bytes: payload,
-            })
-        }),
-        workers: Box::new(move |_| threads),
-        max_in_flight: a.max_in_flight,
-        drain: Duration::from_secs(2),
-        seed: a.seed,
-        stop: ctx.cancel.flag(),
-        check: Box::new(move || match &alive {
-            Some(r) if r.is_finished() => Err("the calibration server has stopped".into()),
-            _ => Ok(()),
-        }),
-        // The M/D/c server drops nothing and holds no hidden backlog: the
-        // drain after each probe lets its queue empty.
-        settle: None,
+    let request = WorkRequest {
+        payload: vec![0u8; a.payload_bytes as usize],
+        reply_bytes: a.payload_bytes,
     };
     let mut cfg = a.search_config();
     if !a.fixed_qps.is_empty() {
@@ -381,21 +371,33 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let phase = |l: &str| progress.phase(l);
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
-    let outcome = client_rt.block_on(async {
-        if a.fixed_qps.is_empty() {
-            Search::new(cfg.clone(), prober, &mut on_event).run().await
-        } else {
-            run_fixed(
-                cfg.clone(),
-                prober,
-                &a.fixed_qps,
-                cfg.probe_warmup,
-                cfg.probe,
-                &mut on_event,
-            )
-            .await
+    let outcome = match a.client {
+        ClientKind::H2 => {
+            let client = client_rt
+                .block_on(rpc::unary::UnaryClient::connect(
+                    addr,
+                    a.connections,
+                    WORK_PATH,
+                ))
+                .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
+            // The request is encoded once; each call sends the same bytes.
+            let body = rpc::unary::frame_message(&request);
+            let p = prober(a, ctx, client, move |_| body.clone(), check);
+            client_rt.block_on(drive(p, a, &cfg, &mut on_event))
         }
-    });
+        ClientKind::Tonic => {
+            let pool = client_rt
+                .block_on(rpc::client::connect_pool(addr, a.connections))
+                .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
+            let client = CalibrateClient::new(pool).max_decoding_message_size(64 << 20);
+            let svc = tower::service_fn(move |req: Request<WorkRequest>| {
+                let mut c = client.clone();
+                async move { c.work(req).await }
+            });
+            let p = prober(a, ctx, svc, move |_| Request::new(request.clone()), check);
+            client_rt.block_on(drive(p, a, &cfg, &mut on_event))
+        }
+    };
     progress.finish();
     if let Some(e) = &reporter.csv_error {
         eprintln!(
@@ -434,7 +436,10 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         interrupted: outcome.interrupted,
         final_series: outcome.final_series,
         probe_csv: csv_path.display().to_string(),
-        settings: SearchSettings::of(&cfg),
+        settings: SearchSettings {
+            client: Some(a.client),
+            ..SearchSettings::of(&cfg)
+        },
         own_server: a.server.is_none().then_some(ServerStats {
             requests: served,
             mean_service,
@@ -448,6 +453,57 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             &CalibrateRecord::Search(Box::new(record)),
         ),
     ))
+}
+
+/// The Calibrate service's one method, as gRPC names it on the wire.
+const WORK_PATH: &str = "/rackbench.calibrate.Calibrate/Work";
+
+type CheckFn = Box<dyn FnMut() -> Result<(), String> + Send>;
+
+/// The search's prober over one client (the lean h2 client or tonic's).
+fn prober<S, F>(
+    a: &Args,
+    ctx: &RunContext,
+    svc: S,
+    make: F,
+    check: CheckFn,
+) -> ServiceProber<S, F> {
+    let threads = a.client_threads;
+    ServiceProber {
+        svc,
+        make: Arc::new(make),
+        workers: Box::new(move |_| threads),
+        max_in_flight: a.max_in_flight,
+        drain: Duration::from_secs(2),
+        seed: a.seed,
+        stop: ctx.cancel.flag(),
+        check,
+        // The M/D/c server drops nothing and holds no hidden backlog: the
+        // drain after each probe lets its queue empty.
+        settle: None,
+    }
+}
+
+/// The search, or the fixed rates when given.
+async fn drive<P: Prober>(
+    prober: P,
+    a: &Args,
+    cfg: &SearchConfig,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> SearchOutcome {
+    if a.fixed_qps.is_empty() {
+        Search::new(cfg.clone(), prober, on_event).run().await
+    } else {
+        run_fixed(
+            cfg.clone(),
+            prober,
+            &a.fixed_qps,
+            cfg.probe_warmup,
+            cfg.probe,
+            on_event,
+        )
+        .await
+    }
 }
 
 /// The version of [`CalibrateRecord`]; raise it when its shape changes.
@@ -500,6 +556,10 @@ pub struct SearchSettings {
     pub probe_warmup_secs: f64,
     pub final_secs: f64,
     pub peak_concurrency: usize,
+    /// The load generator's gRPC client (absent in records from before
+    /// there was a choice: those used tonic's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientKind>,
 }
 
 impl SearchSettings {
@@ -513,6 +573,7 @@ impl SearchSettings {
             probe_warmup_secs: c.probe_warmup.as_secs_f64(),
             final_secs: c.final_duration.as_secs_f64(),
             peak_concurrency: c.peak_concurrency,
+            client: None,
         }
     }
 }
@@ -804,6 +865,7 @@ mod tests {
                 probe_warmup_secs: 1.0,
                 final_secs: 15.0,
                 peak_concurrency: 32,
+                client: Some(ClientKind::H2),
             },
             own_server: Some(ServerStats {
                 requests: 12345,
@@ -875,6 +937,7 @@ mod tests {
         assert_eq!(m["search"]["tolerance"], 0.02);
         assert_eq!(m["search"]["peak_concurrency"].as_u64(), Some(32));
         assert_eq!(m["search"]["final_secs"], 15.0);
+        assert_eq!(m["search"]["client"], "h2");
         // The search's lines, then the model line.
         let text = text_of(CalibrateRecord::Search(Box::new(search_run())));
         assert!(

@@ -12,10 +12,16 @@ use tonic::{Request, Response, Status};
 
 struct Echo;
 
+/// A reply size the echo server refuses with INVALID_ARGUMENT.
+const REFUSED: usize = 4_000_000;
+
 #[tonic::async_trait]
 impl Calibrate for Echo {
     async fn work(&self, r: Request<WorkRequest>) -> Result<Response<WorkReply>, Status> {
         let n = r.into_inner().reply_bytes as usize;
+        if n == REFUSED {
+            return Err(Status::invalid_argument("100% refused"));
+        }
         Ok(Response::new(WorkReply {
             payload: vec![7; n],
             queue_us: 0,
@@ -118,4 +124,80 @@ async fn bind_loopback_answers_on_both_addresses() {
         c.work(WorkRequest::default()).await.unwrap();
     }
     server.shutdown().await.unwrap();
+}
+
+/// The load generator's lean h2 client (rpc::unary) against a tonic server:
+/// concurrent calls over several connections get their own replies (the
+/// message decodes to what the server sent, sized as on the wire).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unary_client_round_trips_concurrent_calls() {
+    let (server, addr) = start();
+    let client = rpc::unary::UnaryClient::connect(addr, 3, "/rackbench.calibrate.Calibrate/Work")
+        .await
+        .unwrap();
+    assert_eq!(client.connections(), 3);
+    let mut tasks = Vec::new();
+    for i in 0..60u32 {
+        let c = client.clone();
+        // Sizes past h2's 16 KiB frame exercise replies in several DATA frames.
+        let n = i * 1000;
+        let body = rpc::unary::frame_message(&WorkRequest {
+            payload: vec![1; 10],
+            reply_bytes: n,
+        });
+        tasks.push(tokio::spawn(async move { (n, c.call(body).await) }));
+    }
+    for t in tasks {
+        let (n, r) = t.await.unwrap();
+        let r = r.unwrap();
+        let reply: WorkReply = r.decode().unwrap();
+        assert_eq!(reply.payload.len(), n as usize);
+        assert!(reply.payload.iter().all(|b| *b == 7));
+        assert_eq!(
+            load::WireSize::wire_size(&r),
+            prost::Message::encoded_len(&reply) as u64 + 5
+        );
+    }
+    server.shutdown().await.unwrap();
+}
+
+/// A gRPC error is an error, with its code and (percent-decoded) message:
+/// from the handler (status in the trailers-only response) and for a method
+/// the server does not have; a port nobody listens on is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unary_client_reports_grpc_statuses_and_dead_servers() {
+    let (server, addr) = start();
+    let client = rpc::unary::UnaryClient::connect(addr, 1, "/rackbench.calibrate.Calibrate/Work")
+        .await
+        .unwrap();
+    let refused = rpc::unary::frame_message(&WorkRequest {
+        payload: vec![],
+        reply_bytes: REFUSED as u32,
+    });
+    match client.call(refused).await {
+        Err(rpc::unary::UnaryError::Status { code, message }) => {
+            assert_eq!(code, 3, "INVALID_ARGUMENT");
+            assert_eq!(message, "100% refused");
+        }
+        other => panic!("expected a gRPC status, got {other:?}"),
+    }
+    let missing = rpc::unary::UnaryClient::connect(addr, 1, "/rackbench.calibrate.Calibrate/Nope")
+        .await
+        .unwrap();
+    let e = missing
+        .call(rpc::unary::frame_message(&WorkRequest::default()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, rpc::unary::UnaryError::Status { code: 12, .. }),
+        "UNIMPLEMENTED expected: {e}"
+    );
+    server.shutdown().await.unwrap();
+    // The port is free again: connecting names the address.
+    let e = rpc::unary::UnaryClient::connect(addr, 1, "/x/y")
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&addr.to_string()), "{e}");
 }

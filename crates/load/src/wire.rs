@@ -41,3 +41,10 @@ impl WireSize for u64 {
         8
     }
 }
+
+/// A pre-encoded request (e.g. a gRPC-framed message): its length.
+impl WireSize for bytes::Bytes {
+    fn wire_size(&self) -> u64 {
+        self.len() as u64
+    }
+}

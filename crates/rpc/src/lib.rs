@@ -15,6 +15,7 @@ pub mod frame;
 pub mod pool;
 pub mod procstat;
 pub mod server;
+pub mod unary;
 
 /// An error and its sources, `a: b: c`, skipping a source whose text the
 /// line already holds (tonic's own text is often just "transport error",

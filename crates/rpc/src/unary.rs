@@ -1,0 +1,333 @@
+//! A lean gRPC unary client for load generation, on `h2` directly.
+//!
+//! tonic's client sends each call through a tower stack (a `Buffer` task
+//! with its semaphore, origin and user-agent layers, hyper's dispatcher and
+//! body types) before it reaches h2, and decodes each reply into a message.
+//! Measured on one client core against a no-op server (issue 26,
+//! `bench/loadgen_capacity.py`), that stack held rackbench's load generator
+//! to ~0.6x h2load's rate. This client keeps what a load generator needs
+//! and nothing else: the request is a gRPC-framed message encoded once
+//! ([`frame`]) and sent as a refcounted `Bytes` per call; the reply's frame is
+//! checked (one uncompressed message, its length as the prefix says) and its
+//! gRPC status read from the trailers (or a trailers-only response), so a
+//! failed call is an error as with tonic; the message is not decoded unless
+//! the caller does.
+//!
+//! HTTP/2 itself (framing, HPACK, flow control, stream limits) stays in h2,
+//! the crate tonic's hyper uses; only the gRPC conventions of a unary call
+//! (RFC-less but specified in grpc/doc/PROTOCOL-HTTP2.md: `POST`,
+//! `content-type: application/grpc`, `te: trailers`, the 5-byte message
+//! prefix, `grpc-status`/`grpc-message`) are written here.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The gRPC message prefix: a compression flag byte and a 4-byte length.
+pub const PREFIX: usize = 5;
+
+/// Frames an encoded protobuf message as one gRPC message (uncompressed).
+pub fn frame(message: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(PREFIX + message.len());
+    b.put_u8(0);
+    b.put_u32(message.len() as u32);
+    b.put_slice(message);
+    b.freeze()
+}
+
+/// Encodes and frames a prost message.
+pub fn frame_message<M: prost::Message>(m: &M) -> Bytes {
+    frame(&m.encode_to_vec())
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone)]
+pub enum UnaryError {
+    /// The connection or stream failed (h2's error, as text).
+    Transport(String),
+    /// The server answered with a non-200 HTTP status.
+    Http(u16),
+    /// The server answered with a gRPC status other than OK.
+    Status { code: u32, message: String },
+    /// The reply was not one well-formed gRPC message.
+    Malformed(&'static str),
+}
+
+impl fmt::Display for UnaryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnaryError::Transport(e) => write!(f, "transport error: {e}"),
+            UnaryError::Http(s) => write!(f, "HTTP status {s} (expected 200)"),
+            UnaryError::Status { code, message } => {
+                write!(f, "gRPC status {code}")?;
+                if !message.is_empty() {
+                    write!(f, ": {message}")?;
+                }
+                Ok(())
+            }
+            UnaryError::Malformed(why) => write!(f, "malformed gRPC reply: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for UnaryError {}
+
+impl From<h2::Error> for UnaryError {
+    fn from(e: h2::Error) -> Self {
+        UnaryError::Transport(e.to_string())
+    }
+}
+
+/// A successful reply: the message (prefix removed) and its size on the wire.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub message: Bytes,
+}
+
+impl Reply {
+    /// Decodes the message.
+    pub fn decode<M: prost::Message + Default>(&self) -> Result<M, prost::DecodeError> {
+        M::decode(self.message.clone())
+    }
+
+    /// Bytes of the reply's gRPC message, prefix included.
+    pub fn wire_len(&self) -> u64 {
+        (self.message.len() + PREFIX) as u64
+    }
+}
+
+/// Window sizes as hyper's HTTP/2 client defaults (what tonic's channel
+/// uses), so replies of any size flow as they did through tonic.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONN_WINDOW: u32 = 5 * 1024 * 1024;
+
+/// A pool of HTTP/2 connections to one server calling one method; calls go
+/// round-robin over the connections. Cloning is cheap (shared handles).
+#[derive(Clone)]
+pub struct UnaryClient {
+    conns: Arc<[h2::client::SendRequest<Bytes>]>,
+    next: Arc<AtomicUsize>,
+    uri: http::Uri,
+    /// The request headers, built once (cloning them is one allocation,
+    /// parsing them per call was measurable).
+    headers: http::HeaderMap,
+}
+
+impl UnaryClient {
+    /// Opens `connections` TCP connections (TCP_NODELAY) to `addr` for the
+    /// method at `path` (`/package.Service/Method`). Each connection's h2
+    /// task runs on the current tokio runtime.
+    pub async fn connect(
+        addr: SocketAddr,
+        connections: usize,
+        path: &str,
+    ) -> Result<Self, UnaryError> {
+        let uri = http::Uri::builder()
+            .scheme("http")
+            .authority(addr.to_string())
+            .path_and_query(path)
+            .build()
+            .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?;
+        let mut conns = Vec::with_capacity(connections.max(1));
+        for _ in 0..connections.max(1) {
+            let tcp =
+                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                    .await
+                    .map_err(|_| UnaryError::Transport(format!("connecting to {addr} timed out")))?
+                    .map_err(|e| UnaryError::Transport(format!("cannot connect to {addr}: {e}")))?;
+            tcp.set_nodelay(true)
+                .map_err(|e| UnaryError::Transport(e.to_string()))?;
+            let (send, conn) = h2::client::Builder::new()
+                .initial_window_size(STREAM_WINDOW)
+                .initial_connection_window_size(CONN_WINDOW)
+                .handshake::<_, Bytes>(tcp)
+                .await?;
+            tokio::spawn(async move {
+                // The connection ends when every handle is dropped or the
+                // peer goes away; calls in flight then fail with its error.
+                let _ = conn.await;
+            });
+            conns.push(send);
+        }
+        let mut headers = http::HeaderMap::with_capacity(2);
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/grpc"),
+        );
+        headers.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
+        Ok(UnaryClient {
+            conns: conns.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+            uri,
+            headers,
+        })
+    }
+
+    /// Connections in the pool.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// One unary call with a framed request ([`frame`]).
+    pub fn call(&self, request: Bytes) -> impl Future<Output = Result<Reply, UnaryError>> + use<> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
+        let send = self.conns[i].clone();
+        let mut req = http::Request::new(());
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        call(send, req, request)
+    }
+}
+
+async fn call(
+    send: h2::client::SendRequest<Bytes>,
+    req: http::Request<()>,
+    request: Bytes,
+) -> Result<Reply, UnaryError> {
+    // A cloned handle has no pending stream of its own, so this is ready at
+    // once unless the connection is gone; past the server's stream limit h2
+    // queues the stream until one closes.
+    let mut send = send.ready().await?;
+    let (response, mut stream) = send.send_request(req, false)?;
+    stream.send_data(request, true)?;
+    let (head, mut body) = response.await?.into_parts();
+    if head.status != http::StatusCode::OK {
+        return Err(UnaryError::Http(head.status.as_u16()));
+    }
+    // A trailers-only response carries the status in the headers.
+    if let Some(code) = head.headers.get("grpc-status") {
+        status(code, head.headers.get("grpc-message"))?;
+        return Err(UnaryError::Malformed("no message in the reply"));
+    }
+    let mut first: Option<Bytes> = None;
+    let mut rest: Option<BytesMut> = None;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        match (&mut first, &mut rest) {
+            (None, _) => first = Some(chunk),
+            (Some(f), None) => {
+                let mut b = BytesMut::with_capacity(f.len() + chunk.len());
+                b.put_slice(f);
+                b.put_slice(&chunk);
+                rest = Some(b);
+            }
+            (Some(_), Some(b)) => b.put_slice(&chunk),
+        }
+    }
+    let trailers = body.trailers().await?;
+    let Some(trailers) = trailers else {
+        return Err(UnaryError::Malformed(
+            "no trailers (grpc-status) after the message",
+        ));
+    };
+    match trailers.get("grpc-status") {
+        Some(code) => status(code, trailers.get("grpc-message"))?,
+        None => return Err(UnaryError::Malformed("no grpc-status in the trailers")),
+    }
+    let mut data = match (first, rest) {
+        (_, Some(b)) => b.freeze(),
+        (Some(f), None) => f,
+        (None, None) => return Err(UnaryError::Malformed("no message in the reply")),
+    };
+    if data.len() < PREFIX {
+        return Err(UnaryError::Malformed(
+            "shorter than the 5-byte message prefix",
+        ));
+    }
+    let compressed = data.get_u8();
+    let len = data.get_u32() as usize;
+    if compressed != 0 {
+        return Err(UnaryError::Malformed(
+            "compressed message (no compression was offered)",
+        ));
+    }
+    if len != data.len() {
+        return Err(UnaryError::Malformed(
+            "message length differs from its prefix (or more than one message)",
+        ));
+    }
+    Ok(Reply { message: data })
+}
+
+/// OK, or the status as an error.
+fn status(code: &http::HeaderValue, message: Option<&http::HeaderValue>) -> Result<(), UnaryError> {
+    let code: u32 = code
+        .to_str()
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .ok_or(UnaryError::Malformed("grpc-status is not a number"))?;
+    if code == 0 {
+        return Ok(());
+    }
+    let message = message
+        .and_then(|m| m.to_str().ok())
+        .map(percent_decode)
+        .unwrap_or_default();
+    Err(UnaryError::Status { code, message })
+}
+
+/// grpc-message is percent-encoded (PROTOCOL-HTTP2.md); decoded leniently,
+/// a bad escape kept as written.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl load::wire::WireSize for Reply {
+    fn wire_size(&self) -> u64 {
+        self.wire_len()
+    }
+}
+
+impl tower::Service<Bytes> for UnaryClient {
+    type Response = Reply;
+    type Error = UnaryError;
+    type Future = futures::future::BoxFuture<'static, Result<Reply, UnaryError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Bytes) -> Self::Future {
+        Box::pin(UnaryClient::call(self, req))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_carry_the_prefix() {
+        let f = frame(b"abc");
+        assert_eq!(&f[..], &[0, 0, 0, 0, 3, b'a', b'b', b'c']);
+    }
+
+    #[test]
+    fn grpc_message_is_percent_decoded() {
+        assert_eq!(percent_decode("a%20b%zz%"), "a b%zz%");
+        assert_eq!(percent_decode("plain"), "plain");
+    }
+}
