@@ -66,7 +66,10 @@ def rackbench_max(env, cwd, secs, client):
         raise SystemExit("rackbench printed no report:\n" + out.stdout[-1000:] + out.stderr[-2000:])
     m = r["metrics"]
     if not r["success"]:
-        raise SystemExit("rackbench search failed: " + out.stderr[-2000:])
+        # No rate passed (this happens when the server, not the client, is
+        # the limit and the machine is slow): the peak still counts.
+        print(f"  rackbench --client {client}: the search found no passing rate: {m.get('search_failure')}", flush=True)
+        return 0.0, 0.0, 0.0, m["peak_qps"]
     return m["final_requested_qps"], m["final_achieved_qps"], m["final_latency_msec"], m["peak_qps"]
 
 

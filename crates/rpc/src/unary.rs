@@ -105,12 +105,19 @@ impl Reply {
 const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 const CONN_WINDOW: u32 = 5 * 1024 * 1024;
 
-/// A pool of HTTP/2 connections to one server calling one method; calls go
-/// round-robin over the connections. Cloning is cheap (shared handles).
+/// A pool of HTTP/2 connections to one server calling one method; each
+/// call goes to the connection with the fewest calls in flight (the first
+/// of equals). Cloning is cheap (shared handles).
+///
+/// Not round-robin: in a closed loop the call that replaces a completed one
+/// then goes out on the connection the reply came in on, so a burst of
+/// replies on one connection is answered by one write on that connection
+/// (as h2load does), where round-robin spread it over every connection, one
+/// write each (measured: ~1 `writev` per request against h2load's 0.43). In
+/// an open loop it balances the connections by their load.
 #[derive(Clone)]
 pub struct UnaryClient {
-    conns: Arc<[h2::client::SendRequest<Bytes>]>,
-    next: Arc<AtomicUsize>,
+    conns: Arc<[Conn]>,
     uri: http::Uri,
     /// The request headers, built once (cloning them is one allocation,
     /// parsing them per call was measurable).
@@ -151,7 +158,10 @@ impl UnaryClient {
                 // peer goes away; calls in flight then fail with its error.
                 let _ = conn.await;
             });
-            conns.push(send);
+            conns.push(Conn {
+                send,
+                in_flight: Arc::new(AtomicUsize::new(0)),
+            });
         }
         let mut headers = http::HeaderMap::with_capacity(2);
         headers.insert(
@@ -161,7 +171,6 @@ impl UnaryClient {
         headers.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
         Ok(UnaryClient {
             conns: conns.into(),
-            next: Arc::new(AtomicUsize::new(0)),
             uri,
             headers,
         })
@@ -174,13 +183,43 @@ impl UnaryClient {
 
     /// One unary call with a framed request ([`frame`]).
     pub fn call(&self, request: Bytes) -> impl Future<Output = Result<Reply, UnaryError>> + use<> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
-        let send = self.conns[i].clone();
+        let conn = self
+            .conns
+            .iter()
+            .min_by_key(|c| c.in_flight.load(Ordering::Relaxed))
+            .unwrap_or(&self.conns[0]);
+        let busy = Busy::new(&conn.in_flight);
+        let send = conn.send.clone();
         let mut req = http::Request::new(());
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
-        call(send, req, request)
+        async move {
+            let _busy = busy;
+            call(send, req, request).await
+        }
+    }
+}
+
+/// One connection of the pool and its calls in flight.
+struct Conn {
+    send: h2::client::SendRequest<Bytes>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a call in flight on its connection until it ends or is dropped.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(n: &Arc<AtomicUsize>) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        Busy(n.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
