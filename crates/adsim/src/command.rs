@@ -511,6 +511,7 @@ mod tests {
             settle_secs: 0.0,
             start_unix_ms: 1,
             end_unix_ms: 2,
+            interval: None,
         }
     }
 

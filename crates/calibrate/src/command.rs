@@ -7,7 +7,7 @@ use crate::server::{Service, Stall};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::argcheck::{
-    at_least_one, non_negative_ms, non_negative_secs, positive_rate, positive_secs,
+    at_least_one, fraction, non_negative_ms, non_negative_secs, positive_rate, positive_secs,
     search_tolerance, whole,
 };
 use harness::{Outcome, Progress, Record, RunContext, Workload};
@@ -40,13 +40,13 @@ pub struct Args {
     #[arg(long, default_value_t = 8, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub workers: usize,
     /// Latency target, PERCENTILE:MS (avg|50p|90p|95p|99p|99.9p).
-    #[arg(long, default_value = "99p:20")]
+    #[arg(long, default_value = "95p:20")]
     pub target: SloTarget,
     /// Arrival process: poisson (the M in M/D/c), constant or burst:N.
     #[arg(long, default_value = "poisson")]
     pub arrival: Arrival,
     /// Relative tolerance at which the bisection stops.
-    #[arg(long, default_value_t = 0.02, allow_negative_numbers = true, value_parser = search_tolerance)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = search_tolerance)]
     pub tolerance: f64,
     /// Unthrottled warm-up before the peak probe, seconds.
     #[arg(long, default_value_t = 2.0, allow_negative_numbers = true, value_parser = non_negative_secs)]
@@ -97,6 +97,20 @@ pub struct Args {
     /// slower per call; kept to compare).
     #[arg(long, value_enum, default_value_t = ClientKind::H2)]
     pub client: ClientKind,
+    /// Confidence of the interval the search judges close calls and the
+    /// final run with (0 = off: every probe judged on its point estimate,
+    /// as FeedSim does).
+    #[arg(long, default_value_t = 0.95, allow_negative_numbers = true, value_parser = fraction)]
+    pub confidence: f64,
+    /// How many times a close call (or a final run) may be extended by
+    /// another probe while its interval cannot tell it from the target.
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = whole::<usize>)]
+    pub extensions: usize,
+    /// The overhead probe: seconds at 10% of capacity before the search,
+    /// where the queue is almost never waited on, measuring the chain's
+    /// own time (latency minus the service time) for the model; 0 = none.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true, value_parser = non_negative_secs)]
+    pub overhead_secs: f64,
     /// Bytes in each request and reply payload.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub payload_bytes: u32,
@@ -190,6 +204,12 @@ impl Args {
             c.final_duration = secs(self.final_secs.max(0.5));
         }
         c.probe_warmup = secs(1.0);
+        c.confidence = self.confidence;
+        if self.confidence > 0.0 {
+            c.max_extensions = self.extensions;
+            // One more final window at most: finals are long already.
+            c.extended_finals = 1;
+        }
         // Enough in flight to saturate the workers without a deep queue.
         c.peak_concurrency = (self.workers * 4).clamp(8, 256);
         c
@@ -360,18 +380,32 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let csv_path = ctx.output_path(&a.output);
     let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
+    // The overhead probe runs before a search whose model has a value to
+    // correct (not before fixed rates: those have no maximum to compare).
+    let overhead_plan = match (capacity, analytic) {
+        (Some(cap), Some(_)) if a.overhead_secs > 0.0 && a.fixed_qps.is_empty() => {
+            Some(OverheadPlan {
+                rate: cap * OVERHEAD_LOAD,
+                nominal_service_ms: a.service_time_ms,
+                stats: a.server.is_none().then(|| stats.clone()),
+            })
+        }
+        _ => None,
+    };
     let planned = if a.fixed_qps.is_empty() {
         cfg.planned()
     } else {
         (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
-    };
+    } + overhead_plan.as_ref().map_or(Duration::ZERO, |_| {
+        Duration::from_secs_f64(a.overhead_secs + 0.5)
+    });
     let progress = Progress::new("calibrate", planned);
     progress.println(&searching_line(&a.target));
     let println = |l: &str| progress.println(l);
     let phase = |l: &str| progress.phase(l);
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
-    let outcome = match a.client {
+    let (overhead, outcome) = match a.client {
         ClientKind::H2 => {
             let client = client_rt
                 .block_on(rpc::unary::UnaryClient::connect(
@@ -383,7 +417,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             // The request is encoded once; each call sends the same bytes.
             let body = rpc::unary::frame_message(&request);
             let p = prober(a, ctx, client, move |_| body.clone(), check);
-            client_rt.block_on(drive(p, a, &cfg, &mut on_event))
+            client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
         }
         ClientKind::Tonic => {
             let pool = client_rt
@@ -395,7 +429,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
                 async move { c.work(req).await }
             });
             let p = prober(a, ctx, svc, move |_| Request::new(request.clone()), check);
-            client_rt.block_on(drive(p, a, &cfg, &mut on_event))
+            client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
         }
     };
     progress.finish();
@@ -413,9 +447,6 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (served, mean_service) = stats.snapshot();
     if let Some(f) = &outcome.final_probe {
         progress.println(&final_line(f));
-        if let Some(an) = analytic.filter(|x| *x > 0.0) {
-            eprintln!("{}", analytic_line(&a.target, f, an));
-        }
     }
     if let Some(f) = &outcome.failure {
         progress.println(&load::report::failure_line(f));
@@ -444,7 +475,11 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             requests: served,
             mean_service,
         }),
+        overhead,
     };
+    for line in model_lines(&record) {
+        eprintln!("{line}");
+    }
     Ok(Outcome::measured(
         record.success,
         Record::of(
@@ -484,8 +519,121 @@ fn prober<S, F>(
     }
 }
 
-/// The search, or the fixed rates when given.
+/// The overhead probe's plan: its rate and the server's totals to read.
+struct OverheadPlan {
+    rate: f64,
+    nominal_service_ms: f64,
+    stats: Option<Arc<crate::server::Stats>>,
+}
+
+/// Runs the overhead probe (see [`OverheadRecord`]); `Err` is a fault, as
+/// in the search.
+async fn measure_overhead<P: Prober>(
+    prober: &mut P,
+    plan: &OverheadPlan,
+    secs: f64,
+) -> Result<Option<OverheadRecord>, String> {
+    let before = plan.stats.as_ref().map(|s| s.totals());
+    let mode = load::Mode::Open {
+        rate: plan.rate,
+        arrival: Arrival::Poisson,
+    };
+    let r = prober
+        .probe(
+            mode,
+            Duration::from_millis(500),
+            Duration::from_secs_f64(secs),
+        )
+        .await?;
+    if r.interrupted || r.recorder.ok == 0 {
+        return Ok(None);
+    }
+    // The server's mean service time over the probe (its warm-up included).
+    let measured = match (before, plan.stats.as_ref().map(|s| s.totals())) {
+        (Some((n0, ns0)), Some((n1, ns1))) if n1 > n0 => {
+            Some((ns1 - ns0) as f64 / (n1 - n0) as f64 / 1e6)
+        }
+        _ => None,
+    };
+    let service_ms = measured.unwrap_or(plan.nominal_service_ms);
+    let h = &r.recorder.latency;
+    let quantiles_ms = (0..OVERHEAD_POINTS)
+        .map(|i| {
+            let q = (i as f64 + 0.5) / OVERHEAD_POINTS as f64;
+            round3(h.value_at_quantile(q) as f64 / 1000.0 - service_ms)
+        })
+        .collect();
+    Ok(Some(OverheadRecord {
+        requested_qps: plan.rate,
+        duration_secs: r.window.as_secs_f64(),
+        replies: r.recorder.ok,
+        errors: r.recorder.errors,
+        service_ms: round3(service_ms),
+        service_measured: measured.is_some(),
+        quantiles_ms,
+    }))
+}
+
+/// The overhead probe's load, a fraction of the queue's capacity.
+const OVERHEAD_LOAD: f64 = 0.1;
+
+/// `overhead: median 0.412 ms, 99p 1.020 ms (latency minus the server's
+/// 10.055 ms service time, 240 replies at 80 QPS over 3 s)`.
+fn overhead_line(o: &OverheadRecord) -> String {
+    let at = |q: f64| {
+        let i = ((q * OVERHEAD_POINTS as f64) as usize).min(o.quantiles_ms.len().saturating_sub(1));
+        o.quantiles_ms.get(i).copied().unwrap_or(f64::NAN)
+    };
+    format!(
+        "overhead: median {:.3} ms, 99p {:.3} ms (latency minus the {} {:.3} ms service time, {} replies at {:.0} QPS over {:.0} s)",
+        at(0.5),
+        at(0.99),
+        if o.service_measured {
+            "server's measured"
+        } else {
+            "nominal"
+        },
+        o.service_ms,
+        o.replies,
+        o.requested_qps,
+        o.duration_secs
+    )
+}
+
+/// How many equally likely values describe the measured overhead.
+const OVERHEAD_POINTS: usize = 100;
+
+/// The search, or the fixed rates when given, after the overhead probe
+/// when one is planned.
 async fn drive<P: Prober>(
+    mut prober: P,
+    a: &Args,
+    cfg: &SearchConfig,
+    overhead: Option<OverheadPlan>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> (Option<OverheadRecord>, SearchOutcome) {
+    let measured = match &overhead {
+        Some(plan) => match measure_overhead(&mut prober, plan, a.overhead_secs).await {
+            Ok(m) => m,
+            Err(why) => {
+                let out = SearchOutcome {
+                    probes: Vec::new(),
+                    final_probe: None,
+                    final_series: Vec::new(),
+                    peak_qps: 0.0,
+                    success: false,
+                    interrupted: false,
+                    failure: Some(format!("the overhead probe failed: {why}")),
+                };
+                return (None, out);
+            }
+        },
+        None => None,
+    };
+    (measured, run_search(prober, a, cfg, on_event).await)
+}
+
+async fn run_search<P: Prober>(
     prober: P,
     a: &Args,
     cfg: &SearchConfig,
@@ -543,6 +691,29 @@ pub struct SearchRun {
     pub settings: SearchSettings,
     /// The built-in server's figures; `None` when driving a `--server`.
     pub own_server: Option<ServerStats>,
+    /// The overhead probe, when one ran (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<OverheadRecord>,
+}
+
+/// The chain's own time, measured before the search at 10% of the queue's
+/// capacity, where a request almost never waits (M/D/c's chance of waiting
+/// there is below 1e-4 for 8 workers): each reply's latency minus the
+/// service time is what the client, the two gRPC stacks, the loopback and
+/// the scheduler add. The model with overhead adds it to the queue's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverheadRecord {
+    pub requested_qps: f64,
+    pub duration_secs: f64,
+    pub replies: u64,
+    pub errors: u64,
+    /// The service time subtracted, ms: the built-in server's mean over the
+    /// probe (`service_measured`), else the nominal `--service-time-ms`.
+    pub service_ms: f64,
+    pub service_measured: bool,
+    /// Latency minus that service time at the quantiles 0.005, 0.015, ...,
+    /// 0.995, ms: equally likely values of the overhead.
+    pub quantiles_ms: Vec<f64>,
 }
 
 /// The search's settings (the report's `search` object).
@@ -636,6 +807,14 @@ pub struct SearchMetrics<'a> {
     pub reported: Option<load::report::FinalMetrics>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured_to_analytic_ratio: Option<f64>,
+    /// The overhead probe's overhead (latency minus service time), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead_ms: Option<OverheadSummary>,
+    /// The model at the measured service time plus the measured overhead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analytic_max_qps_with_overhead: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_to_model_with_overhead_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_to_capacity_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -650,6 +829,17 @@ pub struct SearchMetrics<'a> {
     pub search: &'a SearchSettings,
 }
 
+/// The overhead probe's figures in the report.
+#[derive(Debug, Serialize)]
+pub struct OverheadSummary {
+    pub median: f64,
+    pub p99: f64,
+    pub mean: f64,
+    pub requested_qps: f64,
+    pub replies: u64,
+    pub duration_secs: f64,
+}
+
 /// The model's value of the target percentile at a probed rate, next to
 /// the measured one.
 #[derive(Debug, Serialize)]
@@ -659,6 +849,10 @@ pub struct ProbeModel {
     pub measured_ms: f64,
     /// `null` where the model has no value.
     pub analytic_ms: Option<f64>,
+    /// With the measured service time and overhead (absent without an
+    /// overhead probe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub with_overhead_ms: Option<f64>,
 }
 
 /// The report's metrics of a calibrate search, from its record: the
@@ -684,6 +878,24 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
         analytic_max_qps_at_measured_service_time: None,
         reported: None,
         measured_to_analytic_ratio: None,
+        overhead_ms: r.overhead.as_ref().map(|o| OverheadSummary {
+            median: o
+                .quantiles_ms
+                .get(o.quantiles_ms.len() / 2)
+                .copied()
+                .unwrap_or(f64::NAN),
+            p99: o
+                .quantiles_ms
+                .get(o.quantiles_ms.len() * 99 / 100)
+                .copied()
+                .unwrap_or(f64::NAN),
+            mean: round3(o.quantiles_ms.iter().sum::<f64>() / o.quantiles_ms.len().max(1) as f64),
+            requested_qps: round3(o.requested_qps),
+            replies: o.replies,
+            duration_secs: round3(o.duration_secs),
+        }),
+        analytic_max_qps_with_overhead: None,
+        measured_to_model_with_overhead_ratio: None,
         peak_to_capacity_ratio: capacity.map(|cap| round3(r.peak_qps / cap)),
         analytic_latency_per_probe: None,
         search_success: r.success,
@@ -713,6 +925,18 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
             .filter(|x| *x > 0.0)
             .map(|an| round3(f.requested_qps / an));
     }
+    let with = model_with_overhead(r);
+    if let Some(w) = with {
+        m.analytic_max_qps_with_overhead = Some(round3(w.max_qps));
+        if let Some(f) = r.search.reported.as_ref().filter(|_| w.max_qps > 0.0) {
+            m.measured_to_model_with_overhead_ratio = Some(round3(f.requested_qps / w.max_qps));
+        }
+    }
+    let overhead: Option<Vec<f64>> = r
+        .overhead
+        .as_ref()
+        .filter(|_| with.is_some())
+        .map(|o| o.quantiles_ms.iter().map(|ms| ms / 1000.0).collect());
     // The model's value of the target percentile at each probed rate, for
     // checking the measurement probe by probe.
     if let (Some(cap), Some(q)) = (capacity, q) {
@@ -728,6 +952,11 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
                     analytic_ms: mdc::Mdc::new(workers, service_s, p.requested_qps)
                         .map(|m| round3(m.sojourn_quantile(q) * 1000.0))
                         .ok(),
+                    with_overhead_ms: with.zip(overhead.as_ref()).and_then(|(w, o)| {
+                        mdc::Mdc::new(workers, w.service_ms / 1000.0, p.requested_qps)
+                            .map(|m| round3(m.sojourn_quantile_with(q, o) * 1000.0))
+                            .ok()
+                    }),
                 })
                 .collect(),
         );
@@ -777,11 +1006,69 @@ fn analytic_line(t: &SloTarget, f: &load::search::ProbeRecord, analytic: f64) ->
     )
 }
 
-/// The text of a stored search: the search's lines, then the model line.
+/// The lines under a search: the overhead probe's, and with a result the
+/// pure M/D/c value and the value with the measured service time and
+/// overhead when the overhead probe ran.
+fn model_lines(r: &SearchRun) -> Vec<String> {
+    let mut out: Vec<String> = r.overhead.iter().map(overhead_line).collect();
+    let Some(f) = &r.search.reported else {
+        return out;
+    };
+    if let Some(an) = r.analytic_max_qps.filter(|x| *x > 0.0) {
+        out.push(analytic_line(&r.search.target, f, an));
+    }
+    if let Some(m) = model_with_overhead(r).filter(|m| m.max_qps > 0.0) {
+        out.push(format!(
+            "calibrate: M/D/c with the measured service time {:.3} ms and overhead (median {:.3} ms): {:.1}, ratio {:.3}",
+            m.service_ms,
+            m.median_overhead_ms,
+            m.max_qps,
+            f.requested_qps / m.max_qps
+        ));
+    }
+    out
+}
+
+/// The model with what the run measured about the chain.
+#[derive(Debug, Clone, Copy)]
+struct ModelWithOverhead {
+    max_qps: f64,
+    service_ms: f64,
+    median_overhead_ms: f64,
+}
+
+/// The M/D/c model at the server's measured mean service time (the nominal
+/// one with `--server`) plus the overhead probe's measured overhead, when
+/// that probe ran and the target is a percentile.
+fn model_with_overhead(r: &SearchRun) -> Option<ModelWithOverhead> {
+    let o = r.overhead.as_ref().filter(|o| !o.quantiles_ms.is_empty())?;
+    let q = r.search.target.percentile.quantile()?;
+    let service_ms = r
+        .own_server
+        .as_ref()
+        .and_then(|s| s.mean_service)
+        .map_or(r.service_time_ms, |d| d.as_secs_f64() * 1000.0);
+    let overhead: Vec<f64> = o.quantiles_ms.iter().map(|ms| ms / 1000.0).collect();
+    let max_qps = mdc::max_rate_for_target_with(
+        r.server_workers,
+        service_ms / 1000.0,
+        q,
+        r.search.target.latency_ms / 1000.0,
+        &overhead,
+    )
+    .ok()?;
+    Some(ModelWithOverhead {
+        max_qps,
+        service_ms,
+        median_overhead_ms: o.quantiles_ms[o.quantiles_ms.len() / 2],
+    })
+}
+
+/// The text of a stored search: the search's lines, then the model lines.
 fn write_record(r: &SearchRun, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     write_search(&r.search, out)?;
-    if let (Some(f), Some(an)) = (&r.search.reported, r.analytic_max_qps.filter(|x| *x > 0.0)) {
-        writeln!(out, "{}", analytic_line(&r.search.target, f, an))?;
+    for line in model_lines(r) {
+        writeln!(out, "{line}")?;
     }
     out.flush()
 }
@@ -820,6 +1107,7 @@ mod tests {
             settle_secs: 0.0,
             start_unix_ms: 1,
             end_unix_ms: 2,
+            interval: None,
         }
     }
 
@@ -871,7 +1159,69 @@ mod tests {
                 requests: 12345,
                 mean_service: Some(Duration::from_micros(10_050)),
             }),
+            overhead: None,
         }
+    }
+
+    #[test]
+    fn the_measured_overhead_gives_a_second_model_value() {
+        let mut r = search_run();
+        // A constant 1 ms overhead at the measured 10.05 ms service time is
+        // the model at 10.05 ms with the target lowered by 1 ms.
+        r.overhead = Some(OverheadRecord {
+            requested_qps: 80.0,
+            duration_secs: 3.0,
+            replies: 240,
+            errors: 0,
+            service_ms: 10.05,
+            service_measured: true,
+            quantiles_ms: vec![1.0; OVERHEAD_POINTS],
+        });
+        let expect = mdc::max_rate_for_target(8, 0.01005, 0.99, 0.019).unwrap();
+        let m = metrics_of(CalibrateRecord::Search(Box::new(r.clone())));
+        let with = m["analytic_max_qps_with_overhead"].as_f64().unwrap();
+        assert!((with - expect).abs() < 0.05, "{with} vs {expect}");
+        let pure = m["analytic_max_qps_at_measured_service_time"]
+            .as_f64()
+            .unwrap();
+        assert!(with < pure - 10.0, "{with} vs {pure}");
+        assert_eq!(
+            m["measured_to_model_with_overhead_ratio"],
+            round3(480.0 / with)
+        );
+        assert_eq!(m["overhead_ms"]["median"], 1.0);
+        assert_eq!(m["overhead_ms"]["p99"], 1.0);
+        assert_eq!(m["overhead_ms"]["replies"].as_u64(), Some(240));
+        // Per probe, the model with overhead is 1 ms above the model at
+        // the measured service time.
+        let per = m["analytic_latency_per_probe"].as_array().unwrap();
+        let at = mdc::Mdc::new(8, 0.01005, 500.0)
+            .unwrap()
+            .sojourn_quantile(0.99)
+            * 1000.0;
+        let w = per[0]["with_overhead_ms"].as_f64().unwrap();
+        assert!((w - at - 1.0).abs() < 0.01, "{w} vs {at} + 1");
+        // Both model lines are printed, the overhead one last.
+        let text = text_of(CalibrateRecord::Search(Box::new(r)));
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("calibrate: M/D/c with the measured service time 10.050 ms and overhead (median 1.000 ms)"),
+            "{text}"
+        );
+        // Without an overhead probe none of these keys appear.
+        let m = metrics_of(CalibrateRecord::Search(Box::new(search_run())));
+        for k in [
+            "analytic_max_qps_with_overhead",
+            "measured_to_model_with_overhead_ratio",
+            "overhead_ms",
+        ] {
+            assert!(!m.contains_key(k), "{k}");
+        }
+        assert!(
+            m["analytic_latency_per_probe"][0]
+                .get("with_overhead_ms")
+                .is_none()
+        );
     }
 
     fn metrics_of(r: CalibrateRecord) -> serde_json::Map<String, serde_json::Value> {

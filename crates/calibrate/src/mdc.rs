@@ -133,6 +133,39 @@ impl Mdc {
         self.wait_quantile(q) + self.service
     }
 
+    /// `P(W + D + O <= t)` for an overhead `O` outside the queue (network,
+    /// scheduling, the client) independent of it and given as equally
+    /// likely values in seconds; no values means no overhead.
+    pub fn sojourn_cdf_with(&self, t: f64, overhead: &[f64]) -> f64 {
+        if overhead.is_empty() {
+            return self.wait_cdf(t - self.service);
+        }
+        let sum: f64 = overhead
+            .iter()
+            .map(|o| self.wait_cdf(t - self.service - o))
+            .sum();
+        sum / overhead.len() as f64
+    }
+
+    /// The `q` quantile of `W + D + O` (see [`Mdc::sojourn_cdf_with`]), seconds.
+    pub fn sojourn_quantile_with(&self, q: f64, overhead: &[f64]) -> f64 {
+        let least = overhead.iter().copied().fold(0.0f64, f64::min);
+        let mut lo = self.service + least;
+        let mut hi = self.service + overhead.iter().copied().fold(0.0f64, f64::max) + self.service;
+        while self.sojourn_cdf_with(hi, overhead) < q {
+            hi += hi - lo;
+        }
+        for _ in 0..60 {
+            let mid = (lo + hi) / 2.0;
+            if self.sojourn_cdf_with(mid, overhead) >= q {
+                hi = mid
+            } else {
+                lo = mid
+            }
+        }
+        hi
+    }
+
     /// Mean number in system.
     pub fn mean_in_system(&self) -> f64 {
         self.pi.iter().enumerate().map(|(i, p)| i as f64 * p).sum()
@@ -208,15 +241,34 @@ pub fn max_rate_for_target(
     if servers == 0 || !(service > 0.0) {
         return Err(ModelError::Degenerate);
     }
-    if target < service {
-        return Ok(0.0);
+    max_rate_for_target_with(servers, service, q, target, &[])
+}
+
+/// [`max_rate_for_target`] with an overhead outside the queue added to
+/// every request's time (equally likely values, seconds; see
+/// [`Mdc::sojourn_cdf_with`]): the highest rate at which `P(W + D + O <=
+/// target) >= q`, or 0 when even an idle queue misses it.
+pub fn max_rate_for_target_with(
+    servers: usize,
+    service: f64,
+    q: f64,
+    target: f64,
+    overhead: &[f64],
+) -> Result<f64, ModelError> {
+    if servers == 0 || !(service > 0.0) {
+        return Err(ModelError::Degenerate);
     }
     let cap = Mdc::capacity(servers, service);
+    let meets = |lambda: f64| -> Result<bool, ModelError> {
+        Ok(Mdc::new(servers, service, lambda)?.sojourn_cdf_with(target, overhead) >= q)
+    };
+    if target < service || !meets(cap * 1e-6)? {
+        return Ok(0.0);
+    }
     let (mut lo, mut hi) = (0.0, cap);
     while hi - lo > cap * 1e-5 {
         let mid = (lo + hi) / 2.0;
-        let m = Mdc::new(servers, service, mid)?;
-        if m.sojourn_quantile(q) <= target {
+        if meets(mid)? {
             lo = mid;
         } else {
             hi = mid;
@@ -228,6 +280,32 @@ pub fn max_rate_for_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_constant_overhead_shifts_the_sojourn_time_and_shrinks_the_rate() {
+        let m = Mdc::new(8, 0.010, 600.0).expect("stable");
+        for q in [0.5, 0.95, 0.99] {
+            let plain = m.sojourn_quantile(q);
+            let with = m.sojourn_quantile_with(q, &[0.002]);
+            assert!(
+                (with - plain - 0.002).abs() < 1e-6,
+                "q {q}: {with} vs {plain} + 2 ms"
+            );
+        }
+        // A constant overhead o is the target lowered by o.
+        let shifted = max_rate_for_target(8, 0.010, 0.99, 0.018).expect("model");
+        let with = max_rate_for_target_with(8, 0.010, 0.99, 0.020, &[0.002]).expect("model");
+        assert!((with - shifted).abs() < 0.02, "{with} vs {shifted}");
+        let plain = max_rate_for_target(8, 0.010, 0.99, 0.020).expect("model");
+        assert!(with < plain - 10.0, "{with} should be well below {plain}");
+        // An overhead spread around its mean costs more at a high quantile
+        // than the mean alone would.
+        let spread = max_rate_for_target_with(8, 0.010, 0.99, 0.020, &[0.0, 0.004]).expect("model");
+        assert!(spread < with, "{spread} vs {with}");
+        // An overhead that alone breaks the target leaves no rate.
+        let none = max_rate_for_target_with(8, 0.010, 0.99, 0.020, &[0.011]).expect("model");
+        assert_eq!(none, 0.0);
+    }
     use rand::{Rng, SeedableRng};
 
     /// An independent check: a discrete-event simulation of the same queue.

@@ -47,6 +47,15 @@ pub struct Stats {
 
 impl Stats {
     /// Requests served and their mean service time.
+    /// Requests served and their total service time, nanoseconds (two
+    /// readings give the mean over the time between them).
+    pub fn totals(&self) -> (u64, u64) {
+        (
+            self.served.load(Ordering::Relaxed),
+            self.service_ns.load(Ordering::Relaxed),
+        )
+    }
+
     pub fn snapshot(&self) -> (u64, Option<Duration>) {
         let n = self.served.load(Ordering::Relaxed);
         let ns = self.service_ns.load(Ordering::Relaxed);

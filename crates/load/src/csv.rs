@@ -107,6 +107,7 @@ mod tests {
             settle_secs: 0.0,
             start_unix_ms: 0,
             end_unix_ms: 0,
+            interval: None,
         };
         let r = row(&p);
         let cols: Vec<&str> = r.split(',').collect();

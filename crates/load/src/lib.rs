@@ -27,6 +27,6 @@ pub mod wire;
 pub use arrival::Arrival;
 pub use driver::{Mode, RunConfig, RunResult, run};
 pub use prober::ServiceProber;
-pub use recorder::{LatencySummary, Percentile, Recorder};
-pub use search::{ProbeRecord, Prober, SearchConfig, SearchOutcome, SloTarget};
+pub use recorder::{Exceedance, LatencySummary, Percentile, Recorder};
+pub use search::{Interval, ProbeRecord, Prober, SearchConfig, SearchOutcome, SloTarget};
 pub use wire::WireSize;

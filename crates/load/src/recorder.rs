@@ -154,6 +154,21 @@ pub struct SecondSummary {
     pub max_ms: f64,
 }
 
+/// How often latency exceeded a threshold (see [`Recorder::exceedance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Exceedance {
+    pub threshold_ms: f64,
+    /// Fraction of successful replies slower than the threshold.
+    pub fraction: f64,
+    /// Successful replies.
+    pub count: u64,
+    /// Seconds with completions (the batches of the error estimate).
+    pub batches: usize,
+    /// Batch-means standard error of `fraction`; `None` with fewer than 2
+    /// batches.
+    pub std_err: Option<f64>,
+}
+
 /// What one worker (or, merged, a whole run) measured.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -301,6 +316,46 @@ impl Recorder {
             h.add(&s.latency).expect("same histogram bounds");
         }
         Some((LatencySummary::of(&h), secs as u64))
+    }
+
+    /// The fraction of successful replies slower than `threshold_ms`, with
+    /// its standard error by batch means: each second of completions is a
+    /// batch, so the error counts the correlation between neighbouring
+    /// requests (a queue's latencies come in runs) that a binomial error
+    /// would ignore. The fraction comes from the whole run's histogram (3
+    /// significant digits), the batches from the per-second ones (2).
+    /// `None` when nothing completed.
+    pub fn exceedance(&self, threshold_ms: f64) -> Option<Exceedance> {
+        let total = self.latency.len();
+        if total == 0 || !threshold_ms.is_finite() {
+            return None;
+        }
+        let us = (threshold_ms * 1000.0).max(0.0) as u64;
+        let above = |h: &Histogram<u64>| h.len() - h.count_between(0, us).min(h.len());
+        let fraction = above(&self.latency) as f64 / total as f64;
+        let batches: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .filter(|s| s.completed > 0)
+            .map(|s| (s.latency.len() as f64, above(&s.latency) as f64))
+            .collect();
+        let k = batches.len();
+        let std_err = (k >= 2).then(|| {
+            // The ratio estimator's variance: sum((a_i - p n_i)^2) / (k (k-1) n̄^2).
+            let n: f64 = batches.iter().map(|b| b.0).sum();
+            let a: f64 = batches.iter().map(|b| b.1).sum();
+            let p = a / n;
+            let mean_n = n / k as f64;
+            let ss: f64 = batches.iter().map(|(ni, ai)| (ai - p * ni).powi(2)).sum();
+            (ss / (k as f64 * (k as f64 - 1.0) * mean_n * mean_n)).sqrt()
+        });
+        Some(Exceedance {
+            threshold_ms,
+            fraction,
+            count: total,
+            batches: k,
+            std_err,
+        })
     }
 
     /// Per-second rows.

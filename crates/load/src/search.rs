@@ -116,6 +116,10 @@ pub struct ProbeRecord {
     /// milliseconds: for lining probes up with other monitoring.
     pub start_unix_ms: u64,
     pub end_unix_ms: u64,
+    /// The confidence interval of the fraction slower than the target, when
+    /// the search judged with one ([`SearchConfig::confidence`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
 }
 
 fn unix_ms() -> u64 {
@@ -219,6 +223,60 @@ pub struct SearchConfig {
     pub steady_min_samples: u64,
     /// Final runs tried, each lower than the last, before the search gives up.
     pub final_attempts: usize,
+    /// Judging with a confidence interval (0, the default, turns it off;
+    /// 0.95 for 95%). A percentile target `qp <= T` allows a fraction
+    /// `1 - q` of replies slower than `T` (5% for 95p); the interval is that
+    /// fraction's, measured with a batch-means error (see
+    /// [`crate::Recorder::exceedance`]). With it on:
+    /// - a bracket or bisection probe is a close call when its interval
+    ///   contains the allowed fraction (instead of the `borderline` band),
+    ///   and is extended while it does, up to `max_extensions` times;
+    /// - a final run whose interval contains it is extended the same way
+    ///   (whether its point estimate passed or not), up to `extended_finals`
+    ///   finals in the search.
+    ///
+    /// Each probe is then judged on its point estimate over the whole
+    /// (extended) window, as without: the interval decides how long a probe
+    /// runs, never what it passes with.
+    ///
+    /// A mean target (`avg`) has no such interval and is judged as without.
+    pub confidence: f64,
+}
+
+/// A confidence interval of the fraction of replies slower than the target
+/// (see [`SearchConfig::confidence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Interval {
+    pub confidence: f64,
+    /// The fraction the target allows (`1 - q`).
+    pub allowed: f64,
+    /// The measured fraction and its interval.
+    pub fraction: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Seconds of completions it was estimated from.
+    pub batches: usize,
+}
+
+impl Interval {
+    /// True when the measurement cannot tell the fraction from the allowed one.
+    pub fn ambiguous(&self) -> bool {
+        self.low <= self.allowed && self.allowed <= self.high
+    }
+
+    /// `exceedance 4.1% [3.2%, 5.0%] (95% CI; 5% allowed)`.
+    pub fn brief(&self) -> String {
+        let pc = |x: f64| format!("{:.2}%", x * 100.0);
+        format!(
+            "slower than target {} [{}, {}] ({:.0}% CI over {} s; {} allowed)",
+            pc(self.fraction),
+            pc(self.low),
+            pc(self.high),
+            self.confidence * 100.0,
+            self.batches,
+            pc(self.allowed)
+        )
+    }
 }
 
 impl SearchConfig {
@@ -250,6 +308,7 @@ impl SearchConfig {
             steady_tail: 0.0,
             steady_min_samples: 20,
             final_attempts: 3,
+            confidence: 0.0,
         }
     }
 
@@ -257,11 +316,12 @@ impl SearchConfig {
     pub fn planned(&self) -> Duration {
         let steps = (1.0 / self.tolerance).log2().ceil() as u32 + 3;
         // Assume half the bisection probes are close calls extended once.
-        let extended = if self.max_extensions > 0 && self.borderline > 0.0 {
-            self.probe * (steps / 2)
-        } else {
-            Duration::ZERO
-        };
+        let extended =
+            if self.max_extensions > 0 && (self.borderline > 0.0 || self.confidence > 0.0) {
+                self.probe * (steps / 2)
+            } else {
+                Duration::ZERO
+            };
         let warmup = if self.warmup_steady > 0.0 {
             self.warmup.min(self.warmup_min + self.warmup_window)
         } else {
@@ -278,7 +338,11 @@ impl SearchConfig {
     /// the target, or the whole window meets the target while its tail
     /// does not (a rise that a longer window tells from a passing hiccup).
     pub fn is_close_call(&self, r: &RunResult) -> bool {
-        if self.borderline <= 0.0 || r.interrupted || r.completion_ratio() < self.min_completion {
+        let interval = self.interval(r);
+        if (self.borderline <= 0.0 && interval.is_none())
+            || r.interrupted
+            || r.completion_ratio() < self.min_completion
+        {
             return false;
         }
         let v = r.recorder.summary().get(self.target.percentile);
@@ -286,7 +350,39 @@ impl SearchConfig {
         if !v.is_finite() {
             return false;
         }
-        (v - t).abs() <= self.borderline * t || (v <= t && self.tail_miss(r).is_some())
+        let near = match interval {
+            Some(i) => i.ambiguous(),
+            None => (v - t).abs() <= self.borderline * t,
+        };
+        near || (v <= t && self.tail_miss(r).is_some())
+    }
+
+    /// The confidence interval of the fraction of replies slower than the
+    /// target, when `confidence` is on, the target is a percentile and the
+    /// window has at least two seconds of completions. Its error is never
+    /// taken below the binomial error of the allowed fraction (so a short
+    /// window with no slow reply is not read as certain).
+    pub fn interval(&self, r: &RunResult) -> Option<Interval> {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return None;
+        }
+        let allowed = 1.0 - self.target.percentile.quantile()?;
+        let e = r.recorder.exceedance(self.target.latency_ms)?;
+        let binomial = (allowed * (1.0 - allowed) / e.count as f64).sqrt();
+        let se = e.std_err?.max(binomial);
+        let df = (e.batches - 1) as f64;
+        let t = StudentsT::new(0.0, 1.0, df)
+            .ok()?
+            .inverse_cdf(0.5 + self.confidence / 2.0);
+        Some(Interval {
+            confidence: self.confidence,
+            allowed,
+            fraction: e.fraction,
+            low: (e.fraction - t * se).max(0.0),
+            high: (e.fraction + t * se).min(1.0),
+            batches: e.batches,
+        })
     }
 
     /// One window's figures against the target, for the record of an
@@ -451,7 +547,12 @@ impl<'a, P: Prober> Search<'a, P> {
         // judged on the whole window; so are finals that just missed, up to
         // `extended_finals` of them (a final that passed stands: a longer
         // window would only make it stricter than the probes and the run
-        // longer).
+        // longer), or with a confidence interval, finals it cannot tell
+        // from the target, passed or not. A final is extended once at most.
+        let limit = match phase {
+            Phase::Final => self.cfg.max_extensions.min(1),
+            _ => self.cfg.max_extensions,
+        };
         let extensible = match phase {
             Phase::Bracket | Phase::Bisect => true,
             Phase::Final => {
@@ -461,13 +562,17 @@ impl<'a, P: Prober> Search<'a, P> {
                     .iter()
                     .filter(|p| p.phase == Phase::Final && p.extensions > 0)
                     .count();
-                extended < self.cfg.extended_finals && !self.cfg.judge(&r).0
+                extended < self.cfg.extended_finals
+                    && match self.cfg.interval(&r) {
+                        Some(i) => i.ambiguous(),
+                        None => !self.cfg.judge(&r).0,
+                    }
             }
             _ => false,
         };
         let mut first = None;
         let mut extensions = 0;
-        while extensible && extensions < self.cfg.max_extensions && self.cfg.is_close_call(&r) {
+        while extensible && extensions < limit && self.cfg.is_close_call(&r) {
             first.get_or_insert_with(|| self.cfg.window_brief(&r));
             extensions += 1;
             (self.on_event)(Event::Start {
@@ -488,6 +593,11 @@ impl<'a, P: Prober> Search<'a, P> {
             Phase::Warmup | Phase::Peak => (r.recorder.ok > 0, "unthrottled".to_string()),
             _ => self.cfg.judge(&r),
         };
+        let interval = match phase {
+            Phase::Warmup | Phase::Peak => None,
+            _ => self.cfg.interval(&r),
+        };
+
         if let Some(first) = first {
             verdict = format!("{verdict} (extended {extensions}x; first {first})");
         }
@@ -499,6 +609,7 @@ impl<'a, P: Prober> Search<'a, P> {
             extensions,
             settled,
             start_unix_ms,
+            interval,
         )?;
         Ok((passed, r))
     }
@@ -515,6 +626,7 @@ impl<'a, P: Prober> Search<'a, P> {
         extensions: usize,
         settled: Duration,
         start_unix_ms: u64,
+        interval: Option<Interval>,
     ) -> Result<(), Halt> {
         let summary = r.recorder.summary();
         let rec = ProbeRecord {
@@ -543,6 +655,7 @@ impl<'a, P: Prober> Search<'a, P> {
             settle_secs: settled.as_secs_f64(),
             start_unix_ms,
             end_unix_ms: unix_ms(),
+            interval,
         };
         (self.on_event)(Event::Done(&rec));
         self.out.probes.push(rec);
@@ -612,7 +725,16 @@ impl<'a, P: Prober> Search<'a, P> {
             list.join(", ")
         );
         let ok = t.recorder.ok > 0;
-        self.record(Phase::Warmup, &t, ok, verdict, 0, settled, start_unix_ms)
+        self.record(
+            Phase::Warmup,
+            &t,
+            ok,
+            verdict,
+            0,
+            settled,
+            start_unix_ms,
+            None,
+        )
     }
 
     async fn rate(&mut self, phase: Phase, rate: f64) -> Result<bool, Halt> {

@@ -162,6 +162,14 @@ enum Cmd {
 /// them to [`Cmd::Workload`] as it would an unknown command's.
 const EXTERNAL_ARGS: &str = "";
 
+/// What a benchmark command without arguments receives: clap's derive
+/// unwraps an external subcommand's arguments, so a command given none
+/// (`rackbench calibrate`) would panic; this default stands for "none" and
+/// is dropped before the benchmark sees its arguments. A NUL cannot occur
+/// in a real argument (argv strings end at one), so no user argument is
+/// ever taken for it.
+const NO_ARGS: &str = "\0";
+
 /// The parser: the derived commands plus one command per benchmark, so
 /// `rackbench --help`, completions and man pages list the benchmarks. A
 /// benchmark's arguments are passed through untouched (its own parser
@@ -182,6 +190,8 @@ fn cli_command(reg: &Registry) -> clap::Command {
                         .trailing_var_arg(true)
                         .allow_hyphen_values(true)
                         .action(clap::ArgAction::Append)
+                        .default_value(NO_ARGS)
+                        .hide_default_value(true)
                         .value_parser(clap::value_parser!(String)),
                 ),
         );
@@ -1189,7 +1199,8 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
             eprintln!("man pages written to {}", dir.display());
         }
-        Cmd::Workload(argv) => {
+        Cmd::Workload(mut argv) => {
+            argv.retain(|a| a != NO_ARGS);
             let (name, args) = argv.split_first().context("no command given")?;
             let Some(w) = reg.get(name) else {
                 anyhow::bail!(

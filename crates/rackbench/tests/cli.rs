@@ -560,6 +560,25 @@ fn help_and_unknown_commands() {
     }
 }
 
+/// A benchmark command given no arguments reaches the benchmark (which
+/// says what it needs) instead of panicking in the argument parser.
+#[test]
+fn benchmark_commands_without_arguments_do_not_panic() {
+    let env = Env::new();
+    for (argv, says) in [
+        ("distbench", "needs a subcommand"),
+        ("adsim", "needs a command"),
+        ("cachebench", "--json_test_config"),
+        ("resctl", "no command"),
+    ] {
+        let o = env.run(&[argv]);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{argv}: {err}");
+        assert!(!err.contains("panicked"), "{argv}: {err}");
+        assert!(err.contains(says), "{argv}: {err}");
+    }
+}
+
 /// `rackbench --help` lists the benchmark commands with the tool each
 /// replaces; `help BENCHMARK` is the benchmark's own usage; `--version`
 /// names the commit and profile.
