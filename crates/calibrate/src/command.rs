@@ -60,7 +60,8 @@ pub struct Args {
     /// The confirming final run, seconds.
     #[arg(long, default_value_t = 15.0, allow_negative_numbers = true, value_parser = positive_secs)]
     pub final_secs: f64,
-    /// Short probes for smoke runs: 1 s warm-up/peak, 2 s probes, 4 s final.
+    /// Short probes for smoke runs: 1 s warm-up/peak, 2 s probes, 4 s final,
+    /// a 1 s overhead probe, close calls extended once at most.
     #[arg(long)]
     pub quick: bool,
     /// Fixed-QPS experiments instead of a search, e.g. 100,200,400.
@@ -176,6 +177,15 @@ impl Args {
         Ok(())
     }
 
+    /// Seconds of the overhead probe (`--quick` keeps it to 1 s).
+    fn overhead_secs(&self) -> f64 {
+        if self.quick {
+            self.overhead_secs.min(1.0)
+        } else {
+            self.overhead_secs
+        }
+    }
+
     fn stall(&self) -> Option<Stall> {
         match (self.stall_every_secs, self.stall_secs) {
             (Some(every), Some(len)) => Some(Stall {
@@ -206,7 +216,12 @@ impl Args {
         c.probe_warmup = secs(1.0);
         c.confidence = self.confidence;
         if self.confidence > 0.0 {
-            c.max_extensions = self.extensions;
+            // Smoke runs extend a close call once at most.
+            c.max_extensions = if self.quick {
+                self.extensions.min(1)
+            } else {
+                self.extensions
+            };
             // One more final window at most: finals are long already.
             c.extended_finals = 1;
         }
@@ -383,7 +398,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     // The overhead probe runs before a search whose model has a value to
     // correct (not before fixed rates: those have no maximum to compare).
     let overhead_plan = match (capacity, analytic) {
-        (Some(cap), Some(_)) if a.overhead_secs > 0.0 && a.fixed_qps.is_empty() => {
+        (Some(cap), Some(_)) if a.overhead_secs() > 0.0 && a.fixed_qps.is_empty() => {
             Some(OverheadPlan {
                 rate: cap * OVERHEAD_LOAD,
                 nominal_service_ms: a.service_time_ms,
@@ -397,7 +412,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     } else {
         (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
     } + overhead_plan.as_ref().map_or(Duration::ZERO, |_| {
-        Duration::from_secs_f64(a.overhead_secs + 0.5)
+        Duration::from_secs_f64(a.overhead_secs() + 0.5)
     });
     let progress = Progress::new("calibrate", planned);
     progress.println(&searching_line(&a.target));
@@ -613,7 +628,7 @@ async fn drive<P: Prober>(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> (Option<OverheadRecord>, SearchOutcome) {
     let measured = match &overhead {
-        Some(plan) => match measure_overhead(&mut prober, plan, a.overhead_secs).await {
+        Some(plan) => match measure_overhead(&mut prober, plan, a.overhead_secs()).await {
             Ok(m) => m,
             Err(why) => {
                 let out = SearchOutcome {
