@@ -264,7 +264,7 @@ impl Interval {
         self.low <= self.allowed && self.allowed <= self.high
     }
 
-    /// `exceedance 4.1% [3.2%, 5.0%] (95% CI; 5% allowed)`.
+    /// `slower than target 4.10% [3.20%, 5.00%] (95% CI over 20 s; 5.00% allowed)`.
     pub fn brief(&self) -> String {
         let pc = |x: f64| format!("{:.2}%", x * 100.0);
         format!(
@@ -597,9 +597,12 @@ impl<'a, P: Prober> Search<'a, P> {
             Phase::Warmup | Phase::Peak => None,
             _ => self.cfg.interval(&r),
         };
-
         if let Some(first) = first {
-            verdict = format!("{verdict} (extended {extensions}x; first {first})");
+            let now = interval.map(|i| format!("; now {}", i.brief()));
+            verdict = format!(
+                "{verdict} (extended {extensions}x; first {first}{})",
+                now.unwrap_or_default()
+            );
         }
         self.record(
             phase,
