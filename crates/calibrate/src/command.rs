@@ -632,13 +632,8 @@ async fn drive<P: Prober>(
             Ok(m) => m,
             Err(why) => {
                 let out = SearchOutcome {
-                    probes: Vec::new(),
-                    final_probe: None,
-                    final_series: Vec::new(),
-                    peak_qps: 0.0,
-                    success: false,
-                    interrupted: false,
                     failure: Some(format!("the overhead probe failed: {why}")),
+                    ..SearchOutcome::default()
                 };
                 return (None, out);
             }

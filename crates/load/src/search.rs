@@ -465,7 +465,7 @@ impl SearchConfig {
 }
 
 /// Everything the search did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct SearchOutcome {
     pub probes: Vec<ProbeRecord>,
     /// The confirming final run, when one passed.
@@ -500,15 +500,7 @@ impl<'a, P: Prober> Search<'a, P> {
             prober,
             on_event,
             before_final: None,
-            out: SearchOutcome {
-                probes: Vec::new(),
-                final_probe: None,
-                final_series: Vec::new(),
-                peak_qps: 0.0,
-                success: false,
-                interrupted: false,
-                failure: None,
-            },
+            out: SearchOutcome::default(),
         }
     }
 
