@@ -595,14 +595,10 @@ const OVERHEAD_LOAD: f64 = 0.1;
 /// `overhead: median 0.412 ms, 99p 1.020 ms (latency minus the server's
 /// 10.055 ms service time, 240 replies at 80 QPS over 3 s)`.
 fn overhead_line(o: &OverheadRecord) -> String {
-    let at = |q: f64| {
-        let i = ((q * OVERHEAD_POINTS as f64) as usize).min(o.quantiles_ms.len().saturating_sub(1));
-        o.quantiles_ms.get(i).copied().unwrap_or(f64::NAN)
-    };
     format!(
         "overhead: median {:.3} ms, 99p {:.3} ms (latency minus the {} {:.3} ms service time, {} replies at {:.0} QPS over {:.0} s)",
-        at(0.5),
-        at(0.99),
+        o.quantile(0.5),
+        o.quantile(0.99),
         if o.service_measured {
             "server's measured"
         } else {
@@ -724,6 +720,17 @@ pub struct OverheadRecord {
     /// Latency minus that service time at the quantiles 0.005, 0.015, ...,
     /// 0.995, ms: equally likely values of the overhead.
     pub quantiles_ms: Vec<f64>,
+}
+
+impl OverheadRecord {
+    /// The overhead at quantile `q` (0..1), ms: the equally likely value
+    /// whose slot holds `q`, indexed by this record's own point count (NaN
+    /// for a record without points).
+    pub fn quantile(&self, q: f64) -> f64 {
+        let n = self.quantiles_ms.len();
+        let i = ((q.clamp(0.0, 1.0) * n as f64) as usize).min(n.saturating_sub(1));
+        self.quantiles_ms.get(i).copied().unwrap_or(f64::NAN)
+    }
 }
 
 /// The search's settings (the report's `search` object).
@@ -889,16 +896,8 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
         reported: None,
         measured_to_analytic_ratio: None,
         overhead_ms: r.overhead.as_ref().map(|o| OverheadSummary {
-            median: o
-                .quantiles_ms
-                .get(o.quantiles_ms.len() / 2)
-                .copied()
-                .unwrap_or(f64::NAN),
-            p99: o
-                .quantiles_ms
-                .get(o.quantiles_ms.len() * 99 / 100)
-                .copied()
-                .unwrap_or(f64::NAN),
+            median: o.quantile(0.5),
+            p99: o.quantile(0.99),
             mean: round3(o.quantiles_ms.iter().sum::<f64>() / o.quantiles_ms.len().max(1) as f64),
             requested_qps: round3(o.requested_qps),
             replies: o.replies,
@@ -1070,7 +1069,7 @@ fn model_with_overhead(r: &SearchRun) -> Option<ModelWithOverhead> {
     Some(ModelWithOverhead {
         max_qps,
         service_ms,
-        median_overhead_ms: o.quantiles_ms[o.quantiles_ms.len() / 2],
+        median_overhead_ms: o.quantile(0.5),
     })
 }
 
@@ -1171,6 +1170,31 @@ mod tests {
             }),
             overhead: None,
         }
+    }
+
+    #[test]
+    fn overhead_quantiles_index_by_the_records_own_point_count() {
+        let rec = |n: usize| OverheadRecord {
+            requested_qps: 80.0,
+            duration_secs: 3.0,
+            replies: 240,
+            errors: 0,
+            service_ms: 10.0,
+            service_measured: true,
+            quantiles_ms: (0..n).map(|i| i as f64).collect(),
+        };
+        let hundred = rec(100);
+        assert_eq!(hundred.quantile(0.5), 50.0);
+        assert_eq!(hundred.quantile(0.99), 99.0);
+        assert_eq!(hundred.quantile(1.0), 99.0);
+        // A record with another point count reads its own slots.
+        let ten = rec(10);
+        assert_eq!(ten.quantile(0.5), 5.0);
+        assert_eq!(ten.quantile(0.99), 9.0);
+        assert_eq!(ten.quantile(0.0), 0.0);
+        assert!(rec(0).quantile(0.5).is_nan());
+        let line = overhead_line(&ten);
+        assert!(line.contains("median 5.000 ms, 99p 9.000 ms"), "{line}");
     }
 
     #[test]
