@@ -14,13 +14,20 @@ same run, everything on loopback.
 5. With --memory: client_server with max_rpc_samples 1000 for 60 s and
    for --memory-secs: the node managers' max RSS and the results' size.
 
+6. With --small-only: only the small RPCs over grpc and tcp, in --rounds
+   interleaved rounds (median), no ghz; with --before BIN each round also
+   runs BIN (e.g. a build of an earlier commit) on the same grpc test, and
+   the summary gives the ratio of this build's kQPS to BIN's per round.
+
 Usage: python3 bench/distbench.py [--secs 10] [--memory] [--memory-secs 600]
+       python3 bench/distbench.py --small-only [--rounds 3] [--before BIN] [--secs 10]
 """
 
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -59,8 +66,8 @@ BIG = """tests {
 """
 
 
-def localhost(env, cwd, nodes, secs, pattern=None, infile=None, may_fail=False):
-    cmd = [common.BIN, "--no-store", "--output-dir", os.path.join(cwd, "reports"), "distbench",
+def localhost(env, cwd, nodes, secs, pattern=None, infile=None, may_fail=False, binary=None):
+    cmd = [binary or common.BIN, "--no-store", "--output-dir", os.path.join(cwd, "reports"), "distbench",
            "start_localhost", "-n", str(nodes), "--port", "0", "-t", str(secs)]
     cmd += ["--pattern", pattern] if pattern else ["--infile", infile]
     t0 = time.time()
@@ -110,9 +117,15 @@ def main():
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--memory-secs", type=int, default=600)
     ap.add_argument("--only-memory", action="store_true")
+    ap.add_argument("--small-only", action="store_true", help="only the small RPCs, in interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--before", help="another rackbench binary to run beside this build (--small-only)")
     a = ap.parse_args()
     common.build()
     cwd, env = common.scratch()
+    if a.small_only:
+        small_rounds(a, cwd, env)
+        return
     rows = []
     if not a.only_memory:
         rows += traffic(a, cwd, env)
@@ -120,6 +133,35 @@ def main():
         rows += memory(a, cwd, env)
     for what, result in rows:
         print(f"| {what} | `python3 bench/distbench.py` | {result} |")
+
+
+def small_config(cwd, proto, secs):
+    f = os.path.join(cwd, f"small_{proto}.config")
+    with open(f, "w") as fh:
+        fh.write(SMALL % (proto, secs * 1_000_000))
+    return f
+
+
+def small_rounds(a, cwd, env):
+    runs = []  # per round: {label: (kqps, p99 ms)}
+    labels = (["before grpc"] if a.before else []) + ["grpc", "tcp"]
+    for n in range(1, a.rounds + 1):
+        r = {}
+        for label in labels:
+            proto = label.split()[-1]
+            m = localhost(env, cwd, 2, a.secs, infile=small_config(cwd, proto, a.secs),
+                          binary=a.before if label.startswith("before") else None)
+            s = m["tests"][0]["rpcs"]["small"]
+            r[label] = (s["kqps"], s["latency_us"]["p99"] / 1000)
+            print(f"round {n}: {label:11} {s['kqps']:.1f} kQPS, p99 {r[label][1]:.2f} ms", flush=True)
+        runs.append(r)
+    med = lambda f: statistics.median(f(r) for r in runs)
+    parts = [f"{label} {med(lambda r: r[label][0]):.1f} kQPS (p99 {med(lambda r: r[label][1]):.2f} ms)" for label in labels]
+    line = f"small RPCs 16 B / 32 B, 100 in flight, closed loop, median of {len(runs)} rounds: " + ", ".join(parts)
+    if a.before:
+        line += f"; this build / before {med(lambda r: r['grpc'][0] / r['before grpc'][0]):.2f}"
+    line += f"; grpc / tcp driver {med(lambda r: r['grpc'][0] / r['tcp'][0]):.2f}"
+    print(line)
 
 
 def traffic(a, cwd, env):
@@ -137,10 +179,7 @@ def traffic(a, cwd, env):
     # 2. Small RPCs.
     small = {}
     for proto in ["grpc", "tcp"]:
-        f = os.path.join(cwd, f"small_{proto}.config")
-        with open(f, "w") as fh:
-            fh.write(SMALL % (proto, a.secs * 1_000_000))
-        m = localhost(env, cwd, 2, a.secs, infile=f)
+        m = localhost(env, cwd, 2, a.secs, infile=small_config(cwd, proto, a.secs))
         small[proto] = m["tests"][0]["rpcs"]["small"]
     r, t = small["grpc"], small["tcp"]
     g_kqps, g_ok, g_p99 = ghz_small(env, cwd, a.secs)

@@ -16,10 +16,18 @@ generated client, what rackbench used before issue 26).
 h2load (Debian's nghttp2-client: `apt-get install nghttp2-client`) sends a
 pre-encoded gRPC WorkRequest, written by this script, with
 `content-type: application/grpc` and `te: trailers`, closed loop with the
-same 64 requests in flight (`-c 2 -m 32 -t 1`); it runs before and after
-rackbench and the mean of its two runs is the reference, because this
-machine's speed drifts between minutes. h2load counts HTTP 2xx replies; it
-does not read grpc-status (the no-op server never fails one).
+same 64 requests in flight (`-c 2 -m 32 -t 1`). h2load counts HTTP 2xx
+replies; it does not read grpc-status (the no-op server never fails one).
+
+This machine's speed drifts by more than the goals' margins within minutes
+(h2load alone moved 29.8k-53.9k/s in one morning), so the runs are
+interleaved in rounds (`--rounds`, default 3): each round runs h2load, then
+rackbench, then h2load again, and its ratios are rackbench's figures over
+the mean of that round's two h2load runs. The summary gives the median of
+the rounds' figures and ratios (each round's own line is printed too).
+The search judges each probe on its point estimate at tolerance 0.02
+(`--confidence 0 --tolerance 0.02`), as when the goal was set, not with
+calibrate's newer defaults.
 
 ghz (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`) is bisected with
 the same criterion when --ghz is given (several minutes more).
@@ -27,7 +35,7 @@ the same criterion when --ghz is given (several minutes more).
 The last line is the summary:
 `loadgen: rackbench open-loop R1/s, closed-loop R2/s, h2load closed-loop R3/s, ratio open/h2load X, closed/h2load Y`
 
-Usage: python3 bench/loadgen_capacity.py [--secs 5] [--ghz]
+Usage: python3 bench/loadgen_capacity.py [--secs 5] [--rounds 3] [--tonic] [--ghz]
 """
 
 import argparse
@@ -36,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -55,7 +64,7 @@ def rackbench_max(env, cwd, secs, client):
         [common.BIN, "calibrate", "--server", "127.0.0.1:50051", "--workers", "0", "--service-time-ms", "0",
          "--client-threads", "1", "--connections", str(CONNECTIONS), "--target", f"99p:{TARGET_MS}", "--arrival", "constant",
          "--probe-secs", str(secs), "--final-secs", str(secs * 2), "--peak-secs", str(secs), "--warmup-secs", "2",
-         "--payload-bytes", str(PAYLOAD), "--client", client],
+         "--payload-bytes", str(PAYLOAD), "--client", client, "--confidence", "0", "--tolerance", "0.02"],
         0,
     )
     # A direct command prints its report JSON only when asked.
@@ -152,6 +161,8 @@ def ghz_max(ghz, secs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--secs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the summary is their median")
+    ap.add_argument("--tonic", action="store_true", help="also run tonic's client (before issue 26) in each round")
     ap.add_argument("--ghz", action="store_true", help="also bisect ghz's open-loop rate")
     a = ap.parse_args()
     h2load = shutil.which("h2load")
@@ -162,29 +173,42 @@ def main():
     cwd, env = common.scratch()
     body = work_request_file(cwd)
     server = common.start_server(env, cwd, ["--workers", "0", "--service-time-ms", "0"], cpu=1)
+    clients = ["h2", "tonic"] if a.tonic else ["h2"]
+    rounds = []  # per round: {client: (open, peak)}, h2load mean
     try:
-        h2_before = h2load_run(h2load, body, a.secs)
-        print(f"h2load:            closed-loop {h2_before:.0f}/s ({IN_FLIGHT} in flight, before)", flush=True)
-        rb = {}
-        for client in ["h2", "tonic"]:
-            rate, achieved, p99, peak = rackbench_max(env, cwd, a.secs, client)
-            rb[client] = (rate, peak)
-            print(f"rackbench --client {client}: max open-loop rate {rate:.0f}/s (achieved {achieved:.0f}/s, p99 {p99:.2f} ms);"
-                  f" closed-loop peak {peak:.0f}/s", flush=True)
-        h2_after = h2load_run(h2load, body, a.secs)
-        print(f"h2load:            closed-loop {h2_after:.0f}/s ({IN_FLIGHT} in flight, after)", flush=True)
+        for n in range(1, a.rounds + 1):
+            before = h2load_run(h2load, body, a.secs)
+            print(f"round {n}: h2load closed-loop {before:.0f}/s ({IN_FLIGHT} in flight, before)", flush=True)
+            rb = {}
+            for client in clients:
+                rate, achieved, p99, peak = rackbench_max(env, cwd, a.secs, client)
+                rb[client] = (rate, peak)
+                print(f"round {n}: rackbench --client {client}: max open-loop rate {rate:.0f}/s (achieved {achieved:.0f}/s,"
+                      f" p99 {p99:.2f} ms); closed-loop peak {peak:.0f}/s", flush=True)
+            after = h2load_run(h2load, body, a.secs)
+            ref = (before + after) / 2
+            print(f"round {n}: h2load closed-loop {after:.0f}/s (after); reference {ref:.0f}/s;"
+                  f" ratio open/h2load {rb['h2'][0] / ref:.2f}, closed/h2load {rb['h2'][1] / ref:.2f}", flush=True)
+            rounds.append((rb, ref))
         if ghz:
             g_rate, g_peak = ghz_max(ghz, a.secs)
             print(f"ghz:               max open-loop rate {g_rate:.0f}/s (unthrottled peak {g_peak:.0f}/s)")
     finally:
         common.stop(server)
-    h2 = (h2_before + h2_after) / 2
-    rate, peak = rb["h2"]
-    t_rate, t_peak = rb["tonic"]
-    print(f"tonic client (before issue 26): open-loop {t_rate:.0f}/s, closed-loop {t_peak:.0f}/s,"
-          f" ratio open/h2load {t_rate / h2:.2f}, closed/h2load {t_peak / h2:.2f}")
-    print(f"loadgen: rackbench open-loop {rate:.0f}/s, closed-loop {peak:.0f}/s, h2load closed-loop {h2:.0f}/s,"
-          f" ratio open/h2load {rate / h2:.2f}, closed/h2load {peak / h2:.2f}")
+
+    def med(f):
+        return statistics.median(f(rb, ref) for rb, ref in rounds)
+
+    h2 = med(lambda rb, ref: ref)
+    if a.tonic:
+        print(f"tonic client (before issue 26), median of {len(rounds)} rounds: open-loop {med(lambda rb, ref: rb['tonic'][0]):.0f}/s,"
+              f" closed-loop {med(lambda rb, ref: rb['tonic'][1]):.0f}/s,"
+              f" ratio open/h2load {med(lambda rb, ref: rb['tonic'][0] / ref):.2f},"
+              f" closed/h2load {med(lambda rb, ref: rb['tonic'][1] / ref):.2f}")
+    print(f"loadgen (median of {len(rounds)} interleaved rounds): rackbench open-loop {med(lambda rb, ref: rb['h2'][0]):.0f}/s,"
+          f" closed-loop {med(lambda rb, ref: rb['h2'][1]):.0f}/s, h2load closed-loop {h2:.0f}/s,"
+          f" ratio open/h2load {med(lambda rb, ref: rb['h2'][0] / ref):.2f},"
+          f" closed/h2load {med(lambda rb, ref: rb['h2'][1] / ref):.2f}")
 
 
 if __name__ == "__main__":

@@ -100,10 +100,28 @@ impl Reply {
     }
 }
 
-/// Window sizes as hyper's HTTP/2 client defaults (what tonic's channel
-/// uses), so replies of any size flow as they did through tonic.
-const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
-const CONN_WINDOW: u32 = 5 * 1024 * 1024;
+/// HTTP/2 settings of a client's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H2Settings {
+    /// Initial flow-control window of each stream, bytes.
+    pub stream_window: u32,
+    /// Initial flow-control window of the connection, bytes.
+    pub connection_window: u32,
+    /// Largest frame the client accepts (`None`: h2's default, 16 KiB).
+    pub max_frame: Option<u32>,
+}
+
+impl Default for H2Settings {
+    /// Window sizes as hyper's HTTP/2 client defaults (what tonic's channel
+    /// uses), so replies of any size flow as they did through tonic.
+    fn default() -> Self {
+        H2Settings {
+            stream_window: 2 * 1024 * 1024,
+            connection_window: 5 * 1024 * 1024,
+            max_frame: None,
+        }
+    }
+}
 
 /// A pool of HTTP/2 connections to one server calling one method; each
 /// call goes to the connection with the fewest calls in flight (the first
@@ -133,6 +151,16 @@ impl UnaryClient {
         connections: usize,
         path: &str,
     ) -> Result<Self, UnaryError> {
+        Self::connect_with(addr, connections, path, H2Settings::default()).await
+    }
+
+    /// [`UnaryClient::connect`] with the given HTTP/2 settings.
+    pub async fn connect_with(
+        addr: SocketAddr,
+        connections: usize,
+        path: &str,
+        settings: H2Settings,
+    ) -> Result<Self, UnaryError> {
         let uri = http::Uri::builder()
             .scheme("http")
             .authority(addr.to_string())
@@ -148,11 +176,14 @@ impl UnaryClient {
                     .map_err(|e| UnaryError::Transport(format!("cannot connect to {addr}: {e}")))?;
             tcp.set_nodelay(true)
                 .map_err(|e| UnaryError::Transport(e.to_string()))?;
-            let (send, conn) = h2::client::Builder::new()
-                .initial_window_size(STREAM_WINDOW)
-                .initial_connection_window_size(CONN_WINDOW)
-                .handshake::<_, Bytes>(tcp)
-                .await?;
+            let mut builder = h2::client::Builder::new();
+            builder
+                .initial_window_size(settings.stream_window)
+                .initial_connection_window_size(settings.connection_window);
+            if let Some(f) = settings.max_frame {
+                builder.max_frame_size(f);
+            }
+            let (send, conn) = builder.handshake::<_, Bytes>(tcp).await?;
             tokio::spawn(async move {
                 // The connection ends when every handle is dropped or the
                 // peer goes away; calls in flight then fail with its error.
