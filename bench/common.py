@@ -28,8 +28,11 @@ def build():
 
 
 def scratch():
+    # Direct commands (`rackbench feedsim ...`, `distbench ...`) print their
+    # report JSON, which report() reads, only when RACKBENCH_REPORT is set.
     d = tempfile.mkdtemp(prefix="rackbench-bench-")
-    env = dict(os.environ, RACKBENCH_DB=os.path.join(d, "results.db"), RACKBENCH_PLAIN_PROGRESS="1")
+    env = dict(os.environ, RACKBENCH_DB=os.path.join(d, "results.db"), RACKBENCH_PLAIN_PROGRESS="1",
+               RACKBENCH_REPORT="1")
     return d, env
 
 

@@ -1,6 +1,7 @@
 //! `rackbench resctl ...`: resctl-bench's commands, hashd and the memory
 //! hog, as the harness runs them.
 
+use crate::bench::common::IoCostQosOvr;
 use crate::bench::common::JobMetrics;
 use crate::bench::job::{self, Options};
 use crate::hashd::command::{HashdEnd, HashdMetrics, HashdRecord};
@@ -25,14 +26,32 @@ Commands:
   hashd [OPTIONS]      the latency-sensitive workload (`hashd --help`)
   mem-hog OPTIONS      the memory hog (`mem-hog --help`)
 
-Options:
+Options (anywhere on the line; an empty value, `--dev=`, means the default):
   -r, --result FILE    the result journal (JSON; gzipped when it ends in .gz)
   -d, --dir DIR        scratch directory, must exist (default /var/lib/rackbench-resctl,
                        created): hashd's test files and state, fio's test file
-  --mem-profile N|off  memory profile in GiB, a power of two (default: the largest
+  -D, --dev DEVICE     the scratch device (nvme0n1): accepted only if it is the disk
+                       holding --dir (run and deps refuse another one)
+  -l, --linux PATH     (also --linux-tar) accepted; no bench uses a kernel tarball
+  -R, --rep-retention SECS  accepted; there are no rd-agent reports to expire
+  -M, --mem-profile N|off  memory profile in GiB, a power of two (default: the largest
                        whose share fits in available memory; 1 with --test)
+  -m, --mem-avail SIZE memory available to the benches (default: MemAvailable)
+  --mem-margin PCT     protection's workload memory.low = share x (1 - PCT)
+                       (default: the profile's target)
+  --hashd-size SIZE    hashd's footprint in protection (saved knobs overridden)
+  --hashd-cpu-load keep|fake|real  hashd's fake CPU load in protection (default keep)
+  --iocost-qos K=V,... QoS overrides (rpct rlat wpct wlat min max vrate) of the
+                       iocost protection enables; refused without cgroup2 io.cost
+  --iocost-from-sys    the model and QoS from the cgroup2 root's io.cost.model/qos
+                       instead of iocost-params; refused without cgroup2 io.cost
+  --swappiness N       vm.swappiness (0-200) for the run, restored after
+  -a, --args FILE      refused: upstream args files are not supported
   --force              run even when a bench's hard requirements are missed
   --test               short runs for CI (small profile, short windows)
+  -v...                more messages (settings; hashd's detail lines)
+  --logfile FILE       also write everything printed to stderr to FILE
+  format -R, --rstat   (repeatable) extra resource stat tables in protection results
 
 Specs: KIND[:k[=v],...][:group2]...; id=ID and passive=... may appear in any
 group. Kinds: hashd-params, iocost-params, protection, storage.";
@@ -83,20 +102,125 @@ struct Cli {
     result: Option<PathBuf>,
     #[arg(short = 'd', long = "dir")]
     dir: Option<PathBuf>,
-    #[arg(long = "mem-profile")]
+    #[arg(short = 'D', long = "dev")]
+    dev: Option<String>,
+    #[arg(short = 'l', long = "linux", alias = "linux-tar")]
+    linux: Option<PathBuf>,
+    #[arg(short = 'R', long = "rep-retention")]
+    rep_retention: Option<String>,
+    #[arg(short = 'M', long = "mem-profile")]
     mem_profile: Option<String>,
+    #[arg(short = 'm', long = "mem-avail")]
+    mem_avail: Option<String>,
+    #[arg(long = "mem-margin")]
+    mem_margin: Option<String>,
+    #[arg(long = "hashd-size")]
+    hashd_size: Option<String>,
+    #[arg(long = "hashd-cpu-load")]
+    hashd_cpu_load: Option<String>,
+    #[arg(long = "iocost-qos")]
+    iocost_qos: Option<String>,
+    #[arg(long = "swappiness")]
+    swappiness: Option<String>,
+    #[arg(short = 'a', long = "args")]
+    args: Option<PathBuf>,
+    #[arg(long = "iocost-from-sys")]
+    iocost_from_sys: bool,
     #[arg(long)]
     force: bool,
     #[arg(long)]
     test: bool,
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[arg(long = "logfile")]
+    logfile: Option<PathBuf>,
+    /// `format -R`: [`rstat_words`] turns format's `-R` into this.
+    #[arg(long = "rstat", action = clap::ArgAction::Count)]
+    rstat: u8,
     /// COMMAND [ARGS...]
     words: Vec<String>,
+}
+
+/// Short options of [`Cli`] that take a value.
+const VALUE_SHORTS: &[char] = &['r', 'd', 'D', 'l', 'R', 'M', 'm', 'a'];
+/// Long options of [`Cli`] that take a value.
+const VALUE_LONGS: &[&str] = &[
+    "result",
+    "dir",
+    "dev",
+    "linux",
+    "linux-tar",
+    "rep-retention",
+    "mem-profile",
+    "mem-avail",
+    "mem-margin",
+    "hashd-size",
+    "hashd-cpu-load",
+    "iocost-qos",
+    "swappiness",
+    "args",
+    "logfile",
+];
+
+/// Upstream has two `-R`s: `--rep-retention SECS` before the command and
+/// `format`'s own `-R/--rstat` (repeatable) after it. Our options may come
+/// anywhere, so after a `format` command word, `-R`, `-RR`... become as
+/// many `--rstat`; everywhere else `-R` stays `--rep-retention`.
+fn rstat_words(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut cmd: Option<&str> = None;
+    let mut value_next = false;
+    let mut rest_positional = false;
+    for a in args {
+        if value_next {
+            value_next = false;
+            out.push(a.clone());
+            continue;
+        }
+        if rest_positional {
+            out.push(a.clone());
+            continue;
+        }
+        if a == "--" {
+            rest_positional = true;
+            out.push(a.clone());
+            continue;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            value_next = !long.contains('=') && VALUE_LONGS.contains(&long);
+            out.push(a.clone());
+            continue;
+        }
+        if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            if cmd == Some("format") && shorts.chars().all(|c| c == 'R') {
+                out.extend(std::iter::repeat_n("--rstat".to_string(), shorts.len()));
+                continue;
+            }
+            // A value-taking short ends the cluster: the rest is its value,
+            // or, when nothing follows it, the next word is.
+            if let Some(i) = shorts.find(|c: char| VALUE_SHORTS.contains(&c)) {
+                value_next = i + 1 == shorts.len();
+            }
+            out.push(a.clone());
+            continue;
+        }
+        if cmd.is_none() {
+            cmd = Some(a.as_str());
+        }
+        out.push(a.clone());
+    }
+    out
 }
 
 /// The command line as clap parses it.
 fn parse_cli(args: &[String]) -> Result<Cli, clap::Error> {
     use clap::Parser;
-    Cli::try_parse_from(std::iter::once("resctl".to_string()).chain(args.iter().cloned()))
+    Cli::try_parse_from(std::iter::once("resctl".to_string()).chain(rstat_words(args)))
+}
+
+/// An option's value; empty (`--dev=`) is the default, as upstream.
+fn given(v: Option<String>) -> Option<String> {
+    v.filter(|s| !s.is_empty())
 }
 
 /// Global options and the command with its arguments.
@@ -111,18 +235,81 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
             format!("{}\n\n{HELP}", text.strip_prefix("error: ").unwrap_or(text))
         }
     })?;
+    if let Some(f) = &c.args {
+        return Err(format!(
+            "-a/--args {}: loading base options from an upstream args file (and saving them \
+             back) is not supported: pass the options on the command line",
+            f.display()
+        ));
+    }
     let mut o = Options {
         result: c.result,
-        mem_profile: c.mem_profile,
+        mem_profile: given(c.mem_profile),
         force: c.force,
         test: c.test,
+        dev: given(c.dev),
+        linux_tar: c.linux,
+        iocost_from_sys: c.iocost_from_sys,
+        verbose: c.verbose,
+        logfile: c.logfile,
+        rstat: c.rstat,
         ..Options::default()
     };
+    o.rep_retention = given(c.rep_retention)
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| format!("-R/--rep-retention {v:?}: expected whole seconds"))
+        })
+        .transpose()?;
+    o.mem_avail = given(c.mem_avail)
+        .map(|v| crate::fmt::parse_size(&v).map_err(|e| format!("-m/--mem-avail: {e}")))
+        .transpose()?;
+    o.mem_margin = given(c.mem_margin)
+        .map(|v| match crate::fmt::parse_frac(&v) {
+            Ok(m) if m.is_finite() && m >= 0.0 => Ok(m),
+            Ok(_) => Err(format!("--mem-margin {v:?}: expected a fraction >= 0")),
+            Err(e) => Err(format!("--mem-margin: {e}")),
+        })
+        .transpose()?;
+    o.hashd_size = given(c.hashd_size)
+        .map(|v| {
+            crate::fmt::parse_size(&v)
+                .map(|s| s.max(4096))
+                .map_err(|e| format!("--hashd-size: {e}"))
+        })
+        .transpose()?;
+    o.hashd_fake_cpu_load = match c.hashd_cpu_load.as_deref() {
+        None | Some("" | "keep") => None,
+        Some("fake") => Some(true),
+        Some("real") => Some(false),
+        Some(v) => {
+            return Err(format!(
+                "--hashd-cpu-load {v:?}: expected keep, fake or real"
+            ));
+        }
+    };
+    o.iocost_qos = given(c.iocost_qos)
+        .map(|v| IoCostQosOvr::parse(&v))
+        .transpose()?
+        .filter(|q| !q.is_empty());
+    o.swappiness = given(c.swappiness)
+        .map(|v| match v.parse::<u32>() {
+            Ok(n) if n <= 200 => Ok(n),
+            _ => Err(format!(
+                "--swappiness {v:?}: expected a number from 0 to 200"
+            )),
+        })
+        .transpose()?;
     let dir = c.dir;
     let mut words = c.words.into_iter();
     let cmd = words.next();
     let rest: Vec<String> = words.collect();
     let cmd = cmd.ok_or_else(|| format!("no command\n\n{HELP}"))?;
+    if o.rstat > 0 && cmd != "format" {
+        return Err(format!(
+            "--rstat (format -R) is an option of format, not of {cmd:?}; before the command, -R is --rep-retention SECS"
+        ));
+    }
     o.dir = match dir {
         Some(d) => d,
         None => {
@@ -138,6 +325,106 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
 }
 
 const COMMANDS: &[&str] = &["run", "format", "summary", "deps", "doc"];
+
+/// `--logfile FILE`: from `start` until the guard drops, everything written
+/// to stderr (ours, and the children's, which inherit it) also goes to
+/// FILE (created or truncated, as upstream).
+struct StderrTee {
+    /// The original stderr, put back on drop.
+    saved: libc::c_int,
+    copier: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StderrTee {
+    fn start(path: &std::path::Path) -> Result<StderrTee, String> {
+        use std::io::{Read, Write};
+        use std::os::fd::FromRawFd;
+        let mut file = std::fs::File::create(path)
+            .map_err(|e| format!("--logfile {}: cannot create: {e}", path.display()))?;
+        let err = |what: &str| format!("--logfile: {what}: {}", std::io::Error::last_os_error());
+        let mut fds: [libc::c_int; 2] = [-1, -1];
+        // SAFETY: pipe2 writes two descriptors into the two-element array.
+        // Close-on-exec: children inherit the pipe only as their fd 2.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(err("pipe"));
+        }
+        let (rd, wr) = (fds[0], fds[1]);
+        // SAFETY: duplicates descriptors this process owns (stderr, and
+        // the copy for the copier thread).
+        let (saved, term) = unsafe {
+            let saved = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 0);
+            let term = if saved >= 0 {
+                libc::fcntl(saved, libc::F_DUPFD_CLOEXEC, 0)
+            } else {
+                -1
+            };
+            (saved, term)
+        };
+        // SAFETY: fd 2 becomes a copy of the pipe's write end, which is
+        // then closed (fd 2 holds it); only descriptors opened here.
+        let redirected = term >= 0 && unsafe { libc::dup2(wr, 2) } >= 0;
+        let e = (!redirected).then(|| err("dup"));
+        // SAFETY: closes descriptors opened above that are not kept.
+        unsafe {
+            libc::close(wr);
+            if !redirected {
+                libc::close(rd);
+                if term >= 0 {
+                    libc::close(term);
+                }
+                if saved >= 0 {
+                    libc::close(saved);
+                }
+            }
+        }
+        if let Some(e) = e {
+            return Err(e);
+        }
+        // SAFETY: rd and term are open descriptors owned by nothing else;
+        // the Files own and close them.
+        let (mut reader, mut tty) = unsafe {
+            (
+                std::fs::File::from_raw_fd(rd),
+                std::fs::File::from_raw_fd(term),
+            )
+        };
+        let copier = std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let _ = tty.write_all(&buf[..n]);
+                        let _ = file.write_all(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = file.flush();
+        });
+        Ok(StderrTee {
+            saved,
+            copier: Some(copier),
+        })
+    }
+}
+
+impl Drop for StderrTee {
+    fn drop(&mut self) {
+        // SAFETY: puts the original stderr back on fd 2 (closing the
+        // pipe's write end held there) and closes the saved copy.
+        unsafe {
+            libc::dup2(self.saved, 2);
+            libc::close(self.saved);
+        }
+        // The copier ends when the last writer (a child still running
+        // would be one) has closed the pipe.
+        if let Some(t) = self.copier.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 fn doc(subject: Option<&str>) -> Result<String, String> {
     Ok(match subject {
@@ -284,6 +571,10 @@ impl Workload for Resctl {
             _ => {}
         }
         let (opts, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
+        let _tee = match &opts.logfile {
+            Some(p) => Some(StderrTee::start(p).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
         let success = match cmd.as_str() {
             "run" => {
                 let mut printed = Vec::new();
@@ -709,6 +1000,276 @@ mod tests {
         ] {
             assert!(!Resctl.is_helper(&args(measured)), "{measured:?}");
         }
+    }
+
+    fn words(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `parse` with a given scratch dir (nothing is created).
+    fn parsed(v: &[&str]) -> Result<(Options, String, Vec<String>), String> {
+        let mut a = words(&["-d", "/nonexistent-rackbench-dir"]);
+        a.extend(words(v));
+        parse(&a)
+    }
+
+    fn refused(v: &[&str]) -> String {
+        match parsed(v) {
+            Ok((o, ..)) => panic!("{v:?} accepted: {o:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn upstream_global_options_parse_into_options() {
+        let (o, cmd, rest) = parsed(&[
+            "-D",
+            "/dev/sda",
+            "-l",
+            "/x/linux.tar",
+            "-R",
+            "3600",
+            "-M",
+            "4",
+            "-m",
+            "8G",
+            "--mem-margin",
+            "30%",
+            "--hashd-size",
+            "2G",
+            "--hashd-cpu-load",
+            "fake",
+            "--iocost-qos",
+            "rpct=95,rlat=5000,vrate=80.456",
+            "--swappiness",
+            "100",
+            "--iocost-from-sys",
+            "-vv",
+            "--logfile",
+            "/tmp/resctl.log",
+            "run",
+            "hashd-params",
+        ])
+        .unwrap();
+        assert_eq!((cmd.as_str(), rest), ("run", words(&["hashd-params"])));
+        assert_eq!(o.dev.as_deref(), Some("/dev/sda"));
+        assert_eq!(o.linux_tar, Some(PathBuf::from("/x/linux.tar")));
+        assert_eq!(o.rep_retention, Some(3600));
+        assert_eq!(o.mem_profile.as_deref(), Some("4"));
+        assert_eq!(o.mem_avail, Some(8 << 30));
+        assert!((o.mem_margin.unwrap() - 0.3).abs() < 1e-12);
+        assert_eq!(o.hashd_size, Some(2 << 30));
+        assert_eq!(o.hashd_fake_cpu_load, Some(true));
+        let q = o.iocost_qos.clone().unwrap();
+        assert_eq!(
+            (q.rpct, q.rlat, q.wpct, q.min, q.max),
+            (Some(95.0), Some(5000), None, Some(80.46), Some(80.46))
+        );
+        assert_eq!(o.swappiness, Some(100));
+        assert!(o.iocost_from_sys);
+        assert_eq!(o.verbose, 2);
+        assert_eq!(o.logfile, Some(PathBuf::from("/tmp/resctl.log")));
+        assert_eq!(o.rstat, 0);
+
+        // Long forms, the --linux-tar spelling, `=` values, options after
+        // the command, and empty values meaning the default (as upstream).
+        let (o, _, rest) = parsed(&[
+            "--linux-tar=/l.tar",
+            "--mem-profile=off",
+            "--mem-avail",
+            "1G",
+            "run",
+            "storage",
+            "--dev=",
+            "--hashd-cpu-load=real",
+            "--swappiness=",
+            "--iocost-qos=",
+            "-v",
+        ])
+        .unwrap();
+        assert_eq!(rest, words(&["storage"]));
+        assert_eq!(o.linux_tar, Some(PathBuf::from("/l.tar")));
+        assert_eq!(o.mem_profile.as_deref(), Some("off"));
+        assert_eq!(o.mem_avail, Some(1 << 30));
+        assert_eq!(o.dev, None);
+        assert_eq!(o.hashd_fake_cpu_load, Some(false));
+        assert_eq!((o.swappiness, o.iocost_qos, o.verbose), (None, None, 1));
+        let (o, ..) =
+            parsed(&["--hashd-cpu-load", "keep", "--hashd-size", "1", "run", "x"]).unwrap();
+        assert_eq!((o.hashd_fake_cpu_load, o.hashd_size), (None, Some(4096)));
+        // Nothing given: nothing overridden.
+        let (o, ..) = parsed(&["run", "x"]).unwrap();
+        assert_eq!(
+            (o.dev, o.mem_avail, o.mem_margin, o.hashd_size, o.swappiness),
+            (None, None, None, None, None)
+        );
+    }
+
+    #[test]
+    fn format_takes_rstat_and_r_elsewhere_is_rep_retention() {
+        let (o, cmd, rest) = parsed(&["-r", "f.json", "format", "-RR", "protection"]).unwrap();
+        assert_eq!(
+            (o.rstat, cmd.as_str(), rest),
+            (2, "format", words(&["protection"]))
+        );
+        let (o, ..) = parsed(&["-R", "60", "-r", "f.json", "format", "-R", "--rstat"]).unwrap();
+        assert_eq!((o.rep_retention, o.rstat), (Some(60), 2));
+        let (o, ..) = parsed(&["-r", "f.json", "summary"]).unwrap();
+        assert_eq!(o.rstat, 0);
+        // -R after another command is --rep-retention.
+        let (o, ..) = parsed(&["run", "-R", "7", "x"]).unwrap();
+        assert_eq!((o.rep_retention, o.rstat), (Some(7), 0));
+        assert_eq!(
+            rstat_words(&words(&["-vR", "5", "format", "-R", "-r", "-R"])),
+            words(&["-vR", "5", "format", "--rstat", "-r", "-R"])
+        );
+        let e = refused(&["-r", "f.json", "summary", "--rstat"]);
+        assert!(
+            e.contains("--rstat (format -R) is an option of format"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_values_and_args_files_are_refused_naming_the_option() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-a", "args.json", "run", "x"], "-a/--args args.json"),
+            (&["--args=a.json", "run", "x"], "not supported"),
+            (&["--swappiness", "201", "run", "x"], "--swappiness \"201\""),
+            (&["--swappiness=-1", "run", "x"], "--swappiness \"-1\""),
+            (
+                &["--hashd-cpu-load", "slow", "run", "x"],
+                "--hashd-cpu-load \"slow\"",
+            ),
+            (
+                &["--iocost-qos", "rlat=5000,foo=1", "run", "x"],
+                "unknown key \"foo\"",
+            ),
+            (
+                &["--iocost-qos", "rpct=x", "run", "x"],
+                "--iocost-qos rpct=",
+            ),
+            (&["-R", "1h", "run", "x"], "-R/--rep-retention \"1h\""),
+            (&["-m", "8Q", "run", "x"], "-m/--mem-avail"),
+            (&["--mem-margin", "lots", "run", "x"], "--mem-margin"),
+            (&["--hashd-size", "big", "run", "x"], "--hashd-size"),
+        ];
+        for (args, want) in cases {
+            let e = refused(args);
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn mem_avail_feeds_the_memory_sizing() {
+        use crate::bench::knobs::MemInfo;
+        const G: u64 = 1 << 30;
+        let o = Options {
+            mem_avail: Some(8 * G),
+            ..Options::default()
+        };
+        // The given size replaces MemAvailable; the profile fits it.
+        let m = job::mem_info(&o, Some(100 * G), 128 * G).unwrap();
+        assert_eq!((m.avail, m.profile), (8 * G, MemInfo::auto_profile(8 * G)));
+        let t = Options {
+            test: true,
+            ..o.clone()
+        };
+        assert_eq!(job::mem_info(&t, None, 128 * G).unwrap().profile, 1);
+        let p = Options {
+            mem_profile: Some("4".into()),
+            ..o.clone()
+        };
+        assert_eq!(
+            job::mem_info(&p, None, 128 * G).unwrap(),
+            MemInfo::for_profile(4, 8 * G)
+        );
+        let e = job::mem_info(&o, None, 4 * G).unwrap_err();
+        assert!(e.contains("-m/--mem-avail 8.0G"), "{e}");
+        // Without it: MemAvailable, else the total.
+        let d = Options::default();
+        assert_eq!(job::mem_info(&d, Some(3 * G), 16 * G).unwrap().avail, 3 * G);
+        assert_eq!(job::mem_info(&d, None, 16 * G).unwrap().avail, 16 * G);
+    }
+
+    #[test]
+    fn hashd_overrides_change_the_knobs() {
+        use crate::bench::knobs::HashdKnobs;
+        const G: u64 = 1 << 30;
+        let saved = HashdKnobs {
+            hash_size: 1 << 20,
+            rps_max: 1000,
+            mem_size: 48 * G,
+            mem_frac: 0.3,
+            chunk_pages: 25,
+            fake_cpu_load: false,
+        };
+        let (o, ..) =
+            parsed(&["--hashd-size", "2G", "--hashd-cpu-load", "fake", "run", "x"]).unwrap();
+        let mut k = saved.clone();
+        job::override_hashd(&mut k, &o, G).unwrap();
+        assert_eq!(
+            (k.mem_size, k.mem_frac, k.fake_cpu_load),
+            (4 * G, 0.5, true)
+        );
+        assert_eq!(k.mem_actual(), 2 * G);
+        assert_eq!((k.rps_max, k.hash_size), (1000, 1 << 20));
+        // Nothing given: unchanged.
+        let mut k = saved.clone();
+        job::override_hashd(&mut k, &Options::default(), G).unwrap();
+        assert_eq!(k, saved);
+        // Larger than hashd's size at this profile: refused.
+        let (o, ..) = parsed(&["--hashd-size", "5G", "run", "x"]).unwrap();
+        let e = job::override_hashd(&mut saved.clone(), &o, G).unwrap_err();
+        assert!(e.starts_with("--hashd-size 5.0G"), "{e}");
+    }
+
+    #[test]
+    fn dev_is_accepted_only_for_the_scratch_disk() {
+        let dir = std::path::Path::new("/scratch");
+        assert!(job::check_dev(None, dir, "sda").is_ok());
+        assert!(job::check_dev(Some("sda"), dir, "sda").is_ok());
+        assert!(job::check_dev(Some("/dev/sda"), dir, "sda").is_ok());
+        let e = job::check_dev(Some("nvme9n9"), dir, "sda").unwrap_err();
+        assert!(e.starts_with("-D/--dev nvme9n9: "), "{e}");
+        assert!(e.contains("(sda)") && e.contains("--dir on nvme9n9"), "{e}");
+        let e = job::check_dev(Some("sda"), dir, "").unwrap_err();
+        assert!(e.contains("(unknown)"), "{e}");
+    }
+
+    #[test]
+    fn iocost_overrides_and_the_kernels_parameters() {
+        use crate::bench::knobs::IoCostQos;
+        let model = "8:0 ctrl=auto model=linear rbps=100 rseqiops=10 rrandiops=5 wbps=200 wseqiops=20 wrandiops=6\n\
+                     8:16 ctrl=user model=linear rbps=174029730 rseqiops=41322 rrandiops=370 wbps=178380670 wseqiops=42387 wrandiops=371\n";
+        let qos = "8:0 enable=0 ctrl=auto rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=1.00 max=10000.00\n\
+                   8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00\n";
+        let k = job::iocost_knobs_from_sys(model, qos, "8:16").unwrap();
+        assert_eq!(k.devnr, "8:16");
+        assert_eq!((k.model.rbps, k.model.wrandiops), (174029730, 371));
+        assert_eq!(
+            k.qos,
+            IoCostQos {
+                rpct: 95.0,
+                rlat: 5000,
+                wpct: 95.0,
+                wlat: 5000,
+                min: 50.0,
+                max: 150.0
+            }
+        );
+        let e = job::iocost_knobs_from_sys(model, qos, "8:0").unwrap_err();
+        assert!(
+            e.starts_with("--iocost-from-sys: iocost is disabled"),
+            "{e}"
+        );
+        let e = job::iocost_knobs_from_sys(model, qos, "259:0").unwrap_err();
+        assert!(e.contains("no line for the scratch device 259:0"), "{e}");
+        // --iocost-qos replaces only the keys it names.
+        let o = IoCostQosOvr::parse("wlat=9000,min=60").unwrap();
+        let q = o.apply(&k.qos);
+        assert_eq!((q.rlat, q.wlat, q.min, q.max), (5000, 9000, 60.0, 150.0));
+        assert!(IoCostQosOvr::parse("").unwrap().is_empty());
     }
 
     #[test]

@@ -162,6 +162,8 @@ pub fn spawn_hashd_in(
         .arg(share.to_string())
         .args(["-i", "0"])
         .args(extra)
+        // -v: hashd's status lines carry its detail too.
+        .args((ctx.opts.verbose > 0).then(|| format!("-{}", "v".repeat(ctx.opts.verbose.into()))))
         .stdin(Stdio::null())
         .stdout(if capture {
             Stdio::piped()

@@ -15,7 +15,9 @@
 
 use super::common::now_secs;
 pub use super::common::{Ctx, Options, Outcome};
-use super::knobs::{HashdKnobs, JobSysInfo, MemInfo, SysReqsReport};
+use super::knobs::{
+    HashdKnobs, IoCostKnobs, IoCostModel, IoCostQos, JobSysInfo, MemInfo, SysReqsReport,
+};
 pub use super::registry::{BENCHES, bench};
 use crate::clock::Local;
 use crate::journal::{JobData, Journal};
@@ -25,6 +27,7 @@ use crate::sys::sysinfo::{self, SysInfo};
 use crate::sys::sysreqs::{self, Check, Status, SysReq};
 use harness::Cancel;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Parses and checks a spec, naming it in the error.
@@ -55,6 +58,11 @@ fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
 /// Formats one job (a header and the bench's text), as `format` (`full`)
 /// or `summary` print it.
 pub fn format_job(out: &mut String, d: &JobData, full: bool) {
+    format_job_rstat(out, d, full, 0);
+}
+
+/// [`format_job`] with `format -R...`'s resource stat detail level.
+pub fn format_job_rstat(out: &mut String, d: &JobData, full: bool, rstat: u8) {
     out.push_str(&"=".repeat(90));
     out.push_str("\n\n");
     match JobSysInfo::from_json(&d.sysinfo) {
@@ -66,7 +74,7 @@ pub fn format_job(out: &mut String, d: &JobData, full: bool) {
             out.push_str(&format!("(cannot read the system info: {e})\n\n"));
         }
     }
-    let body = bench(&d.spec.kind).and_then(|b| b.format(d, full));
+    let body = bench(&d.spec.kind).and_then(|b| b.format_rstat(d, full, rstat));
     match body {
         Ok(b) => out.push_str(&b),
         Err(e) => out.push_str(&format!("(cannot format this result: {e})\n")),
@@ -251,11 +259,185 @@ fn opts_dir_check(opts: &Options) -> Result<(), String> {
 }
 
 fn memory(opts: &Options, si: &SysInfo) -> Result<MemInfo, String> {
-    let avail = harness::machine::mem_available().unwrap_or(si.total_memory);
+    mem_info(opts, harness::machine::mem_available(), si.total_memory)
+}
+
+/// The memory sizing: the available memory is `-m/--mem-avail` when
+/// given (upstream's override of its own estimate), else the kernel's
+/// MemAvailable (`probed`), else the total; the profile is
+/// `--mem-profile`, 1 with `--test`, else the largest that fits.
+pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, String> {
+    let avail = match opts.mem_avail {
+        Some(a) if total > 0 && a > total => {
+            return Err(format!(
+                "-m/--mem-avail {}: more than the host's memory ({})",
+                crate::fmt::format_size(a as f64),
+                crate::fmt::format_size(total as f64)
+            ));
+        }
+        Some(a) => a,
+        None => probed.unwrap_or(total),
+    };
     match (&opts.mem_profile, opts.test) {
-        (Some(p), _) => MemInfo::parse(p, avail, si.total_memory),
+        (Some(p), _) => MemInfo::parse(p, avail, total),
         (None, true) => Ok(MemInfo::for_profile(1, avail)),
         (None, false) => Ok(MemInfo::for_profile(MemInfo::auto_profile(avail), avail)),
+    }
+}
+
+/// `--hashd-size` and `--hashd-cpu-load` applied to the knobs a bench
+/// runs hashd with (upstream overrides its bench file's knobs the same
+/// way). hashd's size at mem_frac 1.0 is 4 x the share here, so the
+/// footprint is set through mem_frac and a size above it is refused.
+pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<(), String> {
+    if let Some(size) = opts.hashd_size {
+        let mem_size = share.saturating_mul(4);
+        if size > mem_size {
+            return Err(format!(
+                "--hashd-size {}: more than hashd's size at this memory profile ({}, 4 x the share): \
+                 pick a larger --mem-profile or a smaller size",
+                crate::fmt::format_size(size as f64),
+                crate::fmt::format_size(mem_size as f64)
+            ));
+        }
+        k.mem_size = mem_size;
+        k.mem_frac = size as f64 / mem_size as f64;
+    }
+    if let Some(fake) = opts.hashd_fake_cpu_load {
+        k.fake_cpu_load = fake;
+    }
+    Ok(())
+}
+
+/// `-D/--dev`: rackbench's scratch device is the disk holding `--dir`
+/// (its test files and fio's go there), so the option is accepted only
+/// when it names that disk or one of its partitions.
+pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), String> {
+    let Some(d) = dev else {
+        return Ok(());
+    };
+    let want = d.strip_prefix("/dev/").unwrap_or(d);
+    let is_part = !scr_dev.is_empty()
+        && !want.is_empty()
+        && Path::new("/sys/block").join(scr_dev).join(want).is_dir();
+    if want == scr_dev || is_part {
+        return Ok(());
+    }
+    Err(format!(
+        "-D/--dev {d}: the scratch device is the disk holding --dir {} ({}); rackbench cannot \
+         bench another device: pass a --dir on {want} instead",
+        dir.display(),
+        if scr_dev.is_empty() {
+            "unknown"
+        } else {
+            scr_dev
+        }
+    ))
+}
+
+/// The cgroup2 root with io.cost, or why `what` cannot be honoured.
+fn iocost_root(cgroups: &Cgroups, what: &str) -> Result<PathBuf, String> {
+    let root = cgroups.v2_root().ok_or_else(|| {
+        format!(
+            "{what}: this host has no cgroup2 hierarchy with the io controller, so iocost \
+             cannot be configured and the option would change nothing: drop it"
+        )
+    })?;
+    let qos = root.join("io.cost.qos");
+    if !qos.exists() {
+        return Err(format!(
+            "{what}: {} is missing (kernel without iocost), so the option would change \
+             nothing: drop it",
+            qos.display()
+        ));
+    }
+    Ok(root.to_path_buf())
+}
+
+/// One device's `key=value` pairs in a io.cost.model/io.cost.qos file.
+fn iocost_line(text: &str, devnr: &str) -> Option<BTreeMap<String, String>> {
+    let l = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(devnr))?;
+    Some(
+        l.split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+/// `--iocost-from-sys`: the scratch device's model and QoS as the
+/// kernel has them (`model` and `qos`: the io.cost.model and io.cost.qos
+/// texts); refused when iocost is off for the device.
+pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCostKnobs, String> {
+    let what = "--iocost-from-sys";
+    let m = iocost_line(model, devnr).ok_or_else(|| {
+        format!("{what}: io.cost.model has no line for the scratch device {devnr}")
+    })?;
+    let q = iocost_line(qos, devnr)
+        .ok_or_else(|| format!("{what}: io.cost.qos has no line for the scratch device {devnr}"))?;
+    if q.get("enable").map(String::as_str) != Some("1") {
+        return Err(format!(
+            "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
+        ));
+    }
+    let num = |map: &BTreeMap<String, String>, k: &str| -> Result<f64, String> {
+        map.get(k)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"))
+    };
+    Ok(IoCostKnobs {
+        devnr: devnr.to_string(),
+        model: IoCostModel {
+            rbps: num(&m, "rbps")? as u64,
+            rseqiops: num(&m, "rseqiops")? as u64,
+            rrandiops: num(&m, "rrandiops")? as u64,
+            wbps: num(&m, "wbps")? as u64,
+            wseqiops: num(&m, "wseqiops")? as u64,
+            wrandiops: num(&m, "wrandiops")? as u64,
+        },
+        qos: IoCostQos {
+            rpct: num(&q, "rpct")?,
+            rlat: num(&q, "rlat")? as u64,
+            wpct: num(&q, "wpct")?,
+            wlat: num(&q, "wlat")? as u64,
+            min: num(&q, "min")?,
+            max: num(&q, "max")?,
+        },
+    })
+}
+
+/// `--swappiness`: vm.swappiness for the run; the old value is written
+/// back on drop.
+struct SwappinessGuard {
+    old: String,
+}
+
+const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
+
+impl SwappinessGuard {
+    fn set(v: u32) -> Result<SwappinessGuard, String> {
+        let p = Path::new(SWAPPINESS);
+        let old = std::fs::read_to_string(p)
+            .map_err(|e| format!("--swappiness: cannot read {SWAPPINESS}: {e}"))?
+            .trim()
+            .to_string();
+        crate::sys::write_existing(p, &v.to_string())
+            .map_err(|e| format!("--swappiness {v}: cannot write {SWAPPINESS}: {e}"))?;
+        eprintln!("vm.swappiness: {old} -> {v} for this run (--swappiness; restored on exit)");
+        Ok(SwappinessGuard { old })
+    }
+}
+
+impl Drop for SwappinessGuard {
+    fn drop(&mut self) {
+        match crate::sys::write_existing(Path::new(SWAPPINESS), &self.old) {
+            Ok(()) => eprintln!("restored vm.swappiness to {}", self.old),
+            Err(e) => eprintln!("warning: cannot restore vm.swappiness to {}: {e}", self.old),
+        }
     }
 }
 
@@ -295,6 +477,17 @@ pub fn cmd_run(
         .collect::<Result<_, _>>()?;
     let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
     opts_dir_check(opts)?;
+    if opts.linux_tar.is_some() {
+        eprintln!(
+            "note: -l/--linux: no bench uses a kernel tarball (upstream hands it to rd-agent \
+             only for benches that ask for it, and none does); it changes nothing"
+        );
+    }
+    if opts.rep_retention.is_some() {
+        eprintln!(
+            "note: -R/--rep-retention: rackbench keeps no rd-agent report files; it changes nothing"
+        );
+    }
 
     let mut pending = Vec::new();
     let mut seen = BTreeSet::new();
@@ -344,6 +537,56 @@ pub fn cmd_run(
             .is_none_or(|p| !p.io && !p.mem)
     });
     let host = probe(opts, &reqs, fix)?;
+    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    let runs_protection = pending.iter().any(|s| s.kind == "protection");
+    // --iocost-from-sys / --iocost-qos: refused where iocost cannot be
+    // configured; the model and QoS they give reach protection, the bench
+    // that enables iocost.
+    let sys_iocost = if opts.iocost_from_sys {
+        let root = iocost_root(&host.cgroups, "--iocost-from-sys")?;
+        let read = |name: &str| {
+            std::fs::read_to_string(root.join(name)).map_err(|e| {
+                format!(
+                    "--iocost-from-sys: cannot read {}: {e}",
+                    root.join(name).display()
+                )
+            })
+        };
+        let (d0, d1) = host.sysinfo.scr_devnr;
+        Some(iocost_knobs_from_sys(
+            &read("io.cost.model")?,
+            &read("io.cost.qos")?,
+            &format!("{d0}:{d1}"),
+        )?)
+    } else {
+        None
+    };
+    if let Some(o) = &opts.iocost_qos {
+        iocost_root(&host.cgroups, "--iocost-qos")?;
+        let have_model = sys_iocost.is_some()
+            || latest::<IoCostKnobs>(&journal, "iocost-params").is_some()
+            || pending.iter().any(|s| s.kind == "iocost-params");
+        if !have_model {
+            return Err(
+                "--iocost-qos: no IO cost model to apply the QoS with: run iocost-params first or add --iocost-from-sys"
+                    .into(),
+            );
+        }
+        if opts.verbose > 0 {
+            eprintln!("--iocost-qos: {o:?}");
+        }
+    }
+    if (opts.iocost_from_sys || opts.iocost_qos.is_some()) && !runs_protection {
+        eprintln!(
+            "note: --iocost-from-sys/--iocost-qos: only protection enables iocost; no pending job uses them"
+        );
+    }
+    if (opts.hashd_size.is_some() || opts.hashd_fake_cpu_load.is_some()) && !runs_protection {
+        eprintln!(
+            "note: --hashd-size/--hashd-cpu-load: only protection runs hashd with the saved knobs \
+             (hashd-params searches them, storage sizes hashd itself); no pending job uses them"
+        );
+    }
     let all_missed = missed(&host.statuses);
     let mut hard_missed = Vec::new();
     for s in &pending {
@@ -369,6 +612,31 @@ pub fn cmd_run(
         }
     }
     let mem = memory(opts, &host.sysinfo)?;
+    // A --hashd-size that cannot fit is refused before anything runs.
+    override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
+    if opts.verbose > 0 {
+        eprintln!(
+            "memory: profile {} avail {} share {} target {}{}",
+            mem.profile,
+            crate::fmt::format_size(mem.avail as f64),
+            crate::fmt::format_size(mem.share as f64),
+            crate::fmt::format_size(mem.target as f64),
+            match opts.mem_margin {
+                Some(m) => format!(
+                    ", workload memory.low {} (--mem-margin {:.1}%)",
+                    crate::fmt::format_size(mem.share as f64 * (1.0 - m).max(0.0)),
+                    m * 100.0
+                ),
+                None => String::new(),
+            }
+        );
+    }
+    // Applied after the requirement checks (which may raise swappiness to
+    // 60), restored before them on the way out.
+    let _swappiness = match opts.swappiness {
+        Some(v) => Some(SwappinessGuard::set(v)?),
+        None => None,
+    };
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
 
     let mut ok = true;
@@ -399,14 +667,25 @@ pub fn cmd_run(
         if s.kind == "protection" {
             degraded.extend(host.cgroups.limitations());
         }
+        let mut hashd: Option<HashdKnobs> = latest(&journal, "hashd-params");
+        if let Some(k) = hashd.as_mut() {
+            override_hashd(k, opts, mem.share)?;
+        }
+        let mut iocost: Option<IoCostKnobs> = match &sys_iocost {
+            Some(k) => Some(k.clone()),
+            None => latest(&journal, "iocost-params"),
+        };
+        if let (Some(o), Some(k)) = (&opts.iocost_qos, iocost.as_mut()) {
+            k.qos = o.apply(&k.qos);
+        }
         let mut ctx = Ctx {
             opts,
             cancel,
             sysinfo: &host.sysinfo,
             cgroups: &host.cgroups,
             mem,
-            hashd: latest(&journal, "hashd-params"),
-            iocost: latest(&journal, "iocost-params"),
+            hashd,
+            iocost,
             exe: exe.clone(),
             used_hashd: None,
         };
@@ -418,7 +697,7 @@ pub fn cmd_run(
             iocost: None,
             hashd: None,
             mem,
-            swappiness: host.sysinfo.swappiness,
+            swappiness: opts.swappiness.unwrap_or(host.sysinfo.swappiness),
             zswap_enabled: host.sysinfo.zswap_enabled,
             cgroup_backend: Some(host.cgroups.kind()),
             degraded,
@@ -497,7 +776,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
     let mut out = String::new();
     if specs.is_empty() {
         for d in &journal.jobs {
-            format_job(&mut out, d, full);
+            format_job_rstat(&mut out, d, full, opts.rstat);
         }
         return Ok(out);
     }
@@ -508,7 +787,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
             .ok_or_else(|| format!("No matching result for {text}"))?;
-        format_job(&mut out, d, full);
+        format_job_rstat(&mut out, d, full, opts.rstat);
     }
     Ok(out)
 }
@@ -517,6 +796,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
 pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     opts_dir_check(opts)?;
     let host = probe(opts, &SysReq::ALL, false)?;
+    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     let ok: Vec<&str> = host
         .statuses
         .iter()

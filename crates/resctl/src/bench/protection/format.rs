@@ -201,8 +201,13 @@ fn format_iolat_summary(out: &mut String, r: &MemHogResult) {
 }
 
 /// `Slice resource stat:` and the three slice tables, separated by blank
-/// lines (no blank line after the last).
-fn format_rstat(out: &mut String, r: &MemHogResult) {
+/// lines (no blank line after the last). With `rstat` > 0 (`format -R`),
+/// each slice's other distributions follow its table: the `swap_bytes`
+/// style fields in `NAME - other`, the `mem_stat.`/`io_stat.`/`vmstat.`
+/// ones in `NAME - memory.stat`/`io.stat`/`vmstat` (upstream's tables;
+/// rackbench does not split keys into upstream's shown and hidden sets,
+/// so `-R` and `-RR` print the same). A slice without such fields says so.
+fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
     out.push_str("Slice resource stat:\n");
     for (name, stat) in [
         ("[ROOT]", &r.root_rstat),
@@ -214,6 +219,59 @@ fn format_rstat(out: &mut String, r: &MemHogResult) {
         for (label, field, kind) in RSTAT_ROWS {
             pcts_line(out, label, stat.get(field), kind);
         }
+        if rstat > 0 {
+            format_rstat_extra(out, name, stat);
+        }
+    }
+}
+
+/// The extra tables of one slice for `format -R`.
+fn format_rstat_extra(
+    out: &mut String,
+    name: &str,
+    stat: &BTreeMap<String, BTreeMap<String, f64>>,
+) {
+    let base: Vec<&str> = RSTAT_ROWS.iter().map(|(_, field, _)| *field).collect();
+    let groups = [
+        ("other", ""),
+        ("memory.stat", "mem_stat."),
+        ("io.stat", "io_stat."),
+        ("vmstat", "vmstat."),
+    ];
+    let prefixed = |k: &str| {
+        groups
+            .iter()
+            .any(|(_, p)| !p.is_empty() && k.starts_with(*p))
+    };
+    let mut any = false;
+    for (title, prefix) in groups {
+        let rows: Vec<(&str, &BTreeMap<String, f64>)> = stat
+            .iter()
+            .filter(|(k, _)| !base.contains(&k.as_str()))
+            .filter(|(k, _)| {
+                if prefix.is_empty() {
+                    !prefixed(k.as_str())
+                } else {
+                    k.starts_with(prefix)
+                }
+            })
+            .map(|(k, v)| (&k[prefix.len()..], v))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        any = true;
+        out.push('\n');
+        pcts_header(out, &format!("{name} - {title}"));
+        for (label, map) in rows {
+            pcts_line(out, label, Some(map), Kind::Size);
+        }
+    }
+    if !any {
+        let _ = writeln!(
+            out,
+            "\n{name} - no memory.stat, io.stat or vmstat distributions in this result"
+        );
     }
 }
 
@@ -268,6 +326,11 @@ fn format_isolation(out: &mut String, r: &MemHogResult) {
 /// and the Result line. The text starts without a blank line and ends with
 /// the Result line (or its error lines).
 pub fn format_result(out: &mut String, r: &MemHogResult, full: bool) {
+    format_result_rstat(out, r, full, 0);
+}
+
+/// [`format_result`] with `format -R...`'s extra resource stat tables.
+pub fn format_result_rstat(out: &mut String, r: &MemHogResult, full: bool, rstat: u8) {
     if full {
         format_info(out, r);
         format_iolat_tables(out, r);
@@ -275,7 +338,7 @@ pub fn format_result(out: &mut String, r: &MemHogResult, full: bool) {
     format_iolat_summary(out, r);
     if full {
         out.push('\n');
-        format_rstat(out, r);
+        format_rstat(out, r, rstat);
     }
     format_isolation(out, r);
 }
@@ -304,6 +367,17 @@ pub fn format_protection(
     combined: &MemHogResult,
     full: bool,
 ) {
+    format_protection_rstat(out, scenarios, combined, full, 0);
+}
+
+/// [`format_protection`] with `format -R...`'s extra resource stat tables.
+pub fn format_protection_rstat(
+    out: &mut String,
+    scenarios: &[(MemHogRecord, MemHogResult)],
+    combined: &MemHogResult,
+    full: bool,
+    rstat: u8,
+) {
     if full {
         let n = scenarios.len();
         for (i, (rec, res)) in scenarios.iter().enumerate() {
@@ -317,13 +391,13 @@ pub fn format_protection(
                 let _ = writeln!(out, "Hog ends: {}", run.end);
             }
             out.push('\n');
-            format_result(out, res, true);
+            format_result_rstat(out, res, true, rstat);
             out.push('\n');
         }
     }
     out.push_str(&custom_underline("Memory Hog Summary", '='));
     out.push('\n');
-    format_result(out, combined, full);
+    format_result_rstat(out, combined, full, rstat);
 }
 
 #[cfg(test)]
@@ -703,6 +777,37 @@ mod tests {
         let dashes =
             "    -     -     -     -     -     -     -     -     -     -     -     -     -";
         assert_eq!(out, format!("io%         {dashes}\nmem         {dashes}\n"));
+    }
+
+    /// `format -R`: a slice's distributions beyond the base rows get their
+    /// own tables; without `-R`, or without such fields, none.
+    #[test]
+    fn rstat_levels_add_the_extra_tables() {
+        let mut r = MemHogResult::default();
+        r.root_rstat
+            .insert("mem_stat.anon".into(), pct_map(&[1048576.0, 2097152.0]));
+        r.root_rstat.insert("swap_bytes".into(), pct_map(&[4096.0]));
+        r.root_rstat.insert("cpu_util".into(), pct_map(&[0.5]));
+        let mut plain = String::new();
+        format_result_rstat(&mut plain, &r, true, 0);
+        let mut old = String::new();
+        format_result(&mut old, &r, true);
+        assert_eq!(plain, old);
+        assert!(!plain.contains("memory.stat"), "{plain}");
+        let mut out = String::new();
+        format_result_rstat(&mut out, &r, true, 1);
+        assert!(out.contains("[ROOT] - memory.stat"), "{out}");
+        assert!(out.contains("\nanon "), "{out}");
+        assert!(out.contains("[ROOT] - other"), "{out}");
+        assert!(out.contains("\nswap_bytes "), "{out}");
+        assert!(!out.contains("[ROOT] - vmstat"), "{out}");
+        assert!(
+            out.contains("[WORKLOAD] - no memory.stat, io.stat or vmstat distributions"),
+            "{out}"
+        );
+        let mut two = String::new();
+        format_result_rstat(&mut two, &r, true, 2);
+        assert_eq!(two, out);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `protection` bench; what it does, for users, is [`DOC`].
 
-use super::format::format_protection;
+use super::format::format_protection_rstat;
 use super::study::{
     self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
     SliceSample,
@@ -596,9 +596,15 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 s.set_mem_max(rec.hog_cap),
             ));
         } else {
+            // --mem-margin: upstream's workload protection, share x
+            // (1 - margin); without it, the profile's target.
+            let low = match ctx.opts.mem_margin {
+                Some(m) => (ctx.mem.share as f64 * (1.0 - m).max(0.0)) as u64,
+                None => ctx.mem.target,
+            };
             rec.controls.push(applied(
-                &format!("workload memory.low={}", format_size(ctx.mem.target as f64)),
-                w.set_mem_low(ctx.mem.target),
+                &format!("workload memory.low={}", format_size(low as f64)),
+                w.set_mem_low(low),
             ));
             rec.controls.push(applied(
                 &format!("hog memory cap={}", format_size(rec.hog_cap as f64)),
@@ -1008,6 +1014,11 @@ pub fn format_tunes(tunes: &[Option<TuneRecord>]) -> String {
 
 /// The text: a blank line, then the scenarios (`full`) and the summary.
 pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+    format_with_rstat(d, full, 0)
+}
+
+/// [`format`] with `format -R...`'s extra resource stat tables.
+pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
         .map_err(|e| format!("the record is not a protection record: {e}"))?;
     // Upstream's record leaves the scenario parameters to the spec.
@@ -1045,7 +1056,7 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
         .cloned()
         .zip(res.scenarios.iter().cloned())
         .collect();
-    format_protection(&mut out, &pairs, &res.combined, full);
+    format_protection_rstat(&mut out, &pairs, &res.combined, full, rstat);
     if !out.ends_with('\n') {
         out.push('\n');
     }
@@ -1082,6 +1093,9 @@ impl Bench for ProtectionBench {
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
+    }
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+        format_with_rstat(d, full, rstat)
     }
     fn metrics(&self, d: &JobData, m: &mut crate::bench::common::JobMetrics) {
         let Some(p) = d
