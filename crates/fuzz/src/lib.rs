@@ -275,9 +275,8 @@ fn resctl_journal(data: &[u8]) {
     let opts = resctl::bench::job::Options {
         result: Some(path.clone()),
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        mem_profile: None,
-        force: false,
         test: true,
+        ..Default::default()
     };
     for full in [true, false] {
         if let Err(e) = resctl::bench::job::cmd_format(&opts, &[], full) {
