@@ -672,6 +672,19 @@ fn resctl_bench_refuses_bad_input() {
     assert!(go(&["run", "protection::scenario=mem-hog,speed=9x"]).contains("9x"));
     assert!(go(&["run"]).contains("no job spec"));
     assert!(go(&["frobnicate"]).contains("unknown command \"frobnicate\""));
+    // Upstream's global options: a misspelled one names the right one; an
+    // args file and a bad value are refused by name.
+    let e = go(&["--mem-avial", "3G", "run", "hashd-params"]);
+    assert!(e.contains("--mem-avail"), "{e}");
+    assert!(go(&["-a", "args.json", "run", "hashd-params"]).contains("-a/--args args.json"));
+    assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
+    // --logfile: the error that ends the command (once its command line
+    // is valid) is in the log too.
+    let log = d.path().join("resctl.log");
+    let e = go(&["--logfile", log.to_str().unwrap(), "summary"]);
+    assert!(e.contains("does not exist"), "{e}");
+    let l = std::fs::read_to_string(&log).unwrap();
+    assert!(l.contains("r.json does not exist"), "{l}");
 
     std::fs::write(&res, "{\"not\": \"a journal\"}").unwrap();
     let e = go(&["run", "hashd-params"]);

@@ -333,6 +333,9 @@ struct StderrTee {
     /// The original stderr, put back on drop.
     saved: libc::c_int,
     copier: Option<std::thread::JoinHandle<()>>,
+    /// The log file, for the error that ends the command (main prints it
+    /// after the tee is gone).
+    log: Option<std::fs::File>,
 }
 
 impl StderrTee {
@@ -341,6 +344,7 @@ impl StderrTee {
         use std::os::fd::FromRawFd;
         let mut file = std::fs::File::create(path)
             .map_err(|e| format!("--logfile {}: cannot create: {e}", path.display()))?;
+        let log = file.try_clone().ok();
         let err = |what: &str| format!("--logfile: {what}: {}", std::io::Error::last_os_error());
         let mut fds: [libc::c_int; 2] = [-1, -1];
         // SAFETY: pipe2 writes two descriptors into the two-element array.
@@ -406,7 +410,19 @@ impl StderrTee {
         Ok(StderrTee {
             saved,
             copier: Some(copier),
+            log,
         })
+    }
+
+    /// Ends the tee (everything copied), then appends the error that ends
+    /// the command to the log, as the runner prints it on stderr.
+    fn end_with_error(mut self, e: &anyhow::Error) {
+        use std::io::Write;
+        let log = self.log.take();
+        drop(self);
+        if let Some(mut f) = log {
+            let _ = writeln!(f, "resctl: {e:#}");
+        }
     }
 }
 
@@ -571,45 +587,15 @@ impl Workload for Resctl {
             _ => {}
         }
         let (opts, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
-        let _tee = match &opts.logfile {
+        let tee = match &opts.logfile {
             Some(p) => Some(StderrTee::start(p).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let success = match cmd.as_str() {
-            "run" => {
-                let mut printed = Vec::new();
-                let ok = job::cmd_run(&opts, &rest, &ctx.cancel, &mut printed)
-                    .map_err(anyhow::Error::msg)?;
-                let completed = opts
-                    .result
-                    .as_ref()
-                    .and_then(|r| crate::journal::Journal::open(r).ok())
-                    .map(|j| job::latest_completed(&j))
-                    .unwrap_or_default();
-                let r = RunRecord {
-                    jobs: printed,
-                    result_file: opts.result.as_ref().map(|r| r.display().to_string()),
-                    completed,
-                };
-                return Ok(Outcome::measured(ok, record(&ResctlRecord::Run(r))));
-            }
-            "format" | "summary" => {
-                let out =
-                    job::cmd_format(&opts, &rest, cmd == "format").map_err(anyhow::Error::msg)?;
-                print!("{out}");
-                true
-            }
-            "deps" => {
-                print!("{}", job::cmd_deps(&opts).map_err(anyhow::Error::msg)?);
-                true
-            }
-            _ => {
-                let out = doc(rest.first().map(String::as_str)).map_err(anyhow::Error::msg)?;
-                print!("{out}");
-                true
-            }
-        };
-        Ok(Outcome::helper(success))
+        let r = dispatch(&opts, &cmd, &rest, ctx, record);
+        if let (Some(t), Err(e)) = (tee, &r) {
+            t.end_with_error(e);
+        }
+        r
     }
 
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
@@ -626,6 +612,50 @@ impl Workload for Resctl {
         let r: ResctlRecord = record.decode(self.name(), RECORD_VERSION)?;
         harness::record::metrics_map(&r.metrics())
     }
+}
+
+/// Runs a parsed resctl-bench command.
+fn dispatch(
+    opts: &Options,
+    cmd: &str,
+    rest: &[String],
+    ctx: &RunContext,
+    record: impl Fn(&ResctlRecord) -> Record,
+) -> anyhow::Result<Outcome> {
+    let success = match cmd {
+        "run" => {
+            let mut printed = Vec::new();
+            let ok =
+                job::cmd_run(opts, rest, &ctx.cancel, &mut printed).map_err(anyhow::Error::msg)?;
+            let completed = opts
+                .result
+                .as_ref()
+                .and_then(|r| crate::journal::Journal::open(r).ok())
+                .map(|j| job::latest_completed(&j))
+                .unwrap_or_default();
+            let r = RunRecord {
+                jobs: printed,
+                result_file: opts.result.as_ref().map(|r| r.display().to_string()),
+                completed,
+            };
+            return Ok(Outcome::measured(ok, record(&ResctlRecord::Run(r))));
+        }
+        "format" | "summary" => {
+            let out = job::cmd_format(opts, rest, cmd == "format").map_err(anyhow::Error::msg)?;
+            print!("{out}");
+            true
+        }
+        "deps" => {
+            print!("{}", job::cmd_deps(opts).map_err(anyhow::Error::msg)?);
+            true
+        }
+        _ => {
+            let out = doc(rest.first().map(String::as_str)).map_err(anyhow::Error::msg)?;
+            print!("{out}");
+            true
+        }
+    };
+    Ok(Outcome::helper(success))
 }
 
 /// The version of [`ResctlRecord`]; raise it when its shape changes.
