@@ -33,11 +33,11 @@ ghz (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`) is bisected with
 the same criterion when --ghz is given (several minutes more).
 
 h2load's own pacing (`--rps`) is bisected too, each round: the highest
-rate it keeps up with (>= 98% achieved). A paced client's requests come
-one at a time, not in bursts of replies as a closed loop's do, so the
-one-threaded server answers fewer per second (more reads and writes per
-request): that rate is the server's capacity for any open-loop client, and
-the second-last line gives rackbench's open-loop rate against it.
+rate it keeps up with (>= 98% achieved), another open-loop peer. h2load
+sends the requests due at each timer tick together, so its paced load is
+burstier than rackbench's constant arrivals (one request every 20-30 µs,
+each read and answered by the one-threaded server on its own); the
+second-last line gives rackbench's open-loop rate against it.
 
 The last line is the summary:
 `loadgen: rackbench open-loop R1/s, closed-loop R2/s, h2load closed-loop R3/s, ratio open/h2load X, closed/h2load Y`
@@ -123,8 +123,8 @@ def h2load_paced_max(h2load, body, secs, closed):
     >= 98% of the requested rate, bisected to 2% between half and all of
     its closed-loop rate. h2load reports no percentiles and, when it falls
     behind, sends late without counting it, so this is only its throughput
-    under paced arrivals: the server's capacity when requests do not come
-    in closed-loop bursts."""
+    under its paced arrivals (the requests due at each timer tick sent
+    together)."""
     lo, hi = closed * 0.5, closed
     if h2load_run(h2load, body, secs, hi) >= 0.98 * hi:
         return hi

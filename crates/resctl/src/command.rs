@@ -47,6 +47,10 @@ Options (anywhere on the line; an empty value, `--dev=`, means the default):
                        instead of iocost-params; refused without cgroup2 io.cost
   --swappiness N       vm.swappiness (0-200) for the run, restored after
   -a, --args FILE      refused: upstream args files are not supported
+  --systemd-timeout SECS, --keep-reports, --clear-reports
+                       accepted; no systemd units or rd-agent reports are used
+  --skip-shadow-inode-prot-test  assume MemShadowInodeProt is met (as upstream)
+  --force-shadow-inode-prot-test refused: there is no inode-steal test here
   --force              run even when a bench's hard requirements are missed
   --test               short runs for CI (small profile, short windows)
   -v...                more messages (settings; hashd's detail lines)
@@ -126,6 +130,16 @@ struct Cli {
     args: Option<PathBuf>,
     #[arg(long = "iocost-from-sys")]
     iocost_from_sys: bool,
+    #[arg(long = "systemd-timeout")]
+    systemd_timeout: Option<String>,
+    #[arg(long = "keep-reports")]
+    keep_reports: bool,
+    #[arg(long = "clear-reports")]
+    clear_reports: bool,
+    #[arg(long = "force-shadow-inode-prot-test")]
+    force_shadow_inode_prot_test: bool,
+    #[arg(long = "skip-shadow-inode-prot-test")]
+    skip_shadow_inode_prot_test: bool,
     #[arg(long)]
     force: bool,
     #[arg(long)]
@@ -160,6 +174,7 @@ const VALUE_LONGS: &[&str] = &[
     "swappiness",
     "args",
     "logfile",
+    "systemd-timeout",
 ];
 
 /// Upstream has two `-R`s: `--rep-retention SECS` before the command and
@@ -253,8 +268,27 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
         verbose: c.verbose,
         logfile: c.logfile,
         rstat: c.rstat,
+        keep_reports: c.keep_reports,
+        clear_reports: c.clear_reports,
+        force_shadow_inode_prot_test: c.force_shadow_inode_prot_test,
+        skip_shadow_inode_prot_test: c.skip_shadow_inode_prot_test,
         ..Options::default()
     };
+    o.systemd_timeout = given(c.systemd_timeout)
+        .map(|v| {
+            v.parse::<f64>()
+                .ok()
+                .or_else(|| {
+                    v.parse::<jiff::SignedDuration>()
+                        .ok()
+                        .map(|d| d.as_secs_f64())
+                })
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| {
+                    format!("--systemd-timeout {v:?}: expected seconds or a duration such as 2m")
+                })
+        })
+        .transpose()?;
     o.rep_retention = given(c.rep_retention)
         .map(|v| {
             v.parse::<u64>()
@@ -1133,6 +1167,34 @@ mod tests {
             (o.dev, o.mem_avail, o.mem_margin, o.hashd_size, o.swappiness),
             (None, None, None, None, None)
         );
+    }
+
+    #[test]
+    fn the_remaining_upstream_flags_parse() {
+        let (o, ..) = parsed(&[
+            "--systemd-timeout",
+            "2m",
+            "--keep-reports",
+            "--clear-reports",
+            "--skip-shadow-inode-prot-test",
+            "run",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(o.systemd_timeout, Some(120.0));
+        assert!(o.keep_reports && o.clear_reports && o.skip_shadow_inode_prot_test);
+        assert!(!o.force_shadow_inode_prot_test);
+        let (o, ..) = parsed(&[
+            "--systemd-timeout=90",
+            "--force-shadow-inode-prot-test",
+            "run",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(o.systemd_timeout, Some(90.0));
+        assert!(o.force_shadow_inode_prot_test);
+        let e = refused(&["--systemd-timeout", "soon", "run", "x"]);
+        assert!(e.contains("--systemd-timeout \"soon\""), "{e}");
     }
 
     #[test]

@@ -88,6 +88,16 @@ pub struct Options {
     pub logfile: Option<PathBuf>,
     /// `format -R` count: extra resource stat detail.
     pub rstat: u8,
+    /// `--systemd-timeout` seconds: accepted; no systemd units are used.
+    pub systemd_timeout: Option<f64>,
+    /// `--keep-reports`, `--clear-reports`: accepted; no rd-agent reports.
+    pub keep_reports: bool,
+    pub clear_reports: bool,
+    /// `--force-shadow-inode-prot-test` (refused: no inode-steal test
+    /// here) and `--skip-shadow-inode-prot-test` (MemShadowInodeProt
+    /// assumed met, as upstream).
+    pub force_shadow_inode_prot_test: bool,
+    pub skip_shadow_inode_prot_test: bool,
 }
 
 /// `--iocost-qos` overrides (upstream's keys): latency percentiles and

@@ -204,12 +204,57 @@ fn probe(opts: &Options, reqs: &[SysReq], fix: bool) -> Result<Host, String> {
             fix,
         },
     );
+    let mut statuses = report.statuses;
+    shadow_inode_options(opts, &sysinfo, &mut statuses)?;
     Ok(Host {
         sysinfo,
         cgroups,
-        statuses: report.statuses,
+        statuses,
         _restore: restore,
     })
+}
+
+/// Where a kernel without its version's fix says it has the inode shadow
+/// protection anyway, as upstream reads it.
+const SHADOW_INODE_MARKER: &str = "/sys/module/inode/parameters/__SHADOW_INODE_PROT_MARKER__";
+
+/// Upstream's shadow inode flags. Upstream assumes the protection on a
+/// kernel that has it (5.15 and later, an `fbk` build, or the marker
+/// parameter) and otherwise runs an inode-steal test;
+/// `--skip-shadow-inode-prot-test` assumes it without looking, and
+/// `--force-shadow-inode-prot-test` runs the test even then. rackbench has
+/// no inode-steal test: the skip flag marks the requirement met (saying
+/// why), the force flag is refused, and the marker counts as upstream's.
+fn shadow_inode_options(
+    opts: &Options,
+    si: &SysInfo,
+    statuses: &mut BTreeMap<SysReq, Status>,
+) -> Result<(), String> {
+    if opts.force_shadow_inode_prot_test {
+        return Err(
+            "--force-shadow-inode-prot-test: rackbench has no inode-steal test to run; \
+             MemShadowInodeProt is judged from the kernel (see `doc shadow-inode`): drop the flag"
+                .into(),
+        );
+    }
+    let Some(st) = statuses.get_mut(&SysReq::MemShadowInodeProt) else {
+        return Ok(());
+    };
+    if !matches!(st, Status::Missed(_)) {
+        return Ok(());
+    }
+    let fbk = si
+        .kernel_version
+        .split_once('-')
+        .is_some_and(|(_, tag)| tag.contains("fbk"));
+    if opts.skip_shadow_inode_prot_test {
+        *st = Status::Fixed(
+            "assumed met: --skip-shadow-inode-prot-test (as upstream, without testing)".into(),
+        );
+    } else if fbk || std::path::Path::new(SHADOW_INODE_MARKER).exists() {
+        *st = Status::Satisfied;
+    }
+    Ok(())
 }
 
 fn sysreqs_report(h: &Host) -> SysReqsReport {
@@ -483,9 +528,16 @@ pub fn cmd_run(
              only for benches that ask for it, and none does); it changes nothing"
         );
     }
-    if opts.rep_retention.is_some() {
+    if opts.rep_retention.is_some() || opts.keep_reports || opts.clear_reports {
         eprintln!(
-            "note: -R/--rep-retention: rackbench keeps no rd-agent report files; it changes nothing"
+            "note: -R/--rep-retention, --keep-reports, --clear-reports: rackbench keeps no \
+             rd-agent report files; they change nothing"
+        );
+    }
+    if opts.systemd_timeout.is_some() {
+        eprintln!(
+            "note: --systemd-timeout: rackbench starts its children itself, not as systemd \
+             units; it changes nothing"
         );
     }
 
@@ -878,4 +930,54 @@ pub fn metrics(jobs: &[JobData]) -> super::common::JobMetrics {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missed_shadow() -> BTreeMap<SysReq, Status> {
+        BTreeMap::from([(
+            SysReq::MemShadowInodeProt,
+            Status::Missed(vec!["old kernel".into()]),
+        )])
+    }
+
+    #[test]
+    fn shadow_inode_flags_as_upstream() {
+        let old = SysInfo {
+            kernel_version: "5.10.0-20-amd64".into(),
+            ..SysInfo::default()
+        };
+        // Without a flag a missed requirement stays missed.
+        let mut st = missed_shadow();
+        shadow_inode_options(&Options::default(), &old, &mut st).unwrap();
+        assert!(matches!(st[&SysReq::MemShadowInodeProt], Status::Missed(_)));
+        // --skip: assumed met, and the status says so.
+        let skip = Options {
+            skip_shadow_inode_prot_test: true,
+            ..Options::default()
+        };
+        let mut st = missed_shadow();
+        shadow_inode_options(&skip, &old, &mut st).unwrap();
+        match &st[&SysReq::MemShadowInodeProt] {
+            Status::Fixed(why) => assert!(why.contains("--skip-shadow-inode-prot-test"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // An fbk kernel has it, as upstream assumes.
+        let fbk = SysInfo {
+            kernel_version: "5.12.0-0_fbk3_1234".into(),
+            ..SysInfo::default()
+        };
+        let mut st = missed_shadow();
+        shadow_inode_options(&Options::default(), &fbk, &mut st).unwrap();
+        assert_eq!(st[&SysReq::MemShadowInodeProt], Status::Satisfied);
+        // --force: there is no test to force.
+        let force = Options {
+            force_shadow_inode_prot_test: true,
+            ..Options::default()
+        };
+        let e = shadow_inode_options(&force, &old, &mut missed_shadow()).unwrap_err();
+        assert!(e.starts_with("--force-shadow-inode-prot-test: "), "{e}");
+    }
 }
