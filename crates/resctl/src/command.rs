@@ -1,8 +1,8 @@
 //! `rackbench resctl ...`: resctl-bench's commands, hashd and the memory
 //! hog, as the harness runs them.
 
-use crate::bench::common::IoCostQosOvr;
 use crate::bench::common::JobMetrics;
+use crate::bench::iocost_qos::QosOvr;
 use crate::bench::job::{self, Options};
 use crate::hashd::command::{HashdEnd, HashdMetrics, HashdRecord};
 use crate::hog::HogReport;
@@ -323,7 +323,7 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
         }
     };
     o.iocost_qos = given(c.iocost_qos)
-        .map(|v| IoCostQosOvr::parse(&v))
+        .map(|v| QosOvr::parse_overrides(&v))
         .transpose()?
         .filter(|q| !q.is_empty());
     o.swappiness = given(c.swappiness)
@@ -1358,10 +1358,10 @@ mod tests {
         let e = job::iocost_knobs_from_sys(model, qos, "259:0").unwrap_err();
         assert!(e.contains("no line for the scratch device 259:0"), "{e}");
         // --iocost-qos replaces only the keys it names.
-        let o = IoCostQosOvr::parse("wlat=9000,min=60").unwrap();
+        let o = QosOvr::parse_overrides("wlat=9000,min=60").unwrap();
         let q = o.apply(&k.qos);
         assert_eq!((q.rlat, q.wlat, q.min, q.max), (5000, 9000, 60.0, 150.0));
-        assert!(IoCostQosOvr::parse("").unwrap().is_empty());
+        assert!(QosOvr::parse_overrides("").unwrap().is_empty());
     }
 
     #[test]

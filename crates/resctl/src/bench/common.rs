@@ -2,7 +2,7 @@
 //! context a running job uses, how a job ends, and the [`Bench`] trait that
 //! the registry lists.
 
-use super::knobs::{HashdKnobs, IoCostKnobs, IoCostQos, MemInfo};
+use super::knobs::{HashdKnobs, IoCostKnobs, MemInfo};
 pub use super::metrics::JobMetrics;
 use crate::journal::JobData;
 use crate::spec::JobSpec;
@@ -76,7 +76,7 @@ pub struct Options {
     /// `--hashd-cpu-load fake|real` (None: keep the knobs').
     pub hashd_fake_cpu_load: Option<bool>,
     /// `--iocost-qos`: overrides of the IO cost QoS the benches enable.
-    pub iocost_qos: Option<IoCostQosOvr>,
+    pub iocost_qos: Option<super::iocost_qos::QosOvr>,
     /// `--iocost-from-sys`: the model and QoS from the cgroup2 root's
     /// io.cost.model/io.cost.qos instead of the journal's iocost-params.
     pub iocost_from_sys: bool,
@@ -98,77 +98,6 @@ pub struct Options {
     /// assumed met, as upstream).
     pub force_shadow_inode_prot_test: bool,
     pub skip_shadow_inode_prot_test: bool,
-}
-
-/// `--iocost-qos` overrides (upstream's keys): latency percentiles and
-/// targets (µs), vrate bounds (%); `vrate=V` sets min and max.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IoCostQosOvr {
-    pub rpct: Option<f64>,
-    pub rlat: Option<u64>,
-    pub wpct: Option<f64>,
-    pub wlat: Option<u64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-}
-
-impl IoCostQosOvr {
-    /// Parses `k=v[,k=v...]` (upstream rounds the fractions to two
-    /// decimals; unknown keys, which upstream skips, are refused here).
-    pub fn parse(text: &str) -> Result<IoCostQosOvr, String> {
-        let mut o = IoCostQosOvr::default();
-        for tok in text.split(',').filter(|t| !t.is_empty()) {
-            let (k, v) = tok.split_once('=').unwrap_or((tok, ""));
-            let f = |v: &str| -> Result<f64, String> {
-                match v.parse::<f64>() {
-                    Ok(x) if x.is_finite() && x >= 0.0 => Ok((x * 100.0).round() / 100.0),
-                    _ => Err(format!(
-                        "--iocost-qos {k}={v:?}: expected a non-negative number"
-                    )),
-                }
-            };
-            let u = |v: &str| -> Result<u64, String> {
-                v.parse::<u64>()
-                    .map_err(|_| format!("--iocost-qos {k}={v:?}: expected microseconds"))
-            };
-            match k {
-                "rpct" => o.rpct = Some(f(v)?),
-                "rlat" => o.rlat = Some(u(v)?),
-                "wpct" => o.wpct = Some(f(v)?),
-                "wlat" => o.wlat = Some(u(v)?),
-                "min" => o.min = Some(f(v)?),
-                "max" => o.max = Some(f(v)?),
-                "vrate" => {
-                    let x = f(v)?;
-                    o.min = Some(x);
-                    o.max = Some(x);
-                }
-                _ => {
-                    return Err(format!(
-                        "--iocost-qos: unknown key {k:?}: expected rpct, rlat, wpct, wlat, min, max or vrate"
-                    ));
-                }
-            }
-        }
-        Ok(o)
-    }
-
-    /// True when nothing is overridden.
-    pub fn is_empty(&self) -> bool {
-        *self == IoCostQosOvr::default()
-    }
-
-    /// `qos` with the overrides applied.
-    pub fn apply(&self, qos: &IoCostQos) -> IoCostQos {
-        IoCostQos {
-            rpct: self.rpct.unwrap_or(qos.rpct),
-            rlat: self.rlat.unwrap_or(qos.rlat),
-            wpct: self.wpct.unwrap_or(qos.wpct),
-            wlat: self.wlat.unwrap_or(qos.wlat),
-            min: self.min.unwrap_or(qos.min),
-            max: self.max.unwrap_or(qos.max),
-        }
-    }
 }
 
 /// What a running job can use.

@@ -5,6 +5,7 @@
 //! [`TUNE_DOC`].
 
 use super::common::{Bench, Ctx, Outcome};
+use super::knobs::IoCostQos;
 use crate::fmt::parse_frac;
 use crate::journal::JobData;
 use crate::spec::{JobSpec, SpecError};
@@ -238,6 +239,80 @@ pub struct QosOvr {
     pub max: Option<f64>,
 }
 
+impl QosOvr {
+    /// Sets upstream's QoS override `k` (rpct, rlat, wpct, wlat, min, max,
+    /// or vrate for both min and max) from `v`: percentages rounded to two
+    /// decimals as io.cost.qos takes them, latencies in µs. `Ok(false)`
+    /// when `k` is not one of them; the error says what was expected.
+    pub fn set_key(&mut self, k: &str, v: &str) -> Result<bool, String> {
+        let pct = || {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(round2)
+                .ok_or_else(|| "expected a non-negative number (percent)".to_string())
+        };
+        let lat = || {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| "expected a latency in µs".to_string())
+        };
+        match k {
+            "rpct" => self.rpct = Some(pct()?),
+            "wpct" => self.wpct = Some(pct()?),
+            "rlat" => self.rlat = Some(lat()?),
+            "wlat" => self.wlat = Some(lat()?),
+            "min" => self.min = Some(pct()?),
+            "max" => self.max = Some(pct()?),
+            "vrate" => {
+                let x = pct()?;
+                self.min = Some(x);
+                self.max = Some(x);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `--iocost-qos K=V,...` (upstream's global override; unknown keys,
+    /// which upstream skips, are refused).
+    pub fn parse_overrides(text: &str) -> Result<QosOvr, String> {
+        let mut o = QosOvr::default();
+        for tok in text.split(',').filter(|t| !t.is_empty()) {
+            let (k, v) = tok.split_once('=').unwrap_or((tok, ""));
+            match o.set_key(k, v) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "--iocost-qos: unknown key {k:?}: expected {}",
+                        QOS_OVR_KEYS.join(", ")
+                    ));
+                }
+                Err(e) => return Err(format!("--iocost-qos {k}={v:?}: {e}")),
+            }
+        }
+        Ok(o)
+    }
+
+    /// True when nothing is overridden (and iocost is not turned off).
+    pub fn is_empty(&self) -> bool {
+        *self == QosOvr::default()
+    }
+
+    /// `qos` with the overrides applied.
+    pub fn apply(&self, qos: &IoCostQos) -> IoCostQos {
+        IoCostQos {
+            rpct: self.rpct.unwrap_or(qos.rpct),
+            rlat: self.rlat.unwrap_or(qos.rlat),
+            wpct: self.wpct.unwrap_or(qos.wpct),
+            wlat: self.wlat.unwrap_or(qos.wlat),
+            min: self.min.unwrap_or(qos.min),
+            max: self.max.unwrap_or(qos.max),
+        }
+    }
+}
+
 impl std::fmt::Display for QosOvr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.off {
@@ -374,29 +449,10 @@ impl QosProps {
         for (i, g) in spec.props.iter().enumerate().skip(1) {
             let mut o = QosOvr::default();
             for (k, v) in g {
-                let pct = |v: &str| -> Result<f64, String> {
-                    let x: f64 = num(i, k, v, "a number (percent)")?;
-                    if !x.is_finite() || x < 0.0 {
-                        return Err(format!(
-                            "group {}: {k}={v:?}: expected a non-negative number",
-                            i + 1
-                        ));
-                    }
-                    Ok(round2(x))
-                };
-                match k.as_str() {
-                    "rpct" => o.rpct = Some(pct(v)?),
-                    "wpct" => o.wpct = Some(pct(v)?),
-                    "rlat" => o.rlat = Some(num(i, k, v, "a latency in µs")?),
-                    "wlat" => o.wlat = Some(num(i, k, v, "a latency in µs")?),
-                    "min" => o.min = Some(pct(v)?),
-                    "max" => o.max = Some(pct(v)?),
-                    "vrate" => {
-                        let x = pct(v)?;
-                        o.min = Some(x);
-                        o.max = Some(x);
-                    }
-                    k => return Err(unknown_key(spec, i, k, QOS_OVR_KEYS)),
+                match o.set_key(k, v) {
+                    Ok(true) => {}
+                    Ok(false) => return Err(unknown_key(spec, i, k, QOS_OVR_KEYS)),
+                    Err(e) => return Err(format!("group {}: {k}={v:?}: {e}", i + 1)),
                 }
             }
             if let (Some(a), Some(b)) = (o.min, o.max)
