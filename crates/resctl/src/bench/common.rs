@@ -76,7 +76,7 @@ pub struct Options {
     /// `--hashd-cpu-load fake|real` (None: keep the knobs').
     pub hashd_fake_cpu_load: Option<bool>,
     /// `--iocost-qos`: overrides of the IO cost QoS the benches enable.
-    pub iocost_qos: Option<super::iocost_qos::QosOvr>,
+    pub iocost_qos: Option<super::knobs::QosOvr>,
     /// `--iocost-from-sys`: the model and QoS from the cgroup2 root's
     /// io.cost.model/io.cost.qos instead of the journal's iocost-params.
     pub iocost_from_sys: bool,

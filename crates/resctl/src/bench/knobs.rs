@@ -365,6 +365,133 @@ fn locate_bad_field(
     None
 }
 
+/// Upstream's QoS override keys (`--iocost-qos`, iocost-qos' QoS groups).
+pub const QOS_OVR_KEYS: &[&str] = &["rpct", "rlat", "wpct", "wlat", "min", "max", "vrate"];
+
+/// One QoS run of the ladder: `off` (the baseline) or overrides of the
+/// base QoS (`None`: keep the base value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QosOvr {
+    pub off: bool,
+    pub rpct: Option<f64>,
+    pub rlat: Option<u64>,
+    pub wpct: Option<f64>,
+    pub wlat: Option<u64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl QosOvr {
+    /// Sets upstream's QoS override `k` (rpct, rlat, wpct, wlat, min, max,
+    /// or vrate for both min and max) from `v`: percentages rounded to two
+    /// decimals as io.cost.qos takes them, latencies in µs. `Ok(false)`
+    /// when `k` is not one of them; the error says what was expected.
+    pub fn set_key(&mut self, k: &str, v: &str) -> Result<bool, String> {
+        let pct = || {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(round2)
+                .ok_or_else(|| "expected a non-negative number (percent)".to_string())
+        };
+        let lat = || {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| "expected a latency in µs".to_string())
+        };
+        match k {
+            "rpct" => self.rpct = Some(pct()?),
+            "wpct" => self.wpct = Some(pct()?),
+            "rlat" => self.rlat = Some(lat()?),
+            "wlat" => self.wlat = Some(lat()?),
+            "min" => self.min = Some(pct()?),
+            "max" => self.max = Some(pct()?),
+            "vrate" => {
+                let x = pct()?;
+                self.min = Some(x);
+                self.max = Some(x);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `--iocost-qos K=V,...` (upstream's global override; unknown keys,
+    /// which upstream skips, are refused).
+    pub fn parse_overrides(text: &str) -> Result<QosOvr, String> {
+        let mut o = QosOvr::default();
+        for tok in text.split(',').filter(|t| !t.is_empty()) {
+            let (k, v) = tok.split_once('=').unwrap_or((tok, ""));
+            match o.set_key(k, v) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "--iocost-qos: unknown key {k:?}: expected {}",
+                        QOS_OVR_KEYS.join(", ")
+                    ));
+                }
+                Err(e) => return Err(format!("--iocost-qos {k}={v:?}: {e}")),
+            }
+        }
+        Ok(o)
+    }
+
+    /// True when nothing is overridden (and iocost is not turned off).
+    pub fn is_empty(&self) -> bool {
+        *self == QosOvr::default()
+    }
+
+    /// `qos` with the overrides applied.
+    pub fn apply(&self, qos: &IoCostQos) -> IoCostQos {
+        IoCostQos {
+            rpct: self.rpct.unwrap_or(qos.rpct),
+            rlat: self.rlat.unwrap_or(qos.rlat),
+            wpct: self.wpct.unwrap_or(qos.wpct),
+            wlat: self.wlat.unwrap_or(qos.wlat),
+            min: self.min.unwrap_or(qos.min),
+            max: self.max.unwrap_or(qos.max),
+        }
+    }
+}
+
+impl std::fmt::Display for QosOvr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.off {
+            return write!(f, "iocost=off");
+        }
+        let mut parts = Vec::new();
+        if let Some(v) = self.rpct {
+            parts.push(format!("rpct={v:.2}"));
+        }
+        if let Some(v) = self.rlat {
+            parts.push(format!("rlat={v}"));
+        }
+        if let Some(v) = self.wpct {
+            parts.push(format!("wpct={v:.2}"));
+        }
+        if let Some(v) = self.wlat {
+            parts.push(format!("wlat={v}"));
+        }
+        if let Some(v) = self.min {
+            parts.push(format!("min={v:.2}"));
+        }
+        if let Some(v) = self.max {
+            parts.push(format!("max={v:.2}"));
+        }
+        if parts.is_empty() {
+            write!(f, "base QoS")
+        } else {
+            write!(f, "{}", parts.join(" "))
+        }
+    }
+}
+
+/// Rounded to two decimals, as io.cost.qos takes them.
+pub fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
