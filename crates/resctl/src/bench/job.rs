@@ -189,7 +189,7 @@ struct Host {
     sysinfo: SysInfo,
     cgroups: Cgroups,
     statuses: BTreeMap<SysReq, Status>,
-    _restore: sysreqs::Restore,
+    restore: sysreqs::Restore,
 }
 
 fn probe(opts: &Options, reqs: &[SysReq], fix: bool) -> Result<Host, String> {
@@ -210,7 +210,7 @@ fn probe(opts: &Options, reqs: &[SysReq], fix: bool) -> Result<Host, String> {
         sysinfo,
         cgroups,
         statuses,
-        _restore: restore,
+        restore,
     })
 }
 
@@ -455,36 +455,7 @@ pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCo
     })
 }
 
-/// `--swappiness`: vm.swappiness for the run; the old value is written
-/// back on drop.
-struct SwappinessGuard {
-    old: String,
-}
-
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
-
-impl SwappinessGuard {
-    fn set(v: u32) -> Result<SwappinessGuard, String> {
-        let p = Path::new(SWAPPINESS);
-        let old = std::fs::read_to_string(p)
-            .map_err(|e| format!("--swappiness: cannot read {SWAPPINESS}: {e}"))?
-            .trim()
-            .to_string();
-        crate::sys::write_existing(p, &v.to_string())
-            .map_err(|e| format!("--swappiness {v}: cannot write {SWAPPINESS}: {e}"))?;
-        eprintln!("vm.swappiness: {old} -> {v} for this run (--swappiness; restored on exit)");
-        Ok(SwappinessGuard { old })
-    }
-}
-
-impl Drop for SwappinessGuard {
-    fn drop(&mut self) {
-        match crate::sys::write_existing(Path::new(SWAPPINESS), &self.old) {
-            Ok(()) => eprintln!("restored vm.swappiness to {}", self.old),
-            Err(e) => eprintln!("warning: cannot restore vm.swappiness to {}: {e}", self.old),
-        }
-    }
-}
 
 /// Prints a job's summary and keeps the job for the run's record.
 fn print_summary(d: &JobData, printed: &mut Vec<JobData>) {
@@ -588,7 +559,7 @@ pub fn cmd_run(
             .and_then(|p| spec::Passive::parse(p).ok())
             .is_none_or(|p| !p.io && !p.mem)
     });
-    let host = probe(opts, &reqs, fix)?;
+    let mut host = probe(opts, &reqs, fix)?;
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     let runs_protection = pending.iter().any(|s| s.kind == "protection");
     // --iocost-from-sys / --iocost-qos: refused where iocost cannot be
@@ -685,10 +656,15 @@ pub fn cmd_run(
     }
     // Applied after the requirement checks (which may raise swappiness to
     // 60), restored before them on the way out.
-    let _swappiness = match opts.swappiness {
-        Some(v) => Some(SwappinessGuard::set(v)?),
-        None => None,
-    };
+    // `--swappiness` joins the host's undo record, so it is written back
+    // (first, being the latest change) with the sysreq fixes on exit.
+    if let Some(v) = opts.swappiness {
+        let old = host
+            .restore
+            .write(Path::new(SWAPPINESS), &v.to_string(), "vm.swappiness")
+            .map_err(|e| format!("--swappiness {v}: {e}"))?;
+        eprintln!("vm.swappiness: {old} -> {v} for this run (--swappiness; restored on exit)");
+    }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
 
     let mut ok = true;

@@ -215,6 +215,23 @@ impl Restore {
         self.undo_all()
     }
 
+    /// Writes `value` to the existing file `path` and records its old
+    /// (trimmed) content, to be written back with the other changes.
+    /// Returns the old value; `what` names the setting in the restore line.
+    pub fn write(&mut self, path: &Path, value: &str, what: &str) -> Result<String, String> {
+        let old = fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .trim()
+            .to_string();
+        write_existing(path, value)?;
+        self.undo.push(Undo {
+            path: path.to_path_buf(),
+            old: old.clone(),
+            what: what.to_string(),
+        });
+        Ok(old)
+    }
+
     fn undo_all(&mut self) -> Vec<String> {
         let mut lines = Vec::new();
         while let Some(u) = self.undo.pop() {
@@ -1049,5 +1066,24 @@ mod tests {
         if let Ok(old) = old_sched {
             assert_eq!(parse_scheduler(&fs::read_to_string(&sched).unwrap()), old);
         }
+    }
+
+    #[test]
+    fn restore_write_records_the_old_value_and_restores_latest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("knob");
+        fs::write(&p, "10\n").unwrap();
+        let mut restore = Restore::default();
+        assert_eq!(restore.write(&p, "20", "knob").unwrap(), "10");
+        assert_eq!(restore.write(&p, "30", "knob").unwrap(), "20");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "30");
+        let lines = restore.restore();
+        assert_eq!(lines, vec!["restored knob to 20", "restored knob to 10"]);
+        assert_eq!(fs::read_to_string(&p).unwrap(), "10");
+        // A missing file is an error naming it, and nothing is recorded.
+        let mut restore = Restore::default();
+        let e = restore.write(&dir.path().join("nope"), "1", "nope").unwrap_err();
+        assert!(e.contains("nope"), "{e}");
+        assert!(restore.is_empty());
     }
 }
