@@ -365,7 +365,7 @@ const COMMANDS: &[&str] = &["run", "format", "summary", "deps", "doc"];
 /// FILE (created or truncated, as upstream).
 struct StderrTee {
     /// The original stderr, put back on drop.
-    saved: libc::c_int,
+    saved: std::os::fd::OwnedFd,
     copier: Option<std::thread::JoinHandle<()>>,
     /// The log file, for the error that ends the command (main prints it
     /// after the tee is gone).
@@ -375,57 +375,27 @@ struct StderrTee {
 impl StderrTee {
     fn start(path: &std::path::Path) -> Result<StderrTee, String> {
         use std::io::{Read, Write};
-        use std::os::fd::FromRawFd;
+        use std::os::fd::AsFd;
         let mut file = std::fs::File::create(path)
             .map_err(|e| format!("--logfile {}: cannot create: {e}", path.display()))?;
         let log = file.try_clone().ok();
-        let err = |what: &str| format!("--logfile: {what}: {}", std::io::Error::last_os_error());
-        let mut fds: [libc::c_int; 2] = [-1, -1];
-        // SAFETY: pipe2 writes two descriptors into the two-element array.
-        // Close-on-exec: children inherit the pipe only as their fd 2.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(err("pipe"));
-        }
-        let (rd, wr) = (fds[0], fds[1]);
-        // SAFETY: duplicates descriptors this process owns (stderr, and
-        // the copy for the copier thread).
-        let (saved, term) = unsafe {
-            let saved = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 0);
-            let term = if saved >= 0 {
-                libc::fcntl(saved, libc::F_DUPFD_CLOEXEC, 0)
-            } else {
-                -1
-            };
-            (saved, term)
+        let dup = || {
+            std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| format!("--logfile: cannot duplicate stderr: {e}"))
         };
-        // SAFETY: fd 2 becomes a copy of the pipe's write end, which is
-        // then closed (fd 2 holds it); only descriptors opened here.
-        let redirected = term >= 0 && unsafe { libc::dup2(wr, 2) } >= 0;
-        let e = (!redirected).then(|| err("dup"));
-        // SAFETY: closes descriptors opened above that are not kept.
-        unsafe {
-            libc::close(wr);
-            if !redirected {
-                libc::close(rd);
-                if term >= 0 {
-                    libc::close(term);
-                }
-                if saved >= 0 {
-                    libc::close(saved);
-                }
-            }
-        }
-        if let Some(e) = e {
-            return Err(e);
-        }
-        // SAFETY: rd and term are open descriptors owned by nothing else;
-        // the Files own and close them.
-        let (mut reader, mut tty) = unsafe {
-            (
-                std::fs::File::from_raw_fd(rd),
-                std::fs::File::from_raw_fd(term),
-            )
-        };
+        // Both copies are close-on-exec, and so is the pipe: children
+        // inherit it only as their fd 2.
+        let saved = dup()?;
+        let mut tty = std::fs::File::from(dup()?);
+        let (mut reader, writer) =
+            std::io::pipe().map_err(|e| format!("--logfile: cannot make a pipe: {e}"))?;
+        // fd 2 becomes a copy of the pipe's write end; `writer` itself is
+        // closed when it goes out of scope.
+        nix::unistd::dup2_stderr(&writer)
+            .map_err(|e| format!("--logfile: cannot redirect stderr: {e}"))?;
+        drop(writer);
         let copier = std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
@@ -462,12 +432,9 @@ impl StderrTee {
 
 impl Drop for StderrTee {
     fn drop(&mut self) {
-        // SAFETY: puts the original stderr back on fd 2 (closing the
-        // pipe's write end held there) and closes the saved copy.
-        unsafe {
-            libc::dup2(self.saved, 2);
-            libc::close(self.saved);
-        }
+        // The original stderr goes back on fd 2, which closes the pipe's
+        // write end held there; `saved` is closed with the struct.
+        let _ = nix::unistd::dup2_stderr(&self.saved);
         // The copier ends when the last writer (a child still running
         // would be one) has closed the pipe.
         if let Some(t) = self.copier.take() {
