@@ -39,9 +39,18 @@ pub fn frame(message: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Encodes and frames a prost message.
+/// Encodes and frames a prost message, straight into one buffer of the
+/// exact size (one allocation per call, no copy).
 pub fn frame_message<M: prost::Message>(m: &M) -> Bytes {
-    frame(&m.encode_to_vec())
+    let len = m.encoded_len();
+    let mut b = BytesMut::with_capacity(PREFIX + len);
+    b.put_u8(0);
+    b.put_u32(len as u32);
+    // encode's one error is a buffer without room; BytesMut grows (and
+    // has exactly encoded_len() reserved), so it cannot happen.
+    let encoded = m.encode(&mut b);
+    debug_assert!(encoded.is_ok());
+    b.freeze()
 }
 
 /// Why a call failed.
@@ -378,6 +387,16 @@ mod tests {
     fn frames_carry_the_prefix() {
         let f = frame(b"abc");
         assert_eq!(&f[..], &[0, 0, 0, 0, 3, b'a', b'b', b'c']);
+    }
+
+    #[test]
+    fn frame_message_is_the_prefix_and_the_encoding() {
+        // Any prost message: a string field, and the empty message.
+        let m = String::from("hello");
+        let f = frame_message(&m);
+        assert_eq!(&f[..], &frame(&prost::Message::encode_to_vec(&m))[..]);
+        assert_eq!(f.len(), PREFIX + 7);
+        assert_eq!(&frame_message(&String::new())[..], &[0, 0, 0, 0, 0]);
     }
 
     #[test]
