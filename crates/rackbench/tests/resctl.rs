@@ -678,6 +678,18 @@ fn resctl_bench_refuses_bad_input() {
     assert!(e.contains("--mem-avail"), "{e}");
     assert!(go(&["-a", "args.json", "run", "hashd-params"]).contains("-a/--args args.json"));
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
+    // A job file's misspelled key is named with the entry and the closest.
+    let jobs = d.path().join("jobs.json");
+    std::fs::write(
+        &jobs,
+        r#"{"job_specs": [{"kind": "storage", "prop": [{}]}]}"#,
+    )
+    .unwrap();
+    let e = go(&["run", "-f", jobs.to_str().unwrap()]);
+    assert!(
+        e.contains("jobs.json") && e.contains("job_specs[0]") && e.contains("\"props\""),
+        "{e}"
+    );
     // --logfile: the error that ends the command (once its command line
     // is valid) is in the log too.
     let log = d.path().join("resctl.log");
@@ -725,7 +737,8 @@ fn resctl_bench_refuses_bad_input() {
 
 /// iocost-params with fio (`--test`: 3 s runs on a 256M file): the six
 /// model numbers and the QoS latencies are positive, and where the host
-/// has no io.cost files the record says why it was not applied.
+/// has no io.cost files the record says why it was not applied. The job
+/// comes from an upstream-shaped job file (`run --file=FILE`).
 #[test]
 fn resctl_bench_iocost_params_measures_with_fio() {
     let has_fio = std::process::Command::new("fio")
@@ -738,9 +751,21 @@ fn resctl_bench_iocost_params_measures_with_fio() {
     }
     let d = tempfile::tempdir_in("/var/tmp").unwrap();
     let result = d.path().join("r.json");
-    let o = resctl_test_run(d.path(), &result, &[], "iocost-params")
-        .output()
-        .unwrap();
+    let jobs = d.path().join("jobs.json");
+    std::fs::write(
+        &jobs,
+        "// upstream's args file shape\n{\"mem_profile\": 16, \"job_specs\": \
+         [{\"kind\": \"iocost-params\", \"id\": null, \"passive\": null, \"props\": [{}]}]}\n",
+    )
+    .unwrap();
+    let o = resctl_test_run(
+        d.path(),
+        &result,
+        &[],
+        &format!("--file={}", jobs.display()),
+    )
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let j = journal(&result);
     let r = &j[0]["record"];

@@ -21,6 +21,8 @@ Commands:
   run SPEC...          run the jobs not yet completed in the result file
   format [SPEC...]     print the full results (all, or the matching jobs)
   summary [SPEC...]    print the summaries
+                       (run, format and summary also take -f/--file FILE, repeatable:
+                       the job_specs of an upstream args/job file, in line with the specs)
   deps                 check the system requirements of every bench
   doc [SUBJECT]        documentation: specs, a bench, sysreqs, cgroups
   hashd [OPTIONS]      the latency-sensitive workload (`hashd --help`)
@@ -181,16 +183,37 @@ const VALUE_LONGS: &[&str] = &[
 /// `format`'s own `-R/--rstat` (repeatable) after it. Our options may come
 /// anywhere, so after a `format` command word, `-R`, `-RR`... become as
 /// many `--rstat`; everywhere else `-R` stays `--rep-retention`.
+///
+/// After `run`, `format` or `summary`, upstream's `-f/--file FILE` becomes
+/// a marked spec word ([`crate::jobfile::marked`]), so that [`parse`]
+/// reads the file's specs in their place among the others.
 fn rstat_words(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut cmd: Option<&str> = None;
     let mut value_next = false;
+    let mut file_next = false;
     let mut rest_positional = false;
     for a in args {
         if value_next {
             value_next = false;
             out.push(a.clone());
             continue;
+        }
+        if file_next {
+            file_next = false;
+            out.push(crate::jobfile::marked(a));
+            continue;
+        }
+        if matches!(cmd, Some("run" | "format" | "summary")) && !rest_positional {
+            // A job file, kept in its place among the spec words.
+            if a == "-f" || a == "--file" {
+                file_next = true;
+                continue;
+            }
+            if let Some(p) = a.strip_prefix("--file=").or_else(|| a.strip_prefix("-f")) {
+                out.push(crate::jobfile::marked(p));
+                continue;
+            }
         }
         if rest_positional {
             out.push(a.clone());
@@ -337,8 +360,8 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
     let dir = c.dir;
     let mut words = c.words.into_iter();
     let cmd = words.next();
-    let rest: Vec<String> = words.collect();
     let cmd = cmd.ok_or_else(|| format!("no command\n\n{HELP}"))?;
+    let rest = crate::jobfile::expand(words.collect())?;
     if o.rstat > 0 && cmd != "format" {
         return Err(format!(
             "--rstat (format -R) is an option of format, not of {cmd:?}; before the command, -R is --rep-retention SECS"
@@ -1162,6 +1185,43 @@ mod tests {
         assert!(o.force_shadow_inode_prot_test);
         let e = refused(&["--systemd-timeout", "soon", "run", "x"]);
         assert!(e.contains("--systemd-timeout \"soon\""), "{e}");
+    }
+
+    #[test]
+    fn job_files_expand_in_their_place_among_the_specs() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("jobs.json");
+        std::fs::write(
+            &f,
+            r#"{"job_specs": [{"kind": "storage", "props": [{"loops": "1"}]}]}"#,
+        )
+        .unwrap();
+        let f = f.to_str().unwrap();
+        let file_eq = format!("--file={f}");
+        let short = format!("-f{f}");
+        for form in [
+            vec!["-f", f],
+            vec!["--file", f],
+            vec![file_eq.as_str()],
+            vec![short.as_str()],
+        ] {
+            let mut line = vec!["-r", "r.json", "run", "hashd-params"];
+            line.extend(&form);
+            line.push("protection");
+            let (_, cmd, rest) = parsed(&line).unwrap();
+            assert_eq!(cmd, "run");
+            assert_eq!(
+                rest,
+                words(&["hashd-params", "storage:loops=1", "protection"])
+            );
+        }
+        let (_, _, rest) = parsed(&["-r", "r.json", "format", "-f", f]).unwrap();
+        assert_eq!(rest, words(&["storage:loops=1"]));
+        // A missing file is named; -f belongs to run, format and summary.
+        let e = refused(&["-r", "r.json", "run", "-f", "/nonexistent/j.json"]);
+        assert!(e.contains("-f/--file /nonexistent/j.json"), "{e}");
+        assert!(refused(&["-f", f, "run"]).contains("'-f'"));
+        assert!(refused(&["deps", "-f", f]).contains("'-f'"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod command;
 pub mod fmt;
 pub mod hashd;
 pub mod hog;
+pub mod jobfile;
 pub mod journal;
 pub mod spec;
 pub mod sys;

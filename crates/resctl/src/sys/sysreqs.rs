@@ -1082,7 +1082,9 @@ mod tests {
         assert_eq!(fs::read_to_string(&p).unwrap(), "10");
         // A missing file is an error naming it, and nothing is recorded.
         let mut restore = Restore::default();
-        let e = restore.write(&dir.path().join("nope"), "1", "nope").unwrap_err();
+        let e = restore
+            .write(&dir.path().join("nope"), "1", "nope")
+            .unwrap_err();
         assert!(e.contains("nope"), "{e}");
         assert!(restore.is_empty());
     }
