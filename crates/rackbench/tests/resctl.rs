@@ -790,6 +790,25 @@ fn resctl_bench_iocost_params_measures_with_fio() {
         !d.path().join("iocost-coef-fio.testfile").exists(),
         "the fio file is removed"
     );
+    // pack: STEM.tar.gz in the current directory, holding the result file.
+    let o = rackbench(d.path())
+        .args(["resctl", "-r"])
+        .arg(&result)
+        .arg("pack")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("Creating \"r.tar.gz\" containing the following report periods"),
+        "{}",
+        text(&o.stderr)
+    );
+    let list = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(d.path().join("r.tar.gz"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&list.stdout).trim(), "r.json");
 }
 
 /// `--bench-mem --bench-test` runs only the short memory search: the

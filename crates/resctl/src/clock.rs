@@ -47,6 +47,18 @@ impl Local {
         format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)
     }
 
+    /// `06/22/21 17:23:03`: strftime's `%x %T` in the C locale, as
+    /// upstream prints periods.
+    pub fn x_t(&self) -> String {
+        format!(
+            "{:02}/{:02}/{:02} {}",
+            self.month,
+            self.day,
+            self.year.rem_euclid(100),
+            self.time()
+        )
+    }
+
     /// `17:23:03`
     pub fn time(&self) -> String {
         format!("{:02}:{:02}:{:02}", self.hour, self.min, self.sec)

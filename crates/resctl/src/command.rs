@@ -23,6 +23,8 @@ Commands:
   summary [SPEC...]    print the summaries
                        (run, format and summary also take -f/--file FILE, repeatable:
                        the job_specs of an upstream args/job file, in line with the specs)
+  pack                 write RESULT_STEM.tar.gz (in the current directory) holding the
+                       result file (rackbench keeps no separate report files)
   deps                 check the system requirements of every bench
   doc [SUBJECT]        documentation: specs, a bench, sysreqs, cgroups
   hashd [OPTIONS]      the latency-sensitive workload (`hashd --help`)
@@ -381,7 +383,7 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
     Ok((o, cmd, rest))
 }
 
-const COMMANDS: &[&str] = &["run", "format", "summary", "deps", "doc"];
+const COMMANDS: &[&str] = &["run", "format", "summary", "pack", "deps", "doc"];
 
 /// `--logfile FILE`: from `start` until the guard drops, everything written
 /// to stderr (ours, and the children's, which inherit it) also goes to
@@ -568,7 +570,7 @@ impl Workload for Resctl {
         let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
         if !COMMANDS.contains(&cmd.as_str()) {
             anyhow::bail!(
-                "resctl: unknown command {cmd:?}: expected run, format, summary, deps, doc, hashd or mem-hog"
+                "resctl: unknown command {cmd:?}: expected run, format, summary, pack, deps, doc, hashd or mem-hog"
             );
         }
         if cmd == "run" || cmd == "format" || cmd == "summary" {
@@ -587,7 +589,7 @@ impl Workload for Resctl {
         parse_cli(args).is_ok_and(|c| {
             matches!(
                 c.words.first().map(String::as_str),
-                Some("format" | "summary" | "deps" | "doc")
+                Some("format" | "summary" | "pack" | "deps" | "doc")
             )
         })
     }
@@ -667,6 +669,18 @@ fn dispatch(
         "format" | "summary" => {
             let out = job::cmd_format(opts, rest, cmd == "format").map_err(anyhow::Error::msg)?;
             print!("{out}");
+            true
+        }
+        "pack" => {
+            if let Some(w) = rest.first() {
+                anyhow::bail!(
+                    "pack takes no job spec or file (got {w:?}): it packs the whole result file"
+                );
+            }
+            let result = opts.result.as_ref().ok_or_else(|| {
+                anyhow::anyhow!("pack: no result file: expected -r/--result FILE")
+            })?;
+            crate::pack::pack(result, std::path::Path::new(".")).map_err(anyhow::Error::msg)?;
             true
         }
         "deps" => {

@@ -15,6 +15,7 @@ pub mod hashd;
 pub mod hog;
 pub mod jobfile;
 pub mod journal;
+pub mod pack;
 pub mod spec;
 pub mod sys;
 
