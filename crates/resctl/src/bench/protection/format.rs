@@ -353,51 +353,166 @@ pub fn format_scenario_params(out: &mut String, rec: &MemHogRecord) {
     );
 }
 
+/// A `mem-hog-tune` scenario, as its lines need it (upstream's "Memory
+/// Hog Tuning" section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneView {
+    pub load: f64,
+    pub speed: String,
+    pub size_min: u64,
+    pub size_max: u64,
+    pub intvs: u32,
+    pub isol_pct: String,
+    pub isol_thr: f64,
+    /// The footprint found, if any.
+    pub final_size: Option<u64>,
+    /// Every probe and its isolation (ours; none in upstream's records).
+    pub probes: Vec<(u64, Option<f64>)>,
+}
+
 /// Prints the scenarios and their combined summary.
 ///
-/// With `full`, for each scenario: `Scenario {i}/{n} - Memory Hog`
-/// underlined with `=`, a blank line, the Params line, one `Hog ends: …`
-/// line per run that recorded why its hog ended (not in upstream), a blank
-/// line, the full result and a blank line; then `Memory Hog Summary`
-/// underlined, a blank line and the combined full result. Without `full`:
-/// only the summary title, a blank line and the combined short result.
+/// With `full`, for each `mem-hog` scenario: `Scenario {i}/{n} - Memory
+/// Hog` underlined with `=`, the Params line, one `Hog ends: …` line per
+/// run that recorded why its hog ended (not in upstream), a blank line,
+/// the full result and a blank line. Each `mem-hog-tune` scenario (given
+/// its [`TuneView`]) is printed with or without `full`, as upstream:
+/// `Scenario {i}/{n} - Memory Hog Tuning`, its two Params lines, a blank
+/// line, the final probe's result (or upstream's line saying there is
+/// none), the size line and our `Probes` line. Then, when there is a
+/// combined result (upstream's `combined_mem_hog`, from the `mem-hog`
+/// scenarios only), `Memory Hog Summary` underlined and the combined
+/// result, full or short.
+pub fn format_protection_rstat(
+    out: &mut String,
+    scenarios: &[(MemHogRecord, MemHogResult, Option<TuneView>)],
+    combined: Option<&MemHogResult>,
+    full: bool,
+    rstat: u8,
+) {
+    let n = scenarios.len();
+    for (i, (rec, res, tune)) in scenarios.iter().enumerate() {
+        match tune {
+            None if full => {
+                out.push_str(&custom_underline(
+                    &format!("Scenario {}/{} - Memory Hog", i + 1, n),
+                    '=',
+                ));
+                out.push('\n');
+                format_scenario_params(out, rec);
+                for run in rec.runs.iter().filter(|r| !r.end.is_empty()) {
+                    let _ = writeln!(out, "Hog ends: {}", run.end);
+                }
+                out.push('\n');
+                format_result_rstat(out, res, true, rstat);
+                out.push('\n');
+            }
+            None => {}
+            Some(t) => {
+                out.push_str(&custom_underline(
+                    &format!("Scenario {}/{} - Memory Hog Tuning", i + 1, n),
+                    '=',
+                ));
+                out.push('\n');
+                format_tune(out, rec, res, t, full, rstat);
+                out.push('\n');
+            }
+        }
+    }
+    if let Some(c) = combined {
+        out.push_str(&custom_underline("Memory Hog Summary", '='));
+        out.push('\n');
+        format_result_rstat(out, c, full, rstat);
+    }
+}
+
+/// One mem-hog-tune scenario after its title: upstream's lines, and the
+/// probes (ours). Upstream's second Params line ends `for DURATION`, the
+/// hold after the hog starts swapping; rackbench's probes last as long as
+/// the hog runs (see `doc protection`), so there is no such figure.
+fn format_tune(
+    out: &mut String,
+    rec: &MemHogRecord,
+    res: &MemHogResult,
+    t: &TuneView,
+    full: bool,
+    rstat: u8,
+) {
+    let size = |b: u64| crate::fmt::format_size(b as f64);
+    let _ = writeln!(
+        out,
+        "Params: load={} speed={} size={}-{} intvs={}",
+        t.load,
+        t.speed,
+        size(t.size_min),
+        size(t.size_max),
+        t.intvs
+    );
+    let _ = writeln!(
+        out,
+        "        isol-{} >= {:.2}%",
+        t.isol_pct,
+        t.isol_thr * 100.0
+    );
+    out.push('\n');
+    if rec.runs.is_empty() {
+        out.push_str("Result: A successful full mem-hog run was not recorded\n");
+    } else {
+        format_result_rstat(out, res, full, rstat);
+    }
+    match t.final_size {
+        Some(sz) => {
+            let _ = writeln!(
+                out,
+                "        hashd memory size {}/{} can be protected at isol-{} >= {:.2}%",
+                size(sz),
+                size(t.size_max),
+                t.isol_pct,
+                t.isol_thr * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "        Failed to find size to keep isol-{} above {:.2}% in [{}, {}]",
+                t.isol_pct,
+                t.isol_thr * 100.0,
+                size(t.size_min),
+                size(t.size_max)
+            );
+        }
+    }
+    if !t.probes.is_empty() {
+        let probes: Vec<String> = t
+            .probes
+            .iter()
+            .map(|(sz, isol)| match isol {
+                Some(v) => format!("{}:{:.2}%", size(*sz), v * 100.0),
+                None => format!("{}:n/a", size(*sz)),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "Probes (ours, size:isol-{}): {}",
+            t.isol_pct,
+            probes.join(" ")
+        );
+    }
+}
+
+/// [`format_protection_rstat`] for `mem-hog` scenarios only, without the
+/// extra stat tables.
 pub fn format_protection(
     out: &mut String,
     scenarios: &[(MemHogRecord, MemHogResult)],
     combined: &MemHogResult,
     full: bool,
 ) {
-    format_protection_rstat(out, scenarios, combined, full, 0);
-}
-
-/// [`format_protection`] with `format -R...`'s extra resource stat tables.
-pub fn format_protection_rstat(
-    out: &mut String,
-    scenarios: &[(MemHogRecord, MemHogResult)],
-    combined: &MemHogResult,
-    full: bool,
-    rstat: u8,
-) {
-    if full {
-        let n = scenarios.len();
-        for (i, (rec, res)) in scenarios.iter().enumerate() {
-            out.push_str(&custom_underline(
-                &format!("Scenario {}/{} - Memory Hog", i + 1, n),
-                '=',
-            ));
-            out.push('\n');
-            format_scenario_params(out, rec);
-            for run in rec.runs.iter().filter(|r| !r.end.is_empty()) {
-                let _ = writeln!(out, "Hog ends: {}", run.end);
-            }
-            out.push('\n');
-            format_result_rstat(out, res, true, rstat);
-            out.push('\n');
-        }
-    }
-    out.push_str(&custom_underline("Memory Hog Summary", '='));
-    out.push('\n');
-    format_result_rstat(out, combined, full, rstat);
+    let s: Vec<_> = scenarios
+        .iter()
+        .map(|(a, b)| (a.clone(), b.clone(), None))
+        .collect();
+    format_protection_rstat(out, &s, Some(combined), full, 0);
 }
 
 #[cfg(test)]

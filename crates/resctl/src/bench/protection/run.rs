@@ -1,6 +1,6 @@
 //! The `protection` bench; what it does, for users, is [`DOC`].
 
-use super::format::format_protection_rstat;
+use super::format::{TuneView, format_protection_rstat};
 use super::study::{
     self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
     SliceSample,
@@ -143,16 +143,23 @@ impl Tune {
 }
 
 /// What a `mem-hog-tune` scenario found (ours; upstream's record has
-/// `final_size` and only the final probe too).
+/// `isol_pct`, `isol_thr`, `final_size` and the final probe's run, and is
+/// read into this with the range and probes left empty).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TuneRecord {
+    #[serde(default)]
     pub size_min: u64,
+    #[serde(default)]
     pub size_max: u64,
+    /// The number of probes planned (0 in records before it was kept).
+    #[serde(default)]
+    pub intvs: u32,
     pub isol_pct: String,
     pub isol_thr: f64,
     /// Each probe: hashd's footprint and its isolation at `isol_pct`
     /// (`None`: the hog ended before a full second could be judged; such
     /// a probe neither passes nor fails, the search goes on).
+    #[serde(default)]
     pub probes: Vec<(u64, Option<f64>)>,
     /// The first footprint protected well enough; `None` if none was.
     pub final_size: Option<u64>,
@@ -302,11 +309,13 @@ pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
 }
 
 /// What the bench records. `scenarios` is upstream's field (upstream
-/// wraps each scenario as `{"MemHog": …}`, which is read too); the rest is
-/// ours and absent from upstream's record.
+/// wraps each scenario as `{"MemHog": …}` or `{"MemHogTune": …}`, which
+/// are read too: a tune's final run becomes the scenario and the rest of
+/// it its `tunes` entry); the rest is ours and absent from upstream's
+/// record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawProtectionRecord")]
 pub struct ProtectionRecord {
-    #[serde(deserialize_with = "de_scenarios")]
     pub scenarios: Vec<MemHogRecord>,
     /// Per scenario, every second from its start to its end.
     #[serde(default)]
@@ -328,9 +337,105 @@ pub struct ProtectionRecord {
     pub tunes: Vec<Option<TuneRecord>>,
 }
 
+/// [`ProtectionRecord`] as stored, before upstream's scenario wrappers
+/// are taken apart.
+#[derive(Deserialize)]
+struct RawProtectionRecord {
+    scenarios: Vec<serde_json::Value>,
+    #[serde(default)]
+    samples: Vec<Vec<Sample>>,
+    #[serde(default)]
+    hog_base_wbps: u64,
+    #[serde(default)]
+    hog_base_source: String,
+    #[serde(default)]
+    hog_cap: u64,
+    #[serde(default)]
+    controls: Vec<String>,
+    #[serde(default)]
+    tunes: Vec<Option<TuneRecord>>,
+}
+
+/// Upstream's `MemHogTuneRecord`, less its final run and periods.
+#[derive(Deserialize)]
+struct UpstreamTune {
+    isol_pct: String,
+    isol_thr: f64,
+    final_size: Option<u64>,
+}
+
+impl TryFrom<RawProtectionRecord> for ProtectionRecord {
+    type Error = String;
+    fn try_from(r: RawProtectionRecord) -> Result<Self, String> {
+        let mut tunes = r.tunes;
+        let mut scenarios = Vec::with_capacity(r.scenarios.len());
+        for (i, v) in r.scenarios.into_iter().enumerate() {
+            let (inner, tune) = unwrap_scenario(v, i)?;
+            if let Some(t) = tune {
+                let u: UpstreamTune = serde_json::from_value(t)
+                    .map_err(|e| format!("scenario {}: MemHogTune: {e}", i + 1))?;
+                tunes.resize(tunes.len().max(i + 1), None);
+                tunes[i] = Some(TuneRecord {
+                    isol_pct: u.isol_pct,
+                    isol_thr: u.isol_thr,
+                    final_size: u.final_size,
+                    ..TuneRecord::default()
+                });
+            }
+            // A tune without a final run is an empty scenario.
+            scenarios.push(
+                if inner.is_null() && tunes.get(i).is_some_and(Option::is_some) {
+                    MemHogRecord::default()
+                } else {
+                    serde_json::from_value(inner).map_err(|e| format!("scenario {}: {e}", i + 1))?
+                },
+            );
+        }
+        Ok(ProtectionRecord {
+            scenarios,
+            samples: r.samples,
+            hog_base_wbps: r.hog_base_wbps,
+            hog_base_source: r.hog_base_source,
+            hog_cap: r.hog_cap,
+            controls: r.controls,
+            tunes,
+        })
+    }
+}
+
+/// One scenario of a record or result: ours bare, or upstream's
+/// `{"MemHog": X}` (X) or `{"MemHogTune": T}` (T's `final_run`, an empty
+/// scenario when null, and T itself as the second value).
+fn unwrap_scenario(
+    v: serde_json::Value,
+    i: usize,
+) -> Result<(serde_json::Value, Option<serde_json::Value>), String> {
+    use serde_json::Value;
+    match v {
+        Value::Object(mut m) if m.len() == 1 => match m.keys().next().map(String::as_str) {
+            Some("MemHog") => Ok((m.remove("MemHog").unwrap_or_default(), None)),
+            Some("MemHogTune") => {
+                let t = m.remove("MemHogTune").unwrap_or_default();
+                let run = match t.get("final_run") {
+                    None | Some(Value::Null) => Value::Null,
+                    Some(r) => r.clone(),
+                };
+                Ok((run, Some(t)))
+            }
+            Some(other) if other.chars().next().is_some_and(char::is_uppercase) => Err(format!(
+                "scenario {}: {other} scenarios are not supported (MemHog and MemHogTune are)",
+                i + 1
+            )),
+            _ => Ok((Value::Object(m), None)),
+        },
+        v => Ok((v, None)),
+    }
+}
+
 /// What the bench computes. Upstream names the summary
 /// `combined_mem_hog` (null without a memory-hog scenario) and wraps each
-/// scenario as `{"MemHog": …}`; both are read.
+/// scenario as `{"MemHog": …}` or `{"MemHogTune": {"final_run": …}}`;
+/// all are read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProtectionResult {
     #[serde(deserialize_with = "de_scenarios")]
@@ -339,13 +444,13 @@ pub struct ProtectionResult {
     pub combined: MemHogResult,
 }
 
-/// Scenarios, bare (ours) or wrapped in upstream's scenario enum
-/// (`{"MemHog": …}`). Upstream's other scenario, `MemHogTune`, is not
-/// supported and says so.
+/// Result scenarios, bare (ours) or wrapped in upstream's scenario enum
+/// (`{"MemHog": …}`, or `{"MemHogTune": {"final_run": …}}`, whose null
+/// final run reads as an empty result).
 fn de_scenarios<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
+    T: serde::de::DeserializeOwned + Default,
 {
     use serde::de::Error;
     let items = Vec::<serde_json::Value>::deserialize(d)?;
@@ -353,21 +458,10 @@ where
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            let inner = match v {
-                serde_json::Value::Object(mut m) if m.len() == 1 => {
-                    match m.keys().next().map(String::as_str) {
-                        Some("MemHog") => m.remove("MemHog").unwrap_or_default(),
-                        Some(other) if other.chars().next().is_some_and(char::is_uppercase) => {
-                            return Err(D::Error::custom(format!(
-                                "scenario {}: {other} scenarios are not supported (only MemHog)",
-                                i + 1
-                            )));
-                        }
-                        _ => serde_json::Value::Object(m),
-                    }
-                }
-                v => v,
-            };
+            let (inner, tune) = unwrap_scenario(v, i).map_err(D::Error::custom)?;
+            if tune.is_some() && inner.is_null() {
+                return Ok(T::default());
+            }
             serde_json::from_value(inner)
                 .map_err(|e| D::Error::custom(format!("scenario {}: {e}", i + 1)))
         })
@@ -672,6 +766,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 TuneRecord {
                     size_min: min,
                     size_max: max,
+                    intvs: t.sizes(min, max, ctx.opts.test).len() as u32,
                     isol_pct: t.isol_pct.clone(),
                     isol_thr: t.isol_thr,
                     probes: Vec::new(),
@@ -961,55 +1056,24 @@ pub fn study_record(rec: &ProtectionRecord) -> ProtectionResult {
         .zip(&rec.samples)
         .map(|(r, s)| study::study(r, s))
         .collect();
-    let combined = study::combine(&scenarios);
+    // As upstream's combined_mem_hog: the mem-hog scenarios only, not the
+    // tunes' final probes.
+    let hogs: Vec<MemHogResult> = scenarios
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| is_tune(rec, *i).is_none())
+        .map(|(_, r)| r.clone())
+        .collect();
+    let combined = study::combine(&hogs);
     ProtectionResult {
         scenarios,
         combined,
     }
 }
 
-/// The mem-hog-tune lines: per tune scenario, what was probed and
-/// which footprint, if any, was protected.
-pub fn format_tunes(tunes: &[Option<TuneRecord>]) -> String {
-    let mut out = String::new();
-    for (i, t) in tunes.iter().enumerate() {
-        let Some(t) = t else { continue };
-        let probes: Vec<String> = t
-            .probes
-            .iter()
-            .map(|(sz, isol)| match isol {
-                Some(v) => format!("{}:{:.2}%", format_size(*sz as f64), v * 100.0),
-                None => format!("{}:n/a", format_size(*sz as f64)),
-            })
-            .collect();
-        out.push_str(&format!(
-            "\nmem-hog-tune (scenario {}): probed {} (size:isol-{})\n",
-            i + 1,
-            if probes.is_empty() {
-                "nothing".to_string()
-            } else {
-                probes.join(" ")
-            },
-            t.isol_pct
-        ));
-        match t.final_size {
-            Some(sz) => out.push_str(&format!(
-                "        hashd memory size {}/{} can be protected at isol-{} >= {:.2}%\n",
-                format_size(sz as f64),
-                format_size(t.size_max as f64),
-                t.isol_pct,
-                t.isol_thr * 100.0
-            )),
-            None => out.push_str(&format!(
-                "        hashd memory size {}-{} can't be protected at isol-{} >= {:.2}%\n",
-                format_size(t.size_max as f64),
-                format_size(t.size_min as f64),
-                t.isol_pct,
-                t.isol_thr * 100.0
-            )),
-        }
-    }
-    out
+/// Scenario `i`'s tune record, when it is a `mem-hog-tune` scenario.
+fn is_tune(rec: &ProtectionRecord, i: usize) -> Option<&TuneRecord> {
+    rec.tunes.get(i).and_then(Option::as_ref)
 }
 
 /// The text: a blank line, then the scenarios (`full`) and the summary.
@@ -1022,13 +1086,12 @@ pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, S
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
         .map_err(|e| format!("the record is not a protection record: {e}"))?;
     // Upstream's record leaves the scenario parameters to the spec.
-    if let Ok(scns) = scenarios(&d.spec) {
-        for (r, s) in rec.scenarios.iter_mut().zip(scns) {
-            if r.loops == 0 && r.speed.is_empty() {
-                r.loops = s.loops;
-                r.load = s.load;
-                r.speed = s.speed;
-            }
+    let scns = scenarios(&d.spec).unwrap_or_default();
+    for (r, s) in rec.scenarios.iter_mut().zip(&scns) {
+        if r.loops == 0 && r.speed.is_empty() {
+            r.loops = s.loops;
+            r.load = s.load;
+            r.speed = s.speed.clone();
         }
     }
     let res: ProtectionResult = match &d.result {
@@ -1050,17 +1113,54 @@ pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, S
         }
         out.push('\n');
     }
-    let pairs: Vec<(MemHogRecord, MemHogResult)> = rec
+    let views: Vec<(MemHogRecord, MemHogResult, Option<TuneView>)> = rec
         .scenarios
         .iter()
         .cloned()
         .zip(res.scenarios.iter().cloned())
+        .enumerate()
+        .map(|(i, (r, s))| {
+            let view = is_tune(&rec, i).map(|t| {
+                // Upstream's record leaves the range and the probe count
+                // to the spec.
+                let spec_tune = scns.get(i).and_then(|s| s.tune.as_ref());
+                let or_spec = |v: u64, f: fn(&Tune) -> Option<u64>| {
+                    if v > 0 {
+                        v
+                    } else {
+                        spec_tune.and_then(f).unwrap_or(0)
+                    }
+                };
+                TuneView {
+                    load: r.load,
+                    speed: r.speed.clone(),
+                    size_min: or_spec(t.size_min, |t| t.size_min),
+                    size_max: or_spec(t.size_max, |t| t.size_max),
+                    intvs: if t.intvs > 0 {
+                        t.intvs
+                    } else {
+                        spec_tune.and_then(|t| t.intvs).unwrap_or(10)
+                    },
+                    isol_pct: t.isol_pct.clone(),
+                    isol_thr: t.isol_thr,
+                    final_size: t.final_size,
+                    probes: t.probes.clone(),
+                }
+            });
+            (r, s, view)
+        })
         .collect();
-    format_protection_rstat(&mut out, &pairs, &res.combined, full, rstat);
+    let has_hog = views.iter().any(|v| v.2.is_none());
+    format_protection_rstat(
+        &mut out,
+        &views,
+        has_hog.then_some(&res.combined),
+        full,
+        rstat,
+    );
     if !out.ends_with('\n') {
         out.push('\n');
     }
-    out.push_str(&format_tunes(&rec.tunes));
     Ok(out)
 }
 
@@ -1215,14 +1315,87 @@ mod tests {
         assert_eq!(m.runs[0].last_hog_rep.as_ref().unwrap()["wloss"], 3);
         assert!(rec.samples.is_empty());
 
-        let e =
-            serde_json::from_value::<ProtectionRecord>(json!({"scenarios": [{"MemHogTune": {}}]}))
-                .unwrap_err()
-                .to_string();
+        let e = serde_json::from_value::<ProtectionRecord>(json!({"scenarios": [{"CpuHog": {}}]}))
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("scenario 1: MemHogTune scenarios are not supported"),
+            e.contains("scenario 1: CpuHog scenarios are not supported"),
             "{e}"
         );
+
+        // Upstream's MemHogTune (a mem-hog scenario first, as upstream's
+        // job would run them), formatted with upstream's sections: the
+        // tune in the summary too, and the combined result from the
+        // mem-hog scenario only.
+        let hog_run = json!({"period": [1, 9], "base_period": [2, 3], "base_rps": 80.0,
+            "runs": [{"failed": null, "first_hog_rep": hog_rep, "last_hog_rep": hog_rep,
+                      "last_hog_mem": 4096}]});
+        let tune = |final_run: serde_json::Value, final_size: serde_json::Value| {
+            json!({"MemHogTune": {"period": [10, 90], "base_period": [10, 20],
+                "isol_pct": "05", "isol_thr": 0.9, "final_run": final_run,
+                "final_size": final_size}})
+        };
+        let g = 1u64 << 30;
+        let rec: ProtectionRecord = serde_json::from_value(json!({"scenarios": [
+            {"MemHog": hog_run}, tune(hog_run.clone(), json!(g))
+        ]}))
+        .unwrap();
+        assert_eq!(rec.scenarios.len(), 2);
+        assert_eq!(rec.tunes[0], None);
+        let t = rec.tunes[1].clone().unwrap();
+        assert_eq!(
+            (t.isol_pct.as_str(), t.isol_thr, t.final_size),
+            ("05", 0.9, Some(g))
+        );
+        let spec =
+            "protection::scenario=mem-hog:scenario=mem-hog-tune,size-min=1G,size-max=2G,intvs=4";
+        let data = |rec: serde_json::Value, res: serde_json::Value| JobData {
+            spec: parse(spec).unwrap(),
+            period: (1, 90),
+            sysinfo: serde_json::Value::Null,
+            record: Some(rec),
+            result: Some(res),
+        };
+        let tune_res = |r: serde_json::Value| json!({"MemHogTune": {"final_run": r}});
+        let d = data(
+            json!({"scenarios": [{"MemHog": hog_run}, tune(hog_run.clone(), json!(g))]}),
+            json!({"scenarios": [{"MemHog": res}, tune_res(res.clone())], "combined_mem_hog": res}),
+        );
+        let text = format(&d, false).unwrap();
+        assert!(text.contains("Scenario 2/2 - Memory Hog Tuning"), "{text}");
+        assert!(!text.contains("Scenario 1/2 - Memory Hog\n"), "{text}");
+        assert!(
+            text.contains(
+                "Params: load=1 speed=2x size=1.0G-2.0G intvs=4\n        isol-05 >= 90.00%\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "        hashd memory size 1.0G/2.0G can be protected at isol-05 >= 90.00%"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("Memory Hog Summary"), "{text}");
+        let full = format(&d, true).unwrap();
+        assert!(full.contains("Scenario 1/2 - Memory Hog\n"), "{full}");
+        // No run recorded, no size found, no mem-hog scenario: upstream's
+        // lines, and no summary (combined_mem_hog is null).
+        let d = data(
+            json!({"scenarios": [tune(json!(null), json!(null))]}),
+            json!({"scenarios": [tune_res(json!(null))], "combined_mem_hog": null}),
+        );
+        let d = JobData {
+            spec: parse("protection::scenario=mem-hog-tune,size-min=1G,size-max=2G").unwrap(),
+            ..d
+        };
+        let text = format(&d, true).unwrap();
+        assert!(
+            text.contains("Result: A successful full mem-hog run was not recorded\n        Failed to find size to keep isol-05 above 90.00% in [1.0G, 2.0G]"),
+            "{text}"
+        );
+        assert!(text.contains("intvs=10"), "{text}");
+        assert!(!text.contains("Memory Hog Summary"), "{text}");
     }
 
     /// The per-scenario figures: the result's, with what each scenario
@@ -1392,32 +1565,50 @@ mod tests {
                 .contains("above size-max")
         );
 
+        // Our own record: the probes line (ours) after upstream's lines;
+        // the combined result leaves the tune's final probe out.
         let found = TuneRecord {
             size_min: g,
             size_max: 2 * g,
+            intvs: 2,
             isol_pct: "05".into(),
             isol_thr: 0.9,
-            probes: vec![(2 * g, Some(0.5)), (g, Some(0.95))],
-            final_size: Some(g),
-        };
-        let text = format_tunes(&[None, Some(found.clone())]);
-        assert!(text.contains("mem-hog-tune (scenario 2)"), "{text}");
-        assert!(text.contains("50.00%") && text.contains("95.00%"), "{text}");
-        assert!(
-            text.contains("can be protected at isol-05 >= 90.00%"),
-            "{text}"
-        );
-        let none = TuneRecord {
+            probes: vec![(2 * g, Some(0.5)), (g, None)],
             final_size: None,
-            ..found
         };
-        let text = format_tunes(&[Some(TuneRecord {
-            probes: vec![(2 * g, None)],
-            ..none
-        })]);
+        let run = MemHogRecord {
+            loops: 2,
+            load: 1.0,
+            speed: "2x".into(),
+            runs: vec![MemHogRun::default()],
+            ..MemHogRecord::default()
+        };
+        let rec = ProtectionRecord {
+            scenarios: vec![run.clone(), run],
+            samples: vec![vec![], vec![]],
+            tunes: vec![None, Some(found)],
+            ..ProtectionRecord::default()
+        };
+        let res = study_record(&rec);
+        assert_eq!(res.combined.nr_runs, res.scenarios[0].nr_runs);
+        let d = JobData {
+            spec: parse("protection::scenario=mem-hog:scenario=mem-hog-tune").unwrap(),
+            period: (1, 2),
+            sysinfo: serde_json::Value::Null,
+            record: Some(serde_json::to_value(&rec).unwrap()),
+            result: Some(serde_json::to_value(&res).unwrap()),
+        };
+        let text = format(&d, false).unwrap();
         assert!(
-            text.contains("2.0G:n/a") && text.contains("can't be protected"),
+            text.contains("size=1.0G-2.0G intvs=2")
+                && text
+                    .contains("Failed to find size to keep isol-05 above 90.00% in [1.0G, 2.0G]")
+                && text.contains("Probes (ours, size:isol-05): 2.0G:50.00% 1.0G:n/a"),
             "{text}"
         );
+        // Written and read back, the tune stays with its scenario.
+        let back: ProtectionRecord =
+            serde_json::from_value(serde_json::to_value(&rec).unwrap()).unwrap();
+        assert_eq!(back, rec);
     }
 }
