@@ -183,6 +183,13 @@ pub struct LoopRecord {
     pub probes: Value,
     /// Kept in the mean (false: retried).
     pub used: bool,
+    /// Seconds of the loop with a memory reading of hashd's cgroup, and
+    /// the whole seconds the loop lasted: upstream's report counts
+    /// (present, missing) are taken from these (0 in older records).
+    #[serde(default)]
+    pub samples: u64,
+    #[serde(default)]
+    pub samples_expected: u64,
 }
 
 /// What the bench recorded.
@@ -222,6 +229,10 @@ pub struct StorageResult {
     pub write_lat_mean: Option<f64>,
     pub swap_peak: u64,
     pub swap_full: bool,
+    /// Per-second samples (present, missing) over all loops, as upstream's
+    /// `nr_reports`.
+    #[serde(default)]
+    pub nr_reports: (u64, u64),
 }
 
 /// Studies the loops kept in the mean.
@@ -250,6 +261,12 @@ pub fn study(rec: &StorageRecord) -> StorageResult {
         write_lat_mean: mean_of(&|r| r.write_lat),
         swap_peak,
         swap_full: rec.swap_total > 0 && swap_peak as f64 >= 0.95 * rec.swap_total as f64,
+        nr_reports: rec.runs.iter().fold((0, 0), |(p, m), r| {
+            (
+                p + r.samples,
+                m + r.samples_expected.saturating_sub(r.samples),
+            )
+        }),
     }
 }
 
@@ -331,6 +348,10 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
     let mut swap_peak = 0u64;
     let start = Instant::now();
     let mut last_line = Instant::now();
+    // One sample a second, on a fixed schedule: a late sample is a missed
+    // second, not a shifted one.
+    let mut next = start;
+    let mut samples = 0u64;
     let status = loop {
         if ctx.cancel.is_stopped() {
             drop(child);
@@ -341,7 +362,9 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
             Ok(None) => {}
             Err(e) => return Err(format!("hashd: {e}")),
         }
-        let usage = cg.stat().mem_bytes.unwrap_or(0);
+        let usage = cg.stat().mem_bytes;
+        samples += u64::from(usage.is_some());
+        let usage = usage.unwrap_or(0);
         let disk = crate::sys::diskstats(&dev).unwrap_or_default();
         window.push_back((usage, disk));
         if window.len() > USAGE_WINDOW + 1 {
@@ -363,7 +386,12 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
                 format_duration(start.elapsed().as_secs_f64()),
             );
         }
-        std::thread::sleep(Duration::from_secs(1));
+        next += Duration::from_secs(1);
+        let now = Instant::now();
+        while next < now {
+            next += Duration::from_secs(1);
+        }
+        std::thread::sleep(next - now);
     };
     let metrics = reader.join().ok().flatten();
     if !status.success() {
@@ -423,6 +451,8 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         swap_peak,
         probes: m["mem_probes"].clone(),
         used: false,
+        samples,
+        samples_expected: (secs.floor() as u64).max(samples),
     }))
 }
 
@@ -697,15 +727,35 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
     if !rec.notes.is_empty() {
         o.push('\n');
     }
+    // Upstream's line: missing is the share of per-second samples that
+    // were not taken (its reports; 0 when none were counted).
+    let (present, missing) = res.nr_reports;
+    let missing = if present + missing > 0 {
+        missing as f64 / (present + missing) as f64
+    } else {
+        0.0
+    };
     o.push_str(&format!(
-        "\nMemory offloading: factor={:.3}@{} usage_mean:stdev={}:{} size_mean:stdev={}:{}\n",
-        res.mem_offload_factor,
-        rec.mem_profile,
-        format_size(res.mem_usage_mean),
-        format_size(res.mem_usage_stdev),
-        format_size(res.mem_size_mean),
-        format_size(res.mem_size_stdev)
+        "\nMemory offloading: factor={:.3}@{} ",
+        res.mem_offload_factor, rec.mem_profile
     ));
+    if rec.loops > 1 {
+        o.push_str(&format!(
+            "usage/stdev={}/{} size/stdev={}/{} missing={}%\n",
+            format_size(res.mem_usage_mean),
+            format_size(res.mem_usage_stdev),
+            format_size(res.mem_size_mean),
+            format_size(res.mem_size_stdev),
+            crate::fmt::format_pct(missing)
+        ));
+    } else {
+        o.push_str(&format!(
+            "usage={} size={} missing={}%\n",
+            format_size(res.mem_usage_mean),
+            format_size(res.mem_size_mean),
+            crate::fmt::format_pct(missing)
+        ));
+    }
     Ok(o)
 }
 
@@ -928,7 +978,7 @@ mod tests {
         };
         let text = format(&d, true).unwrap();
         assert!(
-            text.contains("Memory offloading: factor=1.583@16 usage_mean:stdev=12.0G:0 size_mean:stdev=19.0G:1.4G"),
+            text.contains("Memory offloading: factor=1.583@16 usage/stdev=12.0G/0 size/stdev=19.0G/1.4G missing=0%"),
             "{text}"
         );
         assert!(
@@ -939,6 +989,29 @@ mod tests {
         assert!(text.contains("read=2.0m write=-"), "{text}");
         assert_eq!(text.matches("  yes  ").count(), 2, "{text}");
         assert_eq!(text.matches("   no  ").count(), 1, "{text}");
+
+        // One loop: upstream's short form. 38 of 40 seconds sampled.
+        let mut one = rec.clone();
+        one.loops = 1;
+        one.runs = vec![LoopRecord {
+            samples: 38,
+            samples_expected: 40,
+            ..run_rec(12 * g, 18 * g, true)
+        }];
+        let r = study(&one);
+        assert_eq!(r.nr_reports, (38, 2));
+        let d = JobData {
+            record: Some(serde_json::to_value(&one).unwrap()),
+            result: Some(serde_json::to_value(&r).unwrap()),
+            ..d
+        };
+        let text = format(&d, false).unwrap();
+        assert!(
+            text.contains(
+                "Memory offloading: factor=1.500@16 usage=12.0G size=18.0G missing=5.00%"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
