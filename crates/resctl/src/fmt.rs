@@ -87,6 +87,40 @@ pub fn format_size(n: f64) -> String {
     format_size_inner(n, "0")
 }
 
+/// Formats a count the way upstream does: `0` prints `0`, below 1000 the
+/// integer, otherwise scaled by k (10^3), m, g, p and e (10^15): one
+/// decimal below 99.95, none below 1000, else the next unit; `INF` if
+/// nothing fits.
+///
+/// ```
+/// use resctl::fmt::format_count;
+/// assert_eq!(format_count(999.0), "999");
+/// assert_eq!(format_count(1234.0), "1.2k");
+/// assert_eq!(format_count(250_000.0), "250k");
+/// assert_eq!(format_count(3e9), "3.0g");
+/// ```
+pub fn format_count(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".to_string();
+    }
+    if n < 0.0 {
+        return format!("-{}", format_count(-n));
+    }
+    let n = n.round();
+    if n == 0.0 {
+        return "0".to_string();
+    }
+    if n < 1000.0 {
+        return format!("{n:.0}");
+    }
+    format_ladder(
+        n,
+        [(1e3, "k"), (1e6, "m"), (1e9, "g"), (1e12, "p"), (1e15, "e")]
+            .into_iter()
+            .map(|(u, s)| (u, 1000.0, s)),
+    )
+}
+
 /// [`format_size`], but `0` prints as `-`.
 pub fn format_size_dashed(n: f64) -> String {
     format_size_inner(n, "-")

@@ -21,6 +21,8 @@ use crate::fmt::{custom_underline, format_duration, format_pct, format_percentil
 enum Kind {
     Pct,
     Size,
+    /// Upstream's base-10 counts (`format_count`).
+    Count,
 }
 
 /// Rows of the slice resource stat tables: label, field, kind.
@@ -48,22 +50,41 @@ fn pcts_cols() -> impl Iterator<Item = &'static str> {
 
 /// `{name:<10}  ` followed by the right-aligned column labels.
 fn pcts_header(out: &mut String, name: &str) {
+    pcts_header_w(out, name, LABEL_W);
+}
+
+/// The label column's width (upstream's `base_len`); `format -R` widens it
+/// to the longest key the level shows ([`rstat_label_width`]).
+const LABEL_W: usize = 10;
+
+fn pcts_header_w(out: &mut String, name: &str, w: usize) {
     let labels: Vec<String> = pcts_cols()
         .map(|k| format!("{:>5}", format_percentile(k)))
         .collect();
-    let _ = writeln!(out, "{name:<10}  {}", labels.join(" "));
+    let _ = writeln!(out, "{name:<w$}  {}", labels.join(" "));
 }
 
 /// One distribution row. If the map is missing or every value is 0, every
 /// cell is `-`.
 fn pcts_line(out: &mut String, field: &str, map: Option<&BTreeMap<String, f64>>, kind: Kind) {
+    pcts_line_w(out, field, map, kind, LABEL_W);
+}
+
+fn pcts_line_w(
+    out: &mut String,
+    field: &str,
+    map: Option<&BTreeMap<String, f64>>,
+    kind: Kind,
+    w: usize,
+) {
     let empty = map.is_none_or(|m| m.values().all(|v| *v == 0.0));
-    let mut line = format!("{field:<10}  ");
+    let mut line = format!("{field:<w$}  ");
     for key in pcts_cols() {
         let cell = match map.and_then(|m| m.get(key)) {
             Some(v) if !empty => match kind {
                 Kind::Pct => format_pct(*v),
                 Kind::Size => format_size(*v),
+                Kind::Count => crate::fmt::format_count(*v),
             },
             _ => "-".to_string(),
         };
@@ -203,11 +224,14 @@ fn format_iolat_summary(out: &mut String, r: &MemHogResult) {
 /// `Slice resource stat:` and the three slice tables, separated by blank
 /// lines (no blank line after the last). With `rstat` > 0 (`format -R`),
 /// each slice's other distributions follow its table: the `swap_bytes`
-/// style fields in `NAME - other`, the `mem_stat.`/`io_stat.`/`vmstat.`
-/// ones in `NAME - memory.stat`/`io.stat`/`vmstat` (upstream's tables;
-/// rackbench does not split keys into upstream's shown and hidden sets,
-/// so `-R` and `-RR` print the same). A slice without such fields says so.
+/// style fields in `NAME - other` (ours), the `mem_stat.`/`io_stat.`/
+/// `vmstat.` ones in `NAME - memory.stat`/`io.stat`/`vmstat` (upstream's
+/// tables, its keys in its order). `-R` shows upstream's shown keys, `-RR`
+/// its hidden ones too (and keys upstream does not list, after them); the
+/// label column widens to the longest key the level can show, as
+/// upstream's. A slice without such fields says so.
 fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
+    let w = rstat_label_width(rstat);
     out.push_str("Slice resource stat:\n");
     for (name, stat) in [
         ("[ROOT]", &r.root_rstat),
@@ -215,13 +239,259 @@ fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
         ("[SYSTEM]", &r.sys_rstat),
     ] {
         out.push('\n');
-        pcts_header(out, name);
+        pcts_header_w(out, name, w);
         for (label, field, kind) in RSTAT_ROWS {
-            pcts_line(out, label, stat.get(field), kind);
+            pcts_line_w(out, label, stat.get(field), kind, w);
         }
         if rstat > 0 {
-            format_rstat_extra(out, name, stat);
+            format_rstat_extra(out, name, stat, rstat, w);
         }
+    }
+}
+
+/// Which `format -R` level shows a key: `Shown` from `-R`, `Hidden` from
+/// `-RR` (upstream's `!` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Shown,
+    Hidden,
+}
+use Level::{Hidden, Shown};
+
+// Upstream's keys of the memory.stat, io.stat and vmstat tables, in its
+// order, with the level that shows each and whether it is a count (printed
+// base 10) rather than bytes. Facts from upstream's resctl-bench
+// (study/rstat.rs); whether a key is cumulative does not matter here, as
+// the distributions are already computed.
+const MEM_STAT_KEYS: &[(&str, Level, Kind)] = &[
+    ("anon", Shown, Kind::Size),
+    ("file", Shown, Kind::Size),
+    ("kernel_stack", Hidden, Kind::Size),
+    ("pagetables", Hidden, Kind::Size),
+    ("percpu", Hidden, Kind::Size),
+    ("sock", Hidden, Kind::Size),
+    ("shmem", Hidden, Kind::Size),
+    ("file_mapped", Hidden, Kind::Size),
+    ("file_dirty", Shown, Kind::Size),
+    ("file_writeback", Shown, Kind::Size),
+    ("anon_thp", Hidden, Kind::Size),
+    ("file_thp", Hidden, Kind::Size),
+    ("shmem_thp", Hidden, Kind::Size),
+    ("inactive_anon", Shown, Kind::Size),
+    ("active_anon", Shown, Kind::Size),
+    ("inactive_file", Shown, Kind::Size),
+    ("active_file", Shown, Kind::Size),
+    ("unevictable", Hidden, Kind::Size),
+    ("slab_reclaimable", Hidden, Kind::Size),
+    ("slab_unreclaimable", Hidden, Kind::Size),
+    ("slab", Hidden, Kind::Size),
+    ("workingset_refault_anon", Shown, Kind::Size),
+    ("workingset_refault_file", Shown, Kind::Size),
+    ("workingset_activate_anon", Shown, Kind::Size),
+    ("workingset_activate_file", Shown, Kind::Size),
+    ("workingset_restore_anon", Shown, Kind::Size),
+    ("workingset_restore_file", Shown, Kind::Size),
+    ("workingset_nodereclaim", Shown, Kind::Size),
+    ("pgfault", Shown, Kind::Size),
+    ("pgmajfault", Shown, Kind::Size),
+    ("pgrefill", Shown, Kind::Size),
+    ("pgscan", Shown, Kind::Size),
+    ("pgsteal", Shown, Kind::Size),
+    ("pgactivate", Hidden, Kind::Size),
+    ("pgdeactivate", Hidden, Kind::Size),
+    ("pglazyfree", Hidden, Kind::Size),
+    ("pglazyfreed", Hidden, Kind::Size),
+    ("thp_fault_alloc", Hidden, Kind::Size),
+    ("thp_collapse_alloc", Hidden, Kind::Size),
+];
+
+const IO_STAT_KEYS: &[(&str, Level, Kind)] = &[
+    ("rbytes", Shown, Kind::Size),
+    ("rios", Shown, Kind::Count),
+    ("wbytes", Shown, Kind::Size),
+    ("wios", Shown, Kind::Count),
+    ("dbytes", Shown, Kind::Size),
+    ("dios", Shown, Kind::Count),
+    ("cost.vrate", Shown, Kind::Size),
+    ("cost.usage", Shown, Kind::Count),
+    ("cost.wait", Shown, Kind::Count),
+    ("cost.indebt", Shown, Kind::Count),
+    ("cost.indelay", Shown, Kind::Count),
+];
+
+const VMSTAT_KEYS: &[(&str, Level, Kind)] = &[
+    ("nr_free_pages", Shown, Kind::Size),
+    ("nr_zone_inactive_anon", Hidden, Kind::Size),
+    ("nr_zone_active_anon", Hidden, Kind::Size),
+    ("nr_zone_inactive_file", Hidden, Kind::Size),
+    ("nr_zone_active_file", Hidden, Kind::Size),
+    ("nr_zone_unevictable", Hidden, Kind::Size),
+    ("nr_zone_write_pending", Hidden, Kind::Size),
+    ("nr_mlock", Hidden, Kind::Size),
+    ("nr_bounce", Hidden, Kind::Size),
+    ("nr_zspages", Hidden, Kind::Size),
+    ("nr_free_cma", Hidden, Kind::Size),
+    ("numa_hit", Hidden, Kind::Size),
+    ("numa_miss", Hidden, Kind::Size),
+    ("numa_foreign", Hidden, Kind::Size),
+    ("numa_interleave", Hidden, Kind::Size),
+    ("numa_local", Hidden, Kind::Size),
+    ("numa_other", Hidden, Kind::Size),
+    ("nr_inactive_anon", Shown, Kind::Size),
+    ("nr_active_anon", Shown, Kind::Size),
+    ("nr_inactive_file", Shown, Kind::Size),
+    ("nr_active_file", Shown, Kind::Size),
+    ("nr_unevictable", Shown, Kind::Size),
+    ("nr_slab_reclaimable", Shown, Kind::Size),
+    ("nr_slab_unreclaimable", Shown, Kind::Size),
+    ("nr_isolated_anon", Shown, Kind::Size),
+    ("nr_isolated_file", Shown, Kind::Size),
+    ("workingset_nodes", Shown, Kind::Size),
+    ("workingset_refault_anon", Shown, Kind::Size),
+    ("workingset_refault_file", Shown, Kind::Size),
+    ("workingset_activate_anon", Shown, Kind::Size),
+    ("workingset_activate_file", Shown, Kind::Size),
+    ("workingset_restore_anon", Shown, Kind::Size),
+    ("workingset_restore_file", Shown, Kind::Size),
+    ("workingset_nodereclaim", Shown, Kind::Size),
+    ("nr_anon_pages", Shown, Kind::Size),
+    ("nr_mapped", Shown, Kind::Size),
+    ("nr_file_pages", Shown, Kind::Size),
+    ("nr_dirty", Shown, Kind::Size),
+    ("nr_writeback", Shown, Kind::Size),
+    ("nr_writeback_temp", Shown, Kind::Size),
+    ("nr_shmem", Shown, Kind::Size),
+    ("nr_shmem_hugepages", Hidden, Kind::Size),
+    ("nr_shmem_pmdmapped", Hidden, Kind::Size),
+    ("nr_file_hugepages", Hidden, Kind::Size),
+    ("nr_file_pmdmapped", Hidden, Kind::Size),
+    ("nr_anon_transparent_hugepages", Hidden, Kind::Size),
+    ("nr_vmscan_write", Hidden, Kind::Size),
+    ("nr_vmscan_immediate_reclaim", Hidden, Kind::Size),
+    ("nr_dirtied", Shown, Kind::Size),
+    ("nr_written", Shown, Kind::Size),
+    ("nr_kernel_misc_reclaimable", Hidden, Kind::Size),
+    ("nr_foll_pin_acquired", Hidden, Kind::Size),
+    ("nr_foll_pin_released", Hidden, Kind::Size),
+    ("nr_kernel_stack", Hidden, Kind::Size),
+    ("nr_page_table_pages", Hidden, Kind::Size),
+    ("nr_dirty_threshold", Hidden, Kind::Size),
+    ("nr_dirty_background_threshold", Hidden, Kind::Size),
+    ("pgpgin", Shown, Kind::Size),
+    ("pgpgout", Shown, Kind::Size),
+    ("pswpin", Shown, Kind::Size),
+    ("pswpout", Shown, Kind::Size),
+    ("pgalloc_dma", Hidden, Kind::Size),
+    ("pgalloc_dma32", Hidden, Kind::Size),
+    ("pgalloc_normal", Hidden, Kind::Size),
+    ("pgalloc_movable", Hidden, Kind::Size),
+    ("allocstall_dma", Hidden, Kind::Size),
+    ("allocstall_dma32", Hidden, Kind::Size),
+    ("allocstall_normal", Shown, Kind::Size),
+    ("allocstall_movable", Shown, Kind::Size),
+    ("pgskip_dma", Hidden, Kind::Size),
+    ("pgskip_dma32", Hidden, Kind::Size),
+    ("pgskip_normal", Hidden, Kind::Size),
+    ("pgskip_movable", Hidden, Kind::Size),
+    ("pgfree", Hidden, Kind::Size),
+    ("pgactivate", Hidden, Kind::Size),
+    ("pgdeactivate", Hidden, Kind::Size),
+    ("pglazyfree", Hidden, Kind::Size),
+    ("pgfault", Shown, Kind::Size),
+    ("pgmajfault", Shown, Kind::Size),
+    ("pglazyfreed", Hidden, Kind::Size),
+    ("pgrefill", Hidden, Kind::Size),
+    ("pgreuse", Hidden, Kind::Size),
+    ("pgsteal_kswapd", Shown, Kind::Size),
+    ("pgsteal_direct", Shown, Kind::Size),
+    ("pgscan_kswapd", Shown, Kind::Size),
+    ("pgscan_direct", Shown, Kind::Size),
+    ("pgscan_direct_throttle", Shown, Kind::Size),
+    ("pgscan_anon", Shown, Kind::Size),
+    ("pgscan_file", Shown, Kind::Size),
+    ("pgsteal_anon", Shown, Kind::Size),
+    ("pgsteal_file", Shown, Kind::Size),
+    ("zone_reclaim_failed", Shown, Kind::Count),
+    ("pginodesteal", Shown, Kind::Count),
+    ("slabs_scanned", Hidden, Kind::Count),
+    ("kswapd_inodesteal", Shown, Kind::Count),
+    ("kswapd_low_wmark_hit_quickly", Hidden, Kind::Count),
+    ("kswapd_high_wmark_hit_quickly", Hidden, Kind::Count),
+    ("pageoutrun", Hidden, Kind::Size),
+    ("pgrotated", Hidden, Kind::Size),
+    ("drop_pagecache", Hidden, Kind::Count),
+    ("drop_slab", Hidden, Kind::Count),
+    ("oom_kill", Hidden, Kind::Count),
+    ("numa_pte_updates", Hidden, Kind::Size),
+    ("numa_huge_pte_updates", Hidden, Kind::Size),
+    ("numa_hint_faults", Hidden, Kind::Size),
+    ("numa_hint_faults_local", Hidden, Kind::Size),
+    ("numa_pages_migrated", Hidden, Kind::Size),
+    ("pgmigrate_success", Hidden, Kind::Size),
+    ("pgmigrate_fail", Hidden, Kind::Size),
+    ("thp_migration_success", Hidden, Kind::Size),
+    ("thp_migration_fail", Hidden, Kind::Size),
+    ("thp_migration_split", Hidden, Kind::Size),
+    ("compact_migrate_scanned", Hidden, Kind::Size),
+    ("compact_free_scanned", Hidden, Kind::Size),
+    ("compact_isolated", Hidden, Kind::Size),
+    ("compact_stall", Hidden, Kind::Size),
+    ("compact_fail", Hidden, Kind::Size),
+    ("compact_success", Hidden, Kind::Size),
+    ("compact_daemon_wake", Hidden, Kind::Size),
+    ("compact_daemon_migrate_scanned", Hidden, Kind::Size),
+    ("compact_daemon_free_scanned", Hidden, Kind::Size),
+    ("htlb_buddy_alloc_success", Hidden, Kind::Size),
+    ("htlb_buddy_alloc_fail", Hidden, Kind::Size),
+    ("unevictable_pgs_culled", Hidden, Kind::Size),
+    ("unevictable_pgs_scanned", Hidden, Kind::Size),
+    ("unevictable_pgs_rescued", Hidden, Kind::Size),
+    ("unevictable_pgs_mlocked", Hidden, Kind::Size),
+    ("unevictable_pgs_munlocked", Hidden, Kind::Size),
+    ("unevictable_pgs_cleared", Hidden, Kind::Size),
+    ("unevictable_pgs_stranded", Hidden, Kind::Size),
+    ("thp_fault_alloc", Hidden, Kind::Size),
+    ("thp_fault_fallback", Hidden, Kind::Size),
+    ("thp_fault_fallback_charge", Hidden, Kind::Size),
+    ("thp_collapse_alloc", Hidden, Kind::Size),
+    ("thp_collapse_alloc_failed", Hidden, Kind::Size),
+    ("thp_file_alloc", Hidden, Kind::Size),
+    ("thp_file_fallback", Hidden, Kind::Size),
+    ("thp_file_fallback_charge", Hidden, Kind::Size),
+    ("thp_file_mapped", Hidden, Kind::Size),
+    ("thp_split_page", Hidden, Kind::Size),
+    ("thp_split_page_failed", Hidden, Kind::Size),
+    ("thp_deferred_split_page", Hidden, Kind::Size),
+    ("thp_split_pmd", Hidden, Kind::Size),
+    ("thp_split_pud", Hidden, Kind::Size),
+    ("thp_zero_page_alloc", Hidden, Kind::Size),
+    ("thp_zero_page_alloc_failed", Hidden, Kind::Size),
+    ("thp_swpout", Hidden, Kind::Size),
+    ("thp_swpout_fallback", Hidden, Kind::Size),
+    ("balloon_inflate", Hidden, Kind::Count),
+    ("balloon_deflate", Hidden, Kind::Count),
+    ("balloon_migrate", Hidden, Kind::Count),
+    ("swap_ra", Hidden, Kind::Size),
+    ("swap_ra_hit", Hidden, Kind::Size),
+    ("nr_unstable", Hidden, Kind::Size),
+];
+
+/// The label width for a `format -R` level: upstream's base 10, widened to
+/// the longest key of the three tables that the level shows.
+fn rstat_label_width(rstat: u8) -> usize {
+    let longest = |hidden: bool| {
+        [MEM_STAT_KEYS, IO_STAT_KEYS, VMSTAT_KEYS]
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter(|(_, l, _)| hidden || *l == Shown)
+            .map(|(k, _, _)| k.len())
+            .max()
+            .unwrap_or(0)
+    };
+    match rstat {
+        0 => LABEL_W,
+        1 => LABEL_W.max(longest(false)),
+        _ => LABEL_W.max(longest(true)),
     }
 }
 
@@ -230,22 +500,24 @@ fn format_rstat_extra(
     out: &mut String,
     name: &str,
     stat: &BTreeMap<String, BTreeMap<String, f64>>,
+    rstat: u8,
+    w: usize,
 ) {
     let base: Vec<&str> = RSTAT_ROWS.iter().map(|(_, field, _)| *field).collect();
-    let groups = [
-        ("other", ""),
-        ("memory.stat", "mem_stat."),
-        ("io.stat", "io_stat."),
-        ("vmstat", "vmstat."),
+    let groups: [(&str, &str, &[(&str, Level, Kind)]); 4] = [
+        ("other", "", &[]),
+        ("memory.stat", "mem_stat.", MEM_STAT_KEYS),
+        ("io.stat", "io_stat.", IO_STAT_KEYS),
+        ("vmstat", "vmstat.", VMSTAT_KEYS),
     ];
     let prefixed = |k: &str| {
         groups
             .iter()
-            .any(|(_, p)| !p.is_empty() && k.starts_with(*p))
+            .any(|(_, p, _)| !p.is_empty() && k.starts_with(*p))
     };
     let mut any = false;
-    for (title, prefix) in groups {
-        let rows: Vec<(&str, &BTreeMap<String, f64>)> = stat
+    for (title, prefix, keys) in groups {
+        let present: BTreeMap<&str, &BTreeMap<String, f64>> = stat
             .iter()
             .filter(|(k, _)| !base.contains(&k.as_str()))
             .filter(|(k, _)| {
@@ -257,14 +529,29 @@ fn format_rstat_extra(
             })
             .map(|(k, v)| (&k[prefix.len()..], v))
             .collect();
-        if rows.is_empty() {
+        if present.is_empty() {
             continue;
         }
         any = true;
+        // Upstream's keys in its order, then (with -RR, or in our own
+        // `other` table) the ones it does not list.
+        let mut rows: Vec<(&str, &BTreeMap<String, f64>, Kind)> = keys
+            .iter()
+            .filter(|(_, l, _)| rstat >= 2 || *l == Shown)
+            .filter_map(|(k, _, kind)| present.get(k).map(|m| (*k, *m, *kind)))
+            .collect();
+        if rstat >= 2 || prefix.is_empty() {
+            rows.extend(
+                present
+                    .iter()
+                    .filter(|(k, _)| !keys.iter().any(|(u, _, _)| u == *k))
+                    .map(|(k, m)| (*k, *m, Kind::Size)),
+            );
+        }
         out.push('\n');
-        pcts_header(out, &format!("{name} - {title}"));
-        for (label, map) in rows {
-            pcts_line(out, label, Some(map), Kind::Size);
+        pcts_header_w(out, &format!("{name} - {title}"), w);
+        for (label, map, kind) in rows {
+            pcts_line_w(out, label, Some(map), kind, w);
         }
     }
     if !any {
@@ -695,7 +982,7 @@ mod tests {
                         .map(|(k, c)| {
                             let v = match kind {
                                 Kind::Pct => pct_cell(c),
-                                Kind::Size => size_cell(c),
+                                Kind::Size | Kind::Count => size_cell(c),
                             };
                             v.map(|v| (k.to_string(), v))
                         })
@@ -920,9 +1207,26 @@ mod tests {
             out.contains("[WORKLOAD] - no memory.stat, io.stat or vmstat distributions"),
             "{out}"
         );
+        // -R shows upstream's shown keys, -RR its hidden ones too; counts
+        // print base 10; the label column widens with the level.
+        r.root_rstat
+            .insert("mem_stat.kernel_stack".into(), pct_map(&[8192.0 * 1024.0]));
+        r.root_rstat
+            .insert("io_stat.rios".into(), pct_map(&[250_000.0]));
+        let mut one = String::new();
+        format_result_rstat(&mut one, &r, true, 1);
+        assert!(!one.contains("\nkernel_stack "), "{one}");
+        assert!(one.contains("\nrios "), "{one}");
+        let rios = one.lines().find(|l| l.starts_with("rios ")).unwrap();
+        assert!(rios.contains(" 250k "), "{rios}");
+        let w1 = rstat_label_width(1);
+        assert_eq!(w1, "workingset_activate_anon".len());
+        assert!(one.contains(&format!("\n{:<w1$}  ", "cpu%")), "{one}");
         let mut two = String::new();
         format_result_rstat(&mut two, &r, true, 2);
-        assert_eq!(two, out);
+        assert!(two.contains("\nkernel_stack "), "{two}");
+        assert!(rstat_label_width(2) > w1);
+        assert_eq!(rstat_label_width(0), 10);
     }
 
     #[test]
