@@ -263,7 +263,11 @@ use Level::{Hidden, Shown};
 // base 10) rather than bytes. Facts from upstream's resctl-bench
 // (study/rstat.rs); whether a key is cumulative does not matter here, as
 // the distributions are already computed.
-const MEM_STAT_KEYS: &[(&str, Level, Kind)] = &[
+/// One key of upstream's stat tables: its name, the level that shows it
+/// and how its cells are printed.
+type StatKey = (&'static str, Level, Kind);
+
+const MEM_STAT_KEYS: &[StatKey] = &[
     ("anon", Shown, Kind::Size),
     ("file", Shown, Kind::Size),
     ("kernel_stack", Hidden, Kind::Size),
@@ -305,7 +309,7 @@ const MEM_STAT_KEYS: &[(&str, Level, Kind)] = &[
     ("thp_collapse_alloc", Hidden, Kind::Size),
 ];
 
-const IO_STAT_KEYS: &[(&str, Level, Kind)] = &[
+const IO_STAT_KEYS: &[StatKey] = &[
     ("rbytes", Shown, Kind::Size),
     ("rios", Shown, Kind::Count),
     ("wbytes", Shown, Kind::Size),
@@ -319,7 +323,7 @@ const IO_STAT_KEYS: &[(&str, Level, Kind)] = &[
     ("cost.indelay", Shown, Kind::Count),
 ];
 
-const VMSTAT_KEYS: &[(&str, Level, Kind)] = &[
+const VMSTAT_KEYS: &[StatKey] = &[
     ("nr_free_pages", Shown, Kind::Size),
     ("nr_zone_inactive_anon", Hidden, Kind::Size),
     ("nr_zone_active_anon", Hidden, Kind::Size),
@@ -504,7 +508,7 @@ fn format_rstat_extra(
     w: usize,
 ) {
     let base: Vec<&str> = RSTAT_ROWS.iter().map(|(_, field, _)| *field).collect();
-    let groups: [(&str, &str, &[(&str, Level, Kind)]); 4] = [
+    let groups: [(&str, &str, &[StatKey]); 4] = [
         ("other", "", &[]),
         ("memory.stat", "mem_stat.", MEM_STAT_KEYS),
         ("io.stat", "io_stat.", IO_STAT_KEYS),
