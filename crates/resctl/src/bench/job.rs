@@ -457,6 +457,63 @@ pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCo
 
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
 
+/// The jobs protection needs first, as upstream runs them nested: its
+/// hashd knobs (hashd-params) when the journal (`have_knobs`) and the run
+/// have none, and the hog's rate, iocost-params' write bandwidth, when
+/// neither has a model (`have_model`) and --iocost-from-sys is not given.
+/// With --test, or where fio is missing (`fio`), the hog's rate is assumed
+/// instead and the returned lines say so. Returns what to tell the user.
+fn add_nested(
+    pending: &mut Vec<JobSpec>,
+    have_knobs: bool,
+    have_model: bool,
+    opts: &Options,
+    fio: fn() -> bool,
+) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    if !pending.iter().any(|s| s.kind == "protection") {
+        return Ok(lines);
+    }
+    let pending_kind = |p: &Vec<JobSpec>, k: &str| p.iter().any(|s| s.kind == k);
+    let mut first = Vec::new();
+    if !have_model && !opts.iocost_from_sys && !pending_kind(pending, "iocost-params") {
+        if opts.test {
+            lines.push(
+                "note: protection without an iocost-params result: with --test the hog's rate is assumed, not measured"
+                    .to_string(),
+            );
+        } else if !fio() {
+            lines.push(
+                "note: protection without an iocost-params result, and fio (which iocost-params runs) \
+                 is not installed: the hog's rate is assumed, not measured"
+                    .to_string(),
+            );
+        } else {
+            lines.push(
+                "protection measures the hog's rate with iocost-params: running it first"
+                    .to_string(),
+            );
+            first.push(parse_spec("iocost-params")?);
+        }
+    }
+    if !have_knobs && !pending_kind(pending, "hashd-params") {
+        lines.push("protection needs hashd-params: running it first".to_string());
+        first.push(parse_spec("hashd-params")?);
+    }
+    pending.splice(0..0, first);
+    Ok(lines)
+}
+
+/// True when `fio --version` runs.
+fn has_fio() -> bool {
+    std::process::Command::new("fio")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Prints a job's summary and keeps the job for the run's record.
 fn print_summary(d: &JobData, printed: &mut Vec<JobData>) {
     print!("{}", summary_text(std::slice::from_ref(d)));
@@ -539,13 +596,10 @@ pub fn cmd_run(
     if pending.is_empty() {
         return Ok(true);
     }
-    // protection needs hashd's knobs: find them first when the journal
-    // has none (upstream runs hashd-params nested).
-    let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some()
-        || pending.iter().any(|s| s.kind == "hashd-params");
-    if !have_knobs && pending.iter().any(|s| s.kind == "protection") {
-        eprintln!("protection needs hashd-params: running it first");
-        pending.insert(0, parse_spec("hashd-params")?);
+    let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some();
+    let have_model = latest::<IoCostKnobs>(&journal, "iocost-params").is_some();
+    for line in add_nested(&mut pending, have_knobs, have_model, opts, has_fio)? {
+        eprintln!("{line}");
     }
     let mut reqs = BTreeSet::new();
     for s in &pending {
@@ -917,6 +971,51 @@ mod tests {
             SysReq::MemShadowInodeProt,
             Status::Missed(vec!["old kernel".into()]),
         )])
+    }
+
+    #[test]
+    fn protection_runs_iocost_params_and_hashd_params_first_as_upstream() {
+        let kinds = |p: &[JobSpec]| p.iter().map(|s| s.kind.clone()).collect::<Vec<_>>();
+        let run = |specs: &[&str], knobs: bool, model: bool, opts: &Options, fio: fn() -> bool| {
+            let mut p: Vec<JobSpec> = specs.iter().map(|s| parse_spec(s).unwrap()).collect();
+            let lines = add_nested(&mut p, knobs, model, opts, fio).unwrap();
+            (kinds(&p), lines)
+        };
+        let opts = Options::default();
+        let (k, _) = run(&["protection"], false, false, &opts, || true);
+        assert_eq!(k, ["iocost-params", "hashd-params", "protection"]);
+        // Nothing missing, or nothing needing them: nothing added.
+        assert_eq!(
+            run(&["protection"], true, true, &opts, || true).0,
+            ["protection"]
+        );
+        assert_eq!(
+            run(&["storage"], false, false, &opts, || true).0,
+            ["storage"]
+        );
+        // Given in the run already: kept where the user put them.
+        let (k, _) = run(&["protection", "iocost-params"], true, false, &opts, || {
+            true
+        });
+        assert_eq!(k, ["protection", "iocost-params"]);
+        // No fio, --test or --iocost-from-sys: the rate is assumed, said so
+        // (the first two) and hashd-params still runs first.
+        let (k, l) = run(&["protection"], false, false, &opts, || false);
+        assert_eq!(k, ["hashd-params", "protection"]);
+        assert!(l[0].contains("fio") && l[0].contains("assumed"), "{l:?}");
+        let test = Options {
+            test: true,
+            ..Options::default()
+        };
+        let (k, l) = run(&["protection"], true, false, &test, || true);
+        assert_eq!(k, ["protection"]);
+        assert!(l[0].contains("--test"), "{l:?}");
+        let sys = Options {
+            iocost_from_sys: true,
+            ..Options::default()
+        };
+        let (k, l) = run(&["protection"], true, false, &sys, || true);
+        assert_eq!((k, l.len()), (vec!["protection".to_string()], 0));
     }
 
     #[test]
