@@ -678,6 +678,9 @@ fn resctl_bench_refuses_bad_input() {
     assert!(e.contains("--mem-avail"), "{e}");
     assert!(go(&["-a", "args.json", "run", "hashd-params"]).contains("-a/--args args.json"));
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
+    // solve/merge are iocost-tune's; study's -R/--reports has nothing to read.
+    assert!(go(&["solve", "iocost-tune"]).contains("only iocost-tune results have a solve step"));
+    assert!(go(&["study", "-R", "rep.d", "storage"]).contains("keeps no report files"));
     // A job file's misspelled key is named with the entry and the closest.
     let jobs = d.path().join("jobs.json");
     std::fs::write(

@@ -23,6 +23,7 @@ Commands:
   summary [SPEC...]    print the summaries
                        (run, format and summary also take -f/--file FILE, repeatable:
                        the job_specs of an upstream args/job file, in line with the specs)
+  study SPEC...        study the jobs' results again from their records (saved)
   pack                 write RESULT_STEM.tar.gz (in the current directory) holding the
                        result file (rackbench keeps no separate report files)
   deps                 check the system requirements of every bench
@@ -155,6 +156,10 @@ struct Cli {
     /// `format -R`: [`rstat_words`] turns format's `-R` into this.
     #[arg(long = "rstat", action = clap::ArgAction::Count)]
     rstat: u8,
+    /// `study -R/--reports DIR` ([`rstat_words`] turns study's `-R` into
+    /// this): refused, there are no report files.
+    #[arg(long = "reports", hide = true)]
+    reports: Option<String>,
     /// COMMAND [ARGS...]
     words: Vec<String>,
 }
@@ -179,6 +184,7 @@ const VALUE_LONGS: &[&str] = &[
     "args",
     "logfile",
     "systemd-timeout",
+    "reports",
 ];
 
 /// Upstream has two `-R`s: `--rep-retention SECS` before the command and
@@ -206,7 +212,7 @@ fn rstat_words(args: &[String]) -> Vec<String> {
             out.push(crate::jobfile::marked(a));
             continue;
         }
-        if matches!(cmd, Some("run" | "format" | "summary")) && !rest_positional {
+        if matches!(cmd, Some("run" | "format" | "summary" | "study")) && !rest_positional {
             // A job file, kept in its place among the spec words.
             if a == "-f" || a == "--file" {
                 file_next = true;
@@ -232,6 +238,11 @@ fn rstat_words(args: &[String]) -> Vec<String> {
             continue;
         }
         if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            if cmd == Some("study") && shorts == "R" {
+                out.push("--reports".to_string());
+                value_next = true;
+                continue;
+            }
             if cmd == Some("format") && shorts.chars().all(|c| c == 'R') {
                 out.extend(std::iter::repeat_n("--rstat".to_string(), shorts.len()));
                 continue;
@@ -280,6 +291,12 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
             "-a/--args {}: loading base options from an upstream args file (and saving them \
              back) is not supported: pass the options on the command line",
             f.display()
+        ));
+    }
+    if let Some(d) = &c.reports {
+        return Err(format!(
+            "study -R/--reports {d}: rackbench keeps no report files; study reads each job's record \
+             in the result file"
         ));
     }
     let mut o = Options {
@@ -383,7 +400,7 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
     Ok((o, cmd, rest))
 }
 
-const COMMANDS: &[&str] = &["run", "format", "summary", "pack", "deps", "doc"];
+const COMMANDS: &[&str] = &["run", "format", "summary", "study", "pack", "deps", "doc"];
 
 /// `--logfile FILE`: from `start` until the guard drops, everything written
 /// to stderr (ours, and the children's, which inherit it) also goes to
@@ -568,12 +585,18 @@ impl Workload for Resctl {
             _ => {}
         }
         let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
-        if !COMMANDS.contains(&cmd.as_str()) {
+        if matches!(cmd.as_str(), "solve" | "merge") {
             anyhow::bail!(
-                "resctl: unknown command {cmd:?}: expected run, format, summary, pack, deps, doc, hashd or mem-hog"
+                "resctl: {cmd}: only iocost-tune results have a {cmd} step upstream, and iocost-tune cannot run \
+                 here (see `doc iocost-tune`)"
             );
         }
-        if cmd == "run" || cmd == "format" || cmd == "summary" {
+        if !COMMANDS.contains(&cmd.as_str()) {
+            anyhow::bail!(
+                "resctl: unknown command {cmd:?}: expected run, format, summary, study, pack, deps, doc, hashd or mem-hog"
+            );
+        }
+        if cmd == "run" || cmd == "format" || cmd == "summary" || cmd == "study" {
             for s in &rest {
                 job::parse_spec(s).map_err(anyhow::Error::msg)?;
             }
@@ -668,6 +691,11 @@ fn dispatch(
         }
         "format" | "summary" => {
             let out = job::cmd_format(opts, rest, cmd == "format").map_err(anyhow::Error::msg)?;
+            print!("{out}");
+            true
+        }
+        "study" => {
+            let out = job::cmd_study(opts, rest).map_err(anyhow::Error::msg)?;
             print!("{out}");
             true
         }

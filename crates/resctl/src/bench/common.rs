@@ -42,6 +42,13 @@ pub trait Bench: Sync {
     /// The key figures of a completed job for the harness's metrics: the
     /// bench fills its own part of `m`.
     fn metrics(&self, d: &JobData, m: &mut JobMetrics);
+    /// `study`: the job's result studied again from its record (after the
+    /// study code changed, say). `None` when the bench's result is not
+    /// studied from a record (its record is the result).
+    fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
+        let _ = d;
+        None
+    }
 }
 
 /// The global options of the resctl-bench commands.

@@ -874,6 +874,65 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
     Ok(out)
 }
 
+/// `study SPEC...`: each matching job's result studied again from its
+/// record, the journal saved (atomically) and the summaries printed. As
+/// upstream, the jobs must be complete; a job whose bench keeps no record
+/// to study is left as it is, with a note on stderr.
+pub fn cmd_study(opts: &Options, specs: &[String]) -> Result<String, String> {
+    let result = opts
+        .result
+        .as_ref()
+        .ok_or("no result file: expected -r/--result FILE")?;
+    if specs.is_empty() {
+        return Err("study: no job spec: expected KIND[:id=ID]... (as upstream, study needs the jobs named)".into());
+    }
+    if !result.exists() {
+        return Err(format!("result file {} does not exist", result.display()));
+    }
+    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    let mut changed = false;
+    for text in specs {
+        let s = parse_spec(text)?;
+        let i = journal
+            .jobs
+            .iter()
+            .position(|d| d.spec.kind == s.kind && d.spec.id == s.id)
+            .ok_or_else(|| format!("No matching result for {text}"))?;
+        let d = &journal.jobs[i];
+        if !d.is_completed() {
+            return Err(format!(
+                "{}: not complete; study needs completed jobs (run it first)",
+                d.spec
+            ));
+        }
+        match bench(&s.kind)?.restudy(d) {
+            None => eprintln!(
+                "{}: nothing to study: its result is its record, kept as it is",
+                d.spec
+            ),
+            Some(r) => {
+                let res = r.map_err(|e| format!("{}: cannot study: {e}", d.spec))?;
+                if Some(&res) != d.result.as_ref() {
+                    eprintln!("{}: result studied again from its record: changed", d.spec);
+                    changed = true;
+                } else {
+                    eprintln!(
+                        "{}: result studied again from its record: unchanged",
+                        d.spec
+                    );
+                }
+                journal.jobs[i].result = Some(res);
+            }
+        }
+        out.push_str(&summary_text(std::slice::from_ref(&journal.jobs[i])));
+    }
+    if changed {
+        journal.save().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
 /// `deps`: every requirement, satisfied or missed, on this host.
 pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     opts_dir_check(opts)?;
@@ -971,6 +1030,76 @@ mod tests {
             SysReq::MemShadowInodeProt,
             Status::Missed(vec!["old kernel".into()]),
         )])
+    }
+
+    #[test]
+    fn study_restudies_results_from_records_and_saves_them() {
+        use crate::bench::storage::{LoopRecord, StorageRecord};
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("r.json");
+        let mut j = Journal::open(&path).unwrap();
+        let g = 1u64 << 30;
+        let rec = StorageRecord {
+            loops: 1,
+            runs: vec![LoopRecord {
+                usage: 2 * g,
+                size: 3 * g,
+                used: true,
+                ..LoopRecord::default()
+            }],
+            ..StorageRecord::default()
+        };
+        let job =
+            |kind: &str, record: serde_json::Value, result: Option<serde_json::Value>| JobData {
+                spec: parse_spec(kind).unwrap(),
+                period: (1, 2),
+                sysinfo: serde_json::Value::Null,
+                record: Some(record),
+                result,
+            };
+        // A stale result: the factor the record gives is 1.5.
+        j.upsert(job(
+            "storage",
+            serde_json::to_value(&rec).unwrap(),
+            Some(
+                serde_json::json!({"mem_offload_factor": 9.0, "mem_usage_mean": 0.0,
+                "mem_usage_stdev": 0.0, "mem_size_mean": 0.0, "mem_size_stdev": 0.0,
+                "rbps_all": 0.0, "wbps_all": 0.0, "rbps_final": 0.0, "wbps_final": 0.0,
+                "read_lat_mean": null, "write_lat_mean": null, "swap_peak": 0,
+                "swap_full": false}),
+            ),
+        ));
+        j.upsert(job(
+            "hashd-params",
+            serde_json::json!({}),
+            Some(serde_json::json!(true)),
+        ));
+        j.upsert(job("iocost-params", serde_json::json!({}), None));
+        j.save().unwrap();
+        let opts = Options {
+            result: Some(path.clone()),
+            ..Options::default()
+        };
+        let out = cmd_study(&opts, &["storage".into(), "hashd-params".into()]).unwrap();
+        assert!(out.contains("factor=1.500"), "{out}");
+        let back = Journal::open(&path).unwrap();
+        assert_eq!(
+            back.jobs[0].result.as_ref().unwrap()["mem_offload_factor"],
+            1.5
+        );
+        assert_eq!(back.jobs[1].result, Some(serde_json::json!(true)));
+        // Incomplete, absent, or no spec: refused.
+        assert!(
+            cmd_study(&opts, &["iocost-params".into()])
+                .unwrap_err()
+                .contains("not complete")
+        );
+        assert!(
+            cmd_study(&opts, &["protection".into()])
+                .unwrap_err()
+                .contains("No matching result")
+        );
+        assert!(cmd_study(&opts, &[]).unwrap_err().contains("no job spec"));
     }
 
     #[test]

@@ -791,6 +791,13 @@ impl Bench for StorageBench {
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         run(spec, ctx)
     }
+    fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
+        Some(
+            serde_json::from_value::<StorageRecord>(d.record.clone().unwrap_or(Value::Null))
+                .map_err(|e| format!("the record is not a storage record: {e}"))
+                .and_then(|rec| serde_json::to_value(study(&rec)).map_err(|e| e.to_string())),
+        )
+    }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
     }

@@ -1071,6 +1071,21 @@ pub fn study_record(rec: &ProtectionRecord) -> ProtectionResult {
     }
 }
 
+/// `study`: the result studied again from the record's per-second
+/// samples (which upstream's records do not have).
+fn restudy(d: &JobData) -> Result<serde_json::Value, String> {
+    let rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
+        .map_err(|e| format!("the record is not a protection record: {e}"))?;
+    if rec.samples.len() != rec.scenarios.len() || rec.samples.iter().any(Vec::is_empty) {
+        return Err(
+            "the record has no per-second samples to study (an upstream result keeps them in \
+             rd-agent's report files, which rackbench does not read)"
+                .into(),
+        );
+    }
+    serde_json::to_value(study_record(&rec)).map_err(|e| e.to_string())
+}
+
 /// Scenario `i`'s tune record, when it is a `mem-hog-tune` scenario.
 fn is_tune(rec: &ProtectionRecord, i: usize) -> Option<&TuneRecord> {
     rec.tunes.get(i).and_then(Option::as_ref)
@@ -1196,6 +1211,9 @@ impl Bench for ProtectionBench {
     }
     fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
         format_with_rstat(d, full, rstat)
+    }
+    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
+        Some(restudy(d))
     }
     fn metrics(&self, d: &JobData, m: &mut crate::bench::common::JobMetrics) {
         let Some(p) = d
