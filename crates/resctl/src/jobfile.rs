@@ -86,17 +86,8 @@ fn strip_comments(text: &str) -> String {
         .join("\n")
 }
 
-fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (strsim::levenshtein(key, k), *k))
-        .filter(|(d, _)| *d <= 3)
-        .min()
-        .map(|(_, k)| k)
-}
-
 fn unknown(what: &str, key: &str, known: &[&str]) -> String {
-    match closest(key, known) {
+    match crate::spec::closest(key, known) {
         Some(k) => format!("{what}: unknown key {key:?}; did you mean {k:?}?"),
         None => format!(
             "{what}: unknown key {key:?}; expected one of {}",

@@ -356,6 +356,17 @@ impl Passive {
     }
 }
 
+/// The entry of `allowed` closest to a misspelled `key`, when one is
+/// within an edit distance of 2 (the first of the nearest).
+pub fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    allowed
+        .iter()
+        .map(|a| (strsim::levenshtein(key, a), *a))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, a)| a)
+}
+
 /// Checks that every key of property group `group` (0 = the first group
 /// after the kind) is in `allowed`. An unknown key is an error that names it,
 /// the kind and the spec, lists the allowed keys and, when one is within an
@@ -381,12 +392,7 @@ pub fn check_keys(spec: &JobSpec, group: usize, allowed: &[&str]) -> Result<(), 
         } else {
             format!("expected one of {}", allowed.join(", "))
         };
-        let closest = allowed
-            .iter()
-            .map(|a| (strsim::levenshtein(key, a), *a))
-            .filter(|(d, _)| *d <= 2)
-            .min_by_key(|(d, _)| *d);
-        if let Some((_, suggestion)) = closest {
+        if let Some(suggestion) = closest(key, allowed) {
             expected.push_str(&format!("; did you mean \"{suggestion}\"?"));
         }
         return Err(SpecError::UnknownKey {
