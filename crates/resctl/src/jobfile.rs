@@ -71,21 +71,6 @@ pub fn load(path: &Path) -> Result<Vec<String>, String> {
     parse(&text).map_err(|e| format!("-f/--file {name}: {e}"))
 }
 
-/// Blanks upstream's comment lines, keeping the line count.
-fn strip_comments(text: &str) -> String {
-    text.lines()
-        .map(|l| {
-            let t = l.trim_start();
-            if t.starts_with("//") || t.starts_with('#') {
-                ""
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn unknown(what: &str, key: &str, known: &[&str]) -> String {
     match crate::spec::closest(key, known) {
         Some(k) => format!("{what}: unknown key {key:?}; did you mean {k:?}?"),
@@ -98,7 +83,7 @@ fn unknown(what: &str, key: &str, known: &[&str]) -> String {
 
 /// The job specs of a job file's text, as spec text.
 pub fn parse(text: &str) -> Result<Vec<String>, String> {
-    let v: Value = serde_json::from_str(&strip_comments(text))
+    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
         .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))?;
     let Value::Object(top) = v else {
         return Err("expected a JSON object with \"job_specs\" (upstream's args file)".into());
