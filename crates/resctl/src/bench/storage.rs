@@ -3,7 +3,8 @@
 use super::common::{Bench, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
 use super::knobs::HashdKnobs;
-use super::protection::study::mean_stdev;
+use super::protection::format::format_stat_table;
+use super::protection::study::{SliceSample, mean_stdev, push_rstat, rstat_maps};
 use crate::bench::metrics::{StorageLoopMetrics, StorageMetrics, StorageProbeMetrics};
 use crate::fmt::{format_duration, format_size, parse_size};
 use crate::hashd::params::{self, Params};
@@ -14,7 +15,7 @@ use crate::sys::cgroup::{Applied, BackendKind, Cgroup};
 use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
@@ -190,6 +191,10 @@ pub struct LoopRecord {
     pub samples: u64,
     #[serde(default)]
     pub samples_expected: u64,
+    /// The root slice each second: (Unix time, counters), for the
+    /// `Resource stat:` tables (empty in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub root: Vec<(f64, SliceSample)>,
 }
 
 /// What the bench recorded.
@@ -206,6 +211,9 @@ pub struct StorageRecord {
     /// hashd's footprint at mem_frac 1.0.
     pub mem_size: u64,
     pub swap_total: u64,
+    /// CPUs, to normalise the root's CPU time.
+    #[serde(default)]
+    pub nr_cpus: usize,
     pub controls: Vec<String>,
     pub notes: Vec<String>,
     pub runs: Vec<LoopRecord>,
@@ -233,6 +241,32 @@ pub struct StorageResult {
     /// `nr_reports`.
     #[serde(default)]
     pub nr_reports: (u64, u64),
+    /// The root slice's resource stat distributions over every loop
+    /// (upstream's `all_rstat`) and over each loop's last
+    /// [`USAGE_WINDOW`] seconds (ours; upstream's `final_rstat` is over
+    /// hashd's final memory probe), keyed as protection's slice tables.
+    #[serde(default)]
+    pub all_rstat: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub final_rstat: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// The root slice's distributions over consecutive samples of each loop;
+/// `last` keeps only each loop's last `last` seconds.
+fn root_rstat(rec: &StorageRecord, last: Option<f64>) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &rec.runs {
+        let end = r.root.last().map_or(0.0, |s| s.0);
+        let from = last.map_or(f64::NEG_INFINITY, |l| end - l);
+        for w in r.root.windows(2) {
+            let ((ta, a), (tb, b)) = (&w[0], &w[1]);
+            let dt = tb - ta;
+            if *ta >= from && dt > 0.0 && dt.is_finite() {
+                push_rstat(&mut acc, a, b, dt, rec.nr_cpus);
+            }
+        }
+    }
+    rstat_maps(&acc)
 }
 
 /// Studies the loops kept in the mean.
@@ -261,6 +295,8 @@ pub fn study(rec: &StorageRecord) -> StorageResult {
         write_lat_mean: mean_of(&|r| r.write_lat),
         swap_peak,
         swap_full: rec.swap_total > 0 && swap_peak as f64 >= 0.95 * rec.swap_total as f64,
+        all_rstat: root_rstat(rec, None),
+        final_rstat: root_rstat(rec, Some(USAGE_WINDOW as f64)),
         nr_reports: rec.runs.iter().fold((0, 0), |(p, m), r| {
             (
                 p + r.samples,
@@ -321,6 +357,14 @@ fn metrics_reader(child: &mut HashdChild) -> std::thread::JoinHandle<Option<Valu
     })
 }
 
+/// Unix time in seconds (0 before the epoch).
+fn now_f64() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// How one loop ended.
 enum LoopEnd {
     Done(LoopRecord),
@@ -352,6 +396,7 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
     // second, not a shifted one.
     let mut next = start;
     let mut samples = 0u64;
+    let mut root = Vec::new();
     let status = loop {
         if ctx.cancel.is_stopped() {
             drop(child);
@@ -364,6 +409,10 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         }
         let usage = cg.stat().mem_bytes;
         samples += u64::from(usage.is_some());
+        root.push((
+            now_f64(),
+            super::protection::run::slice(&ctx.cgroups.root_stat()),
+        ));
         let usage = usage.unwrap_or(0);
         let disk = crate::sys::diskstats(&dev).unwrap_or_default();
         window.push_back((usage, disk));
@@ -453,6 +502,7 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         used: false,
         samples,
         samples_expected: (secs.floor() as u64).max(samples),
+        root,
     }))
 }
 
@@ -512,6 +562,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         mem_share: share,
         mem_size: 4 * share,
         swap_total: si.total_swap,
+        nr_cpus: si.nr_cpus,
         started: now_secs(),
         ..StorageRecord::default()
     };
@@ -657,6 +708,11 @@ fn lat(v: Option<f64>) -> String {
 
 /// Params, IO, the loops (with `full`) and the `Memory offloading:` line.
 pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+    format_rstat(d, full, 0)
+}
+
+/// [`format`] with `format -R`'s extra tables after the resource stats.
+pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
     let rec: StorageRecord = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
         .map_err(|e| format!("the record is not a storage record: {e}"))?;
     let mut o = format!(
@@ -686,6 +742,18 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
             s
         }
     };
+    if full {
+        // Upstream's tables; results recorded before the root was sampled
+        // have none.
+        o.push_str("\nResource stat:\n\n");
+        if res.all_rstat.is_empty() {
+            o.push_str("(no per-second root samples in this result)\n");
+        } else {
+            format_stat_table(&mut o, "ALL", &res.all_rstat, rstat);
+            o.push('\n');
+            format_stat_table(&mut o, "FINAL", &res.final_rstat, rstat);
+        }
+    }
     o.push_str(&format!(
         "\nIO BPS: read_final={} write_final={} read_all={} write_all={}\n",
         format_size(res.rbps_final),
@@ -790,6 +858,9 @@ impl Bench for StorageBench {
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         run(spec, ctx)
+    }
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+        format_rstat(d, full, rstat)
     }
     fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
         Some(
@@ -1018,6 +1089,61 @@ mod tests {
                 "Memory offloading: factor=1.500@16 usage=12.0G size=18.0G missing=5.00%"
             ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn root_samples_make_the_all_and_final_tables() {
+        let g = 1u64 << 30;
+        let root: Vec<(f64, SliceSample)> = (100..=120)
+            .map(|t| {
+                (
+                    t as f64,
+                    SliceSample {
+                        cpu_usage: Some(t as f64 * 0.5),
+                        mem_bytes: Some(t * 1000),
+                        io_rbytes: Some(t << 20),
+                        ..SliceSample::default()
+                    },
+                )
+            })
+            .collect();
+        let rec = StorageRecord {
+            loops: 1,
+            nr_cpus: 2,
+            runs: vec![LoopRecord {
+                root,
+                ..run_rec(g, 2 * g, true)
+            }],
+            ..StorageRecord::default()
+        };
+        let r = study(&rec);
+        assert_eq!(r.all_rstat["cpu_util"]["mean"], 0.25);
+        assert_eq!(r.all_rstat["io_rbps"]["mean"], 1048576.0);
+        assert_eq!(r.all_rstat["mem_bytes"]["00"], 101_000.0);
+        // FINAL: the loop's last 10 seconds only.
+        assert_eq!(r.final_rstat["mem_bytes"]["00"], 111_000.0);
+        let d = JobData {
+            spec: parse("storage:loops=1").unwrap(),
+            period: (0, 0),
+            sysinfo: Value::Null,
+            record: Some(serde_json::to_value(&rec).unwrap()),
+            result: Some(serde_json::to_value(&r).unwrap()),
+        };
+        let text = format(&d, true).unwrap();
+        assert!(text.contains("\nResource stat:\n\nALL   "), "{text}");
+        assert!(text.contains("\nFINAL "), "{text}");
+        assert!(text.contains("\ncpu%  "), "{text}");
+        // The summary has no tables; an older result says it has none.
+        assert!(!format(&d, false).unwrap().contains("Resource stat:"));
+        let old = JobData {
+            result: Some(serde_json::to_value(study(&StorageRecord::default())).unwrap()),
+            ..d
+        };
+        assert!(
+            format(&old, true)
+                .unwrap()
+                .contains("(no per-second root samples")
         );
     }
 

@@ -231,7 +231,6 @@ fn format_iolat_summary(out: &mut String, r: &MemHogResult) {
 /// label column widens to the longest key the level can show, as
 /// upstream's. A slice without such fields says so.
 fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
-    let w = rstat_label_width(rstat);
     out.push_str("Slice resource stat:\n");
     for (name, stat) in [
         ("[ROOT]", &r.root_rstat),
@@ -239,13 +238,26 @@ fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
         ("[SYSTEM]", &r.sys_rstat),
     ] {
         out.push('\n');
-        pcts_header_w(out, name, w);
-        for (label, field, kind) in RSTAT_ROWS {
-            pcts_line_w(out, label, stat.get(field), kind, w);
-        }
-        if rstat > 0 {
-            format_rstat_extra(out, name, stat, rstat, w);
-        }
+        format_stat_table(out, name, stat, rstat);
+    }
+}
+
+/// One resource stat table (upstream's `ResourceStat::format`): the
+/// header named `name`, the base rows and, with `rstat` > 0, the slice's
+/// extra tables. storage prints its `ALL` and `FINAL` tables with it.
+pub fn format_stat_table(
+    out: &mut String,
+    name: &str,
+    stat: &BTreeMap<String, BTreeMap<String, f64>>,
+    rstat: u8,
+) {
+    let w = rstat_label_width(rstat);
+    pcts_header_w(out, name, w);
+    for (label, field, kind) in RSTAT_ROWS {
+        pcts_line_w(out, label, stat.get(field), kind, w);
+    }
+    if rstat > 0 {
+        format_rstat_extra(out, name, stat, rstat, w);
     }
 }
 

@@ -504,7 +504,8 @@ fn applied(what: &str, a: Applied) -> String {
     }
 }
 
-fn slice(c: &CgStat) -> SliceSample {
+/// One slice's counters as a sample (storage samples the root with it too).
+pub(crate) fn slice(c: &CgStat) -> SliceSample {
     SliceSample {
         cpu_usage: c.cpu_usage,
         cpu_sys: c.cpu_sys,

@@ -441,7 +441,7 @@ fn u2f(v: Option<u64>) -> Option<f64> {
 }
 
 /// Appends one slice's per-second values of a pair of samples.
-fn push_rstat(
+pub(crate) fn push_rstat(
     acc: &mut BTreeMap<String, Vec<f64>>,
     a: &SliceSample,
     b: &SliceSample,
@@ -485,7 +485,9 @@ fn push_rstat(
 
 /// Distributions of per-second rstat values; fields without values are
 /// left out.
-fn rstat_maps(acc: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, BTreeMap<String, f64>> {
+pub(crate) fn rstat_maps(
+    acc: &BTreeMap<String, Vec<f64>>,
+) -> BTreeMap<String, BTreeMap<String, f64>> {
     acc.iter()
         .filter(|(_, v)| v.iter().any(|v| v.is_finite()))
         .map(|(k, v)| (k.clone(), pct_map(v)))
