@@ -380,7 +380,10 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
         out.contains(" usage/stdev=") && out.contains(" missing="),
         "{out}"
     );
-    assert!(runs.iter().all(|r| r["samples"].as_u64().unwrap() > 0), "{rec}");
+    assert!(
+        runs.iter().all(|r| r["samples"].as_u64().unwrap() > 0),
+        "{rec}"
+    );
     let f = rackbench(d.path())
         .args(["resctl", "-r"])
         .arg(&result)
@@ -395,7 +398,10 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
         .find(|l| l.starts_with("cpu% "))
         .unwrap_or_default()
         .to_string();
-    assert!(!cpu.trim_start_matches("cpu%").trim().starts_with("- "), "{full}");
+    assert!(
+        !cpu.trim_start_matches("cpu%").trim().starts_with("- "),
+        "{full}"
+    );
     let left: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory")
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
