@@ -429,31 +429,34 @@ pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCo
             "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
         ));
     }
-    let num = |map: &BTreeMap<String, String>, k: &str| -> Result<f64, String> {
-        map.get(k)
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"))
-    };
+    // Every figure must be there: a missing one is not read as 0.
+    const MODEL_KEYS: [&str; 6] = [
+        "rbps",
+        "rseqiops",
+        "rrandiops",
+        "wbps",
+        "wseqiops",
+        "wrandiops",
+    ];
+    const QOS_KEYS: [&str; 6] = ["rpct", "rlat", "wpct", "wlat", "min", "max"];
+    for (map, keys) in [(&m, MODEL_KEYS), (&q, QOS_KEYS)] {
+        if let Some(k) = keys.iter().find(|k| figure(map, k).is_none()) {
+            return Err(format!(
+                "{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"
+            ));
+        }
+    }
     Ok(IoCostKnobs {
         devnr: devnr.to_string(),
-        model: IoCostModel {
-            rbps: num(&m, "rbps")? as u64,
-            rseqiops: num(&m, "rseqiops")? as u64,
-            rrandiops: num(&m, "rrandiops")? as u64,
-            wbps: num(&m, "wbps")? as u64,
-            wseqiops: num(&m, "wseqiops")? as u64,
-            wrandiops: num(&m, "wrandiops")? as u64,
-        },
-        qos: IoCostQos {
-            rpct: num(&q, "rpct")?,
-            rlat: num(&q, "rlat")? as u64,
-            wpct: num(&q, "wpct")?,
-            wlat: num(&q, "wlat")? as u64,
-            min: num(&q, "min")?,
-            max: num(&q, "max")?,
-        },
+        ..iocost_report(Some(model), Some(qos), None, devnr).knobs()
     })
+}
+
+/// A `key=value` figure of an iocost line: a finite, non-negative number.
+fn figure(map: &BTreeMap<String, String>, k: &str) -> Option<f64> {
+    map.get(k)
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 /// The scratch device's iocost state as upstream's `sysinfo.iocost` keeps
@@ -474,12 +477,7 @@ pub fn iocost_report(
     let v = io_stat
         .and_then(|t| iocost_line(t, devnr))
         .unwrap_or_default();
-    let f = |map: &BTreeMap<String, String>, k: &str| {
-        map.get(k)
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .unwrap_or(0.0)
-    };
+    let f = |map: &BTreeMap<String, String>, k: &str| figure(map, k).unwrap_or(0.0);
     let s = |map: &BTreeMap<String, String>, k: &str| map.get(k).cloned().unwrap_or_default();
     IoCostReport {
         vrate: f(&v, "cost.vrate"),
