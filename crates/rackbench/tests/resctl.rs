@@ -703,7 +703,13 @@ fn resctl_bench_refuses_bad_input() {
     // args file and a bad value are refused by name.
     let e = go(&["--mem-avial", "3G", "run", "hashd-params"]);
     assert!(e.contains("--mem-avail"), "{e}");
-    assert!(go(&["-a", "args.json", "run", "hashd-params"]).contains("-a/--args args.json"));
+    let args = d.path().join("args.json");
+    std::fs::write(&args, "{\"mem_proflie\": 4}").unwrap();
+    let e = go(&["-a", args.to_str().unwrap(), "run", "hashd-params"]);
+    assert!(
+        e.contains("-a/--args") && e.contains("args.json") && e.contains("\"mem_profile\""),
+        "{e}"
+    );
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
     // solve/merge are iocost-tune's; study's -R/--reports has nothing to read.
     assert!(go(&["solve", "iocost-tune"]).contains("only iocost-tune results have a solve step"));
@@ -839,6 +845,28 @@ fn resctl_bench_iocost_params_measures_with_fio() {
         .output()
         .unwrap();
     assert_eq!(text(&list.stdout).trim(), "r.json");
+    // -a/--args: created with the summary's spec, which a later summary
+    // without specs reuses.
+    let args = d.path().join("args.json");
+    let summary = |words: &[&str]| {
+        let o = rackbench(d.path())
+            .args(["resctl", "-a"])
+            .arg(&args)
+            .arg("-r")
+            .arg(&result)
+            .args(words)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let first = summary(&["summary", "iocost-params"]);
+    assert!(first.contains("iocost model: rbps="), "{first}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&args).unwrap()).unwrap();
+    assert_eq!(saved["mode"], "Summary", "{saved}");
+    assert_eq!(saved["job_specs"][0]["kind"], "iocost-params", "{saved}");
+    assert_eq!(summary(&["summary"]), first);
 }
 
 /// `--bench-mem --bench-test` runs only the short memory search: the

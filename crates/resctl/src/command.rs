@@ -51,7 +51,9 @@ Options (anywhere on the line; an empty value, `--dev=`, means the default):
   --iocost-from-sys    the model and QoS from the cgroup2 root's io.cost.model/qos
                        instead of iocost-params; refused without cgroup2 io.cost
   --swappiness N       vm.swappiness (0-200) for the run, restored after
-  -a, --args FILE      refused: upstream args files are not supported
+  -a, --args FILE      base options from FILE (upstream's JSON, created when missing):
+                       the command line wins, the last run/format/summary/study's specs
+                       are reused when none are given, and changes are saved back
   --systemd-timeout SECS, --keep-reports, --clear-reports
                        accepted; no systemd units or rd-agent reports are used
   --skip-shadow-inode-prot-test  assume MemShadowInodeProt is met (as upstream)
@@ -276,7 +278,69 @@ fn given(v: Option<String>) -> Option<String> {
 
 /// Global options and the command with its arguments.
 fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
-    let c = parse_cli(args).map_err(|e| match e.kind() {
+    parse_all(args).map(|(o, cmd, rest, _)| (o, cmd, rest))
+}
+
+/// Takes the options `-a/--args FILE` holds where the command line has
+/// none, and the job specs ([`crate::argsfile`]). Returns the file when
+/// the command saves it, and whether values came from it.
+fn merge_args_file(
+    c: &mut Cli,
+    cmd: Option<&str>,
+    rest: &mut Vec<String>,
+) -> Result<Option<(crate::argsfile::ArgsFile, bool)>, String> {
+    let Some(path) = c.args.clone().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(None);
+    };
+    let f = crate::argsfile::load(&path)?;
+    let a = &f.args;
+    // A value on the command line (even an empty one, the default) wins
+    // and changes the file.
+    let mut changed = false;
+    let mut take = |slot: &mut Option<String>, file: &Option<String>| {
+        if slot.is_some() {
+            changed = true;
+        } else {
+            slot.clone_from(file);
+        }
+    };
+    let mut dir = c.dir.as_ref().map(|d| d.display().to_string());
+    take(&mut dir, &a.dir);
+    c.dir = dir.map(PathBuf::from);
+    take(&mut c.dev, &a.dev);
+    let mut linux = c.linux.as_ref().map(|d| d.display().to_string());
+    take(&mut linux, &a.linux_tar);
+    c.linux = linux.map(PathBuf::from);
+    take(&mut c.rep_retention, &a.rep_retention);
+    take(&mut c.systemd_timeout, &a.systemd_timeout);
+    take(&mut c.hashd_size, &a.hashd_size);
+    take(&mut c.hashd_cpu_load, &a.hashd_cpu_load);
+    take(&mut c.mem_profile, &a.mem_profile);
+    take(&mut c.mem_avail, &a.mem_avail);
+    take(&mut c.mem_margin, &a.mem_margin);
+    take(&mut c.iocost_qos, &a.iocost_qos);
+    take(&mut c.swappiness, &a.swappiness);
+    let Some(cmd) = cmd else {
+        return Ok(None);
+    };
+    let (specs, specs_changed) = crate::argsfile::job_specs(a, cmd, std::mem::take(rest));
+    *rest = specs;
+    if matches!(cmd, "run" | "study") && rest.is_empty() {
+        return Err(format!(
+            "{cmd}: no job spec on the command line, and -a/--args {} holds none for {cmd}: \
+             expected KIND[:k=v,...]...",
+            path.display()
+        ));
+    }
+    let saves = crate::argsfile::saves(cmd, f.existed, changed || specs_changed);
+    Ok(Some((f, saves)))
+}
+
+/// [`parse`], and the args file to save when the command goes ahead.
+fn parse_all(
+    args: &[String],
+) -> Result<(Options, String, Vec<String>, Option<crate::argsfile::Save>), String> {
+    let mut c = parse_cli(args).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp => HELP.to_string(),
         _ => {
             // clap's text starts with its own "error: "; ours is added
@@ -286,19 +350,44 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
             format!("{}\n\n{HELP}", text.strip_prefix("error: ").unwrap_or(text))
         }
     })?;
-    if let Some(f) = &c.args {
-        return Err(format!(
-            "-a/--args {}: loading base options from an upstream args file (and saving them \
-             back) is not supported: pass the options on the command line",
-            f.display()
-        ));
-    }
     if let Some(d) = &c.reports {
         return Err(format!(
             "study -R/--reports {d}: rackbench keeps no report files; study reads each job's record \
              in the result file"
         ));
     }
+    let mut words = std::mem::take(&mut c.words).into_iter();
+    let cmd = words.next();
+    let mut rest = crate::jobfile::expand(words.collect())?;
+    let file = merge_args_file(&mut c, cmd.as_deref(), &mut rest)?;
+    let (o, cmd, rest) = options(c, cmd, rest).map_err(|e| match &file {
+        Some((f, _)) => format!(
+            "{e} (options not on the command line come from -a/--args {})",
+            f.path.display()
+        ),
+        None => e,
+    })?;
+    let save = match file {
+        Some((f, true)) => Some(crate::argsfile::Save {
+            text: crate::argsfile::render(&crate::argsfile::Merged {
+                opts: &o,
+                cmd: &cmd,
+                specs: &rest,
+            })
+            .map_err(|e| format!("-a/--args {}: {e}", f.path.display()))?,
+            path: f.path,
+        }),
+        _ => None,
+    };
+    Ok((o, cmd, rest, save))
+}
+
+/// The options and the command of a parsed command line.
+fn options(
+    c: Cli,
+    cmd: Option<String>,
+    rest: Vec<String>,
+) -> Result<(Options, String, Vec<String>), String> {
     let mut o = Options {
         result: c.result,
         mem_profile: given(c.mem_profile),
@@ -377,10 +466,7 @@ fn parse(args: &[String]) -> Result<(Options, String, Vec<String>), String> {
         })
         .transpose()?;
     let dir = c.dir;
-    let mut words = c.words.into_iter();
-    let cmd = words.next();
     let cmd = cmd.ok_or_else(|| format!("no command\n\n{HELP}"))?;
-    let rest = crate::jobfile::expand(words.collect())?;
     if o.rstat > 0 && cmd != "format" {
         return Err(format!(
             "--rstat (format -R) is an option of format, not of {cmd:?}; before the command, -R is --rep-retention SECS"
@@ -635,12 +721,17 @@ impl Workload for Resctl {
             }
             _ => {}
         }
-        let (opts, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
+        let (opts, cmd, rest, save) = parse_all(args).map_err(anyhow::Error::msg)?;
         let tee = match &opts.logfile {
             Some(p) => Some(StderrTee::start(p).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let r = dispatch(&opts, &cmd, &rest, ctx, record);
+        // Everything parsed: the args file takes the command line's
+        // changes before the command runs (upstream saves it there too).
+        let r = match save.map(|s| s.write()).transpose() {
+            Ok(_) => dispatch(&opts, &cmd, &rest, ctx, record),
+            Err(e) => Err(anyhow::Error::msg(e)),
+        };
         if let (Some(t), Err(e)) = (tee, &r) {
             t.end_with_error(e);
         }
@@ -1292,10 +1383,8 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_and_args_files_are_refused_naming_the_option() {
+    fn bad_values_are_refused_naming_the_option() {
         let cases: &[(&[&str], &str)] = &[
-            (&["-a", "args.json", "run", "x"], "-a/--args args.json"),
-            (&["--args=a.json", "run", "x"], "not supported"),
             (&["--swappiness", "201", "run", "x"], "--swappiness \"201\""),
             (&["--swappiness=-1", "run", "x"], "--swappiness \"-1\""),
             (
@@ -1319,6 +1408,87 @@ mod tests {
             let e = refused(args);
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn args_files_give_defaults_the_command_line_overrides_and_are_saved_back() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("sub/args.json");
+        let fs = f.display().to_string();
+        let w = |v: &[&str]| {
+            let mut a = words(&["-a", &fs]);
+            a.extend(words(v));
+            a
+        };
+        // Missing: upstream's defaults, created by the command with what it
+        // was given (the specs, --mem-margin; -r and --test are not saved).
+        let (o, cmd, rest, save) = parse_all(&w(&[
+            "-r",
+            "r.json",
+            "--test",
+            "--mem-margin",
+            "30%",
+            "run",
+            "storage",
+        ]))
+        .unwrap();
+        assert_eq!((cmd.as_str(), rest.clone()), ("run", words(&["storage"])));
+        assert_eq!(o.mem_margin, Some(0.3));
+        save.expect("a missing file is created").write().unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("r.json") && text.contains("\"mode\": \"Run\""),
+            "{text}"
+        );
+        // Reused: the saved specs and values; nothing changed, nothing saved.
+        let (o, _, rest, save) = parse_all(&w(&["run"])).unwrap();
+        assert_eq!(rest, words(&["storage"]));
+        assert_eq!(o.mem_margin, Some(0.3));
+        assert!(!o.test);
+        assert!(save.is_none());
+        // The command line wins, and the change is saved.
+        let (o, _, rest, save) =
+            parse_all(&w(&["--mem-margin", "10%", "--swappiness", "5", "run"])).unwrap();
+        assert_eq!((o.mem_margin, o.swappiness), (Some(0.1), Some(5)));
+        assert_eq!(rest, words(&["storage"]));
+        save.unwrap().write().unwrap();
+        let (o, _, _, _) = parse_all(&w(&["--mem-margin=", "run"])).unwrap();
+        assert_eq!((o.mem_margin, o.swappiness), (None, Some(5)));
+        // Another command drops the specs (upstream's mode), so a later run
+        // without specs is refused naming the file.
+        let (_, cmd, rest, save) = parse_all(&w(&["format"])).unwrap();
+        assert_eq!((cmd.as_str(), rest.len()), ("format", 0));
+        save.unwrap().write().unwrap();
+        let e = parse_all(&w(&["run"])).unwrap_err();
+        assert!(
+            e.contains("-a/--args") && e.contains("holds none for run"),
+            "{e}"
+        );
+        // deps neither takes nor saves specs.
+        let (_, _, _, save) = parse_all(&w(&["--swappiness", "7", "deps"])).unwrap();
+        assert!(save.is_none());
+        // A bad file names itself and the field; a bad value names the
+        // option and the file it came from.
+        std::fs::write(&f, r#"{"mem_profile": "16"}"#).unwrap();
+        let e = parse_all(&w(&["run", "x"])).unwrap_err();
+        assert!(e.contains(&fs) && e.contains("\"mem_profile\""), "{e}");
+        std::fs::write(&f, r#"{"swappiness_ovr": 300}"#).unwrap();
+        let e = parse_all(&w(&["run", "x"])).unwrap_err();
+        assert!(e.contains("--swappiness \"300\"") && e.contains(&fs), "{e}");
+        // Upstream's own file: its values are given options.
+        std::fs::write(
+            &f,
+            r#"{"dir": "/srv/rb", "mem_profile": 8, "hashd_fake_cpu_load": false,
+                "mode": "Summary", "job_specs": [{"kind": "hashd-params", "id": null,
+                "passive": null, "props": [{}]}]}"#,
+        )
+        .unwrap();
+        let (o, _, rest, save) = parse_all(&w(&["summary"])).unwrap();
+        assert_eq!(o.dir, PathBuf::from("/srv/rb"));
+        assert_eq!(o.mem_profile.as_deref(), Some("8"));
+        assert_eq!(o.hashd_fake_cpu_load, Some(false));
+        assert_eq!(rest, words(&["hashd-params"]));
+        assert!(save.is_none());
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub fn load(path: &Path) -> Result<Vec<String>, String> {
     parse(&text).map_err(|e| format!("-f/--file {name}: {e}"))
 }
 
-fn unknown(what: &str, key: &str, known: &[&str]) -> String {
+/// An unknown key of `what`, with the closest known one.
+pub(crate) fn unknown(what: &str, key: &str, known: &[&str]) -> String {
     match crate::spec::closest(key, known) {
         Some(k) => format!("{what}: unknown key {key:?}; did you mean {k:?}?"),
         None => format!(
@@ -81,22 +82,21 @@ fn unknown(what: &str, key: &str, known: &[&str]) -> String {
     }
 }
 
-/// The job specs of a job file's text, as spec text.
-pub fn parse(text: &str) -> Result<Vec<String>, String> {
-    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
-        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))?;
-    let Value::Object(top) = v else {
-        return Err("expected a JSON object with \"job_specs\" (upstream's args file)".into());
-    };
+/// Refuses a top-level key that upstream's `Args` does not have.
+pub(crate) fn check_top_keys(top: &serde_json::Map<String, Value>) -> Result<(), String> {
     for k in top.keys() {
         if !ARGS_KEYS.contains(&k.as_str()) {
             return Err(unknown("top level", k, ARGS_KEYS));
         }
     }
+    Ok(())
+}
+
+/// The `job_specs` of an args or job file as spec text, each checked as
+/// a spec word (absent or null: none).
+pub(crate) fn specs_of(top: &serde_json::Map<String, Value>) -> Result<Vec<String>, String> {
     let specs = match top.get("job_specs") {
-        None | Some(Value::Null) => {
-            return Err("no \"job_specs\": expected a list of job specs".into());
-        }
+        None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
         Some(_) => return Err("\"job_specs\": expected a list of job specs".into()),
     };
@@ -108,6 +108,20 @@ pub fn parse(text: &str) -> Result<Vec<String>, String> {
         out.push(text);
     }
     Ok(out)
+}
+
+/// The job specs of a job file's text, as spec text.
+pub fn parse(text: &str) -> Result<Vec<String>, String> {
+    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
+        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))?;
+    let Value::Object(top) = v else {
+        return Err("expected a JSON object with \"job_specs\" (upstream's args file)".into());
+    };
+    check_top_keys(&top)?;
+    if matches!(top.get("job_specs"), None | Some(Value::Null)) {
+        return Err("no \"job_specs\": expected a list of job specs".into());
+    }
+    specs_of(&top)
 }
 
 /// A value of a spec, which must not hold the spec syntax's separators.

@@ -5,8 +5,10 @@
 //!   memory, SHA1), the concurrency control loop, reports and the log;
 //! - [`fmt`]: upstream's number formats (`1.2M`, `885u`, `45.50`);
 //! - [`spec`]: job specs (`KIND[:k[=v],...][:group2]...`);
-//! - [`journal`]: the result file, a JSON array of jobs written atomically.
+//! - [`journal`]: the result file, a JSON array of jobs written atomically;
+//! - [`jobfile`], [`argsfile`]: upstream's `-f` job files and `-a` args files.
 
+pub mod argsfile;
 pub mod bench;
 pub mod clock;
 mod command;
