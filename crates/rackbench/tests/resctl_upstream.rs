@@ -140,6 +140,64 @@ fn upstream_journal_formats_without_loss() {
     assert!(!sum.contains("Scenario 1/1"), "{sum}");
 }
 
+/// A result file upstream's `merge` wrote: its merge-info job first (with
+/// upstream's default sysinfo), then the merged jobs. format and summary
+/// print merge-info as upstream; `run merge-info` is refused.
+#[test]
+fn merged_upstream_result_prints_its_merge_info() {
+    let d = tempfile::tempdir().unwrap();
+    let res = upstream_journal(d.path());
+    let mut jobs: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let info = serde_json::json!({
+        "spec": {"kind": "merge-info", "id": null, "passive": null, "props": [{}]},
+        "period": [1700000000u64, 1700000000u64],
+        "sysinfo": {
+            "bench_version": "2.2.5 release", "sysreqs": [], "sysreqs_missed": {},
+            "sysreqs_report": null,
+            "iocost": {"vrate": 0.0,
+                "model": {"ctrl": "", "model": "", "rbps": 0, "rseqiops": 0, "rrandiops": 0,
+                          "wbps": 0, "wseqiops": 0, "wrandiops": 0},
+                "qos": {"enable": 0, "ctrl": "", "rpct": 0.0, "rlat": 0, "wpct": 0.0,
+                        "wlat": 0, "min": 0.0, "max": 0.0}},
+            "hashd": null, "mem": {"profile": 0, "avail": 0, "share": 0, "target": 0},
+            "swappiness": 60, "zswap_enabled": false},
+        "record": {"merges": [{
+            "mid": {"kind": "protection", "id": null, "versions": ["2.2", "2.2", "2.2"],
+                    "mem_profile": 16, "storage_model": "WDC CL SN720", "storage_fwver": null,
+                    "classifier": null},
+            "srcs": [{"file": "a.json", "kind": "protection", "id": "iocost-on"}],
+            "rejects": [[{"file": "b.json", "kind": "protection", "id": null},
+                         "1 missed sysreqs"]],
+            "dropped": []}]},
+        "result": true
+    });
+    jobs.insert(0, info);
+    std::fs::write(&res, serde_json::to_string(&jobs).unwrap()).unwrap();
+    let want = "[0] protection\n  version: 2.2\n  memory-profile: 16\n  storage: WDC CL SN720\n  sources:\n    + a.json[iocost-on]\n    - b.json (1 missed sysreqs)\n";
+    for cmd in ["format", "summary"] {
+        let (ok, out, err) = resctl(d.path(), &res, &[cmd]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("[merge-info {VERSION} result] ")),
+            "{out}"
+        );
+        assert_has(&out, &[want, "Memory Hog Summary\n"]);
+        assert!(!out.contains("cannot format"), "{out}");
+    }
+    let (ok, out, err) = resctl(d.path(), &res, &["summary", "merge-info"]);
+    assert!(ok, "{err}");
+    assert_has(&out, &[want]);
+    // Already there, it is skipped as any completed job; in a new result
+    // file it is refused.
+    let (ok, _, err) = resctl(d.path(), &d.path().join("new.json"), &["run", "merge-info"]);
+    assert!(!ok);
+    assert!(
+        err.contains("merge-info is not an actual benchmark"),
+        "{err}"
+    );
+}
+
 #[test]
 fn unreadable_upstream_sysinfo_is_refused_naming_the_field() {
     let d = tempfile::tempdir().unwrap();

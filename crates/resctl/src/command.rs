@@ -575,8 +575,7 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
     Ok(match subject {
         None | Some("specs") => format!(
             "{HELP}\n\nBenches:\n{}\nSubjects: specs, sysreqs, cgroups, common, shadow-inode, and each bench kind.\n",
-            job::BENCHES
-                .iter()
+            job::listed()
                 .map(|b| format!("  {:14} {}\n", b.kind(), b.about()))
                 .collect::<String>()
         ),
@@ -584,8 +583,7 @@ fn doc(subject: Option<&str>) -> Result<String, String> {
             "System requirements (upstream's names). `deps` checks them all on this host; each\n\
              bench lists the ones it cannot do without (hard: refused unless --force) and the\n\
              ones it runs without, degraded (the result's header says how):\n\n{}",
-            job::BENCHES
-                .iter()
+            job::listed()
                 .map(|b| format!(
                     "  {}: hard: {}; soft: {}\n",
                     b.kind(),
@@ -614,8 +612,7 @@ Children (hashd, the hog) join their cgroup before they exec; no systemd is need
             Err(_) => {
                 return Err(format!(
                     "doc: unknown subject {other:?}: expected specs, sysreqs, cgroups, common, shadow-inode, {}",
-                    job::BENCHES
-                        .iter()
+                    job::listed()
                         .map(|b| b.kind())
                         .collect::<Vec<_>>()
                         .join(", ")

@@ -19,7 +19,7 @@ use super::knobs::{
     HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport, IoCostQos, IoCostQosReport,
     IoCostReport, JobSysInfo, MemInfo, SysReqsReport,
 };
-pub use super::registry::{BENCHES, bench};
+pub use super::registry::{BENCHES, bench, listed};
 use crate::clock::Local;
 use crate::journal::{JobData, Journal};
 use crate::spec::{self, JobSpec};
@@ -1039,7 +1039,7 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     out.push_str(
         "\nWhat each bench needs (hard: refused without, unless --force; soft: runs degraded):\n",
     );
-    for b in BENCHES {
+    for b in listed() {
         let names = |v: &[SysReq]| {
             if v.is_empty() {
                 "-".to_string()

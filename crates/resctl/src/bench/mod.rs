@@ -18,6 +18,7 @@ pub mod iocost_params;
 pub mod iocost_qos;
 pub mod job;
 pub mod knobs;
+pub mod merge_info;
 pub mod metrics;
 pub mod protection;
 pub mod registry;

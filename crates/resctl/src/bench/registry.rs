@@ -4,10 +4,12 @@ use super::common::Bench;
 use super::hashd_params::HashdParamsBench;
 use super::iocost_params::IoCostParamsBench;
 use super::iocost_qos::{IoCostQosBench, IoCostTuneBench};
+use super::merge_info::MergeInfoBench;
 use super::protection::run::ProtectionBench;
 use super::storage::StorageBench;
 
-/// Every bench, in the order `doc` lists them.
+/// Every bench, in the order `doc` lists them (those with an empty
+/// `about`, merge-info, are left out of the lists, as upstream).
 pub const BENCHES: &[&dyn Bench] = &[
     &HashdParamsBench,
     &IoCostParamsBench,
@@ -15,6 +17,7 @@ pub const BENCHES: &[&dyn Bench] = &[
     &IoCostTuneBench,
     &ProtectionBench,
     &StorageBench,
+    &MergeInfoBench,
 ];
 
 /// The bench of `kind`, or an error listing the kinds.
@@ -26,11 +29,12 @@ pub fn bench(kind: &str) -> Result<&'static dyn Bench, String> {
         .ok_or_else(|| {
             format!(
                 "unknown bench kind {kind:?}: expected one of {}",
-                BENCHES
-                    .iter()
-                    .map(|b| b.kind())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                listed().map(|b| b.kind()).collect::<Vec<_>>().join(", ")
             )
         })
+}
+
+/// The benches the lists show: all but those with an empty `about`.
+pub fn listed() -> impl Iterator<Item = &'static dyn Bench> {
+    BENCHES.iter().copied().filter(|b| !b.about().is_empty())
 }
