@@ -869,6 +869,59 @@ fn resctl_bench_iocost_params_measures_with_fio() {
     assert_eq!(summary(&["summary"]), first);
 }
 
+/// The fix decision is per job, as upstream's rd-agent makes it from the
+/// job's passive controls: a `passive=io` job measures the scratch device
+/// as found (its IO scheduler and wbt untouched, missed when not as
+/// io.cost wants), and the next job, enforcing IO, is checked again and
+/// fixes them. Both jobs are short iocost-params runs.
+#[test]
+fn fix_decisions_are_made_per_job_from_its_passive_controls() {
+    let has_fio = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_fio {
+        testenv::skip("fio", "fio is not installed");
+        return;
+    }
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    let result = d.path().join("r.json");
+    let mut c = resctl_test_run(d.path(), &result, &[], "iocost-params:id=found,passive=io");
+    c.arg("iocost-params:id=fixed");
+    let o = c.output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let again = err
+        .find("system requirements checked again for its passive controls")
+        .unwrap_or_else(|| panic!("no second check: {err}"));
+    let j = journal(&result);
+    assert_eq!(j.len(), 2, "{j:?}");
+    let (found, fixed) = (&j[0]["sysinfo"], &j[1]["sysinfo"]);
+    // The second job's check changed what the first one left as found:
+    // each change is announced after the second check, never before it.
+    let fixed_io: Vec<&str> = fixed["fixed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .filter(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))
+        .collect();
+    for f in &fixed_io {
+        let req = f.split(':').next().unwrap();
+        let line = format!("sysreq {req}: fixed");
+        assert!(err[again..].contains(&line), "{req}: {err}");
+        assert!(!err[..again].contains(&line), "{req}: {err}");
+    }
+    let first_fixed = found["fixed"].as_array().unwrap();
+    assert!(
+        !first_fixed.iter().any(|f| f
+            .as_str()
+            .is_some_and(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))),
+        "the passive=io job changed the device: {found}"
+    );
+    eprintln!("fixed for the second job only: {fixed_io:?}");
+}
+
 /// `--bench-mem --bench-test` runs only the short memory search: the
 /// params file's rps_max is kept.
 #[test]

@@ -25,7 +25,7 @@ use crate::journal::{JobData, Journal};
 use crate::spec::{self, JobSpec};
 use crate::sys::cgroup::Cgroups;
 use crate::sys::sysinfo::{self, SysInfo};
-use crate::sys::sysreqs::{self, Check, Status, SysReq};
+use crate::sys::sysreqs::{self, Check, Fix, Status, SysReq};
 use harness::Cancel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -185,6 +185,38 @@ pub fn format_header(out: &mut String, d: &JobData, si: &JobSysInfo) {
     }
 }
 
+/// What a job's requirement check may change: by its passive controls.
+fn job_fix(s: &JobSpec) -> Fix {
+    let p = s
+        .passive
+        .as_deref()
+        .and_then(|p| spec::Passive::parse(p).ok());
+    Fix::for_passive(p.as_ref())
+}
+
+/// Prints what the requirement check changed.
+fn announce_fixes(host: &Host) {
+    for (r, st) in &host.statuses {
+        if let Status::Fixed(what) = st {
+            eprintln!("sysreq {}: fixed: {what} (restored on exit)", r.name());
+        }
+    }
+}
+
+/// `--swappiness`: applied after the requirement checks (which may raise
+/// swappiness to 60) and joining the host's undo record, so it is written
+/// back first, being the latest change.
+fn apply_swappiness(opts: &Options, host: &mut Host) -> Result<(), String> {
+    if let Some(v) = opts.swappiness {
+        let old = host
+            .restore
+            .write(Path::new(SWAPPINESS), &v.to_string(), "vm.swappiness")
+            .map_err(|e| format!("--swappiness {v}: {e}"))?;
+        eprintln!("vm.swappiness: {old} -> {v} for this run (--swappiness; restored on exit)");
+    }
+    Ok(())
+}
+
 /// The probed host: system info, cgroups and requirement statuses.
 struct Host {
     sysinfo: SysInfo,
@@ -193,7 +225,7 @@ struct Host {
     restore: sysreqs::Restore,
 }
 
-fn probe(opts: &Options, reqs: &[SysReq], fix: bool) -> Result<Host, String> {
+fn probe(opts: &Options, reqs: &[SysReq], fix: Fix) -> Result<Host, String> {
     let cgroups = Cgroups::probe()?;
     let sysinfo = sysinfo::collect(&opts.dir, cgroups.kind())?;
     let (report, restore) = sysreqs::check(
@@ -671,14 +703,38 @@ pub fn cmd_run(
         let b = bench(&s.kind)?;
         reqs.extend(b.hard().iter().chain(b.soft()).copied());
     }
+    // What upstream's rd-agent changes for every job that enforces the
+    // control, whatever the bench: the scratch device's IO scheduler and
+    // wbt, and swappiness. Checked for every job; only the bench's own
+    // requirements count as missed in its result.
+    reqs.extend([SysReq::IoSched, SysReq::NoWbt, SysReq::Swap]);
     let reqs: Vec<SysReq> = reqs.into_iter().collect();
-    let fix = pending.iter().all(|s| {
-        s.passive
-            .as_deref()
-            .and_then(|p| spec::Passive::parse(p).ok())
-            .is_none_or(|p| !p.io && !p.mem)
-    });
-    let mut host = probe(opts, &reqs, fix)?;
+    // What each job lets the check change (upstream's rd-agent decides
+    // per job from its passive controls). With more than one kind among
+    // the jobs, each kind is checked and undone first, so that every job's
+    // hard requirements are judged before anything runs.
+    let fixes: Vec<Fix> = pending.iter().map(job_fix).collect();
+    let mut statuses_by_fix: Vec<(Fix, BTreeMap<SysReq, Status>)> = Vec::new();
+    if fixes.iter().any(|f| *f != fixes[0]) {
+        for f in &fixes {
+            if statuses_by_fix.iter().all(|(g, _)| g != f) {
+                let h = probe(opts, &reqs, *f)?;
+                statuses_by_fix.push((*f, h.statuses));
+                h.restore.restore_quietly();
+            }
+        }
+    }
+    let mut host = probe(opts, &reqs, fixes[0])?;
+    if statuses_by_fix.is_empty() {
+        statuses_by_fix.push((fixes[0], host.statuses.clone()));
+    }
+    let statuses_of = |f: Fix| {
+        statuses_by_fix
+            .iter()
+            .find(|(g, _)| *g == f)
+            .map(|(_, st)| st.clone())
+            .unwrap_or_default()
+    };
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     let runs_protection = pending.iter().any(|s| s.kind == "protection");
     // --iocost-from-sys / --iocost-qos: refused where iocost cannot be
@@ -729,11 +785,11 @@ pub fn cmd_run(
              (hashd-params searches them, storage sizes hashd itself); no pending job uses them"
         );
     }
-    let all_missed = missed(&host.statuses);
     let mut hard_missed = Vec::new();
-    for s in &pending {
+    for (s, f) in pending.iter().zip(&fixes) {
+        let job_missed = missed(&statuses_of(*f));
         for r in bench(&s.kind)?.hard() {
-            if let Some(m) = all_missed.get(r) {
+            if let Some(m) = job_missed.get(r) {
                 hard_missed.push(format!("{s}: {}: {}", r.name(), m.join("; ")));
             }
         }
@@ -748,11 +804,7 @@ pub fn cmd_run(
         }
         eprintln!("warning: running without these requirements (--force):\n  {list}");
     }
-    for (r, st) in &host.statuses {
-        if let Status::Fixed(what) = st {
-            eprintln!("sysreq {}: fixed: {what} (restored on exit)", r.name());
-        }
-    }
+    announce_fixes(&host);
     let mem = memory(opts, &host.sysinfo)?;
     // A --hashd-size that cannot fit is refused before anything runs.
     override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
@@ -777,23 +829,27 @@ pub fn cmd_run(
     // 60), restored before them on the way out.
     // `--swappiness` joins the host's undo record, so it is written back
     // (first, being the latest change) with the sysreq fixes on exit.
-    if let Some(v) = opts.swappiness {
-        let old = host
-            .restore
-            .write(Path::new(SWAPPINESS), &v.to_string(), "vm.swappiness")
-            .map_err(|e| format!("--swappiness {v}: {e}"))?;
-        eprintln!("vm.swappiness: {old} -> {v} for this run (--swappiness; restored on exit)");
-    }
+    apply_swappiness(opts, &mut host)?;
+    let mut host_fix = fixes[0];
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
 
     let mut ok = true;
-    for s in pending {
+    for (s, fix) in pending.into_iter().zip(fixes) {
         if cancel.is_stopped() {
             ok = false;
             break;
         }
+        if fix != host_fix {
+            // The previous job's changes are undone and this job's made.
+            std::mem::take(&mut host.restore).restore();
+            host = probe(opts, &reqs, fix)?;
+            host_fix = fix;
+            eprintln!("{s}: system requirements checked again for its passive controls");
+            announce_fixes(&host);
+            apply_swappiness(opts, &mut host)?;
+        }
         let b = bench(&s.kind)?;
-        let job_missed: BTreeMap<SysReq, Vec<String>> = all_missed
+        let job_missed: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
             .iter()
             .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
             .map(|(r, m)| (*r, m.clone()))
@@ -1004,7 +1060,7 @@ pub fn cmd_study(opts: &Options, specs: &[String]) -> Result<String, String> {
 /// `deps`: every requirement, satisfied or missed, on this host.
 pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     opts_dir_check(opts)?;
-    let host = probe(opts, &SysReq::ALL, false)?;
+    let host = probe(opts, &SysReq::ALL, Fix::NONE)?;
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     let ok: Vec<&str> = host
         .statuses

@@ -144,8 +144,46 @@ pub struct Check<'a> {
     pub sysinfo: &'a SysInfo,
     /// The probed cgroup backend.
     pub cgroups: &'a Cgroups,
-    /// Whether [`check`] may change the system to meet requirements.
-    pub fix: bool,
+    /// What [`check`] may change to meet requirements.
+    pub fix: Fix,
+}
+
+/// What a job lets the requirement check change, as upstream's rd-agent
+/// decides per job from what it enforces: the scratch device's IO
+/// scheduler and writeback throttling only when IO control is enforced,
+/// swappiness only when memory control is (a `passive=io` job measures the
+/// device as found).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fix {
+    /// IO scheduler `none`, wbt off.
+    pub io: bool,
+    /// swappiness raised to 60.
+    pub mem: bool,
+}
+
+impl Fix {
+    /// Changes nothing (`deps`).
+    pub const NONE: Fix = Fix {
+        io: false,
+        mem: false,
+    };
+    /// Fixes everything it can.
+    pub const ALL: Fix = Fix {
+        io: true,
+        mem: true,
+    };
+
+    /// What a job with these passive controls fixes (`None`: all
+    /// enforced).
+    pub fn for_passive(p: Option<&crate::spec::Passive>) -> Fix {
+        match p {
+            None => Fix::ALL,
+            Some(p) => Fix {
+                io: !p.io,
+                mem: !p.mem,
+            },
+        }
+    }
 }
 
 /// The status of each checked requirement.
@@ -212,7 +250,13 @@ impl Restore {
     /// Writes back the old values (latest change first), prints one line
     /// per value to stderr and returns those lines.
     pub fn restore(mut self) -> Vec<String> {
-        self.undo_all()
+        self.undo_all(true)
+    }
+
+    /// [`Restore::restore`] without the lines: a check made only to read
+    /// the statuses, undone at once.
+    pub fn restore_quietly(mut self) {
+        self.undo_all(false);
     }
 
     /// Writes `value` to the existing file `path` and records its old
@@ -232,14 +276,16 @@ impl Restore {
         Ok(old)
     }
 
-    fn undo_all(&mut self) -> Vec<String> {
+    fn undo_all(&mut self, print: bool) -> Vec<String> {
         let mut lines = Vec::new();
         while let Some(u) = self.undo.pop() {
             let line = match write_existing(&u.path, &u.old) {
                 Ok(()) => format!("restored {} to {}", u.what, u.old),
                 Err(e) => format!("failed to restore {}: {e}", u.what),
             };
-            eprintln!("{line}");
+            if print || line.starts_with("failed") {
+                eprintln!("{line}");
+            }
             lines.push(line);
         }
         lines
@@ -248,7 +294,7 @@ impl Restore {
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        self.undo_all();
+        self.undo_all(true);
     }
 }
 
@@ -611,7 +657,7 @@ fn check_iosched(c: &Check, dev_dir: Option<&Path>, restore: &mut Restore) -> St
         return Status::Satisfied;
     }
     let how = format!("echo none > {}", path.display());
-    if !c.fix {
+    if !c.fix.io {
         return missed(format!(
             "{} uses the {cur} IO scheduler; io.cost wants none: run `{how}`",
             c.sysinfo.scr_dev
@@ -644,7 +690,7 @@ fn check_wbt(c: &Check, dev_dir: Option<&Path>, restore: &mut Restore) -> Status
         return Status::Satisfied;
     }
     let how = format!("echo 0 > {}", path.display());
-    if !c.fix {
+    if !c.fix.io {
         return missed(format!(
             "writeback throttling is on for {} (wbt_lat_usec {cur}); it interferes with io.cost: run `{how}`",
             c.sysinfo.scr_dev
@@ -761,7 +807,7 @@ fn check_swap(c: &Check, restore: &mut Restore) -> Status {
         let cur = fs::read_to_string(path)
             .map(|t| t.trim().to_string())
             .unwrap_or_else(|_| si.swappiness.to_string());
-        if !c.fix {
+        if !c.fix.mem {
             misses.push(format!(
                 "swappiness is {cur}, expected at least 60: run `echo 60 > {}`",
                 path.display()
@@ -905,7 +951,7 @@ mod tests {
                 scratch_dir: Path::new("/"),
                 sysinfo: si,
                 cgroups: &cgs,
-                fix: false,
+                fix: Fix::NONE,
             };
             check_swap(&chk, &mut Restore::default())
         };
@@ -919,7 +965,7 @@ mod tests {
         assert!(
             matches!(c(&si), Status::Missed(m) if m.len() == 1 && m[0].contains("swappiness is"))
         );
-        assert!(restore.undo_all().is_empty());
+        assert!(restore.undo_all(true).is_empty());
     }
 
     #[test]
@@ -985,7 +1031,7 @@ mod tests {
             scratch_dir: Path::new("/tmp"),
             sysinfo: &si,
             cgroups: &cgs,
-            fix: false,
+            fix: Fix::NONE,
         };
         let (report, restore) = check(&SysReq::ALL, &c);
         assert!(restore.is_empty(), "nothing changes without fix");
@@ -1027,11 +1073,45 @@ mod tests {
             );
             return;
         }
+        // A job that leaves IO control passive (swappiness may still be
+        // fixed) finds the device as it is and changes nothing on it.
+        let passive_io = Check {
+            scratch_dir: Path::new("/tmp"),
+            sysinfo: &si,
+            cgroups: &cgs,
+            fix: Fix::for_passive(Some(&crate::spec::Passive::parse("io").unwrap())),
+        };
+        assert_eq!(
+            passive_io.fix,
+            Fix {
+                io: false,
+                mem: true
+            }
+        );
+        let (report, restore) = check(&[SysReq::NoWbt, SysReq::IoSched], &passive_io);
+        assert!(restore.is_empty(), "{report:?}");
+        for (req, old, target) in [
+            (SysReq::NoWbt, &old_wbt, "0"),
+            (SysReq::IoSched, &old_sched, "none"),
+        ] {
+            if let Ok(old) = old
+                && old != target
+            {
+                assert!(
+                    matches!(&report.statuses[&req], Status::Missed(_)),
+                    "{report:?}"
+                );
+            }
+        }
+        assert_eq!(
+            fs::read_to_string(&wbt).map(|s| s.trim().to_string()).ok(),
+            old_wbt.as_ref().ok().cloned()
+        );
         let c = Check {
             scratch_dir: Path::new("/tmp"),
             sysinfo: &si,
             cgroups: &cgs,
-            fix: true,
+            fix: Fix::ALL,
         };
         let (report, restore) = check(&[SysReq::NoWbt, SysReq::IoSched], &c);
         eprintln!("{report:?}");
@@ -1066,6 +1146,29 @@ mod tests {
         if let Ok(old) = old_sched {
             assert_eq!(parse_scheduler(&fs::read_to_string(&sched).unwrap()), old);
         }
+    }
+
+    #[test]
+    fn a_jobs_passive_controls_decide_what_is_fixed() {
+        let p = |t: &str| Fix::for_passive(Some(&crate::spec::Passive::parse(t).unwrap()));
+        assert_eq!(Fix::for_passive(None), Fix::ALL);
+        assert_eq!(p("none"), Fix::ALL);
+        assert_eq!(p("cpu"), Fix::ALL);
+        assert_eq!(
+            p("io"),
+            Fix {
+                io: false,
+                mem: true
+            }
+        );
+        assert_eq!(
+            p("mem"),
+            Fix {
+                io: true,
+                mem: false
+            }
+        );
+        assert_eq!(p("all"), Fix::NONE);
     }
 
     #[test]
