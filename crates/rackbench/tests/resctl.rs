@@ -486,6 +486,36 @@ fn resctl_bench_protection_runs_end_to_end() {
         "{run0}"
     );
     assert!(j[1]["sysinfo"]["cgroup_backend"].as_str().is_some());
+    // IO latency per IO from the block tracepoints: each second with IO
+    // has upstream's latency percentiles, not only a mean.
+    let controls: Vec<&str> = j[1]["record"]["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str())
+        .collect();
+    if controls
+        .iter()
+        .any(|c| c.starts_with("IO latency: per IO from the block tracepoints"))
+    {
+        let mut seconds_with_io = 0;
+        for s in j[1]["record"]["samples"][0].as_array().unwrap() {
+            for dir in s["iolat"].as_array().into_iter().flatten() {
+                if dir.as_object().is_some_and(|m| !m.is_empty()) {
+                    seconds_with_io += 1;
+                    let (p50, p99, max) = (
+                        dir["50"].as_f64().unwrap(),
+                        dir["99"].as_f64().unwrap(),
+                        dir["100"].as_f64().unwrap(),
+                    );
+                    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{dir}");
+                }
+            }
+        }
+        eprintln!("seconds with traced IO: {seconds_with_io}");
+    } else {
+        testenv::skip("tracefs", &format!("no per-IO latency: {controls:?}"));
+    }
     let isol = j[1]["result"]["combined"]["isol"]["mean"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&isol), "{isol}");
     let out = text(&o.stdout);

@@ -11,6 +11,7 @@
 //! parsing, `PATH` lookup) are shared by the three.
 
 pub mod cgroup;
+pub mod iotrace;
 pub mod sysinfo;
 pub mod sysreqs;
 

@@ -532,6 +532,9 @@ struct Sampler<'a> {
     hog_report: PathBuf,
     last_hashd: String,
     last_disk: Option<DiskStats>,
+    /// Per-IO latencies of the scratch device, when it can be traced.
+    trace: Option<&'a crate::sys::iotrace::IoTrace>,
+    trace_started: bool,
 }
 
 impl Sampler<'_> {
@@ -560,8 +563,13 @@ impl Sampler<'_> {
             None
         };
         let disk = crate::sys::diskstats(&self.ctx.sysinfo.scr_dev);
-        let iolat = match (self.last_disk, disk) {
-            (Some(a), Some(b)) => {
+        let iolat = match (self.last_disk, disk, self.trace) {
+            // The first second's trace holds what came before sampling.
+            (_, _, Some(t)) => {
+                let m = t.take_second();
+                std::mem::replace(&mut self.trace_started, true).then_some(m)
+            }
+            (Some(a), Some(b), None) => {
                 let mean = |ios: u64, ms: u64| {
                     let mut m = BTreeMap::new();
                     if ios > 0 {
@@ -723,6 +731,28 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             .push("iocost: not enabled: no iocost-params result in the journal".into());
         None
     };
+    // IO latency per IO, as upstream's biolatpcts; without block
+    // tracepoints, the per-second mean from /proc/diskstats.
+    let traced = if ctx.sysinfo.scr_dev.is_empty() {
+        Err("no scratch device".to_string())
+    } else {
+        crate::sys::iotrace::IoTrace::start(ctx.sysinfo.scr_devnr)
+    };
+    let mut trace = match traced {
+        Ok(t) => {
+            let (ma, mi) = ctx.sysinfo.scr_devnr;
+            rec.controls.push(format!(
+                "IO latency: per IO from the block tracepoints of {ma}:{mi}"
+            ));
+            Some(t)
+        }
+        Err(e) => {
+            rec.controls.push(format!(
+                "IO latency: per-second means from /proc/diskstats only (cannot trace block requests: {e})"
+            ));
+            None
+        }
+    };
     for c in &rec.controls {
         eprintln!("protection: {c}");
     }
@@ -746,6 +776,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         hog_report: hog_report.clone(),
         last_hashd: String::new(),
         last_disk: None,
+        trace: trace.as_ref(),
+        trace_started: false,
     };
     let n = scen.len();
     for (si, s) in scen.iter().enumerate() {
@@ -997,16 +1029,28 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         rec.scenarios.push(mh);
         rec.samples.push(samples);
         if let Some(why) = stop_why {
+            trace_cost(&mut rec, trace.take());
             let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
             return Ok(Outcome::Partial(Some(v), why));
         }
     }
     drop(hashd);
+    trace_cost(&mut rec, trace.take());
     let result = study_record(&rec);
     Ok(Outcome::Done(
         serde_json::to_value(&rec).map_err(|e| e.to_string())?,
         serde_json::to_value(&result).map_err(|e| e.to_string())?,
     ))
+}
+
+/// Stops the IO latency trace and states, with the controls, what it
+/// traced and the CPU its reader took.
+fn trace_cost(rec: &mut ProtectionRecord, trace: Option<crate::sys::iotrace::IoTrace>) {
+    if let Some(t) = trace {
+        let line = format!("IO latency trace: {}", t.finish());
+        eprintln!("protection: {line}");
+        rec.controls.push(line);
+    }
 }
 
 /// One second: sleep to the next second, then a sample; Some(why) when the
