@@ -803,8 +803,9 @@ fn resctl_bench_refuses_bad_input() {
 
 /// iocost-params with fio (`--test`: 3 s runs on a 256M file): the six
 /// model numbers and the QoS latencies are positive, and where the host
-/// has no io.cost files the record says why it was not applied. The job
-/// comes from an upstream-shaped job file (`run --file=FILE`).
+/// has no io.cost files the record says why it was not applied. The first
+/// job comes from an upstream-shaped job file (`run --file=FILE`) and is
+/// `passive=io`; the second, enforcing IO, shows the per-job fix decision.
 #[test]
 fn resctl_bench_iocost_params_measures_with_fio() {
     let has_fio = std::process::Command::new("fio")
@@ -821,19 +822,53 @@ fn resctl_bench_iocost_params_measures_with_fio() {
     std::fs::write(
         &jobs,
         "// upstream's args file shape\n{\"mem_profile\": 16, \"job_specs\": \
-         [{\"kind\": \"iocost-params\", \"id\": null, \"passive\": null, \"props\": [{}]}]}\n",
+         [{\"kind\": \"iocost-params\", \"id\": \"found\", \"passive\": \"io\", \"props\": [{}]}]}\n",
     )
     .unwrap();
-    let o = resctl_test_run(
+    let mut c = resctl_test_run(
         d.path(),
         &result,
         &[],
         &format!("--file={}", jobs.display()),
-    )
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    );
+    c.arg("iocost-params:id=fixed");
+    let o = c.output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
     let j = journal(&result);
+    assert_eq!(j.len(), 2, "{j:?}");
+    // The fix decision is per job, as upstream's rd-agent makes it from
+    // the job's passive controls: the `passive=io` job measures the
+    // scratch device as found (its IO scheduler and wbt untouched), and
+    // the next one, enforcing IO, is checked again and fixes them.
+    let again = err
+        .find("system requirements checked again for its passive controls")
+        .unwrap_or_else(|| panic!("no second check: {err}"));
+    let (found, fixed) = (&j[0]["sysinfo"], &j[1]["sysinfo"]);
+    // The second job's check changed what the first one left as found:
+    // each change is announced after the second check, never before it.
+    let fixed_io: Vec<&str> = fixed["fixed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .filter(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))
+        .collect();
+    for f in &fixed_io {
+        let req = f.split(':').next().unwrap();
+        let line = format!("sysreq {req}: fixed");
+        assert!(err[again..].contains(&line), "{req}: {err}");
+        assert!(!err[..again].contains(&line), "{req}: {err}");
+    }
+    let first_fixed = found["fixed"].as_array().unwrap();
+    assert!(
+        !first_fixed.iter().any(|f| f
+            .as_str()
+            .is_some_and(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))),
+        "the passive=io job changed the device: {found}"
+    );
+    eprintln!("fixed for the second job only: {fixed_io:?}");
+
     let r = &j[0]["record"];
     for k in [
         "rbps",
@@ -890,66 +925,14 @@ fn resctl_bench_iocost_params_measures_with_fio() {
         assert!(o.status.success(), "{}", text(&o.stderr));
         text(&o.stdout)
     };
-    let first = summary(&["summary", "iocost-params"]);
+    let first = summary(&["summary", "iocost-params:id=fixed"]);
     assert!(first.contains("iocost model: rbps="), "{first}");
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&args).unwrap()).unwrap();
     assert_eq!(saved["mode"], "Summary", "{saved}");
     assert_eq!(saved["job_specs"][0]["kind"], "iocost-params", "{saved}");
+    assert_eq!(saved["job_specs"][0]["id"], "fixed", "{saved}");
     assert_eq!(summary(&["summary"]), first);
-}
-
-/// The fix decision is per job, as upstream's rd-agent makes it from the
-/// job's passive controls: a `passive=io` job measures the scratch device
-/// as found (its IO scheduler and wbt untouched, missed when not as
-/// io.cost wants), and the next job, enforcing IO, is checked again and
-/// fixes them. Both jobs are short iocost-params runs.
-#[test]
-fn fix_decisions_are_made_per_job_from_its_passive_controls() {
-    let has_fio = std::process::Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_fio {
-        testenv::skip("fio", "fio is not installed");
-        return;
-    }
-    let d = tempfile::tempdir_in("/var/tmp").unwrap();
-    let result = d.path().join("r.json");
-    let mut c = resctl_test_run(d.path(), &result, &[], "iocost-params:id=found,passive=io");
-    c.arg("iocost-params:id=fixed");
-    let o = c.output().unwrap();
-    let err = text(&o.stderr);
-    assert!(o.status.success(), "{err}");
-    let again = err
-        .find("system requirements checked again for its passive controls")
-        .unwrap_or_else(|| panic!("no second check: {err}"));
-    let j = journal(&result);
-    assert_eq!(j.len(), 2, "{j:?}");
-    let (found, fixed) = (&j[0]["sysinfo"], &j[1]["sysinfo"]);
-    // The second job's check changed what the first one left as found:
-    // each change is announced after the second check, never before it.
-    let fixed_io: Vec<&str> = fixed["fixed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f.as_str())
-        .filter(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))
-        .collect();
-    for f in &fixed_io {
-        let req = f.split(':').next().unwrap();
-        let line = format!("sysreq {req}: fixed");
-        assert!(err[again..].contains(&line), "{req}: {err}");
-        assert!(!err[..again].contains(&line), "{req}: {err}");
-    }
-    let first_fixed = found["fixed"].as_array().unwrap();
-    assert!(
-        !first_fixed.iter().any(|f| f
-            .as_str()
-            .is_some_and(|f| f.starts_with("IoSched") || f.starts_with("NoWbt"))),
-        "the passive=io job changed the device: {found}"
-    );
-    eprintln!("fixed for the second job only: {fixed_io:?}");
 }
 
 /// `--bench-mem --bench-test` runs only the short memory search: the

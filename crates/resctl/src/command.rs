@@ -74,6 +74,13 @@ pub const CHILD_CMD: &str = "__resctl-child";
 
 /// Runs a child: `hashd ARGS` or `mem-hog ARGS`. Returns the exit code.
 pub fn child_main(args: &[String]) -> i32 {
+    // The bench stops its children with SIGINT; the harness's Ctrl-C
+    // wording ("interrupted: ... partial results") would read as if the
+    // whole run had been interrupted.
+    harness::Cancel::set_interrupt_message(match args.first().map(String::as_str) {
+        Some("hashd") => "hashd: stopped by the bench",
+        _ => "mem-hog: stopped by the bench",
+    });
     let cancel = harness::Cancel::global();
     let r = match args.first().map(String::as_str) {
         // The benches read the run's metrics from the last line.
