@@ -740,6 +740,11 @@ fn resctl_bench_refuses_bad_input() {
         e.contains("-a/--args") && e.contains("args.json") && e.contains("\"mem_profile\""),
         "{e}"
     );
+    // A format that fails saves nothing (upstream saves after printing).
+    let fresh = d.path().join("fresh.json");
+    let e = go(&["-a", fresh.to_str().unwrap(), "summary", "storage"]);
+    assert!(e.contains("does not exist"), "{e}");
+    assert!(!fresh.exists(), "a failed summary created the args file");
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
     // solve/merge are iocost-tune's; study's -R/--reports has nothing to read.
     assert!(go(&["solve", "iocost-tune"]).contains("only iocost-tune results have a solve step"));

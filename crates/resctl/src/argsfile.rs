@@ -16,8 +16,9 @@
 //!   none are given and the command is the file's `mode` (a different
 //!   command drops them);
 //! - the file is written back (atomically) when run, study, format or
-//!   summary changed a value, the mode or the specs, and created when it
-//!   was missing; `-r`, `--test`, `-v`, `--force` and the other switches
+//!   summary changed a value, the mode or the specs (run and study before
+//!   their jobs run, format and summary after they printed), and created
+//!   when it was missing; `-r`, `--test`, `-v`, `--force` and the other switches
 //!   are never saved.
 //!
 //! Differences, all towards refusing what upstream would misread: an

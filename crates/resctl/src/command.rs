@@ -730,11 +730,20 @@ impl Workload for Resctl {
             Some(p) => Some(StderrTee::start(p).map_err(anyhow::Error::msg)?),
             None => None,
         };
-        // Everything parsed: the args file takes the command line's
-        // changes before the command runs (upstream saves it there too).
-        let r = match save.map(|s| s.write()).transpose() {
-            Ok(_) => dispatch(&opts, &cmd, &rest, ctx, record),
-            Err(e) => Err(anyhow::Error::msg(e)),
+        // The args file takes the command line's changes where upstream
+        // saves them: run and study once everything parsed, before the
+        // jobs run; format and summary after they printed.
+        let save_first = matches!(cmd.as_str(), "run" | "study");
+        let write = |s: Option<crate::argsfile::Save>| -> anyhow::Result<()> {
+            s.map(|s| s.write())
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            Ok(())
+        };
+        let r = if save_first {
+            write(save).and_then(|()| dispatch(&opts, &cmd, &rest, ctx, record))
+        } else {
+            dispatch(&opts, &cmd, &rest, ctx, record).and_then(|out| write(save).map(|()| out))
         };
         if let (Some(t), Err(e)) = (tee, &r) {
             t.end_with_error(e);

@@ -596,37 +596,6 @@ mod tests {
         assert!(!instance.exists(), "{} left behind", instance.display());
     }
 
-    /// The tracer's own cost under fio's 4 KiB random reads for 10 s:
-    /// `cargo test -p resctl --lib iotrace_cost -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "a measurement, not a check"]
-    fn iotrace_cost_under_fio() {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let si = crate::sys::sysinfo::collect(dir.path(), crate::sys::cgroup::BackendKind::None)
-            .unwrap();
-        let t = IoTrace::start(si.scr_devnr).unwrap();
-        let o = std::process::Command::new("fio")
-            .args([
-                "--name=r",
-                "--rw=randread",
-                "--bs=4k",
-                "--size=256M",
-                "--direct=1",
-                "--ioengine=libaio",
-                "--iodepth=32",
-                "--time_based",
-                "--runtime=10",
-                "--output-format=terse",
-            ])
-            .arg(format!("--filename={}", dir.path().join("f").display()))
-            .output()
-            .unwrap();
-        let st = t.finish();
-        let terse = String::from_utf8_lossy(&o.stdout);
-        let iops = terse.split(';').nth(7).unwrap_or("?").to_string();
-        eprintln!("fio read IOPS {iops}; {st}");
-    }
-
     #[test]
     fn completions_matched_to_issues_give_percentiles() {
         let mut m = Matcher::new();
