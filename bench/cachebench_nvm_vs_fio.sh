@@ -9,14 +9,7 @@ cd "$(dirname "$0")/.."
 dir="${1:-/var/tmp}"
 secs="${2:-20}"
 rounds="${3:-3}"
-if ! command -v fio >/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio >/dev/null
-    else
-        echo "fio is needed (apt-get install fio)" >&2
-        exit 1
-    fi
-fi
+. bench/need_fio.sh
 cargo build --release -q -p cachebench --example nvm_write
 file="$dir/rackbench-nvm-vs-fio.img"
 trap 'rm -f "$file"' EXIT

@@ -5,13 +5,6 @@
 # Usage: bash bench/resctl_iotrace_cost.sh [DIR] [SECS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v fio >/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio >/dev/null
-    else
-        echo "fio is needed (apt-get install fio)" >&2
-        exit 1
-    fi
-fi
+. bench/need_fio.sh
 cargo build --release -q -p resctl --example iotrace_cost
 target/release/examples/iotrace_cost "${1:-/var/tmp}" "${2:-10}" "${3:-3}"
