@@ -6,15 +6,12 @@
 //! Prints each round's IOPS both ways and the trace's own figures (IOs
 //! traced, the reader's CPU, the sampling it chose), then one line with
 //! the medians and their ratio.
-// An example program: a failed unwrap is a stop with its message, as intended.
-#![allow(clippy::unwrap_used)]
-
 use resctl::sys::cgroup::BackendKind;
 use resctl::sys::iotrace::IoTrace;
 use std::path::Path;
 use std::process::Command;
 
-fn fio(file: &Path, secs: u32) -> f64 {
+fn fio(file: &Path, secs: u32) -> Result<f64, String> {
     let o = Command::new("fio")
         .args([
             "--name=r",
@@ -30,15 +27,19 @@ fn fio(file: &Path, secs: u32) -> f64 {
         .arg(format!("--runtime={secs}"))
         .arg(format!("--filename={}", file.display()))
         .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        .map_err(|e| format!("cannot run fio: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "fio failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
     // Terse v3: field 8 is the read IOPS.
-    String::from_utf8_lossy(&o.stdout)
-        .split(';')
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.split(';')
         .nth(7)
-        .unwrap()
-        .parse()
-        .unwrap()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("fio's terse output has no read IOPS in field 8: {out}"))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -46,18 +47,28 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn main() {
+/// The optional positional argument `i`, or `dfl`.
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str, dfl: T) -> Result<T, String> {
+    match args.get(i) {
+        None => Ok(dfl),
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("{name} {s:?}: expected a whole number")),
+    }
+}
+
+fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = Path::new(args.first().map_or("/var/tmp", String::as_str));
-    let secs: u32 = args.get(1).map_or(10, |s| s.parse().unwrap());
-    let rounds: usize = args.get(2).map_or(3, |s| s.parse().unwrap());
-    let si = resctl::sys::sysinfo::collect(dir, BackendKind::None).unwrap();
+    let secs: u32 = arg(&args, 1, "SECS", 10)?;
+    let rounds: usize = arg(&args, 2, "ROUNDS", 3)?.max(1);
+    let si = resctl::sys::sysinfo::collect(dir, BackendKind::None)?;
     let file = dir.join("rackbench-iotrace-cost.f");
     let (mut alone, mut traced, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
     for r in 1..=rounds {
-        let a = fio(&file, secs);
-        let t = IoTrace::start(si.scr_devnr).unwrap();
-        let b = fio(&file, secs);
+        let a = fio(&file, secs)?;
+        let t = IoTrace::start(si.scr_devnr)?;
+        let b = fio(&file, secs)?;
         let st = t.finish();
         println!("round {r}: fio alone {a:.0} IOPS, under the trace {b:.0} IOPS; {st}");
         alone.push(a);
@@ -71,4 +82,12 @@ fn main() {
         b / a,
         median(&mut cpu) * 100.0
     );
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("iotrace_cost: {e}");
+        std::process::exit(1);
+    }
 }

@@ -1491,13 +1491,13 @@ mod tests {
         // Upstream's own file: its values are given options.
         std::fs::write(
             &f,
-            r#"{"dir": "/srv/rb", "mem_profile": 8, "hashd_fake_cpu_load": false,
+            r#"{"dir": "rb-scratch", "mem_profile": 8, "hashd_fake_cpu_load": false,
                 "mode": "Summary", "job_specs": [{"kind": "hashd-params", "id": null,
                 "passive": null, "props": [{}]}]}"#,
         )
         .unwrap();
         let (o, _, rest, save) = parse_all(&w(&["summary"])).unwrap();
-        assert_eq!(o.dir, PathBuf::from("/srv/rb"));
+        assert_eq!(o.dir, PathBuf::from("rb-scratch"));
         assert_eq!(o.mem_profile.as_deref(), Some("8"));
         assert_eq!(o.hashd_fake_cpu_load, Some(false));
         assert_eq!(rest, words(&["hashd-params"]));
