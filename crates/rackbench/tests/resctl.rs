@@ -280,6 +280,92 @@ impl Drop for SwapFile {
     }
 }
 
+/// True when the host has no swap of its own (tests add theirs under
+/// SWAP_LOCK, which the caller holds).
+fn host_without_swap() -> bool {
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let none = swaps.lines().skip(1).all(|l| l.trim().is_empty());
+    if !none {
+        testenv::skip("noswap", "the host has swap of its own (/proc/swaps)");
+    }
+    none
+}
+
+/// hashd-params holds hashd to a memory limit on its own cgroup. On a host
+/// without swap and said to have 1G (`--mem-avail 1G`, profile 1: share
+/// 512M), the limit is 1G less 128M of slack (not the 448M target, which
+/// would only get hashd killed): while the bench runs, hashd is in
+/// `rackbench-PID/hashd-params` under that limit; the bench completes and
+/// the cgroup is gone afterwards.
+#[test]
+fn resctl_bench_hashd_params_holds_hashd_to_its_memory_limit() {
+    if !cgroups_writable() {
+        return;
+    }
+    let _swap = SWAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !host_without_swap() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let result = d.path().join("result.json");
+    // rps-max given: only the memory search runs.
+    let mut child = resctl_test_run(
+        d.path(),
+        &result,
+        &["--mem-avail", "1G"],
+        "hashd-params:rps-max=20",
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let groups = [
+        format!("/sys/fs/cgroup/memory/rackbench-{pid}"),
+        format!("/sys/fs/cgroup/rackbench-{pid}"),
+    ];
+    // hashd in the cgroup, and the cgroup's limit, as seen while it runs.
+    let mut seen = None;
+    while child.try_wait().unwrap().is_none() && seen.is_none() {
+        for g in &groups {
+            let dir = std::path::Path::new(g).join("hashd-params");
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            let limit = std::fs::read_to_string(dir.join("memory.limit_in_bytes"))
+                .or_else(|_| std::fs::read_to_string(dir.join("memory.max")))
+                .unwrap_or_default();
+            // What runs there: the child's command line (read now, while
+            // it lives).
+            let cmdline = procs
+                .split_whitespace()
+                .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .collect::<Vec<_>>()
+                .join("\n");
+            if !cmdline.is_empty() && !limit.trim().is_empty() {
+                seen = Some((cmdline, limit.trim().to_string()));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let (cmdline, limit) = seen.unwrap_or_else(|| panic!("hashd never seen in its cgroup\n{err}"));
+    assert_eq!(limit, (896u64 << 20).to_string(), "{err}");
+    assert!(
+        cmdline.contains(" hashd ") && cmdline.contains("--bench-mem"),
+        "{cmdline}"
+    );
+    assert!(
+        err.contains("hashd-params: hashd held to 896M (no swap, so not the profile's target"),
+        "{err}"
+    );
+    for g in &groups {
+        assert!(!std::path::Path::new(g).exists(), "cgroup left: {g}");
+    }
+    assert_eq!(journal(&result)[0]["record"]["rps_max"], 20);
+}
+
 /// storage in `--test` form with a 1.5G swap file beside the scratch
 /// directory: hashd, held to the 1G profile's 512M share by its cgroup,
 /// runs its memory search twice at a fixed rate with fake CPU load (half

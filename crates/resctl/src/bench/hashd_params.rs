@@ -1,13 +1,13 @@
 //! The `hashd-params` bench; what it does, for users, is [`DOC`].
 
 use super::common::{Bench, Ctx, Outcome};
-use super::knobs::HashdKnobs;
+use super::knobs::{HashdKnobs, MemInfo};
 use crate::bench::metrics::HashdParamsMetrics;
 use crate::fmt::{format_size, parse_size};
 use crate::hashd::params::{self, Params};
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
-use crate::sys::cgroup::Cgroup;
+use crate::sys::cgroup::{Applied, BackendKind, Cgroup};
 use crate::sys::sysreqs::SysReq;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -23,6 +23,14 @@ memory profile's share (--total-memory SHARE, so its footprint at
 mem_frac 1.0 is 4 x share) with its files in DIR/hashd/. The knobs it
 saves in its params file are the record:
 hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25.
+
+hashd runs in its own memory cgroup under a hard limit. With swap, the
+limit is the profile's target (share - min(share/8, 1G)): the memory
+upstream's balloon leaves its hashd benches, without the balloon
+pinning the rest of the host. Without swap, nothing can be offloaded
+and that limit would only kill hashd, so the limit is the memory
+available less the same slack: a memory search larger than the host
+kills hashd, not another process. stderr says which.
 
 Properties: rps-max=N (skip the rps_max search), hash-size=SIZE,
 chunk-pages=N, log-bps=SIZE (the hash log's rate at rps_max),
@@ -252,7 +260,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         format_size(share as f64),
         format_size(4.0 * share as f64)
     );
-    let mut child = spawn_hashd_in(ctx, &files, share, &extra, None, false)?;
+    let cg = confine(ctx)?;
+    let mut child = spawn_hashd_in(ctx, &files, share, &extra, cg.as_ref(), false)?;
     let status = child
         .wait()
         .map_err(|e| format!("waiting for hashd: {e}"))?;
@@ -260,6 +269,14 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         return Ok(Outcome::Partial(None, "interrupted".into()));
     }
     if !status.success() {
+        let oom = cg.as_ref().and_then(Cgroup::oom_kills).unwrap_or(0);
+        if oom > 0 {
+            return Err(format!(
+                "hashd {bench} was killed by the kernel's OOM killer in its cgroup ({oom} kill(s)) \
+                 under its memory limit (above): its memory search needs more memory or swap \
+                 on the scratch device"
+            ));
+        }
         return Err(format!(
             "hashd {bench} failed ({status}); its messages are above"
         ));
@@ -281,6 +298,72 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     };
     let record = serde_json::to_value(&knobs).map_err(|e| e.to_string())?;
     Ok(Outcome::Done(record, json!(true)))
+}
+
+/// The cgroup hashd runs in, under a hard limit (cgroup2 memory.max,
+/// cgroup1 memory.limit_in_bytes).
+///
+/// With swap, the limit is the memory profile's target (share less
+/// upstream's slack, min(share/8, 1G)). Upstream runs its hashd benches
+/// beside a balloon that leaves the host that much memory; a limit on
+/// hashd's own cgroup gives hashd the same memory without pinning the rest
+/// of the host's, and confines an OOM kill to hashd.
+///
+/// Without swap, nothing of hashd's anonymous memory can be offloaded, so
+/// a limit at the target would only kill hashd (its footprint at mem_frac
+/// 1.0 is 4 x share): the limit is then the memory available less the same
+/// slack, which keeps an oversized memory search from waking the global
+/// OOM killer. Both are said on stderr. `None` without a memory cgroup or
+/// with `--mem-profile off`.
+fn confine(ctx: &Ctx) -> Result<Option<Cgroup>, String> {
+    if ctx.mem.profile == 0 {
+        eprintln!("hashd-params: --mem-profile off: hashd runs without a memory limit");
+        return Ok(None);
+    }
+    if ctx.cgroups.kind() == BackendKind::None {
+        eprintln!(
+            "hashd-params: no cgroup backend (see `resctl doc cgroups`): hashd runs without \
+             a memory limit, and on a host with less than {} free its memory search may wake \
+             the global OOM killer",
+            format_size(4.0 * ctx.mem.share as f64)
+        );
+        return Ok(None);
+    }
+    let (limit, what) = limit_for(&ctx.mem, ctx.sysinfo.total_swap);
+    let cg = ctx
+        .cgroups
+        .create(&format!("rackbench-{}/hashd-params", std::process::id()))?;
+    match cg.set_mem_max(limit) {
+        Applied::Done => {
+            eprintln!(
+                "hashd-params: hashd held to {} ({what}; memory limit, {})",
+                format_size(limit as f64),
+                ctx.cgroups.kind().name()
+            );
+            Ok(Some(cg))
+        }
+        Applied::Degraded(w) | Applied::Unsupported(w) => {
+            eprintln!(
+                "hashd-params: hashd runs without a memory limit: cannot hold it to {}: {w}",
+                format_size(limit as f64)
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The limit [`confine`] sets and why: the profile's target with swap, the
+/// memory available less min(avail/8, 1G) without.
+fn limit_for(mem: &MemInfo, total_swap: u64) -> (u64, &'static str) {
+    if total_swap > 0 {
+        (mem.target, "the memory profile's target")
+    } else {
+        (
+            mem.avail - (mem.avail / 8).min(1 << 30),
+            "no swap, so not the profile's target, which would only get hashd killed: \
+             the memory available less slack, so that only hashd can be OOM-killed",
+        )
+    }
 }
 
 /// `Params: log_bps=1.0M`, a blank line, `Result: KNOBS`.
@@ -350,6 +433,23 @@ impl Bench for HashdParamsBench {
 mod tests {
     use super::*;
     use crate::spec::parse;
+
+    #[test]
+    fn hashd_is_held_to_the_target_with_swap_and_to_the_host_without() {
+        const G: u64 = 1 << 30;
+        // Profile 16 on 20G: share 12G, target 11G.
+        let m = MemInfo::for_profile(16, 20 * G);
+        let (l, why) = limit_for(&m, 4 * G);
+        assert_eq!(l, 11 * G);
+        assert!(why.contains("target"), "{why}");
+        let (l, why) = limit_for(&m, 0);
+        assert_eq!(l, 19 * G);
+        assert!(why.starts_with("no swap"), "{why}");
+        // A small host: avail/8 is the slack.
+        let m = MemInfo::for_profile(1, 4 * G);
+        assert_eq!(limit_for(&m, G).0, 448 << 20);
+        assert_eq!(limit_for(&m, 0).0, 3 * G + G / 2);
+    }
 
     #[test]
     fn properties_are_checked() {
