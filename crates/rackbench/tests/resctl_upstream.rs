@@ -260,3 +260,81 @@ fn rerun_with_changed_properties_runs_again() {
         serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
     assert_eq!(again, now);
 }
+
+/// Upstream's storage and iocost-qos results (hand-written to upstream's
+/// `StorageRecord`/`StorageResult` and `IoCostQoSRecord`/`IoCostQoSResult`
+/// shapes, with the figures of upstream's iocost-qos doc) are printed as
+/// upstream prints them: `summary` with the QoS settings, the MOF/aMOF
+/// table and the latency tables; `format` with each run's storage,
+/// protection and result sections and storage's tables. iocost-qos cannot
+/// run here, but its results from elsewhere can be read.
+#[test]
+fn upstream_storage_and_iocost_qos_results_format() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("qos.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/resctl/upstream-iocost-qos.json"),
+        &res,
+    )
+    .unwrap();
+    let before = std::fs::read(&res).unwrap();
+    let (ok, out, err) = resctl(d.path(), &res, &["summary"]);
+    assert!(ok, "{err}");
+    let jobs: Vec<&str> = out.split(&"=".repeat(90)).skip(1).collect();
+    assert_eq!(jobs.len(), 2, "{out}");
+    assert!(
+        jobs[0].contains(&format!("[storage {VERSION} result] ")),
+        "{out}"
+    );
+    assert_has(
+        jobs[0],
+        &[
+            "\nParams: hash_size=1.2M rps_max=1029 log_bps=1.0M loops=3\n\nIO Latency: R p50=343u:1.3m/67.5m p90=1.7m:3.5m/95.5m p99=5.6m:8.7m/150m max=14.3m:21.6m/550m\n",
+            "\nIO BPS: read_final=238M write_final=95.4M read_all=286M write_all=114M\n\nMemory offloading: factor=1.423@16 usage/stdev=12.0G/102M size/stdev=17.1G/205M missing=1.93%\n",
+        ],
+    );
+    assert!(!jobs[0].contains("Resource stat:"), "{out}");
+    assert!(
+        jobs[1].contains(&format!("[iocost-qos {VERSION} result] ")),
+        "{out}"
+    );
+    assert_has(
+        jobs[1],
+        &[
+            "\nParams: hash_size=1.2M rps_max=1029 log_bps=1.0M\n\n[00] QoS: iocost=off mem_profile=16\n[01] QoS: rpct=99.00 rlat=3759 wpct=99.00 wlat=1382 [min=60.00] [max=60.00]\n",
+            "         MOF     aMOF  isol-01%       lat-imp%  work-csv%  missing%\n[00]   1.423     FAIL         -       -:     -          -       1.9\n[01]   1.451    1.451      97.5     0.8:   0.8       73.6       4.1\n[02]  SKIP\n",
+            "\nRLAT               p50                p90                p99                max\n[00]  343u: 1.3m/67.5m   1.7m: 3.5m/95.5m   5.6m: 8.7m/ 150m  14.3m:21.6m/ 550m\n",
+            "\nWLAT               p50                p90                p99                max\n[00]  666u: 4.7m/93.5m   3.1m:12.2m/96.5m   6.0m:18.3m/ 250m  10.9m:33.8m/ 650m\n[01] 56.2u:48.5u/ 315u   501u: 2.1m/44.5m   1.2m: 4.1m/61.5m   2.5m: 5.4m/67.5m\n[02]  Skipped\n",
+        ],
+    );
+    assert!(!jobs[1].contains("RUN 00"), "{out}");
+
+    let (ok, out, err) = resctl(d.path(), &res, &["format"]);
+    assert!(ok, "{err}");
+    let jobs: Vec<&str> = out.split(&"=".repeat(90)).skip(1).collect();
+    assert_eq!(jobs.len(), 2, "{out}");
+    assert_has(
+        jobs[0],
+        &[
+            "\nIO Latency Distribution:\n\nREAD      min   p25   p50   p75   p90   p95   p99 p99.9   max   cum  mean  stdev\n",
+            "\nResource stat:\n\nALL           min ",
+            "\nFINAL         min ",
+        ],
+    );
+    assert_has(
+        jobs[1],
+        &[
+            "\n\nRUN 00\n======\n\nQoS: iocost=off\n\nRUN 00 - Storage\n----------------\n\nIO Latency: R ",
+            "\nRUN 00 - Protection Scenario 1/1 - Memory Hog Tuning\n----------------------------------------------------\n\nParams: load=1 speed=2x size=9.6G-17.1G intvs=10\n        isol-01 >= 90.00%\n\nResult: A successful full mem-hog run was not recorded\n",
+            "\nRUN 01 - Protection Scenario 1/1 - Memory Hog Tuning\n",
+            "        hashd memory size 17.4G/17.4G can be protected at isol-01 >= 90.00%\n\nRUN 01 - Result\n---------------\n\nIO Latency Distribution:\n",
+            "\nvrate: p00=60.00 p01=60.00 p10=60.00 p25=60.00 p50=60.00 p75=60.00 p90=60.00\n       p99=60.00 p100=73.73 pmean=60.05 pstdev=0.75\n\nQoS result: MOF=1.451@16(1.020x) vrate=60.05:0.75 missing=4.12%\n            aMOF=1.451@16(1.020x) isol-01=97.45% lat_imp=0.79%:0.84 work_csv=73.55%\n\n\nSummary\n=======\n\n[00] QoS: iocost=off mem_profile=16\n",
+        ],
+    );
+    // format -R: storage's extra stat tables.
+    let (ok, out, err) = resctl(d.path(), &res, &["format", "-R"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("ALL - memory.stat"), "{out}");
+    // Reading changed nothing.
+    assert_eq!(std::fs::read(&res).unwrap(), before);
+}

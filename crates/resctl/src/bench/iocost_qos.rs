@@ -1,16 +1,13 @@
-//! The `iocost-qos` and `iocost-tune` benches: their specs are checked
-//! in full (upstream's properties, values and the vrate ladder), their
-//! system requirements are declared, and running them is refused with
-//! the reason. What they measure, for users, is [`QOS_DOC`] and
-//! [`TUNE_DOC`].
+//! The specs of the `iocost-qos` and `iocost-tune` benches, checked in
+//! full (upstream's properties, values and the vrate ladder), and their
+//! `doc` texts. The benches themselves (system requirements, the refusal
+//! to run, formatting) are in `iocost_benches.rs`. What they
+//! measure, for users, is [`QOS_DOC`] and [`TUNE_DOC`].
 
-use super::common::{Bench, Ctx, Outcome};
 pub use super::knobs::QosOvr;
 use super::knobs::{QOS_OVR_KEYS, round2};
 use crate::fmt::parse_frac;
-use crate::journal::JobData;
 use crate::spec::{JobSpec, SpecError};
-use crate::sys::sysreqs::SysReq;
 use std::collections::BTreeMap;
 
 /// What `doc iocost-qos` prints.
@@ -25,6 +22,9 @@ cgroup2 root, or no cgroup2 io controller) is refused naming the missed
 sysreqs Controllers and IoCost (with --force: still refused, as
 nothing can be measured without io.cost); a host that has them is
 refused with \"not implemented yet\". Nothing runs degraded instead.
+An iocost-qos result made by upstream's resctl-bench is read and
+printed as upstream prints it (format: every run's sections; summary:
+the QoS settings, the MOF/aMOF table and the latency tables).
 
 What upstream runs. One run per QoS setting, in ladder order. Each run
 is a storage bench (the MOF, below) followed by protection's
@@ -583,121 +583,6 @@ fn rule_target(_group: usize, mut g: BTreeMap<String, String>) -> Result<(), Str
             )),
         },
     }
-}
-
-/// Why `run` cannot go on, on this host: io.cost missing names the
-/// sysreq; otherwise running is not implemented yet.
-fn refuse(kind: &str, what: &str, ctx: &Ctx) -> String {
-    let qos = ctx
-        .cgroups
-        .v2_root()
-        .map(|r| r.join("io.cost.qos"))
-        .filter(|p| p.exists());
-    match qos {
-        None => format!(
-            "{kind}: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
-             {kind} cannot run without io.cost, even with --force"
-        ),
-        Some(p) => format!(
-            "{kind}: {} exists, but running {what} is not implemented yet in rackbench",
-            p.display()
-        ),
-    }
-}
-
-/// What both benches cannot do without: the io controller and io.cost.
-const HARD: &[SysReq] = &[SysReq::Controllers, SysReq::IoCost];
-/// What their sub-benches (storage, protection) would check.
-const SOFT: &[SysReq] = &[
-    SysReq::Freezer,
-    SysReq::MemCgRecursiveProt,
-    SysReq::MemShadowInodeProt,
-    SysReq::IoCostVer,
-    SysReq::NoOtherIoControllers,
-    SysReq::AnonBalance,
-    SysReq::Btrfs,
-    SysReq::BtrfsAsyncDiscard,
-    SysReq::NoCompositeStorage,
-    SysReq::IoSched,
-    SysReq::NoWbt,
-    SysReq::SwapOnScratch,
-    SysReq::Swap,
-    SysReq::Oomd,
-    SysReq::NoSysOomd,
-    SysReq::HostCriticalServices,
-];
-
-/// The `iocost-qos` bench.
-pub struct IoCostQosBench;
-
-impl Bench for IoCostQosBench {
-    fn kind(&self) -> &'static str {
-        "iocost-qos"
-    }
-    fn about(&self) -> &'static str {
-        "MOF and aMOF along a ladder of io.cost QoS settings (spec checked; running not implemented yet)"
-    }
-    fn doc(&self) -> &'static str {
-        QOS_DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        HARD
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        SOFT
-    }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        QosProps::parse(spec).map(|_| ())
-    }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        let p = QosProps::parse(spec)?;
-        let runs: Vec<String> = p.ladder(0.0).iter().map(|o| o.to_string()).collect();
-        Err(refuse(
-            "iocost-qos",
-            &format!("its {} QoS runs ({})", runs.len(), runs.join("; ")),
-            ctx,
-        ))
-    }
-    fn format(&self, _d: &JobData, _full: bool) -> Result<String, String> {
-        Err("formatting iocost-qos results is not implemented yet".into())
-    }
-    fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
-}
-
-/// The `iocost-tune` bench.
-pub struct IoCostTuneBench;
-
-impl Bench for IoCostTuneBench {
-    fn kind(&self) -> &'static str {
-        "iocost-tune"
-    }
-    fn about(&self) -> &'static str {
-        "io.cost QoS solutions from an iocost-qos result (spec checked; running not implemented yet)"
-    }
-    fn doc(&self) -> &'static str {
-        TUNE_DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        HARD
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        SOFT
-    }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        tune_rules(spec).map(|_| ())
-    }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        let rules = tune_rules(spec)?;
-        Err(refuse(
-            "iocost-tune",
-            &format!("iocost-qos and solving its rules ({})", rules.join(", ")),
-            ctx,
-        ))
-    }
-    fn format(&self, _d: &JobData, _full: bool) -> Result<String, String> {
-        Err("formatting iocost-tune results is not implemented yet".into())
-    }
-    fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }
 
 #[cfg(test)]

@@ -369,8 +369,10 @@ fn locate_bad_field(
 pub const QOS_OVR_KEYS: &[&str] = &["rpct", "rlat", "wpct", "wlat", "min", "max", "vrate"];
 
 /// One QoS run of the ladder: `off` (the baseline) or overrides of the
-/// base QoS (`None`: keep the base value).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// base QoS (`None`: keep the base value). Upstream's `IoCostQoSOvr` in
+/// its results.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct QosOvr {
     pub off: bool,
     pub rpct: Option<f64>,

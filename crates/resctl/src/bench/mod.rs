@@ -14,6 +14,7 @@
 
 pub mod common;
 pub mod hashd_params;
+pub mod iocost_benches;
 pub mod iocost_params;
 pub mod iocost_qos;
 pub mod job;
@@ -21,6 +22,7 @@ pub mod knobs;
 pub mod merge_info;
 pub mod metrics;
 pub mod protection;
+pub mod qos_format;
 pub mod registry;
 pub mod storage;
 pub mod topics;

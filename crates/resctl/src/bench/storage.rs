@@ -2,8 +2,8 @@
 
 use super::common::{Bench, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
-use super::knobs::HashdKnobs;
-use super::protection::format::format_stat_table;
+use super::knobs::{HashdKnobs, MemInfo};
+use super::protection::format::{IoLat, format_iolat_rw, format_stat_table};
 use super::protection::study::{SliceSample, mean_stdev, push_rstat, rstat_maps};
 use crate::bench::metrics::{StorageLoopMetrics, StorageMetrics, StorageProbeMetrics};
 use crate::fmt::{format_duration, format_size, parse_size};
@@ -713,6 +713,9 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
 
 /// [`format`] with `format -R`'s extra tables after the resource stats.
 pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    if is_upstream_record(d.record.as_ref()) {
+        return format_upstream(d, full, rstat);
+    }
     let rec: StorageRecord = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
         .map_err(|e| format!("the record is not a storage record: {e}"))?;
     let mut o = format!(
@@ -797,12 +800,7 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String
     }
     // Upstream's line: missing is the share of per-second samples that
     // were not taken (its reports; 0 when none were counted).
-    let (present, missing) = res.nr_reports;
-    let missing = if present + missing > 0 {
-        missing as f64 / (present + missing) as f64
-    } else {
-        0.0
-    };
+    let missing = reports_missing(res.nr_reports);
     o.push_str(&format!(
         "\nMemory offloading: factor={:.3}@{} ",
         res.mem_offload_factor, rec.mem_profile
@@ -824,6 +822,176 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String
             crate::fmt::format_pct(missing)
         ));
     }
+    Ok(o)
+}
+
+/// Upstream's storage record (resctl-bench's `StorageRecord`): the loops'
+/// memory usages and supportable sizes, the knobs and the memory profile;
+/// its per-second data stays in rd-agent's reports.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UpstreamStorageRecord {
+    pub period: (u64, u64),
+    pub final_mem_probe_periods: Vec<(u64, u64)>,
+    pub base_hashd_knobs: HashdKnobs,
+    pub mem: MemInfo,
+    pub mem_usages: Vec<f64>,
+    pub mem_sizes: Vec<f64>,
+}
+
+/// Upstream's storage result (`StorageResult`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UpstreamStorageResult {
+    pub mem_offload_factor: f64,
+    pub mem_usage: u64,
+    pub mem_usage_stdev: u64,
+    pub mem_size: u64,
+    pub mem_size_stdev: u64,
+    #[serde(deserialize_with = "super::protection::study::de_rstat")]
+    pub all_rstat: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(deserialize_with = "super::protection::study::de_rstat")]
+    pub final_rstat: BTreeMap<String, BTreeMap<String, f64>>,
+    pub iolat: IoLat,
+    pub nr_reports: (u64, u64),
+}
+
+/// True when `record` is upstream's storage record (it has
+/// `base_hashd_knobs`, which ours does not).
+pub fn is_upstream_record(record: Option<&Value>) -> bool {
+    record.is_some_and(|r| r.get("base_hashd_knobs").is_some())
+}
+
+/// Missing reports over all reports (0 when none were counted), as
+/// upstream's `Studies::reports_missing`.
+pub fn reports_missing((present, missing): (u64, u64)) -> f64 {
+    if present + missing > 0 {
+        missing as f64 / (present + missing) as f64
+    } else {
+        0.0
+    }
+}
+
+/// A storage job's properties as upstream's formatting uses them: `loops`
+/// and `log-bps` (defaults when not given) and `rps-max` only when given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamStorageJob {
+    pub props: Props,
+    pub rps_given: Option<u32>,
+}
+
+impl UpstreamStorageJob {
+    /// From a storage spec (properties checked as `run` checks them).
+    pub fn from_spec(spec: &JobSpec) -> Result<UpstreamStorageJob, String> {
+        Ok(UpstreamStorageJob {
+            props: props(spec)?,
+            rps_given: spec
+                .props
+                .first()
+                .and_then(|g| g.get("rps-max"))
+                .and_then(|v| v.parse().ok()),
+        })
+    }
+}
+
+/// Upstream's storage text from its record and result, for the storage
+/// job `job`: the header (`Params: hash_size= rps_max= log_bps=`, ` loops=` when
+/// `header`), the IO latency lines (tables with `full`), the resource stat
+/// tables (with `full`), the `IO BPS:` line and the `Memory offloading:`
+/// line, laid out as upstream's `StorageJob::format_result`.
+pub fn format_upstream_result(
+    out: &mut String,
+    job: &UpstreamStorageJob,
+    rec: &UpstreamStorageRecord,
+    res: &UpstreamStorageResult,
+    header: bool,
+    full: bool,
+    rstat: u8,
+) {
+    if header {
+        format_upstream_header(out, job, rec, true);
+        out.push('\n');
+    }
+    format_iolat_rw(out, &res.iolat, full);
+    out.push('\n');
+    if full {
+        out.push_str("Resource stat:\n\n");
+        format_stat_table(out, "ALL", &res.all_rstat, rstat);
+        out.push('\n');
+        format_stat_table(out, "FINAL", &res.final_rstat, rstat);
+        out.push('\n');
+    }
+    let mean = |m: &BTreeMap<String, BTreeMap<String, f64>>, k: &str| {
+        format_size(m.get(k).and_then(|d| d.get("mean")).copied().unwrap_or(0.0))
+    };
+    out.push_str(&format!(
+        "IO BPS: read_final={} write_final={} read_all={} write_all={}\n",
+        mean(&res.final_rstat, "io_rbps"),
+        mean(&res.final_rstat, "io_wbps"),
+        mean(&res.all_rstat, "io_rbps"),
+        mean(&res.all_rstat, "io_wbps"),
+    ));
+    out.push('\n');
+    let missing = crate::fmt::format_pct(reports_missing(res.nr_reports));
+    out.push_str(&format!(
+        "Memory offloading: factor={:.3}@{} ",
+        res.mem_offload_factor, rec.mem.profile
+    ));
+    let size = |b: u64| format_size(b as f64);
+    if job.props.loops > 1 {
+        out.push_str(&format!(
+            "usage/stdev={}/{} size/stdev={}/{} missing={missing}%\n",
+            size(res.mem_usage),
+            size(res.mem_usage_stdev),
+            size(res.mem_size),
+            size(res.mem_size_stdev),
+        ));
+    } else {
+        out.push_str(&format!(
+            "usage={} size={} missing={missing}%\n",
+            size(res.mem_usage),
+            size(res.mem_size),
+        ));
+    }
+}
+
+/// Upstream's storage header line: the knobs' hash size, the spec's
+/// rps-max or the knobs', the log rate and, with `loops`, the loop count.
+pub fn format_upstream_header(
+    out: &mut String,
+    job: &UpstreamStorageJob,
+    rec: &UpstreamStorageRecord,
+    loops: bool,
+) {
+    out.push_str(&format!(
+        "Params: hash_size={} rps_max={} log_bps={}",
+        format_size(rec.base_hashd_knobs.hash_size as f64),
+        job.rps_given.unwrap_or(rec.base_hashd_knobs.rps_max),
+        format_size(job.props.log_bps as f64)
+    ));
+    if loops {
+        out.push_str(&format!(" loops={}", job.props.loops));
+    }
+    out.push('\n');
+}
+
+/// An upstream storage job's text.
+fn format_upstream(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    let job = UpstreamStorageJob::from_spec(&d.spec)?;
+    let rec: UpstreamStorageRecord =
+        serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
+            .map_err(|e| format!("the record is not upstream's storage record: {e}"))?;
+    let res: UpstreamStorageResult = match &d.result {
+        Some(r) if !r.is_null() => serde_json::from_value(r.clone())
+            .map_err(|e| format!("the result is not upstream's storage result: {e}"))?,
+        _ => {
+            return Err(
+                "upstream's storage record without its result cannot be formatted: upstream \
+                 studies it from rd-agent's report files, which rackbench does not read"
+                    .into(),
+            );
+        }
+    };
+    let mut o = String::new();
+    format_upstream_result(&mut o, &job, &rec, &res, true, full, rstat);
     Ok(o)
 }
 

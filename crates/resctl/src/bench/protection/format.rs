@@ -119,8 +119,11 @@ fn format_info(out: &mut String, r: &MemHogResult) {
     out.push('\n');
 }
 
-fn has_iolat(r: &MemHogResult) -> bool {
-    r.iolat.iter().any(|d| !d.is_empty())
+/// `[read, write]` IO latency distributions (row → column → seconds).
+pub type IoLat = [BTreeMap<String, BTreeMap<String, f64>>; 2];
+
+fn has_iolat(iolat: &IoLat) -> bool {
+    iolat.iter().any(|d| !d.is_empty())
 }
 
 /// Width of an IO latency column: key length + 1, at least 5.
@@ -179,15 +182,15 @@ fn format_iolat_table(
 
 /// `IO Latency Distribution:` and both tables, each followed by a blank
 /// line, or the not-measured line and a blank line.
-fn format_iolat_tables(out: &mut String, r: &MemHogResult) {
-    if !has_iolat(r) {
+fn format_iolat_tables(out: &mut String, iolat: &IoLat) {
+    if !has_iolat(iolat) {
         out.push_str("IO Latency Distribution: not measured on this host\n\n");
         return;
     }
     out.push_str("IO Latency Distribution:\n\n");
-    format_iolat_table(out, "READ", &r.iolat[0]);
+    format_iolat_table(out, "READ", &iolat[0]);
     out.push('\n');
-    format_iolat_table(out, "WRITE", &r.iolat[1]);
+    format_iolat_table(out, "WRITE", &iolat[1]);
     out.push('\n');
 }
 
@@ -212,13 +215,23 @@ fn iolat_summary(dir: &BTreeMap<String, BTreeMap<String, f64>>) -> String {
 }
 
 /// The `IO Latency: R …` and `            W …` lines.
-fn format_iolat_summary(out: &mut String, r: &MemHogResult) {
-    if !has_iolat(r) {
+fn format_iolat_summary(out: &mut String, iolat: &IoLat) {
+    if !has_iolat(iolat) {
         out.push_str("IO Latency: not measured\n");
         return;
     }
-    let _ = writeln!(out, "IO Latency: R {}", iolat_summary(&r.iolat[0]));
-    let _ = writeln!(out, "            W {}", iolat_summary(&r.iolat[1]));
+    let _ = writeln!(out, "IO Latency: R {}", iolat_summary(&iolat[0]));
+    let _ = writeln!(out, "            W {}", iolat_summary(&iolat[1]));
+}
+
+/// Upstream's `StudyIoLatPcts::format_rw`: with `full`, `IO Latency
+/// Distribution:` and both tables, then a blank line; then the `IO
+/// Latency: R …`/`W …` summary lines.
+pub fn format_iolat_rw(out: &mut String, iolat: &IoLat, full: bool) {
+    if full {
+        format_iolat_tables(out, iolat);
+    }
+    format_iolat_summary(out, iolat);
 }
 
 /// `Slice resource stat:` and the three slice tables, separated by blank
@@ -636,9 +649,9 @@ pub fn format_result(out: &mut String, r: &MemHogResult, full: bool) {
 pub fn format_result_rstat(out: &mut String, r: &MemHogResult, full: bool, rstat: u8) {
     if full {
         format_info(out, r);
-        format_iolat_tables(out, r);
+        format_iolat_tables(out, &r.iolat);
     }
-    format_iolat_summary(out, r);
+    format_iolat_summary(out, &r.iolat);
     if full {
         out.push('\n');
         format_rstat(out, r, rstat);
@@ -692,14 +705,18 @@ pub fn format_protection_rstat(
     combined: Option<&MemHogResult>,
     full: bool,
     rstat: u8,
+    prefix: &str,
 ) {
+    // Upstream underlines with `-` inside another bench's text (a prefix
+    // such as iocost-qos' `RUN 01 - Protection `), with `=` alone.
+    let line = if prefix.is_empty() { '=' } else { '-' };
     let n = scenarios.len();
     for (i, (rec, res, tune)) in scenarios.iter().enumerate() {
         match tune {
             None if full => {
                 out.push_str(&custom_underline(
-                    &format!("Scenario {}/{} - Memory Hog", i + 1, n),
-                    '=',
+                    &format!("{prefix}Scenario {}/{} - Memory Hog", i + 1, n),
+                    line,
                 ));
                 out.push('\n');
                 format_scenario_params(out, rec);
@@ -713,8 +730,8 @@ pub fn format_protection_rstat(
             None => {}
             Some(t) => {
                 out.push_str(&custom_underline(
-                    &format!("Scenario {}/{} - Memory Hog Tuning", i + 1, n),
-                    '=',
+                    &format!("{prefix}Scenario {}/{} - Memory Hog Tuning", i + 1, n),
+                    line,
                 ));
                 out.push('\n');
                 format_tune(out, rec, res, t, full, rstat);
@@ -723,7 +740,10 @@ pub fn format_protection_rstat(
         }
     }
     if let Some(c) = combined {
-        out.push_str(&custom_underline("Memory Hog Summary", '='));
+        out.push_str(&custom_underline(
+            &format!("{prefix}Memory Hog Summary"),
+            line,
+        ));
         out.push('\n');
         format_result_rstat(out, c, full, rstat);
     }
@@ -815,7 +835,7 @@ pub fn format_protection(
         .iter()
         .map(|(a, b)| (a.clone(), b.clone(), None))
         .collect();
-    format_protection_rstat(out, &s, Some(combined), full, 0);
+    format_protection_rstat(out, &s, Some(combined), full, 0, "");
 }
 
 #[cfg(test)]

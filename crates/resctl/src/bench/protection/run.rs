@@ -1143,6 +1143,18 @@ pub fn format(d: &JobData, full: bool) -> Result<String, String> {
 
 /// [`format`] with `format -R...`'s extra resource stat tables.
 pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    format_with_prefix(d, full, rstat, "")
+}
+
+/// [`format_with_rstat`] with `prefix` before each section title, which is
+/// then underlined with `-`: upstream's protection text inside another
+/// bench's (iocost-qos' `RUN 01 - Protection `).
+pub fn format_with_prefix(
+    d: &JobData,
+    full: bool,
+    rstat: u8,
+    prefix: &str,
+) -> Result<String, String> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
         .map_err(|e| format!("the record is not a protection record: {e}"))?;
     // Upstream's record leaves the scenario parameters to the spec.
@@ -1217,6 +1229,7 @@ pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, S
         has_hog.then_some(&res.combined),
         full,
         rstat,
+        prefix,
     );
     if !out.ends_with('\n') {
         out.push('\n');

@@ -252,7 +252,7 @@ pub struct MemHogResult {
 /// distributions are kept under their own names (`swap_bytes`) or
 /// prefixed by their group (`mem_stat.anon`, `io_stat.rbytes`,
 /// `vmstat.pgscan`).
-fn de_rstat<'de, D>(d: D) -> Result<BTreeMap<String, BTreeMap<String, f64>>, D::Error>
+pub(crate) fn de_rstat<'de, D>(d: D) -> Result<BTreeMap<String, BTreeMap<String, f64>>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
