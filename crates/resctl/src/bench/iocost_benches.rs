@@ -4,7 +4,8 @@
 //! [`super::qos_format`]. Their specs are checked by [`super::iocost_qos`].
 
 use super::common::{Bench, Ctx, Outcome};
-use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC, tune_rules};
+use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC};
+use super::tune::tune_rules;
 use crate::journal::JobData;
 use crate::spec::JobSpec;
 use crate::sys::sysreqs::SysReq;

@@ -26,3 +26,5 @@ pub mod qos_format;
 pub mod registry;
 pub mod storage;
 pub mod topics;
+pub mod tune;
+pub mod tune_fit;

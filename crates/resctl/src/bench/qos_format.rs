@@ -177,6 +177,36 @@ fn final_probe(prot: &Value, i: usize) -> Result<super::protection::study::MemHo
         .ok_or_else(|| format!("run {i:02}: the protection result has no scenario"))
 }
 
+/// A run's final mem-hog-tune probe from its protection result: `None`
+/// when the tune recorded none (no protected size was found).
+pub fn final_probe_of(
+    prot: &Value,
+) -> Result<Option<super::protection::study::MemHogResult>, String> {
+    let first = prot.get("scenarios").and_then(|s| s.get(0));
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    if first
+        .get("MemHogTune")
+        .is_some_and(|t| t.get("final_run").is_none_or(Value::is_null))
+    {
+        return Ok(None);
+    }
+    let r: ProtectionResult =
+        serde_json::from_value(prot.clone()).map_err(|e| format!("the protection result: {e}"))?;
+    Ok(r.scenarios.into_iter().next())
+}
+
+/// The isolation percentile and threshold of a run's mem-hog-tune, from
+/// its protection record.
+pub fn tune_params(prot: &Value) -> Option<(String, f64)> {
+    let t = prot.get("scenarios")?.get(0)?.get("MemHogTune")?;
+    Some((
+        t.get("isol_pct")?.as_str()?.to_string(),
+        t.get("isol_thr")?.as_f64()?,
+    ))
+}
+
 fn pct_of(m: &BTreeMap<String, f64>, k: &str) -> f64 {
     m.get(k).copied().unwrap_or(0.0)
 }
@@ -388,14 +418,14 @@ pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::spec::parse;
     use serde_json::json;
 
     /// One latency distribution row: mean, stdev, max (seconds).
     fn row(mean: f64, stdev: f64, max: f64) -> Value {
-        json!({"mean": mean, "stdev": stdev, "100": max})
+        json!({"mean": mean, "stdev": stdev, "99": max * 0.9, "100": max})
     }
 
     /// `[read, write]` rows p50, p90, p99 and max, as in upstream's doc.
@@ -430,7 +460,7 @@ mod tests {
 
     /// Upstream's doc example, runs [00] and [03], as runs [00] and [01]
     /// here, and a skipped run [02].
-    fn journal_entry() -> JobData {
+    pub(crate) fn journal_entry() -> JobData {
         let base_lat = iolat(
             [
                 [343.0 * U, 1.3 * M, 67.5 * M],
