@@ -832,8 +832,10 @@ fn resctl_bench_refuses_bad_input() {
     assert!(e.contains("does not exist"), "{e}");
     assert!(!fresh.exists(), "a failed summary created the args file");
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
-    // solve/merge are iocost-tune's; study's -R/--reports has nothing to read.
-    assert!(go(&["solve", "iocost-tune"]).contains("only iocost-tune results have a solve step"));
+    // solve needs the job in the result; merge is not built; study's
+    // -R/--reports has nothing to read.
+    assert!(go(&["solve"]).contains("no job spec"));
+    assert!(go(&["merge"]).contains("merge: merging iocost-tune results"));
     assert!(go(&["study", "-R", "rep.d", "storage"]).contains("keeps no report files"));
     // A job file's misspelled key is named with the entry and the closest.
     let jobs = d.path().join("jobs.json");

@@ -338,3 +338,105 @@ fn upstream_storage_and_iocost_qos_results_format() {
     // Reading changed nothing.
     assert_eq!(std::fs::read(&res).unwrap(), before);
 }
+
+/// iocost-tune solves on the journal's iocost-qos result (here upstream's,
+/// a 25-rung vrate ladder hand-written to upstream's shapes: MOF rising to
+/// vrate 60, aMOF highest between 50 and 80, isolation failing past 110,
+/// latencies rising with vrate). io.cost is not needed to solve, but the
+/// bench keeps upstream's sysreqs, so this host needs `--force`. The
+/// solutions, remarks and fitted lines are printed; a second run finds the
+/// job done.
+#[test]
+fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("ladder.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
+        &res,
+    )
+    .unwrap();
+    let (ok, out, err) = resctl(d.path(), &res, &["--force", "run", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("iocost-tune: solving on the journal's iocost-qos result (iocost-qos:vrate-intvs=25,vrate-max=125)"),
+        "{err}"
+    );
+    assert_has(
+        &out,
+        &[
+            "\nSolutions\n=========\n\n[naive             ] vrate=75-100, rpct=99, wpct=99\n  info: scale=100.0% MOF=1.600@16 ",
+            "  qos: rpct=99.00 rlat=6000 wpct=99.00 wlat=1800 min=75.00 max=100.00\n",
+            "[isolation         ] aMOF-delta=min\n  info: scale=37.13% MOF=1.382@16 aMOF=1.310 aMOF-delta=0.050 isol-01=98.00%\n",
+            "[rlat-99-q4        ] rlat-99=0-0.25\n",
+            "\nRemarks\n=======\n\n* bandwidth: Isolatable memory size is ",
+        ],
+    );
+    let j: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    assert_eq!(j.len(), 2);
+    assert_eq!(j[1]["spec"]["kind"], "iocost-tune");
+    assert_eq!(j[1]["record"]["dfl_qos"], false);
+    assert_eq!(j[1]["record"]["qos_props"][0]["vrate-intvs"], "25");
+    let r = &j[1]["result"];
+    assert_eq!(r["isol_pct"], "01");
+    assert_eq!(r["data"]["MOF"]["data"].as_array().unwrap().len(), 25);
+    // aMOF is fitted only up to where isolation falls below 90%.
+    let amof_end = r["data"]["aMOF"]["lines"]["range"][1].as_f64().unwrap();
+    assert!((amof_end - 110.0).abs() < 2.0, "{amof_end}");
+    let isolation = r["solutions"]["isolation"]["scale_factor"]
+        .as_f64()
+        .unwrap();
+    let bandwidth = r["solutions"]["bandwidth"]["scale_factor"]
+        .as_f64()
+        .unwrap();
+    assert!(isolation < bandwidth, "{isolation} {bandwidth}");
+    assert_eq!(r["solutions"]["bandwidth"]["target"], "AMOFMaxVrate");
+
+    // format: the fitted lines (ours) before the solutions.
+    let (ok, out, err) = resctl(d.path(), &res, &["format", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert_has(
+        &out,
+        &[
+            "Fitted lines (ours; upstream draws graphs here)\n",
+            "\nMOF            vrate 5.0-125.0 points=25 rejected=0 err=",
+            "\nrlat-99-mean   vrate 5.0-125.0 ",
+        ],
+    );
+    assert!(out.find("Fitted lines").unwrap() < out.find("\nSolutions\n").unwrap());
+
+    // Done: not solved again.
+    let (ok, _, err) = resctl(d.path(), &res, &["--force", "run", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("already completed"), "{err}");
+
+    // solve: the solve step again from the result's data; unchanged, so
+    // the file is not rewritten. A solution dropped from the file comes
+    // back. Other kinds have no solve step.
+    let before = std::fs::read(&res).unwrap();
+    let (ok, out, err) = resctl(d.path(), &res, &["solve", "iocost-tune", "iocost-qos"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("iocost-tune: result solved again from its data: unchanged"),
+        "{err}"
+    );
+    assert!(
+        err.contains("iocost-qos has no solve step, kept as it is"),
+        "{err}"
+    );
+    assert!(out.contains("[isolation         ] aMOF-delta=min"), "{out}");
+    assert_eq!(std::fs::read(&res).unwrap(), before);
+    let mut j: Vec<serde_json::Value> = serde_json::from_slice(&before).unwrap();
+    j[1]["result"]["solutions"]
+        .as_object_mut()
+        .unwrap()
+        .remove("isolation");
+    std::fs::write(&res, serde_json::to_vec(&j).unwrap()).unwrap();
+    let (ok, _, err) = resctl(d.path(), &res, &["solve", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("solved again from its data: changed"), "{err}");
+    let j: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    assert!(j[1]["result"]["solutions"].get("isolation").is_some());
+}

@@ -59,7 +59,7 @@ const MODES: &[(&str, &str)] = &[
 ];
 
 /// The commands that keep job specs in the file and save it.
-const SPEC_COMMANDS: &[&str] = &["run", "study", "format", "summary"];
+const SPEC_COMMANDS: &[&str] = &["run", "study", "solve", "format", "summary"];
 
 /// The options an args file sets, as the command line's option values
 /// (`None`: not in the file, or upstream's "not given").

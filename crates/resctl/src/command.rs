@@ -221,7 +221,8 @@ fn rstat_words(args: &[String]) -> Vec<String> {
             out.push(crate::jobfile::marked(a));
             continue;
         }
-        if matches!(cmd, Some("run" | "format" | "summary" | "study")) && !rest_positional {
+        if matches!(cmd, Some("run" | "format" | "summary" | "study" | "solve")) && !rest_positional
+        {
             // A job file, kept in its place among the spec words.
             if a == "-f" || a == "--file" {
                 file_next = true;
@@ -332,7 +333,7 @@ fn merge_args_file(
     };
     let (specs, specs_changed) = crate::argsfile::job_specs(a, cmd, std::mem::take(rest));
     *rest = specs;
-    if matches!(cmd, "run" | "study") && rest.is_empty() {
+    if matches!(cmd, "run" | "study" | "solve") && rest.is_empty() {
         return Err(format!(
             "{cmd}: no job spec on the command line, and -a/--args {} holds none for {cmd}: \
              expected KIND[:k=v,...]...",
@@ -493,7 +494,9 @@ fn options(
     Ok((o, cmd, rest))
 }
 
-const COMMANDS: &[&str] = &["run", "format", "summary", "study", "pack", "deps", "doc"];
+const COMMANDS: &[&str] = &[
+    "run", "format", "summary", "study", "solve", "pack", "deps", "doc",
+];
 
 /// `--logfile FILE`: from `start` until the guard drops, everything written
 /// to stderr (ours, and the children's, which inherit it) also goes to
@@ -675,18 +678,21 @@ impl Workload for Resctl {
             _ => {}
         }
         let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
-        if matches!(cmd.as_str(), "solve" | "merge") {
+        if cmd == "merge" {
             anyhow::bail!(
-                "resctl: {cmd}: only iocost-tune results have a {cmd} step upstream, and iocost-tune cannot run \
-                 here (see `doc iocost-tune`)"
+                "resctl: merge: merging iocost-tune results from several hosts is not implemented yet \
+                 (see `doc iocost-tune`)"
             );
         }
         if !COMMANDS.contains(&cmd.as_str()) {
             anyhow::bail!(
-                "resctl: unknown command {cmd:?}: expected run, format, summary, study, pack, deps, doc, hashd or mem-hog"
+                "resctl: unknown command {cmd:?}: expected run, format, summary, study, solve, pack, deps, doc, hashd or mem-hog"
             );
         }
-        if cmd == "run" || cmd == "format" || cmd == "summary" || cmd == "study" {
+        if matches!(
+            cmd.as_str(),
+            "run" | "format" | "summary" | "study" | "solve"
+        ) {
             for s in &rest {
                 job::parse_spec(s).map_err(anyhow::Error::msg)?;
             }
@@ -733,7 +739,7 @@ impl Workload for Resctl {
         // The args file takes the command line's changes where upstream
         // saves them: run and study once everything parsed, before the
         // jobs run; format and summary after they printed.
-        let save_first = matches!(cmd.as_str(), "run" | "study");
+        let save_first = matches!(cmd.as_str(), "run" | "study" | "solve");
         let write = |s: Option<crate::argsfile::Save>| -> anyhow::Result<()> {
             s.map(|s| s.write())
                 .transpose()
@@ -798,8 +804,8 @@ fn dispatch(
             print!("{out}");
             true
         }
-        "study" => {
-            let out = job::cmd_study(opts, rest).map_err(anyhow::Error::msg)?;
+        "study" | "solve" => {
+            let out = job::cmd_study(opts, rest, cmd == "solve").map_err(anyhow::Error::msg)?;
             print!("{out}");
             true
         }

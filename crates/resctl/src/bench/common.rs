@@ -49,6 +49,13 @@ pub trait Bench: Sync {
         let _ = d;
         None
     }
+    /// `solve`: the result made again by the solve step alone (from the
+    /// result's own data); `None` for benches without one (upstream's
+    /// default solve keeps the result).
+    fn resolve(&self, d: &JobData) -> Option<Result<Value, String>> {
+        let _ = d;
+        None
+    }
 }
 
 /// The global options of the resctl-bench commands.
@@ -122,6 +129,9 @@ pub struct Ctx<'a> {
     pub exe: PathBuf,
     /// Set by the job: the hashd knobs it ran with (goes to sysinfo).
     pub used_hashd: Option<HashdKnobs>,
+    /// The journal's latest completed iocost-qos job (iocost-tune solves
+    /// on it).
+    pub qos: Option<crate::journal::JobData>,
 }
 
 /// How a job ended.

@@ -5,7 +5,7 @@
 
 use super::common::{Bench, Ctx, Outcome};
 use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC};
-use super::tune::tune_rules;
+use super::tune::{self, TuneJob, TuneResult, run_on, tune_rules};
 use crate::journal::JobData;
 use crate::spec::JobSpec;
 use crate::sys::sysreqs::SysReq;
@@ -100,7 +100,7 @@ impl Bench for IoCostTuneBench {
         "iocost-tune"
     }
     fn about(&self) -> &'static str {
-        "io.cost QoS solutions from an iocost-qos result (spec checked; running not implemented yet)"
+        "io.cost QoS solutions from the journal's iocost-qos result"
     }
     fn doc(&self) -> &'static str {
         TUNE_DOC
@@ -115,15 +115,56 @@ impl Bench for IoCostTuneBench {
         tune_rules(spec).map(|_| ())
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        let rules = tune_rules(spec)?;
-        Err(refuse(
-            "iocost-tune",
-            &format!("iocost-qos and solving its rules ({})", rules.join(", ")),
-            ctx,
+        let job = TuneJob::parse(spec)?;
+        // As upstream: the journal's latest iocost-qos result, or else a
+        // nested iocost-qos run, which needs io.cost.
+        let Some(qos) = ctx.qos.as_ref() else {
+            let names: Vec<&str> = job.rules.iter().map(|r| r.name.as_str()).collect();
+            return Err(refuse(
+                "iocost-tune",
+                &format!(
+                    "iocost-qos (the journal has no iocost-qos result to solve on) and solving its rules ({})",
+                    names.join(", ")
+                ),
+                ctx,
+            ));
+        };
+        eprintln!(
+            "iocost-tune: solving on the journal's iocost-qos result ({})",
+            qos.spec
+        );
+        let (rec, res, notes) = run_on(&job, qos)?;
+        for n in notes {
+            eprintln!("iocost-tune: {n}");
+        }
+        Ok(Outcome::Done(
+            serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+            serde_json::to_value(&res).map_err(|e| e.to_string())?,
         ))
     }
-    fn format(&self, _d: &JobData, _full: bool) -> Result<String, String> {
-        Err("formatting iocost-tune results is not implemented yet".into())
+    fn resolve(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
+        Some((|| {
+            let job = TuneJob::parse(&d.spec)?;
+            let mut res: TuneResult = super::qos_format::read(
+                d.result.as_ref().unwrap_or(&serde_json::Value::Null),
+                "result",
+            )
+            .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+            for n in tune::solve(&job, &mut res)? {
+                eprintln!("iocost-tune: {n}");
+            }
+            res.remarks = tune::remarks(&job, &res);
+            serde_json::to_value(&res).map_err(|e| e.to_string())
+        })())
+    }
+    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+        let job = TuneJob::parse(&d.spec)?;
+        let res: TuneResult = super::qos_format::read(
+            d.result.as_ref().unwrap_or(&serde_json::Value::Null),
+            "result",
+        )
+        .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+        Ok(tune::format(&job, &res, full))
     }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }

@@ -103,10 +103,17 @@ percentile's mean:stdev/max over the run's one-second windows.
 pub const TUNE_DOC: &str = "\
 iocost-tune: turns an iocost-qos result into io.cost QoS settings.
 
-Status in rackbench: the spec is checked in full (below) and the
-system requirements are those of iocost-qos; running it is not
-implemented yet (it needs an iocost-qos result, which rackbench cannot
-produce yet), so it is refused with the reason.
+Status in rackbench: it solves on the journal's latest completed
+iocost-qos result (one made by upstream's resctl-bench, as rackbench
+cannot run iocost-qos yet); without one it is refused with the reason.
+Its system requirements are iocost-qos' (as upstream), so a host
+without io.cost needs --force even to solve. `format` prints each
+figure's fitted lines where upstream draws graphs (no pdf, high-level
+or hwdb output). `solve SPEC` runs the solve step again on a stored
+result. Two places follow upstream's comments, not its code: the
+one-peak check (aMOF) compares values, and a slope next to a flat part
+is fitted to the points between its hinges; the write-latency remark
+judges write means.
 
 What upstream does. It reads the journal's latest iocost-qos result
 (running iocost-qos:dither,vrate-max=125.0,vrate-intvs=25 first when

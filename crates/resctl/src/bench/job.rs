@@ -891,6 +891,12 @@ pub fn cmd_run(
             iocost,
             exe: exe.clone(),
             used_hashd: None,
+            qos: journal
+                .jobs
+                .iter()
+                .rev()
+                .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
+                .cloned(),
         };
         let mut si = JobSysInfo {
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -1001,14 +1007,20 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
 /// `study SPEC...`: each matching job's result studied again from its
 /// record, the journal saved (atomically) and the summaries printed. As
 /// upstream, the jobs must be complete; a job whose bench keeps no record
-/// to study is left as it is, with a note on stderr.
-pub fn cmd_study(opts: &Options, specs: &[String]) -> Result<String, String> {
+/// to study is left as it is, with a note on stderr. `solve SPEC...`
+/// (`solve`) is the same with the solve step only: iocost-tune's fits and
+/// solutions made again from its result's data; other kinds have no solve
+/// step and are kept as they are.
+pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String, String> {
+    let verb = if solve { "solve" } else { "study" };
     let result = opts
         .result
         .as_ref()
         .ok_or("no result file: expected -r/--result FILE")?;
     if specs.is_empty() {
-        return Err("study: no job spec: expected KIND[:id=ID]... (as upstream, study needs the jobs named)".into());
+        return Err(format!(
+            "{verb}: no job spec: expected KIND[:id=ID]... (as upstream, {verb} needs the jobs named)"
+        ));
     }
     if !result.exists() {
         return Err(format!("result file {} does not exist", result.display()));
@@ -1026,25 +1038,32 @@ pub fn cmd_study(opts: &Options, specs: &[String]) -> Result<String, String> {
         let d = &journal.jobs[i];
         if !d.is_completed() {
             return Err(format!(
-                "{}: not complete; study needs completed jobs (run it first)",
+                "{}: not complete; {verb} needs completed jobs (run it first)",
                 d.spec
             ));
         }
-        match bench(&s.kind)?.restudy(d) {
+        let b = bench(&s.kind)?;
+        let (again, how) = if solve {
+            (b.resolve(d), "solved again from its data")
+        } else {
+            (b.restudy(d), "studied again from its record")
+        };
+        match again {
+            None if solve => eprintln!(
+                "{}: nothing to solve: {} has no solve step, kept as it is",
+                d.spec, s.kind
+            ),
             None => eprintln!(
                 "{}: nothing to study: its result is its record, kept as it is",
                 d.spec
             ),
             Some(r) => {
-                let res = r.map_err(|e| format!("{}: cannot study: {e}", d.spec))?;
+                let res = r.map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))?;
                 if Some(&res) != d.result.as_ref() {
-                    eprintln!("{}: result studied again from its record: changed", d.spec);
+                    eprintln!("{}: result {how}: changed", d.spec);
                     changed = true;
                 } else {
-                    eprintln!(
-                        "{}: result studied again from its record: unchanged",
-                        d.spec
-                    );
+                    eprintln!("{}: result {how}: unchanged", d.spec);
                 }
                 journal.jobs[i].result = Some(res);
             }
@@ -1204,7 +1223,7 @@ mod tests {
             result: Some(path.clone()),
             ..Options::default()
         };
-        let out = cmd_study(&opts, &["storage".into(), "hashd-params".into()]).unwrap();
+        let out = cmd_study(&opts, &["storage".into(), "hashd-params".into()], false).unwrap();
         assert!(out.contains("factor=1.500"), "{out}");
         let back = Journal::open(&path).unwrap();
         assert_eq!(
@@ -1214,16 +1233,20 @@ mod tests {
         assert_eq!(back.jobs[1].result, Some(serde_json::json!(true)));
         // Incomplete, absent, or no spec: refused.
         assert!(
-            cmd_study(&opts, &["iocost-params".into()])
+            cmd_study(&opts, &["iocost-params".into()], false)
                 .unwrap_err()
                 .contains("not complete")
         );
         assert!(
-            cmd_study(&opts, &["protection".into()])
+            cmd_study(&opts, &["protection".into()], false)
                 .unwrap_err()
                 .contains("No matching result")
         );
-        assert!(cmd_study(&opts, &[]).unwrap_err().contains("no job spec"));
+        assert!(
+            cmd_study(&opts, &[], false)
+                .unwrap_err()
+                .contains("no job spec")
+        );
     }
 
     #[test]

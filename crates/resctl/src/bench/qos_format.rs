@@ -77,7 +77,7 @@ pub struct QosResult {
 
 /// `v` as upstream's iocost-qos `what` (record or result); an error names
 /// the field that does not fit (`record.runs[1].stor.mem.profile: ...`).
-fn read<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, String> {
+pub fn read<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         format!(
             "the {what} is not upstream's iocost-qos {what}: {what}.{}: {}",

@@ -13,11 +13,12 @@ use super::protection::study::MemHogResult;
 use super::qos_format::{QosRecord, QosRecordRun, QosResult, QosResultRun, final_probe_of};
 use super::storage::reports_missing;
 use super::tune_fit::{DataLines, DataPoint, DataSeries, Shape};
-use crate::fmt::parse_frac;
+use crate::fmt::{custom_underline, format_duration, format_pct, parse_frac};
 use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
 
 /// Isolation percentiles a selector may name (the hog result's keys).
 pub const ISOL_PCTS: &[&str] = &[
@@ -1035,6 +1036,255 @@ pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String>
         );
     }
     Ok(notes)
+}
+
+/// Remarks on one direction's latencies within the solutions' vrate range:
+/// flat means (throttling cannot steer them), p99 spikes of 500 ms or
+/// more every 100 s, tails of a second or more.
+fn remark_on_lat(job: &TuneJob, res: &TuneResult, read: bool) -> Vec<String> {
+    let rw = if read { "read" } else { "write" };
+    let sel = |l: &str, t: &str| {
+        if read {
+            DataSel::RLat(l.into(), t.into())
+        } else {
+            DataSel::WLat(l.into(), t.into())
+        }
+    };
+    let lines: Option<Vec<DataLines>> =
+        [("50", "mean"), ("99", "mean"), ("99", "99"), ("100", "100")]
+            .iter()
+            .map(|(l, t)| res.data.get(&sel(l, t))?.lines.clamped(job.scale).ok()?)
+            .collect();
+    let Some(lines) = lines else {
+        return vec![format!("Insufficient {rw} latencies data.")];
+    };
+    let mut out = Vec::new();
+    let flat = |l: &DataLines| {
+        let (a, b) = l.min_max();
+        a == b
+    };
+    if flat(&lines[0]) && flat(&lines[1]) {
+        out.push(format!(
+            "Mean {rw} latencies cannot be modulated with throttling."
+        ));
+    }
+    let p99 = lines[2].min_max().0;
+    if p99 >= 0.5 {
+        out.push(format!(
+            "Minimum p99 {rw} latencies spike above {} every 100s.",
+            format_duration(p99)
+        ));
+    }
+    let tail = lines[3].min_max().0;
+    if tail >= 1.0 {
+        out.push(format!(
+            "Minimum {rw} tail latencies spike above {}.",
+            format_duration(tail)
+        ));
+    }
+    out
+}
+
+/// Upstream's remarks: on the read and write latencies, and on the
+/// solutions whose protectable size is 5% or more below the supportable
+/// one. (Upstream's write remark judges the read means; here the write
+/// means.)
+pub fn remarks(job: &TuneJob, res: &TuneResult) -> Vec<String> {
+    let mut out = remark_on_lat(job, res, true);
+    out.extend(remark_on_lat(job, res, false));
+    for (name, sol) in &res.solutions {
+        if matches!(
+            sol.target,
+            QosTarget::AmofMaxVrate | QosTarget::AmofDeltaMin | QosTarget::IsolatedBandwidth
+        ) {
+            let err = sol.adjusted_mem_offload_delta / sol.mem_offload_factor;
+            if err >= 0.05 {
+                out.push(format!(
+                    "{name}: Isolatable memory size is {}% < supportable, sizing may be difficult.",
+                    format_pct(err)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One solution's lines after its rule names.
+fn format_solution(out: &mut String, sol: &QosSolution, isol_pct: &str) {
+    let _ = writeln!(
+        out,
+        "  info: scale={}% MOF={:.3}@{} aMOF={:.3} aMOF-delta={:.3} isol-{}={}%",
+        format_pct(sol.scale_factor),
+        sol.mem_offload_factor,
+        sol.mem_profile,
+        sol.adjusted_mem_offload_factor,
+        sol.adjusted_mem_offload_delta,
+        isol_pct,
+        format_pct(sol.isol)
+    );
+    for (name, lat) in [("rlat", &sol.rlat), ("wlat", &sol.wlat)] {
+        out.push_str(&format!("  {name}:"));
+        for (l, t) in SOLUTION_LATS {
+            let v = lat.get(*l).and_then(|m| m.get(*t)).copied().unwrap_or(0.0);
+            let _ = write!(out, " {l}-{t}={:>5}", format_duration(v));
+        }
+        out.push('\n');
+    }
+    let m = &sol.model;
+    let _ = writeln!(
+        out,
+        "  model: rbps={} rseqiops={} rrandiops={} wbps={} wseqiops={} wrandiops={}",
+        m.rbps, m.rseqiops, m.rrandiops, m.wbps, m.wseqiops, m.wrandiops
+    );
+    let q = &sol.qos;
+    let _ = writeln!(
+        out,
+        "  qos: rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
+        q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
+    );
+}
+
+/// Two solutions alike but for their targets.
+fn same_solution(a: &QosSolution, b: &QosSolution) -> bool {
+    QosSolution {
+        target: QosTarget::default(),
+        ..a.clone()
+    } == QosSolution {
+        target: QosTarget::default(),
+        ..b.clone()
+    }
+}
+
+/// The text of an iocost-tune result, as upstream's `format` prints it
+/// without its graphs: with `full`, each figure's fitted lines (ours, in
+/// place of upstream's graphs); then `Solutions` (consecutive rules with
+/// the same solution share it; a rule without one says `NO SOLUTION`) and
+/// `Remarks`.
+pub fn format(job: &TuneJob, res: &TuneResult, full: bool) -> String {
+    let mut out = String::new();
+    if full {
+        out.push_str(&custom_underline(
+            "Fitted lines (ours; upstream draws graphs here)",
+            '=',
+        ));
+        out.push('\n');
+        for (sel, s) in &res.data {
+            let lat = matches!(sel, DataSel::RLat(..) | DataSel::WLat(..));
+            let pts: Vec<String> = s
+                .lines
+                .points
+                .iter()
+                .map(|p| {
+                    if lat {
+                        format!("{:.1}:{}", p.x, format_duration(p.y))
+                    } else {
+                        format!("{:.1}:{:.3}", p.x, p.y)
+                    }
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "{:<14} vrate {:.1}-{:.1} points={} rejected={} err={:.4} lines={}",
+                sel.to_string(),
+                s.lines.range.0,
+                s.lines.range.1,
+                s.data.len(),
+                s.outliers.len(),
+                s.error,
+                if pts.is_empty() {
+                    "-".to_string()
+                } else {
+                    pts.join(" ")
+                }
+            );
+        }
+        out.push('\n');
+    }
+    if !job.rules.is_empty() {
+        out.push_str(&custom_underline("Solutions", '='));
+        out.push('\n');
+        let width = job.rules.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        let mut group: Vec<&QosRule> = Vec::new();
+        let mut prev: Option<&QosSolution> = None;
+        let flush = |out: &mut String, group: &mut Vec<&QosRule>, prev: Option<&QosSolution>| {
+            if group.is_empty() {
+                return;
+            }
+            for r in group.iter() {
+                let _ = writeln!(out, "[{:<width$}] {}", r.name, r.target);
+            }
+            match prev {
+                Some(sol) => format_solution(out, sol, &res.isol_pct),
+                None => out.push_str("  NO SOLUTION\n"),
+            }
+            out.push('\n');
+            group.clear();
+        };
+        for rule in &job.rules {
+            let sol = res.solutions.get(&rule.name);
+            let same = match (sol, prev) {
+                (None, None) => true,
+                (Some(a), Some(b)) => same_solution(a, b),
+                _ => false,
+            };
+            if !group.is_empty() && !same {
+                flush(&mut out, &mut group, prev);
+            }
+            group.push(rule);
+            prev = sol;
+        }
+        flush(&mut out, &mut group, prev);
+    }
+    if !res.remarks.is_empty() {
+        out.push_str(&custom_underline("Remarks", '='));
+        out.push('\n');
+        for r in &res.remarks {
+            let _ = writeln!(out, "* {r}");
+        }
+    }
+    out
+}
+
+/// What iocost-tune records: the iocost-qos job's properties, and whether
+/// they were upstream's default iocost-qos spec.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TuneRecord {
+    pub qos_props: Vec<BTreeMap<String, String>>,
+    pub dfl_qos: bool,
+}
+
+/// Runs iocost-tune on a completed iocost-qos job: the record, and the
+/// result (figures fitted, rules solved, remarks). Rules that could not be
+/// solved are returned as notes.
+pub fn run_on(
+    job: &TuneJob,
+    qos: &crate::journal::JobData,
+) -> Result<(TuneRecord, TuneResult, Vec<String>), String> {
+    let rec: QosRecord = super::qos_format::read(
+        qos.record.as_ref().unwrap_or(&serde_json::Value::Null),
+        "record",
+    )?;
+    let res: QosResult = match &qos.result {
+        Some(r) if !r.is_null() => super::qos_format::read(r, "result")?,
+        _ => return Err("the iocost-qos job has no result".into()),
+    };
+    if rec.runs.is_empty() {
+        return Err("the iocost-qos result has no runs".into());
+    }
+    let mut tres = study(job, &rec, &res)?;
+    let notes = solve(job, &mut tres)?;
+    tres.remarks = remarks(job, &tres);
+    let dfl = crate::spec::parse("iocost-qos:dither,vrate-max=125.0,vrate-intvs=25")
+        .map(|d| d.props == qos.spec.props)
+        .unwrap_or(false);
+    Ok((
+        TuneRecord {
+            qos_props: qos.spec.props.clone(),
+            dfl_qos: dfl,
+        },
+        tres,
+        notes,
+    ))
 }
 
 #[cfg(test)]
