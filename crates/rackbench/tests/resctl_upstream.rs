@@ -440,3 +440,120 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
         serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
     assert!(j[1]["result"]["solutions"].get("isolation").is_some());
 }
+
+/// `merge`: iocost-tune results of several files as one. Sources are
+/// grouped by storage model (among others); the group with the most
+/// accepted sources wins and the other is listed as dropped; a source that
+/// missed sysreqs is rejected unless `--ignore-sysreqs`; the merged job is
+/// solved again on the pooled points, with the merge-info job first. With
+/// `--multiple` every group is kept.
+#[test]
+fn merge_pools_iocost_tune_results_of_several_files() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("a.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
+        &src,
+    )
+    .unwrap();
+    let (ok, _, err) = resctl(d.path(), &src, &["--force", "run", "iocost-tune"]);
+    assert!(ok, "{err}");
+    let a: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+    // iocost-tune carries the iocost-qos job's sysinfo: the measured host.
+    assert_eq!(a[1]["sysinfo"], a[0]["sysinfo"]);
+    let write = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut j = a.clone();
+        f(&mut j[1]["sysinfo"]);
+        std::fs::write(d.path().join(name), serde_json::to_vec(&j).unwrap()).unwrap();
+        name.to_string()
+    };
+    let clean = |si: &mut serde_json::Value| si["sysreqs_missed"] = serde_json::json!({});
+    let b = write("b.json", &clean);
+    let c = write("c.json", &clean);
+    let other = write("d.json", &|si| {
+        clean(si);
+        si["sysreqs_report"]["scr_dev_model"] = "OTHER SSD".into();
+    });
+    let missed = write("e.json", &|_| {});
+    let merged = d.path().join("merged.json");
+    let run = |args: &[&str]| {
+        let o = common::rackbench(d.path())
+            .current_dir(d.path())
+            .arg("resctl")
+            .arg("-r")
+            .arg(&merged)
+            .arg("merge")
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let (code, out, err) = run(&[&b, &c, &other, &missed]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_has(
+        &out,
+        &[
+            "[0] iocost-tune\n  version: 2.2\n  memory-profile: 16\n  storage: WDC CL SN720 SDAQNTW-512G-1020\n  fwver: 10105120\n  classifier: vrate-max=125\n  sources:\n    + b.json\n    + c.json\n    - e.json (1 missed sysreqs)\n",
+            "[-] iocost-tune\n",
+            "  storage: OTHER SSD\n",
+            "    + d.json\n",
+        ],
+    );
+    let m: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert_eq!(m[0]["spec"]["kind"], "merge-info");
+    assert_eq!(m[1]["spec"]["kind"], "iocost-tune");
+    // Two sources' points pooled, and solved again.
+    assert_eq!(
+        m[1]["result"]["data"]["MOF"]["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        50
+    );
+    assert!(m[1]["result"]["solutions"].get("isolation").is_some());
+    // The merged file formats, merge-info first.
+    let (ok, out, err) = resctl(d.path(), &merged, &["summary"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.find("[merge-info").unwrap() < out.find("[iocost-tune").unwrap(),
+        "{out}"
+    );
+    assert!(out.contains("\nSolutions\n"), "{out}");
+
+    // --multiple: both groups; --ignore-sysreqs: e.json accepted.
+    let (code, out, err) = run(&["--multiple", "--ignore-sysreqs", &b, &c, &other, &missed]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("    + e.json\n") && out.contains("[1] iocost-tune\n"),
+        "{out}"
+    );
+    assert!(!out.contains("[-]"), "{out}");
+    let m: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m.len(), 3);
+
+    // Only rejected sources: refused, naming why.
+    let (code, _, err) = run(&[&missed]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("e.json: 1 missed sysreqs; --ignore-sysreqs"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["nope.json"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("source file nope.json does not exist"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no source file"), "{err}");
+    // merge's options belong to merge.
+    let (ok, _, err) = resctl(d.path(), &merged, &["--multiple", "summary"]);
+    assert!(!ok);
+    assert!(err.contains("are merge's options, not summary's"), "{err}");
+}

@@ -24,6 +24,9 @@ Commands:
                        (run, format and summary also take -f/--file FILE, repeatable:
                        the job_specs of an upstream args/job file, in line with the specs)
   study SPEC...        study the jobs' results again from their records (saved)
+  solve SPEC...        the solve step again (iocost-tune) from the results' data (saved)
+  merge SOURCE...      merge iocost-tune results of several files into -r FILE
+                       [--by-id] [--ignore-versions] [--ignore-sysreqs] [--multiple]
   pack                 write RESULT_STEM.tar.gz (in the current directory) holding the
                        result file (rackbench keeps no separate report files)
   deps                 check the system requirements of every bench
@@ -156,6 +159,15 @@ struct Cli {
     skip_shadow_inode_prot_test: bool,
     #[arg(long)]
     force: bool,
+    /// merge's options.
+    #[arg(long = "by-id")]
+    by_id: bool,
+    #[arg(long = "ignore-versions")]
+    ignore_versions: bool,
+    #[arg(long = "ignore-sysreqs")]
+    ignore_sysreqs: bool,
+    #[arg(long)]
+    multiple: bool,
     #[arg(long)]
     test: bool,
     #[arg(short = 'v', action = clap::ArgAction::Count)]
@@ -411,6 +423,12 @@ fn options(
         clear_reports: c.clear_reports,
         force_shadow_inode_prot_test: c.force_shadow_inode_prot_test,
         skip_shadow_inode_prot_test: c.skip_shadow_inode_prot_test,
+        merge: crate::merge::MergeFlags {
+            by_id: c.by_id,
+            ignore_versions: c.ignore_versions,
+            ignore_sysreqs: c.ignore_sysreqs,
+            multiple: c.multiple,
+        },
         ..Options::default()
     };
     o.systemd_timeout = given(c.systemd_timeout)
@@ -495,8 +513,18 @@ fn options(
 }
 
 const COMMANDS: &[&str] = &[
-    "run", "format", "summary", "study", "solve", "pack", "deps", "doc",
+    "run", "format", "summary", "study", "solve", "merge", "pack", "deps", "doc",
 ];
+
+/// True when one of merge's own options is on the command line.
+fn opts_merge_given(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--by-id" | "--ignore-versions" | "--ignore-sysreqs" | "--multiple"
+        )
+    })
+}
 
 /// `--logfile FILE`: from `start` until the guard drops, everything written
 /// to stderr (ours, and the children's, which inherit it) also goes to
@@ -678,15 +706,14 @@ impl Workload for Resctl {
             _ => {}
         }
         let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
-        if cmd == "merge" {
+        if cmd != "merge" && opts_merge_given(args) {
             anyhow::bail!(
-                "resctl: merge: merging iocost-tune results from several hosts is not implemented yet \
-                 (see `doc iocost-tune`)"
+                "resctl: --by-id, --ignore-versions, --ignore-sysreqs and --multiple are merge's options, not {cmd}'s"
             );
         }
         if !COMMANDS.contains(&cmd.as_str()) {
             anyhow::bail!(
-                "resctl: unknown command {cmd:?}: expected run, format, summary, study, solve, pack, deps, doc, hashd or mem-hog"
+                "resctl: unknown command {cmd:?}: expected run, format, summary, study, solve, merge, pack, deps, doc, hashd or mem-hog"
             );
         }
         if matches!(
@@ -801,6 +828,19 @@ fn dispatch(
         }
         "format" | "summary" => {
             let out = job::cmd_format(opts, rest, cmd == "format").map_err(anyhow::Error::msg)?;
+            print!("{out}");
+            true
+        }
+        "merge" => {
+            let result = opts.result.as_ref().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "merge: no result file: expected -r/--result FILE (the merged file)"
+                )
+            })?;
+            let sources: Vec<std::path::PathBuf> =
+                rest.iter().map(std::path::PathBuf::from).collect();
+            let out =
+                crate::merge::merge(result, &sources, &opts.merge).map_err(anyhow::Error::msg)?;
             print!("{out}");
             true
         }

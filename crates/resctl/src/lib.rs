@@ -17,6 +17,7 @@ pub mod hashd;
 pub mod hog;
 pub mod jobfile;
 pub mod journal;
+pub mod merge;
 pub mod pack;
 pub mod spec;
 pub mod sys;

@@ -58,10 +58,21 @@ pub trait Bench: Sync {
     }
 }
 
+/// `merge`'s own options (see merge.rs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MergeFlags {
+    pub by_id: bool,
+    pub ignore_versions: bool,
+    pub ignore_sysreqs: bool,
+    pub multiple: bool,
+}
+
 /// The global options of the resctl-bench commands.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub result: Option<PathBuf>,
+    /// `merge`'s own options.
+    pub merge: MergeFlags,
     /// The scratch directory (test files, hashd's files, hog reports).
     pub dir: PathBuf,
     pub mem_profile: Option<String>,
@@ -132,6 +143,9 @@ pub struct Ctx<'a> {
     /// The journal's latest completed iocost-qos job (iocost-tune solves
     /// on it).
     pub qos: Option<crate::journal::JobData>,
+    /// Set by a job that measured nothing itself: the sysinfo its record
+    /// describes (the job it worked on), kept instead of this host's.
+    pub forward_sysinfo: Option<Value>,
 }
 
 /// How a job ended.

@@ -134,6 +134,7 @@ impl Bench for IoCostTuneBench {
             qos.spec
         );
         let (rec, res, notes) = run_on(&job, qos)?;
+        ctx.forward_sysinfo = Some(qos.sysinfo.clone());
         for n in notes {
             eprintln!("iocost-tune: {n}");
         }

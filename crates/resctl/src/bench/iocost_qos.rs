@@ -110,7 +110,8 @@ Its system requirements are iocost-qos' (as upstream), so a host
 without io.cost needs --force even to solve. `format` prints each
 figure's fitted lines where upstream draws graphs (no pdf, high-level
 or hwdb output). `solve SPEC` runs the solve step again on a stored
-result. Two places follow upstream's comments, not its code: the
+result; `merge SOURCE...` pools the points of several files' results
+(see docs/resctl.md). Two places follow upstream's comments, not its code: the
 one-peak check (aMOF) compares values, and a slope next to a flat part
 is fitted to the points between its hinges; the write-latency remark
 judges write means.

@@ -897,6 +897,7 @@ pub fn cmd_run(
                 .rev()
                 .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
                 .cloned(),
+            forward_sysinfo: None,
         };
         let mut si = JobSysInfo {
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -942,7 +943,13 @@ pub fn cmd_run(
         // The device's iocost state as the job leaves it (iocost-params and
         // protection apply theirs).
         si.iocost = Some(iocost_report_now(&host.cgroups, host.sysinfo.scr_devnr));
-        data.sysinfo = serde_json::to_value(&si).map_err(|e| e.to_string())?;
+        data.sysinfo = match ctx.forward_sysinfo.take() {
+            // As upstream: a job that only worked on another job's data
+            // (iocost-tune on an iocost-qos result) carries that job's
+            // sysinfo, the host and device that were measured.
+            Some(v) => v,
+            None => serde_json::to_value(&si).map_err(|e| e.to_string())?,
+        };
         match outcome {
             Ok(Outcome::Done(record, result)) => {
                 data.record = Some(record);

@@ -51,7 +51,7 @@ impl fmt::Display for HashdKnobs {
 }
 
 /// The linear IO cost model (bytes and IOs a second).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(default)]
 pub struct IoCostModel {
     pub rbps: u64,

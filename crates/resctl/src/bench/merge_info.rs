@@ -9,11 +9,11 @@ use super::common::{Bench, Ctx, JobMetrics, Outcome};
 use crate::journal::JobData;
 use crate::spec::JobSpec;
 use crate::sys::sysreqs::SysReq;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// Upstream's `MergeId`: what the sources of one merge have in common.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MergeId {
     pub kind: String,
@@ -28,7 +28,7 @@ pub struct MergeId {
 }
 
 /// One source job: its file, kind and id.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MergeSrcName {
     pub file: String,
@@ -38,7 +38,7 @@ pub struct MergeSrcName {
 
 /// One merge: the sources used, those rejected (with why), and the merges
 /// of the same kind that lost to this one.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MergeEntry {
     pub mid: MergeId,
@@ -48,7 +48,7 @@ pub struct MergeEntry {
 }
 
 /// The record of a merge-info job.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MergeInfo {
     pub merges: Vec<MergeEntry>,
