@@ -832,10 +832,10 @@ fn resctl_bench_refuses_bad_input() {
     assert!(e.contains("does not exist"), "{e}");
     assert!(!fresh.exists(), "a failed summary created the args file");
     assert!(go(&["--swappiness", "300", "run", "hashd-params"]).contains("--swappiness \"300\""));
-    // solve needs the job in the result; merge is not built; study's
+    // solve needs the jobs named, merge its source files; study's
     // -R/--reports has nothing to read.
     assert!(go(&["solve"]).contains("no job spec"));
-    assert!(go(&["merge"]).contains("merge: merging iocost-tune results"));
+    assert!(go(&["merge"]).contains("merge: no source file"));
     assert!(go(&["study", "-R", "rep.d", "storage"]).contains("keeps no report files"));
     // A job file's misspelled key is named with the entry and the closest.
     let jobs = d.path().join("jobs.json");
