@@ -406,6 +406,45 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
     );
     assert!(out.find("Fitted lines").unwrap() < out.find("\nSolutions\n").unwrap());
 
+    // Upstream's format properties: hwdb and high-level stand alone (no
+    // header); pdf is refused by name; iocost-qos' sub-full prints the
+    // runs' storage and protection parts in full.
+    let (ok, out, err) = resctl(d.path(), &res, &["format", "iocost-tune:hwdb"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("# 25 points, MOF=[1.293,1.600], aMOF=[1.193,1.401]\nblock:*:name:WDC CL SN720 SDAQNTW-512G-1020:fwrev:*:\n  IOCOST_SOLUTIONS=isolation isolated-bandwidth bandwidth naive\n  IOCOST_MODEL_ISOLATION=rbps="),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  IOCOST_QOS_RLAT_99_Q4=rpct=99.00 "),
+        "{out}"
+    );
+    let (ok, out, err) = resctl(d.path(), &res, &["format", "iocost-tune:hwdb-fwrev"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(":fwrev:10105120:\n"), "{out}");
+    let (ok, out, err) = resctl(d.path(), &res, &["summary", "iocost-tune:high-level"]);
+    assert!(ok, "{err}");
+    assert_has(
+        &out,
+        &[
+            "[iocost-tune result]\n\n25 points, ",
+            "\nsolutions : naive=100.0% bandwidth=100.0% isolated-bandwidth=81.68% isolation=37.13%\n            rlat-99-q1=100.0% ",
+        ],
+    );
+    assert!(!out.contains(&"=".repeat(90)), "{out}");
+    let (ok, _, err) = resctl(d.path(), &res, &["format", "iocost-tune:pdf"]);
+    assert!(!ok);
+    assert!(err.contains("pdf holds its gnuplot graphs"), "{err}");
+    let count = |args: &[&str]| {
+        let (ok, out, err) = resctl(d.path(), &res, args);
+        assert!(ok, "{err}");
+        out.matches("IO Latency Distribution").count()
+    };
+    assert!(
+        count(&["format", "iocost-qos:sub-full"]) > count(&["format", "iocost-qos"]),
+        "sub-full adds the runs' tables"
+    );
+
     // Done: not solved again.
     let (ok, _, err) = resctl(d.path(), &res, &["--force", "run", "iocost-tune"]);
     assert!(ok, "{err}");

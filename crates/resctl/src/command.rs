@@ -716,12 +716,14 @@ impl Workload for Resctl {
                 "resctl: unknown command {cmd:?}: expected run, format, summary, study, solve, merge, pack, deps, doc, hashd or mem-hog"
             );
         }
-        if matches!(
-            cmd.as_str(),
-            "run" | "format" | "summary" | "study" | "solve"
-        ) {
+        if matches!(cmd.as_str(), "run" | "study" | "solve") {
             for s in &rest {
                 job::parse_spec(s).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if matches!(cmd.as_str(), "format" | "summary") {
+            for s in &rest {
+                job::parse_format_spec(s).map_err(anyhow::Error::msg)?;
             }
         }
         Ok(())

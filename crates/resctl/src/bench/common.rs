@@ -39,6 +39,26 @@ pub trait Bench: Sync {
         let _ = rstat;
         self.format(d, full)
     }
+    /// Checks the spec words of `format`/`summary`: by default the run
+    /// properties (benches with format properties of their own check
+    /// those instead).
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+        self.check(spec)
+    }
+    /// The text with the spec's format properties (`props`), and whether
+    /// it stands alone, without the separator and header (upstream's
+    /// undecorated output: iocost-tune's `hwdb` and `high-level`). By
+    /// default the properties only select the job.
+    fn format_props(
+        &self,
+        d: &JobData,
+        full: bool,
+        rstat: u8,
+        props: &[std::collections::BTreeMap<String, String>],
+    ) -> Result<(String, bool), String> {
+        let _ = props;
+        self.format_rstat(d, full, rstat).map(|t| (t, false))
+    }
     /// The key figures of a completed job for the harness's metrics: the
     /// bench fills its own part of `m`.
     fn metrics(&self, d: &JobData, m: &mut JobMetrics);

@@ -89,6 +89,22 @@ impl Bench for IoCostQosBench {
     fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
         super::qos_format::format(d, full, rstat)
     }
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+        super::qos_format::sub_full(spec).map(|_| ())
+    }
+    fn format_props(
+        &self,
+        d: &JobData,
+        full: bool,
+        rstat: u8,
+        props: &[std::collections::BTreeMap<String, String>],
+    ) -> Result<(String, bool), String> {
+        let sub = super::qos_format::sub_full(&JobSpec {
+            props: props.to_vec(),
+            ..d.spec.clone()
+        })?;
+        super::qos_format::format_sub(d, full, rstat, sub).map(|t| (t, false))
+    }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }
 
@@ -157,6 +173,37 @@ impl Bench for IoCostTuneBench {
             res.remarks = tune::remarks(&job, &res);
             serde_json::to_value(&res).map_err(|e| e.to_string())
         })())
+    }
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+        tune::format_props(spec).map(|_| ())
+    }
+    fn format_props(
+        &self,
+        d: &JobData,
+        full: bool,
+        _rstat: u8,
+        props: &[std::collections::BTreeMap<String, String>],
+    ) -> Result<(String, bool), String> {
+        let f = tune::format_props(&JobSpec {
+            props: props.to_vec(),
+            ..d.spec.clone()
+        })?;
+        if !(f.high_level || f.hwdb || f.hwdb_fwrev) {
+            return self.format(d, full).map(|t| (t, false));
+        }
+        let job = TuneJob::parse(&d.spec)?;
+        let res: TuneResult = super::qos_format::read(
+            d.result.as_ref().unwrap_or(&serde_json::Value::Null),
+            "result",
+        )
+        .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+        if f.hwdb || f.hwdb_fwrev {
+            let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
+            let rep = si.sysreqs_report.unwrap_or_default();
+            let fw = f.hwdb_fwrev.then_some(rep.scr_dev_fwrev.as_str());
+            return Ok((tune::format_hwdb(&res, &rep.scr_dev_model, fw), true));
+        }
+        Ok((tune::format_high_level(&job, &res), true))
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         let job = TuneJob::parse(&d.spec)?;

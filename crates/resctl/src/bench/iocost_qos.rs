@@ -108,8 +108,9 @@ iocost-qos result (one made by upstream's resctl-bench, as rackbench
 cannot run iocost-qos yet); without one it is refused with the reason.
 Its system requirements are iocost-qos' (as upstream), so a host
 without io.cost needs --force even to solve. `format` prints each
-figure's fitted lines where upstream draws graphs (no pdf, high-level
-or hwdb output). `solve SPEC` runs the solve step again on a stored
+figure's fitted lines where upstream draws graphs (no pdf);
+`format iocost-tune:hwdb` (or hwdb-fwrev, high-level) prints upstream's
+hwdb entry (or summary) alone. `solve SPEC` runs the solve step again on a stored
 result; `merge SOURCE...` pools the points of several files' results
 (see docs/resctl.md). Two places follow upstream's comments, not its code: the
 one-peak check (aMOF) compares values, and a slope next to a flat part

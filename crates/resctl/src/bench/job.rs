@@ -39,6 +39,16 @@ pub fn parse_spec(text: &str) -> Result<JobSpec, String> {
     Ok(s)
 }
 
+/// Parses a `format`/`summary` spec: its properties are the bench's
+/// format properties where it has them ([`Bench::check_format_props`]).
+pub fn parse_format_spec(text: &str) -> Result<JobSpec, String> {
+    let s = spec::parse(text).map_err(|e| e.to_string())?;
+    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
+    b.check_format_props(&s)
+        .map_err(|e| format!("job spec {text:?}: {e}"))?;
+    Ok(s)
+}
+
 /// The latest completed result of `kind` in the journal, parsed.
 fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> {
     j.jobs
@@ -64,6 +74,27 @@ pub fn format_job(out: &mut String, d: &JobData, full: bool) {
 
 /// [`format_job`] with `format -R...`'s resource stat detail level.
 pub fn format_job_rstat(out: &mut String, d: &JobData, full: bool, rstat: u8) {
+    format_job_props(out, d, full, rstat, &[]);
+}
+
+/// [`format_job_rstat`] with the spec's format properties: a bench's
+/// undecorated text (iocost-tune's `hwdb`) stands alone, without the
+/// separator and header.
+pub fn format_job_props(
+    out: &mut String,
+    d: &JobData,
+    full: bool,
+    rstat: u8,
+    props: &[BTreeMap<String, String>],
+) {
+    let body = bench(&d.spec.kind).and_then(|b| b.format_props(d, full, rstat, props));
+    if let Ok((text, true)) = &body {
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+        return;
+    }
     out.push_str(&"=".repeat(90));
     out.push_str("\n\n");
     match JobSysInfo::from_json(&d.sysinfo) {
@@ -75,9 +106,8 @@ pub fn format_job_rstat(out: &mut String, d: &JobData, full: bool, rstat: u8) {
             out.push_str(&format!("(cannot read the system info: {e})\n\n"));
         }
     }
-    let body = bench(&d.spec.kind).and_then(|b| b.format_rstat(d, full, rstat));
     match body {
-        Ok(b) => out.push_str(&b),
+        Ok((b, _)) => out.push_str(&b),
         Err(e) => out.push_str(&format!("(cannot format this result: {e})\n")),
     }
     out.push('\n');
@@ -1000,13 +1030,13 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
         return Ok(out);
     }
     for text in specs {
-        let s = parse_spec(text)?;
+        let s = parse_format_spec(text)?;
         let d = journal
             .jobs
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
             .ok_or_else(|| format!("No matching result for {text}"))?;
-        format_job_rstat(&mut out, d, full, opts.rstat);
+        format_job_props(&mut out, d, full, opts.rstat, &s.props);
     }
     Ok(out)
 }

@@ -213,10 +213,37 @@ fn pct_of(m: &BTreeMap<String, f64>, k: &str) -> f64 {
 
 /// The text of an iocost-qos job made upstream, as upstream's `format`
 /// prints it; `full` adds each run's sections (`format`), `rstat` the
-/// storage runs' extra stat tables (`format -R`). With the spec's format
-/// property `sub-full`, the runs' storage and protection parts are full
-/// too, as upstream.
+/// storage runs' extra stat tables (`format -R`).
 pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    format_sub(d, full, rstat, false)
+}
+
+/// `format iocost-qos:sub-full`: upstream's format property for the runs'
+/// storage and protection parts printed in full.
+pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
+    let mut on = false;
+    for (k, v) in spec.props.iter().flatten() {
+        match (k.as_str(), v.as_str()) {
+            ("sub-full", "" | "true") => on = true,
+            ("sub-full", "false") => on = false,
+            ("sub-full", v) => {
+                return Err(format!(
+                    "format property sub-full={v:?}: expected true or false"
+                ));
+            }
+            (k, _) => {
+                return Err(format!(
+                    "unknown format property {k:?}: iocost-qos takes sub-full"
+                ));
+            }
+        }
+    }
+    Ok(on)
+}
+
+/// [`format`] with the runs' storage and protection parts full
+/// (`sub_full`).
+pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
     let p = QosProps::parse(&d.spec)?;
     let rec: QosRecord = read(d.record.as_ref().unwrap_or(&Value::Null), "record")?;
     let res: QosResult = match &d.result {
@@ -240,9 +267,6 @@ pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
         (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
         _ => return Err("iocost-qos: failed to format due to missing baseline".into()),
     };
-    // As upstream, `sub-full` comes from the spec's last group of format
-    // properties, which rackbench's `format` does not take: always off.
-    let sub_full = false;
     let sjob = stor_job(&p)?;
     let base_mof = base_res.stor.mem_offload_factor;
     let mut o = String::new();

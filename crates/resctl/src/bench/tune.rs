@@ -1245,6 +1245,154 @@ pub fn format(job: &TuneJob, res: &TuneResult, full: bool) -> String {
     out
 }
 
+/// iocost-tune's format properties (`format iocost-tune:hwdb`).
+pub const FORMAT_KEYS: &[&str] = &["pdf", "pdf-keep", "high-level", "hwdb", "hwdb-fwrev"];
+
+/// The format properties given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TuneFormat {
+    pub high_level: bool,
+    pub hwdb: bool,
+    /// hwdb matching this firmware revision only.
+    pub hwdb_fwrev: bool,
+}
+
+/// Checks a `format`/`summary` spec's properties: upstream's format
+/// properties; `pdf` (upstream draws its graphs with gnuplot into a pdf)
+/// is refused by name.
+pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
+    if spec.props.len() > 1 {
+        return Err("format takes one group of format properties (no rule groups)".into());
+    }
+    let mut f = TuneFormat::default();
+    for (k, v) in spec.props.first().into_iter().flatten() {
+        let on = match v.as_str() {
+            "" | "true" => true,
+            "false" => false,
+            _ => return Err(format!("format property {k}={v:?}: expected true or false")),
+        };
+        match k.as_str() {
+            "high-level" => f.high_level = on,
+            "hwdb" => f.hwdb = on,
+            "hwdb-fwrev" => f.hwdb_fwrev = on,
+            "pdf" | "pdf-keep" => {
+                return Err(format!(
+                    "format property {k}: upstream's pdf holds its gnuplot graphs, which rackbench does not draw"
+                ));
+            }
+            k => {
+                let hint = closest(k, FORMAT_KEYS)
+                    .map(|s| format!("; did you mean \"{s}\"?"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "unknown format property {k:?}: expected one of {}{hint}",
+                    FORMAT_KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// `N points, MOF=[min,max], aMOF=[min,max]` over the solutions.
+fn datapoints_summary(res: &TuneResult) -> String {
+    let n = res
+        .data
+        .get(&DataSel::Mof)
+        .map_or(0, |s| s.data.len() + s.outliers.len());
+    let range = |f: fn(&QosSolution) -> f64| {
+        let v: Vec<f64> = res.solutions.values().map(f).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if v.is_empty() {
+            "-,-".to_string()
+        } else {
+            format!("{lo:.3},{hi:.3}")
+        }
+    };
+    format!(
+        "{n} points, MOF=[{}], aMOF=[{}]",
+        range(|s| s.mem_offload_factor),
+        range(|s| s.adjusted_mem_offload_factor)
+    )
+}
+
+/// Upstream's `high-level` text: the data summary, the base model and each
+/// rule's scale. (Upstream prints the model's sizes cut to one character
+/// by a `{:.1}` on a string; here they are whole.)
+pub fn format_high_level(job: &TuneJob, res: &TuneResult) -> String {
+    let mut out = String::from("[iocost-tune result]\n\n");
+    let _ = writeln!(out, "{}", datapoints_summary(res));
+    let m = &res.base_model;
+    let size = |v: u64| crate::fmt::format_size(v as f64);
+    let _ = writeln!(
+        out,
+        "base model: rbps={} rseqiops={} rrandiops={} wbps={} wseqiops={} wrandiops={}",
+        size(m.rbps),
+        size(m.rseqiops),
+        size(m.rrandiops),
+        size(m.wbps),
+        size(m.wseqiops),
+        size(m.wrandiops)
+    );
+    let mut sols = Vec::new();
+    for r in &job.rules {
+        match res.solutions.get(&r.name) {
+            Some(s) => sols.push(format!("{}={}%", r.name, format_pct(s.scale_factor))),
+            None => {
+                let _ = writeln!(out, "Solution {} not found...", r.name);
+                break;
+            }
+        }
+    }
+    if sols.len() < 4 {
+        let _ = writeln!(out, "solutions : {}", sols.join(" "));
+    } else {
+        let _ = writeln!(out, "solutions : {}", sols[..4].join(" "));
+        let _ = writeln!(out, "            {}", sols[4..].join(" "));
+    }
+    out
+}
+
+/// The default solutions a hwdb entry lists, in order.
+const HWDB_SOLUTIONS: &[&str] = &["isolation", "isolated-bandwidth", "bandwidth", "naive"];
+
+/// Upstream's `hwdb` text: a systemd hwdb entry for the device model (and
+/// firmware with `fwrev`) with the available default solutions and the
+/// rlat ones as IOCOST_MODEL_*/IOCOST_QOS_* properties.
+pub fn format_hwdb(res: &TuneResult, model: &str, fwrev: Option<&str>) -> String {
+    let mut out = format!("# {}\n", datapoints_summary(res));
+    let _ = writeln!(out, "block:*:name:{model}:fwrev:{}:", fwrev.unwrap_or("*"));
+    let mut sols: Vec<(&str, &QosSolution)> = HWDB_SOLUTIONS
+        .iter()
+        .filter_map(|n| res.solutions.get(*n).map(|s| (*n, s)))
+        .collect();
+    let names: Vec<&str> = sols.iter().map(|(n, _)| *n).collect();
+    let _ = write!(out, "  IOCOST_SOLUTIONS={}", names.join(" "));
+    sols.extend(
+        res.solutions
+            .iter()
+            .filter(|(n, _)| n.starts_with("rlat"))
+            .map(|(n, s)| (n.as_str(), s)),
+    );
+    for (name, s) in sols {
+        let n = name.to_uppercase().replace('-', "_");
+        let (m, q) = (&s.model, &s.qos);
+        let _ = write!(
+            out,
+            "\n  IOCOST_MODEL_{n}=rbps={} rseqiops={} rrandiops={} wbps={} wseqiops={} wrandiops={}\n",
+            m.rbps, m.rseqiops, m.rrandiops, m.wbps, m.wseqiops, m.wrandiops
+        );
+        let _ = write!(
+            out,
+            "  IOCOST_QOS_{n}=rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
+            q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
+        );
+    }
+    out.push('\n');
+    out
+}
+
 /// What iocost-tune records: the iocost-qos job's properties, and whether
 /// they were upstream's default iocost-qos spec.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
