@@ -364,9 +364,8 @@ impl QosTarget {
             if lo <= 0.0 || lo > hi {
                 return Err(format!("vrate range {v:?}: expected 0 < LOW <= HIGH"));
             }
-            let QosTarget::VrateRange(_, mut pcts) = QosTarget::default() else {
-                unreachable!("the default target is a vrate range")
-            };
+            // The default target's percentiles, p99 read and write.
+            let mut pcts = (Some("99".to_string()), Some("99".to_string()));
             for (k, p) in props {
                 let p = (p.parse::<f64>().ok() != Some(0.0)).then_some(p);
                 match k.as_str() {
@@ -500,7 +499,7 @@ fn find(
     let dl = ds.lines.clamped(range).ok()??;
     let (min, max) = dl.min_max();
     if min == max {
-        return Some(flat.unwrap_or(dl.range.1).clamp(dl.range.0, dl.range.1));
+        return Some(clamp(flat.unwrap_or(dl.range.1), dl.range));
     }
     let want = if highest { max } else { min };
     let idx = if last {
@@ -531,6 +530,12 @@ fn min_vrate_at_min(ds: &DataSeries, r: (f64, f64), m: f64) -> Option<f64> {
 /// The highest vrate with the highest value.
 fn max_vrate_at_max(ds: &DataSeries, r: (f64, f64), m: f64) -> Option<f64> {
     find(ds, r, m, true, true, None)
+}
+
+/// `v` held within `(lo, hi)`; unlike `f64::clamp` it does not panic on a
+/// reversed range or NaN (ranges can come from a result file).
+pub fn clamp(v: f64, (lo, hi): (f64, f64)) -> f64 {
+    v.max(lo).min(hi)
 }
 
 /// Microseconds, rounded, of a latency in seconds.
@@ -631,7 +636,7 @@ impl QosTarget {
                     clamped_end(&DataSel::Amof)?,
                 ) {
                     (Some(lo), Some(hi)) => max_vrate_at_max(ds(&DataSel::Amof)?, scale, margin)
-                        .map(|v| fixed(v.clamp(lo, hi.max(lo)))),
+                        .map(|v| fixed(clamp(v, (lo, hi)))),
                     _ => None,
                 }
             }
@@ -934,7 +939,7 @@ fn solve_series(
             let (ly, ry) = (is.lines.eval(lx), is.lines.eval(rx));
             let slope = if lx < rx { (ry - ly) / (rx - lx) } else { 0.0 };
             if slope != 0.0 && ry < isol_thr {
-                let x = (rx - (ry - isol_thr) / slope).clamp(r.0, r.1);
+                let x = clamp(rx - (ry - isol_thr) / slope, r);
                 s.filter_beyond(x);
                 fill_to = Some(x);
             }

@@ -96,7 +96,9 @@ impl DataLines {
 
     /// The value at `x`, held at the ends outside the range.
     pub fn eval(&self, x: f64) -> f64 {
-        self.eval_extrapolate(x.clamp(self.range.0, self.range.1))
+        // max/min rather than clamp: a range read from a file may be
+        // reversed, which must not panic.
+        self.eval_extrapolate(x.max(self.range.0).min(self.range.1))
     }
 
     /// The same lines over `range`, which may reach beyond the current one
