@@ -17,10 +17,9 @@ pub use crate::bench::common::MergeFlags;
 use crate::bench::knobs::{IoCostModel, JobSysInfo};
 use crate::bench::merge_info::{MergeEntry, MergeId, MergeInfo, MergeSrcName};
 use crate::bench::tune::{self, TuneJob, TuneRecord, TuneResult};
-use crate::bench::tune_fit::DataSeries;
+use crate::bench::tune_fit::{DataSeries, chauvenet_keep};
 use crate::journal::{JobData, Journal};
 use crate::spec::JobSpec;
-use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -134,11 +133,9 @@ fn merge_models(models: &BTreeSet<IoCostModel>) -> (IoCostModel, BTreeSet<IoCost
     if n > 3 {
         for p in 0..6 {
             let vals: Vec<f64> = list.iter().map(|m| m[p]).collect();
-            let mean = vals.iter().sum::<f64>() / n as f64;
-            let sd = (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-            if let Ok(dist) = Normal::new(mean, sd) {
-                for (k, v) in models.iter().zip(&vals) {
-                    if (1.0 - dist.cdf(*v)) * (n as f64) < 0.5 {
+            if let Some(keep) = chauvenet_keep(&vals) {
+                for (k, keep) in models.iter().zip(keep) {
+                    if !keep {
                         outliers.insert(k.clone());
                     }
                 }

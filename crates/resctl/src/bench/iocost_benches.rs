@@ -1,7 +1,9 @@
 //! The `iocost-qos` and `iocost-tune` benches: their system requirements
-//! are declared, running them is refused with the reason (io.cost missing
-//! names the sysreq), and upstream's iocost-qos results are formatted by
-//! [`super::qos_format`]. Their specs are checked by [`super::iocost_qos`].
+//! are declared, running iocost-qos is refused with the reason (io.cost
+//! missing names the sysreq), iocost-tune solves on the journal's latest
+//! iocost-qos result ([`super::tune`]), and upstream's iocost-qos results
+//! are formatted by [`super::qos_format`]. Their specs are checked by
+//! [`super::iocost_qos`].
 
 use super::common::{Bench, Ctx, Outcome};
 use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC};
@@ -9,6 +11,16 @@ use super::tune::{self, TuneJob, TuneResult, run_on, tune_rules};
 use crate::journal::JobData;
 use crate::spec::JobSpec;
 use crate::sys::sysreqs::SysReq;
+
+/// The iocost-tune result of `d`; an error names the field that does not
+/// fit upstream's.
+fn tune_result(d: &JobData) -> Result<TuneResult, String> {
+    super::qos_format::read(
+        d.result.as_ref().unwrap_or(&serde_json::Value::Null),
+        "iocost-tune",
+        "result",
+    )
+}
 
 /// Why `run` cannot go on, on this host: io.cost missing names the
 /// sysreq; otherwise running is not implemented yet.
@@ -162,11 +174,7 @@ impl Bench for IoCostTuneBench {
     fn resolve(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
         Some((|| {
             let job = TuneJob::parse(&d.spec)?;
-            let mut res: TuneResult = super::qos_format::read(
-                d.result.as_ref().unwrap_or(&serde_json::Value::Null),
-                "result",
-            )
-            .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+            let mut res: TuneResult = tune_result(d)?;
             for n in tune::solve(&job, &mut res)? {
                 eprintln!("iocost-tune: {n}");
             }
@@ -192,11 +200,7 @@ impl Bench for IoCostTuneBench {
             return self.format(d, full).map(|t| (t, false));
         }
         let job = TuneJob::parse(&d.spec)?;
-        let res: TuneResult = super::qos_format::read(
-            d.result.as_ref().unwrap_or(&serde_json::Value::Null),
-            "result",
-        )
-        .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+        let res: TuneResult = tune_result(d)?;
         if f.hwdb || f.hwdb_fwrev {
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
             let rep = si.sysreqs_report.unwrap_or_default();
@@ -207,11 +211,7 @@ impl Bench for IoCostTuneBench {
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         let job = TuneJob::parse(&d.spec)?;
-        let res: TuneResult = super::qos_format::read(
-            d.result.as_ref().unwrap_or(&serde_json::Value::Null),
-            "result",
-        )
-        .map_err(|e| e.replace("iocost-qos", "iocost-tune"))?;
+        let res: TuneResult = tune_result(d)?;
         Ok(tune::format(&job, &res, full))
     }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}

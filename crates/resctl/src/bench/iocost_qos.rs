@@ -180,9 +180,7 @@ const QOS_KEYS: &[&str] = &[
 ];
 
 /// The isolation percentiles protection's study reports.
-const ISOL_PCTS: &[&str] = &[
-    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "100",
-];
+use super::protection::study::PCT_KEYS as ISOL_PCTS;
 
 /// The closest of `allowed` to `key`: within an edit distance of 2, or
 /// else one that contains `key` (or is contained in it), nearest first.

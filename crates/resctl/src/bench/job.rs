@@ -921,12 +921,17 @@ pub fn cmd_run(
             iocost,
             exe: exe.clone(),
             used_hashd: None,
-            qos: journal
-                .jobs
-                .iter()
-                .rev()
-                .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
-                .cloned(),
+            // Only iocost-tune solves on it; a ladder's job is large.
+            qos: (s.kind == "iocost-tune")
+                .then(|| {
+                    journal
+                        .jobs
+                        .iter()
+                        .rev()
+                        .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
+                        .cloned()
+                })
+                .flatten(),
             forward_sysinfo: None,
         };
         let mut si = JobSysInfo {

@@ -75,12 +75,16 @@ pub struct QosResult {
     pub runs: Vec<Option<QosResultRun>>,
 }
 
-/// `v` as upstream's iocost-qos `what` (record or result); an error names
-/// the field that does not fit (`record.runs[1].stor.mem.profile: ...`).
-pub fn read<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, String> {
+/// `v` as upstream's `kind` `what` (record or result); an error names the
+/// field that does not fit (`record.runs[1].stor.mem.profile: ...`).
+pub fn read<T: serde::de::DeserializeOwned>(
+    v: &Value,
+    kind: &str,
+    what: &str,
+) -> Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         format!(
-            "the {what} is not upstream's iocost-qos {what}: {what}.{}: {}",
+            "the {what} is not upstream's {kind} {what}: {what}.{}: {}",
             e.path(),
             e.inner()
         )
@@ -245,9 +249,13 @@ pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
 /// (`sub_full`).
 pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
     let p = QosProps::parse(&d.spec)?;
-    let rec: QosRecord = read(d.record.as_ref().unwrap_or(&Value::Null), "record")?;
+    let rec: QosRecord = read(
+        d.record.as_ref().unwrap_or(&Value::Null),
+        "iocost-qos",
+        "record",
+    )?;
     let res: QosResult = match &d.result {
-        Some(r) if !r.is_null() => read(r, "result")?,
+        Some(r) if !r.is_null() => read(r, "iocost-qos", "result")?,
         _ => {
             return Err(
                 "an iocost-qos record without its result cannot be formatted: upstream studies \

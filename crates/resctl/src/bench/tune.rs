@@ -20,14 +20,10 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-/// Isolation percentiles a selector may name (the hog result's keys).
-pub const ISOL_PCTS: &[&str] = &[
-    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "100",
-];
 /// Latency percentiles of the `rlat-L-T` selectors.
-pub const LAT_PCTS: &[&str] = &[
-    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "99.9", "99.99", "99.999", "100",
-];
+use super::protection::study::IOLAT_LAT_PCTS as LAT_PCTS;
+/// Isolation percentiles a selector may name (the hog result's keys).
+use super::protection::study::PCT_KEYS as ISOL_PCTS;
 /// Time percentiles of the `rlat-L-T` selectors (with `mean` and `stdev`).
 pub const TIME_PCTS: &[&str] = &[
     "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "99.9", "100", "mean", "stdev",
@@ -1415,10 +1411,11 @@ pub fn run_on(
 ) -> Result<(TuneRecord, TuneResult, Vec<String>), String> {
     let rec: QosRecord = super::qos_format::read(
         qos.record.as_ref().unwrap_or(&serde_json::Value::Null),
+        "iocost-qos",
         "record",
     )?;
     let res: QosResult = match &qos.result {
-        Some(r) if !r.is_null() => super::qos_format::read(r, "result")?,
+        Some(r) if !r.is_null() => super::qos_format::read(r, "iocost-qos", "result")?,
         _ => return Err("the iocost-qos job has no result".into()),
     };
     if rec.runs.is_empty() {

@@ -547,23 +547,17 @@ impl DataSeries {
     /// fewer than half a point of the series is expected to be that far
     /// off). Nothing moves when the residuals do not vary.
     pub fn filter_outliers(&mut self) {
-        let n = self.data.len();
-        if n < 2 {
-            return;
-        }
         let errs: Vec<f64> = self
             .data
             .iter()
             .map(|p| (p.y - self.lines.eval(p.x)).powi(2))
             .collect();
-        let mean = errs.iter().sum::<f64>() / n as f64;
-        let stdev = (errs.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-        let Ok(dist) = Normal::new(mean, stdev) else {
+        let Some(keep) = chauvenet_keep(&errs) else {
             return;
         };
         let data = std::mem::take(&mut self.data);
-        for (p, e) in data.into_iter().zip(errs) {
-            if (1.0 - dist.cdf(e)) * n as f64 >= 0.5 {
+        for (p, keep) in data.into_iter().zip(keep) {
+            if keep {
                 self.data.push(p);
             } else {
                 self.outliers.push(p);
@@ -572,6 +566,26 @@ impl DataSeries {
         self.outliers
             .sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     }
+}
+
+/// Chauvenet's criterion on the upper tail, as upstream applies it: which
+/// of `vals` to keep (a value goes when fewer than half a value of the set
+/// is expected to lie that far above the mean, under a normal distribution
+/// with the set's mean and sample deviation). None when the criterion
+/// cannot judge: fewer than two values, or no spread.
+pub fn chauvenet_keep(vals: &[f64]) -> Option<Vec<bool>> {
+    let n = vals.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = vals.iter().sum::<f64>() / n as f64;
+    let sd = (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let dist = Normal::new(mean, sd).ok()?;
+    Some(
+        vals.iter()
+            .map(|&v| (1.0 - dist.cdf(v)) * n as f64 >= 0.5)
+            .collect(),
+    )
 }
 
 #[cfg(test)]

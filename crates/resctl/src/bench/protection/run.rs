@@ -165,10 +165,8 @@ pub struct TuneRecord {
     pub final_size: Option<u64>,
 }
 
-/// Isolation percentiles a tune can judge.
-const ISOL_PCTS: &[&str] = &[
-    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "100",
-];
+/// Isolation percentiles a tune can judge: the hog result's keys.
+use super::study::PCT_KEYS as ISOL_PCTS;
 
 const SPEEDS: &[(&str, f64)] = &[
     ("10%", 0.1),

@@ -311,10 +311,9 @@ pub const PCT_KEYS: [&str; 11] = [
 /// Time percentile columns of the IO latency tables.
 pub const IOLAT_TIME_PCTS: [&str; 9] = ["00", "25", "50", "75", "90", "95", "99", "99.9", "100"];
 
-/// Latency percentile rows of the IO latency tables, in order.
-pub const IOLAT_LAT_PCTS: [&str; 14] = [
-    "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "99.9", "99.99", "99.999", "100",
-];
+/// Latency percentile rows of the IO latency tables, in order: the keys
+/// the block tracer writes each second.
+pub use crate::sys::iotrace::LAT_PCTS as IOLAT_LAT_PCTS;
 
 /// Field names of the per-slice resource statistics, in table order.
 pub const RSTAT_FIELDS: [&str; 11] = [
