@@ -69,7 +69,7 @@ impl Axis {
 
     /// A linear axis over `data` (min, max), or 0..1 without data. Fixed
     /// ends are kept as given; the others are widened to whole ticks.
-    fn linear(
+    pub(crate) fn linear(
         data: Option<(f64, f64)>,
         fixed_lo: Option<f64>,
         fixed_hi: Option<f64>,
@@ -130,7 +130,7 @@ impl Axis {
 
     /// A log10 axis over the positive `data` (min, max), or 1..10 without
     /// data. Free ends are widened to whole decades.
-    fn log10(
+    pub(crate) fn log10(
         data: Option<(f64, f64)>,
         fixed_lo: Option<f64>,
         fixed_hi: Option<f64>,

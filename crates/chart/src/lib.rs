@@ -25,6 +25,9 @@
 //! markers for a [`Style::Points`] series ([`Chart::points`]); and a legend
 //! to the right of the plot area.
 //!
+//! [`Chart::to_text`] draws the chart in monospace text (each point a
+//! marker character in its cell), for terminals and plain-text reports.
+//!
 //! [`Chart::to_svg`] draws the same layout as an SVG document (text in the
 //! viewer's monospace font, stretched to the bitmap font's widths), for
 //! embedding in HTML pages.
@@ -65,6 +68,7 @@ mod font;
 mod image;
 mod layout;
 mod svg;
+mod text;
 pub mod ticks;
 
 use std::io::Write;
@@ -72,6 +76,7 @@ use std::path::{Path, PathBuf};
 
 pub use image::{Image, Rect};
 pub use layout::Layout;
+pub use text::{MAX_TEXT, MIN_TEXT};
 
 /// The smallest width or height of a rendered chart, in pixels.
 pub const MIN_SIZE: u32 = 200;
@@ -110,6 +115,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// A line through the points, or the points alone.
     pub style: Style,
+    /// The character that marks each point in [`Chart::to_text`] (`None`:
+    /// `*` for a line, `o` for points).
+    pub mark: Option<char>,
 }
 
 impl Series {
@@ -118,6 +126,7 @@ impl Series {
             name: name.to_string(),
             points,
             style: Style::Line,
+            mark: None,
         }
     }
 }
@@ -208,6 +217,14 @@ impl Chart {
         let mut s = Series::new(name, points);
         s.style = Style::Points;
         self.series.push(s);
+        self
+    }
+
+    /// Mark the last added series with `ch` in [`Chart::to_text`].
+    pub fn mark(mut self, ch: char) -> Chart {
+        if let Some(s) = self.series.last_mut() {
+            s.mark = Some(ch);
+        }
         self
     }
 

@@ -11,6 +11,7 @@ mod common;
 
 use common::{rackbench, text};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -36,6 +37,68 @@ fn resctl(dir: &Path, result: &Path, args: &[&str]) -> (bool, String, String) {
         .output()
         .unwrap();
     (o.status.success(), text(&o.stdout), text(&o.stderr))
+}
+
+/// `format iocost-tune:pdf`: a pdf named after the result file in the
+/// current directory, with a cover page and a page per six graphs at
+/// least; `pdf=PATH,pdf-keep` writes PATH and leaves its sources (a graph
+/// SVG per figure and the HTML page with them all) in the current
+/// directory.
+fn pdf_is_printed(dir: &Path, res: &Path, figures: usize) {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        testenv::skip(
+            "CHROMIUM",
+            "chromium is not installed (apt-get install chromium)",
+        );
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let format = |spec: &str| {
+        let o = rackbench(dir)
+            .current_dir(cwd.path())
+            .args(["resctl", "-r"])
+            .arg(res)
+            .args(["format", spec])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let stem = res.file_stem().unwrap().to_str().unwrap();
+    assert_eq!(
+        format("iocost-tune:pdf"),
+        format!("Formatted result into \"{stem}.pdf\"\n")
+    );
+    let pdf = std::fs::read(cwd.path().join(format!("{stem}.pdf"))).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"));
+    // Page objects: "/Type /Page", not the page tree's "/Type /Pages".
+    let raw = String::from_utf8_lossy(&pdf);
+    let pages = raw.matches("/Type /Page").count() - raw.matches("/Type /Pages").count();
+    assert!(
+        pages > figures.div_ceil(6),
+        "{pages} pages for {figures} graphs"
+    );
+    // Nothing else was left behind.
+    let left: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
+    assert_eq!(left.len(), 1);
+
+    assert_eq!(
+        format("iocost-tune:pdf=kept.pdf,pdf-keep"),
+        "Formatted result into \"kept.pdf\"\n"
+    );
+    assert!(
+        std::fs::read(cwd.path().join("kept.pdf"))
+            .unwrap()
+            .starts_with(b"%PDF-")
+    );
+    let html = std::fs::read_to_string(cwd.path().join("iocost-tune-graphs.html")).unwrap();
+    assert_eq!(html.matches("<img src=\"iocost-tune-").count(), figures);
+    assert!(
+        html.contains("\nSolutions\n=========\n"),
+        "the cover holds the solutions"
+    );
+    let svg = std::fs::read_to_string(cwd.path().join("iocost-tune-MOF.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("MOF@16"), "{svg}");
 }
 
 fn assert_has(out: &str, needles: &[&str]) {
@@ -393,18 +456,35 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
     assert!(isolation < bandwidth, "{isolation} {bandwidth}");
     assert_eq!(r["solutions"]["bandwidth"]["target"], "AMOFMaxVrate");
 
-    // format: the fitted lines (ours) before the solutions.
+    // format: upstream's text graphs, one per figure with its fitted
+    // range, hinges and error, before the solutions; summary has none.
     let (ok, out, err) = resctl(d.path(), &res, &["format", "iocost-tune"]);
     assert!(ok, "{err}");
     assert_has(
         &out,
         &[
-            "Fitted lines (ours; upstream draws graphs here)\n",
-            "\nMOF            vrate 5.0-125.0 points=25 rejected=0 err=",
-            "\nrlat-99-mean   vrate 5.0-125.0 ",
+            "\nGraphs (square: fitted line, circle: data points, cross: rejected)\n====",
+            "\nMOF@16\n",
+            "\n                vrate 5.0-125.0 (min=1.039 max=1.600 infls=57.5 err=0.002)\n",
+            "\nisol-01\n",
+            "\naMOF@16\n",
+            "vrate 5.0-110.5 (min=1.031 max=1.401 infls=47.5,82.5,107.5 err=0.008)\n",
+            "\nrlat-99-mean\n",
         ],
     );
-    assert!(out.find("Fitted lines").unwrap() < out.find("\nSolutions\n").unwrap());
+    assert_eq!(
+        out.matches("■ fitted line  × rejected  ● data points\n")
+            .count(),
+        j[1]["result"]["data"].as_object().unwrap().len(),
+        "{out}"
+    );
+    assert!(out.find("\nGraphs (").unwrap() < out.find("\nSolutions\n").unwrap());
+    let (ok, out, err) = resctl(d.path(), &res, &["summary", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert!(
+        !out.contains("Graphs (") && out.contains("\nSolutions\n"),
+        "{out}"
+    );
 
     // Upstream's format properties: hwdb and high-level stand alone (no
     // header); pdf is refused by name; iocost-qos' sub-full prints the
@@ -432,9 +512,22 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
         ],
     );
     assert!(!out.contains(&"=".repeat(90)), "{out}");
-    let (ok, _, err) = resctl(d.path(), &res, &["format", "iocost-tune:pdf"]);
-    assert!(!ok);
-    assert!(err.contains("pdf holds its gnuplot graphs"), "{err}");
+    // pdf does not go with the undecorated outputs: refused, exit 2.
+    for bad in ["iocost-tune:pdf,hwdb", "iocost-tune:pdf=x.pdf,high-level"] {
+        let o = rackbench(d.path())
+            .args(["resctl", "-r"])
+            .arg(&res)
+            .args(["format", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(
+            text(&o.stderr).contains("incompatible with each other"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    pdf_is_printed(d.path(), &res, r["data"].as_object().unwrap().len());
     let count = |args: &[&str]| {
         let (ok, out, err) = resctl(d.path(), &res, args);
         assert!(ok, "{err}");

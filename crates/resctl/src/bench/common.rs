@@ -14,6 +14,20 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// What `format`/`summary` pass a bench beyond the job.
+pub struct FormatArgs<'a> {
+    /// `format` (true) or `summary`.
+    pub full: bool,
+    /// `format -R...`'s resource stat detail level.
+    pub rstat: u8,
+    /// The spec's format properties (`format iocost-tune:hwdb`).
+    pub props: &'a [std::collections::BTreeMap<String, String>],
+    /// The result file (`-r`): iocost-tune's pdf is named after it.
+    pub result: &'a std::path::Path,
+    /// The separator and header printed above the bench's text.
+    pub head: &'a str,
+}
+
 /// One bench kind: what `run` checks, runs and formats.
 pub trait Bench: Sync {
     /// The spec's kind (`hashd-params`, ...).
@@ -49,15 +63,8 @@ pub trait Bench: Sync {
     /// it stands alone, without the separator and header (upstream's
     /// undecorated output: iocost-tune's `hwdb` and `high-level`). By
     /// default the properties only select the job.
-    fn format_props(
-        &self,
-        d: &JobData,
-        full: bool,
-        rstat: u8,
-        props: &[std::collections::BTreeMap<String, String>],
-    ) -> Result<(String, bool), String> {
-        let _ = props;
-        self.format_rstat(d, full, rstat).map(|t| (t, false))
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
+        self.format_rstat(d, a.full, a.rstat).map(|t| (t, false))
     }
     /// The key figures of a completed job for the harness's metrics: the
     /// bench fills its own part of `m`.

@@ -5,7 +5,7 @@
 //! are formatted by [`super::qos_format`]. Their specs are checked by
 //! [`super::iocost_qos`].
 
-use super::common::{Bench, Ctx, Outcome};
+use super::common::{Bench, Ctx, FormatArgs, Outcome};
 use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC};
 use super::tune::{self, TuneJob, TuneResult, run_on, tune_rules};
 use crate::journal::JobData;
@@ -104,18 +104,12 @@ impl Bench for IoCostQosBench {
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
         super::qos_format::sub_full(spec).map(|_| ())
     }
-    fn format_props(
-        &self,
-        d: &JobData,
-        full: bool,
-        rstat: u8,
-        props: &[std::collections::BTreeMap<String, String>],
-    ) -> Result<(String, bool), String> {
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
         let sub = super::qos_format::sub_full(&JobSpec {
-            props: props.to_vec(),
+            props: a.props.to_vec(),
             ..d.spec.clone()
         })?;
-        super::qos_format::format_sub(d, full, rstat, sub).map(|t| (t, false))
+        super::qos_format::format_sub(d, a.full, a.rstat, sub).map(|t| (t, false))
     }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }
@@ -185,21 +179,27 @@ impl Bench for IoCostTuneBench {
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
         tune::format_props(spec).map(|_| ())
     }
-    fn format_props(
-        &self,
-        d: &JobData,
-        full: bool,
-        _rstat: u8,
-        props: &[std::collections::BTreeMap<String, String>],
-    ) -> Result<(String, bool), String> {
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
         let f = tune::format_props(&JobSpec {
-            props: props.to_vec(),
+            props: a.props.to_vec(),
             ..d.spec.clone()
         })?;
-        if !(f.high_level || f.hwdb || f.hwdb_fwrev) {
-            return self.format(d, full).map(|t| (t, false));
-        }
         let job = TuneJob::parse(&d.spec)?;
+        if let Some(pdf) = &f.pdf {
+            let res: TuneResult = tune_result(d)?;
+            let path = super::tune_graph::pdf_path(pdf, a.result)?;
+            let cover = format!("{}{}", a.head, tune::format(&job, &res));
+            let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
+            let model = si.sysreqs_report.unwrap_or_default().scr_dev_model;
+            super::tune_graph::write_pdf(&path, &cover, &res, &model, f.pdf_keep)?;
+            return Ok((
+                format!("Formatted result into {:?}", path.display().to_string()),
+                true,
+            ));
+        }
+        if !(f.high_level || f.hwdb || f.hwdb_fwrev) {
+            return self.format(d, a.full).map(|t| (t, false));
+        }
         let res: TuneResult = tune_result(d)?;
         if f.hwdb || f.hwdb_fwrev {
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
@@ -212,7 +212,14 @@ impl Bench for IoCostTuneBench {
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         let job = TuneJob::parse(&d.spec)?;
         let res: TuneResult = tune_result(d)?;
-        Ok(tune::format(&job, &res, full))
+        // Upstream draws the graphs in text under `format`.
+        let mut out = if full {
+            super::tune_graph::format_text(&res)
+        } else {
+            String::new()
+        };
+        out.push_str(&tune::format(&job, &res));
+        Ok(out)
     }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }

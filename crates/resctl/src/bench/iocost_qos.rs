@@ -107,10 +107,14 @@ Status in rackbench: it solves on the journal's latest completed
 iocost-qos result (one made by upstream's resctl-bench, as rackbench
 cannot run iocost-qos yet); without one it is refused with the reason.
 Its system requirements are iocost-qos' (as upstream), so a host
-without io.cost needs --force even to solve. `format` prints each
-figure's fitted lines where upstream draws graphs (no pdf);
-`format iocost-tune:hwdb` (or hwdb-fwrev, high-level) prints upstream's
-hwdb entry (or summary) alone. `solve SPEC` runs the solve step again on a stored
+without io.cost needs --force even to solve. `format` draws each
+figure's graph in text, as upstream (rackbench's own text charts, so the
+cells and ticks differ from upstream's plotlib); `format
+iocost-tune:pdf[=PATH]` writes upstream's pdf (cover page, then the
+graphs six to a page; printed by headless Chromium where upstream uses
+ImageMagick and ghostscript), `pdf-keep` keeping its sources in the
+current directory; `format iocost-tune:hwdb` (or hwdb-fwrev, high-level)
+prints upstream's hwdb entry (or summary) alone. `solve SPEC` runs the solve step again on a stored
 result; `merge SOURCE...` pools the points of several files' results
 (see docs/resctl.md). Two places follow upstream's comments, not its code: the
 one-peak check (aMOF) compares values, and a slope next to a flat part

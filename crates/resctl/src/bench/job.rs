@@ -14,7 +14,7 @@
 //! without a result, so the next run redoes it.
 
 use super::common::now_secs;
-pub use super::common::{Ctx, Options, Outcome};
+pub use super::common::{Ctx, FormatArgs, Options, Outcome};
 use super::knobs::{
     HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport, IoCostQos, IoCostQosReport,
     IoCostReport, JobSysInfo, MemInfo, SysReqsReport,
@@ -74,43 +74,69 @@ pub fn format_job(out: &mut String, d: &JobData, full: bool) {
 
 /// [`format_job`] with `format -R...`'s resource stat detail level.
 pub fn format_job_rstat(out: &mut String, d: &JobData, full: bool, rstat: u8) {
-    format_job_props(out, d, full, rstat, &[]);
+    // Without format properties nothing fails or is named after the file.
+    let _ = format_job_props(out, d, full, rstat, &[], Path::new(""));
 }
 
-/// [`format_job_rstat`] with the spec's format properties: a bench's
-/// undecorated text (iocost-tune's `hwdb`) stands alone, without the
-/// separator and header.
+/// [`format_job_rstat`] with the spec's format properties (`props`) and
+/// the result file they may name outputs after: a bench's undecorated
+/// text (iocost-tune's `hwdb`) stands alone, without the separator and
+/// header. With format properties given, a failure is the command's error
+/// (what they asked for was not made); without, it is printed in place of
+/// the job's text.
 pub fn format_job_props(
     out: &mut String,
     d: &JobData,
     full: bool,
     rstat: u8,
     props: &[BTreeMap<String, String>],
-) {
-    let body = bench(&d.spec.kind).and_then(|b| b.format_props(d, full, rstat, props));
-    if let Ok((text, true)) = &body {
-        out.push_str(text);
-        if !text.ends_with('\n') {
-            out.push('\n');
+    result: &Path,
+) -> Result<(), String> {
+    let mut head = "=".repeat(90);
+    head.push_str("\n\n");
+    let sysinfo_err = match JobSysInfo::from_json(&d.sysinfo) {
+        Ok(si) => {
+            format_header(&mut head, d, &si);
+            None
         }
-        return;
-    }
-    out.push_str(&"=".repeat(90));
-    out.push_str("\n\n");
-    match JobSysInfo::from_json(&d.sysinfo) {
-        Ok(si) => format_header(out, d, &si),
         Err(e) => {
             // Journal::open refuses such a file; a JobData built elsewhere
             // still says so instead of printing no system info.
-            format_header(out, d, &JobSysInfo::default());
-            out.push_str(&format!("(cannot read the system info: {e})\n\n"));
+            format_header(&mut head, d, &JobSysInfo::default());
+            Some(e)
         }
+    };
+    let args = FormatArgs {
+        full,
+        rstat,
+        props,
+        result,
+        head: &head,
+    };
+    let body = bench(&d.spec.kind).and_then(|b| b.format_props(d, &args));
+    match body {
+        Ok((text, true)) => {
+            out.push_str(&text);
+            if !text.ends_with('\n') {
+                out.push('\n');
+            }
+            return Ok(());
+        }
+        Err(e) if props.iter().any(|p| !p.is_empty()) => {
+            return Err(format!("{}: {e}", d.spec.kind));
+        }
+        _ => {}
+    }
+    out.push_str(&head);
+    if let Some(e) = sysinfo_err {
+        out.push_str(&format!("(cannot read the system info: {e})\n\n"));
     }
     match body {
         Ok((b, _)) => out.push_str(&b),
         Err(e) => out.push_str(&format!("(cannot format this result: {e})\n")),
     }
     out.push('\n');
+    Ok(())
 }
 
 /// The header: `[KIND VERSION result] "ID" DATE TIME - TIME`, System info, IO info,
@@ -1041,7 +1067,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
             .ok_or_else(|| format!("No matching result for {text}"))?;
-        format_job_props(&mut out, d, full, opts.rstat, &s.props);
+        format_job_props(&mut out, d, full, opts.rstat, &s.props, result)?;
     }
     Ok(out)
 }

@@ -28,3 +28,4 @@ pub mod storage;
 pub mod topics;
 pub mod tune;
 pub mod tune_fit;
+pub mod tune_graph;

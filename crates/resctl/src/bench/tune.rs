@@ -1157,50 +1157,12 @@ fn same_solution(a: &QosSolution, b: &QosSolution) -> bool {
 }
 
 /// The text of an iocost-tune result, as upstream's `format` prints it
-/// without its graphs: with `full`, each figure's fitted lines (ours, in
-/// place of upstream's graphs); then `Solutions` (consecutive rules with
-/// the same solution share it; a rule without one says `NO SOLUTION`) and
+/// without its graphs (tune_graph.rs draws those): `Solutions` (consecutive
+/// rules with the same solution share it; a rule without one says `NO
+/// SOLUTION`) and
 /// `Remarks`.
-pub fn format(job: &TuneJob, res: &TuneResult, full: bool) -> String {
+pub fn format(job: &TuneJob, res: &TuneResult) -> String {
     let mut out = String::new();
-    if full {
-        out.push_str(&custom_underline(
-            "Fitted lines (ours; upstream draws graphs here)",
-            '=',
-        ));
-        out.push('\n');
-        for (sel, s) in &res.data {
-            let lat = matches!(sel, DataSel::RLat(..) | DataSel::WLat(..));
-            let pts: Vec<String> = s
-                .lines
-                .points
-                .iter()
-                .map(|p| {
-                    if lat {
-                        format!("{:.1}:{}", p.x, format_duration(p.y))
-                    } else {
-                        format!("{:.1}:{:.3}", p.x, p.y)
-                    }
-                })
-                .collect();
-            let _ = writeln!(
-                out,
-                "{:<14} vrate {:.1}-{:.1} points={} rejected={} err={:.4} lines={}",
-                sel.to_string(),
-                s.lines.range.0,
-                s.lines.range.1,
-                s.data.len(),
-                s.outliers.len(),
-                s.error,
-                if pts.is_empty() {
-                    "-".to_string()
-                } else {
-                    pts.join(" ")
-                }
-            );
-        }
-        out.push('\n');
-    }
     if !job.rules.is_empty() {
         out.push_str(&custom_underline("Solutions", '='));
         out.push('\n');
@@ -1256,17 +1218,25 @@ pub struct TuneFormat {
     pub hwdb: bool,
     /// hwdb matching this firmware revision only.
     pub hwdb_fwrev: bool,
+    /// `pdf[=PATH]`: the pdf to write (empty: named after the result file).
+    pub pdf: Option<String>,
+    /// `pdf-keep`: keep the pdf's sources in the current directory.
+    pub pdf_keep: bool,
 }
 
 /// Checks a `format`/`summary` spec's properties: upstream's format
-/// properties; `pdf` (upstream draws its graphs with gnuplot into a pdf)
-/// is refused by name.
+/// properties. `pdf` does not go with `high-level`, `hwdb` or `hwdb-fwrev`
+/// (upstream refuses the first two and ignores `pdf` with the third).
 pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
     if spec.props.len() > 1 {
         return Err("format takes one group of format properties (no rule groups)".into());
     }
     let mut f = TuneFormat::default();
     for (k, v) in spec.props.first().into_iter().flatten() {
+        if k == "pdf" {
+            f.pdf = Some(v.clone());
+            continue;
+        }
         let on = match v.as_str() {
             "" | "true" => true,
             "false" => false,
@@ -1276,11 +1246,7 @@ pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
             "high-level" => f.high_level = on,
             "hwdb" => f.hwdb = on,
             "hwdb-fwrev" => f.hwdb_fwrev = on,
-            "pdf" | "pdf-keep" => {
-                return Err(format!(
-                    "format property {k}: upstream's pdf holds its gnuplot graphs, which rackbench does not draw"
-                ));
-            }
+            "pdf-keep" => f.pdf_keep = on,
             k => {
                 let hint = closest(k, FORMAT_KEYS)
                     .map(|s| format!("; did you mean \"{s}\"?"))
@@ -1291,6 +1257,12 @@ pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
                 ));
             }
         }
+    }
+    if f.pdf.is_some() && (f.high_level || f.hwdb || f.hwdb_fwrev) {
+        return Err(
+            "format properties pdf and high-level/hwdb/hwdb-fwrev are incompatible with each other"
+                .into(),
+        );
     }
     Ok(f)
 }
@@ -1695,5 +1667,27 @@ mod tests {
             "{notes:?}"
         );
         assert!(res.solutions.is_empty());
+    }
+
+    #[test]
+    fn format_props_take_a_pdf_path_and_refuse_mixed_outputs() {
+        let f = |t: &str| format_props(&parse(t).unwrap());
+        assert_eq!(f("iocost-tune:pdf").unwrap().pdf.as_deref(), Some(""));
+        let p = f("iocost-tune:pdf=out/g.pdf,pdf-keep").unwrap();
+        assert_eq!(p.pdf.as_deref(), Some("out/g.pdf"));
+        assert!(p.pdf_keep);
+        assert!(!f("iocost-tune:pdf-keep=false").unwrap().pdf_keep);
+        for bad in [
+            "iocost-tune:pdf,hwdb",
+            "iocost-tune:pdf,high-level",
+            "iocost-tune:pdf,hwdb-fwrev",
+        ] {
+            let e = f(bad).unwrap_err();
+            assert!(e.contains("incompatible"), "{bad}: {e}");
+        }
+        let e = f("iocost-tune:pdf-kep").unwrap_err();
+        assert!(e.contains("did you mean \"pdf-keep\""), "{e}");
+        let e = f("iocost-tune:pdf-keep=maybe").unwrap_err();
+        assert!(e.contains("expected true or false"), "{e}");
     }
 }
