@@ -277,6 +277,15 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
     };
     let sjob = stor_job(&p)?;
     let base_mof = base_res.stor.mem_offload_factor;
+    // Each run's final mem-hog-tune probe, read once for the run's section
+    // and the summary: where the run has an aMOF.
+    let mut hogs = Vec::with_capacity(res.runs.len());
+    for (i, r) in res.runs.iter().enumerate() {
+        hogs.push(match r {
+            Some(r) if r.adjusted_mem_offload_factor.is_some() => Some(final_probe(&r.prot, i)?),
+            _ => None,
+        });
+    }
     let mut o = String::new();
     format_upstream_header(&mut o, &sjob, &base_rec.stor, false);
 
@@ -335,9 +344,8 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
                     pct_of(&resr.vrate, "stdev"),
                     format_pct(reports_missing(resr.nr_reports))
                 );
-                match resr.adjusted_mem_offload_factor {
-                    Some(amof) => {
-                        let hog = final_probe(&resr.prot, i)?;
+                match (resr.adjusted_mem_offload_factor, &hogs[i]) {
+                    (Some(amof), Some(hog)) => {
                         let _ = writeln!(
                             o,
                             "            aMOF={:.3}@{}({:.3}x) isol-{}={}% lat_imp={}%:{} work_csv={}%",
@@ -351,7 +359,7 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
                             format_pct(hog.work_csv)
                         );
                     }
-                    None => {
+                    _ => {
                         o.push_str("            aMOF=FAIL isol=FAIL lat_imp=FAIL work_csv=FAIL\n");
                     }
                 }
@@ -390,9 +398,8 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
         };
         let missing = reports_missing(resr.nr_reports) * 100.0;
         let _ = write!(o, "[{i:02}] {:>7.3}  ", resr.stor.mem_offload_factor);
-        match resr.adjusted_mem_offload_factor {
-            Some(amof) => {
-                let hog = final_probe(&resr.prot, i)?;
+        match (resr.adjusted_mem_offload_factor, &hogs[i]) {
+            (Some(amof), Some(hog)) => {
                 let _ = writeln!(
                     o,
                     "{:>7.3}     {:>5.1}  {:>6.1}:{:>6.1}      {:>5.1}     {:>5.1}",
@@ -404,7 +411,7 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
                     missing
                 );
             }
-            None => {
+            _ => {
                 let _ = writeln!(
                     o,
                     "{:>7}     {:>5}  {:>6}:{:>6}      {:>5}     {:>5.1}",
