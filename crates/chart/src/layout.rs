@@ -203,6 +203,23 @@ impl Axis {
     }
 }
 
+/// The drawable points' (x min, x max, y min, y max), `None` without any.
+pub(crate) fn data_bounds(chart: &Chart) -> Option<(f64, f64, f64, f64)> {
+    let log = chart.y_scale == Scale::Log10;
+    let mut bounds: Option<(f64, f64, f64, f64)> = None;
+    for s in &chart.series {
+        for &p in &s.points {
+            if let Some((x, y)) = clean(p, log) {
+                bounds = Some(match bounds {
+                    None => (x, x, y, y),
+                    Some((x0, x1, y0, y1)) => (x0.min(x), x1.max(x), y0.min(y), y1.max(y)),
+                });
+            }
+        }
+    }
+    bounds
+}
+
 /// How wide a range to open around (or next to) a single value `v`: a
 /// fifth of its size, or 2 for zero.
 fn pad_for(v: f64) -> f64 {
@@ -307,17 +324,7 @@ impl Layout {
         let log = chart.y_scale == Scale::Log10;
         let text_h = font::text_height(1) as i64;
 
-        let mut bounds: Option<(f64, f64, f64, f64)> = None;
-        for s in &chart.series {
-            for &p in &s.points {
-                if let Some((x, y)) = clean(p, log) {
-                    bounds = Some(match bounds {
-                        None => (x, x, y, y),
-                        Some((x0, x1, y0, y1)) => (x0.min(x), x1.max(x), y0.min(y), y1.max(y)),
-                    });
-                }
-            }
-        }
+        let bounds = data_bounds(chart);
         let has_data = bounds.is_some();
 
         // Top: title, then the y label, then the plot.

@@ -18,7 +18,7 @@
 //! samples it as densely as it wants it drawn. Later series are drawn over
 //! earlier ones. Ticks are the same 1/2/5 steps as the bitmap charts'.
 
-use crate::layout::{Axis, clean};
+use crate::layout::{Axis, clean, data_bounds};
 use crate::{Chart, Scale, Series, Style};
 
 /// The smallest face, in cells.
@@ -53,17 +53,7 @@ impl Chart {
         let cols = cols.clamp(MIN_TEXT.0, MAX_TEXT.0);
         let rows = rows.clamp(MIN_TEXT.1, MAX_TEXT.1);
         let log = self.y_scale == Scale::Log10;
-        let mut bounds: Option<(f64, f64, f64, f64)> = None;
-        for s in &self.series {
-            for &p in &s.points {
-                if let Some((x, y)) = clean(p, log) {
-                    bounds = Some(match bounds {
-                        None => (x, x, y, y),
-                        Some((x0, x1, y0, y1)) => (x0.min(x), x1.max(x), y0.min(y), y1.max(y)),
-                    });
-                }
-            }
-        }
+        let bounds = data_bounds(self);
         let x_ticks = (cols / 12).clamp(2, 10) as usize;
         let y_ticks = (rows / 4).clamp(2, 8) as usize;
         let xa = Axis::linear(bounds.map(|b| (b.0, b.1)), self.x_min, self.x_max, x_ticks);

@@ -99,6 +99,24 @@ fn pdf_is_printed(dir: &Path, res: &Path, figures: usize) {
     );
     let svg = std::fs::read_to_string(cwd.path().join("iocost-tune-MOF.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("MOF@16"), "{svg}");
+
+    // A browser that cannot be started is named, the command fails, and
+    // no pdf is left.
+    let o = rackbench(dir)
+        .current_dir(cwd.path())
+        .env("RACKBENCH_CHROMIUM", cwd.path().join("no-such-browser"))
+        .args(["resctl", "-r"])
+        .arg(res)
+        .args(["format", "iocost-tune:pdf=none.pdf"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("pdf: cannot start ") && err.contains("no-such-browser"),
+        "{err}"
+    );
+    assert!(!cwd.path().join("none.pdf").exists());
 }
 
 fn assert_has(out: &str, needles: &[&str]) {
