@@ -2,7 +2,9 @@
 //! known, their specs are checked with upstream's properties, and running
 //! them is refused naming the missed sysreqs (or, on a host with io.cost,
 //! saying running is not implemented yet); the `doc` subjects describing
-//! them, protection's mem-hog-tune, `common` and `shadow-inode`.
+//! them, protection's mem-hog-tune, `common` and `shadow-inode`. (The
+//! mem-hog-tune run itself is in resctl.rs, beside the other tests that
+//! run hashd, so that it runs alongside them.)
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
@@ -159,100 +161,4 @@ fn doc_describes_the_qos_benches_and_the_common_topics() {
     );
     let (ok, _, err) = resctl(d.path(), &["doc", "shadow-inodes"]);
     assert!(!ok && err.contains("common, shadow-inode"), "{err}");
-}
-
-/// Same check as resctl.rs: root and a writable memory cgroup hierarchy,
-/// else the test says it skips.
-fn cgroups_writable() -> bool {
-    // SAFETY: getuid has no preconditions.
-    let root = unsafe { libc::getuid() } == 0;
-    let ok = root
-        && (Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists()
-            || std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
-                .is_ok_and(|c| c.contains("memory")));
-    if !ok {
-        testenv::skip(
-            "cgroup",
-            "needs root and a writable memory cgroup hierarchy",
-        );
-    }
-    ok
-}
-
-/// protection's mem-hog-tune in `--test` form: hashd-params first, then
-/// two probes of hashd's footprint (from its footprint down) against a
-/// hog capped at 640M (a few seconds at --test's rate, so that isolation
-/// is measured); the record keeps each probe's size and isolation,
-/// the final size (if any) is a probe that reached the threshold, and the
-/// summary says what was found.
-#[test]
-fn protection_mem_hog_tune_probes_footprints_under_test() {
-    if !cgroups_writable() {
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let result = d.path().join("r.json");
-    let o = rackbench(d.path())
-        .args(["resctl", "--test", "-d"])
-        .arg(d.path())
-        .arg("-r")
-        .arg(&result)
-        .args(["run", "protection::scenario=mem-hog-tune"])
-        .env("RACKBENCH_RESCTL_HOG_CAP", "640M")
-        .output()
-        .unwrap();
-    let (out, err) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{err}");
-    assert!(err.contains("probing hashd footprint"), "{err}");
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
-    let prot = j
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["spec"]["kind"] == "protection")
-        .unwrap();
-    let t = &prot["record"]["tunes"][0];
-    let probes = t["probes"].as_array().unwrap();
-    assert!((1..=2).contains(&probes.len()), "{t}");
-    let max = t["size_max"].as_u64().unwrap();
-    let min = t["size_min"].as_u64().unwrap();
-    assert!(min <= max && max > 0, "{t}");
-    assert_eq!(probes[0][0].as_u64().unwrap(), max, "{t}");
-    for p in probes {
-        // Judged: the hog ran for whole seconds under hashd.
-        let isol = p[1].as_f64().unwrap();
-        assert!((0.0..=1.0).contains(&isol), "{t}");
-    }
-    let last = probes.last().unwrap();
-    match t["final_size"].as_u64() {
-        Some(sz) => {
-            assert_eq!(sz, last[0].as_u64().unwrap(), "{t}");
-            assert!(last[1].as_f64().unwrap() >= 0.9, "{t}");
-            assert!(
-                out.contains("can be protected at isol-05 >= 90.00%"),
-                "{out}"
-            );
-        }
-        None => {
-            assert_eq!(probes.len(), 2, "{t}");
-            assert!(probes.iter().all(|p| p[1].as_f64().unwrap() < 0.9), "{t}");
-            assert!(
-                out.contains("Failed to find size to keep isol-05 above 90.00%"),
-                "{out}"
-            );
-        }
-    }
-    // Only the final probe's hog run is kept, as upstream.
-    assert_eq!(
-        prot["record"]["scenarios"][0]["runs"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    assert!(out.contains("Scenario 1/1 - Memory Hog Tuning"), "{out}");
-    assert!(out.contains("Probes (ours, size:isol-05): "), "{out}");
-    // Only a mem-hog scenario makes the combined summary, as upstream.
-    assert!(!out.contains("Memory Hog Summary"), "{out}");
 }
