@@ -343,7 +343,9 @@ pub fn write_pdf(
             tmp.path().join("profile").display()
         ))
         .arg(format!("--print-to-pdf={}", printed.display()))
-        .arg(format!("file://{}", page.display()))
+        // The absolute path, not a file:// URL: the browser escapes it
+        // (a directory with a space, `#` or `%` in its name).
+        .arg(&page)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(
