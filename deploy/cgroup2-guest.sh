@@ -191,7 +191,8 @@ run() {
   local applet
   for applet in sh mount umount mkdir cat echo insmod sleep poweroff sync ls grep sed awk \
     head tail wc cp rm mv ln df free ps kill dd test tr cut sort uniq seq date env id \
-    chmod touch stat timeout printf true false mkswap swapon swapoff blockdev nproc uname find; do
+    chmod touch stat timeout printf true false mkswap swapon swapoff blockdev nproc uname find \
+    fallocate truncate dmesg hexdump xxd basename dirname readlink sh; do
     ln -sf busybox "$root/bin/$applet"
   done
   local m f
@@ -207,10 +208,24 @@ run() {
   mkdir -p "$root/usr/local/bin"
   copy_with_libs "$root" "$(readlink -f "$bin")"
   mv "$root$(readlink -f "$bin")" "$root/usr/local/bin/rackbench"
+  # Debug info only makes the initramfs larger (a test build's binary
+  # carries hundreds of MB of it).
+  if command -v strip >/dev/null; then
+    strip --strip-debug "$root/usr/local/bin/rackbench" 2>/dev/null || true
+  fi
   ln -sf rackbench "$root/usr/local/bin/resctl-bench"
   ln -sf rackbench "$root/usr/local/bin/rd-hashd"
-  if command -v fio >/dev/null; then
-    copy_with_libs "$root" "$(command -v fio)"
+  # What iocost-params needs (its DepsIoCostCoefGen sysreq): fio, and
+  # findmnt and stdbuf as upstream's coefficient generator uses them.
+  local tool
+  for tool in fio findmnt stdbuf; do
+    if command -v "$tool" >/dev/null; then
+      copy_with_libs "$root" "$(command -v "$tool")"
+    fi
+  done
+  # stdbuf preloads its library.
+  if [ -e /usr/libexec/coreutils/libstdbuf.so ]; then
+    copy_with_libs "$root" /usr/libexec/coreutils/libstdbuf.so
   fi
   printf '%s\n' "$cmds" >"$root/commands.sh"
   cat >"$root/init" <<EOF
@@ -231,7 +246,7 @@ done
 for m in $MODULES; do
   [ -f /lib/modules/\$m.ko ] && [ ! -d /sys/module/\$m ] && echo "guest: module \$m would not load" >&2
 done
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t cgroup2 -o memory_recursiveprot cgroup2 /sys/fs/cgroup
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 echo '+cpu +io +memory +pids' >/sys/fs/cgroup/cgroup.subtree_control
@@ -246,6 +261,7 @@ sh -e /commands.sh
 rc=\$?
 echo "\$rc" >/mnt/scratch/.guest-rc
 cd /
+swapoff -a 2>/dev/null
 sync
 umount /mnt/scratch
 echo "guest: commands exited with \$rc"

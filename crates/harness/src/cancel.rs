@@ -44,17 +44,21 @@ impl Cancel {
                 let c = Cancel::new();
                 let handler = c.clone();
                 let _ = ctrlc::set_handler(move || {
+                    // Written without eprintln!, which panics on a closed
+                    // stderr: the flag must be raised whatever stderr is.
+                    use std::io::Write as _;
                     if PRESSES.fetch_add(1, Ordering::SeqCst) >= 1 {
-                        eprintln!("\nsecond interrupt: exiting now");
+                        let _ = writeln!(std::io::stderr(), "\nsecond interrupt: exiting now");
                         std::process::exit(130);
                     }
-                    eprintln!(
+                    handler.stop(StopReason::Interrupted);
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "\n{}",
                         MESSAGE.get().copied().unwrap_or(
                             "interrupted: stopping the load and saving partial results (Ctrl-C again to quit now)"
                         )
                     );
-                    handler.stop(StopReason::Interrupted);
                 });
                 c
             })

@@ -60,7 +60,8 @@ impl JobData {
         matches!(&self.result, Some(v) if !v.is_null())
     }
 
-    fn same_job(&self, kind: &str, id: Option<&str>) -> bool {
+    /// True when this is a job of `kind` and `id`.
+    pub fn same_job(&self, kind: &str, id: Option<&str>) -> bool {
         self.spec.kind == kind && self.spec.id.as_deref() == id
     }
 }

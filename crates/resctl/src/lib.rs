@@ -8,6 +8,38 @@
 //! - [`journal`]: the result file, a JSON array of jobs written atomically;
 //! - [`jobfile`], [`argsfile`]: upstream's `-f` job files and `-a` args files.
 
+// stdout and stderr lines that never panic. std's eprintln! panics when
+// stderr is a closed pipe (`resctl-bench ... 2>&1 | head`), and a panic half-way
+// through restoring the host's settings (the IO scheduler, wbt,
+// swappiness, io.cost) would leave the rest changed. These shadow std's
+// macros in every module of the crate (they are defined before the
+// modules).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stdout(), $($arg)*);
+    }};
+}
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod argsfile;
 pub mod bench;
 pub mod clock;

@@ -42,6 +42,11 @@ pub trait Bench: Sync {
     fn soft(&self) -> &'static [SysReq];
     /// Checks a spec's properties before anything runs.
     fn check(&self, spec: &JobSpec) -> Result<(), String>;
+    /// Why a job of this kind can never be run (merge-info, which only
+    /// `merge` writes): checked before the host or the journal is touched.
+    fn refuse_run(&self) -> Option<&'static str> {
+        None
+    }
     /// Runs the job: records, then studies the record into the result.
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String>;
     /// The job's text below the header (`full` for `format`, else
@@ -152,6 +157,9 @@ pub struct Options {
     pub skip_shadow_inode_prot_test: bool,
 }
 
+/// Saves a running job's record so far in the journal.
+pub type Checkpoint<'a> = dyn Fn(&Value) -> Result<(), String> + 'a;
+
 /// What a running job can use.
 pub struct Ctx<'a> {
     pub opts: &'a Options,
@@ -173,6 +181,16 @@ pub struct Ctx<'a> {
     /// Set by a job that measured nothing itself: the sysinfo its record
     /// describes (the job it worked on), kept instead of this host's.
     pub forward_sysinfo: Option<Value>,
+    /// This job's earlier, incomplete entry in the journal (same kind and
+    /// id): what a resumable bench (iocost-qos) picks up from.
+    pub prev: Option<JobData>,
+    /// Saves the job's record so far in the journal (iocost-qos after each
+    /// QoS run), so that an interrupted job resumes from it.
+    pub checkpoint: Option<&'a Checkpoint<'a>>,
+    /// Set while a caller holds the scratch device's io.cost settings
+    /// (iocost-qos applies each run's QoS itself): how, in words. Then
+    /// protection leaves io.cost alone.
+    pub iocost_managed: Option<String>,
 }
 
 /// How a job ended.

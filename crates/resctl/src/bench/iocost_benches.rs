@@ -72,7 +72,7 @@ impl Bench for IoCostQosBench {
         "iocost-qos"
     }
     fn about(&self) -> &'static str {
-        "MOF and aMOF along a ladder of io.cost QoS settings (spec checked, upstream's results formatted; running not implemented yet)"
+        "MOF and aMOF along a ladder of io.cost QoS settings"
     }
     fn doc(&self) -> &'static str {
         QOS_DOC
@@ -87,13 +87,10 @@ impl Bench for IoCostQosBench {
         QosProps::parse(spec).map(|_| ())
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        let p = QosProps::parse(spec)?;
-        let runs: Vec<String> = p.ladder(0.0).iter().map(|o| o.to_string()).collect();
-        Err(refuse(
-            "iocost-qos",
-            &format!("its {} QoS runs ({})", runs.len(), runs.join("; ")),
-            ctx,
-        ))
+        super::qos_run::run(spec, ctx)
+    }
+    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
+        Some(super::qos_run::restudy(d))
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         super::qos_format::format(d, full, 0)

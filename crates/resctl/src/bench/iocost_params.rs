@@ -322,6 +322,25 @@ pub struct IoCostRestore {
     lines: Vec<(std::path::PathBuf, String)>,
 }
 
+impl IoCostRestore {
+    /// What the cgroup2 root `root` holds for device `devnr` now, to be
+    /// written back on drop (kernel-chosen parameters as `ctrl=auto`).
+    pub fn capture(root: &std::path::Path, devnr: &str) -> IoCostRestore {
+        let mut lines = Vec::new();
+        for (name, qos) in [("io.cost.model", false), ("io.cost.qos", true)] {
+            let f = root.join(name);
+            if let Some(prev) = std::fs::read_to_string(&f).ok().and_then(|t| {
+                t.lines()
+                    .find(|l| l.split_whitespace().next() == Some(devnr))
+                    .map(str::to_string)
+            }) {
+                lines.push((f, restore_line(&prev, qos)));
+            }
+        }
+        IoCostRestore { lines }
+    }
+}
+
 impl Drop for IoCostRestore {
     fn drop(&mut self) {
         for (f, line) in &self.lines {
@@ -332,25 +351,8 @@ impl Drop for IoCostRestore {
     }
 }
 
-/// The line that puts `prev` (a line of io.cost.model or io.cost.qos)
-/// back: kernel-chosen (`ctrl=auto`) parameters are restored by asking for
-/// auto again, as writing them back would make them user parameters.
-pub fn restore_line(prev: &str, qos: bool) -> String {
-    let mut it = prev.split_whitespace();
-    let dev = it.next().unwrap_or("");
-    if !prev.split_whitespace().any(|t| t == "ctrl=auto") {
-        return prev.trim().to_string();
-    }
-    if qos {
-        let enable = prev
-            .split_whitespace()
-            .find(|t| t.starts_with("enable="))
-            .unwrap_or("enable=0");
-        format!("{dev} {enable} ctrl=auto")
-    } else {
-        format!("{dev} ctrl=auto")
-    }
-}
+pub use crate::sys::iocost_restore_line as restore_line;
+
 
 /// Enables iocost with `k` for the length of a bench (protection): the
 /// outcome in words, and the guard that restores what was there.
@@ -361,19 +363,9 @@ pub fn enable_for_run(ctx: &Ctx, k: &IoCostKnobs) -> (String, Option<IoCostResto
             None,
         );
     };
-    let mut lines = Vec::new();
-    for (name, qos) in [("io.cost.model", false), ("io.cost.qos", true)] {
-        let f = root.join(name);
-        if let Some(prev) = std::fs::read_to_string(&f).ok().and_then(|t| {
-            t.lines()
-                .find(|l| l.split_whitespace().next() == Some(k.devnr.as_str()))
-                .map(str::to_string)
-        }) {
-            lines.push((f, restore_line(&prev, qos)));
-        }
-    }
+    let restore = IoCostRestore::capture(root, &k.devnr);
     let what = apply_knobs(ctx, k);
-    let guard = (what == "applied").then_some(IoCostRestore { lines });
+    let guard = (what == "applied").then_some(restore);
     (what, guard)
 }
 

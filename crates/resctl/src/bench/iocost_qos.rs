@@ -15,16 +15,20 @@ pub const QOS_DOC: &str = "\
 iocost-qos: how well the scratch device serves a memory-offloaded,
 protected workload as io.cost throttles it harder and harder.
 
-Status in rackbench: the spec is checked in full (below) and the
-system requirements are probed, but running the ladder is
-not implemented yet. A host without io.cost (no io.cost.qos in the
-cgroup2 root, or no cgroup2 io controller) is refused naming the missed
-sysreqs Controllers and IoCost (with --force: still refused, as
-nothing can be measured without io.cost); a host that has them is
-refused with \"not implemented yet\". Nothing runs degraded instead.
-An iocost-qos result made by upstream's resctl-bench is read and
-printed as upstream prints it (format: every run's sections; summary:
-the QoS settings, the MOF/aMOF table and the latency tables).
+Status in rackbench: runs as upstream's, on a host whose cgroup2 has
+the io controller and io.cost (elsewhere it is refused naming the missed
+sysreqs Controllers and IoCost, even with --force; on a cgroup1 host,
+deploy/cgroup2-guest.sh boots a cgroup2 guest). Each run's QoS is
+written to the scratch device's io.cost.qos (the baseline writes
+enable=0) and the device's settings are restored when the job ends. The
+vrate (root io.stat cost.vrate) and the per-IO latency (block
+tracepoints, or /proc/diskstats means) are sampled every second of each
+run, where upstream reads rd-agent's reports. Each finished run is saved
+in the result file at once; `run` again resumes an interrupted ladder.
+Results made by upstream's resctl-bench are formatted as upstream
+prints them. With --test, an iocost-tune without an iocost-qos result
+nests iocost-qos:dither,vrate-max=125,vrate-intvs=4,storage-base-loops=1
+(upstream's default has 25 rungs).
 
 What upstream runs. One run per QoS setting, in ladder order. Each run
 is a storage bench (the MOF, below) followed by protection's
@@ -104,8 +108,8 @@ pub const TUNE_DOC: &str = "\
 iocost-tune: turns an iocost-qos result into io.cost QoS settings.
 
 Status in rackbench: it solves on the journal's latest completed
-iocost-qos result (one made by upstream's resctl-bench, as rackbench
-cannot run iocost-qos yet); without one it is refused with the reason.
+iocost-qos result (rackbench's or upstream's); without one, iocost-qos
+runs first, nested, as upstream.
 Its system requirements are iocost-qos' (as upstream), so a host
 without io.cost needs --force even to solve. `format` draws each
 figure's graph in text, as upstream (rackbench's own text charts, so the
@@ -354,6 +358,26 @@ impl QosProps {
             p.groups.push(o);
         }
         Ok(p)
+    }
+
+    /// The ladder's interval (percent) and the shift a random dither
+    /// starts from (half an interval down when vrate-min is 0), as
+    /// upstream draws the dither: uniform in +-interval/2, plus the shift.
+    pub fn click(&self) -> (f64, f64) {
+        let intvs = if self.groups.is_empty() && self.vrate_intvs == 0 {
+            5
+        } else {
+            self.vrate_intvs
+        };
+        if intvs == 0 {
+            return (0.0, 0.0);
+        }
+        if self.vrate_min == 0.0 {
+            let c = self.vrate_max / f64::from(intvs);
+            (c, -c / 2.0)
+        } else {
+            ((self.vrate_max - self.vrate_min) / f64::from(intvs.max(2) - 1), 0.0)
+        }
     }
 
     /// The runs in order: iocost off, the explicit groups, then the vrate

@@ -610,6 +610,14 @@ fn iocost_report_now(cgroups: &Cgroups, devnr: (u32, u32)) -> IoCostReport {
 
 const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
 
+/// The iocost-qos run upstream's iocost-tune nests when the journal has
+/// none (upstream's `DFL_QOS_SPEC`).
+pub const DFL_QOS_SPEC: &str = "iocost-qos:dither,vrate-max=125,vrate-intvs=25";
+/// The same with `--test`: 4 rungs over the same range, one base storage
+/// loop (ours: upstream's --test keeps the 25 rungs).
+pub const TEST_QOS_SPEC: &str =
+    "iocost-qos:dither,vrate-max=125,vrate-intvs=4,storage-base-loops=1";
+
 /// The jobs protection needs first, as upstream runs them nested: its
 /// hashd knobs (hashd-params) when the journal (`have_knobs`) and the run
 /// have none, and the hog's rate, iocost-params' write bandwidth, when
@@ -620,14 +628,42 @@ fn add_nested(
     pending: &mut Vec<JobSpec>,
     have_knobs: bool,
     have_model: bool,
+    have_qos: bool,
     opts: &Options,
     fio: fn() -> bool,
 ) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
+    let pending_kind = |p: &Vec<JobSpec>, k: &str| p.iter().any(|s| s.kind == k);
+    // iocost-tune solves on the journal's iocost-qos result; without one
+    // upstream runs its default iocost-qos first, nested.
+    if let Some(t) = pending.iter().position(|s| s.kind == "iocost-tune")
+        && !have_qos
+        && !pending[..t].iter().any(|s| s.kind == "iocost-qos")
+    {
+        let spec = if opts.test { TEST_QOS_SPEC } else { DFL_QOS_SPEC };
+        lines.push(format!(
+            "iocost-tune: iocost-qos run not specified, running the following: {spec}{}",
+            if opts.test {
+                " (--test: 4 rungs where upstream's default has 25, one base storage loop)"
+            } else {
+                ""
+            }
+        ));
+        pending.insert(t, parse_spec(spec)?);
+    }
+    // iocost-qos applies its QoS over iocost-params' model (upstream runs
+    // iocost-params nested when there is none).
+    if let Some(q) = pending.iter().position(|s| s.kind == "iocost-qos")
+        && !have_model
+        && !opts.iocost_from_sys
+        && !pending[..q].iter().any(|s| s.kind == "iocost-params")
+    {
+        lines.push("iocost-qos needs the device's IO cost model: running iocost-params first".into());
+        pending.insert(q, parse_spec("iocost-params")?);
+    }
     if !pending.iter().any(|s| s.kind == "protection") {
         return Ok(lines);
     }
-    let pending_kind = |p: &Vec<JobSpec>, k: &str| p.iter().any(|s| s.kind == k);
     let mut first = Vec::new();
     if !have_model && !opts.iocost_from_sys && !pending_kind(pending, "iocost-params") {
         if opts.test {
@@ -701,6 +737,12 @@ pub fn cmd_run(
         .iter()
         .map(|s| parse_spec(s))
         .collect::<Result<_, _>>()?;
+    // A kind that can never run is refused before anything changes.
+    for s in &specs {
+        if let Some(why) = bench(&s.kind)?.refuse_run() {
+            return Err(format!("{s}: {why}"));
+        }
+    }
     let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
     opts_dir_check(opts)?;
     if opts.linux_tar.is_some() {
@@ -751,7 +793,11 @@ pub fn cmd_run(
     }
     let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some();
     let have_model = latest::<IoCostKnobs>(&journal, "iocost-params").is_some();
-    for line in add_nested(&mut pending, have_knobs, have_model, opts, has_fio)? {
+    let have_qos = journal
+        .jobs
+        .iter()
+        .any(|d| d.spec.kind == "iocost-qos" && d.is_completed());
+    for line in add_nested(&mut pending, have_knobs, have_model, have_qos, opts, has_fio)? {
         eprintln!("{line}");
     }
     let mut reqs = BTreeSet::new();
@@ -959,6 +1005,9 @@ pub fn cmd_run(
                 })
                 .flatten(),
             forward_sysinfo: None,
+            prev: None,
+            checkpoint: None,
+            iocost_managed: None,
         };
         let mut si = JobSysInfo {
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -988,17 +1037,50 @@ pub fn cmd_run(
                 .unwrap_or_default(),
         };
         let start = now_secs();
+        // This job's latest earlier entry (incomplete, or completed with
+        // other properties): a resumable bench picks up its record, and an
+        // incomplete one's record is kept until the job records more.
+        ctx.prev = journal
+            .jobs
+            .iter()
+            .rev()
+            .find(|d| d.same_job(&s.kind, s.id.as_deref()))
+            .cloned();
         let mut data = JobData {
             spec: s.clone(),
             period: (start, start),
             sysinfo: serde_json::to_value(&si).map_err(|e| e.to_string())?,
-            record: None,
+            record: ctx
+                .prev
+                .as_ref()
+                .filter(|d| !d.is_completed())
+                .and_then(|d| d.record.clone()),
             result: None,
         };
         journal.upsert(data.clone());
         journal.save().map_err(|e| e.to_string())?;
+        // A bench's record so far, saved in the journal file as the job's
+        // incomplete entry (iocost-qos after each QoS run); the last one
+        // stays the job's record if it then fails or is interrupted.
+        let checkpointed: std::cell::RefCell<Option<serde_json::Value>> = Default::default();
+        let template = data.clone();
+        let checkpoint = |rec: &serde_json::Value| -> Result<(), String> {
+            let mut j = Journal::open(result).map_err(|e| e.to_string())?;
+            let mut d = template.clone();
+            d.record = Some(rec.clone());
+            d.period.1 = now_secs();
+            j.upsert(d);
+            j.save().map_err(|e| e.to_string())?;
+            *checkpointed.borrow_mut() = Some(rec.clone());
+            Ok(())
+        };
+        ctx.checkpoint = Some(&checkpoint);
         eprintln!("{s}: running");
         let outcome = run_job(&s, &mut ctx);
+        ctx.checkpoint = None;
+        if let Some(rec) = checkpointed.borrow_mut().take() {
+            data.record = Some(rec);
+        }
         data.period.1 = now_secs();
         si.hashd = ctx.used_hashd.take();
         // The device's iocost state as the job leaves it (iocost-params and
@@ -1020,7 +1102,9 @@ pub fn cmd_run(
                 print_summary(&data, printed);
             }
             Ok(Outcome::Partial(record, why)) => {
-                data.record = record;
+                if record.is_some() {
+                    data.record = record;
+                }
                 journal.upsert(data);
                 journal.save().map_err(|e| e.to_string())?;
                 eprintln!(
@@ -1355,7 +1439,7 @@ mod tests {
         let kinds = |p: &[JobSpec]| p.iter().map(|s| s.kind.clone()).collect::<Vec<_>>();
         let run = |specs: &[&str], knobs: bool, model: bool, opts: &Options, fio: fn() -> bool| {
             let mut p: Vec<JobSpec> = specs.iter().map(|s| parse_spec(s).unwrap()).collect();
-            let lines = add_nested(&mut p, knobs, model, opts, fio).unwrap();
+            let lines = add_nested(&mut p, knobs, model, false, opts, fio).unwrap();
             (kinds(&p), lines)
         };
         let opts = Options::default();

@@ -148,12 +148,14 @@ impl Bench for MergeInfoBench {
             None => Ok(()),
         }
     }
-    fn run(&self, _spec: &JobSpec, _ctx: &mut Ctx) -> Result<Outcome, String> {
-        Err(
+    fn refuse_run(&self) -> Option<&'static str> {
+        Some(
             "merge-info is not an actual benchmark: upstream's merge writes it; format it \
-             with `format merge-info`"
-                .into(),
+             with `format merge-info`",
         )
+    }
+    fn run(&self, _spec: &JobSpec, _ctx: &mut Ctx) -> Result<Outcome, String> {
+        Err(self.refuse_run().unwrap_or_default().into())
     }
     fn format(&self, d: &JobData, _full: bool) -> Result<String, String> {
         let rec = d.record.clone().ok_or("no merge-info record")?;

@@ -23,6 +23,7 @@ pub mod merge_info;
 pub mod metrics;
 pub mod protection;
 pub mod qos_format;
+pub mod qos_run;
 pub mod registry;
 pub mod storage;
 pub mod topics;

@@ -249,11 +249,25 @@ pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
 /// (`sub_full`).
 pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
     let p = QosProps::parse(&d.spec)?;
-    let rec: QosRecord = read(
-        d.record.as_ref().unwrap_or(&Value::Null),
-        "iocost-qos",
-        "record",
-    )?;
+    let Some(record) = d.record.as_ref().filter(|r| !r.is_null()) else {
+        return Err(
+            "this iocost-qos job has no record: it stopped before its first QoS run finished; \
+             run it again to start it over"
+                .into(),
+        );
+    };
+    if d.result.as_ref().is_none_or(Value::is_null) {
+        let done = record
+            .get("inc_runs")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let planned = p.ladder(0.0).len();
+        return Err(format!(
+            "this iocost-qos job is incomplete: {done} of its {planned} QoS runs finished before it \
+             stopped (they are kept); run it again to resume from them"
+        ));
+    }
+    let rec: QosRecord = read(record, "iocost-qos", "record")?;
     let res: QosResult = match &d.result {
         Some(r) if !r.is_null() => read(r, "iocost-qos", "result")?,
         _ => {

@@ -466,10 +466,16 @@ impl Cgroups {
                     .ok()
                     .and_then(|t| parse_meminfo_used(&t))
             });
-        let io = v2_roots
+        let v2_io = v2_roots
             .iter()
             .find_map(|r| fs::read_to_string(r.join("io.stat")).ok())
-            .map(|t| parse_io_stat(&t))
+            .map(|t| parse_io_stat_full(&t));
+        if let Some(s) = &v2_io {
+            st.io_cost_usage = s.cost_usage_us.map(|us| us as f64 / 1e6);
+            st.io_cost_vrate = s.cost_vrate;
+        }
+        let io = v2_io
+            .map(|s| (s.rbytes, s.wbytes))
             .or_else(|| {
                 fs::read_to_string("/proc/diskstats")
                     .ok()
@@ -788,9 +794,11 @@ impl Cgroup {
             _ => None,
         };
         let io = match (&self.v2, self.v1.get("blkio")) {
-            (Some(d), _) => fs::read_to_string(d.join("io.stat"))
-                .ok()
-                .map(|t| parse_io_stat(&t)),
+            (Some(d), _) => fs::read_to_string(d.join("io.stat")).ok().map(|t| {
+                let s = parse_io_stat_full(&t);
+                st.io_cost_usage = s.cost_usage_us.map(|us| us as f64 / 1e6);
+                (s.rbytes, s.wbytes)
+            }),
             (None, Some(d)) => [
                 "blkio.throttle.io_service_bytes_recursive",
                 "blkio.io_service_bytes_recursive",
@@ -967,6 +975,15 @@ pub struct CgStat {
     pub io_rbytes: Option<u64>,
     /// Bytes written, summed over devices.
     pub io_wbytes: Option<u64>,
+    /// iocost's cumulative IO usage in seconds (cgroup2 io.stat
+    /// `cost.usage`, µs, summed over devices); `None` where io.cost is off
+    /// or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_cost_usage: Option<f64>,
+    /// iocost's vrate in percent (`cost.vrate` of the root's io.stat, the
+    /// first device that has one); `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_cost_vrate: Option<f64>,
     /// Pressure stall totals.
     pub psi: Option<Psi>,
 }
@@ -1035,22 +1052,38 @@ fn read_psi(dir: &Path, suffix: &str) -> Option<Psi> {
 }
 
 /// Sums `rbytes=` and `wbytes=` over the devices of a cgroup2 io.stat.
-fn parse_io_stat(text: &str) -> (u64, u64) {
-    let (mut r, mut w) = (0u64, 0u64);
+/// What a cgroup2 io.stat holds, summed over its device lines.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct IoStatSums {
+    rbytes: u64,
+    wbytes: u64,
+    /// `cost.usage` (µs) summed over the lines that have one.
+    cost_usage_us: Option<u64>,
+    /// The first `cost.vrate` (percent), only in the root's io.stat.
+    cost_vrate: Option<f64>,
+}
+
+fn parse_io_stat_full(text: &str) -> IoStatSums {
+    let mut s = IoStatSums::default();
     for field in text.split_whitespace() {
-        if let Some(v) = field
-            .strip_prefix("rbytes=")
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            r = r.saturating_add(v);
-        } else if let Some(v) = field
-            .strip_prefix("wbytes=")
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            w = w.saturating_add(v);
+        let Some((k, v)) = field.split_once('=') else {
+            continue;
+        };
+        match k {
+            "rbytes" => s.rbytes = s.rbytes.saturating_add(v.parse().unwrap_or(0)),
+            "wbytes" => s.wbytes = s.wbytes.saturating_add(v.parse().unwrap_or(0)),
+            "cost.usage" => {
+                if let Ok(us) = v.parse::<u64>() {
+                    s.cost_usage_us = Some(s.cost_usage_us.unwrap_or(0).saturating_add(us));
+                }
+            }
+            "cost.vrate" if s.cost_vrate.is_none() => {
+                s.cost_vrate = v.parse::<f64>().ok().filter(|x| x.is_finite());
+            }
+            _ => {}
         }
     }
-    (r, w)
+    s
 }
 
 /// Sums the `MAJ:MIN Read N` and `MAJ:MIN Write N` lines of a cgroup1
@@ -1415,7 +1448,15 @@ mod tests {
     #[test]
     fn flat_and_misc_parsers() {
         assert_eq!(parse_pressure("garbage\n"), (0.0, 0.0));
-        assert_eq!(parse_io_stat(""), (0, 0));
+        assert_eq!(parse_io_stat_full(""), IoStatSums::default());
+        // A 6.1 root with iocost on (the guest's): vrate and usage read.
+        let root = "254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0 cost.vrate=87.50 cost.usage=1500 cost.wait=0 cost.indebt=0 cost.indelay=0\n7:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0\n";
+        let s = parse_io_stat_full(root);
+        assert_eq!((s.rbytes, s.wbytes), (4097, 8193));
+        assert_eq!(s.cost_usage_us, Some(1500));
+        assert_eq!(s.cost_vrate, Some(87.5));
+        let plain = parse_io_stat_full("254:0 rbytes=1 wbytes=2 rios=1 wios=1\n");
+        assert_eq!((plain.cost_usage_us, plain.cost_vrate), (None, None));
         assert_eq!(parse_blkio_bytes("Total 0\n"), (0, 0));
         let ps = "cpu  100 20 30 1000 50 6 4 2 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
         assert_eq!(parse_proc_stat_cpu(ps, 100.0), Some((1.62, 0.3)));

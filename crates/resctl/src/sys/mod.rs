@@ -225,6 +225,26 @@ pub fn which(name: &str) -> Option<PathBuf> {
         })
 }
 
+/// The line that puts `prev` (a line of io.cost.model or io.cost.qos)
+/// back: kernel-chosen (`ctrl=auto`) parameters are restored by asking for
+/// auto again, as writing them back would make them user parameters.
+pub fn iocost_restore_line(prev: &str, qos: bool) -> String {
+    let mut it = prev.split_whitespace();
+    let dev = it.next().unwrap_or("");
+    if !prev.split_whitespace().any(|t| t == "ctrl=auto") {
+        return prev.trim().to_string();
+    }
+    if qos {
+        let enable = prev
+            .split_whitespace()
+            .find(|t| t.starts_with("enable="))
+            .unwrap_or("enable=0");
+        format!("{dev} {enable} ctrl=auto")
+    } else {
+        format!("{dev} ctrl=auto")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -349,7 +349,7 @@ fn check_one(
             }
         }
         SysReq::IoCost => check_iocost(c.cgroups),
-        SysReq::IoCostVer => check_iocost_ver(c.cgroups, so_far),
+        SysReq::IoCostVer => check_iocost_ver(c, so_far),
         SysReq::NoOtherIoControllers => check_other_io(c.cgroups),
         SysReq::AnonBalance => match read_string(Path::new("/proc/vmstat")) {
             Ok(t)
@@ -505,7 +505,8 @@ fn check_iocost(cgs: &Cgroups) -> Status {
     }
 }
 
-fn check_iocost_ver(cgs: &Cgroups, so_far: &Report) -> Status {
+fn check_iocost_ver(c: &Check, so_far: &Report) -> Status {
+    let cgs = c.cgroups;
     let iocost = match so_far.statuses.get(&SysReq::IoCost) {
         Some(s) => matches!(s, Status::Satisfied | Status::Fixed(_)),
         None => matches!(check_iocost(cgs), Status::Satisfied),
@@ -517,9 +518,33 @@ fn check_iocost_ver(cgs: &Cgroups, so_far: &Report) -> Status {
     if let Ok(rd) = fs::read_dir(root) {
         dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
     }
-    let found = dirs
-        .iter()
-        .any(|d| fs::read_to_string(d.join("io.stat")).is_ok_and(|t| t.contains("cost.usage")));
+    let has_usage = |dirs: &[PathBuf]| {
+        dirs.iter()
+            .any(|d| fs::read_to_string(d.join("io.stat")).is_ok_and(|t| t.contains("cost.usage")))
+    };
+    let mut found = has_usage(&dirs);
+    // The kernel shows cost.usage only while io.cost is enabled on some
+    // device. Upstream's rd-agent, enforcing IO control, enables it on the
+    // scratch device before it looks; here it is enabled for the look and
+    // the device's line written back at once.
+    if !found && c.fix.io && c.sysinfo.scr_devnr != (0, 0) {
+        let qos = root.join("io.cost.qos");
+        let devnr = format!("{}:{}", c.sysinfo.scr_devnr.0, c.sysinfo.scr_devnr.1);
+        let prev = fs::read_to_string(&qos).ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.split_whitespace().next() == Some(devnr.as_str()))
+                .map(str::to_string)
+        });
+        if let Some(prev) = prev
+            && write_existing(&qos, &format!("{devnr} enable=1")).is_ok()
+        {
+            found = has_usage(&dirs);
+            let back = super::iocost_restore_line(&prev, true);
+            if let Err(e) = write_existing(&qos, &back) {
+                eprintln!("failed to restore io.cost.qos of {devnr}: {e}");
+            }
+        }
+    }
     if found {
         Status::Satisfied
     } else {

@@ -373,12 +373,16 @@ impl TryFrom<RawProtectionRecord> for ProtectionRecord {
                 let u: UpstreamTune = serde_json::from_value(t)
                     .map_err(|e| format!("scenario {}: MemHogTune: {e}", i + 1))?;
                 tunes.resize(tunes.len().max(i + 1), None);
-                tunes[i] = Some(TuneRecord {
-                    isol_pct: u.isol_pct,
-                    isol_thr: u.isol_thr,
-                    final_size: u.final_size,
-                    ..TuneRecord::default()
-                });
+                // rackbench's own tune entry (with the probes and the
+                // range) is kept where the record has one.
+                if tunes[i].is_none() {
+                    tunes[i] = Some(TuneRecord {
+                        isol_pct: u.isol_pct,
+                        isol_thr: u.isol_thr,
+                        final_size: u.final_size,
+                        ..TuneRecord::default()
+                    });
+                }
             }
             // A tune without a final run is an empty scenario.
             scenarios.push(
@@ -510,7 +514,7 @@ pub(crate) fn slice(c: &CgStat) -> SliceSample {
         mem_bytes: c.mem_bytes,
         io_rbytes: c.io_rbytes,
         io_wbytes: c.io_wbytes,
-        io_usage: None,
+        io_usage: c.io_cost_usage,
         psi: c.psi.as_ref().map(|p| PsiSample {
             cpu_some: p.cpu_some,
             mem_some: p.mem_some,
@@ -589,16 +593,17 @@ impl Sampler<'_> {
             _ => None,
         };
         self.last_disk = disk;
+        let root = self.ctx.cgroups.root_stat();
         Sample {
             at,
             nr_cpus: self.ctx.sysinfo.nr_cpus,
             hashd,
             hog,
-            root: slice(&self.ctx.cgroups.root_stat()),
+            root: slice(&root),
             workload: self.work.map(|c| slice(&c.stat())).unwrap_or_default(),
             system: self.sys.map(|c| slice(&c.stat())).unwrap_or_default(),
             iolat,
-            vrate: None,
+            vrate: root.io_cost_vrate,
         }
     }
 }
@@ -714,9 +719,33 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         }
         (Some(w), Some(s))
     };
+    // CPU and IO weights as upstream's rd-agent sets its slices when the
+    // control is enforced: workload.slice io.weight 500 (cpu.weight stays
+    // at the default 100), system.slice (the hog's) cpu.weight 10 and
+    // io.weight 50.
+    if let (Some(w), Some(s)) = (work.as_ref(), sys.as_ref()) {
+        if !passive.cpu {
+            rec.controls.push(applied(
+                "system.slice cpu.weight=10",
+                s.set_cpu_weight(10),
+            ));
+        }
+        if !passive.io {
+            rec.controls.push(applied(
+                "workload.slice io.weight=500",
+                w.set_io_weight(500),
+            ));
+            rec.controls
+                .push(applied("system.slice io.weight=50", s.set_io_weight(50)));
+        }
+    }
     // IO control: iocost with the journal's model and QoS for the length
-    // of the bench (restored after), unless passive=io.
-    let _iocost = if passive.io {
+    // of the bench (restored after), unless passive=io or a caller
+    // (iocost-qos) holds the device's io.cost settings itself.
+    let _iocost = if let Some(how) = &ctx.iocost_managed {
+        rec.controls.push(format!("iocost: {how}"));
+        None
+    } else if passive.io {
         rec.controls
             .push("passive=io: IO control left as the host has it".into());
         None
