@@ -13,8 +13,9 @@ that moment (the key and generator state: upstream's generators hold
 per-key state there) and its peak over the run (the caches filling on top),
 and the operations done in the time. The last line is the README row.
 
-Usage: python3 bench/cachebench_ssd_perf_size.py [SECONDS] [DRAM_MB] [NVM_MB]
-       (defaults 20, 1024, 512; RACKBENCH_CONFORMANCE or ../shared/conformance)
+Usage: python3 bench/cachebench_ssd_perf_size.py [--bin PATH] [SECONDS] [DRAM_MB] [NVM_MB]
+       (defaults: the release build, 20, 1024, 512; RACKBENCH_CONFORMANCE or
+       ../shared/conformance)
 """
 
 import glob
@@ -92,10 +93,14 @@ def run(binary, cfg, secs, dram, nvm, scratch, env):
 
 
 def main():
-    secs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    dram = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
-    nvm = int(sys.argv[3]) if len(sys.argv) > 3 else 512
-    binary = common.build()
+    args = sys.argv[1:]
+    binary = None
+    if args[:1] == ["--bin"]:
+        binary, args = os.path.abspath(args[1]), args[2:]
+    secs = int(args[0]) if len(args) > 0 else 20
+    dram = int(args[1]) if len(args) > 1 else 1024
+    nvm = int(args[2]) if len(args) > 2 else 512
+    binary = binary or common.build()
     root = conformance()
     rows = []
     for cfg in files(root):
@@ -115,8 +120,9 @@ def main():
     worst_first = max(r[3] for r in rows)
     worst_at_first = max(r[4] for r in rows) / 1024
     worst_peak = max(r[5] for r in rows) / 1024
+    build = "release" if binary == common.BIN else os.path.basename(os.path.dirname(binary)) + " build"
     print(f"| CacheBench, upstream's 14 ssd_perf files at their numKeys (72 M to 14.5 T keys, 1 to 5 "
-          f"instances), {secs} s each, DRAM {dram} MB and NVM {nvm} MB per instance "
+          f"instances), {secs} s each, DRAM {dram} MB and NVM {nvm} MB per instance, {build} "
           f"| `python3 bench/cachebench_ssd_perf_size.py` | every file's first operation within "
           f"{worst_first:.1f} s; resident memory then at most {worst_at_first:.0f} MB (all instances); "
           f"peak {worst_peak:.0f} MB with the caches filling |")

@@ -349,6 +349,14 @@ pub struct Generator {
     pregenerated: bool,
     /// Base-26 digits that tell all keys apart (workload names).
     digits: u32,
+    /// `workload` names drawn and kept (when some could repeat).
+    names: Option<KeyTable>,
+}
+
+/// Key names end to end, and where each ends.
+struct KeyTable {
+    bytes: Vec<u8>,
+    offsets: Vec<u64>,
 }
 
 /// One drawn operation.
@@ -438,27 +446,63 @@ impl Generator {
             let at = (spec.num_keys as f64 * acc / kp_sum.max(f64::MIN_POSITIVE)) as u64;
             firsts.push(at.min(spec.num_keys));
         }
+        let mut digits = 1;
+        while 26f64.powi(digits as i32) < spec.num_keys as f64 {
+            digits += 1;
+        }
+        // `workload` names shorter than the index's base-26 digits can
+        // repeat: then the names are drawn and kept, sorted and without
+        // duplicates per pool, as upstream's generateKeys (the pools'
+        // bounds move with what was removed).
+        let mut names = None;
+        if accesses.is_some() && (0..n_pools).any(|p| shortest_key(mix(p)) < digits) {
+            let mut table = KeyTable {
+                bytes: Vec::new(),
+                offsets: vec![0],
+            };
+            let mut kept = vec![0u64];
+            let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+            for p in 0..n_pools {
+                let m = mix(p);
+                let sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
+                let mut keys: Vec<Vec<u8>> = (firsts[p]..firsts[p + 1].max(firsts[p]))
+                    .map(|i| {
+                        let mut rng = derived(seed, KEY_NAME, i);
+                        let len = sizes.draw(&mut rng).max(1);
+                        (0..len)
+                            .map(|_| b'a' + (rng.next_u64() % 26) as u8)
+                            .collect()
+                    })
+                    .collect();
+                keys.sort_unstable();
+                keys.dedup();
+                // A name an earlier pool has stays that pool's (the
+                // consistency checker follows a key by its index).
+                if p > 0 {
+                    keys.retain(|k| !seen.contains(k));
+                }
+                if p + 1 < n_pools {
+                    seen.extend(keys.iter().cloned());
+                }
+                for k in keys {
+                    table.bytes.extend_from_slice(&k);
+                    table.offsets.push(table.bytes.len() as u64);
+                }
+                kept.push(table.offsets.len() as u64 - 1);
+            }
+            firsts = kept;
+            names = Some(table);
+        }
+        let num_keys = firsts.last().copied().unwrap_or(0);
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut pools = Vec::with_capacity(n_pools);
         let mut max_value = 0;
         for p in 0..n_pools {
             let (first_key, end) = (firsts[p], firsts[p + 1].max(firsts[p]));
-            let count = end - first_key;
             let m = mix(p);
             let key_sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
             let vals = Sizes::new(&m.val_size_range, &m.val_size_probability, "valSizeRange")?;
             max_value = max_value.max(vals.max());
-            if accesses.is_some() && key_space(&key_sizes) < count as f64 {
-                // Upstream removes duplicate names and runs with fewer
-                // keys; a pool whose key sizes cannot make its keys
-                // distinct is refused here.
-                {
-                    return Err(format!(
-                        "cannot make {count} distinct keys from keySizeRange {:?}: too few possible keys",
-                        m.key_size_range
-                    ));
-                }
-            }
             let ops = WeightedIndex::new(
                 m.op_weights
                     .iter()
@@ -585,18 +629,15 @@ impl Generator {
             spec.op_pool_distribution.clone()
         })
         .map_err(|e| format!("opPoolDistribution {:?}: {e}", spec.op_pool_distribution))?;
-        let mut digits = 1;
-        while 26f64.powi(digits as i32) < spec.num_keys as f64 {
-            digits += 1;
-        }
         Ok(Generator {
             pools,
             op_pool,
             max_value,
-            num_keys: spec.num_keys,
+            num_keys,
             seed,
             pregenerated: accesses.is_some(),
             digits,
+            names,
         })
     }
 
@@ -629,6 +670,14 @@ impl Generator {
             let len = p.key_lengths[(i % ONLINE_TABLE as u64) as usize] as usize;
             buf.extend_from_slice(&i.to_le_bytes());
             buf.resize(len.max(8), b'a');
+            return buf;
+        }
+        if let Some(t) = &self.names {
+            let (a, b) = (
+                t.offsets[i as usize] as usize,
+                t.offsets[i as usize + 1] as usize,
+            );
+            buf.extend_from_slice(&t.bytes[a..b]);
             return buf;
         }
         let mut rng = derived(self.seed, KEY_NAME, i);
@@ -709,27 +758,16 @@ impl Generator {
     }
 }
 
-/// How many distinct lower-case names keys of these sizes allow.
-fn key_space(sizes: &Sizes) -> f64 {
-    let mut lengths: Vec<u32> = match sizes {
-        Sizes::Exact(v, _) => v.clone(),
-        Sizes::Ranges(b, _) => b
-            .windows(2)
-            .flat_map(|w| {
-                if w[1] <= w[0] {
-                    w[0]..w[0] + 1
-                } else {
-                    w[0]..w[1].min(w[0] + 16)
-                }
-            })
-            .collect(),
-    };
-    lengths.sort_unstable();
-    lengths.dedup();
-    lengths
-        .iter()
-        .map(|l| 26f64.powi((*l).clamp(1, 14) as i32))
-        .sum()
+/// The shortest key a mix draws (1 at least).
+fn shortest_key(m: &PoolMix) -> u32 {
+    let (r, p) = (&m.key_size_range, &m.key_size_probability);
+    r.iter()
+        .zip(p.iter().chain(std::iter::repeat(&0.0)))
+        .filter(|(_, p)| **p > 0.0)
+        .map(|(r, _)| *r)
+        .min()
+        .unwrap_or(1)
+        .max(1)
 }
 
 #[cfg(test)]
@@ -883,12 +921,17 @@ mod tests {
         m.val_size_probability = vec![0.5, 0.5];
         let err = Generator::new(&spec(10, m), 1).err().unwrap();
         assert!(err.contains("valSizeRange has 4 values"), "{err}");
+        // One-letter keys: at most 26 distinct, as upstream's sorted and
+        // deduplicated names.
         let mut m = mix([1.0; 7]);
         m.key_size_range = vec![1, 2];
-        let err = Generator::pregenerated(&spec(100, m), 1, 1000, &mut |_| {})
-            .err()
-            .unwrap();
-        assert!(err.contains("distinct keys"), "{err}");
+        let g = Generator::pregenerated(&spec(100, m), 1, 1000, &mut |_| {}).unwrap();
+        assert!(g.num_keys() <= 26 && g.num_keys() > 20, "{}", g.num_keys());
+        let mut buf = Vec::new();
+        let names: std::collections::HashSet<Vec<u8>> = (0..g.num_keys())
+            .map(|i| g.key(i, &mut buf).to_vec())
+            .collect();
+        assert_eq!(names.len() as u64, g.num_keys());
         let err = Generator::pregenerated(&spec(5_000_000_000, mix([1.0; 7])), 1, 1, &mut |_| {})
             .err()
             .unwrap();
