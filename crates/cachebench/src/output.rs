@@ -954,6 +954,63 @@ NVM Deletes   :               0 Skipped Deletes:   0.00%
         s
     }
 
+    /// Upstream's 24 `BlockCache ... Latency` lines after the device's (0
+    /// without a region engine's figures), and with `--report_api_latency`
+    /// the find and allocate lines after the hit ratio; neither in the
+    /// aggregate.
+    #[test]
+    fn blockcache_and_api_latency_lines() {
+        let mut s = hybrid();
+        let mut h = crate::latency::histogram();
+        crate::latency::record(&mut h, 1_500);
+        if let Some(n) = s.cache.nvm.as_mut()
+            && let Some(l) = n.engine.large.as_mut()
+        {
+            l.latency_us = Some(crate::latency::OpLatency {
+                insert: h.clone(),
+                lookup: crate::latency::histogram(),
+                remove: h.clone(),
+            });
+        }
+        s.cache.api_latency_ns = Some(crate::stats::ApiLatency {
+            get: h.clone(),
+            set: crate::latency::histogram(),
+        });
+        let out = allocator_stats(CUR, &s);
+        let lines: Vec<&str> = out.lines().collect();
+        let at = |p: &str| lines.iter().position(|l| l.starts_with(p)).unwrap();
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("BlockCache "))
+                .count(),
+            24
+        );
+        assert!(at("NVM Write Latency    p100") < at("BlockCache Insert Latency p50"));
+        assert!(
+            out.contains("BlockCache Insert Latency p100     :    1500.00 us\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("BlockCache Lookup Latency p50      :       0.00 us\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Cache Find API latency p90      :    1500.00 ns\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Cache Allocate API latency p100     :       0.00 ns\n"),
+            "{out}"
+        );
+        assert!(at("Hit Ratio") < at("Cache Find API latency p50"));
+        let sums = aggregated_report(CUR, &s, 2);
+        assert!(
+            !sums.contains("BlockCache") && !sums.contains("API latency"),
+            "{sums}"
+        );
+    }
+
     #[test]
     fn layouts_and_their_styles() {
         assert_eq!(Layout::default(), Layout::Current);
