@@ -1377,9 +1377,16 @@ impl Workload for CacheBench {
                                 elapsed_secs: t,
                                 ..RunStats::default()
                             };
-                            let _ = f.write_all(
-                                output::progress_stats_block(st, &line, &snapshot, p).as_bytes(),
-                            );
+                            let mut block = output::progress_stats_block(st, &line, &snapshot, p);
+                            // The piecewise and block replays' stats
+                            // follow the throughput lines, as upstream's
+                            // ProgressTracker renders the generator's.
+                            if let Source::Chunked { stats, .. } = &instances[i].source {
+                                block.pop();
+                                block.push_str(&stats.render(st, t.max(1e-9)));
+                                block.push('\n');
+                            }
+                            let _ = f.write_all(block.as_bytes());
                             if st.progress_on_stdout_with_stats_file() {
                                 print!("{line}");
                             }

@@ -1994,7 +1994,7 @@ fn nvm_read_latency_is_the_slow_devices_own() {
     }
 }
 
-/// `--timeout_seconds` ends a paced run at once: with upstream's
+/// `--timeout_seconds` and Ctrl-C end a paced run at once: with upstream's
 /// `opDelayNs` pauses (here 3 s after every operation) and with
 /// `opRatePerSec` (one operation per second over 4 threads), a 1 s timeout
 /// ends the run within about a second, where the stop flag was only seen
@@ -2028,6 +2028,38 @@ fn timeout_ends_a_paced_run_at_once() {
         let took = t0.elapsed().as_secs_f64();
         stopped_by_timeout(&o);
         assert!(took < 4.0, "{name}: a 1 s timeout took {took:.1} s");
+        // Ctrl-C, likewise: the run ends within a second of the signal.
+        let stats = d.path().join(format!("{name}.log"));
+        let child = rackbench(d.path())
+            .arg("cachebench")
+            .arg(format!("--json_test_config={}", cfg.display()))
+            .args(["--progress", "0", "--progress_stats_file"])
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The stats file's header is written as the run starts.
+        let t = std::time::Instant::now();
+        while std::fs::metadata(&stats).map_or(0, |m| m.len()) == 0 {
+            assert!(t.elapsed().as_secs() < 60, "{name}: the run never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let t = std::time::Instant::now();
+        let o = child.wait_with_output().unwrap();
+        let took = t.elapsed().as_secs_f64();
+        assert_eq!(
+            o.status.code(),
+            Some(130),
+            "{name}: {}\n{}",
+            text(&o.stderr),
+            text(&o.stdout)
+        );
+        assert_eq!(report(&o)["metrics"]["interrupted"], true);
+        assert!(took < 1.0, "{name}: Ctrl-C took {took:.2} s to end the run");
     }
 }
 
