@@ -27,9 +27,10 @@ fn run_ours(cache: &DramCache, g: &Generator, value: &[u8], pools: usize) -> f64
         for t in 0..THREADS {
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(t as u64);
+                let mut buf = Vec::new();
                 for _ in 0..OPS_PER_THREAD {
                     let r = g.next(&mut rng);
-                    let key = g.key(r.key);
+                    let key = g.key(r.key, &mut buf);
                     match r.op {
                         Op::Get => {
                             std::hint::black_box(cache.get(key, None));
@@ -64,9 +65,10 @@ fn run_moka(g: &Generator, value: &Arc<[u8]>, bytes: u64) -> f64 {
             let cache = cache.clone();
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(t as u64);
+                let mut buf = Vec::new();
                 for _ in 0..OPS_PER_THREAD {
                     let r = g.next(&mut rng);
-                    let key = g.key(r.key);
+                    let key = g.key(r.key, &mut buf);
                     match r.op {
                         Op::Get => {
                             std::hint::black_box(cache.get(key));

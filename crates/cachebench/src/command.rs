@@ -74,6 +74,16 @@ struct Args {
     /// or block devices) instead of the config's nvmCachePaths.
     #[arg(long = "nvm_cache_paths", value_name = "PATH[,PATH..]")]
     nvm_cache_paths: Option<String>,
+    /// rackbench's flag: every instance's DRAM cache is this many MB
+    /// instead of its cacheSizeMB (for a host without the config's memory;
+    /// keys, operations and distributions stay the config's).
+    #[arg(long = "cache_size_mb", value_name = "MB")]
+    cache_size_mb: Option<u64>,
+    /// rackbench's flag: every instance's NVM tier is this many MB per path
+    /// instead of its nvmCacheSizeMB (for a host without the config's
+    /// disk; keys, operations and distributions stay the config's).
+    #[arg(long = "nvm_cache_size_mb", value_name = "MB")]
+    nvm_cache_size_mb: Option<u64>,
     /// Refuse NVM paths that do not support O_DIRECT (default: fall back to
     /// buffered I/O with a warning).
     #[arg(long = "require_direct_io")]
@@ -96,6 +106,40 @@ fn load(a: &Args) -> anyhow::Result<config::Loaded> {
         for c in &mut loaded.instances {
             c.cache.nvm_cache_paths = paths.clone();
         }
+    }
+    // The size overrides, each said once on stderr (with the warnings).
+    let mut resized = Vec::new();
+    for (i, c) in loaded.instances.iter_mut().enumerate() {
+        if let Some(mb) = a.cache_size_mb.filter(|mb| *mb != c.cache.cache_size_mb) {
+            resized.push(format!(
+                "instance {i}: --cache_size_mb {mb} replaces cacheSizeMB {}",
+                c.cache.cache_size_mb
+            ));
+            c.cache.cache_size_mb = mb;
+        }
+        if let Some(mb) = a
+            .nvm_cache_size_mb
+            .filter(|mb| *mb != c.cache.nvm_cache_size_mb)
+        {
+            if c.cache.nvm_cache_size_mb == 0 {
+                bail!(
+                    "--nvm_cache_size_mb {mb}: instance {i} has no NVM tier (nvmCacheSizeMB is 0); \
+                     the flag resizes a config's NVM tier, it does not add one"
+                );
+            }
+            resized.push(format!(
+                "instance {i}: --nvm_cache_size_mb {mb} replaces nvmCacheSizeMB {}",
+                c.cache.nvm_cache_size_mb
+            ));
+            c.cache.nvm_cache_size_mb = mb;
+        }
+    }
+    if !resized.is_empty() {
+        loaded.warnings.push(format!(
+            "{}: the cache is not the config's size, so hit ratios and NVM traffic are not those \
+             of the config (keys, operations and distributions are unchanged)",
+            resized.join("; ")
+        ));
     }
     Ok(loaded)
 }
@@ -128,26 +172,39 @@ pub fn dram_config(c: &BenchConfig) -> anyhow::Result<DramConfig> {
             cc.num_pools
         );
     }
+    // LRU5B and LRU5B2Q are CacheLib's LRU and 2Q with 5-byte compressed
+    // item pointers (caches up to 32 TB instead of 256 GB): the same
+    // eviction policies.
     let policy = match cc.allocator.as_str() {
-        "LRU" => Policy::Lru {
+        "LRU" | "LRU5B" => Policy::Lru {
             ip_spec: cc.lru_ip_spec,
         },
-        "LRU2Q" => Policy::TwoQ {
+        "LRU2Q" | "LRU5B2Q" => Policy::TwoQ {
             hot_pct: cc.lru2q_hot_pct,
             cold_pct: cc.lru2q_cold_pct,
         },
-        "LRU5B" | "LRU5B2Q" => bail!(
-            "cache_config.allocator '{}': CacheLib's {} eviction policy is not supported by \
-             rackbench (supported: LRU, LRU2Q)",
-            cc.allocator,
-            if cc.allocator == "LRU5B" {
-                "5-bucket LRU"
-            } else {
-                "5-bucket LRU with 2Q"
-            }
+        other => bail!(
+            "cache_config.allocator '{other}' is not supported (supported: LRU, LRU2Q, LRU5B, LRU5B2Q)"
         ),
-        other => bail!("cache_config.allocator '{other}' is not supported (supported: LRU, LRU2Q)"),
     };
+    let bytes = cc.cache_size_mb.saturating_mul(1 << 20);
+    if matches!(cc.allocator.as_str(), "LRU" | "LRU2Q") && bytes > MAX_4B_CACHE_BYTES {
+        bail!(
+            "cache_config.cacheSizeMB {}: config cache size: {bytes}  exceeds max addressable space \
+             for cache: {MAX_4B_CACHE_BYTES} (upstream's words: the {} allocator's 4-byte compressed \
+             pointers address 256 GB; LRU5B and LRU5B2Q address more)",
+            cc.cache_size_mb,
+            cc.allocator
+        );
+    }
+    if bytes > MAX_4B_CACHE_BYTES {
+        bail!(
+            "cache_config.cacheSizeMB {}: rackbench's DRAM engine addresses at most 65,535 slabs of \
+             4 MiB (256 GiB) with any allocator, where CacheLib's {} takes up to 32 TB",
+            cc.cache_size_mb,
+            cc.allocator
+        );
+    }
     let classes = if cc.alloc_sizes.is_empty() {
         AllocClasses::geometric(cc.min_alloc_size, cc.max_alloc_size, cc.alloc_factor)
     } else {
@@ -433,7 +490,7 @@ pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<C
     }
     eprintln!("{}", navy.describe());
     let k = &c.cache.nvm;
-    Ok(Cache::new(
+    let cache = Cache::new(
         dram,
         Some(navy),
         HybridOptions {
@@ -443,7 +500,13 @@ pub fn build_cache(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<C
                 .min(u64::from(u32::MAX)) as u32,
             pad_to_alloc_size: !k.truncate_to_original,
         },
-    ))
+    );
+    // writeAmpDeviceList: the SSDs' NAND bytes written (stderr says why
+    // when they cannot be read).
+    if let Some(n) = crate::nand::NandCounter::start(&c.cache.write_amp_devices) {
+        cache.set_nand(n);
+    }
+    Ok(cache)
 }
 
 fn mix(d: &DistributionConfig, what: &str) -> anyhow::Result<PoolMix> {
@@ -505,6 +568,13 @@ pub enum Source {
     },
     /// A binary trace (`binary-replay`).
     Binary(BinaryTrace),
+    /// A CDN or block trace replayed piece by piece (`piecewise-replay`,
+    /// `block-replay`).
+    Chunked {
+        spec: Box<crate::chunked::ChunkSpec>,
+        stats: Box<crate::chunked::ChunkStats>,
+        style: output::Style,
+    },
 }
 
 /// What a replay's trace is read with.
@@ -518,6 +588,66 @@ fn trace_spec(c: &BenchConfig) -> TraceSpec {
     }
 }
 
+/// The most DRAM CacheLib's 4-byte compressed pointers address (LRU,
+/// LRU2Q): 2^16 slabs of 4 MiB.
+const MAX_4B_CACHE_BYTES: u64 = 1 << 38;
+
+/// What a piecewise or block replay reads, from the instance's config.
+fn chunk_spec(
+    c: &BenchConfig,
+    kind: crate::chunked::Kind,
+) -> anyhow::Result<crate::chunked::ChunkSpec> {
+    let t = &c.test;
+    let r = &t.replay;
+    if kind == crate::chunked::Kind::PieceWise && t.cache_piece_size == 0 {
+        bail!("test_config.cachePieceSize is 0: expected the bytes of a cache piece");
+    }
+    if kind == crate::chunked::Kind::BlockChunk
+        && (r.chunk_size_kb == 0 || r.block_size_kb < r.chunk_size_kb)
+    {
+        bail!(
+            "test_config.replayGeneratorConfig: chunkSizeKB {} and blockSizeKB {}: expected a \
+             chunk of at least 1 KB and a block of at least one chunk",
+            r.chunk_size_kb,
+            r.block_size_kb
+        );
+    }
+    for (f, _) in &r.stats_per_field {
+        if *f >= r.aggregation_fields {
+            bail!(
+                "test_config.replayGeneratorConfig.statsPerAggField: field {f} is not below \
+                 numAggregationFields ({}), as upstream requires",
+                r.aggregation_fields
+            );
+        }
+    }
+    Ok(crate::chunked::ChunkSpec {
+        kind,
+        files: t.trace_files.clone(),
+        repeat: t.repeat_trace_replay,
+        amp_factor: r.amp_factor,
+        fast_forward: if kind == crate::chunked::Kind::PieceWise {
+            r.fast_forward_count
+        } else {
+            0
+        },
+        timestamp_factor: t.timestamp_factor,
+        piece_size: t.cache_piece_size,
+        max_pieces: t.max_cache_pieces,
+        aggregation_fields: r.aggregation_fields,
+        extra_fields: r.extra_fields,
+        stats_per_field: r.stats_per_field.clone(),
+        block_size: r.block_size_kb * 1024,
+        chunk_size: r.chunk_size_kb * 1024,
+        warmup_timestamp: t
+            .nvm_warmup_check
+            .map_or(0, |w| w.request_timestamp_threshold),
+    })
+}
+
+/// The most keys `checkConsistency` tracks (16 bytes each).
+const CONSISTENCY_MAX_KEYS: u64 = 1 << 27;
+
 /// Checks the generator an instance names, and its thread count.
 fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
     let converting = c.test.generator == "replay" && c.test.replay.binary_file_name.is_some();
@@ -529,7 +659,7 @@ fn check_generator(c: &BenchConfig) -> anyhow::Result<()> {
     }
     match c.test.generator.as_str() {
         "workload" | "online" => Ok(()),
-        "replay" | "binary-replay" => {
+        "replay" | "binary-replay" | "piecewise-replay" | "block-replay" => {
             if c.test.trace_files.is_empty() {
                 bail!(
                     "test_config: generator '{}' needs traceFileName or traceFileNames",
@@ -606,9 +736,9 @@ fn sample(
         window.nvm.as_ref().and_then(|n| {
             let d = &n.engine.device;
             let h = if read {
-                &d.read_latency_us
+                &d.read_latency_total_us
             } else {
-                &d.write_latency_us
+                &d.write_latency_total_us
             };
             crate::plots::interval(h, None)
         })
@@ -627,21 +757,22 @@ fn sample(
     }
 }
 
-/// `cur` with its NVM latency histograms (the device's and the engines')
-/// cut to what was recorded since `prev`.
+/// `cur` with its whole-run NVM latency histograms (the device's and the
+/// engines') cut to what was recorded since `prev` (for the charts; the
+/// text prints the last minute's, as upstream).
 fn interval_stats(cur: &CacheStats, prev: &CacheStats) -> CacheStats {
     let mut w = cur.clone();
     if let (Some(c), Some(p)) = (w.nvm.as_mut(), prev.nvm.as_ref()) {
         let _ = c
             .engine
             .device
-            .read_latency_us
-            .subtract(&p.engine.device.read_latency_us);
+            .read_latency_total_us
+            .subtract(&p.engine.device.read_latency_total_us);
         let _ = c
             .engine
             .device
-            .write_latency_us
-            .subtract(&p.engine.device.write_latency_us);
+            .write_latency_total_us
+            .subtract(&p.engine.device.write_latency_total_us);
         for (h, ph) in [
             (&mut c.engine.read_latency_us, &p.engine.read_latency_us),
             (&mut c.engine.write_latency_us, &p.engine.write_latency_us),
@@ -703,6 +834,7 @@ fn run_instance(
                 name: name.to_string(),
                 samples: counts.samples,
                 parse_errors: counts.parse_errors,
+                text: None,
             }),
         )
     };
@@ -727,6 +859,27 @@ fn run_instance(
                     stop,
                     progress,
                 ),
+            )
+        }
+        Source::Chunked { spec, stats, style } => {
+            let (run, error) =
+                stressor::run_chunked(&i.cache, spec, stats, &i.options, stop, progress);
+            if let Some(e) = &error {
+                eprintln!("error: the trace could not be read to its end: {e}");
+            }
+            let invalid = stats.invalid.load(Ordering::Relaxed);
+            let text = stats.render(*style, run.elapsed_secs.max(1e-9));
+            (
+                run,
+                Some(GeneratorStats {
+                    name: spec.kind.name().to_string(),
+                    samples: stats
+                        .samples
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(invalid),
+                    parse_errors: invalid,
+                    text: Some(text),
+                }),
             )
         }
         Source::Binary(trace) => counted(
@@ -792,11 +945,14 @@ fn instance_report(st: output::Style, i: &InstanceRecord) -> String {
         if text.ends_with('\n') {
             text.pop();
         }
-        text.push_str(&crate::replay::generator_stats_block(
-            &g.name,
-            g.samples,
-            g.parse_errors,
-        ));
+        match &g.text {
+            Some(block) => text.push_str(block),
+            None => text.push_str(&crate::replay::generator_stats_block(
+                &g.name,
+                g.samples,
+                g.parse_errors,
+            )),
+        }
         text.push('\n');
     }
     for f in failures {
@@ -881,7 +1037,10 @@ impl Workload for CacheBench {
             dram_config(c)?;
             nvm_config(c, a.require_direct_io)?;
             rebalance_config(c)?;
-            if !matches!(c.test.generator.as_str(), "replay" | "binary-replay") {
+            if !matches!(
+                c.test.generator.as_str(),
+                "replay" | "binary-replay" | "piecewise-replay" | "block-replay"
+            ) {
                 spec(c)?;
             }
         }
@@ -902,6 +1061,7 @@ impl Workload for CacheBench {
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
+        let began = Instant::now();
         let a = parse(args)?;
         let loaded = load(&a)?;
         for w in &loaded.warnings {
@@ -969,41 +1129,51 @@ impl Workload for CacheBench {
                 Source::Binary(
                     BinaryTrace::open(&c.test.trace_files[0]).map_err(anyhow::Error::msg)?,
                 )
+            } else if let Some(kind) = match c.test.generator.as_str() {
+                "piecewise-replay" => Some(crate::chunked::Kind::PieceWise),
+                "block-replay" => Some(crate::chunked::Kind::BlockChunk),
+                _ => None,
+            } {
+                let spec = chunk_spec(c, kind)?;
+                let stats = crate::chunked::ChunkStats::new(&spec);
+                Source::Chunked {
+                    spec: Box::new(spec),
+                    stats: Box::new(stats),
+                    style: st,
+                }
             } else {
                 let spec = spec(c)?;
                 let generator = if c.test.generator == "online" {
-                    let g = Generator::new(&spec, a.seed).map_err(anyhow::Error::msg)?;
-                    write!(
-                        out,
-                        "{}",
-                        output::keys_created(st, g.num_keys(), t0.elapsed().as_secs_f64() / 60.0)
-                    )?;
-                    g
+                    // Upstream's OnlineGenerator prints nothing.
+                    Generator::new(&spec, a.seed).map_err(anyhow::Error::msg)?
                 } else {
-                    // `workload`: sizes per key and key choices sampled up
-                    // front, as upstream's WorkloadGenerator.
-                    let mut lines = String::new();
+                    // `workload`: keys with their sizes, and each pool's
+                    // sampled accesses, as upstream's WorkloadGenerator
+                    // (`Created N keys in X mins`, then per pool
+                    // `Generating X.XXM sampled accesses`, then
+                    // `Generated access patterns in X mins`).
                     let accesses = c.test.num_ops.saturating_mul(c.test.num_threads as u64);
-                    // The generator's lines (`Generating X.XXM sampled
-                    // accesses`, the current layout) in the run's layout: the
-                    // same count, at most 10 M per pool.
-                    let per_pool = accesses.clamp(1, 10_000_000);
-                    let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |l| {
-                        if st.separators {
-                            lines.push_str(&output::generating_accesses_in(st, per_pool))
-                        } else {
-                            lines.push_str(&l)
-                        }
+                    let mut lines = String::new();
+                    let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |n| {
+                        lines.push_str(&output::generating_accesses_in(st, n))
                     })
                     .map_err(anyhow::Error::msg)?;
+                    let mins = |t: Instant| t.elapsed().as_secs() as f64 / 60.0;
                     write!(
                         out,
                         "{}{lines}{}",
-                        output::keys_created(st, g.num_keys(), 0.0),
-                        output::generated_patterns(st, t0.elapsed().as_secs_f64() / 60.0)
+                        output::keys_created(st, g.num_keys(), mins(t0)),
+                        output::generated_patterns(st, 0.0)
                     )?;
                     g
                 };
+                if c.test.check_consistency && generator.num_keys() > CONSISTENCY_MAX_KEYS {
+                    bail!(
+                        "test_config.checkConsistency with numKeys {}: rackbench's value \
+                         checker keeps 16 bytes per key and takes at most {CONSISTENCY_MAX_KEYS} keys",
+                        generator.num_keys()
+                    );
+                }
                 Source::Synthetic(generator)
             };
             let options = Options {
@@ -1026,8 +1196,12 @@ impl Workload for CacheBench {
                 check_consistency: c.test.check_consistency,
                 api_latency: a.report_api_latency,
             };
+            let cache = build_cache(c, a.require_direct_io)?;
+            if a.report_api_latency {
+                cache.enable_api_latency();
+            }
             instances.push(Instance {
-                cache: build_cache(c, a.require_direct_io)?,
+                cache,
                 rebalance: rebalance_config(c)?,
                 source,
                 repeat_trace: c.test.repeat_trace_replay,
@@ -1194,18 +1368,25 @@ impl Workload for CacheBench {
                             };
                             // With a stats file the line goes there (and in
                             // the legacy layout on stdout too). NVM latency
-                            // percentiles of this interval (upstream's are over
-                            // a sliding window of about a minute); operations
-                            // so far over the time so far.
+                            // percentiles over the last minute, as
+                            // upstream's; operations so far over the time so
+                            // far.
                             let snapshot = RunStats {
-                                cache: interval_stats(c, p),
+                                cache: c.clone(),
                                 throughput: progress[i].throughput(),
                                 elapsed_secs: t,
                                 ..RunStats::default()
                             };
-                            let _ = f.write_all(
-                                output::progress_stats_block(st, &line, &snapshot, p).as_bytes(),
-                            );
+                            let mut block = output::progress_stats_block(st, &line, &snapshot, p);
+                            // The piecewise and block replays' stats
+                            // follow the throughput lines, as upstream's
+                            // ProgressTracker renders the generator's.
+                            if let Source::Chunked { stats, .. } = &instances[i].source {
+                                block.pop();
+                                block.push_str(&stats.render(st, t.max(1e-9)));
+                                block.push('\n');
+                            }
+                            let _ = f.write_all(block.as_bytes());
                             if st.progress_on_stdout_with_stats_file() {
                                 print!("{line}");
                             }
@@ -1280,6 +1461,15 @@ impl Workload for CacheBench {
             stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
             nvm_failure: nvm_failure.clone(),
             layout: a.output_layout,
+            first_op_secs: progress
+                .iter()
+                .map(|p| {
+                    p.first_op
+                        .get()
+                        .map(|t| t.duration_since(began).as_secs_f64())
+                })
+                .collect::<Option<Vec<f64>>>()
+                .and_then(|v| v.into_iter().reduce(f64::max)),
         };
         for (i, (mut r, generator)) in results.into_iter().enumerate() {
             r.pool_fractions = instances[i].fractions.clone();

@@ -94,10 +94,6 @@ const STALE: &str = "upstream's cachebench no longer reads it (it is left in som
      own configs)";
 const COMPONENT_ONLY: &str = "only the cache_component stressor's flash component reads it (that \
      stressor is refused)";
-const PIECEWISE_ONLY: &str = "only the piecewise-replay generator uses it (refused here)";
-const PIECEWISE_OR_BLOCK: &str = "only the piecewise-replay and block-replay generators use it \
-     (refused here)";
-const BLOCK_ONLY: &str = "only the block-replay generator uses it (refused here)";
 const REFRESH: &str = "its cachebench builds the LRU without a reconfigure interval, so the \
      refresh time stays lruRefreshSec";
 
@@ -153,14 +149,7 @@ pub const CACHE_KEYS: &[Key] = &[
     key("nvmCacheSizeMB", "0", Used),
     key("nvmCacheMetadataSizeMB", "0", Used),
     key("nvmCachePaths", "[]", Used),
-    key(
-        "writeAmpDeviceList",
-        "[]",
-        NotModelled(
-            "the SSD's NAND bytes written are not read from its vendor log: `NVM bytes written \
-             (nand)` and `NVM dev write amplification` print 0",
-        ),
-    ),
+    key("writeAmpDeviceList", "[]", Used),
     key("navyBlockSize", "512", Used),
     key("navyRegionSizeMB", "16", Used),
     key(
@@ -350,9 +339,16 @@ pub const TEST_KEYS: &[Key] = &[
     key("traceFileName", "\"\"", Used),
     key("traceFileNames", "[]", Used),
     key("configPath", "\"\"", Used),
-    key("cachePieceSize", "65536", NoEffect(PIECEWISE_ONLY)),
-    key("maxCachePieces", "32000", NoEffect(PIECEWISE_ONLY)),
-    key("missTraceFile", "\"\"", NoEffect(PIECEWISE_ONLY)),
+    key("cachePieceSize", "65536", Used),
+    key("maxCachePieces", "32000", Used),
+    key(
+        "missTraceFile",
+        "\"\"",
+        NotModelled(
+            "the piecewise replay writes no miss trace (upstream writes the missed requests \
+             there); the figures are not affected",
+        ),
+    ),
     key(
         "maxInvalidDestructorCount",
         "50",
@@ -436,11 +432,11 @@ pub const REPLAY_KEYS: &[Key] = &[
             "upstream's relaxed mode does not use it either (it spreads requests at random, as 'none')",
         ),
     ),
-    key("numAggregationFields", "0", NoEffect(PIECEWISE_OR_BLOCK)),
-    key("numExtraFields", "0", NoEffect(PIECEWISE_OR_BLOCK)),
-    key("blockSizeKB", "16384", NoEffect(BLOCK_ONLY)),
-    key("chunkSizeKB", "128", NoEffect(BLOCK_ONLY)),
-    key("statsPerAggField", "{}", NoEffect(PIECEWISE_OR_BLOCK)),
+    key("numAggregationFields", "0", Used),
+    key("numExtraFields", "0", Used),
+    key("blockSizeKB", "16384", Used),
+    key("chunkSizeKB", "128", Used),
+    key("statsPerAggField", "{}", Used),
     key(
         "mlAdmissionConfig",
         "null",
@@ -510,24 +506,20 @@ pub const STRESSOR_NAMES: &[(&str, &str)] = &[
 ];
 
 /// The generators (`test_config.generator`) rackbench runs.
-pub const GENERATORS: &[&str] = &["workload", "online", "replay", "binary-replay"];
+pub const GENERATORS: &[&str] = &[
+    "workload",
+    "online",
+    "replay",
+    "binary-replay",
+    "piecewise-replay",
+    "block-replay",
+];
 
 /// Upstream's other generators, refused by name, with what they are.
-pub const REFUSED_GENERATORS: &[(&str, &str)] = &[
-    (
-        "piecewise-replay",
-        "CacheLib's piecewise replay of CDN traces (objects cached in pieces, range requests)",
-    ),
-    (
-        "block-replay",
-        "CacheLib's block-chunk replay (block traces cached in chunks, with its byte-wise hit \
-         ratio block)",
-    ),
-    (
-        "simple-flash-benchmark",
-        "CacheLib's flash benchmark generator for the cache_component stressor",
-    ),
-];
+pub const REFUSED_GENERATORS: &[(&str, &str)] = &[(
+    "simple-flash-benchmark",
+    "CacheLib's flash benchmark generator for the cache_component stressor",
+)];
 
 /// How a replay spreads requests over the threads
 /// (`replaySerializationMode`).
@@ -563,6 +555,8 @@ pub struct CacheConfig {
     pub lru2q_cold_pct: u32,
     pub nvm_cache_size_mb: u64,
     pub nvm_cache_paths: Vec<String>,
+    /// `writeAmpDeviceList`: the SSDs whose NAND bytes written are read.
+    pub write_amp_devices: Vec<String>,
     pub nvm: NvmKeys,
     /// Pool rebalancing: seconds between rounds (0 = off), the strategy
     /// (`random`, `tail-age`, `hits`; upstream runs random for any other
@@ -654,6 +648,14 @@ pub struct ReplayConfig {
     pub binary_file_name: Option<PathBuf>,
     pub fast_forward_count: u64,
     pub serialization: Serialization,
+    /// piecewise-replay: `numAggregationFields`, `numExtraFields` and
+    /// `statsPerAggField` (field index, values tracked).
+    pub aggregation_fields: u32,
+    pub extra_fields: u32,
+    pub stats_per_field: Vec<(u32, Vec<String>)>,
+    /// block-replay: `blockSizeKB` and `chunkSizeKB`.
+    pub block_size_kb: u64,
+    pub chunk_size_kb: u64,
 }
 
 /// `nvmCacheWarmupCheckPolicy`, with `checkNvmCacheWarmUp`.
@@ -691,6 +693,9 @@ pub struct TestConfig {
     pub op_delay_batch: u64,
     pub op_delay_ns: u64,
     pub replay: ReplayConfig,
+    /// piecewise-replay: `cachePieceSize` and `maxCachePieces`.
+    pub cache_piece_size: u64,
+    pub max_cache_pieces: u64,
     pub repeat_trace_replay: bool,
     /// A replayed line is repeated op_count times unless this is set.
     pub ignore_op_count: bool,
@@ -1328,6 +1333,7 @@ fn cache_section(
         lru2q_cold_pct: cf.u64("lru2qColdPct", 20)? as u32,
         nvm_cache_size_mb: cf.u64("nvmCacheSizeMB", 0)?,
         nvm_cache_paths: cf.strings("nvmCachePaths")?,
+        write_amp_devices: cf.strings("writeAmpDeviceList")?,
         nvm: nvm_keys(&cf)?,
         pool_rebalance_interval_sec: cf.u64("poolRebalanceIntervalSec", 0)?,
         rebalance_strategy: cf.string("rebalanceStrategy", "")?,
@@ -1396,7 +1402,10 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
             });
         }
     };
-    let replaying = generator == "replay" || generator == "binary-replay";
+    let replaying = matches!(
+        generator.as_str(),
+        "replay" | "binary-replay" | "piecewise-replay" | "block-replay"
+    );
     let cache = cache_section(c, &format!("{place}cache_config"), notes)?;
     // DRAM iterator sweeps (off by default).
     let mode = tf.string("dramIteratorMode", "disabled")?;
@@ -1537,6 +1546,11 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
             binary_file_name: None,
             fast_forward_count: 0,
             serialization: Serialization::Strict,
+            aggregation_fields: 0,
+            extra_fields: 0,
+            stats_per_field: Vec::new(),
+            block_size_kb: 16 * 1024,
+            chunk_size_kb: 128,
         },
         Some(o) => {
             let p = format!("{tp}.replayGeneratorConfig");
@@ -1574,6 +1588,42 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
                 },
                 fast_forward_count: rf.u64("fastForwardCount", 0)?,
                 serialization,
+                aggregation_fields: u32::try_from(rf.u64("numAggregationFields", 0)?)
+                    .map_err(|_| format!("{}.numAggregationFields: too large", rf.place))?,
+                extra_fields: u32::try_from(rf.u64("numExtraFields", 0)?)
+                    .map_err(|_| format!("{}.numExtraFields: too large", rf.place))?,
+                stats_per_field: match rf.object("statsPerAggField")? {
+                    None => Vec::new(),
+                    Some(m) => {
+                        let mut out = Vec::new();
+                        for (k, v) in m {
+                            let idx: u32 = k.parse().map_err(|_| {
+                                format!(
+                                    "{}.statsPerAggField: key '{k}': expected an aggregation \
+                                     field index (0, 1, ...)",
+                                    rf.place
+                                )
+                            })?;
+                            let vals = v
+                                .as_array()
+                                .and_then(|a| {
+                                    a.iter()
+                                        .map(|x| x.as_str().map(str::to_string))
+                                        .collect::<Option<Vec<String>>>()
+                                })
+                                .ok_or_else(|| {
+                                    format!(
+                                        "{}.statsPerAggField.{k}: expected a list of strings, got {v}",
+                                        rf.place
+                                    )
+                                })?;
+                            out.push((idx, vals));
+                        }
+                        out
+                    }
+                },
+                block_size_kb: rf.u64("blockSizeKB", 16 * 1024)?,
+                chunk_size_kb: rf.u64("chunkSizeKB", 128)?,
             }
         }
     };
@@ -1657,6 +1707,8 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
         trace_files,
         config_path,
         replay,
+        cache_piece_size: tf.u64("cachePieceSize", 65536)?,
+        max_cache_pieces: tf.u64("maxCachePieces", 32000)?,
     };
     Ok(BenchConfig {
         cache,
@@ -1945,6 +1997,7 @@ mod tests {
             ("numPools", json!(1), json!(c.num_pools)),
             ("poolSizes", json!([1.0]), json!(c.pool_sizes)),
             ("nvmCachePaths", json!([]), json!(c.nvm_cache_paths)),
+            ("writeAmpDeviceList", json!([]), json!(c.write_amp_devices)),
             ("nvmCacheSizeMB", json!(0), json!(c.nvm_cache_size_mb)),
             ("navyBlockSize", json!(512), json!(n.block_size)),
             ("navyRegionSizeMB", json!(16), json!(n.region_size_mb)),
@@ -2632,16 +2685,6 @@ mod tests {
             (r#""name": "async""#, "", "async cache stressor"),
             (r#""name": "cache_component""#, "", "cache-component"),
             (r#""name": "object_cache""#, "", "object-cache"),
-            (
-                r#""generator": "block-replay""#,
-                "",
-                "generator 'block-replay'",
-            ),
-            (
-                r#""generator": "piecewise-replay""#,
-                "",
-                "generator 'piecewise-replay'",
-            ),
             (
                 r#""generator": "simple-flash-benchmark""#,
                 "",

@@ -1,30 +1,42 @@
 //! The synthetic workload: keys, value sizes, the operation mix and key
-//! popularity of CacheLib's `test_config`, drawn per operation.
+//! popularity of CacheLib's `test_config`, as CacheLib's `OnlineGenerator`
+//! and `WorkloadGenerator` draw them.
 //!
-//! Keys: `numKeys` distinct keys split over the pools by
-//! `keyPoolDistribution`, each with a length drawn from `keySizeRange` /
-//! `keySizeRangeProbability` (piecewise uniform: bounds b0 < b1 < ... and a
-//! probability per range). Value sizes from `valSizeRange` /
-//! `valSizeRangeProbability`: exact sizes when both lists have the same
-//! length, piecewise-uniform ranges when the range list is one longer. Each
+//! Keys: `numKeys` keys split over the pools by `keyPoolDistribution` (pool
+//! `i` starts at key `⌊numKeys × Σ_{j<i} p_j / Σ p⌋`, as upstream). Each
 //! operation picks a pool by `opPoolDistribution`, an operation by the
 //! pool's ratios (weights, need not sum to 1), and a key of the pool by its
-//! popularity: `popularityBuckets` / `popularityWeights`, else a truncated
-//! normal over the pool's keys (mean at the middle, standard deviation a
-//! quarter of the range; our choice, see docs/cachebench.md).
+//! popularity: with `popularityBuckets` / `popularityWeights`, upstream's
+//! `FastDiscreteDistribution` (the data cut into 2,048 buckets of equal
+//! weight, each spread uniformly over its share of the pool's keys; with
+//! `useLegacyKeyGen` each bucket keeps the data's object count and its
+//! picks are stretched over the pool, so about as many keys are used as
+//! the data has objects), else a normal distribution centred on the pool
+//! (standard deviation a quarter of its key range, rounded, redrawn until
+//! inside), as upstream's `NormalDistribution`.
 //!
-//! Two generators, as upstream: `online` ([`Generator::new`]) draws the
-//! key and the value size of every operation as it runs; `workload`
-//! ([`Generator::pregenerated`], the default) fixes each key's value size
-//! and TTL (`ttlSecsRange` / `ttlSecsRangeProbability`, exact values or
-//! piecewise-uniform ranges; upstream's online generator draws none) and
-//! samples the pools' key choices before the run. With `useLegacyKeyGen`
-//! the popularity buckets keep the sizes the popularity data gives them
-//! and their keys are spread over the pool's keys (upstream's old key
-//! generation: about as many distinct keys as the data has objects).
+//! Two generators, as upstream:
+//! - `online` ([`Generator::new`]): no per-key memory. A key is its index
+//!   (8 bytes, little-endian) padded with `a` to a length drawn once per
+//!   `index mod 32768` (at least 8), and its value size (and chained sizes)
+//!   are one of 32,768 draws, picked by `index mod 32768`, as upstream's
+//!   `OnlineGenerator`: the same key always has the same size. No TTLs.
+//! - `workload` ([`Generator::pregenerated`], the default): each key has a
+//!   random lower-case name of a drawn length, a value size, chained sizes
+//!   and a TTL (`ttlSecsRange`), drawn once per key; and each pool samples
+//!   `min(numOps × numThreads × opPoolDistribution[i], 2^32 − 1)` accesses
+//!   from its popularity up front, an operation then picking one of those
+//!   samples uniformly, as upstream's `WorkloadGenerator`. Upstream stores
+//!   the keys and the samples; here each is drawn from a generator seeded
+//!   by its index (key `k`, sample `j`), which gives the same model (each a
+//!   fixed independent draw) in constant memory, so a run of billions of
+//!   accesses or keys starts at once. Names are made distinct by their
+//!   last letters (the key's index in base 26) where the length allows,
+//!   where upstream removes duplicates after drawing.
 
-use rand::Rng;
 use rand::distr::weighted::WeightedIndex;
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
 use rand_distr::{Distribution as _, Normal};
 
 /// An operation of the stressor.
@@ -98,6 +110,15 @@ const OPS: [Op; 8] = [
     Op::AddChained,
 ];
 
+/// Upstream's `OnlineGenerator`: key lengths and value sizes per
+/// `index mod 32768`.
+const ONLINE_TABLE: usize = 1 << 15;
+/// Upstream's `FastDiscreteDistribution` bucket count.
+const POPULARITY_BUCKETS: usize = 2048;
+/// The most keys upstream's `WorkloadGenerator` takes (it indexes them
+/// with 32 bits).
+pub const WORKLOAD_MAX_KEYS: u64 = u32::MAX as u64;
+
 /// A TTL distribution (seconds): exact values or piecewise-uniform
 /// ranges, as upstream's discrete and piecewise-constant distributions.
 #[derive(Debug, Clone)]
@@ -147,7 +168,9 @@ impl Ttls {
     }
 }
 
-/// A size distribution: exact values or piecewise-uniform ranges.
+/// A size distribution: exact values or piecewise-uniform ranges (a draw
+/// from a range is truncated to a whole number, as upstream's cast of its
+/// piecewise-constant distribution's double).
 #[derive(Debug, Clone)]
 enum Sizes {
     Exact(Vec<u32>, WeightedIndex<f64>),
@@ -197,42 +220,143 @@ impl Sizes {
     }
 }
 
-/// How a pool's keys are chosen.
+/// Upstream's `FastDiscreteDistribution` over the keys `left..=right`:
+/// the popularity data (object counts and their weights) cut into buckets
+/// of equal weight; a draw picks a bucket uniformly, then an object of it
+/// uniformly.
+#[derive(Debug, Clone)]
+pub struct FastDiscrete {
+    left: u64,
+    /// Each bucket's first object and its object count.
+    offsets: Vec<u64>,
+    sizes: Vec<u64>,
+    legacy: bool,
+    scale: f64,
+}
+
+impl FastDiscrete {
+    pub fn new(left: u64, right: u64, sizes: &[u64], probs: &[f64], legacy: bool) -> FastDiscrete {
+        let mut sizes: Vec<u64> = sizes.to_vec();
+        let mut probs: Vec<f64> = probs.to_vec();
+        let total_weight: f64 = probs.iter().sum();
+        let total_objects: f64 = sizes.iter().map(|s| *s as f64).sum();
+        let bucket_weight = total_weight / POPULARITY_BUCKETS as f64;
+        let scale = (right - left) as f64 / total_objects.max(f64::MIN_POSITIVE);
+        let (mut offsets, mut buckets) = (vec![0u64], Vec::new());
+        let (mut weight_seen, mut objects_seen, mut sum_objects) = (0.0f64, 0u64, 0u64);
+        let mut i = 0;
+        while i < probs.len() {
+            if probs[i] > 0.0 && weight_seen + probs[i] >= bucket_weight {
+                // This entry completes the bucket: take the share of its
+                // objects that brings the bucket to its weight.
+                let share = (bucket_weight - weight_seen) / probs[i];
+                let taken = ((share * sizes[i] as f64) as u64).min(sizes[i]);
+                sizes[i] -= taken;
+                probs[i] -= share * probs[i];
+                objects_seen += taken;
+                sum_objects += objects_seen;
+                let objects = objects_seen.max(1);
+                if legacy {
+                    buckets.push(objects);
+                    offsets.push(sum_objects);
+                } else {
+                    buckets.push(((objects as f64 * scale) as u64).max(1));
+                    offsets.push((sum_objects as f64 * scale) as u64);
+                }
+                weight_seen = 0.0;
+                objects_seen = 0;
+            } else {
+                weight_seen += probs[i];
+                objects_seen += sizes[i];
+                i += 1;
+            }
+        }
+        if buckets.is_empty() {
+            // No weight at all: one bucket over the whole pool.
+            buckets.push(right - left + 1);
+        }
+        offsets.truncate(buckets.len());
+        FastDiscrete {
+            left,
+            offsets,
+            sizes: buckets,
+            legacy,
+            scale,
+        }
+    }
+
+    pub fn sample(&self, rng: &mut impl Rng) -> u64 {
+        let b = rng.random_range(0..self.sizes.len());
+        let object = self.offsets[b] + rng.random_range(0..self.sizes[b]);
+        let at = if self.legacy {
+            (object as f64 * self.scale) as u64
+        } else {
+            object
+        };
+        self.left + at
+    }
+}
+
+/// How a pool's keys are chosen (over global key indices).
 #[derive(Debug, Clone)]
 enum Popularity {
-    /// Bucket boundaries (cumulative key counts) and their weights.
-    Buckets(Vec<u64>, WeightedIndex<f64>),
-    /// `useLegacyKeyGen`: bucket boundaries in the popularity data's own
-    /// object counts, their weights, and the factor from an object's
-    /// index to a key offset (upstream's scaling factor).
-    Legacy(Vec<u64>, WeightedIndex<f64>, f64),
-    Normal(Normal<f64>),
+    Discrete(FastDiscrete),
+    /// Upstream's `NormalDistribution`: rounded, redrawn until in
+    /// `left..=right`.
+    Normal(Normal<f64>, u64, u64),
+}
+
+impl Popularity {
+    fn sample(&self, rng: &mut impl Rng) -> u64 {
+        match self {
+            Popularity::Discrete(d) => d.sample(rng),
+            Popularity::Normal(n, left, right) => loop {
+                let v = n.sample(rng).round();
+                if v >= *left as f64 && v <= *right as f64 {
+                    break v as u64;
+                }
+            },
+        }
+    }
 }
 
 struct PoolGen {
     first_key: u64,
-    keys: u64,
     ops: WeightedIndex<f64>,
+    key_sizes: Sizes,
     vals: Sizes,
     popularity: Popularity,
     /// Chain lengths and chained value sizes.
     chain: Option<(Sizes, Sizes)>,
     ttl: Option<Ttls>,
-    /// Pre-generated: key offsets sampled from the popularity once; an
-    /// operation picks one of them at random (empty: draw online).
-    sampled: Vec<u32>,
+    /// `workload`: the accesses sampled for the pool (0: `online`).
+    accesses: u64,
+    /// `online`: key lengths and value sizes (with chained sizes) per
+    /// `index mod 32768`.
+    key_lengths: Vec<u16>,
+    sizes: Vec<u32>,
+    chains: Vec<Vec<u32>>,
 }
 
 /// Draws operations; shared by the threads (immutable).
 pub struct Generator {
-    keys: Vec<Vec<u8>>,
-    /// Pre-generated: each key's value size, drawn once (empty: online).
-    value_sizes: Vec<u32>,
-    /// Pre-generated: each key's TTL, drawn once (empty: none).
-    ttls: Vec<u32>,
     pools: Vec<PoolGen>,
     op_pool: WeightedIndex<f64>,
     max_value: u32,
+    num_keys: u64,
+    /// `workload`: the seed every per-key and per-sample draw derives from.
+    seed: u64,
+    pregenerated: bool,
+    /// Base-26 digits that tell all keys apart (workload names).
+    digits: u32,
+    /// `workload` names drawn and kept (when some could repeat).
+    names: Option<KeyTable>,
+}
+
+/// Key names end to end, and where each ends.
+struct KeyTable {
+    bytes: Vec<u8>,
+    offsets: Vec<u64>,
 }
 
 /// One drawn operation.
@@ -247,48 +371,138 @@ pub struct Request {
     pub ttl_secs: u32,
 }
 
+/// A 64-bit mix (SplitMix64's finaliser).
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The generator for draw `what` of item `index` (a key's attributes, or a
+/// pool's sampled access): independent streams per (seed, what, index).
+fn derived(seed: u64, what: u64, index: u64) -> SmallRng {
+    SmallRng::seed_from_u64(mix64(seed ^ mix64(what.wrapping_add(mix64(index)))))
+}
+
+const KEY_NAME: u64 = 1;
+const KEY_SIZE: u64 = 2;
+const KEY_TTL: u64 = 3;
+const KEY_CHAIN: u64 = 4;
+/// Pool `i`'s samples: `SAMPLE + i`.
+const SAMPLE: u64 = 16;
+
 impl Generator {
-    /// Builds the key set (`numKeys` keys with their sizes) and the samplers.
+    /// The `online` generator (upstream's `OnlineGenerator`).
     pub fn new(spec: &Spec, seed: u64) -> Result<Generator, String> {
-        use rand::SeedableRng;
+        Generator::build(spec, seed, None)
+    }
+
+    /// The `workload` generator (upstream's `WorkloadGenerator`): keys,
+    /// sizes and TTLs fixed per key, and per pool
+    /// `min(accesses × opPoolDistribution[i], 2^32 − 1)` sampled accesses,
+    /// where `accesses` is numOps × numThreads. `progress` gets upstream's
+    /// `Generating X.XXM sampled accesses` count per pool.
+    pub fn pregenerated(
+        spec: &Spec,
+        seed: u64,
+        accesses: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Generator, String> {
+        if spec.num_keys > WORKLOAD_MAX_KEYS {
+            return Err(format!(
+                "Too many keys specified: {}. Maximum allowed is 4 Billion. (upstream's words: the \
+                 workload generator takes at most {WORKLOAD_MAX_KEYS} keys; the online generator \
+                 takes more)",
+                spec.num_keys
+            ));
+        }
+        let g = Generator::build(spec, seed, Some(accesses))?;
+        for p in &g.pools {
+            progress(p.accesses);
+        }
+        Ok(g)
+    }
+
+    fn build(spec: &Spec, seed: u64, accesses: Option<u64>) -> Result<Generator, String> {
         let n_pools = spec.key_pool_distribution.len().max(1);
         if spec.mixes.is_empty() {
             return Err("no pool distribution".into());
         }
+        if spec.num_keys == 0 {
+            return Err("numKeys is 0".into());
+        }
         let mix = |p: usize| &spec.mixes[p.min(spec.mixes.len() - 1)];
-        let kp_sum: f64 = spec.key_pool_distribution.iter().sum();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut keys = Vec::with_capacity(spec.num_keys as usize);
-        let mut seen = std::collections::HashSet::new();
+        let kp: Vec<f64> = if spec.key_pool_distribution.is_empty() {
+            vec![1.0]
+        } else {
+            spec.key_pool_distribution.clone()
+        };
+        let kp_sum: f64 = kp.iter().sum();
+        // Upstream's generateFirstKeyIndexForPool.
+        let mut firsts = vec![0u64];
+        let mut acc = 0.0;
+        for p in &kp {
+            acc += p;
+            let at = (spec.num_keys as f64 * acc / kp_sum.max(f64::MIN_POSITIVE)) as u64;
+            firsts.push(at.min(spec.num_keys));
+        }
+        let mut digits = 1;
+        while 26f64.powi(digits as i32) < spec.num_keys as f64 {
+            digits += 1;
+        }
+        // `workload` names shorter than the index's base-26 digits can
+        // repeat: then the names are drawn and kept, sorted and without
+        // duplicates per pool, as upstream's generateKeys (the pools'
+        // bounds move with what was removed).
+        let mut names = None;
+        if accesses.is_some() && (0..n_pools).any(|p| shortest_key(mix(p)) < digits) {
+            let mut table = KeyTable {
+                bytes: Vec::new(),
+                offsets: vec![0],
+            };
+            let mut kept = vec![0u64];
+            let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+            for p in 0..n_pools {
+                let m = mix(p);
+                let sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
+                let mut keys: Vec<Vec<u8>> = (firsts[p]..firsts[p + 1].max(firsts[p]))
+                    .map(|i| {
+                        let mut rng = derived(seed, KEY_NAME, i);
+                        let len = sizes.draw(&mut rng).max(1);
+                        (0..len)
+                            .map(|_| b'a' + (rng.next_u64() % 26) as u8)
+                            .collect()
+                    })
+                    .collect();
+                keys.sort_unstable();
+                keys.dedup();
+                // A name an earlier pool has stays that pool's (the
+                // consistency checker follows a key by its index).
+                if p > 0 {
+                    keys.retain(|k| !seen.contains(k));
+                }
+                if p + 1 < n_pools {
+                    seen.extend(keys.iter().cloned());
+                }
+                for k in keys {
+                    table.bytes.extend_from_slice(&k);
+                    table.offsets.push(table.bytes.len() as u64);
+                }
+                kept.push(table.offsets.len() as u64 - 1);
+            }
+            firsts = kept;
+            names = Some(table);
+        }
+        let num_keys = firsts.last().copied().unwrap_or(0);
+        let mut rng = SmallRng::seed_from_u64(seed);
         let mut pools = Vec::with_capacity(n_pools);
         let mut max_value = 0;
         for p in 0..n_pools {
-            let share = spec.key_pool_distribution.get(p).copied().unwrap_or(1.0)
-                / kp_sum.max(f64::MIN_POSITIVE);
-            let count = if p + 1 == n_pools {
-                spec.num_keys - keys.len() as u64
-            } else {
-                (spec.num_keys as f64 * share).round() as u64
-            };
+            let (first_key, end) = (firsts[p], firsts[p + 1].max(firsts[p]));
             let m = mix(p);
             let key_sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
             let vals = Sizes::new(&m.val_size_range, &m.val_size_probability, "valSizeRange")?;
             max_value = max_value.max(vals.max());
-            let first_key = keys.len() as u64;
-            let mut attempts = 0u64;
-            while (keys.len() as u64) < first_key + count {
-                let len = key_sizes.draw(&mut rng).max(1) as usize;
-                let key: Vec<u8> = (0..len).map(|_| rng.random_range(b'a'..=b'z')).collect();
-                attempts += 1;
-                if seen.insert(key.clone()) {
-                    keys.push(key);
-                } else if attempts > count.saturating_mul(20) + 1000 {
-                    return Err(format!(
-                        "cannot make {count} distinct keys from keySizeRange {:?}: too few possible keys",
-                        m.key_size_range
-                    ));
-                }
-            }
             let ops = WeightedIndex::new(
                 m.op_weights
                     .iter()
@@ -321,6 +535,7 @@ impl Generator {
                     ))
                 }
             };
+            let (left, right) = (first_key, end.saturating_sub(1).max(first_key));
             let popularity = match &m.popularity {
                 Some((buckets, weights)) => {
                     if buckets.len() != weights.len() || buckets.is_empty() {
@@ -330,34 +545,35 @@ impl Generator {
                             weights.len()
                         ));
                     }
-                    // Scale the buckets to the pool's key count.
-                    let total: u64 = buckets.iter().sum::<u64>().max(1);
-                    let mut bounds = Vec::with_capacity(buckets.len());
-                    let mut acc = 0u64;
-                    for b in buckets {
-                        acc += b;
-                        bounds.push((acc as f64 / total as f64 * count as f64).round() as u64);
+                    if weights.iter().any(|w| !w.is_finite() || *w < 0.0)
+                        || weights.iter().sum::<f64>() <= 0.0
+                    {
+                        return Err(format!(
+                            "popularityWeights: expected non-negative weights with a positive sum, got {} entries",
+                            weights.len()
+                        ));
                     }
-                    let w = WeightedIndex::new(weights.iter().copied())
-                        .map_err(|e| format!("popularityWeights {weights:?}: {e}"))?;
-                    if m.legacy_key_gen {
-                        let mut raw = Vec::with_capacity(buckets.len());
-                        let mut acc = 0u64;
-                        for b in buckets {
-                            acc += b;
-                            raw.push(acc);
-                        }
-                        let scale = count.saturating_sub(1) as f64 / total as f64;
-                        Popularity::Legacy(raw, w, scale)
-                    } else {
-                        Popularity::Buckets(bounds, w)
-                    }
+                    Popularity::Discrete(FastDiscrete::new(
+                        left,
+                        right,
+                        buckets,
+                        weights,
+                        m.legacy_key_gen,
+                    ))
                 }
                 None => {
-                    let n = count.max(1) as f64;
-                    Popularity::Normal(
-                        Normal::new(n / 2.0, n / 4.0).map_err(|e| format!("popularity: {e}"))?,
-                    )
+                    let mu = (left + right) as f64 * 0.5;
+                    let sigma = (right - left) as f64 * 0.5 / 2.0;
+                    if sigma <= 0.0 {
+                        // One key: every draw is it.
+                        Popularity::Discrete(FastDiscrete::new(left, right, &[1], &[1.0], false))
+                    } else {
+                        Popularity::Normal(
+                            Normal::new(mu, sigma).map_err(|e| format!("popularity: {e}"))?,
+                            left,
+                            right,
+                        )
+                    }
                 }
             };
             let ttl = match &m.ttl {
@@ -366,16 +582,46 @@ impl Generator {
                 }
                 _ => None,
             };
-            pools.push(PoolGen {
+            let op_share = if spec.op_pool_distribution.is_empty() {
+                1.0
+            } else {
+                spec.op_pool_distribution.get(p).copied().unwrap_or(0.0)
+            };
+            let mut pool = PoolGen {
                 first_key,
-                keys: count,
                 ops,
+                key_sizes,
                 vals,
                 popularity,
                 chain,
                 ttl,
-                sampled: Vec::new(),
-            });
+                accesses: 0,
+                key_lengths: Vec::new(),
+                sizes: Vec::new(),
+                chains: Vec::new(),
+            };
+            match accesses {
+                Some(a) => {
+                    pool.accesses = ((a as f64 * op_share) as u64).clamp(1, u64::from(u32::MAX));
+                }
+                None => {
+                    // Upstream's tables: key lengths (at least the index's
+                    // 8 bytes), then value sizes with their chains.
+                    pool.key_lengths = (0..ONLINE_TABLE)
+                        .map(|_| pool.key_sizes.draw(&mut rng).clamp(8, u32::from(u16::MAX)) as u16)
+                        .collect();
+                    for _ in 0..ONLINE_TABLE {
+                        pool.sizes.push(pool.vals.draw(&mut rng));
+                        pool.chains.push(match &pool.chain {
+                            Some((len, vals)) => (0..len.draw(&mut rng))
+                                .map(|_| vals.draw(&mut rng))
+                                .collect(),
+                            None => Vec::new(),
+                        });
+                    }
+                }
+            }
+            pools.push(pool);
         }
         let op_pool = WeightedIndex::new(if spec.op_pool_distribution.is_empty() {
             vec![1.0; n_pools]
@@ -384,107 +630,75 @@ impl Generator {
         })
         .map_err(|e| format!("opPoolDistribution {:?}: {e}", spec.op_pool_distribution))?;
         Ok(Generator {
-            keys,
-            value_sizes: Vec::new(),
-            ttls: Vec::new(),
             pools,
             op_pool,
             max_value,
+            num_keys,
+            seed,
+            pregenerated: accesses.is_some(),
+            digits,
+            names,
         })
     }
 
-    /// The `workload` generator: as [`Generator::new`], then, as upstream
-    /// pre-generates its workload, each key gets one value size for the
-    /// run and each pool `accesses` key choices (at most 10 M) sampled
-    /// from its popularity up front; an operation then picks one of the
-    /// sampled choices at random. `progress` gets upstream's lines
-    /// (`Generating X.XXM sampled accesses` per pool).
-    pub fn pregenerated(
-        spec: &Spec,
-        seed: u64,
-        accesses: u64,
-        progress: &mut dyn FnMut(String),
-    ) -> Result<Generator, String> {
-        use rand::SeedableRng;
-        let mut g = Generator::new(spec, seed)?;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
-        let mut sizes = vec![0u32; g.keys.len()];
-        for p in &g.pools {
-            for k in p.first_key..p.first_key + p.keys {
-                sizes[k as usize] = p.vals.draw(&mut rng);
-            }
-        }
-        g.value_sizes = sizes;
-        // TTLs per key, as upstream's pre-generated requests carry them.
-        if g.pools.iter().any(|p| p.ttl.is_some()) {
-            let mut ttls = vec![0u32; g.keys.len()];
-            for p in &g.pools {
-                if let Some(t) = &p.ttl {
-                    for k in p.first_key..p.first_key + p.keys {
-                        ttls[k as usize] = t.draw(&mut rng);
-                    }
-                }
-            }
-            g.ttls = ttls;
-        }
-        let n = accesses.clamp(1, 10_000_000);
-        for p in 0..g.pools.len() {
-            if g.pools[p].keys == 0 {
-                continue;
-            }
-            progress(crate::output::generating_accesses(n));
-            let sampled: Vec<u32> = (0..n).map(|_| g.draw_offset(p, &mut rng) as u32).collect();
-            g.pools[p].sampled = sampled;
-        }
-        Ok(g)
-    }
-
-    /// A key offset within pool `p` drawn from its popularity.
-    fn draw_offset(&self, pool: usize, rng: &mut impl Rng) -> u64 {
-        let p = &self.pools[pool];
-        if p.keys == 0 {
-            return 0;
-        }
-        match &p.popularity {
-            Popularity::Buckets(bounds, w) => {
-                let b = w.sample(rng);
-                let lo = if b == 0 { 0 } else { bounds[b - 1] };
-                let hi = bounds[b].max(lo + 1).min(p.keys);
-                if hi <= lo {
-                    lo.min(p.keys - 1)
-                } else {
-                    rng.random_range(lo..hi)
-                }
-            }
-            Popularity::Legacy(bounds, w, scale) => {
-                let b = w.sample(rng);
-                let lo = if b == 0 { 0 } else { bounds[b - 1] };
-                let hi = bounds[b].max(lo + 1);
-                let object = rng.random_range(lo..hi);
-                ((object as f64 * scale) as u64).min(p.keys - 1)
-            }
-            Popularity::Normal(n) => loop {
-                let x = n.sample(rng);
-                if x >= 0.0 && x < p.keys as f64 {
-                    break x as u64;
-                }
-            },
-        }
-    }
-
-    /// Whether the generator pre-generated its choices.
+    /// Whether this is the `workload` generator.
     pub fn is_pregenerated(&self) -> bool {
-        !self.value_sizes.is_empty()
+        self.pregenerated
     }
 
-    /// The key with index `i`.
-    pub fn key(&self, i: u64) -> &[u8] {
-        &self.keys[i as usize]
+    /// `workload`: the accesses sampled per pool (upstream's `Generating
+    /// X.XXM sampled accesses`); empty for `online`.
+    pub fn sampled_accesses(&self) -> Vec<u64> {
+        if self.pregenerated {
+            self.pools.iter().map(|p| p.accesses).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn pool_of(&self, key: u64) -> &PoolGen {
+        let i = self.pools.partition_point(|p| p.first_key <= key);
+        &self.pools[i.saturating_sub(1)]
+    }
+
+    /// The key with index `i`, written into `buf`.
+    pub fn key<'a>(&self, i: u64, buf: &'a mut Vec<u8>) -> &'a [u8] {
+        buf.clear();
+        let p = self.pool_of(i);
+        if !self.pregenerated {
+            // Upstream's online key: the index's bytes, padded with 'a'.
+            let len = p.key_lengths[(i % ONLINE_TABLE as u64) as usize] as usize;
+            buf.extend_from_slice(&i.to_le_bytes());
+            buf.resize(len.max(8), b'a');
+            return buf;
+        }
+        if let Some(t) = &self.names {
+            let (a, b) = (
+                t.offsets[i as usize] as usize,
+                t.offsets[i as usize + 1] as usize,
+            );
+            buf.extend_from_slice(&t.bytes[a..b]);
+            return buf;
+        }
+        let mut rng = derived(self.seed, KEY_NAME, i);
+        let len = p.key_sizes.draw(&mut rng).max(1) as usize;
+        let digits = self.digits as usize;
+        let random = len.saturating_sub(digits);
+        for _ in 0..random {
+            buf.push(b'a' + (rng.next_u64() % 26) as u8);
+        }
+        // The index in base 26 (as much of it as the length holds).
+        let mut rest = i;
+        for _ in random..len {
+            buf.push(b'a' + (rest % 26) as u8);
+            rest /= 26;
+        }
+        buf
     }
 
     /// Number of keys.
     pub fn num_keys(&self) -> u64 {
-        self.keys.len() as u64
+        self.num_keys
     }
 
     /// The largest value size any pool draws.
@@ -492,12 +706,20 @@ impl Generator {
         self.max_value
     }
 
-    /// Draws the sizes of the chained items an AddChained of `pool` adds
-    /// (none when the pool has no chains).
-    pub fn chain_sizes(&self, pool: usize, rng: &mut impl Rng, out: &mut Vec<u32>) {
-        if let Some((len, vals)) = &self.pools[pool.min(self.pools.len() - 1)].chain {
-            for _ in 0..len.draw(rng) {
-                out.push(vals.draw(rng));
+    /// The sizes of the chained items an AddChained of key `key` in `pool`
+    /// adds (none when the pool has no chains): fixed per key, as upstream.
+    pub fn chain_sizes(&self, pool: usize, key: u64, out: &mut Vec<u32>) {
+        let p = &self.pools[pool.min(self.pools.len() - 1)];
+        if !self.pregenerated {
+            if let Some(c) = p.chains.get((key % ONLINE_TABLE as u64) as usize) {
+                out.extend_from_slice(c);
+            }
+            return;
+        }
+        if let Some((len, vals)) = &p.chain {
+            let mut rng = derived(self.seed, KEY_CHAIN, key);
+            for _ in 0..len.draw(&mut rng) {
+                out.push(vals.draw(&mut rng));
             }
         }
     }
@@ -506,33 +728,52 @@ impl Generator {
     pub fn next(&self, rng: &mut impl Rng) -> Request {
         let pool = self.op_pool.sample(rng).min(self.pools.len() - 1);
         let p = &self.pools[pool];
-        let op = OPS[p.ops.sample(rng)];
-        let offset = if p.sampled.is_empty() {
-            self.draw_offset(pool, rng)
+        let key = if self.pregenerated {
+            // One of the pool's sampled accesses, uniformly; sample j is a
+            // fixed draw from the popularity.
+            let j = rng.random_range(0..p.accesses);
+            p.popularity
+                .sample(&mut derived(self.seed, SAMPLE + pool as u64, j))
         } else {
-            u64::from(p.sampled[rng.random_range(0..p.sampled.len())])
+            p.popularity.sample(rng)
         };
-        let key = p.first_key + offset;
-        let value_size = if self.value_sizes.is_empty() {
-            p.vals.draw(rng)
+        let op = OPS[p.ops.sample(rng)];
+        let (value_size, ttl_secs) = if self.pregenerated {
+            let size = p.vals.draw(&mut derived(self.seed, KEY_SIZE, key));
+            let ttl = p
+                .ttl
+                .as_ref()
+                .map_or(0, |t| t.draw(&mut derived(self.seed, KEY_TTL, key)));
+            (size, ttl)
         } else {
-            self.value_sizes[key as usize]
+            (p.sizes[(key % ONLINE_TABLE as u64) as usize], 0)
         };
         Request {
             pool,
             op,
             key,
             value_size,
-            ttl_secs: self.ttls.get(key as usize).copied().unwrap_or(0),
+            ttl_secs,
         }
     }
+}
+
+/// The shortest key a mix draws (1 at least).
+fn shortest_key(m: &PoolMix) -> u32 {
+    let (r, p) = (&m.key_size_range, &m.key_size_probability);
+    r.iter()
+        .zip(p.iter().chain(std::iter::repeat(&0.0)))
+        .filter(|(_, p)| **p > 0.0)
+        .map(|(r, _)| *r)
+        .min()
+        .unwrap_or(1)
+        .max(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
 
     fn mix(ops: [f64; 7]) -> PoolMix {
         PoolMix {
@@ -549,6 +790,15 @@ mod tests {
         }
     }
 
+    fn spec(num_keys: u64, m: PoolMix) -> Spec {
+        Spec {
+            num_keys,
+            key_pool_distribution: vec![1.0],
+            op_pool_distribution: vec![1.0],
+            mixes: vec![m],
+        }
+    }
+
     #[test]
     fn keys_pools_mix_and_sizes() {
         let spec = Spec {
@@ -559,8 +809,9 @@ mod tests {
         };
         let g = Generator::new(&spec, 1).unwrap();
         assert_eq!(g.num_keys(), 10_000);
-        assert!((0..10_000).all(|i| (8..16).contains(&g.key(i).len())));
-        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let mut buf = Vec::new();
+        assert!((0..10_000).all(|i| (8..16).contains(&g.key(i, &mut buf).len())));
+        let mut rng = SmallRng::seed_from_u64(2);
         let mut ops: HashMap<Op, u32> = HashMap::new();
         let mut pool_keys = [0u64; 2];
         for _ in 0..100_000 {
@@ -577,21 +828,40 @@ mod tests {
         assert!((pool_keys[0] as f64 / 100_000.0 - 0.5).abs() < 0.01);
     }
 
+    /// The online generator holds no per-key state: a key is its index's
+    /// bytes padded with 'a' (at least 8 bytes), and its size is fixed per
+    /// key, as upstream's OnlineGenerator; trillions of keys cost nothing.
+    #[test]
+    fn online_keys_come_from_their_index() {
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.key_size_range = vec![4, 12];
+        let g = Generator::new(&spec(14_463_466_000_000, m), 5).unwrap();
+        let mut buf = Vec::new();
+        let k = g.key(0x0102_0304_0506, &mut buf).to_vec();
+        assert_eq!(&k[..8], &0x0102_0304_0506u64.to_le_bytes());
+        assert!(k.len() >= 8 && k[8..].iter().all(|b| *b == b'a'), "{k:?}");
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut size_of: HashMap<u64, u32> = HashMap::new();
+        let mut seen = HashSet::new();
+        for _ in 0..20_000 {
+            let r = g.next(&mut rng);
+            assert!(r.key < 14_463_466_000_000);
+            assert_eq!(*size_of.entry(r.key).or_insert(r.value_size), r.value_size);
+            assert_eq!(r.ttl_secs, 0, "the online generator draws no TTLs");
+            seen.insert(r.key);
+        }
+        assert!(seen.len() > 19_000, "{}", seen.len());
+    }
+
     #[test]
     fn exact_value_sizes_and_popularity_buckets() {
         let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         m.val_size_range = vec![64, 512];
         m.val_size_probability = vec![0.25, 0.75];
-        // 10% of the keys take 90% of the accesses.
-        m.popularity = Some((vec![1, 9], vec![0.9, 0.1]));
-        let spec = Spec {
-            num_keys: 1000,
-            key_pool_distribution: vec![1.0],
-            op_pool_distribution: vec![1.0],
-            mixes: vec![m],
-        };
-        let g = Generator::new(&spec, 3).unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        // 10% of the objects take 90% of the accesses.
+        m.popularity = Some((vec![100_000, 900_000], vec![0.9, 0.1]));
+        let g = Generator::new(&spec(1000, m), 3).unwrap();
+        let mut rng = SmallRng::seed_from_u64(4);
         let (mut hot, mut small) = (0, 0);
         for _ in 0..50_000 {
             let r = g.next(&mut rng);
@@ -600,7 +870,48 @@ mod tests {
             hot += u32::from(r.key < 100);
         }
         assert!((f64::from(hot) / 50_000.0 - 0.9).abs() < 0.01, "{hot}");
-        assert!((f64::from(small) / 50_000.0 - 0.25).abs() < 0.01, "{small}");
+        // The online generator fixes one size per key (a quarter of them
+        // small), so the share over operations is near but not exactly it.
+        assert!((f64::from(small) / 50_000.0 - 0.25).abs() < 0.1, "{small}");
+    }
+
+    /// Upstream's FastDiscreteDistribution: equal-weight buckets, so the
+    /// hottest objects of the data take their weight's share of draws.
+    #[test]
+    fn fast_discrete_follows_the_weights() {
+        // Objects: 10 very hot (half the weight), 1,000 warm, 100,000 cold.
+        let d = FastDiscrete::new(
+            0,
+            1_000_000 - 1,
+            &[10, 1000, 100_000],
+            &[0.5, 0.3, 0.2],
+            false,
+        );
+        let mut rng = SmallRng::seed_from_u64(1);
+        let n = 200_000;
+        let mut hist = [0u32; 3];
+        for _ in 0..n {
+            let k = d.sample(&mut rng);
+            assert!(k < 1_000_000);
+            // The data's objects scaled to the pool: 10 objects ~ 99 keys.
+            let zone = if k < 100 {
+                0
+            } else if k < 10_000 {
+                1
+            } else {
+                2
+            };
+            hist[zone] += 1;
+        }
+        let share = |z: usize| f64::from(hist[z]) / n as f64;
+        assert!((share(0) - 0.5).abs() < 0.01, "{hist:?}");
+        assert!((share(1) - 0.3).abs() < 0.02, "{hist:?}");
+        assert!((share(2) - 0.2).abs() < 0.02, "{hist:?}");
+        // Legacy key generation: at most as many keys as objects.
+        let d = FastDiscrete::new(0, 1_000_000 - 1, &[10, 1000], &[0.5, 0.5], true);
+        let keys: HashSet<u64> = (0..100_000).map(|_| d.sample(&mut rng)).collect();
+        assert!(keys.len() <= 1100, "{}", keys.len());
+        assert!(keys.iter().any(|k| *k > 900_000), "spread over the pool");
     }
 
     #[test]
@@ -608,24 +919,23 @@ mod tests {
         let mut m = mix([1.0; 7]);
         m.val_size_range = vec![1, 2, 3, 4];
         m.val_size_probability = vec![0.5, 0.5];
-        let spec = Spec {
-            num_keys: 10,
-            key_pool_distribution: vec![1.0],
-            op_pool_distribution: vec![1.0],
-            mixes: vec![m],
-        };
-        let err = Generator::new(&spec, 1).err().unwrap();
+        let err = Generator::new(&spec(10, m), 1).err().unwrap();
         assert!(err.contains("valSizeRange has 4 values"), "{err}");
+        // One-letter keys: at most 26 distinct, as upstream's sorted and
+        // deduplicated names.
         let mut m = mix([1.0; 7]);
         m.key_size_range = vec![1, 2];
-        let spec = Spec {
-            num_keys: 100,
-            key_pool_distribution: vec![1.0],
-            op_pool_distribution: vec![1.0],
-            mixes: vec![m],
-        };
-        let err = Generator::new(&spec, 1).err().unwrap();
-        assert!(err.contains("distinct keys"), "{err}");
+        let g = Generator::pregenerated(&spec(100, m), 1, 1000, &mut |_| {}).unwrap();
+        assert!(g.num_keys() <= 26 && g.num_keys() > 20, "{}", g.num_keys());
+        let mut buf = Vec::new();
+        let names: std::collections::HashSet<Vec<u8>> = (0..g.num_keys())
+            .map(|i| g.key(i, &mut buf).to_vec())
+            .collect();
+        assert_eq!(names.len() as u64, g.num_keys());
+        let err = Generator::pregenerated(&spec(5_000_000_000, mix([1.0; 7])), 1, 1, &mut |_| {})
+            .err()
+            .unwrap();
+        assert!(err.contains("Maximum allowed is 4 Billion"), "{err}");
     }
 
     #[test]
@@ -633,27 +943,31 @@ mod tests {
         let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         m.val_size_range = vec![64, 512];
         m.val_size_probability = vec![0.25, 0.75];
-        m.popularity = Some((vec![1, 9], vec![0.9, 0.1]));
-        let spec = Spec {
-            num_keys: 1000,
-            key_pool_distribution: vec![1.0],
-            op_pool_distribution: vec![1.0],
-            mixes: vec![m],
-        };
-        let mut lines = Vec::new();
-        let g = Generator::pregenerated(&spec, 3, 200_000, &mut |l| lines.push(l)).unwrap();
+        m.popularity = Some((vec![100_000, 900_000], vec![0.9, 0.1]));
+        let spec = spec(1000, m);
+        let mut counts = Vec::new();
+        let g = Generator::pregenerated(&spec, 3, 200_000, &mut |n| counts.push(n)).unwrap();
         assert!(g.is_pregenerated());
         assert!(!Generator::new(&spec, 3).unwrap().is_pregenerated());
-        assert_eq!(lines, ["Generating 0.20M sampled accesses\n"]);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        assert_eq!(counts, [200_000]);
+        let mut rng = SmallRng::seed_from_u64(4);
         let mut size_of: HashMap<u64, u32> = HashMap::new();
         let (mut hot, mut small) = (0, 0);
+        let mut buf = Vec::new();
+        let mut names = HashSet::new();
         for _ in 0..50_000 {
             let r = g.next(&mut rng);
             // One size per key for the whole run.
             assert_eq!(*size_of.entry(r.key).or_insert(r.value_size), r.value_size);
             hot += u32::from(r.key < 100);
+            let k = g.key(r.key, &mut buf);
+            assert!((8..16).contains(&k.len()) && k.iter().all(u8::is_ascii_lowercase));
+            names.insert((r.key, k.to_vec()));
         }
+        // One name per key, distinct keys distinct names.
+        let by_name: HashSet<&Vec<u8>> = names.iter().map(|(_, n)| n).collect();
+        assert_eq!(by_name.len(), size_of.len());
+        assert_eq!(names.len(), size_of.len());
         for s in size_of.values() {
             small += u32::from(*s == 64);
         }
@@ -663,11 +977,84 @@ mod tests {
         assert!((share - 0.25).abs() < 0.06, "{share}");
         // The same seed gives the same sampled workload.
         let g2 = Generator::pregenerated(&spec, 3, 200_000, &mut |_| {}).unwrap();
-        let mut r1 = rand::rngs::StdRng::seed_from_u64(9);
-        let mut r2 = rand::rngs::StdRng::seed_from_u64(9);
+        let mut r1 = SmallRng::seed_from_u64(9);
+        let mut r2 = SmallRng::seed_from_u64(9);
         for _ in 0..1000 {
             assert_eq!(g.next(&mut r1), g2.next(&mut r2));
         }
+    }
+
+    /// Distinct keys over N operations, against upstream's sampling model:
+    /// each pool samples M accesses i.i.d. from its popularity and every
+    /// operation picks one of the M uniformly. N picks touch
+    /// D = M (1 - (1 - 1/M)^N) samples on average, and those are i.i.d.
+    /// draws, so the distinct keys are sum_k 1 - (1 - p_k)^D. Checked with
+    /// a uniform popularity (one popularityBuckets entry) and upstream's
+    /// default normal popularity, over several threads.
+    #[test]
+    fn distinct_keys_match_upstreams_sampling_model() {
+        let keys = 200_000u64;
+        let (threads, per_thread) = (4u64, 100_000u64);
+        let n = threads * per_thread;
+        let expect = |p: &dyn Fn(u64) -> f64| {
+            let m = n as f64;
+            let d = m * (1.0 - (1.0 - 1.0 / m).powf(n as f64));
+            (0..keys).map(|k| 1.0 - (1.0 - p(k)).powf(d)).sum::<f64>()
+        };
+        let count = |m: PoolMix| {
+            let g = Generator::pregenerated(&spec(keys, m), 7, n, &mut |_| {}).unwrap();
+            let seen = std::sync::Mutex::new(HashSet::new());
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let (g, seen) = (&g, &seen);
+                    s.spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(100 + t);
+                        let mine: Vec<u64> =
+                            (0..per_thread).map(|_| g.next(&mut rng).key).collect();
+                        seen.lock().unwrap().extend(mine);
+                    });
+                }
+            });
+            seen.into_inner().unwrap().len() as f64
+        };
+        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.popularity = Some((vec![keys * 10], vec![1.0]));
+        let (got, want) = (count(m.clone()), expect(&|_| 1.0 / keys as f64));
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "uniform: {got} keys, model {want}"
+        );
+        // Fresh draws per operation (no sample reuse) would give many more.
+        let fresh = keys as f64 * (1.0 - (-(n as f64) / keys as f64).exp());
+        assert!(fresh > want * 1.1, "{fresh} vs {want}");
+        // Normal: mean at the middle, sd a quarter of the range, rounded
+        // and truncated to the pool.
+        m.popularity = None;
+        let (mu, sd, hi) = (
+            (keys - 1) as f64 / 2.0,
+            (keys - 1) as f64 / 4.0,
+            (keys - 1) as f64,
+        );
+        let cdf = |x: f64| 0.5 * (1.0 + erf((x - mu) / (sd * std::f64::consts::SQRT_2)));
+        let inside = cdf(hi + 0.5) - cdf(-0.5);
+        let p = |k: u64| (cdf(k as f64 + 0.5) - cdf(k as f64 - 0.5)) / inside;
+        let (got, want) = (count(m), expect(&p));
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "normal: {got} keys, model {want}"
+        );
+    }
+
+    /// erf by Abramowitz and Stegun 7.1.26 (error below 1.5e-7).
+    fn erf(x: f64) -> f64 {
+        let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+        let y = 1.0
+            - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736)
+                * t
+                + 0.254_829_592)
+                * t
+                * (-x * x).exp();
+        y.copysign(x)
     }
 
     /// TTLs per key as upstream draws them (exact values or ranges, per
@@ -676,14 +1063,9 @@ mod tests {
     fn ttls_are_drawn_per_key() {
         let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         m.ttl = Some((vec![60.0, 3600.0, 86400.0], vec![0.5, 0.4, 0.1]));
-        let spec = Spec {
-            num_keys: 5000,
-            key_pool_distribution: vec![1.0],
-            op_pool_distribution: vec![1.0],
-            mixes: vec![m.clone()],
-        };
-        let g = Generator::pregenerated(&spec, 1, 10_000, &mut |_| {}).unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let s = spec(5000, m.clone());
+        let g = Generator::pregenerated(&s, 1, 10_000, &mut |_| {}).unwrap();
+        let mut rng = SmallRng::seed_from_u64(2);
         let mut by_key: HashMap<u64, u32> = HashMap::new();
         for _ in 0..20_000 {
             let r = g.next(&mut rng);
@@ -694,56 +1076,40 @@ mod tests {
         assert!((hour - 0.4).abs() < 0.05, "{hour}");
         // Ranges: uniform within [10, 30).
         m.ttl = Some((vec![10.0, 30.0], vec![1.0]));
-        let spec = Spec {
-            mixes: vec![m.clone()],
-            ..spec
-        };
-        let g = Generator::pregenerated(&spec, 1, 1000, &mut |_| {}).unwrap();
+        let s = spec(5000, m.clone());
+        let g = Generator::pregenerated(&s, 1, 1000, &mut |_| {}).unwrap();
         for _ in 0..1000 {
             assert!((10..30).contains(&g.next(&mut rng).ttl_secs));
         }
         // The online generator draws none, as upstream's.
-        let g = Generator::new(&spec, 1).unwrap();
+        let g = Generator::new(&s, 1).unwrap();
         assert_eq!(g.next(&mut rng).ttl_secs, 0);
         m.ttl = Some((vec![10.0, 20.0, 30.0], vec![0.5]));
-        let spec = Spec {
-            mixes: vec![m],
-            ..spec
-        };
-        let e = Generator::new(&spec, 1).err().unwrap();
+        let e = Generator::new(&spec(5000, m), 1).err().unwrap();
         assert!(e.contains("do not match up"), "{e}");
     }
 
-    /// useLegacyKeyGen: the buckets keep the popularity data's sizes, so
-    /// about as many keys are used as the data has objects, spread over
-    /// the pool; without it every key is used.
+    /// Chained sizes are fixed per key in both generators.
     #[test]
-    fn legacy_key_generation_uses_the_datas_objects() {
-        let mut m = mix([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-        m.popularity = Some((vec![100, 900], vec![0.5, 0.5]));
-        let distinct = |legacy: bool| {
-            let mut m = m.clone();
-            m.legacy_key_gen = legacy;
-            let spec = Spec {
-                num_keys: 10_000,
-                key_pool_distribution: vec![1.0],
-                op_pool_distribution: vec![1.0],
-                mixes: vec![m],
-            };
-            let g = Generator::new(&spec, 1).unwrap();
-            let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-            let mut seen = std::collections::HashSet::new();
-            for _ in 0..200_000 {
-                let r = g.next(&mut rng);
-                assert!(r.key < 10_000);
-                seen.insert(r.key);
-            }
-            (seen.len(), seen.into_iter().max().unwrap())
-        };
-        let (legacy, legacy_max) = distinct(true);
-        assert!(legacy <= 1000, "{legacy}");
-        assert!(legacy_max > 9000, "spread over the pool: {legacy_max}");
-        let (scaled, _) = distinct(false);
-        assert!(scaled > 9000, "{scaled}");
+    fn chain_sizes_are_fixed_per_key() {
+        let mut m = mix([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        m.add_chained = 1.0;
+        m.chain = Some(ChainSpec {
+            length_range: vec![1, 5],
+            length_probability: vec![1.0],
+            val_size_range: vec![10, 100],
+            val_size_probability: vec![1.0],
+        });
+        let s = spec(1000, m);
+        for g in [
+            Generator::new(&s, 1).unwrap(),
+            Generator::pregenerated(&s, 1, 1000, &mut |_| {}).unwrap(),
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            g.chain_sizes(0, 17, &mut a);
+            g.chain_sizes(0, 17, &mut b);
+            assert_eq!(a, b);
+            assert!((1..5).contains(&a.len()) && a.iter().all(|s| (10..100).contains(s)));
+        }
     }
 }

@@ -10,11 +10,14 @@
 //!   (`rackbench cachebench --json_test_config FILE`).
 
 pub mod cache;
+pub mod chunked;
 mod command;
 pub mod config;
 pub mod counters;
 pub mod generator;
+pub mod latency;
 pub mod metrics;
+pub mod nand;
 pub mod nvm;
 pub mod output;
 pub mod plots;

@@ -29,6 +29,10 @@ pub struct CacheBenchMetrics {
     pub interrupted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by_timeout_seconds: Option<u64>,
+    /// rackbench's own: seconds from the command's start until every
+    /// instance had begun its first operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_op_secs: Option<f64>,
     /// Why the run failed: inconsistent reads, failed stressor threads, or
     /// an NVM device error (in that order of precedence).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,9 +100,10 @@ pub struct NvmMetrics {
     pub bytes_written: u64,
     pub logical_bytes_written: u64,
     pub app_write_amplification: Option<f64>,
-    /// Upstream reads it from the drive's own write counter (SMART/NVMe
-    /// log); rackbench has no portable source for it, so it is always
-    /// `null` rather than a guess.
+    /// NAND bytes written (the `writeAmpDeviceList` drives' own count,
+    /// read through nvme-cli as upstream) / `bytes_written`; `null` when
+    /// the drives were not read.
+    pub nand_bytes_written: Option<u64>,
     pub device_write_amplification: Option<f64>,
     /// Device I/O latency, µs per device read and write call: upstream's
     /// `NVM Read  Latency` and `NVM Write Latency` (navy's
@@ -163,6 +168,7 @@ pub fn of_record(r: &CacheBenchRecord) -> CacheBenchMetrics {
         series: (!r.series.is_empty()).then(|| r.series.clone()),
         interrupted: r.interrupted.then_some(true),
         stopped_by_timeout_seconds: r.stopped_by_timeout_seconds,
+        first_op_secs: r.first_op_secs,
         error,
     }
 }
@@ -236,7 +242,11 @@ fn nvm_metrics(n: &NvmSide) -> NvmMetrics {
         bytes_written: d.bytes_written,
         logical_bytes_written: logical,
         app_write_amplification: (logical != 0).then(|| d.bytes_written as f64 / logical as f64),
-        device_write_amplification: None,
+        nand_bytes_written: n.nand_bytes_written,
+        device_write_amplification: n
+            .nand_bytes_written
+            .filter(|_| d.bytes_written > 0)
+            .map(|nand| nand as f64 / d.bytes_written as f64),
         device_read_latency_us: quantiles(Some(&d.read_latency_us)),
         device_write_latency_us: quantiles(Some(&d.write_latency_us)),
         engine_lookup_latency_us: quantiles(e.read_latency_us.as_ref()),
@@ -300,6 +310,7 @@ mod tests {
             stopped_by_timeout_seconds: None,
             nvm_failure: None,
             layout: Default::default(),
+            first_op_secs: None,
         }
     }
 

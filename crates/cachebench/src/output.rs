@@ -48,11 +48,13 @@
 //! in NVM`, `NVM Gets`, `NVM Puts`, `NVM Evicts`, `NVM Deletes`) show
 //! zeros, as upstream shows them for a DRAM-only cache; the block upstream
 //! prints only after NVM traffic (`RAM Hit Ratio`/`NVM Hit Ratio`, the
-//! device's `NVM Read  Latency`/`NVM Write Latency` percentiles, bytes
-//! written, write amplification) appears once NVM saw a get, put or
-//! delete. Blocks of features not built (background evictors, API latency
-//! and per-class memory reports behind flags, item destructors, navy's
-//! `BlockCache` latency blocks, the DRAM iterator) are left out.
+//! device's `NVM Read  Latency`/`NVM Write Latency` percentiles and the
+//! `BlockCache Insert/Lookup/Remove Latency` ones, each over the last
+//! minute, bytes written, write amplification) appears once NVM saw a get,
+//! put or delete. With `--report_api_latency` the `Cache Find API latency`
+//! and `Cache Allocate API latency` percentiles follow the hit ratio.
+//! Blocks of features not built (background evictors, per-class memory
+//! reports, item destructors, the DRAM iterator) are left out.
 
 use std::fmt::Write as _;
 
@@ -169,7 +171,7 @@ impl Style {
     }
 
     /// An integer as upstream prints it: `{:,}` or `{}`.
-    fn int(self, n: u64) -> String {
+    pub(crate) fn int(self, n: u64) -> String {
         if self.separators {
             commas(n)
         } else {
@@ -178,7 +180,7 @@ impl Style {
     }
 
     /// `v` with `prec` decimals as upstream prints it (`{:.Nf}`).
-    fn fixed(self, v: f64, prec: usize) -> String {
+    pub(crate) fn fixed(self, v: f64, prec: usize) -> String {
         if self.separators {
             fixed_half_away(v, prec)
         } else if v.is_nan() {
@@ -561,6 +563,21 @@ fn render_allocator(st: Style, c: &CacheStats, aggregated: bool) -> String {
             "Hit Ratio     : {:>6}%",
             st.fixed(inv_pct(total_misses(c), c.gets), 2)
         );
+        // --report_api_latency (not for sums over instances, as upstream).
+        if let Some(l) = c.api_latency_ns.as_ref().filter(|_| !aggregated) {
+            out.push_str(&percentile_lines(
+                st,
+                "Cache Find API latency",
+                &l.get,
+                "ns",
+            ));
+            out.push_str(&percentile_lines(
+                st,
+                "Cache Allocate API latency",
+                &l.set,
+                "ns",
+            ));
+        }
     }
     if let Some(x) = nvm.filter(|_| n.nvm_gets > 0 || n.nvm_deletes > 0 || n.puts > 0) {
         out.push_str(&nvm_traffic(st, c, x, aggregated));
@@ -648,32 +665,30 @@ fn nvm_traffic(st: Style, c: &CacheStats, x: &crate::cache::NvmSide, aggregated:
         st.int(n.rejects_expiry),
         st.int(n.rejects_clean)
     );
-    let quantiles = [
-        ("p50", 0.5),
-        ("p90", 0.9),
-        ("p99", 0.99),
-        ("p999", 0.999),
-        ("p9999", 0.9999),
-        ("p99999", 0.99999),
-        ("p999999", 0.999999),
-        ("p100", 1.0),
-    ];
     // Upstream's figures are navy's device latency (`navy_device_read_latency_us`
     // and `navy_device_write_latency_us`): the time of each device read and
-    // write call, whole microseconds.
+    // write call, whole microseconds, over the last minute; then BlockCache's
+    // insert, lookup and remove calls (`navy_bc_*_latency_us`, one arena).
+    let empty = crate::latency::histogram();
+    let bc = x.engine.large.as_ref().and_then(|l| l.latency_us.as_ref());
     let latency = [
         ("NVM Read  Latency", &x.engine.device.read_latency_us),
         ("NVM Write Latency", &x.engine.device.write_latency_us),
+        (
+            "BlockCache Insert Latency",
+            bc.map_or(&empty, |b| &b.insert),
+        ),
+        (
+            "BlockCache Lookup Latency",
+            bc.map_or(&empty, |b| &b.lookup),
+        ),
+        (
+            "BlockCache Remove Latency",
+            bc.map_or(&empty, |b| &b.remove),
+        ),
     ];
     for (cat, h) in latency.iter().filter(|_| !aggregated) {
-        for (name, q) in quantiles {
-            let v = if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(q) as f64
-            };
-            let _ = writeln!(out, "{cat:<20} {name:<8} : {:>10} us", st.fixed(v, 2));
-        }
+        out.push_str(&percentile_lines(st, cat, h, "us"));
     }
     const GB: f64 = 1024.0 * 1024.0 * 1024.0;
     let physical = x.engine.device.bytes_written;
@@ -688,10 +703,13 @@ fn nvm_traffic(st: Style, c: &CacheStats, x: &crate::cache::NvmSide, aggregated:
         "NVM bytes written (logical)   : {:>6} GB",
         st.fixed(logical as f64 / GB, 2)
     );
+    // NAND bytes: the devices' own count (writeAmpDeviceList), 0 when not
+    // read, as upstream.
+    let nand = x.nand_bytes_written.unwrap_or(0);
     let _ = writeln!(
         out,
         "NVM bytes written (nand)      : {:>6} GB",
-        st.fixed(0.0, 2)
+        st.fixed(nand as f64 / GB, 2)
     );
     let _ = writeln!(
         out,
@@ -701,8 +719,35 @@ fn nvm_traffic(st: Style, c: &CacheStats, x: &crate::cache::NvmSide, aggregated:
     let _ = writeln!(
         out,
         "NVM dev write amplification   : {:>6}",
-        st.fixed(0.0, 2)
+        st.fixed(pct(nand, physical) / 100.0, 2)
     );
+    out
+}
+
+/// Upstream's eight percentile lines of a latency (`{cat:20} {pct:8} :
+/// {value:>10.2f} {unit}`, p50 to p100; zeros when nothing was recorded).
+fn percentile_lines(st: Style, cat: &str, h: &hdrhistogram::Histogram<u64>, unit: &str) -> String {
+    let quantiles = [
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p999", 0.999),
+        ("p9999", 0.9999),
+        ("p99999", 0.99999),
+        ("p999999", 0.999999),
+        ("p100", 1.0),
+    ];
+    let mut out = String::new();
+    for (name, q) in quantiles {
+        let v = if h.is_empty() {
+            0.0
+        } else if q >= 1.0 {
+            h.max() as f64
+        } else {
+            h.value_at_quantile(q) as f64
+        };
+        let _ = writeln!(out, "{cat:<20} {name:<8} : {:>10} {unit}", st.fixed(v, 2));
+    }
     out
 }
 
@@ -834,6 +879,7 @@ NVM Deletes   :               0 Skipped Deletes:   0.00%
             cache: CacheStats {
                 nvm: None,
                 release: Default::default(),
+                api_latency_ns: None,
                 gets: 480_592,
                 hits: 52_713,
                 expired: 12,
@@ -906,6 +952,63 @@ NVM Deletes   :               0 Skipped Deletes:   0.00%
         d.write_latency_us.record_n(130, 5).unwrap();
         s.cache.nvm = Some(side);
         s
+    }
+
+    /// Upstream's 24 `BlockCache ... Latency` lines after the device's (0
+    /// without a region engine's figures), and with `--report_api_latency`
+    /// the find and allocate lines after the hit ratio; neither in the
+    /// aggregate.
+    #[test]
+    fn blockcache_and_api_latency_lines() {
+        let mut s = hybrid();
+        let mut h = crate::latency::histogram();
+        crate::latency::record(&mut h, 1_500);
+        if let Some(n) = s.cache.nvm.as_mut()
+            && let Some(l) = n.engine.large.as_mut()
+        {
+            l.latency_us = Some(crate::latency::OpLatency {
+                insert: h.clone(),
+                lookup: crate::latency::histogram(),
+                remove: h.clone(),
+            });
+        }
+        s.cache.api_latency_ns = Some(crate::stats::ApiLatency {
+            get: h.clone(),
+            set: crate::latency::histogram(),
+        });
+        let out = allocator_stats(CUR, &s);
+        let lines: Vec<&str> = out.lines().collect();
+        let at = |p: &str| lines.iter().position(|l| l.starts_with(p)).unwrap();
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("BlockCache "))
+                .count(),
+            24
+        );
+        assert!(at("NVM Write Latency    p100") < at("BlockCache Insert Latency p50"));
+        assert!(
+            out.contains("BlockCache Insert Latency p100     :    1500.00 us\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("BlockCache Lookup Latency p50      :       0.00 us\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Cache Find API latency p90      :    1500.00 ns\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Cache Allocate API latency p100     :       0.00 ns\n"),
+            "{out}"
+        );
+        assert!(at("Hit Ratio") < at("Cache Find API latency p50"));
+        let sums = aggregated_report(CUR, &s, 2);
+        assert!(
+            !sums.contains("BlockCache") && !sums.contains("API latency"),
+            "{sums}"
+        );
     }
 
     #[test]

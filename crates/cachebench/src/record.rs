@@ -29,6 +29,11 @@ pub struct CacheBenchRecord {
     /// runs stored before it was kept print in the current layout.
     #[serde(default)]
     pub layout: crate::output::Layout,
+    /// rackbench's own: seconds from the command's start until every
+    /// instance had begun its first operation (the set-up time: config,
+    /// generator, cache and NVM device); none when one never began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_op_secs: Option<f64>,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -53,6 +58,9 @@ pub struct GeneratorStats {
     pub name: String,
     pub samples: u64,
     pub parse_errors: u64,
+    /// The piecewise and block replays' own stats block, as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// The most points [`series`] keeps.

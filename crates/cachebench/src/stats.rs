@@ -51,7 +51,11 @@ impl Throughput {
 }
 
 /// Latency of the cache's API calls (`--report_api_latency`), nanoseconds,
-/// merged over threads.
+/// over the last minute (upstream's sliding window): `get` is upstream's
+/// find (`Cache Find API latency`: every lookup of the stressor's gets,
+/// lone gets, updates, onlySetIfMiss sets and addChained parents), `set`
+/// its allocate (`Cache Allocate API latency`: every allocation, with the
+/// eviction it makes, promotions from NVM included).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ApiLatency {
     #[serde(with = "histogram")]
@@ -62,10 +66,10 @@ pub struct ApiLatency {
 
 impl Default for ApiLatency {
     fn default() -> Self {
-        let h = || {
-            hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
-        };
-        ApiLatency { get: h(), set: h() }
+        ApiLatency {
+            get: crate::latency::histogram(),
+            set: crate::latency::histogram(),
+        }
     }
 }
 
@@ -78,8 +82,8 @@ impl PartialEq for ApiLatency {
 impl ApiLatency {
     /// Adds another thread's histograms.
     pub fn add(&mut self, o: &ApiLatency) {
-        let _ = self.get.add(&o.get);
-        let _ = self.set.add(&o.set);
+        crate::latency::add(&mut self.get, &o.get);
+        crate::latency::add(&mut self.set, &o.set);
     }
 }
 

@@ -49,7 +49,7 @@ fn mini_job_prints_upstream_report_and_metrics() {
         "===JSON Config===",
         "Welcome to OSS version of cachebench",
         "Created 20000 keys in 0.00 mins",
-        "Generating 0.10M sampled accesses",
+        "Generating 0.05M sampled accesses",
         "Generated access patterns in ",
         "Total 0.10M ops to be run",
         "== Test Results ==",
@@ -404,6 +404,10 @@ impl LoopDev {
             .unwrap()
             .set_len(size)
             .unwrap();
+        LoopDev::attach_existing(backing)
+    }
+
+    fn attach_existing(backing: &Path) -> Option<LoopDev> {
         let why = match Command::new("losetup")
             .args(["--find", "--show"])
             .arg(backing)
@@ -1187,10 +1191,7 @@ const UPSTREAM_CONFIGS: &[(&str, Expect)] = {
             "integration_tests/object_cache.json",
             Refused("name 'object_cache'"),
         ),
-        (
-            "large_cache_test/config.json",
-            Refused("allocator 'LRU5B2Q'"),
-        ),
+        ("large_cache_test/config.json", Ran),
         ("simple_multi_instance_test.json", Ran),
         ("simple_test.json", Ran),
         ("simple_test_with_persistence.json", Ran),
@@ -1295,10 +1296,7 @@ const UPSTREAM_CONFIGS: &[(&str, Expect)] = {
             "throughput/uniform_values_get_throughput_test_single_pool.json",
             Ran,
         ),
-        (
-            "trace_replay/block_chunk/config_block.json",
-            Refused("generator 'block-replay'"),
-        ),
+        ("trace_replay/block_chunk/config_block.json", Ran),
         ("trace_replay/kvcache/config_kvtrace.json", Ran),
         (
             "trace_replay/kvcache/config_kvtrace_gen_binary.json",
@@ -1676,4 +1674,504 @@ fn hybrid_series_is_stored_and_charted_on_the_report_page() {
         );
     }
     assert!(html.contains("NVM device latency per progress interval"));
+}
+
+/// A block device's (major, minor).
+fn dev_numbers(p: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let r = std::fs::metadata(p).unwrap().rdev();
+    (
+        ((r >> 8) & 0xfff) | ((r >> 32) & !0xfff),
+        (r & 0xff) | ((r >> 12) & !0xff),
+    )
+}
+
+/// A cgroup v1 blkio group, removed on drop (None with the reason printed
+/// where the host has no writable blkio hierarchy, unless
+/// RACKBENCH_REQUIRE_BLKIO is set).
+struct BlkioGroup(PathBuf);
+
+impl BlkioGroup {
+    fn create(name: &str) -> Option<BlkioGroup> {
+        let root = Path::new("/sys/fs/cgroup/blkio");
+        let dir = root.join(format!("{name}-{}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) if dir.join("blkio.throttle.read_iops_device").exists() => Some(BlkioGroup(dir)),
+            Ok(()) => {
+                let _ = std::fs::remove_dir(&dir);
+                testenv::skip("blkio", "the blkio hierarchy has no throttle files");
+                None
+            }
+            Err(e) => {
+                testenv::skip(
+                    "blkio",
+                    &format!(
+                        "no writable cgroup v1 blkio hierarchy at {}: {e}",
+                        root.display()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Reads of `dev` by the group's processes: at most `iops` per second.
+    fn throttle_reads(&self, dev: &Path, iops: u32) {
+        let (ma, mi) = dev_numbers(dev);
+        std::fs::write(
+            self.0.join("blkio.throttle.read_iops_device"),
+            format!("{ma}:{mi} {iops}"),
+        )
+        .unwrap();
+    }
+
+    /// `cmd` run inside the group (through `sh`, which joins it and execs),
+    /// with `prefix` (e.g. `chrt`) before it.
+    fn command(&self, prefix: &[&str], cmd: &Command) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!(
+                "echo $$ > '{}' && exec \"$@\"",
+                self.0.join("cgroup.procs").display()
+            ))
+            .arg("sh")
+            .args(prefix)
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .stdin(Stdio::null());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = cmd.get_current_dir() {
+            c.current_dir(d);
+        }
+        c
+    }
+}
+
+impl Drop for BlkioGroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// A tracefs instance recording one block device's request issues and
+/// completions (block_rq_issue, block_rq_complete), removed on drop (None
+/// with the reason printed where tracefs cannot be used, unless
+/// RACKBENCH_REQUIRE_TRACEFS is set).
+struct BlockTrace(PathBuf);
+
+impl BlockTrace {
+    fn start(dev: &Path) -> Option<BlockTrace> {
+        let base = Path::new("/sys/kernel/tracing");
+        if !base.join("instances").exists() {
+            let _ = Command::new("mount")
+                .args(["-t", "tracefs", "nodev"])
+                .arg(base)
+                .status();
+        }
+        let dir = base
+            .join("instances")
+            .join(format!("rackbench-cachebench-{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir(&dir) {
+            testenv::skip("tracefs", &format!("no tracefs instance ({e})"));
+            return None;
+        }
+        let (ma, mi) = dev_numbers(dev);
+        let t = BlockTrace(dir);
+        for ev in ["block_rq_issue", "block_rq_complete"] {
+            let e = t.0.join("events/block").join(ev);
+            // The kernel's dev_t: major << 20 | minor.
+            std::fs::write(e.join("filter"), format!("dev == {}", (ma << 20) | mi)).unwrap();
+            std::fs::write(e.join("enable"), "1").unwrap();
+        }
+        Some(t)
+    }
+
+    /// Milliseconds from issue to completion of each read request.
+    fn read_latencies_ms(&self) -> Vec<f64> {
+        let trace = std::fs::read_to_string(self.0.join("trace")).unwrap();
+        let mut issued: std::collections::HashMap<String, std::collections::VecDeque<f64>> =
+            Default::default();
+        let mut out = Vec::new();
+        for line in trace.lines().filter(|l| !l.starts_with('#')) {
+            let Some((head, rest)) = line
+                .split_once(" block_rq_issue: ")
+                .map(|(h, r)| (h, (true, r)))
+                .or_else(|| {
+                    line.split_once(" block_rq_complete: ")
+                        .map(|(h, r)| (h, (false, r)))
+                })
+            else {
+                continue;
+            };
+            let (issue, rest) = rest;
+            let at: f64 = head
+                .trim_end()
+                .trim_end_matches(':')
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if !f[1].contains('R') {
+                continue;
+            }
+            let Some(plus) = f.iter().position(|x| *x == "+") else {
+                continue;
+            };
+            let sector = f[plus - 1].to_string();
+            if issue {
+                issued.entry(sector).or_default().push_back(at);
+            } else if let Some(t0) = issued.get_mut(&sector).and_then(|q| q.pop_front()) {
+                out.push((at - t0) * 1000.0);
+            }
+        }
+        out
+    }
+}
+
+impl Drop for BlockTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("events/block/enable"), "0");
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A loop device over `backing` (a file or another block device) with
+/// direct I/O to its backing, detached on drop.
+fn loop_over(backing: &Path) -> Option<LoopDev> {
+    let why = match Command::new("losetup")
+        .args(["--find", "--show", "--direct-io=on"])
+        .arg(backing)
+        .output()
+    {
+        Ok(o) if o.status.success() => return Some(LoopDev(text(&o.stdout).trim().into())),
+        Ok(o) => text(&o.stderr),
+        Err(e) => e.to_string(),
+    };
+    testenv::skip("loop", &format!("no loop device ({why})"));
+    None
+}
+
+/// The value at quantile `q` of sorted `v` (nearest rank).
+fn at_quantile(v: &[f64], q: f64) -> f64 {
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// `NVM Read  Latency` on a slow device is the device's latency: the NVM
+/// tier on a loop device whose reads wait in a blkio throttle (on the
+/// loop device below it, so the wait is inside the upper device's
+/// requests), the device's own per-request times from the block
+/// tracepoints, and every printed percentile within 10% of the device's
+/// (or 0.5 ms, for reads the throttle let through at once; a percentile
+/// may fall one request either side). blk-throttle dispatches in 100 ms
+/// slices: at 10 reads/s every read waits about 100 ms; at 100 reads/s
+/// they average 10 ms, ten at once and then a wait.
+#[test]
+fn nvm_read_latency_is_the_slow_devices_own() {
+    for (iops, secs) in [(10u32, 7u64), (100, 5)] {
+        let d = tempfile::tempdir().unwrap();
+        let img = d.path().join("slow.img");
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let Some(lower) = LoopDev::attach_existing(&img) else {
+            return;
+        };
+        let Some(upper) = loop_over(&lower.0) else {
+            return;
+        };
+        let Some(group) = BlkioGroup::create("rackbench-slow-nvm") else {
+            return;
+        };
+        let Some(trace) = BlockTrace::start(&upper.0) else {
+            return;
+        };
+        group.throttle_reads(&lower.0, iops);
+        let cfg = d.path().join("slow.json");
+        std::fs::write(
+            &cfg,
+            serde_json::json!({
+                "cache_config": {"cacheSizeMB": 16, "allocSizes": [9000],
+                    "nvmCacheSizeMB": 48, "navyBigHashSizePct": 0, "navyRegionSizeMB": 1},
+                "test_config": {"numOps": 100_000_000u64, "numThreads": 1, "numKeys": 3000,
+                    "keySizeRange": [8, 16], "keySizeRangeProbability": [1.0],
+                    "valSizeRange": [6000, 8000], "valSizeRangeProbability": [1.0],
+                    "getRatio": 1.0, "enableLookaside": true}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let mut run = rackbench(d.path());
+        run.arg("cachebench")
+            .arg(format!("--json_test_config={}", cfg.display()))
+            .args([
+                "--progress",
+                "0",
+                "--require_direct_io",
+                "--timeout_seconds",
+            ])
+            .arg(secs.to_string())
+            .arg("--nvm_cache_paths")
+            .arg(&upper.0);
+        // Real-time priority, so that a thread whose read completed runs at
+        // once on a busy host (its time would otherwise include the wait
+        // for a CPU, which the device's does not).
+        let o = group
+            .command(&["chrt", "--fifo", "10"], &run)
+            .output()
+            .unwrap();
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("== Test Results =="),
+            "{}\n{out}",
+            text(&o.stderr)
+        );
+        let mut dev = trace.read_latencies_ms();
+        dev.sort_by(f64::total_cmp);
+        let reads = report(&o)["metrics"]["nvm"]["device_read_latency_us"]["count"]
+            .as_u64()
+            .unwrap();
+        assert!(dev.len() >= 20, "{iops}/s: {} device reads", dev.len());
+        // The same reads (give or take a probe of the new device by
+        // another process).
+        assert!(
+            (reads as usize).abs_diff(dev.len()) <= 2 + dev.len() / 50,
+            "rackbench's {reads} reads against the device's {}",
+            dev.len()
+        );
+        let mean = dev.iter().sum::<f64>() / dev.len() as f64;
+        let want = 1000.0 / f64::from(iops);
+        assert!(
+            mean > want * 0.5 && mean < want * 1.3 && dev[dev.len() - 1] > 50.0,
+            "{iops}/s: the device's reads took {mean:.1} ms on average, at most {:.1} ms",
+            dev[dev.len() - 1]
+        );
+        let n = dev.len() as f64;
+        for (pct, q) in [
+            ("p50", 0.5),
+            ("p90", 0.9),
+            ("p99", 0.99),
+            ("p999", 0.999),
+            ("p100", 1.0),
+        ] {
+            let ours = latency_line(&out, "NVM Read  Latency", pct) / 1000.0;
+            let (lo, hi) = (
+                at_quantile(&dev, (q - 1.0 / n).max(0.0)),
+                at_quantile(&dev, (q + 1.0 / n).min(1.0)),
+            );
+            eprintln!(
+                "{iops} reads/s {pct}: printed {ours:.3} ms, the device's {:.3} ms ({} reads)",
+                at_quantile(&dev, q),
+                dev.len()
+            );
+            let slack = |v: f64| (v * 0.1).max(0.5);
+            assert!(
+                ours >= lo - slack(lo) && ours <= hi + slack(hi),
+                "{iops}/s {pct}: printed {ours:.3} ms, the device's {lo:.3}..{hi:.3} ms\n{out}"
+            );
+        }
+        if iops == 10 {
+            // Every read waited about a slice: the figures are the wait, not
+            // a clamp (they printed 2 us).
+            assert!(
+                latency_line(&out, "NVM Read  Latency", "p50") > 80_000.0,
+                "{out}"
+            );
+        }
+    }
+}
+
+/// `--timeout_seconds` and Ctrl-C end a paced run at once: with upstream's
+/// `opDelayNs` pauses (here 3 s after every operation) and with
+/// `opRatePerSec` (one operation per second over 4 threads), a 1 s timeout
+/// ends the run within about a second, where the stop flag was only seen
+/// between pauses (minutes) before.
+#[test]
+fn timeout_ends_a_paced_run_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, pacing) in [
+        ("delay", r#""opDelayNs": 3000000000, "opDelayBatch": 1"#),
+        ("rate", r#""opRatePerSec": 1"#),
+    ] {
+        let cfg = d.path().join(format!("{name}.json"));
+        std::fs::write(
+            &cfg,
+            format!(
+                r#"{{"cache_config": {{"cacheSizeMB": 128}},
+                   "test_config": {{"numOps": 1000, "numThreads": 4, "numKeys": 100,
+                   "keySizeRange": [8, 9], "keySizeRangeProbability": [1.0],
+                   "valSizeRange": [10, 20], "valSizeRangeProbability": [1.0],
+                   "getRatio": 1, {pacing}}}}}"#
+            ),
+        )
+        .unwrap();
+        let t0 = std::time::Instant::now();
+        let o = rackbench(d.path())
+            .arg("cachebench")
+            .arg(format!("--json_test_config={}", cfg.display()))
+            .args(["--progress", "0", "--timeout_seconds", "1"])
+            .output()
+            .unwrap();
+        let took = t0.elapsed().as_secs_f64();
+        stopped_by_timeout(&o);
+        assert!(took < 4.0, "{name}: a 1 s timeout took {took:.1} s");
+        // Ctrl-C, likewise: the run ends within a second of the signal.
+        let stats = d.path().join(format!("{name}.log"));
+        let child = rackbench(d.path())
+            .arg("cachebench")
+            .arg(format!("--json_test_config={}", cfg.display()))
+            .args(["--progress", "0", "--progress_stats_file"])
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The stats file's header is written as the run starts.
+        let t = std::time::Instant::now();
+        while std::fs::metadata(&stats).map_or(0, |m| m.len()) == 0 {
+            assert!(t.elapsed().as_secs() < 60, "{name}: the run never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let t = std::time::Instant::now();
+        let o = child.wait_with_output().unwrap();
+        let took = t.elapsed().as_secs_f64();
+        assert_eq!(
+            o.status.code(),
+            Some(130),
+            "{name}: {}\n{}",
+            text(&o.stderr),
+            text(&o.stdout)
+        );
+        assert_eq!(report(&o)["metrics"]["interrupted"], true);
+        assert!(took < 1.0, "{name}: Ctrl-C took {took:.2} s to end the run");
+    }
+}
+
+/// `piecewise-replay` on a CDN trace in upstream's format (written here):
+/// objects of 1 KB to 300 KB, each requested twice, so the second pass is
+/// served from the cache piece by piece; the stats block as upstream's.
+/// And `block-replay` on a block trace in upstream's format: chunked gets
+/// and puts, with its own block.
+#[test]
+fn piecewise_and_block_replays_run_with_their_stats() {
+    let d = tempfile::tempdir().unwrap();
+    let mut trace = String::from(
+        "timestamp,cacheKey,OpType,objectSize,responseSize,responseHeaderSize,rangeStart,rangeEnd,TTL,SamplingRate,cache_hit,item_value\n",
+    );
+    for pass in 0..2 {
+        for i in 0..40u64 {
+            let size = 1000 + i * 7500;
+            trace.push_str(&format!(
+                "{},obj{i},1,{size},{},200,-1,-1,3600,1,{pass},\n",
+                1_700_000_000_000u64 + pass * 1000 + i,
+                size + 200
+            ));
+        }
+    }
+    std::fs::write(d.path().join("cdn.csv"), trace).unwrap();
+    std::fs::write(
+        d.path().join("piecewise.json"),
+        r#"{"cache_config": {"cacheSizeMB": 256},
+            "test_config": {"generator": "piecewise-replay", "numOps": 100000, "numThreads": 1,
+                            "traceFileName": "cdn.csv"}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!(
+            "--json_test_config={}",
+            d.path().join("piecewise.json").display()
+        ))
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    testenv::assert_lines_in_order(
+        "== Throughput Stats ==\n\n== PieceWiseReplayGenerator Stats ==\n= Overall stats =\n\
+         Total Processed Samples: 0.00 million\n= Benchmark stats =\n= Request Latency =\nFinished!",
+        &out,
+    );
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line in\n{out}"))
+            .to_string()
+    };
+    // 80 requests, the second 40 whole hits: 50% of objects.
+    let objects = line("objectGet   :");
+    assert!(objects.contains("objectGet   :         80,"), "{objects}");
+    assert!(
+        objects.contains("success :  50.00%, full success:  50.00%"),
+        "{objects}"
+    );
+    assert!(line("getBodyBytes:").contains("GB/s, success : "), "{out}");
+    assert!(line("Total Request Latency p50").ends_with(" us"), "{out}");
+
+    // block-replay: 8 requests of 300 KB at offset 0 of one block (3
+    // chunks of 128 KB each), then the same again, the file read twice.
+    let mut trace = String::from(
+        "op_time,block_id,block_id_size,io_size,io_offset,user_name,user_namespace,op_name,op_count,host_name,rs_shard_id\n",
+    );
+    for pass in 0..2 {
+        for b in 0..8 {
+            trace.push_str(&format!(
+                "{},blk{b},10,300000,0,1,2,getChunkData.Permanent,1,3,5\n",
+                1702511878 + pass
+            ));
+        }
+    }
+    std::fs::write(d.path().join("block.csv"), trace).unwrap();
+    std::fs::write(
+        d.path().join("block.json"),
+        r#"{"cache_config": {"cacheSizeMB": 256},
+            "test_config": {"generator": "block-replay", "numOps": 100000, "numThreads": 2,
+                            "traceFileNames": ["block.csv", "block.csv"]}}"#,
+    )
+    .unwrap();
+    let o = rackbench(d.path())
+        .arg("cachebench")
+        .arg(format!(
+            "--json_test_config={}",
+            d.path().join("block.json").display()
+        ))
+        .args(["--progress", "0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("== BlockChunkReplayGenerator Stats =="),
+        "{out}"
+    );
+    assert!(!out.contains("getBodyBytes"), "{out}");
+    // 32 requests (the file twice) of 8 keys: a key's first request misses
+    // and stores its 3 chunks, the other 24 are whole hits. (As upstream,
+    // a first request counts as a partial hit: its first chunk's miss is
+    // recorded as "the chunk before", none.)
+    let objects = out
+        .lines()
+        .find(|l| l.starts_with("objectGet   :"))
+        .unwrap();
+    assert!(objects.contains("objectGet   :         32,"), "{objects}");
+    assert!(
+        objects.contains("success : 100.00%, full success:  75.00%"),
+        "{objects}"
+    );
 }

@@ -431,6 +431,10 @@ pub struct DramCache {
     /// Gets and hits, counted outside the lock (gets share a read lock).
     gets: AtomicU64,
     hits: AtomicU64,
+    /// With `--report_api_latency`: nanoseconds per allocation (upstream's
+    /// `allocateLatency_`, the allocator's allocate call with the eviction
+    /// it makes).
+    alloc_latency: std::sync::OnceLock<crate::latency::Recorder>,
 }
 
 /// FNV-1a: the index's hash of a key.
@@ -519,6 +523,7 @@ impl DramCache {
             start: Instant::now(),
             gets: AtomicU64::new(0),
             hits: AtomicU64::new(0),
+            alloc_latency: std::sync::OnceLock::new(),
             inner: RwLock::new(Inner {
                 slabs: Vec::new(),
                 slab_owner: Vec::new(),
@@ -573,6 +578,14 @@ impl DramCache {
     /// NVM tier at a key already counted).
     pub fn get_uncounted(&self, key: &[u8], out: Option<&mut Vec<u8>>) -> Option<usize> {
         self.lookup(key, out, false, false)
+    }
+
+    /// The expiry time of `key`'s item (on [`DramCache::now`]'s clock; 0:
+    /// none), without counting or promoting.
+    pub fn expiry(&self, key: &[u8]) -> Option<u32> {
+        let g = self.read();
+        let (s, i) = split(g.find(key)?);
+        Some(g.slabs[s].meta[i].expiry)
     }
 
     fn lookup(
@@ -729,7 +742,12 @@ impl DramCache {
         // Allocate first: a failed set leaves the old value in place (as
         // CacheLib's insertOrReplace). The allocation may have evicted the
         // old item; whatever is still there is replaced.
-        let id = inner.allocate(&self.classes, pool, class, &mut sink)?;
+        let timed = self.alloc_latency.get().map(|r| (r, Instant::now()));
+        let id = inner.allocate(&self.classes, pool, class, &mut sink);
+        if let Some((r, t0)) = timed {
+            r.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        }
+        let id = id?;
         inner.pools[pool].stats.alloc_successes += 1;
         let (s, i) = split(id);
         let start = i * inner.slabs[s].slot_size;
@@ -836,7 +854,12 @@ impl DramCache {
             return Err(AllocError::TooLarge);
         };
         inner.pools[pool].stats.alloc_attempts += 1;
-        let id = inner.allocate(&self.classes, pool, class, &mut sink)?;
+        let timed = self.alloc_latency.get().map(|r| (r, Instant::now()));
+        let id = inner.allocate(&self.classes, pool, class, &mut sink);
+        if let Some((r, t0)) = timed {
+            r.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        }
+        let id = id?;
         // The allocation may have evicted the parent itself.
         let Some(parent) = inner.find(key) else {
             inner.pools[pool].classes[class].free.push(id);
@@ -932,6 +955,16 @@ impl DramCache {
     }
 
     /// The counters so far.
+    /// Times every allocation from now on (`--report_api_latency`).
+    pub fn enable_api_latency(&self) {
+        let _ = self.alloc_latency.set(crate::latency::Recorder::new());
+    }
+
+    /// Nanoseconds per allocation over the last minute, when timed.
+    pub fn alloc_latency(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        self.alloc_latency.get().map(|r| r.window())
+    }
+
     pub fn stats(&self) -> Stats {
         let g = self.read();
         let mut s = g.stats.clone();

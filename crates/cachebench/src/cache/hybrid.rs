@@ -101,6 +101,11 @@ pub struct Cache {
     seqs: Vec<AtomicU64>,
     counters: Counters,
     fatal: Mutex<Option<String>>,
+    /// With `--report_api_latency`: nanoseconds per find (upstream's
+    /// `cacheFindLatency_`).
+    find_latency: std::sync::OnceLock<crate::latency::Recorder>,
+    /// `writeAmpDeviceList`'s NAND bytes written.
+    nand: std::sync::OnceLock<crate::nand::NandCounter>,
 }
 
 fn stripe_of(key: &[u8]) -> usize {
@@ -200,6 +205,8 @@ impl Cache {
             seqs: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
             counters: Counters::default(),
             fatal: Mutex::new(None),
+            find_latency: std::sync::OnceLock::new(),
+            nand: std::sync::OnceLock::new(),
         }
     }
 
@@ -261,9 +268,11 @@ impl Cache {
             }
             bump(&self.counters.nvm_gets);
             let now = self.dram.now();
-            let looked_up = nvm.lookup(key, now);
+            let looked_up = nvm.lookup_ex(key, now);
             let item = match &looked_up {
-                Ok(Some(framed)) => unframe(framed).ok_or(()),
+                Ok(Some((framed, expiry))) => unframe(framed)
+                    .map(|(pool, value, chain)| (pool, value, chain, *expiry))
+                    .ok_or(()),
                 Ok(None) => Err(()),
                 Err(_) => {
                     bump(&self.counters.nvm_lookup_errors);
@@ -271,16 +280,21 @@ impl Cache {
                 }
             };
             match item {
-                Ok((pool, value, chain)) => {
+                Ok((pool, value, chain, expiry)) => {
                     let pool = (pool as usize).min(self.dram.pool_count().saturating_sub(1));
-                    // The TTL left is not kept in NVM's value; the engines
-                    // already refused expired items, so promote without one.
+                    // As CacheLib's promotion, the item keeps its expiry
+                    // time (the engines already refused expired items).
+                    let ttl = if expiry == 0 {
+                        0
+                    } else {
+                        expiry.saturating_sub(now).max(1)
+                    };
                     let stamp = |k: &[u8]| self.seq(k);
                     let promoted = self.dram.set_ex(
                         pool,
                         key,
                         value,
-                        0,
+                        ttl,
                         SetMode::Promote,
                         Some(EvictionSink {
                             out: &mut evicted,
@@ -490,8 +504,38 @@ impl Cache {
     }
 
     /// DRAM's counters, with the NVM side when there is one.
+    /// Times finds and allocations from now on (`--report_api_latency`);
+    /// finds are timed by the caller with [`Cache::record_find`].
+    pub fn enable_api_latency(&self) {
+        let _ = self.find_latency.set(crate::latency::Recorder::new());
+        self.dram.enable_api_latency();
+    }
+
+    /// Reports the NAND bytes written this counter reads.
+    pub fn set_nand(&self, n: crate::nand::NandCounter) {
+        let _ = self.nand.set(n);
+    }
+
+    /// Whether finds are timed.
+    pub fn api_latency_enabled(&self) -> bool {
+        self.find_latency.get().is_some()
+    }
+
+    /// Records a find that started at `t0`.
+    pub fn record_find(&self, t0: std::time::Instant) {
+        if let Some(r) = self.find_latency.get() {
+            r.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        }
+    }
+
     pub fn stats(&self) -> Stats {
         let mut s = self.dram.stats();
+        if let (Some(find), Some(allocate)) = (self.find_latency.get(), self.dram.alloc_latency()) {
+            s.api_latency_ns = Some(crate::stats::ApiLatency {
+                get: find.window(),
+                set: allocate,
+            });
+        }
         if let Some(nvm) = &self.nvm {
             let c = &self.counters;
             let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -510,6 +554,7 @@ impl Cache {
                     nvm_lookup_errors: g(&c.nvm_lookup_errors),
                 },
                 engine: nvm.stats(),
+                nand_bytes_written: self.nand.get().map(|n| n.written()),
             });
         }
         s
@@ -617,6 +662,24 @@ mod tests {
             assert_eq!(c.get(b"never", None), None);
             assert_eq!(counters(&c).nvm_get_misses, 1);
         }
+    }
+
+    /// A promoted item keeps its expiry time, as CacheLib's promotion.
+    #[test]
+    fn promotion_keeps_the_ttl() {
+        let c = hybrid(HybridOptions::default());
+        c.set(0, &key(0), &value(0, 1, 1000), 3600).unwrap();
+        let expiry = c.dram().expiry(&key(0)).unwrap();
+        assert!(expiry > 3600);
+        for i in 1..9000 {
+            c.set(0, &key(i), &value(i, 1, 1000), 0).unwrap();
+        }
+        assert!(c.dram().expiry(&key(0)).is_none(), "evicted to NVM");
+        assert_eq!(c.get(&key(0), None), Some(1000));
+        assert_eq!(c.dram().expiry(&key(0)), Some(expiry));
+        // An item without a TTL stays without one.
+        assert_eq!(c.get(&key(1), None), Some(1000));
+        assert_eq!(c.dram().expiry(&key(1)), Some(0));
     }
 
     #[test]

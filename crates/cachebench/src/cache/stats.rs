@@ -28,6 +28,10 @@ pub struct Stats {
     pub nvm: Option<NvmSide>,
     /// Pool rebalancing.
     pub release: ReleaseStats,
+    /// With `--report_api_latency`: find and allocate latency over the
+    /// last minute (upstream's `Cache Find/Allocate API latency`).
+    #[serde(default)]
+    pub api_latency_ns: Option<crate::stats::ApiLatency>,
 }
 
 /// Slab releases of pool rebalancing, as CacheBench reports them.
@@ -67,6 +71,10 @@ pub struct HybridCounters {
 pub struct NvmSide {
     pub counters: HybridCounters,
     pub engine: NvmStats,
+    /// NAND bytes written since the start (`writeAmpDeviceList`; None when
+    /// not read).
+    #[serde(default)]
+    pub nand_bytes_written: Option<u64>,
 }
 
 impl NvmSide {
@@ -85,6 +93,9 @@ impl NvmSide {
         a.nvm_deletes += b.nvm_deletes;
         a.nvm_lookup_errors += b.nvm_lookup_errors;
         self.engine.add(&o.engine);
+        if let Some(n) = o.nand_bytes_written {
+            *self.nand_bytes_written.get_or_insert(0) += n;
+        }
     }
 }
 

@@ -327,6 +327,11 @@ impl BigHash {
     /// The value of `key`, or `None` if absent or expired at `now`
     /// (seconds since the epoch).
     pub fn lookup(&self, key: &[u8], now: u32) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.lookup_ex(key, now)?.map(|(v, _)| v))
+    }
+
+    /// [`BigHash::lookup`] with the entry's expiry (0: none).
+    pub fn lookup_ex(&self, key: &[u8], now: u32) -> io::Result<Option<(Vec<u8>, u32)>> {
         let c = &self.counters;
         c.lookups.fetch_add(1, Relaxed);
         let h = key_hash(key);
@@ -348,7 +353,7 @@ impl BigHash {
             return Ok(None);
         }
         c.hits.fetch_add(1, Relaxed);
-        Ok(Some(e.value(&buf).to_vec()))
+        Ok(Some((e.value(&buf).to_vec(), e.expiry)))
     }
 
     /// Removes `key`; `true` if it was stored (expired or not).

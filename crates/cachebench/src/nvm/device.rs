@@ -64,8 +64,8 @@ use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -74,8 +74,6 @@ use super::io::{ALIGN, BlockIo, check_request};
 
 /// Bytes per lock of the memory device.
 const MEM_CHUNK: usize = 1 << 20;
-/// Mutexes per latency histogram.
-const LATENCY_SHARDS: usize = 8;
 
 /// `_IOR(0x12, 114, size_t)`: the size of a block device in bytes.
 const BLKGETSIZE64: u64 = ioc_read(0x12, 114, std::mem::size_of::<usize>() as u64);
@@ -204,17 +202,23 @@ pub struct DeviceStats {
     pub read_errors: u64,
     /// `write_at` calls that failed in the device.
     pub write_errors: u64,
-    /// Microseconds per successful `read_at` call.
+    /// Microseconds per successful `read_at` call over the last minute
+    /// (upstream's sliding window, see [`crate::latency`]): what the text
+    /// prints.
     #[serde(with = "crate::stats::histogram")]
     pub read_latency_us: Histogram<u64>,
-    /// Microseconds per successful `write_at` call.
+    /// Microseconds per successful `write_at` call over the last minute.
     #[serde(with = "crate::stats::histogram")]
     pub write_latency_us: Histogram<u64>,
+    /// The same over the whole run (for per-interval figures).
+    #[serde(with = "crate::stats::histogram", default = "new_histogram")]
+    pub read_latency_total_us: Histogram<u64>,
+    #[serde(with = "crate::stats::histogram", default = "new_histogram")]
+    pub write_latency_total_us: Histogram<u64>,
 }
 
 fn new_histogram() -> Histogram<u64> {
-    // Auto-resizing, 3 significant figures.
-    Histogram::new(3).expect("3 significant figures is valid")
+    crate::latency::histogram()
 }
 
 impl Default for DeviceStats {
@@ -228,6 +232,8 @@ impl Default for DeviceStats {
             write_errors: 0,
             read_latency_us: new_histogram(),
             write_latency_us: new_histogram(),
+            read_latency_total_us: new_histogram(),
+            write_latency_total_us: new_histogram(),
         }
     }
 }
@@ -306,47 +312,6 @@ fn io_context(
     )
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Latency histograms sharded over a few mutexes.
-struct Latency(Box<[Mutex<Histogram<u64>>]>);
-
-impl Latency {
-    fn new() -> Latency {
-        Latency(
-            (0..LATENCY_SHARDS)
-                .map(|_| Mutex::new(new_histogram()))
-                .collect(),
-        )
-    }
-
-    fn record(&self, us: u64) {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        thread_local! {
-            static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LATENCY_SHARDS;
-        }
-        let shard = SHARD.with(|s| *s);
-        lock(&self.0[shard]).saturating_record(us);
-    }
-
-    fn snapshot(&self) -> Histogram<u64> {
-        let mut all = new_histogram();
-        for shard in self.0.iter() {
-            all.add(&*lock(shard))
-                .expect("auto-resizing histograms always add");
-        }
-        all
-    }
-
-    fn reset(&self) {
-        for shard in self.0.iter() {
-            lock(shard).reset();
-        }
-    }
-}
-
 #[derive(Default)]
 struct OpCounters {
     ops: AtomicU64,
@@ -357,8 +322,8 @@ struct OpCounters {
 struct Counters {
     read: OpCounters,
     write: OpCounters,
-    read_latency: Latency,
-    write_latency: Latency,
+    read_latency: crate::latency::Recorder,
+    write_latency: crate::latency::Recorder,
 }
 
 impl Counters {
@@ -366,8 +331,8 @@ impl Counters {
         Counters {
             read: OpCounters::default(),
             write: OpCounters::default(),
-            read_latency: Latency::new(),
-            write_latency: Latency::new(),
+            read_latency: crate::latency::Recorder::new(),
+            write_latency: crate::latency::Recorder::new(),
         }
     }
 
@@ -378,7 +343,7 @@ impl Counters {
             (&self.read, &self.read_latency)
         };
         if r.is_ok() {
-            lat.record(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX));
+            lat.record_since(start);
             c.ops.fetch_add(1, Ordering::Relaxed);
             c.bytes.fetch_add(len as u64, Ordering::Relaxed);
         } else {
@@ -1032,8 +997,10 @@ impl Device {
             bytes_written: s.write.bytes.load(Ordering::Relaxed),
             read_errors: s.read.errors.load(Ordering::Relaxed),
             write_errors: s.write.errors.load(Ordering::Relaxed),
-            read_latency_us: s.read_latency.snapshot(),
-            write_latency_us: s.write_latency.snapshot(),
+            read_latency_us: s.read_latency.window(),
+            write_latency_us: s.write_latency.window(),
+            read_latency_total_us: s.read_latency.total(),
+            write_latency_total_us: s.write_latency.total(),
         }
     }
 

@@ -225,8 +225,23 @@ impl NvmStats {
             read_errors,
             write_errors
         );
-        let _ = self.device.read_latency_us.add(&o.device.read_latency_us);
-        let _ = self.device.write_latency_us.add(&o.device.write_latency_us);
+        for (a, b) in [
+            (&mut self.device.read_latency_us, &o.device.read_latency_us),
+            (
+                &mut self.device.write_latency_us,
+                &o.device.write_latency_us,
+            ),
+            (
+                &mut self.device.read_latency_total_us,
+                &o.device.read_latency_total_us,
+            ),
+            (
+                &mut self.device.write_latency_total_us,
+                &o.device.write_latency_total_us,
+            ),
+        ] {
+            crate::latency::add(a, b);
+        }
         // The probability is a state, not a count: keep the latest.
         self.admission_probability = o.admission_probability;
         add_hist(&mut self.read_latency_us, &o.read_latency_us);
@@ -499,16 +514,22 @@ impl Navy {
 
     /// Looks `key` up in both engines.
     pub fn lookup(&self, key: &[u8], now: u32) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(self.lookup_ex(key, now)?.map(|(v, _)| v))
+    }
+
+    /// [`Navy::lookup`] with the item's expiry (seconds since the epoch,
+    /// 0: none), which a promotion keeps.
+    pub fn lookup_ex(&self, key: &[u8], now: u32) -> std::io::Result<Option<(Vec<u8>, u32)>> {
         let start = Instant::now();
         self.lookups.fetch_add(1, Ordering::Relaxed);
         let mut found = None;
         if let Some(l) = &self.large {
-            found = l.lookup(key_hash(key), key, now)?;
+            found = l.lookup_ex(key_hash(key), key, now)?;
         }
         if found.is_none()
             && let Some(s) = &self.small
         {
-            found = s.lookup(key, now)?;
+            found = s.lookup_ex(key, now)?;
         }
         self.read_latency.record(start);
         if found.is_some() {

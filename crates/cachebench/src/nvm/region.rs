@@ -35,6 +35,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::Instant;
 
 const MAGIC: u32 = 0x5242_4e56; // "RBNV"
 const HEADER: usize = 24;
@@ -112,6 +113,10 @@ pub struct RegionStats {
     pub physical_bytes_written: u64,
     /// Bytes read from the device (lookups and reinsertion).
     pub bytes_read: u64,
+    /// Insert, lookup and remove calls over the last minute (upstream's
+    /// `BlockCache ... Latency`).
+    #[serde(default)]
+    pub latency_us: Option<crate::latency::OpLatency>,
 }
 
 #[derive(Default)]
@@ -296,6 +301,10 @@ struct Shared {
     wanted: Condvar,
     policy: Mutex<Policy>,
     counters: Counters,
+    /// Insert, lookup and remove calls, microseconds.
+    insert_latency: crate::latency::Recorder,
+    lookup_latency: crate::latency::Recorder,
+    remove_latency: crate::latency::Recorder,
     /// Regions kept back for reinsertion (normal inserts leave them).
     reserve: usize,
     stop: AtomicBool,
@@ -401,6 +410,9 @@ impl RegionEngine {
             wanted: Condvar::new(),
             policy: Mutex::new(Policy::new(cfg.eviction.clone(), n)),
             counters: Counters::default(),
+            insert_latency: crate::latency::Recorder::new(),
+            lookup_latency: crate::latency::Recorder::new(),
+            remove_latency: crate::latency::Recorder::new(),
             reserve,
             stop: AtomicBool::new(false),
             flush_tx: Mutex::new(Some(tx)),
@@ -445,22 +457,36 @@ impl RegionEngine {
     /// Writes `key` (whose hash is `hash`) with `value`; replaces an older
     /// entry of the key. Blocks while no region is free.
     pub fn insert(&self, hash: u64, key: &[u8], value: &[u8], expiry: u32) -> io::Result<Insert> {
+        let start = Instant::now();
         let Some(tx) = self.shared.flush_sender() else {
             return Err(io::Error::other("the region engine is shut down"));
         };
-        self.shared.append(&tx, hash, key, value, expiry, 0, None)
+        let r = self.shared.append(&tx, hash, key, value, expiry, 0, None);
+        self.shared.insert_latency.record_since(start);
+        r
     }
 
     /// Looks `key` up; `now` is compared with the entry's expiry.
     pub fn lookup(&self, hash: u64, key: &[u8], now: u32) -> io::Result<Option<Vec<u8>>> {
-        self.shared.lookup(hash, key, now)
+        Ok(self.lookup_ex(hash, key, now)?.map(|(v, _)| v))
+    }
+
+    /// [`RegionEngine::lookup`] with the entry's expiry (0: none).
+    pub fn lookup_ex(&self, hash: u64, key: &[u8], now: u32) -> io::Result<Option<(Vec<u8>, u32)>> {
+        let start = Instant::now();
+        let r = self.shared.lookup(hash, key, now);
+        self.shared.lookup_latency.record_since(start);
+        r
     }
 
     /// Drops `key` from the index (its bytes are reclaimed with its region).
     pub fn remove(&self, hash: u64) -> bool {
+        let start = Instant::now();
         let s = &self.shared;
         bump(&s.counters.removes, 1);
-        lock(&s.index[shard(hash)]).remove(&hash).is_some()
+        let found = lock(&s.index[shard(hash)]).remove(&hash).is_some();
+        s.remove_latency.record_since(start);
+        found
     }
 
     /// Whether the index has the key's hash (no I/O).
@@ -494,6 +520,11 @@ impl RegionEngine {
             logical_bytes_written: g(&c.logical_bytes_written),
             physical_bytes_written: g(&c.physical_bytes_written),
             bytes_read: g(&c.bytes_read),
+            latency_us: Some(crate::latency::OpLatency {
+                insert: self.shared.insert_latency.window(),
+                lookup: self.shared.lookup_latency.window(),
+                remove: self.shared.remove_latency.window(),
+            }),
         }
     }
 
@@ -746,7 +777,7 @@ impl Shared {
         Some((v, le32(e, 12)))
     }
 
-    fn lookup(&self, hash: u64, key: &[u8], now: u32) -> io::Result<Option<Vec<u8>>> {
+    fn lookup(&self, hash: u64, key: &[u8], now: u32) -> io::Result<Option<(Vec<u8>, u32)>> {
         bump(&self.counters.lookups, 1);
         let mut raced = false;
         let (loc, e) = loop {
@@ -785,7 +816,7 @@ impl Shared {
             lock(&self.policy).touch(loc.region);
         }
         bump(&self.counters.hits, 1);
-        Ok(Some(v.to_vec()))
+        Ok(Some((v.to_vec(), expiry)))
     }
 
     /// Writes a sealed region to the device and starts tracking it.
