@@ -708,7 +708,12 @@ async fn run_one(t: &UnitTest) -> Result<(), String> {
 
 /// Run `i` of test `t`: `None` when every fact held.
 async fn run_numbered(t: &UnitTest, i: usize) -> Option<String> {
+    let started = std::time::Instant::now();
     let r = run_one(t).await;
+    let secs = started.elapsed().as_secs_f64();
+    if secs > 3.0 {
+        eprintln!("{} (run {}): {secs:.1} s", t.name, i + 1);
+    }
     r.err().map(|e| format!("{} (run {}): {e}", t.name, i + 1))
 }
 
