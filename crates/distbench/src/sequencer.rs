@@ -8,7 +8,9 @@
 //! something, `IntroducePeers` with the whole endpoint map, `RunTraffic` on
 //! all of them with one shared start time and the test's deadline (the
 //! `test_timeout` attribute in seconds, 3600 by default), then
-//! `GetTrafficResult` with the services cleared. A node manager that dies
+//! `GetTrafficResult` on every node, and once all answered, again with the
+//! services cleared (so no node's servers stop while another node's
+//! handlers still send to them). A node manager that dies
 //! or errs fails the test with a message naming it; the others are
 //! cancelled and cleared, and nothing waits past the deadline.
 
@@ -504,18 +506,25 @@ impl Sequencer {
             )));
         }
 
-        // Collect.
-        let collected = join_all(used.iter().map(|(n, _)| {
-            let mut c = n.client.clone();
-            async move {
-                let mut req = Request::new(GetTrafficResultRequest {
-                    clear_services: Some(true),
-                });
-                req.set_timeout(CONTROL_TIMEOUT);
-                c.get_traffic_result(req).await
-            }
-        }))
-        .await;
+        // Collect, in two rounds: every node's logs first, none cleared
+        // (each node waits for its handler lists still running after their
+        // responses, whose RPCs may go to instances on other nodes), then
+        // the services cleared everywhere. Clearing in the same round
+        // would shut a node's servers while another node's lists still
+        // send to them.
+        let get = |clear: bool| {
+            join_all(used.iter().map(move |(n, _)| {
+                let mut c = n.client.clone();
+                async move {
+                    let mut req = Request::new(GetTrafficResultRequest {
+                        clear_services: Some(clear),
+                    });
+                    req.set_timeout(CONTROL_TIMEOUT);
+                    c.get_traffic_result(req).await
+                }
+            }))
+        };
+        let collected = get(false).await;
         let mut logs = ServiceLogs::default();
         let mut usages = BTreeMap::new();
         for ((n, _), r) in used.iter().zip(collected) {
@@ -526,6 +535,11 @@ impl Sequencer {
                 logs.instance_logs.extend(l.instance_logs);
             }
             usages.extend(r.node_usages);
+        }
+        // The second answers are not read: rackbench's node managers gave
+        // their logs away in the first, upstream's repeat them.
+        for ((n, _), r) in used.iter().zip(get(true).await) {
+            r.map_err(|s| node_err(n, "GetTrafficResult", s))?;
         }
         Ok((endpoints, logs, usages))
     }

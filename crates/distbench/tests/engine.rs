@@ -633,6 +633,8 @@ fn max_threads_overload_ends_the_test_with_its_results() {
   services { name: 's' count: 1 }
   rpc_descriptions { name: 'q' client: 'c' server: 's' }
   overload_limits { max_threads: 2 }
+  protocol_driver_options { name: 'default_protocol_driver_options' protocol_name: 'grpc'
+                            server_settings { name: 'server_type' string_value: 'handoff' } }
   activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
                      activity_settings { name: 'duration_us' int64_value: 50000 } }
   action_lists { name: 'c' action_names: 'send' }

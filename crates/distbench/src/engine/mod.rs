@@ -136,7 +136,10 @@ struct Sent {
 /// are futures, not threads: what it counts is the handler action lists
 /// running at once in the process; past the limit the handler that
 /// exceeded it is refused and every instance of the process is cancelled,
-/// as upstream's callback does.
+/// as upstream's callback does. Counted are the handlers a server hands to
+/// its thread pool (`server_type` `handoff` or `polling`, upstream's
+/// registered pool threads); inline handlers run on the RPC stack's own
+/// threads, which upstream does not count.
 #[derive(Default)]
 pub struct Process {
     handlers: AtomicI64,
@@ -731,13 +734,26 @@ impl Engine {
         let size = if self.tables.lists[list].actions.is_empty() {
             default_response_size
         } else {
-            let active = self.process.handlers.fetch_add(1, Ordering::Relaxed) + 1;
-            let _done = HandlerSlot(&self.process.handlers);
-            if active > self.tables.max_threads {
-                self.process.cancel_all(OVERLOAD_THREADS);
-                // The first reason stays: the refusal names this engine's.
-                return refused(&self);
-            }
+            // A handler handed to a thread pool (server_type handoff or
+            // polling) takes one of upstream's counted threads; an inline
+            // one runs on the RPC stack's own threads, which upstream does
+            // not count.
+            let pooled = self.tables.services[self.service]
+                .grpc
+                .as_ref()
+                .is_some_and(|g| g.server_type != crate::check::protocol::ServerType::Inline);
+            let _done = if pooled {
+                let active = self.process.handlers.fetch_add(1, Ordering::Relaxed) + 1;
+                let slot = HandlerSlot(&self.process.handlers);
+                if active > self.tables.max_threads {
+                    self.process.cancel_all(OVERLOAD_THREADS);
+                    // The first reason stays: the refusal names this engine's.
+                    return refused(&self);
+                }
+                Some(slot)
+            } else {
+                None
+            };
             let (tx, rx) = oneshot::channel();
             let incoming = Arc::new(Incoming {
                 trace: req.trace_context.clone(),
