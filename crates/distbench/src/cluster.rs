@@ -3,13 +3,14 @@
 //! `run_tests` client that sends a sequence one test at a time and keeps
 //! every finished result.
 
-use crate::node_manager::NodeManager;
+use crate::engine::Process;
+use crate::node_manager::{Addresses, NodeManager};
 use crate::proto::dist_bench_test_sequencer_client::DistBenchTestSequencerClient;
 use crate::proto::{
     Attribute, DistributedSystemDescription, NodeRegistration, TestResult, TestSequence,
 };
 use crate::sequencer::Sequencer;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
@@ -79,21 +80,23 @@ pub struct NodeManagerServer {
     pub alias: String,
 }
 
-/// Serves a node manager's control service on `control` (its engines on
-/// `data_ip`) and registers it with the sequencer at `sequencer`, retrying
-/// until [`REGISTRATION_TIMEOUT`].
+/// Serves a node manager's control service on `control`, its engines as
+/// `addrs` say, and registers it with the sequencer at `sequencer`,
+/// retrying until [`REGISTRATION_TIMEOUT`].
 pub async fn start_node_manager(
     sequencer: &str,
     control: SocketAddr,
-    data_ip: IpAddr,
+    addrs: Addresses,
     attributes: &[(String, String)],
+    process: Arc<Process>,
 ) -> Result<NodeManagerServer, String> {
     start_node_manager_with(
         sequencer,
         control,
-        data_ip,
+        addrs,
         attributes,
         Registration::default(),
+        process,
     )
     .await
 }
@@ -103,36 +106,33 @@ pub async fn start_node_manager(
 pub struct Registration {
     /// The node id it wants (`nodeN`).
     pub preassigned_node_id: Option<i32>,
-    /// The gRPC target the sequencer dials instead of the control address.
+    /// The gRPC target the sequencer dials instead of the one upstream's
+    /// node manager derives (`--service_address`).
     pub service_address: Option<String>,
 }
 
-/// [`start_node_manager`] with a pre-assigned id or a service address.
-pub async fn start_node_manager_with(
-    sequencer: &str,
-    control: SocketAddr,
-    data_ip: IpAddr,
+/// The registration upstream's node manager sends for a control service
+/// listening on `listening` (port filled in): `control_ip` only when it
+/// listens on one address, and always a `service_address`, the one the
+/// sequencer dials: the one given, else `dns:///HOSTNAME:PORT` when it
+/// listens on every interface, else `ipv4:///IP:PORT` (`ipv6:///[IP]:PORT`).
+pub fn registration(
+    hostname: &str,
+    listening: SocketAddr,
     attributes: &[(String, String)],
-    registration: Registration,
-) -> Result<NodeManagerServer, String> {
-    raise_fd_limit();
-    let hostname = hostname();
-    let node = NodeManager::new(data_ip, hostname.clone());
-    let bound = rpc::server::bind_or_loopback(control).map_err(|e| format!("node_manager: {e}"))?;
-    let addr = bound.addr;
-    let router = tonic::transport::Server::builder().add_service(node.service());
-    let server = rpc::server::spawn(router, bound);
-    // The address the sequencer dials back: the data-plane address when
-    // the control socket listens on every interface.
-    let control_ip = if addr.ip().is_unspecified() {
-        data_ip
-    } else {
-        addr.ip()
+    r: Registration,
+) -> NodeRegistration {
+    let specific = !listening.ip().is_unspecified();
+    let service_address = match r.service_address.filter(|s| !s.is_empty()) {
+        Some(s) => s,
+        None if !specific => format!("dns:///{hostname}:{}", listening.port()),
+        None if listening.is_ipv6() => format!("ipv6:///{listening}"),
+        None => format!("ipv4:///{listening}"),
     };
-    let reg = NodeRegistration {
-        hostname: Some(hostname),
-        control_ip: Some(control_ip.to_string()),
-        control_port: Some(i32::from(addr.port())),
+    NodeRegistration {
+        hostname: Some(hostname.to_string()),
+        control_ip: specific.then(|| listening.ip().to_string()),
+        control_port: Some(i32::from(listening.port())),
         attributes: attributes
             .iter()
             .map(|(k, v)| Attribute {
@@ -140,9 +140,28 @@ pub async fn start_node_manager_with(
                 value: Some(v.clone()),
             })
             .collect(),
-        service_address: registration.service_address,
-        preassigned_node_id: registration.preassigned_node_id,
-    };
+        service_address: Some(service_address),
+        preassigned_node_id: Some(r.preassigned_node_id.unwrap_or(-1)),
+    }
+}
+
+/// [`start_node_manager`] with a pre-assigned id or a service address.
+pub async fn start_node_manager_with(
+    sequencer: &str,
+    control: SocketAddr,
+    addrs: Addresses,
+    attributes: &[(String, String)],
+    registration_asked: Registration,
+    process: Arc<Process>,
+) -> Result<NodeManagerServer, String> {
+    raise_fd_limit();
+    let hostname = hostname();
+    let node = NodeManager::new(addrs, hostname.clone(), process);
+    let bound = rpc::server::bind_or_loopback(control).map_err(|e| format!("node_manager: {e}"))?;
+    let addr = bound.addr;
+    let router = tonic::transport::Server::builder().add_service(node.service());
+    let server = rpc::server::spawn(router, bound);
+    let reg = registration(&hostname, addr, attributes, registration_asked);
     node.set_attributes(reg.attributes.clone());
     let deadline = Instant::now() + REGISTRATION_TIMEOUT;
     let mut last_error: String;
@@ -220,9 +239,18 @@ impl LocalCluster {
         let sequencer = start_sequencer(SocketAddr::new(loopback, port))?;
         let addr = sequencer.server.addr.to_string();
         let mut nodes = Vec::with_capacity(attributes.len());
+        // One process: upstream's overload callback cancels all its nodes.
+        let process = Process::new();
         for attrs in attributes {
             nodes.push(
-                start_node_manager(&addr, SocketAddr::new(loopback, 0), loopback, attrs).await?,
+                start_node_manager(
+                    &addr,
+                    SocketAddr::new(loopback, 0),
+                    Addresses::all(loopback),
+                    attrs,
+                    process.clone(),
+                )
+                .await?,
             );
         }
         Ok(LocalCluster { sequencer, nodes })
@@ -274,11 +302,16 @@ pub async fn run_tests(
     }
     let last = seq.tests.len() - 1;
     for (i, test) in seq.tests.iter().enumerate() {
-        // The settings go with the last test, so shutdown_after_tests
-        // takes effect after the whole sequence.
+        // keep_instance_log goes with every test; shutdown_after_tests
+        // with the last, so it takes effect after the whole sequence.
         let one = TestSequence {
             tests: vec![test.clone()],
-            tests_setting: if i == last { seq.tests_setting } else { None },
+            tests_setting: seq.tests_setting.map(|mut s| {
+                if i != last {
+                    s.shutdown_after_tests = None;
+                }
+                s
+            }),
         };
         // The sequencer enforces test_timeout; past it plus a margin for
         // set-up and collection, the sequencer itself is taken as stuck.

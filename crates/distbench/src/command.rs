@@ -48,27 +48,97 @@ enum Command {
     /// `test_builder`, parsed, and its raw arguments for `# produced by`.
     TestBuilder(test_builder::args::Invocation, Vec<String>),
     Analyze(analyze::Invocation),
+    /// `help` (usage on stdout, exit 0) or `--helpfull` (every flag, exit
+    /// 1, as absl's help flags).
+    Help {
+        full: bool,
+    },
 }
 
-fn parse(args: &[String]) -> anyhow::Result<Command> {
-    let Some((sub, rest)) = args.split_first() else {
+/// The modes whose flags are read as absl reads them.
+const ABSL_MODES: [&str; 7] = [
+    "test_sequencer",
+    "node_manager",
+    "run_tests",
+    "check_test",
+    "test_preview",
+    "start_localhost",
+    "rpc_server",
+];
+
+/// The parser of a mode (absl-style modes only).
+fn mode_command(mode: &str) -> Option<clap::Command> {
+    use clap::CommandFactory;
+    Some(match mode {
+        "check_test" => CheckTestArgs::command(),
+        "test_sequencer" => subcommands::SequencerArgs::command(),
+        "node_manager" => subcommands::NodeManagerArgs::command(),
+        "run_tests" => subcommands::RunTestsArgs::command(),
+        "test_preview" => subcommands::TestPreviewArgs::command(),
+        "start_localhost" => subcommands::LocalhostArgs::command(),
+        "rpc_server" => subcommands::RpcServerArgs::command(),
+        _ => return None,
+    })
+}
+
+/// A parsed command line and the upstream flags its mode does not read.
+fn parse(args: &[String]) -> anyhow::Result<(Command, Vec<String>)> {
+    let Some(first) = args.first() else {
         bail!("distbench needs a subcommand: {IMPLEMENTED}");
     };
-    match sub.as_str() {
-        "check_test" => Ok(Command::CheckTest(subcommands::parse_args(sub, rest)?)),
-        "analyze" => Ok(Command::Analyze(analyze::Invocation::parse(rest)?)),
-        "test_sequencer" => Ok(Command::Sequencer(subcommands::parse_args(sub, rest)?)),
-        "node_manager" => Ok(Command::NodeManager(subcommands::parse_args(sub, rest)?)),
-        "run_tests" => Ok(Command::RunTests(subcommands::parse_args(sub, rest)?)),
-        "test_preview" => Ok(Command::TestPreview(subcommands::parse_args(sub, rest)?)),
-        "start_localhost" => Ok(Command::Localhost(subcommands::parse_args(sub, rest)?)),
-        "rpc_server" => Ok(Command::RpcServer(subcommands::parse_args(sub, rest)?)),
-        "test_builder" => Ok(Command::TestBuilder(
-            test_builder::args::parse(rest)?,
-            rest.to_vec(),
-        )),
-        s => bail!("unknown distbench subcommand '{s}': use {IMPLEMENTED}"),
+    // test_builder (a bash script upstream) and analyze (a Python script)
+    // keep their own command lines.
+    match first.as_str() {
+        "test_builder" => {
+            let rest = &args[1..];
+            return Ok((
+                Command::TestBuilder(test_builder::args::parse(rest)?, rest.to_vec()),
+                Vec::new(),
+            ));
+        }
+        "analyze" => {
+            return Ok((
+                Command::Analyze(analyze::Invocation::parse(&args[1..])?),
+                Vec::new(),
+            ));
+        }
+        _ => {}
     }
+    let (sub, rest, ignored) = match crate::flags::normalize(args, &mode_command, &ABSL_MODES)? {
+        crate::flags::Parsed::Help { full } => return Ok((Command::Help { full }, Vec::new())),
+        crate::flags::Parsed::Mode {
+            mode,
+            args,
+            ignored,
+        } => (mode, args, ignored),
+    };
+    let sub = sub.as_str();
+    let rest = &rest[..];
+    let cmd = match sub {
+        "check_test" => Command::CheckTest(subcommands::parse_args(sub, rest)?),
+        "test_sequencer" => Command::Sequencer(subcommands::parse_args(sub, rest)?),
+        "node_manager" => Command::NodeManager(subcommands::parse_args(sub, rest)?),
+        "run_tests" => Command::RunTests(subcommands::parse_args(sub, rest)?),
+        "test_preview" => Command::TestPreview(subcommands::parse_args(sub, rest)?),
+        "start_localhost" => Command::Localhost(subcommands::parse_args(sub, rest)?),
+        "rpc_server" => Command::RpcServer(subcommands::parse_args(sub, rest)?),
+        s => bail!("unknown distbench subcommand '{s}': use {IMPLEMENTED}"),
+    };
+    Ok((cmd, ignored))
+}
+
+/// The usage `help` prints (rackbench's words for upstream's modes).
+fn usage() -> String {
+    "Usage: rackbench distbench MODE [flags]\n\n\
+     MODE is one of upstream's: test_sequencer, node_manager, run_tests, check_test,\n\
+     test_preview, help; or rackbench's: start_localhost, test_builder, analyze, rpc_server.\n\
+     Flags take absl's forms (--flag=value, --flag value, -flag, --noflag for booleans)\n\
+     and may come before the mode; every mode accepts upstream's flags --port,\n\
+     --test_sequencer, --infile, --outfile, --binary_output, --local_nodes,\n\
+     --control_plane_device, --default_data_plane_device, --max_test_duration,\n\
+     --service_address and --prefer_ipv4, and says which it does not read.\n\
+     `rackbench distbench MODE --help` describes a mode; --helpfull every flag.\n"
+        .to_string()
 }
 
 impl Workload for Distbench {
@@ -131,7 +201,8 @@ impl Workload for Distbench {
     }
 
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
-        match parse(args)? {
+        match parse(args)?.0 {
+            Command::Help { .. } => Ok(()),
             // Checking is the whole job: a bad sequence is its result (exit
             // 1, as upstream's), not bad input to a run.
             Command::CheckTest(_) => Ok(()),
@@ -155,8 +226,11 @@ impl Workload for Distbench {
 
     fn is_helper(&self, args: &[String]) -> bool {
         matches!(
-            args.first().map(String::as_str),
-            Some("check_test" | "test_builder" | "analyze")
+            parse(args).map(|(c, _)| c),
+            Ok(Command::CheckTest(_)
+                | Command::TestBuilder(..)
+                | Command::Analyze(_)
+                | Command::Help { .. })
         )
     }
 
@@ -174,7 +248,23 @@ impl Workload for Distbench {
     }
 
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
-        match parse(args)? {
+        let (cmd, ignored) = parse(args)?;
+        for flag in ignored {
+            eprintln!(
+                "distbench: {flag} has no effect in this mode (upstream's distbench accepts every \
+                 flag in every mode)"
+            );
+        }
+        match cmd {
+            Command::Help { full } => {
+                if full {
+                    print!("{}\n{}", usage(), self.help());
+                } else {
+                    print!("{}", usage());
+                }
+                // absl's help flags exit 1; the help mode 0.
+                Ok(Outcome::helper(!full))
+            }
             Command::CheckTest(a) => {
                 // Upstream's stdout is its "Result:" line; the problems (or
                 // rackbench's per-test lines) go to stderr.
@@ -220,7 +310,7 @@ mod tests {
             &["check_test", "-infile=f.cfg"],
             &["check_test", "-infile", "f.cfg"],
         ] {
-            let Ok(Command::CheckTest(a)) = parse(&args(form)) else {
+            let Ok((Command::CheckTest(a), _)) = parse(&args(form)) else {
                 panic!("{form:?} is not check_test");
             };
             assert_eq!(a.infile, PathBuf::from("f.cfg"), "{form:?}");
@@ -229,7 +319,7 @@ mod tests {
 
     #[test]
     fn traffic_subcommands_parse_upstream_flags() {
-        let Ok(Command::RunTests(a)) = parse(&args(&[
+        let Ok((Command::RunTests(a), _)) = parse(&args(&[
             "run_tests",
             "-test_sequencer=localhost:10000",
             "--infile=t.cfg",
@@ -239,7 +329,7 @@ mod tests {
         };
         assert_eq!(a.test_sequencer, "localhost:10000");
         assert!(a.binary_output);
-        let Ok(Command::NodeManager(n)) = parse(&args(&[
+        let Ok((Command::NodeManager(n), _)) = parse(&args(&[
             "node_manager",
             "--test_sequencer=127.0.0.1:1",
             "rack=A",
@@ -263,7 +353,7 @@ mod tests {
 
     #[test]
     fn sequencer_device_flags() {
-        let Ok(Command::Sequencer(a)) = parse(&args(&[
+        let Ok((Command::Sequencer(a), _)) = parse(&args(&[
             "test_sequencer",
             "--control_plane_device=lo",
             "--default_data_plane_device=lo",
@@ -271,8 +361,8 @@ mod tests {
         ])) else {
             panic!("test_sequencer did not parse");
         };
-        let (bind, data) = subcommands::sequencer_addresses(&a).unwrap();
-        assert!(bind.is_loopback() && data.is_some_and(|d| d.is_loopback()));
+        let (bind, nodes) = subcommands::sequencer_addresses(&a).unwrap();
+        assert!(bind.is_loopback() && nodes.data.is_loopback() && nodes.endpoint.is_loopback());
         let err = parse(&args(&[
             "test_sequencer",
             "--control_plane_device=lo",
@@ -282,7 +372,7 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(err.contains("cannot be used with"), "{err}");
-        let Ok(Command::Sequencer(a)) =
+        let Ok((Command::Sequencer(a), _)) =
             parse(&args(&["test_sequencer", "--control_plane_device=nosuch0"]))
         else {
             panic!("test_sequencer did not parse");
@@ -295,7 +385,7 @@ mod tests {
 
     #[test]
     fn check_test_reads_stdin_by_default() {
-        let Ok(Command::CheckTest(a)) = parse(&args(&["check_test"])) else {
+        let Ok((Command::CheckTest(a), _)) = parse(&args(&["check_test"])) else {
             panic!("check_test did not parse");
         };
         assert_eq!(a.infile, PathBuf::from("/dev/stdin"));

@@ -31,6 +31,7 @@ pub mod cluster;
 mod command;
 pub mod engine;
 pub mod files;
+pub mod flags;
 pub mod metrics;
 pub mod netif;
 pub mod node_manager;

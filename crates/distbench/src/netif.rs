@@ -67,9 +67,103 @@ pub fn device_address_preferring(dev: &str, prefer_ipv4: bool) -> anyhow::Result
     ))
 }
 
+/// Every (device, address) of this host.
+fn addresses() -> anyhow::Result<Vec<(String, IpAddr)>> {
+    let ifaces = nix::ifaddrs::getifaddrs()
+        .map_err(|e| anyhow::anyhow!("cannot list network interfaces: {e}"))?;
+    Ok(ifaces
+        .filter_map(|ifa| {
+            let a = ifa.address.as_ref()?;
+            let ip = a
+                .as_sockaddr_in()
+                .map(|s| IpAddr::V4(s.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())))?;
+            Some((ifa.interface_name, ip))
+        })
+        .collect())
+}
+
+/// Upstream's notion of a private address (a prefix test on the text,
+/// with 6to4 addresses unpacked): 10., 172.16, 192.168, fc00:, fd00:.
+fn private(a: &IpAddr) -> bool {
+    let text = match a {
+        IpAddr::V6(v6) if v6.segments()[0] == 0x2002 => {
+            let s = v6.segments();
+            format!(
+                "{}.{}.{}.{}",
+                s[1] >> 8,
+                s[1] & 0xff,
+                s[2] >> 8,
+                s[2] & 0xff
+            )
+        }
+        _ => a.to_string(),
+    };
+    ["10.", "172.16", "192.168", "fc00:", "fd00:"]
+        .iter()
+        .any(|p| text.starts_with(p))
+}
+
+/// This host's primary address, chosen as upstream's `GetBestAddress`
+/// without a device: link-local addresses never; otherwise the first
+/// address of the highest score, one point for the preferred family
+/// (IPv6, or IPv4 with `--prefer_ipv4`), one for a private address, two
+/// for any device but `lo`.
+pub fn best_address() -> anyhow::Result<IpAddr> {
+    let prefer_ipv4 = PREFER_IPV4.load(Ordering::Relaxed);
+    let mut best: Option<(i32, IpAddr)> = None;
+    for (dev, a) in addresses()? {
+        if link_local(&a) {
+            continue;
+        }
+        let score = i32::from(a.is_ipv4() == prefer_ipv4)
+            + i32::from(private(&a))
+            + if dev == "lo" { 0 } else { 2 };
+        if best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, a));
+        }
+    }
+    best.map(|(_, a)| a).ok_or_else(|| {
+        anyhow::anyhow!("no address found on any network interface (prefer_ipv4={prefer_ipv4})")
+    })
+}
+
+/// The address meaning "every interface" as upstream binds it without a
+/// device: `0.0.0.0` when this host has no IPv6 address (link-local ones
+/// aside) or IPv4 is preferred, else `::` (which takes IPv4 too).
+pub fn every_interface() -> IpAddr {
+    let only_v4 = addresses()
+        .map(|all| all.iter().all(|(_, a)| a.is_ipv4() || link_local(a)))
+        .unwrap_or(true);
+    if only_v4 || PREFER_IPV4.load(Ordering::Relaxed) {
+        IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_addresses_as_upstream() {
+        for (a, want) in [
+            ("10.1.2.3", true),
+            ("172.16.0.1", true),
+            ("172.17.0.1", false),
+            ("192.168.1.1", true),
+            ("8.8.8.8", false),
+            ("fd00::1", true),
+            ("2002:a00:1::1", true),
+            ("2001:db8::1", false),
+        ] {
+            assert_eq!(private(&a.parse().unwrap()), want, "{a}");
+        }
+        // Some address: at least loopback's.
+        assert!(best_address().is_ok());
+        assert!(every_interface().is_unspecified());
+    }
 
     #[test]
     fn loopback_has_its_address_and_unknown_devices_are_named() {

@@ -10,36 +10,64 @@
 //! traffic at once; `ShutdownNode` ends the node manager.
 
 use crate::engine::tables::Tables;
-use crate::engine::{CANCEL_GRACE, Engine, driver};
+use crate::engine::{CANCEL_GRACE, Engine, Process, driver};
 use crate::proto::dist_bench_node_manager_server::{
     DistBenchNodeManager, DistBenchNodeManagerServer,
 };
 use crate::proto::{
     Attribute, CancelTrafficRequest, CancelTrafficResult, GetTrafficResultRequest,
-    GetTrafficResultResponse, IntroducePeersResult, NodeServiceConfig, PingRequest, PingResult,
-    RUsage, RUsageStats, RunTrafficRequest, RunTrafficResponse, ServiceEndpoint,
-    ServiceEndpointMap, ServiceLogs, ShutdownNodeRequest, ShutdownNodeResult,
+    GetTrafficResultResponse, IntroducePeersResult, NodeServiceConfig, RUsage, RUsageStats,
+    RunTrafficRequest, RunTrafficResponse, ServiceEndpoint, ServiceEndpointMap, ServiceLogs,
+    ShutdownNodeRequest, ShutdownNodeResult,
 };
 use futures::future::join_all;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 use tokio::sync::{Mutex, Notify};
 use tonic::{Request, Response, Status};
 
+/// Where a node manager's service instances listen and what they
+/// advertise, as upstream's node manager chooses them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addresses {
+    /// Where each instance's endpoint (the handshake) listens: the control
+    /// plane's address (`--control_plane_device`, `--bind`), or every
+    /// interface (`::` or `0.0.0.0`) when none is named.
+    pub listen: IpAddr,
+    /// The endpoint address the placement advertises: the control device's
+    /// address, else this host's primary address.
+    pub endpoint: IpAddr,
+    /// Where the instances serve their traffic unless their protocol
+    /// options name a device: `--data_plane_address`,
+    /// `--default_data_plane_device`, else this host's primary address.
+    pub data: IpAddr,
+}
+
+impl Addresses {
+    /// Everything on one address (a loopback cluster).
+    pub fn all(ip: IpAddr) -> Addresses {
+        Addresses {
+            listen: ip,
+            endpoint: ip,
+            data: ip,
+        }
+    }
+}
+
 /// One node manager.
 pub struct NodeManager {
-    /// Address the engines listen on and advertise.
-    data_ip: IpAddr,
+    addrs: Addresses,
+    /// The node managers of this process (overload_limits.max_threads).
+    process: Arc<Process>,
     hostname: String,
     alias: std::sync::Mutex<String>,
     /// The attributes it registered with; every endpoint it opens carries
     /// them (as upstream's).
     attributes: std::sync::Mutex<Vec<Attribute>>,
     node_id: AtomicI64,
-    next_engine: AtomicI64,
     state: Mutex<State>,
     shutdown: Arc<Notify>,
 }
@@ -98,21 +126,22 @@ fn fd_headroom() -> i64 {
 struct State {
     engines: Vec<Arc<Engine>>,
     planned_sockets: i64,
-    servers: Vec<driver::Server>,
+    servers: Vec<driver::Serving>,
     rusage_start: Option<RUsage>,
     rusage_end: Option<RUsage>,
 }
 
 impl NodeManager {
-    /// A node manager whose engines listen on `data_ip`.
-    pub fn new(data_ip: IpAddr, hostname: String) -> Arc<NodeManager> {
+    /// A node manager whose engines use `addrs`, one of the node managers
+    /// of `process`.
+    pub fn new(addrs: Addresses, hostname: String, process: Arc<Process>) -> Arc<NodeManager> {
         Arc::new(NodeManager {
-            data_ip,
+            addrs,
+            process,
             hostname,
             alias: std::sync::Mutex::new(String::new()),
             attributes: std::sync::Mutex::new(Vec::new()),
             node_id: AtomicI64::new(0),
-            next_engine: AtomicI64::new(0),
             state: Mutex::new(State::default()),
             shutdown: Arc::new(Notify::new()),
         })
@@ -148,7 +177,7 @@ impl NodeManager {
 
     async fn teardown(state: &mut State) {
         for e in &state.engines {
-            e.cancel_traffic("services cleared", Duration::ZERO);
+            e.abort_traffic("services cleared", Duration::ZERO, Duration::ZERO);
         }
         state.engines.clear();
         PLANNED_SOCKETS.fetch_sub(state.planned_sockets, Ordering::Relaxed);
@@ -201,15 +230,25 @@ impl NodeManager {
         let mut endpoints = ServiceEndpointMap::default();
         for (name, &(service, instance)) in cfg.services.iter().zip(&placed) {
             let protocol = tables.services[service].protocol;
-            let ip = self.listen_ip(&tables.services[service])?;
-            let id = (self.node_id.load(Ordering::Relaxed) << 32)
-                | self.next_engine.fetch_add(1, Ordering::Relaxed);
-            let engine = Arc::new(Engine::new(tables.clone(), service, instance, id));
-            let server = driver::Server::start(engine.clone(), protocol, SocketAddr::new(ip, 0))
-                .await
-                .map_err(|e| format!("{name}: {e}"))?;
-            let addr = server.addr();
-            state.servers.push(server);
+            let data_ip = self.data_ip(&tables.services[service])?;
+            let engine = Arc::new(Engine::new(
+                tables.clone(),
+                service,
+                instance,
+                self.process.clone(),
+            ));
+            self.process.register(&engine);
+            let serving = driver::Serving::start(
+                engine.clone(),
+                protocol,
+                self.addrs.listen,
+                self.addrs.endpoint,
+                data_ip,
+            )
+            .await
+            .map_err(|e| format!("{name}: {e}"))?;
+            let addr = serving.endpoint;
+            state.servers.push(serving);
             state.engines.push(engine);
             endpoints.service_endpoints.insert(
                 name.clone(),
@@ -247,14 +286,15 @@ impl NodeManager {
         out
     }
 
-    /// The address a service's instances listen on: the node's data-plane
-    /// address, or its protocol options' `netdev_name` device, in the
-    /// `ip_version` they ask for (loopback maps between 127.0.0.1 and ::1).
-    fn listen_ip(&self, info: &crate::engine::tables::ServiceInfo) -> Result<IpAddr, String> {
+    /// The address a service's instances serve their traffic on: the
+    /// node's data-plane address, or its protocol options' `netdev_name`
+    /// device, in the `ip_version` they ask for (loopback maps between
+    /// 127.0.0.1 and ::1).
+    fn data_ip(&self, info: &crate::engine::tables::ServiceInfo) -> Result<IpAddr, String> {
         let base = match &info.netdev {
             Some(dev) => crate::netif::device_address(dev)
                 .map_err(|e| format!("service '{}': netdev_name: {e:#}", info.name))?,
-            None => self.data_ip,
+            None => self.addrs.data,
         };
         match (info.ip_version, base) {
             (4, IpAddr::V6(a)) if a.is_loopback() => Ok(IpAddr::from([127, 0, 0, 1])),
@@ -345,11 +385,18 @@ impl NodeManager {
         }
     }
 
-    /// Cancels the traffic of every instance on this node (in-flight RPCs
-    /// get the usual grace).
+    /// Cancels the traffic of every instance on this node, as upstream's
+    /// CancelTraffic (no new iteration starts and the servers refuse new
+    /// requests at once); RPCs still in flight after [`CANCEL_GRACE`] are
+    /// abandoned (rackbench's: the sequencer cancels a test that failed,
+    /// and Ctrl-C must stop within a second).
     pub async fn cancel_now(&self) {
         for e in &self.state.lock().await.engines {
-            e.cancel_traffic(crate::engine::CANCELLED_BY_SEQUENCER, CANCEL_GRACE);
+            e.abort_traffic(
+                crate::engine::CANCELLED_BY_SEQUENCER,
+                Duration::ZERO,
+                CANCEL_GRACE,
+            );
         }
     }
 }
@@ -476,10 +523,6 @@ impl DistBenchNodeManager for Handle {
     ) -> Result<Response<CancelTrafficResult>, Status> {
         self.0.cancel_now().await;
         Ok(Response::new(CancelTrafficResult {}))
-    }
-
-    async fn ping(&self, _request: Request<PingRequest>) -> Result<Response<PingResult>, Status> {
-        Ok(Response::new(PingResult {}))
     }
 
     async fn shutdown_node(

@@ -6,6 +6,7 @@
 use crate::cluster::{self, LocalCluster};
 use crate::files::{self, Encoding};
 use crate::metrics;
+use crate::node_manager::Addresses;
 use crate::proto::{TestResult, TestSequence, TestSequenceResults};
 use crate::test_builder;
 use anyhow::{Context, bail};
@@ -25,16 +26,19 @@ pub struct SequencerArgs {
     /// Port to listen on.
     #[arg(long, default_value_t = 10000)]
     pub port: u16,
-    /// Address to listen on: loopback by default (127.0.0.1 means both
-    /// 127.0.0.1 and ::1); 0.0.0.0 for other hosts.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: IpAddr,
-    /// Also run this many node managers in this process, on loopback (as
-    /// upstream's --local_nodes), with node ids 0, 1, ...
+    /// Address to listen on (rackbench's flag; 127.0.0.1 means both
+    /// 127.0.0.1 and ::1). Without it and --control_plane_device, every
+    /// interface, as upstream.
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
+    /// Also run this many node managers in this process (as upstream's
+    /// --local_nodes), with node ids 0, 1, ... and this command's device
+    /// flags.
     #[arg(long = "local_nodes", default_value_t = 0)]
     pub local_nodes: usize,
     /// Network interface whose address the sequencer (and its local node
-    /// managers' control services) listen on, instead of --bind.
+    /// managers' control services and instance endpoints) listen on,
+    /// instead of every interface.
     #[arg(
         long = "control_plane_device",
         value_name = "DEVICE",
@@ -42,7 +46,8 @@ pub struct SequencerArgs {
     )]
     pub control_plane_device: Option<String>,
     /// Network interface whose address the local node managers' service
-    /// instances use (loopback by default).
+    /// instances serve their traffic on (this host's primary address by
+    /// default, as upstream).
     #[arg(long = "default_data_plane_device", value_name = "DEVICE")]
     pub default_data_plane_device: Option<String>,
     /// Pick a device's IPv4 address over its IPv6 one.
@@ -72,23 +77,25 @@ pub struct NodeManagerArgs {
     /// (--default_data_plane_device, --control_plane_device, netdev_name).
     #[arg(long = "prefer_ipv4")]
     pub prefer_ipv4: bool,
-    /// Address the control service listens on (127.0.0.1, the default,
-    /// means both 127.0.0.1 and ::1).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: IpAddr,
-    /// Address the service instances listen on and advertise to peers
-    /// (this host's address on the test network).
+    /// Address the control service and the instances' endpoints listen on
+    /// (rackbench's flag; 127.0.0.1 means both 127.0.0.1 and ::1). Without
+    /// it and --control_plane_device, every interface, as upstream.
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
+    /// Address the service instances serve their traffic on and advertise
+    /// to peers (rackbench's flag; without it, --default_data_plane_device
+    /// or this host's primary address, as upstream).
     #[arg(
         long = "data_plane_address",
         conflicts_with = "default_data_plane_device"
     )]
     pub data_plane_address: Option<IpAddr>,
-    /// Network interface whose address the service instances use (as
-    /// upstream's flag), e.g. eth0 or lo.
+    /// Network interface whose address the service instances serve their
+    /// traffic on (as upstream's flag), e.g. eth0 or lo.
     #[arg(long = "default_data_plane_device", value_name = "DEVICE")]
     pub default_data_plane_device: Option<String>,
-    /// Network interface whose address the control service listens on
-    /// (instead of --bind).
+    /// Network interface whose address the control service and the
+    /// instances' endpoints listen on (instead of every interface).
     #[arg(
         long = "control_plane_device",
         value_name = "DEVICE",
@@ -148,10 +155,15 @@ pub struct RunTestsArgs {
     /// without it, as upstream.
     #[arg(long, value_name = "FILE")]
     pub infile: Option<PathBuf>,
-    /// The time limit of every test (e.g. 130s, 5m; a plain number is
-    /// seconds): replaces their test_timeout attributes, as upstream.
-    #[arg(long = "max_test_duration", value_name = "DURATION", value_parser = parse_duration)]
-    pub max_test_duration: Option<Duration>,
+    /// The time limit of every test, an absl duration (130s, 5m, 1h30m):
+    /// replaces their test_timeout attributes with its whole seconds, as
+    /// upstream; 0 (or under a second) replaces nothing.
+    #[arg(
+        long = "max_test_duration",
+        value_name = "DURATION",
+        value_parser = parse_max_test_duration
+    )]
+    pub max_test_duration: Option<i64>,
     /// Where the results go (TestSequenceResults): a file is rewritten
     /// after each test; /dev/stdout (upstream's default) gets them once the
     /// sequence is done; an empty name saves nothing.
@@ -274,7 +286,13 @@ pub fn preview_sequence(mut seq: TestSequence) -> TestSequence {
 /// `test_preview`.
 pub fn run_test_preview(a: &TestPreviewArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let seq = preview_sequence(crate::check::load_checked(&a.infile)?);
-    let outfile = ResultsOut::of(&a.outfile, ctx);
+    // Upstream's test_preview prints the results in text when --outfile is
+    // empty (run_tests saves nothing then).
+    let (outfile, binary) = if a.outfile.is_empty() {
+        (ResultsOut::Stdout, false)
+    } else {
+        (ResultsOut::of(&a.outfile, ctx), a.binary_output)
+    };
     let rt = runtime()?;
     let mut results = TestSequenceResults::default();
     let mut error = None;
@@ -286,9 +304,10 @@ pub fn run_test_preview(a: &TestPreviewArgs, ctx: &RunContext) -> anyhow::Result
         for test in &seq.tests {
             let r = run_test_until_stopped(&cluster, test, ctx, &mut interrupted).await;
             match r {
-                Ok(r) => {
+                Ok(mut r) => {
+                    crate::sequencer::apply_tests_setting(&mut r, seq.tests_setting.as_ref());
                     results.test_results.push(r);
-                    outfile.save_partial(&results, a.binary_output)?;
+                    outfile.save_partial(&results, binary)?;
                 }
                 Err(e) => {
                     eprintln!("RunTestSequence failed with error:{e}");
@@ -304,7 +323,7 @@ pub fn run_test_preview(a: &TestPreviewArgs, ctx: &RunContext) -> anyhow::Result
         anyhow::Ok(())
     })?;
     if error.is_none() && !interrupted {
-        outfile.finish(&results, a.binary_output)?;
+        outfile.finish(&results, binary)?;
         print!(
             "\nResult: Preview for {} was successful.\n\n",
             a.infile.display()
@@ -418,7 +437,7 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
     );
     let rt = runtime()?;
     rt.block_on(async {
-        let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, 0));
+        let engine = std::sync::Arc::new(Engine::new(tables, 1, 0, crate::engine::Process::new()));
         let bound = rpc::server::bind_or_loopback(SocketAddr::new(a.bind, a.port))?;
         let addr = bound.addr;
         let router = tonic::transport::Server::builder()
@@ -438,27 +457,16 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
     })
 }
 
-/// Parses absl-style durations: `90s`, `5m`, `1h`, `250ms`, or seconds.
-pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    let v = v.trim();
-    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => v.split_at(i),
-        None => (v, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{v}' is not a duration (like 90s, 5m, 1h, 250ms)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("'{v}': unknown unit '{unit}' (ms, s, m or h)")),
-    };
-    if !(secs > 0.0 && secs.is_finite()) {
-        return Err(format!("'{v}' must be positive"));
+/// `--max_test_duration`: an absl duration, in whole seconds (truncated,
+/// as upstream's ToInt64Seconds); negative ones are refused.
+pub fn parse_max_test_duration(v: &str) -> Result<i64, String> {
+    let ns = crate::flags::parse_absl_duration(v)?;
+    if ns < 0 {
+        return Err(format!(
+            "'{v}' is negative: a test needs a positive time limit"
+        ));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(i64::try_from(ns / 1_000_000_000).unwrap_or(i64::MAX))
 }
 
 /// Accepts absl-style single-dash long flags (`-infile=F`) as well.
@@ -556,24 +564,10 @@ fn print_summary(r: &TestResult) {
         let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
     }
     let name = metrics::test_name(r);
-    let default_limit = r
-        .traffic_config
-        .as_ref()
-        .and_then(|c| c.overload_limits.as_ref())
-        .is_none_or(|o| o.max_pending_rpcs.is_none());
     for (instance, message) in metrics::test_figures(r).engine_errors {
         if message.contains("RESOURCE_EXHAUSTED") {
-            let limit = if default_limit && message.contains("Too many RPCs pending") {
-                format!(
-                    " (rackbench's default limit of {} pending RPCs, not upstream's 1,000,000: \
-                     set overload_limits.max_pending_rpcs to change it)",
-                    crate::engine::tables::DEFAULT_MAX_PENDING_RPCS
-                )
-            } else {
-                String::new()
-            };
             eprintln!(
-                "distbench: test '{name}': {instance} stopped its traffic early: {message}{limit}; \
+                "distbench: test '{name}': {instance} stopped its traffic early: {message}; \
                  the results cover the traffic until then"
             );
         }
@@ -867,7 +861,7 @@ fn measured(success: bool, r: &DistbenchRecord) -> Outcome {
 /// `test_sequencer`.
 pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     crate::netif::set_prefer_ipv4(a.prefer_ipv4);
-    let (bind, data_ip) = sequencer_addresses(a)?;
+    let (bind, node_addrs) = sequencer_addresses(a)?;
     let rt = runtime()?;
     rt.block_on(async {
         let s =
@@ -876,24 +870,26 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
         eprintln!("test_sequencer listening on {address}");
         s.sequencer.expect_nodes(a.local_nodes);
         let mut local = Vec::new();
-        let loopback = rpc::server::LOOPBACK;
-        let control = if bind.is_unspecified() {
-            loopback
+        // The local node managers reach the sequencer in this process.
+        let seq_ip = if bind.is_unspecified() {
+            rpc::server::LOOPBACK
         } else {
             bind
         };
-        let seq_addr = SocketAddr::new(control, s.server.addr.port()).to_string();
+        let seq_addr = SocketAddr::new(seq_ip, s.server.addr.port()).to_string();
+        let process = crate::engine::Process::new();
         for i in 0..a.local_nodes {
             local.push(
                 cluster::start_node_manager_with(
                     &seq_addr,
-                    SocketAddr::new(control, 0),
-                    data_ip.unwrap_or(control),
+                    SocketAddr::new(node_addrs.listen, 0),
+                    node_addrs,
                     &[],
                     cluster::Registration {
                         preassigned_node_id: i32::try_from(i).ok(),
                         service_address: None,
                     },
+                    process.clone(),
                 )
                 .await
                 .map_err(anyhow::Error::msg)?,
@@ -922,51 +918,100 @@ pub fn run_sequencer(a: &SequencerArgs, ctx: &RunContext) -> anyhow::Result<Outc
     })
 }
 
-/// The sequencer's listening address and its local node managers'
-/// data-plane address (`None`: their control address), from its flags.
-pub fn sequencer_addresses(a: &SequencerArgs) -> anyhow::Result<(IpAddr, Option<IpAddr>)> {
-    let bind = match &a.control_plane_device {
-        Some(dev) => crate::netif::device_address(dev)?,
-        None => a.bind,
+/// The address a control service listens on, as upstream's: the device's
+/// address, else `--bind` (rackbench's), else every interface; and the
+/// address it names, when it names one.
+fn control_address(
+    device: Option<&str>,
+    bind: Option<IpAddr>,
+) -> anyhow::Result<(IpAddr, Option<IpAddr>)> {
+    let named = match (device, bind) {
+        (Some(dev), _) => Some(crate::netif::device_address(dev)?),
+        (None, Some(ip)) if !ip.is_unspecified() => Some(ip),
+        _ => None,
     };
-    let data = match &a.default_data_plane_device {
-        Some(dev) => Some(crate::netif::device_address(dev)?),
-        None => None,
-    };
-    Ok((bind, data))
+    let listen = named.or(bind).unwrap_or_else(crate::netif::every_interface);
+    Ok((listen, named))
 }
 
-/// The control and data-plane addresses of a node manager's flags.
-pub fn node_addresses(a: &NodeManagerArgs) -> anyhow::Result<(IpAddr, IpAddr)> {
-    let control = match &a.control_plane_device {
-        Some(dev) => crate::netif::device_address(dev)?,
-        None => a.bind,
-    };
-    let data = match (&a.data_plane_address, &a.default_data_plane_device) {
-        (Some(ip), _) => *ip,
+/// Where a node manager's instances listen, what they advertise and where
+/// they serve their traffic, from its flags, as upstream's node manager
+/// chooses: the endpoints listen with the control service and advertise
+/// its named address (else this host's primary address); the traffic goes
+/// on the data-plane device's address (else this host's primary address).
+/// rackbench's `--bind` and `--data_plane_address` name them directly.
+fn instance_addresses(
+    listen: IpAddr,
+    named: Option<IpAddr>,
+    bind_named: bool,
+    data_plane_address: Option<IpAddr>,
+    data_device: Option<&str>,
+) -> anyhow::Result<Addresses> {
+    let data = match (data_plane_address, data_device) {
+        (Some(ip), _) => ip,
         (None, Some(dev)) => crate::netif::device_address(dev)?,
-        (None, None) if control.is_unspecified() => rpc::server::LOOPBACK,
-        (None, None) => control,
+        // --bind (ours) keeps everything on its address.
+        (None, None) if bind_named => named.unwrap_or(listen),
+        (None, None) => crate::netif::best_address()?,
     };
-    Ok((control, data))
+    let endpoint = match named.or(data_plane_address) {
+        Some(ip) => ip,
+        None => crate::netif::best_address()?,
+    };
+    Ok(Addresses {
+        listen,
+        endpoint,
+        data,
+    })
+}
+
+/// The sequencer's listening address and its local node managers'
+/// addresses, from its flags.
+pub fn sequencer_addresses(a: &SequencerArgs) -> anyhow::Result<(IpAddr, Addresses)> {
+    let (listen, named) = control_address(a.control_plane_device.as_deref(), a.bind)?;
+    let bind_named = a.control_plane_device.is_none() && named.is_some();
+    let nodes = instance_addresses(
+        listen,
+        named,
+        bind_named,
+        None,
+        a.default_data_plane_device.as_deref(),
+    )?;
+    Ok((listen, nodes))
+}
+
+/// The control address and the instances' addresses of a node manager's
+/// flags.
+pub fn node_addresses(a: &NodeManagerArgs) -> anyhow::Result<(IpAddr, Addresses)> {
+    let (listen, named) = control_address(a.control_plane_device.as_deref(), a.bind)?;
+    let bind_named = a.control_plane_device.is_none() && named.is_some();
+    let addrs = instance_addresses(
+        listen,
+        named,
+        bind_named,
+        a.data_plane_address,
+        a.default_data_plane_device.as_deref(),
+    )?;
+    Ok((listen, addrs))
 }
 
 /// `node_manager`.
 pub fn run_node_manager(a: &NodeManagerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     crate::netif::set_prefer_ipv4(a.prefer_ipv4);
     let (preassigned, attrs) = node_arguments(&a.attributes)?;
-    let (control_ip, data_ip) = node_addresses(a)?;
+    let (control_ip, addrs) = node_addresses(a)?;
     let rt = runtime()?;
     rt.block_on(async {
         let n = cluster::start_node_manager_with(
             &a.test_sequencer,
             SocketAddr::new(control_ip, a.port),
-            data_ip,
+            addrs,
             &attrs,
             cluster::Registration {
                 preassigned_node_id: preassigned,
                 service_address: a.service_address.clone(),
             },
+            crate::engine::Process::new(),
         )
         .await
         .map_err(anyhow::Error::msg)?;
@@ -1016,10 +1061,11 @@ async fn wait_for_stop(
 /// `run_tests`.
 pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let mut seq = run_tests_input(a)?;
-    if let Some(d) = a.max_test_duration {
-        let secs = d.as_secs().max(1).to_string();
+    // As upstream: whole seconds replace every test_timeout; 0 replaces
+    // nothing.
+    if let Some(secs) = a.max_test_duration.filter(|s| *s != 0) {
         for t in &mut seq.tests {
-            t.attributes.insert("test_timeout".into(), secs.clone());
+            t.attributes.insert("test_timeout".into(), secs.to_string());
         }
     }
     let outfile = ResultsOut::of(&a.outfile, ctx);
@@ -1054,7 +1100,11 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     if let Some(e) = &error {
         eprintln!("run_tests: {e}");
     }
-    if let Err(e) = outfile.finish(&results, a.binary_output) {
+    // A failed sequence keeps what was saved after each finished test
+    // (nothing when none finished: no empty results file), and prints no
+    // results, as upstream's run_tests writes none when the RPC fails.
+    let write = error.is_none() && (!interrupted || !results.test_results.is_empty());
+    if write && let Err(e) = outfile.finish(&results, a.binary_output) {
         eprintln!("run_tests: unable to save the results: {e:#}");
         return Ok(measured(
             false,
@@ -1168,7 +1218,8 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
             );
             let r = run_test_until_stopped(&cluster, test, ctx, &mut interrupted).await;
             match r {
-                Ok(r) => {
+                Ok(mut r) => {
+                    crate::sequencer::apply_tests_setting(&mut r, seq.tests_setting.as_ref());
                     print_summary(&r);
                     results.test_results.push(r);
                     save(&outfile, &results, true)?;

@@ -2,7 +2,10 @@
 //! in [`TestResult::log_summary`].
 //!
 //! [`summarize`] recomputes those lines from a test's logs, in the format
-//! of the upstream release that produced our conformance results:
+//! of upstream's current code (google/distbench 8a5cfae, whose "report
+//! total samples in summaries" added the `Total samples:` line);
+//! [`summarize_as`] with [`Layout::Release`] gives the format of the
+//! release that produced the conformance results, without that line:
 //!
 //! ```text
 //! RPC latency summary:
@@ -13,6 +16,7 @@
 //!   client/0: Tx: 0.9 MiB/s, Rx:1169.2 MiB/s
 //!   server/0: Tx: 1169.2 MiB/s, Rx:0.9 MiB/s
 //! Global summary:
+//!   Total samples: 4631
 //!   Failed samples: 0
 //!   Warmup samples: 1000
 //!   Total time: 0.776s
@@ -22,7 +26,8 @@
 //! The rules, as upstream applies them:
 //!
 //! - Only successful samples count as RPCs. Failed samples are only counted
-//!   (`Failed samples`); they add no latency, bytes or time.
+//!   (`Failed samples`); they add no latency, bytes or time. `Total
+//!   samples` counts both, warm-up ones included.
 //! - Warm-up samples are counted (`Warmup samples`) and included in the RPC
 //!   counts (`RPCs`, `Total Nb RPCs`), but their latencies, bytes and
 //!   timestamps are ignored. This is why `N` can be smaller than `RPCs`.
@@ -100,6 +105,8 @@ struct Tally {
     time_ns: i64,
     failed: i64,
     warmup: i64,
+    /// Successful and failed samples, warm-up ones included.
+    samples: i64,
 }
 
 impl Tally {
@@ -122,6 +129,8 @@ impl Tally {
                         .entry(rpc_name(rpc_specs, rpc_index))
                         .or_default();
                     tally.failed += len_i64(&rpc_log.failed_rpc_samples);
+                    tally.samples += len_i64(&rpc_log.failed_rpc_samples)
+                        + len_i64(&rpc_log.successful_rpc_samples);
                     traffic.rpcs += len_i64(&rpc_log.successful_rpc_samples);
                     for sample in &rpc_log.successful_rpc_samples {
                         if sample.warmup() {
@@ -183,12 +192,29 @@ fn mib_per_second(bytes: i64, seconds: f64) -> f64 {
     bytes as f64 / MIB as f64 / seconds
 }
 
+/// Which upstream's summary format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Upstream's current code: `Total samples:` first in the global
+    /// summary.
+    Head,
+    /// The release that produced the conformance results (the golden
+    /// `log_summary` lines): no `Total samples:` line.
+    Release,
+}
+
+/// The summary lines of `result` in upstream's current format
+/// ([`summarize_as`] with [`Layout::Head`]).
+pub fn summarize(result: &TestResult) -> Vec<String> {
+    summarize_as(result, Layout::Head)
+}
+
 /// The summary lines of `result`, computed from its traffic config (for RPC
 /// names) and service logs like upstream Distbench does; the
 /// `log_summary` already in `result` is ignored. See the module
 /// documentation for the format and rules. Empty when no successful,
 /// non-warm-up sample gives the test a duration.
-pub fn summarize(result: &TestResult) -> Vec<String> {
+pub fn summarize_as(result: &TestResult, layout: Layout) -> Vec<String> {
     let tally = Tally::of(result);
     if tally.time_ns == 0 {
         return Vec::new();
@@ -234,6 +260,9 @@ pub fn summarize(result: &TestResult) -> Vec<String> {
     }
 
     lines.push("Global summary:".to_string());
+    if layout == Layout::Head {
+        lines.push(format!("  Total samples: {}", tally.samples));
+    }
     lines.push(format!("  Failed samples: {}", tally.failed));
     lines.push(format!("  Warmup samples: {}", tally.warmup));
     lines.push(format!("  Total time: {seconds:3.3}s"));
@@ -308,7 +337,22 @@ mod tests {
                     "{} test {i}: no log_summary to compare with",
                     file.display()
                 );
-                let actual = summarize(result);
+                let actual = summarize_as(result, Layout::Release);
+                // The current format is the same with the total first in
+                // the global summary.
+                let mut head = result.log_summary.clone();
+                if let Some(at) = head.iter().position(|l| l == "Global summary:") {
+                    let total: usize = result
+                        .service_logs
+                        .iter()
+                        .flat_map(|l| l.instance_logs.values())
+                        .flat_map(|l| l.peer_logs.values())
+                        .flat_map(|p| p.rpc_logs.values())
+                        .map(|r| r.successful_rpc_samples.len() + r.failed_rpc_samples.len())
+                        .sum();
+                    head.insert(at + 1, format!("  Total samples: {total}"));
+                }
+                assert_eq!(summarize(result), head, "{}", file.display());
                 if actual != result.log_summary {
                     failures.push(format!(
                         "{} test {i}:\n{}",
@@ -396,6 +440,7 @@ mod tests {
                 "  client/0: Tx: 4.0 MiB/s, Rx:8.0 MiB/s",
                 "  server/0: Tx: 8.0 MiB/s, Rx:4.0 MiB/s",
                 "Global summary:",
+                "  Total samples: 4",
                 "  Failed samples: 0",
                 "  Warmup samples: 1",
                 "  Total time: 1.000s",
@@ -437,6 +482,7 @@ mod tests {
                 "  s/0: Tx: 1.0 MiB/s, Rx:0.5 MiB/s",
                 "  s/1: Tx: 0.0 MiB/s, Rx:0.0 MiB/s",
                 "Global summary:",
+                "  Total samples: 4",
                 "  Failed samples: 3",
                 "  Warmup samples: 0",
                 "  Total time: 0.002s",
@@ -480,6 +526,7 @@ mod tests {
                 "  s/0: Tx: 0.0 MiB/s, Rx:4.0 MiB/s",
                 "  s/1: Tx: 0.0 MiB/s, Rx:2.0 MiB/s",
                 "Global summary:",
+                "  Total samples: 6",
                 "  Failed samples: 0",
                 "  Warmup samples: 0",
                 "  Total time: 1.000s",

@@ -498,7 +498,7 @@ fn unknown_output_format_names_the_flag() {
     );
     assert_eq!(
         err.to_string(),
-        "--output_format 'csv' is not supported: use default, statistics or trace_context"
+        "--output_format 'csv' is not supported: use default, statistics, trace_context or homa"
     );
 }
 

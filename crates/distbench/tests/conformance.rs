@@ -408,11 +408,18 @@ fn each_error_class_is_reported() {
             &["rpc_descriptions 'q'", "client: unknown service 'clients'"],
         ),
         (
-            "unknown payload",
-            "response_payload_name: 'resp'",
-            "response_payload_name: 'respo'",
+            "unknown payload override",
+            "actions { name: 'b' rpc_name: 'q' dependencies: 'a' }",
+            "actions { name: 'b' rpc_name: 'q' dependencies: 'a' request_payload_override: 'rq' }",
             Kind::UnknownReference,
-            &["response_payload_name: unknown payload 'respo'"],
+            &["request_payload_override: unknown payload 'rq'"],
+        ),
+        (
+            "payload override without a size distribution",
+            "actions { name: 'b' rpc_name: 'q' dependencies: 'a' }",
+            "actions { name: 'b' rpc_name: 'q' dependencies: 'a' request_payload_override: 'req' }",
+            Kind::BadField,
+            &["payload 'req' has no size_distribution_name"],
         ),
         (
             "unknown distribution",

@@ -11,8 +11,8 @@
 //!   tool that replays the golden's CDF and interval, everything else (and
 //!   the tool's arguments) must match.
 //! - `variable_response_multi_level_rpc:leaf_size=34`: `leaf_size` is no
-//!   parameter of the pattern; upstream keeps it as an attribute, rackbench
-//!   refuses it unless `-a` is given.
+//!   parameter of the pattern; upstream keeps it as an attribute, and so
+//!   does rackbench (with a warning on stderr).
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
@@ -80,11 +80,6 @@ fn parse_golden(golden: &Path) -> TestSequence {
 fn is_homa_cp_node(golden: &Path) -> bool {
     file_name(golden).starts_with("homa_cp_node")
 }
-
-/// Goldens whose command uses a parameter the pattern does not: they need
-/// `-a` in rackbench (see the module docs).
-const NEEDS_ALLOW_UNUSED: &[&str] =
-    &["variable_response_multi_level_rpc_4x20x10000-grpc_polling_inline-1024-64000.config"];
 
 /// A stand-in for Homa's dist_to_proto that prints the golden's CDF points
 /// and interval, and records the arguments it was given.
@@ -196,10 +191,7 @@ fn every_golden_except_homa_cp_node_regenerates_exactly() {
     let mut failures = Vec::new();
     for golden in goldens().into_iter().filter(|g| !is_homa_cp_node(g)) {
         let name = file_name(&golden);
-        let mut args = recorded_args(&golden);
-        if NEEDS_ALLOW_UNUSED.contains(&name.as_str()) {
-            args.insert(0, "-a".into());
-        }
+        let args = recorded_args(&golden);
         let result = generate(&args, None)
             .map_err(|e| format!("error: {e}"))
             .and_then(|g| compare(&golden, &args, &g));
@@ -262,18 +254,23 @@ fn homa_cp_node_needs_dist_to_proto_and_matches_with_its_output() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The one golden whose command names a parameter its pattern does not
+/// use keeps it as an attribute, as upstream's test_builder does.
 #[test]
-fn unused_parameters_are_refused_unless_asked_for() {
+fn unused_parameters_are_kept_as_attributes() {
     testenv::conformance_or_return!("distbench/test_builder_golden_configs");
-    let mut refused = Vec::new();
+    let mut kept = Vec::new();
     for golden in goldens().into_iter().filter(|g| !is_homa_cp_node(g)) {
-        if let Err(Error::UnknownParameter { names, .. }) = generate(&recorded_args(&golden), None)
-        {
-            assert_eq!(names, vec!["leaf_size".to_string()], "{}", golden.display());
-            refused.push(file_name(&golden));
+        let g = generate(&recorded_args(&golden), None).unwrap();
+        if let Some(v) = g.tests[0].test.attributes.get("leaf_size") {
+            assert_eq!(v, "34", "{}", golden.display());
+            kept.push(file_name(&golden));
         }
     }
-    assert_eq!(refused, NEEDS_ALLOW_UNUSED);
+    assert_eq!(
+        kept,
+        ["variable_response_multi_level_rpc_4x20x10000-grpc_polling_inline-1024-64000.config"]
+    );
 }
 
 fn strings(a: &[&str]) -> Vec<String> {
@@ -291,9 +288,12 @@ fn validate_error(a: &[&str]) -> String {
 
 #[test]
 fn bad_input_is_refused_with_names() {
-    let err = validate_error(&["clique:node_cout=3"]);
-    assert!(err.contains("unknown parameter 'node_cout'"), "{err}");
-    assert!(err.contains("rpc_interval_us, node_count"), "{err}");
+    // An unknown parameter is kept, as upstream (with a warning).
+    assert!(
+        Distbench
+            .validate(&strings(&["test_builder", "clique:node_cout=3"]))
+            .is_ok()
+    );
     let err = validate_error(&["bogus"]);
     assert!(err.contains("'bogus'"), "{err}");
     assert!(
@@ -319,8 +319,10 @@ fn bad_input_is_refused_with_names() {
     );
     let err = validate_error(&["rectangular:fanout_filter=diagonal"]);
     assert!(err.contains("check_test"), "{err}");
+    // A sweep over a parameter the pattern does not use gives one test
+    // name several times: refused, saying why.
     let err = validate_error(&["parameter_sweep", "node_cout", "2", "1", "3", "clique"]);
-    assert!(err.contains("'node_cout'"), "{err}");
+    assert!(err.contains("is used by two different tests"), "{err}");
     let err = validate_error(&["-o", "/no/such/dir", "clique"]);
     assert!(err.contains("does not exist"), "{err}");
     assert!(

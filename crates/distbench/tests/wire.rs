@@ -288,13 +288,20 @@ message GenericRequestResponse {
 message ServerAddress { optional string ip_address = 1; optional int32 port = 2; optional string socket_address = 3; }
 "#;
 
-/// Upstream messages rackbench does not define: the engine-to-engine
-/// connection handshake of upstream's protocol drivers. A test's engines
-/// are all rackbench processes, and none of these is in a result file.
-const NOT_CARRIED: [&str; 3] = [
-    "distbench.ConnectRequest",
-    "distbench.ConnectResponse",
-    "distbench.ServerAddress",
+/// Upstream's services and their methods, as facts (`Service.Method(In)
+/// returns (Out)`): rackbench's are exactly these, so any mix of upstream's
+/// and rackbench's sequencer, node managers and engines can talk.
+const UPSTREAM_METHODS: [&str; 10] = [
+    "DistBenchTestSequencer.RegisterNode(NodeRegistration) returns (NodeConfig)",
+    "DistBenchTestSequencer.RunTestSequence(TestSequence) returns (TestSequenceResults)",
+    "DistBenchNodeManager.ConfigureNode(NodeServiceConfig) returns (ServiceEndpointMap)",
+    "DistBenchNodeManager.IntroducePeers(ServiceEndpointMap) returns (IntroducePeersResult)",
+    "DistBenchNodeManager.RunTraffic(RunTrafficRequest) returns (RunTrafficResponse)",
+    "DistBenchNodeManager.GetTrafficResult(GetTrafficResultRequest) returns (GetTrafficResultResponse)",
+    "DistBenchNodeManager.CancelTraffic(CancelTrafficRequest) returns (CancelTrafficResult)",
+    "DistBenchNodeManager.ShutdownNode(ShutdownNodeRequest) returns (ShutdownNodeResult)",
+    "ConnectionSetup.SetupConnection(ConnectRequest) returns (ConnectResponse)",
+    "Traffic.GenericRpc(GenericRequestResponse) returns (GenericRequestResponse)",
 ];
 
 /// Fields rackbench adds to upstream's control-plane messages (node
@@ -395,10 +402,6 @@ fn schema_matches_upstream_facts() {
     let mut problems = Vec::new();
     let mut checked = 0;
     for um in all_messages(&upstream) {
-        if NOT_CARRIED.contains(&um.full_name()) {
-            assert!(ours.get_message_by_name(um.full_name()).is_none());
-            continue;
-        }
         let Some(om) = ours.get_message_by_name(um.full_name()) else {
             problems.push(format!("missing message {}", um.full_name()));
             continue;
@@ -440,6 +443,32 @@ fn schema_matches_upstream_facts() {
     assert_eq!(problems, Vec::<String>::new());
     // The facts are the whole schema, not a few messages.
     assert!(checked > 200, "only {checked} fields checked");
+}
+
+/// rackbench's services have upstream's methods, no more and no fewer.
+#[test]
+fn services_are_upstreams() {
+    let ours = our_pool(false);
+    let mut methods: Vec<String> = ours
+        .services()
+        .flat_map(|s| {
+            s.methods()
+                .map(|m| {
+                    format!(
+                        "{}.{}({}) returns ({})",
+                        s.name(),
+                        m.name(),
+                        m.input().name(),
+                        m.output().name()
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    methods.sort();
+    let mut want: Vec<String> = UPSTREAM_METHODS.iter().map(|m| m.to_string()).collect();
+    want.sort();
+    assert_eq!(methods, want);
 }
 
 /// Names of the fields set anywhere in `msg` (as `Message.field`), and the
@@ -500,8 +529,8 @@ const TRACE_FIELDS: [&str; 6] = [
 ];
 
 /// Two tests: traced RPCs with a nested fan-out, warm-up and an activity;
-/// and an overloaded server (more RPCs pending than allowed), which ends
-/// the traffic early with failed samples and the engine's error message.
+/// and an overloaded server (more handlers than allowed), which ends the
+/// traffic early with failed samples and the engine's error message.
 const RUN: &str = r#"
 tests {
   name: 'traced'
@@ -512,8 +541,8 @@ tests {
   rpc_descriptions { name: 'q' client: 'c' server: 's' request_payload_name: 'req'
                      response_payload_name: 'resp' tracing_interval: 2 }
   rpc_descriptions { name: 'inner' client: 's' server: 's' fanout_filter: 'random' }
-  activity_configs { name: 'spin' activity_settings { name: 'activity_func' string_value: 'SpinFor' }
-                     activity_settings { name: 'duration_us' int64_value: 100 } }
+  activity_configs { name: 'spin' activity_settings { name: 'activity_func' string_value: 'ConsumeCpu' }
+                     activity_settings { name: 'array_size' int64_value: 10 } }
   action_lists { name: 'c' action_names: ['send', 'work'] }
   actions { name: 'send' rpc_name: 'q' iterations { max_iteration_count: 20 warmup_iterations: 2 } }
   actions { name: 'work' activity_config_name: 'spin' iterations { max_iteration_count: 3 } }
@@ -526,7 +555,9 @@ tests {
   services { name: 'c' count: 1 }
   services { name: 's' count: 1 }
   rpc_descriptions { name: 'q' client: 'c' server: 's' }
-  overload_limits { max_pending_rpcs: 2 }
+  overload_limits { max_threads: 2 }
+  protocol_driver_options { name: 'default_protocol_driver_options' protocol_name: 'grpc'
+                            server_settings { name: 'server_type' string_value: 'handoff' } }
   activity_configs { name: 'sleep' activity_settings { name: 'activity_func' string_value: 'SleepFor' }
                      activity_settings { name: 'duration_us' int64_value: 20000 } }
   action_lists { name: 'c' action_names: 'send' }
@@ -570,7 +601,8 @@ fn result_file_reads_with_upstream_schema() {
         "distbench.ServiceEndpoint.endpoint_address",
         "distbench.PayloadSpec.size",
         "distbench.RpcSpec.tracing_interval",
-        "distbench.OverloadLimits.max_pending_rpcs",
+        "distbench.OverloadLimits.max_threads",
+        "distbench.RpcSample.latency_weight",
         "distbench.ServicePerformanceLog.peer_logs",
         "distbench.ServicePerformanceLog.activity_logs",
         "distbench.ServicePerformanceLog.error_dictionary",

@@ -141,6 +141,28 @@ pub fn run_within(calls: u64, seed: u64, functions: usize) -> u64 {
     x
 }
 
+/// Calls `calls` functions drawn uniformly at random (xorshift seeded with
+/// `seed`) from `functions` of the generated ones spread evenly over all
+/// [`FUNCTIONS`] (function `k * FUNCTIONS / functions`), so each chosen
+/// entry sits on its own cache line, as the entries of larger functions
+/// would: Distbench's `PolluteInstructionCache` calls 10,000 functions of
+/// its own this way.
+pub fn run_spread(calls: u64, seed: u64, functions: usize) -> u64 {
+    let n = functions.clamp(1, FUNCTIONS);
+    let stride = FUNCTIONS / n;
+    let mut s = seed | 1;
+    let mut x = seed;
+    for _ in 0..calls {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let i = (s % n as u64) as usize * stride;
+        call(i);
+        x = mix(x, i);
+    }
+    x
+}
+
 /// The same number of calls, always to the first function: the baseline
 /// that fits in L1i, for measuring what the spread costs.
 pub fn run_single(calls: u64, seed: u64) -> u64 {

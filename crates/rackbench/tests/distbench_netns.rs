@@ -1,112 +1,164 @@
-//! Distbench across hosts: a sequencer and three node managers, each in its
-//! own network namespace joined by veth pairs to a bridge in a fourth, so
-//! every RPC crosses a real (virtual) network between separate network
-//! stacks. Runs a client_server and a clique test over them.
+//! Distbench across hosts, started with upstream's multi-host command
+//! lines unchanged: a sequencer (`test_sequencer --port=10000`) in one
+//! network namespace and two node managers (`node_manager
+//! --test_sequencer=HOST:10000 --port=9999`) in two others, each namespace
+//! its own host: its own address on a bridge (veth pairs to a hub
+//! namespace), its own host name (a UTS namespace) that the others resolve
+//! through their hosts files, as hosts on a network do. No flag names an
+//! address or device: the node managers listen on every interface and
+//! register as upstream's do (`dns:///HOSTNAME:9999`), and their instances
+//! advertise their host's primary address. A client/server test and a
+//! fan-out test (one client, two servers on the other host) cross the
+//! namespaces; every endpoint is its node's own address.
 //!
-//! Needs root and `ip` (iproute2). Without them the test says so on stderr
-//! and returns, unless `RACKBENCH_REQUIRE_NETNS=1` (set by `.ci/run` when
-//! it runs as root), which turns a missing prerequisite into a failure.
+//! Needs root and `ip` (iproute2) and `unshare` (util-linux). Without them
+//! the test says so on stderr and returns, unless
+//! `RACKBENCH_REQUIRE_NETNS=1` (set by `.ci/run` when it runs as root),
+//! which turns a missing prerequisite into a failure.
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
 #[allow(dead_code)]
 mod common;
 
-use common::netns::{Proc, build_net, in_ns};
+use common::netns::{Proc, build_net};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// `rackbench ARGS` in namespace `ns`, as host `host`.
+fn on_host(ns: &str, host: &str, dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "unshare", "--uts", "sh", "-c"])
+        .arg("hostname \"$0\" && exec \"$@\"")
+        .arg(host)
+        .arg(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["--no-store", "--output-dir"])
+        .arg(dir.join("reports"))
+        .args(args)
+        .current_dir(dir)
+        .env("RACKBENCH_DB", dir.join("results.db"))
+        .env("RACKBENCH_REPORT", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// The hosts files of the namespaces (`ip netns exec` mounts
+/// `/etc/netns/NS/hosts` over `/etc/hosts`); removed on drop.
+struct Hosts(Vec<std::path::PathBuf>);
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+const TAG: u8 = 7;
+const HOSTS: [&str; 3] = ["rb-seq", "rb-node-a", "rb-node-b"];
+
+fn ip_of(i: usize) -> String {
+    format!("10.213.{TAG}.{}", i + 1)
+}
+
 #[test]
-fn client_server_and_clique_across_network_namespaces() {
-    if !common::netns::available("client_server_and_clique_across_network_namespaces") {
+fn upstream_command_lines_across_network_namespaces() {
+    if !common::netns::available("upstream_command_lines_across_network_namespaces") {
+        return;
+    }
+    if Command::new("unshare").arg("--help").output().is_err() {
+        testenv::skip(
+            "netns",
+            "upstream_command_lines_across_network_namespaces: unshare (util-linux) is missing",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Spoke 0: the sequencer; spokes 1..=3: node managers.
-    let net = build_net(7, 4).unwrap();
-    let seq_ip = "10.213.7.1";
+    let net = build_net(TAG, 3).unwrap();
+    let mut table = String::from("127.0.0.1 localhost\n::1 localhost\n");
+    for (i, h) in HOSTS.iter().enumerate() {
+        table.push_str(&format!("{} {h}\n", ip_of(i)));
+    }
+    let mut hosts = Hosts(Vec::new());
+    for ns in &net.spokes {
+        let etc = Path::new("/etc/netns").join(ns);
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(etc.join("hosts"), &table).unwrap();
+        hosts.0.push(etc);
+    }
+
+    let log = |name: &str| std::fs::File::create(d.join(name)).unwrap();
     let _sequencer = Proc(
-        in_ns(
+        on_host(
             &net.spokes[0],
+            HOSTS[0],
             d,
-            &[
-                "distbench",
-                "test_sequencer",
-                "--bind",
-                seq_ip,
-                "--port",
-                "10000",
-            ],
+            &["distbench", "test_sequencer", "--port=10000"],
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log("sequencer.log"))
         .spawn()
         .unwrap(),
     );
+    let seq = format!("--test_sequencer={}:10000", HOSTS[0]);
     let mut nodes = Vec::new();
-    for i in 1..=3 {
-        let me = format!("10.213.7.{}", i + 1);
+    for (i, (ns, host)) in net.spokes.iter().zip(HOSTS).enumerate().skip(1) {
         nodes.push(Proc(
-            in_ns(
-                &net.spokes[i],
+            on_host(
+                ns,
+                host,
                 d,
-                &[
-                    "distbench",
-                    "node_manager",
-                    &format!("--test_sequencer={seq_ip}:10000"),
-                    "--bind",
-                    &me,
-                    "--data_plane_address",
-                    &me,
-                    &format!("spoke={i}"),
-                ],
+                &["distbench", "node_manager", &seq, "--port=9999"],
             )
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log(&format!("node{i}.log")))
             .spawn()
             .unwrap(),
         ));
     }
 
-    // Two tests in one sequence: client_server needs two nodes, the clique
-    // all three.
-    let mut text = String::new();
-    for pattern in [
-        "client_server:parallel_queries=4",
-        "clique:node_count=3:rpc_interval_us=20000",
-    ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
-            .args(["--no-store", "--output-dir"])
-            .arg(d.join("reports"))
-            .args(["distbench", "test_builder", "-t", "2", "-o"])
-            .arg(d)
-            .arg(pattern)
-            .env("RACKBENCH_DB", d.join("results.db"))
-            .env("RACKBENCH_REPORT", "1")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    for entry in std::fs::read_dir(d).unwrap() {
-        let p = entry.unwrap().path();
-        if p.extension().is_some_and(|e| e == "config") {
-            text.push_str(&std::fs::read_to_string(&p).unwrap());
-        }
-    }
-    std::fs::write(d.join("both.config"), text).unwrap();
+    // Client/server (one instance per node) and a fan-out: the client on
+    // one node, both servers on the other.
+    let config = "
+tests {
+  name: 'client_server'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 1 }
+  rpc_descriptions { name: 'q' client: 'client' server: 'server' }
+  action_lists { name: 'client' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q'
+    iterations { max_duration_us: 1000000 open_loop_interval_ns: 10000000 } }
+  action_lists { name: 'q' }
+}
+tests {
+  name: 'fan_out'
+  services { name: 'client' count: 1 }
+  services { name: 'server' count: 2 }
+  rpc_descriptions { name: 'q' client: 'client' server: 'server' fanout_filter: 'all' }
+  action_lists { name: 'client' action_names: 'send' }
+  actions { name: 'send' rpc_name: 'q'
+    iterations { max_duration_us: 1000000 open_loop_interval_ns: 10000000 } }
+  action_lists { name: 'q' }
+  node_service_bundles { key: 'node0' value { services: 'client/0' } }
+  node_service_bundles { key: 'node1' value { services: 'server/0' services: 'server/1' } }
+}
+";
+    std::fs::write(d.join("tests.config"), config).unwrap();
 
     let out = d.join("results.pb");
     let mut result = None;
     for _ in 0..60 {
-        let o = in_ns(
+        let o = on_host(
             &net.spokes[0],
+            HOSTS[0],
             d,
             &[
                 "distbench",
                 "run_tests",
-                &format!("--test_sequencer={seq_ip}:10000"),
-                "--infile=both.config",
+                "--test_sequencer=localhost:10000",
+                "--infile=tests.config",
                 "--binary_output",
                 &format!("--outfile={}", out.display()),
             ],
@@ -120,67 +172,67 @@ fn client_server_and_clique_across_network_namespaces() {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (status, err) = result.expect("the node managers never registered");
-    assert!(status.success(), "{err}");
+    let logs = || {
+        ["sequencer.log", "node1.log", "node2.log"]
+            .iter()
+            .map(|f| {
+                format!(
+                    "{f}:\n{}",
+                    std::fs::read_to_string(d.join(f)).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (status, err) =
+        result.unwrap_or_else(|| panic!("the node managers never registered\n{}", logs()));
+    assert!(status.success(), "{err}\n{}", logs());
 
     let results: distbench::proto::TestSequenceResults = distbench::files::read(&out).unwrap();
     assert_eq!(results.test_results.len(), 2);
+    let node_ips = [ip_of(1), ip_of(2)];
     for r in &results.test_results {
-        // Every instance listens on its own namespace's address.
+        let name = r.traffic_config.as_ref().unwrap().name().to_string();
+        // Every instance's endpoint is its node's own address: no
+        // loopback, not the sequencer's host.
         let placement = r.placement.as_ref().unwrap();
-        for (name, ep) in &placement.service_endpoints {
-            assert!(
-                ep.endpoint_address().starts_with("10.213.7."),
-                "{name}: {ep:?}"
-            );
-            assert!(
-                !ep.endpoint_address().starts_with(seq_ip),
-                "{name} on the sequencer's host"
-            );
-        }
+        let host_of = |instance: &str| {
+            let ep = placement.service_endpoints[instance].endpoint_address();
+            let ip = ep.rsplit_once(':').unwrap().0.to_string();
+            assert!(node_ips.contains(&ip), "{name}: {instance} at {ep}");
+            ip
+        };
+        let client = host_of("client/0");
+        let servers: Vec<String> = placement
+            .service_endpoints
+            .keys()
+            .filter(|k| k.starts_with("server/"))
+            .map(|k| host_of(k))
+            .collect();
+        assert!(
+            servers.iter().all(|s| *s != client),
+            "{name}: a server on the client's host"
+        );
         let logs = &r.service_logs.as_ref().unwrap().instance_logs;
-        let mut pairs = 0;
-        let mut measured = 0;
-        for log in logs.values() {
-            for peer in log.peer_logs.values() {
-                for l in peer.rpc_logs.values() {
-                    assert!(l.failed_rpc_samples.is_empty());
-                    assert!(
-                        l.successful_rpc_samples.len() > 50,
-                        "{}",
-                        l.successful_rpc_samples.len()
-                    );
-                    measured += l
-                        .successful_rpc_samples
-                        .iter()
-                        .filter(|s| !s.warmup())
-                        .count();
-                    pairs += 1;
-                }
+        let client_log = &logs["client/0"];
+        assert_eq!(client_log.peer_logs.len(), servers.len(), "{name}");
+        for (peer, p) in &client_log.peer_logs {
+            for l in p.rpc_logs.values() {
+                assert!(l.failed_rpc_samples.is_empty(), "{name} -> {peer}");
+                assert!(
+                    l.successful_rpc_samples.len() > 50,
+                    "{name} -> {peer}: {}",
+                    l.successful_rpc_samples.len()
+                );
             }
         }
-        let want = if r
-            .traffic_config
-            .as_ref()
-            .unwrap()
-            .name()
-            .starts_with("clique")
-        {
-            6
-        } else {
-            1
-        };
-        assert_eq!(pairs, want, "{}", r.traffic_config.as_ref().unwrap().name());
-        // Upstream's summary needs samples past the warm-up (a slow build
-        // can spend all 2 s of client_server warming up).
-        if measured > 0 {
-            assert!(
-                r.log_summary.iter().any(|l| l == "Communication summary:"),
-                "{:?}",
-                r.log_summary
-            );
-        }
+        assert!(
+            r.log_summary.iter().any(|l| l == "Communication summary:"),
+            "{name}: {:?}",
+            r.log_summary
+        );
     }
     drop(nodes);
     drop(net);
+    drop(hosts);
 }

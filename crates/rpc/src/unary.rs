@@ -216,6 +216,23 @@ impl UnaryClient {
         })
     }
 
+    /// The same connections, calling the method at `path` instead (another
+    /// method of the same server, without connecting again).
+    pub fn with_path(&self, path: &str) -> Result<Self, UnaryError> {
+        let mut parts = self.uri.clone().into_parts();
+        parts.path_and_query = Some(
+            path.parse()
+                .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?,
+        );
+        let uri = http::Uri::from_parts(parts)
+            .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?;
+        Ok(UnaryClient {
+            conns: self.conns.clone(),
+            uri,
+            headers: self.headers.clone(),
+        })
+    }
+
     /// Connections in the pool.
     pub fn connections(&self) -> usize {
         self.conns.len()

@@ -1,5 +1,5 @@
 //! What each summary file holds: which RPC samples count, and how a list of
-//! them is printed in each of upstream's three output formats.
+//! them is printed in each of upstream's four output formats.
 
 use super::AnalyzeError;
 use super::stats::{percentile, python_float, round2};
@@ -19,14 +19,18 @@ pub enum OutputFormat {
     /// Per action iteration (from the RPC's trace context): the longest
     /// latency of the iteration.
     TraceContext,
+    /// One `Request_size Latency_us` line per RPC, in log order, the
+    /// latency in microseconds as Python prints `latency_ns / 1000`.
+    Homa,
 }
 
 impl OutputFormat {
     /// Every format, by its flag value.
-    pub const ALL: [OutputFormat; 3] = [
+    pub const ALL: [OutputFormat; 4] = [
         OutputFormat::Default,
         OutputFormat::Statistics,
         OutputFormat::TraceContext,
+        OutputFormat::Homa,
     ];
 
     /// The `--output_format` value naming this format.
@@ -35,6 +39,7 @@ impl OutputFormat {
             OutputFormat::Default => "default",
             OutputFormat::Statistics => "statistics",
             OutputFormat::TraceContext => "trace_context",
+            OutputFormat::Homa => "homa",
         }
     }
 }
@@ -87,7 +92,9 @@ impl Options {
             return Selection::Warmup;
         }
         let key = match self.format {
-            OutputFormat::Default | OutputFormat::Statistics => sample.request_size(),
+            OutputFormat::Default | OutputFormat::Statistics | OutputFormat::Homa => {
+                sample.request_size()
+            }
             // Upstream skips samples without a trace context (and would
             // fail on one with no action iteration; we skip those too).
             OutputFormat::TraceContext => match sample
@@ -112,6 +119,7 @@ impl Options {
             OutputFormat::Default => render_default(points, header),
             OutputFormat::Statistics => render_statistics(points, header),
             OutputFormat::TraceContext => render_trace_context(points, header),
+            OutputFormat::Homa => render_homa(points, header),
         }
     }
 }
@@ -124,6 +132,22 @@ fn render_default(points: &[Point], header: bool) -> String {
     for p in points {
         // Writing into a String cannot fail.
         let _ = writeln!(out, "{:<15} {}", p.key, p.latency_ns);
+    }
+    out
+}
+
+fn render_homa(points: &[Point], header: bool) -> String {
+    let mut out = String::with_capacity(24 * (points.len() + 1));
+    if header {
+        out.push_str("Request_size    Latency_us\n");
+    }
+    for p in points {
+        let _ = writeln!(
+            out,
+            "{:<15} {}",
+            p.key,
+            python_float(p.latency_ns as f64 / 1000.0)
+        );
     }
     out
 }
@@ -195,6 +219,30 @@ fn render_trace_context(points: &[Point], header: bool) -> String {
         let _ = writeln!(out, "{iteration} {latency}");
     }
     out
+}
+
+#[cfg(test)]
+mod homa_tests {
+    use super::*;
+
+    #[test]
+    fn homa_prints_microseconds_as_python() {
+        let points = [
+            Point {
+                key: 1024,
+                latency_ns: 123_456,
+            },
+            Point {
+                key: 16,
+                latency_ns: 2_000_000,
+            },
+        ];
+        assert_eq!(
+            render_homa(&points, true),
+            "Request_size    Latency_us\n1024            123.456\n16              2000.0\n"
+        );
+        assert_eq!("homa".parse::<OutputFormat>().unwrap(), OutputFormat::Homa);
+    }
 }
 
 #[cfg(test)]

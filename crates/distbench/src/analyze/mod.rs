@@ -40,7 +40,9 @@ pub enum AnalyzeError {
     #[error("{0}")]
     Usage(String),
     /// `--output_format` names no format.
-    #[error("--output_format '{0}' is not supported: use default, statistics or trace_context")]
+    #[error(
+        "--output_format '{0}' is not supported: use default, statistics, trace_context or homa"
+    )]
     UnknownFormat(String),
     /// The results file cannot be read or decoded; the message names it.
     #[error("--input_file {0}")]

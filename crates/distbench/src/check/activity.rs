@@ -11,14 +11,17 @@
 //! | `PolluteInstructionCache` | `function_invocations_per_iteration` | 1000 | none: 0 or less makes no calls |
 //! | `SleepFor`, `SpinFor` | `duration_us` | none | required, at least 1 |
 //!
-//! Integer settings need an `int64_value` and `activity_func` a
-//! `string_value` (upstream logs the mismatch and falls back to the
-//! default; here it is an error). A setting no activity reads is an error
-//! (a misspelt name would otherwise measure the default); one that another
-//! activity reads is ignored, as upstream does, and [`ignored_settings`]
-//! names it so that `check_test` can say so.
+//! As upstream: a setting the activity does not read (another activity's,
+//! or a name none reads) is ignored, and a setting of the wrong type (a
+//! `string_value` where an integer is read, an `int64_value` for
+//! `activity_func`) counts as absent, so its default applies (upstream
+//! logs an error and goes on). Neither passes silently here:
+//! [`ignored_settings`] names each, with the value used instead, and
+//! `check_test`, `run_tests` and `start_localhost` print them.
+//! `PolluteInstructionCache` calls, uniformly at random, into upstream's
+//! count of generated functions ([`POLLUTED_FUNCTIONS`]).
 
-use crate::proto::{ActivityConfig, NamedSetting};
+use crate::proto::ActivityConfig;
 use std::time::Duration;
 
 /// What an activity does each iteration.
@@ -54,6 +57,9 @@ pub const CONSUME_CPU_ARRAY_SIZE: i64 = 1000;
 pub const POLLUTE_DATA_CACHE_ARRAY_SIZE: i64 = 2_000_000;
 pub const ARRAY_READS_PER_ITERATION: i64 = 1000;
 pub const FUNCTION_INVOCATIONS_PER_ITERATION: i64 = 1000;
+/// The functions `PolluteInstructionCache` calls into: upstream generates
+/// 100 x 100 of them.
+pub const POLLUTED_FUNCTIONS: usize = 10_000;
 
 /// The settings each function reads (besides `activity_func`).
 fn reads(func: &str) -> &'static [&'static str] {
@@ -75,32 +81,21 @@ const KNOWN: [&str; 5] = [
     "duration_us",
 ];
 
-fn setting<'a>(a: &'a ActivityConfig, name: &str) -> Option<&'a NamedSetting> {
-    a.activity_settings.iter().find(|s| s.name() == name)
-}
-
-/// An integer setting: its value, `default` when absent.
-fn int(a: &ActivityConfig, name: &str, default: Option<i64>) -> Result<Option<i64>, String> {
-    match setting(a, name) {
-        None => Ok(default),
-        Some(s) => match s.int64_value {
-            Some(v) => Ok(Some(v)),
-            None => Err(format!(
-                "{name}: needs an int64_value{}",
-                s.string_value
-                    .as_ref()
-                    .map(|v| format!(", got string_value '{v}'"))
-                    .unwrap_or_default()
-            )),
-        },
-    }
+/// An integer setting: its value, `default` when absent or not an
+/// integer (upstream's GetNamedSettingInt64).
+fn int(a: &ActivityConfig, name: &str, default: Option<i64>) -> Option<i64> {
+    a.activity_settings
+        .iter()
+        .filter(|s| s.name() == name)
+        .find_map(|s| s.int64_value)
+        .or(default)
 }
 
 /// An integer setting that must be at least 1 (`default` when absent).
 fn positive(a: &ActivityConfig, name: &str, default: Option<i64>) -> Result<usize, String> {
-    match int(a, name, default)? {
+    match int(a, name, default) {
         None => Err(format!(
-            "{name}: required by {}, as a positive number of microseconds",
+            "{name}: required by {}, as a positive integer (an int64_value) of microseconds",
             func_of(a).unwrap_or_default()
         )),
         Some(v) if v < 1 => Err(format!("{name}: must be a positive integer, got {v}")),
@@ -108,33 +103,23 @@ fn positive(a: &ActivityConfig, name: &str, default: Option<i64>) -> Result<usiz
     }
 }
 
+/// `activity_func`: the first string value (upstream's
+/// GetNamedSettingString).
 fn func_of(a: &ActivityConfig) -> Option<&str> {
-    setting(a, "activity_func").and_then(|s| s.string_value.as_deref())
+    a.activity_settings
+        .iter()
+        .filter(|s| s.name() == "activity_func")
+        .find_map(|s| s.string_value.as_deref())
 }
 
 /// Reads an activity config as upstream does; the error names the setting
 /// and what was expected (without the config's name: callers add it).
 pub fn parse(a: &ActivityConfig) -> Result<Activity, String> {
-    for s in &a.activity_settings {
-        if !KNOWN.contains(&s.name()) {
-            return Err(format!(
-                "unknown activity setting '{}' (activities read: {})",
-                s.name(),
-                KNOWN.join(", ")
-            ));
-        }
-    }
-    let func = match setting(a, "activity_func") {
-        None => {
-            return Err(format!(
-                "activity_func: missing (one of {})",
-                FUNCS.join(", ")
-            ));
-        }
-        Some(s) => match &s.string_value {
-            Some(f) => f.as_str(),
-            None => return Err("activity_func: needs a string_value".into()),
-        },
+    let Some(func) = func_of(a) else {
+        return Err(format!(
+            "activity_func: missing, or not a string_value (one of {})",
+            FUNCS.join(", ")
+        ));
     };
     let micros = |v: usize| Duration::from_micros(v as u64);
     Ok(match func {
@@ -154,7 +139,7 @@ pub fn parse(a: &ActivityConfig) -> Result<Activity, String> {
                 a,
                 "function_invocations_per_iteration",
                 Some(FUNCTION_INVOCATIONS_PER_ITERATION),
-            )?
+            )
             .unwrap_or(FUNCTION_INVOCATIONS_PER_ITERATION);
             Activity::PolluteInstructionCache {
                 calls: usize::try_from(calls.max(0)).unwrap_or(usize::MAX),
@@ -175,24 +160,59 @@ pub fn parse(a: &ActivityConfig) -> Result<Activity, String> {
     })
 }
 
-/// Settings of a valid config that its `activity_func` does not read
-/// (upstream ignores them too), each as `NAME (not read by FUNC)`.
+/// The default a setting of `func` falls back to.
+fn default_of(func: &str, name: &str) -> Option<i64> {
+    match (func, name) {
+        ("ConsumeCpu", "array_size") => Some(CONSUME_CPU_ARRAY_SIZE),
+        ("PolluteDataCache", "array_size") => Some(POLLUTE_DATA_CACHE_ARRAY_SIZE),
+        ("PolluteDataCache", "array_reads_per_iteration") => Some(ARRAY_READS_PER_ITERATION),
+        ("PolluteInstructionCache", "function_invocations_per_iteration") => {
+            Some(FUNCTION_INVOCATIONS_PER_ITERATION)
+        }
+        _ => None,
+    }
+}
+
+/// The settings of a valid config that do not count, as upstream reads
+/// them: those its `activity_func` does not read (another activity's, or
+/// a name no activity reads) and those of the wrong type (ignored, so the
+/// default applies), each named with why.
 pub fn ignored_settings(a: &ActivityConfig) -> Vec<String> {
     let Some(func) = func_of(a) else {
         return Vec::new();
     };
     let used = reads(func);
-    a.activity_settings
-        .iter()
-        .map(NamedSetting::name)
-        .filter(|n| *n != "activity_func" && !used.contains(n) && KNOWN.contains(n))
-        .map(|n| format!("{n} (not read by {func})"))
-        .collect()
+    let mut out = Vec::new();
+    for s in &a.activity_settings {
+        let n = s.name();
+        if n == "activity_func" {
+            if s.string_value.is_none() {
+                out.push(format!("{n}: not a string_value, ignored"));
+            }
+        } else if !used.contains(&n) {
+            out.push(if KNOWN.contains(&n) {
+                format!("{n} (not read by {func})")
+            } else {
+                format!(
+                    "{n} (no activity reads it; activities read: {})",
+                    KNOWN.join(", ")
+                )
+            });
+        } else if s.int64_value.is_none() {
+            let used = int(a, n, default_of(func, n))
+                .map_or_else(|| "none".to_string(), |v| v.to_string());
+            out.push(format!(
+                "{n}: not an int64_value, ignored as upstream ignores it ({func} uses {used})"
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::NamedSetting;
 
     fn config(settings: &[(&str, Result<&str, i64>)]) -> ActivityConfig {
         ActivityConfig {
@@ -249,21 +269,33 @@ mod tests {
         let err = |s: &[(&str, Result<&str, i64>)]| parse(&config(s)).unwrap_err();
         assert_eq!(
             err(&[func("SleepFor")]),
-            "duration_us: required by SleepFor, as a positive number of microseconds"
+            "duration_us: required by SleepFor, as a positive integer (an int64_value) of \
+             microseconds"
         );
         assert_eq!(
             err(&[func("SpinFor"), ("duration_us", Err(0))]),
             "duration_us: must be a positive integer, got 0"
         );
-        assert_eq!(
-            err(&[func("ConsumeCpu"), ("array_size", Ok("big"))]),
-            "array_size: needs an int64_value, got string_value 'big'"
-        );
+        // A string where an integer is read is ignored, as upstream: the
+        // required duration is then missing.
+        assert!(err(&[func("SleepFor"), ("duration_us", Ok("5"))]).contains("required"));
         assert!(err(&[func("Nap")]).starts_with("activity_func: unknown activity 'Nap'"));
         assert!(err(&[]).starts_with("activity_func: missing"));
-        assert!(
-            err(&[func("ConsumeCpu"), ("arraysize", Err(3))])
-                .starts_with("unknown activity setting 'arraysize'")
+        assert!(err(&[("activity_func", Err(1))]).starts_with("activity_func: missing"));
+        // Ignored as upstream, and named.
+        let typo = config(&[func("ConsumeCpu"), ("arraysize", Err(3))]);
+        assert_eq!(parse(&typo), Ok(Activity::ConsumeCpu { array_size: 1000 }));
+        assert!(ignored_settings(&typo)[0].starts_with("arraysize (no activity reads it"));
+        let string = config(&[func("ConsumeCpu"), ("array_size", Ok("big"))]);
+        assert_eq!(
+            parse(&string),
+            Ok(Activity::ConsumeCpu { array_size: 1000 })
+        );
+        assert_eq!(
+            ignored_settings(&string),
+            [
+                "array_size: not an int64_value, ignored as upstream ignores it (ConsumeCpu uses 1000)"
+            ]
         );
         let ok = config(&[func("PolluteInstructionCache"), ("array_size", Err(5))]);
         assert!(parse(&ok).is_ok());

@@ -475,7 +475,7 @@ impl<'a> Checker<'a> {
                         self.report(
                             Kind::NotApplied,
                             &loc,
-                            format!("{s}: ignored (upstream ignores it too)"),
+                            format!("{s} (upstream reads it the same way)"),
                         );
                     }
                 }
@@ -553,11 +553,25 @@ impl<'a> Checker<'a> {
             } else {
                 self.reference(&services, "service", &loc, "server", r.server());
             }
-            if let Some(p) = &r.request_payload_name {
-                self.reference(&payloads, "payload", &loc, "request_payload_name", p);
-            }
-            if let Some(p) = &r.response_payload_name {
-                self.reference(&payloads, "payload", &loc, "response_payload_name", p);
+            // A payload name nothing defines gets the default size, as
+            // upstream (which only logs it): said, not refused.
+            for (field, name, default) in [
+                ("request_payload_name", &r.request_payload_name, 16),
+                ("response_payload_name", &r.response_payload_name, 32),
+            ] {
+                if let Some(p) = name
+                    && !payloads.has(p)
+                {
+                    let hint = payloads.hint();
+                    self.report(
+                        Kind::NotApplied,
+                        &loc,
+                        format!(
+                            "{field}: no payload '{p}' is defined{hint}: the default {default} B \
+                             applies, as upstream"
+                        ),
+                    );
+                }
             }
             if let Some(d) = &r.distribution_config_name {
                 self.reference(
@@ -649,7 +663,7 @@ impl<'a> Checker<'a> {
         let activities = Names::of(&t.activity_configs, |a| a.name());
         let traces = Names::of(&t.rpc_replay_traces, |r| r.name());
         let delays = Names::of(&t.delay_distribution_configs, |d| d.name());
-        let sizes = self.size_distribution_names();
+        let payloads = Names::of(&t.payload_descriptions, |p| p.name());
         for a in &t.actions {
             let loc = format!("actions '{}'", a.name());
             match &a.action {
@@ -692,23 +706,28 @@ impl<'a> Checker<'a> {
                     d,
                 );
             }
-            if let Some(d) = &a.request_payload_override {
-                self.reference(
-                    &sizes,
-                    "size distribution",
-                    &loc,
-                    "request_payload_override",
-                    d,
-                );
-            }
-            if let Some(d) = &a.response_payload_override {
-                self.reference(
-                    &sizes,
-                    "size distribution",
-                    &loc,
-                    "response_payload_override",
-                    d,
-                );
+            // An override names a payload, whose size distribution gives
+            // the size (upstream takes the size from nothing else: a
+            // payload with only a fixed size is refused, as upstream's
+            // "Unknown size distribution").
+            for (field, name) in [
+                ("request_payload_override", &a.request_payload_override),
+                ("response_payload_override", &a.response_payload_override),
+            ] {
+                let Some(p) = name else { continue };
+                match t.payload_descriptions.iter().find(|d| d.name() == p) {
+                    None => self.reference(&payloads, "payload", &loc, field, p),
+                    Some(d) if d.size_distribution_name.is_none() => self.report(
+                        Kind::BadField,
+                        &loc,
+                        format!(
+                            "{field}: payload '{p}' has no size_distribution_name; an override's \
+                             size comes from its payload's size distribution (upstream: Unknown \
+                             size distribution:{p})"
+                        ),
+                    ),
+                    Some(_) => {}
+                }
             }
             if let Some(it) = &a.iterations {
                 self.iterations(&loc, it);

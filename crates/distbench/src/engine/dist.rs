@@ -4,7 +4,10 @@
 //! A PMF config picks one point with its probability; each of the point's
 //! data points gives one field, either `exact` or uniform in
 //! `[lower, upper]`. A CDF config is one field: draw u in [0, 1) and take
-//! the value of the first point whose cumulative probability reaches u.
+//! the value of the first point whose cumulative probability reaches u;
+//! when its first point has `cdf: 0`, upstream reads it as uniform within
+//! each interval instead (`[value_0, value_1]`, then `(value_{i-1},
+//! value_i]`), and so does this.
 
 use crate::proto::DistributionConfig;
 use rand::Rng;
@@ -36,7 +39,23 @@ impl Sampler {
     /// (`crate::check::distribution`), the error names what is still wrong.
     pub fn new(config: &DistributionConfig) -> Result<Sampler, String> {
         let name = config.name();
-        let kind = if !config.cdf_points.is_empty() {
+        let kind = if config.cdf_points.first().is_some_and(|p| p.cdf() == 0.0) {
+            // A CDF starting at probability 0 is uniform within its
+            // intervals, as upstream reads it: the first interval is
+            // [value_0, value_1], each next one (value_{i-1}, value_i].
+            let mut points = Vec::with_capacity(config.cdf_points.len());
+            let mut lower = config.cdf_points[0].value();
+            for p in &config.cdf_points[1..] {
+                let upper = p.value().max(lower);
+                points.push((f64::from(p.cdf()), vec![Field::Range(lower, upper)]));
+                lower = p.value().saturating_add(1);
+            }
+            if points.is_empty() {
+                // A single point at probability 0 draws nothing but it.
+                points.push((1.0, vec![Field::Exact(config.cdf_points[0].value())]));
+            }
+            Kind::Pmf(points)
+        } else if !config.cdf_points.is_empty() {
             let mut points = Vec::with_capacity(config.cdf_points.len());
             for p in &config.cdf_points {
                 points.push((f64::from(p.cdf()), p.value()));
@@ -142,6 +161,39 @@ mod tests {
         let tens = (0..n).filter(|_| s.sample_scalar(&mut rng) == 10).count();
         let frac = tens as f64 / n as f64;
         assert!((frac - 0.25).abs() < 0.02, "{frac}");
+    }
+
+    #[test]
+    fn cdf_from_zero_is_uniform_within_intervals() {
+        let c = DistributionConfig {
+            name: Some("u".into()),
+            cdf_points: vec![
+                CdfPoint {
+                    cdf: Some(0.0),
+                    value: Some(1000),
+                },
+                CdfPoint {
+                    cdf: Some(0.5),
+                    value: Some(2000),
+                },
+                CdfPoint {
+                    cdf: Some(1.0),
+                    value: Some(3000),
+                },
+            ],
+            field_names: vec!["payload_size".into()],
+            ..Default::default()
+        };
+        let s = Sampler::new(&c).unwrap();
+        let mut rng = SmallRng::seed_from_u64(3);
+        let draws: Vec<i64> = (0..20_000).map(|_| s.sample_scalar(&mut rng)).collect();
+        assert!(draws.iter().all(|v| (1000..=3000).contains(v)));
+        let low = draws.iter().filter(|v| **v <= 2000).count() as f64 / 20_000.0;
+        assert!((low - 0.5).abs() < 0.02, "{low}");
+        // Spread over the interval, not its end points.
+        let distinct: std::collections::BTreeSet<i64> = draws.iter().copied().collect();
+        assert!(distinct.len() > 1500, "{}", distinct.len());
+        assert!(draws.iter().any(|v| (1200..1800).contains(v)));
     }
 
     #[test]

@@ -6,11 +6,14 @@
 //! connection per peer ([`rpc::frame`]), without HTTP/2's costs.
 
 use super::Engine;
+use crate::proto::connection_setup_server::{ConnectionSetup, ConnectionSetupServer};
 use crate::proto::traffic_server::{Traffic, TrafficServer};
-use crate::proto::{GenericRequestResponse, ProtocolDriverOptions};
+use crate::proto::{
+    ConnectRequest, ConnectResponse, GenericRequestResponse, ProtocolDriverOptions, ServerAddress,
+};
 use bytes_util::zeros;
 use futures::future::BoxFuture;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,6 +92,63 @@ pub trait Peer: Send + Sync {
 
 /// The generic RPC's method path.
 const GENERIC_RPC: &str = "/distbench.Traffic/GenericRpc";
+/// The handshake's method path (upstream's engine service).
+const SETUP_CONNECTION: &str = "/distbench.ConnectionSetup/SetupConnection";
+/// How long the handshake may take (upstream's deadline).
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn h2_settings() -> rpc::unary::H2Settings {
+    rpc::unary::H2Settings {
+        stream_window: STREAM_WINDOW,
+        connection_window: CONNECTION_WINDOW,
+        max_frame: Some(MAX_FRAME),
+    }
+}
+
+/// Asks the instance whose endpoint `client` is connected to where it
+/// serves its traffic (upstream's `SetupConnection`; its answer, for the
+/// gRPC driver, is a serialized `ServerAddress`).
+async fn setup_connection(
+    client: &rpc::unary::UnaryClient,
+    endpoint: SocketAddr,
+) -> Result<SocketAddr, String> {
+    use prost::Message;
+    let req = ConnectRequest {
+        initiator_info: Some(Vec::new()),
+    };
+    let reply = tokio::time::timeout(SETUP_TIMEOUT, client.call(rpc::unary::frame_message(&req)))
+        .await
+        .map_err(|_| format!("SetupConnection at {endpoint}: no answer within 60 s"))?
+        .map_err(|e| format!("SetupConnection at {endpoint}: {}", grpc_error(e)))?;
+    let resp: ConnectResponse = reply
+        .decode()
+        .map_err(|e| format!("SetupConnection at {endpoint}: bad answer: {e}"))?;
+    let addr = ServerAddress::decode(resp.responder_info())
+        .map_err(|e| format!("SetupConnection at {endpoint}: bad ServerAddress: {e}"))?;
+    addr.socket_address()
+        .parse::<SocketAddr>()
+        .or_else(|_| {
+            addr.ip_address()
+                .parse::<std::net::IpAddr>()
+                .map(|ip| SocketAddr::new(ip, u16::try_from(addr.port()).unwrap_or(0)))
+        })
+        .map_err(|_| {
+            format!(
+                "SetupConnection at {endpoint}: the peer serves at '{}', which is not ip:port",
+                addr.socket_address()
+            )
+        })
+}
+
+/// The `ServerAddress` of a server at `addr`, as upstream's gRPC driver
+/// describes its own.
+pub fn server_address(addr: SocketAddr) -> ServerAddress {
+    ServerAddress {
+        ip_address: Some(addr.ip().to_string()),
+        port: Some(i32::from(addr.port())),
+        socket_address: Some(addr.to_string()),
+    }
+}
 
 /// A gRPC connection to one peer, through [`rpc::unary::UnaryClient`]:
 /// each call encodes and frames its request and sends it on h2 directly,
@@ -99,16 +159,22 @@ pub struct GrpcPeer {
 }
 
 impl GrpcPeer {
-    /// Connects to `addr` (TCP_NODELAY, 5 s connect timeout).
-    pub async fn connect(addr: SocketAddr) -> Result<GrpcPeer, String> {
-        let settings = rpc::unary::H2Settings {
-            stream_window: STREAM_WINDOW,
-            connection_window: CONNECTION_WINDOW,
-            max_frame: Some(MAX_FRAME),
-        };
-        let client = rpc::unary::UnaryClient::connect_with(addr, 1, GENERIC_RPC, settings)
-            .await
-            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    /// Connects to the instance whose endpoint is `endpoint`: the
+    /// handshake there, then its traffic address (the same connection
+    /// when that is the endpoint itself). TCP_NODELAY, 5 s connect timeout.
+    pub async fn connect(endpoint: SocketAddr) -> Result<GrpcPeer, String> {
+        let setup =
+            rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
+                .await
+                .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+        let data = setup_connection(&setup, endpoint).await?;
+        let client = if data == endpoint {
+            setup.with_path(GENERIC_RPC)
+        } else {
+            drop(setup);
+            rpc::unary::UnaryClient::connect_with(data, 1, GENERIC_RPC, h2_settings()).await
+        }
+        .map_err(|e| format!("cannot connect to {data}: {e}"))?;
         Ok(GrpcPeer { client })
     }
 }
@@ -159,8 +225,15 @@ pub struct TcpPeer {
 }
 
 impl TcpPeer {
-    /// Connects to `addr` (5 s timeout).
-    pub async fn connect(addr: SocketAddr) -> Result<TcpPeer, String> {
+    /// Connects to the instance whose endpoint is `endpoint`: the
+    /// handshake there, then its frame server (5 s timeout).
+    pub async fn connect(endpoint: SocketAddr) -> Result<TcpPeer, String> {
+        let setup =
+            rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
+                .await
+                .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+        let addr = setup_connection(&setup, endpoint).await?;
+        drop(setup);
         match tokio::time::timeout(
             Duration::from_secs(5),
             rpc::frame::FrameClient::connect(addr),
@@ -188,7 +261,8 @@ impl Peer for TcpPeer {
     }
 }
 
-/// Connects to a peer serving `protocol` at `addr`.
+/// Connects to the peer instance whose endpoint is `addr`, serving
+/// `protocol`.
 pub async fn connect(protocol: Protocol, addr: SocketAddr) -> Result<Arc<dyn Peer>, String> {
     Ok(match protocol {
         Protocol::Grpc => Arc::new(GrpcPeer::connect(addr).await?),
@@ -196,27 +270,55 @@ pub async fn connect(protocol: Protocol, addr: SocketAddr) -> Result<Arc<dyn Pee
     })
 }
 
+/// The server builder of the engines' gRPC servers: large windows and
+/// frames; and the accept queue's limit on streams the client reset
+/// before they were accepted is raised far past h2's 20, so a client
+/// abandoning many queued RPCs at once (Ctrl-C under overload) does not
+/// make the server drop the whole connection ("too_many_resets").
+fn grpc_builder() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME)
+        .http2_max_pending_accept_reset_streams(Some(1 << 20))
+}
+
+/// Answers the handshake with where the instance serves its traffic.
+struct Setup {
+    data: SocketAddr,
+}
+
+#[tonic::async_trait]
+impl ConnectionSetup for Setup {
+    async fn setup_connection(
+        &self,
+        _request: tonic::Request<ConnectRequest>,
+    ) -> Result<tonic::Response<ConnectResponse>, tonic::Status> {
+        use prost::Message;
+        Ok(tonic::Response::new(ConnectResponse {
+            responder_info: Some(server_address(self.data).encode_to_vec()),
+        }))
+    }
+}
+
 /// A server for one engine, whichever its protocol.
-pub enum Server {
+enum Server {
     Grpc(rpc::server::Running),
     Tcp(rpc::frame::FrameServer),
 }
 
 impl Server {
-    /// Serves `engine` on `addr` (port 0 picks one) with its protocol.
-    pub async fn start(
+    /// Serves `engine`'s traffic on `addr` (port 0 picks one) with its
+    /// protocol; the handshake too when `setup` is given (gRPC only).
+    async fn start(
         engine: Arc<Engine>,
         protocol: Protocol,
         addr: SocketAddr,
     ) -> Result<Server, String> {
         match protocol {
             Protocol::Grpc => {
-                let bound = rpc::server::bind(addr).map_err(|e| e.to_string())?;
-                let router = tonic::transport::Server::builder()
-                    .initial_stream_window_size(STREAM_WINDOW)
-                    .initial_connection_window_size(CONNECTION_WINDOW)
-                    .max_frame_size(MAX_FRAME)
-                    .add_service(grpc_service(engine)?);
+                let bound = rpc::server::bind_or_loopback(addr).map_err(|e| e.to_string())?;
+                let router = grpc_builder().add_service(grpc_service(engine)?);
                 Ok(Server::Grpc(rpc::server::spawn(router, bound)))
             }
             Protocol::Tcp => {
@@ -243,20 +345,91 @@ impl Server {
     }
 
     /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
+    fn addr(&self) -> SocketAddr {
         match self {
             Server::Grpc(r) => r.addr,
             Server::Tcp(f) => f.addr,
         }
     }
 
-    /// Stops serving (gRPC lets calls in flight finish).
-    pub async fn shutdown(self) {
+    async fn shutdown(self) {
         match self {
             Server::Grpc(r) => {
                 let _ = r.shutdown().await;
             }
             Server::Tcp(f) => f.stop(),
+        }
+    }
+}
+
+/// Whether a listener on `listen` also serves `data` (an address of
+/// this host): the same address, every interface of a family that covers
+/// it (`::` is dual-stack), or the default loopback (both loopbacks).
+fn covers(listen: IpAddr, data: IpAddr) -> bool {
+    listen == data
+        || (listen.is_unspecified() && (listen.is_ipv6() || data.is_ipv4()))
+        || (listen == rpc::server::LOOPBACK && data.is_loopback())
+}
+
+/// One engine's servers, as upstream's engine has them: the endpoint the
+/// placement advertises, which answers the handshake
+/// (`ConnectionSetup.SetupConnection`) with the address of its traffic
+/// server; one listener for both when it can.
+pub struct Serving {
+    servers: Vec<Server>,
+    /// What the placement advertises (the handshake's address).
+    pub endpoint: SocketAddr,
+    /// Where the traffic is served.
+    pub data: SocketAddr,
+}
+
+impl Serving {
+    /// Serves `engine`: the handshake on `listen` (port 0 picks one),
+    /// advertised as `advertise`, and its traffic with its protocol on
+    /// `data_ip` (on the same listener when `listen` covers it).
+    pub async fn start(
+        engine: Arc<Engine>,
+        protocol: Protocol,
+        listen: IpAddr,
+        advertise: IpAddr,
+        data_ip: IpAddr,
+    ) -> Result<Serving, String> {
+        if protocol == Protocol::Grpc && covers(listen, data_ip) {
+            let bound = rpc::server::bind_or_loopback(SocketAddr::new(listen, 0))
+                .map_err(|e| e.to_string())?;
+            let port = bound.addr.port();
+            let data = SocketAddr::new(data_ip, port);
+            let router = grpc_builder()
+                .add_service(grpc_service(engine)?)
+                .add_service(ConnectionSetupServer::new(Setup { data }));
+            return Ok(Serving {
+                servers: vec![Server::Grpc(rpc::server::spawn(router, bound))],
+                endpoint: SocketAddr::new(advertise, port),
+                data,
+            });
+        }
+        let traffic = Server::start(engine, protocol, SocketAddr::new(data_ip, 0)).await?;
+        let data = traffic.addr();
+        let bound = match rpc::server::bind_or_loopback(SocketAddr::new(listen, 0)) {
+            Ok(b) => b,
+            Err(e) => {
+                traffic.shutdown().await;
+                return Err(e.to_string());
+            }
+        };
+        let port = bound.addr.port();
+        let router = grpc_builder().add_service(ConnectionSetupServer::new(Setup { data }));
+        Ok(Serving {
+            servers: vec![traffic, Server::Grpc(rpc::server::spawn(router, bound))],
+            endpoint: SocketAddr::new(advertise, port),
+            data,
+        })
+    }
+
+    /// Stops serving (gRPC lets calls in flight finish).
+    pub async fn shutdown(self) {
+        for s in self.servers {
+            s.shutdown().await;
         }
     }
 }

@@ -53,7 +53,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tables::{ActionInfo, Activity, IterSpec, Kind, OpenLoop, Policy, Size, Tables};
 use tokio::sync::{oneshot, watch};
 
-/// How long in-flight RPCs may still finish after traffic is cancelled.
+/// How long a server still runs its handlers after its traffic is
+/// cancelled by `cancel_traffic_when_done` (upstream's grace period), and
+/// how long in-flight RPCs get before a hard stop (the test deadline, the
+/// sequencer's CancelTraffic, Ctrl-C) abandons them.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// Cancel reasons, as upstream's status strings: they become the
@@ -71,10 +74,17 @@ const TRAFFIC_CANCELLED: &str = "Traffic cancelled: ";
 
 /// Cancellation levels of an engine.
 const RUNNING: u8 = 0;
-/// No new iterations or actions start.
-const STOPPING: u8 = 1;
-/// In-flight RPCs are abandoned too.
-const ABORTED: u8 = 2;
+/// No new iterations or actions start; RPCs already sent are waited for
+/// (upstream's CancelActivities and WaitForAllPendingActions).
+pub(crate) const STOPPING: u8 = 1;
+/// Past the grace period: the server answers `Traffic cancelled: REASON`
+/// without running a handler (upstream's RpcHandler after
+/// cancelation_time_).
+const REFUSING: u8 = 2;
+/// A hard stop (the test deadline, the sequencer's CancelTraffic, Ctrl-C,
+/// services cleared): in-flight RPCs, sleeps and delays are abandoned, and
+/// a handler cut short answers with an error, never success.
+const ABORTED: u8 = 3;
 
 /// Connections to the instances of each service, `[service][instance]`.
 type PeerTable = Vec<Vec<Option<Arc<dyn Peer>>>>;
@@ -99,6 +109,15 @@ impl Channel {
     }
 }
 
+/// One of a closed loop's `max_parallel_iterations` slots, whose state
+/// the iterations that follow each other in it reuse, as upstream reuses
+/// an iteration's RPC states: the start of the slot's last RPC per fanout
+/// index, from which an RPC's `latency_weight` is the time since.
+#[derive(Default)]
+struct Slot {
+    starts: Mutex<Vec<Option<Instant>>>,
+}
+
 /// One request sent to a peer.
 struct Sent {
     /// Wall-clock and monotonic start.
@@ -106,6 +125,52 @@ struct Sent {
     started: Instant,
     latency: Duration,
     result: Result<GenericRequestResponse, String>,
+}
+
+/// The node managers of one process (a `node_manager`, or the sequencer
+/// with its `--local_nodes`, `start_localhost`, `test_preview`). Upstream
+/// counts every thread of its process against
+/// `overload_limits.max_threads`, and past it its abort callback cancels
+/// the traffic of every node manager of the process with
+/// `RESOURCE_EXHAUSTED: Too many threads running`. rackbench's handlers
+/// are futures, not threads: what it counts is the handler action lists
+/// running at once in the process; past the limit the handler that
+/// exceeded it is refused and every instance of the process is cancelled,
+/// as upstream's callback does. Counted are the handlers a server hands to
+/// its thread pool (`server_type` `handoff` or `polling`, upstream's
+/// registered pool threads); inline handlers run on the RPC stack's own
+/// threads, which upstream does not count.
+#[derive(Default)]
+pub struct Process {
+    handlers: AtomicI64,
+    engines: Mutex<Vec<std::sync::Weak<Engine>>>,
+}
+
+impl Process {
+    pub fn new() -> Arc<Process> {
+        Arc::default()
+    }
+
+    /// Counts `engine` among the process's instances.
+    pub fn register(&self, engine: &Arc<Engine>) {
+        let mut v = self.engines.lock().unwrap_or_else(|e| e.into_inner());
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(engine));
+    }
+
+    /// Cancels the traffic of every instance of the process.
+    fn cancel_all(&self, reason: &str) {
+        let engines: Vec<Arc<Engine>> = self
+            .engines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for e in engines {
+            e.cancel_traffic(reason, Duration::ZERO);
+        }
+    }
 }
 
 /// Gives a handler slot back when the handler ends (or is dropped).
@@ -126,8 +191,11 @@ pub struct Engine {
     pub instance: usize,
     /// `svc/i`.
     pub name: String,
-    /// Globally unique id, for trace contexts.
+    /// The instance's index among all instances of the test (services in
+    /// order), upstream's trace id: what trace contexts carry.
     engine_id: i64,
+    /// The process's node managers (max_threads).
+    process: Arc<Process>,
     grid: Grid,
     coords: (usize, usize, usize),
     /// Connections to server instances, `[service][instance]`.
@@ -141,8 +209,6 @@ pub struct Engine {
     cancel: watch::Sender<u8>,
     cancel_reason: Mutex<Option<String>>,
     pending_rpcs: AtomicI64,
-    /// Handlers running an action list now.
-    active_handlers: AtomicI64,
     /// Handler lists still running, including those past their response.
     lists_in_flight: AtomicI64,
     invocations: Vec<AtomicI64>,
@@ -179,9 +245,13 @@ impl EngineLog {
 /// The RPC being served by a list run, if any.
 struct Incoming {
     trace: Option<TraceContext>,
-    /// Sends the response size to the waiting RPC handler (once).
-    respond: Mutex<Option<oneshot::Sender<i64>>>,
+    /// Sends the response size to the waiting RPC handler (once); `None`
+    /// when the handler was cut short by a hard stop.
+    respond: Mutex<Option<oneshot::Sender<Option<i64>>>>,
     default_response_size: i64,
+    /// The client drew the response size (a joint distribution): no
+    /// response override changes it (upstream's ComputeResponseSize).
+    size_asked: bool,
 }
 
 /// One run of an action list.
@@ -250,8 +320,14 @@ fn instant_at(t: SystemTime) -> Instant {
 }
 
 impl Engine {
-    /// An engine for instance `instance` of service `service` of `tables`.
-    pub fn new(tables: Arc<Tables>, service: usize, instance: usize, engine_id: i64) -> Engine {
+    /// An engine for instance `instance` of service `service` of `tables`,
+    /// in the node managers of `process` (register it there).
+    pub fn new(
+        tables: Arc<Tables>,
+        service: usize,
+        instance: usize,
+        process: Arc<Process>,
+    ) -> Engine {
         let info = &tables.services[service];
         let grid = grid_of(&info.spec);
         let n_rpcs = tables.rpcs.len();
@@ -262,7 +338,8 @@ impl Engine {
             grid,
             service,
             instance,
-            engine_id,
+            engine_id: tables.instance_id(service, instance),
+            process,
             peers: RwLock::new(tables.services.iter().map(|_| Vec::new()).collect()),
             channels: RwLock::new(tables.services.iter().map(|_| Vec::new()).collect()),
             traffic_start: Mutex::new(None),
@@ -270,7 +347,6 @@ impl Engine {
             cancel,
             cancel_reason: Mutex::new(None),
             pending_rpcs: AtomicI64::new(0),
-            active_handlers: AtomicI64::new(0),
             lists_in_flight: AtomicI64::new(0),
             invocations: tables.lists.iter().map(|_| AtomicI64::new(0)).collect(),
             fanout_state: (0..n_rpcs)
@@ -417,8 +493,9 @@ impl Engine {
     }
 
     /// Sends `req` to `peer`, counted as pending (past the test's limit the
-    /// traffic is cancelled as overloaded) and abandoned when the traffic
-    /// is aborted. Its latency counts from `started` (monotonic; `start`
+    /// traffic is cancelled as overloaded). The answer is waited for, as
+    /// upstream's engines wait for every RPC they sent; only a hard stop
+    /// abandons it. Its latency counts from `started` (monotonic; `start`
     /// is the same moment on the wall clock).
     async fn send(
         self: Arc<Self>,
@@ -431,12 +508,19 @@ impl Engine {
             None => Err("no connection to this peer".to_string()),
             Some(peer) => {
                 let pending = self.pending_rpcs.fetch_add(1, Ordering::Relaxed) + 1;
-                if pending > self.tables.max_pending_rpcs {
-                    self.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
-                }
-                let r = tokio::select! {
-                    r = peer.call(req) => r,
-                    () = self.cancelled_to(ABORTED) => Err("Traffic cancelled".to_string()),
+                let r = if self.cancel_level() >= ABORTED {
+                    Err(format!("{TRAFFIC_CANCELLED}{}", self.reason()))
+                } else {
+                    let call = peer.call(req);
+                    if pending > self.tables.max_pending_rpcs {
+                        self.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
+                    }
+                    tokio::select! {
+                        r = call => r,
+                        () = self.cancelled_to(ABORTED) => {
+                            Err(format!("{TRAFFIC_CANCELLED}{}", self.reason()))
+                        }
+                    }
                 };
                 self.pending_rpcs.fetch_sub(1, Ordering::Relaxed);
                 r
@@ -485,34 +569,62 @@ impl Engine {
         let _ = rx.wait_for(|l| *l >= level).await;
     }
 
-    /// Stops new iterations now and abandons in-flight RPCs after `grace`.
+    /// Cancels the traffic as upstream's `CancelTraffic(status, grace)`:
+    /// no new iteration or action starts, RPCs already sent are waited
+    /// for, and after `grace` the server answers `Traffic cancelled:
+    /// REASON` instead of running handlers. The first reason stays.
     pub fn cancel_traffic(self: &Arc<Self>, reason: &str, grace: Duration) {
+        self.stop(reason, grace, None);
+    }
+
+    /// A hard stop: [`Engine::cancel_traffic`] with `grace`, and after
+    /// `abort_after` in-flight RPCs, sleeps and delays are abandoned (a
+    /// handler cut short answers with an error).
+    pub fn abort_traffic(self: &Arc<Self>, reason: &str, grace: Duration, abort_after: Duration) {
+        self.stop(reason, grace, Some(abort_after));
+    }
+
+    fn stop(self: &Arc<Self>, reason: &str, grace: Duration, abort_after: Option<Duration>) {
         {
             let mut r = self.cancel_reason.lock().unwrap_or_else(|e| e.into_inner());
             if r.is_none() {
                 *r = Some(reason.to_string());
             }
         }
+        self.raise(STOPPING);
+        // With no grace the server refuses at once: no request may slip in
+        // between (one that did would be answered without its handler).
+        self.raise_after(REFUSING, grace);
+        if let Some(after) = abort_after {
+            self.raise_after(ABORTED, after);
+        }
+    }
+
+    fn raise(&self, level: u8) {
         self.cancel.send_if_modified(|l| {
-            if *l < STOPPING {
-                *l = STOPPING;
+            if *l < level {
+                *l = level;
                 true
             } else {
                 false
             }
         });
+    }
+
+    fn raise_after(self: &Arc<Self>, level: u8, after: Duration) {
+        if after.is_zero() {
+            self.raise(level);
+            return;
+        }
         let me = self.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(grace).await;
-            me.cancel.send_if_modified(|l| {
-                if *l < ABORTED {
-                    *l = ABORTED;
-                    true
-                } else {
-                    false
-                }
-            });
+            tokio::time::sleep(after).await;
+            me.raise(level);
         });
+    }
+
+    fn reason(&self) -> String {
+        self.cancel_reason().unwrap_or_default()
     }
 
     /// Why traffic was cancelled, if it was.
@@ -546,7 +658,7 @@ impl Engine {
                 tokio::select! {
                     () = &mut run => {}
                     () = tokio::time::sleep_until(instant_at(d).into()) => {
-                        self.cancel_traffic(CANCELLED_AT_DEADLINE, CANCEL_GRACE);
+                        self.abort_traffic(CANCELLED_AT_DEADLINE, Duration::ZERO, CANCEL_GRACE);
                         run.await;
                         return Err(format!(
                             "{}: traffic still running at the test deadline (test_timeout); cancelled",
@@ -570,9 +682,13 @@ impl Engine {
             server_instance: Some(self.instance as i32),
             ..Default::default()
         };
-        if self.cancel_level() >= ABORTED {
-            let reason = self.cancel_reason().unwrap_or_default();
-            return error(format!("{TRAFFIC_CANCELLED}{reason}"));
+        // Past the grace period of a cancel, a request is refused without
+        // running its handler (upstream's RpcHandler); within it the
+        // handler runs as usual, so an answer is never a success for work
+        // that was not done.
+        let refused = |me: &Engine| error(format!("{TRAFFIC_CANCELLED}{}", me.reason()));
+        if self.cancel_level() >= REFUSING {
+            return refused(&self);
         }
         if req.rpc_index.is_none() {
             // A replayed RPC (upstream's handler path for a request without
@@ -583,7 +699,7 @@ impl Engine {
             if let Some(ns) = req.server_processing_time_ns.filter(|&ns| ns > 0) {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_nanos(ns as u64)) => {}
-                    () = self.cancelled_to(ABORTED) => {}
+                    () = self.cancelled_to(ABORTED) => return refused(&self),
                 }
             }
             let mut resp = GenericRequestResponse {
@@ -618,17 +734,32 @@ impl Engine {
         let size = if self.tables.lists[list].actions.is_empty() {
             default_response_size
         } else {
-            let active = self.active_handlers.fetch_add(1, Ordering::Relaxed) + 1;
-            let _done = HandlerSlot(&self.active_handlers);
-            if active > self.tables.max_threads {
-                self.cancel_traffic(OVERLOAD_THREADS, Duration::ZERO);
-                return error(format!("{TRAFFIC_CANCELLED}{OVERLOAD_THREADS}"));
-            }
+            // A handler handed to a thread pool (server_type handoff or
+            // polling) takes one of upstream's counted threads; an inline
+            // one runs on the RPC stack's own threads, which upstream does
+            // not count.
+            let pooled = self.tables.services[self.service]
+                .grpc
+                .as_ref()
+                .is_some_and(|g| g.server_type != crate::check::protocol::ServerType::Inline);
+            let _done = if pooled {
+                let active = self.process.handlers.fetch_add(1, Ordering::Relaxed) + 1;
+                let slot = HandlerSlot(&self.process.handlers);
+                if active > self.tables.max_threads {
+                    self.process.cancel_all(OVERLOAD_THREADS);
+                    // The first reason stays: the refusal names this engine's.
+                    return refused(&self);
+                }
+                Some(slot)
+            } else {
+                None
+            };
             let (tx, rx) = oneshot::channel();
             let incoming = Arc::new(Incoming {
                 trace: req.trace_context.clone(),
                 respond: Mutex::new(Some(tx)),
                 default_response_size,
+                size_asked: req.response_payload_size.is_some(),
             });
             // The list may go on after the response (send_response_when_done):
             // count it until it ends, so results wait for its samples.
@@ -641,7 +772,8 @@ impl Engine {
                 me.lists_in_flight.fetch_sub(1, Ordering::AcqRel);
             });
             match rx.await {
-                Ok(n) => n,
+                Ok(Some(n)) => n,
+                Ok(None) => return refused(&self),
                 Err(_) => return error(format!("{}: handler ended without a response", self.name)),
             }
         };
@@ -696,8 +828,14 @@ impl Engine {
             let mut response_override: Option<usize> = None;
             let mut responded = false;
             let mut running = FuturesUnordered::new();
+            // The actions ready at the start run even when the traffic is
+            // already cancelled (a handler let in during the grace period
+            // does its work, as upstream's first pass starts them); once
+            // cancelled, no further action starts.
+            let mut first = true;
             loop {
-                if !self.stopping() {
+                if first || !self.stopping() {
+                    first = false;
                     for i in 0..n {
                         if state[i].is_some() {
                             continue;
@@ -764,11 +902,18 @@ impl Engine {
         else {
             return;
         };
+        if self.cancel_level() >= ABORTED {
+            // Cut short by a hard stop: not a success.
+            let _ = tx.send(None);
+            return;
+        }
         let size = match response_override {
-            Some(d) => self.tables.size_dists[d].sample_scalar(&mut rand::rng()),
-            None => incoming.default_response_size,
+            Some(d) if !incoming.size_asked => {
+                self.tables.size_dists[d].sample_scalar(&mut rand::rng())
+            }
+            _ => incoming.default_response_size,
         };
-        let _ = tx.send(size);
+        let _ = tx.send(Some(size));
     }
 
     /// Moves a list run's samples into the engine log.
@@ -813,6 +958,11 @@ impl Engine {
                 let ns = tables.delay_dists[d].sample_scalar(&mut rand::rng()).max(0);
                 let spin = tables.lists[run.list].delay_by_spinning;
                 self.delay(Duration::from_nanos(ns as u64), spin).await;
+                // An action still waiting for its delay when the traffic is
+                // cancelled never starts (upstream's).
+                if self.stopping() {
+                    return;
+                }
             }
             let spread = match a.kind {
                 Kind::Rpc(r) => {
@@ -829,19 +979,20 @@ impl Engine {
                 Kind::Rpc(r) => {
                     let me = self.clone();
                     let run2 = run.clone();
-                    self.iterate(a.iterations, run.warmup, spread, move |it, warm| {
-                        me.clone().rpc_iteration(run2.clone(), i, r, it, warm)
+                    self.iterate(a.iterations, run.warmup, spread, move |it, warm, slot| {
+                        me.clone().rpc_iteration(run2.clone(), i, r, it, warm, slot)
                     })
                     .await;
                 }
                 Kind::List(l) => {
                     let me = self.clone();
                     let trace = run.incoming.as_ref().and_then(|inc| inc.trace.clone());
-                    self.iterate(a.iterations, run.warmup, spread, move |_, warm| {
+                    self.iterate(a.iterations, run.warmup, spread, move |_, warm, _| {
                         let nested = Arc::new(Incoming {
                             trace: trace.clone(),
                             respond: Mutex::new(None),
                             default_response_size: 0,
+                            size_asked: false,
                         });
                         me.clone().run_list(l, Some(nested), warm)
                     })
@@ -850,7 +1001,7 @@ impl Engine {
                 Kind::Replay(t) => {
                     let me = self.clone();
                     let run2 = run.clone();
-                    self.iterate(a.iterations, run.warmup, spread, move |it, warm| {
+                    self.iterate(a.iterations, run.warmup, spread, move |it, warm, _| {
                         me.clone().replay_iteration(run2.clone(), i, t, it, warm)
                     })
                     .await;
@@ -862,16 +1013,25 @@ impl Engine {
                     // once per action run and reused by its iterations, as
                     // upstream's; parallel iterations each take their own.
                     let states: Arc<Mutex<Vec<tables::ActivityState>>> = Arc::default();
-                    self.iterate(a.iterations, run.warmup, spread, move |_, _| {
+                    self.iterate(a.iterations, run.warmup, spread, move |_, _, _| {
                         let me = me.clone();
                         let states = states.clone();
                         Box::pin(async move {
                             let (name, activity) = me.tables.activities[act].clone();
+                            // SleepFor and SpinFor keep no log (upstream's
+                            // return an empty one), so an instance that only
+                            // sleeps has no activity log.
+                            let logged = !matches!(
+                                activity,
+                                Activity::SleepFor { .. } | Activity::SpinFor { .. }
+                            );
                             match activity {
                                 Activity::SleepFor { duration } => {
+                                    // Not cut short by a cancel (upstream
+                                    // sleeps it out), only by a hard stop.
                                     tokio::select! {
                                         () = tokio::time::sleep(duration) => {}
-                                        () = me.cancelled_to(STOPPING) => {}
+                                        () = me.cancelled_to(ABORTED) => {}
                                     }
                                 }
                                 other => {
@@ -889,11 +1049,13 @@ impl Engine {
                                     .await;
                                 }
                             }
-                            *me.activity_counts
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .entry(name)
-                                .or_default() += 1;
+                            if logged {
+                                *me.activity_counts
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .entry(name)
+                                    .or_default() += 1;
+                            }
                         })
                     })
                     .await;
@@ -921,15 +1083,15 @@ impl Engine {
         }
     }
 
-    /// Runs the iterations of one action. `f(iteration, warmup)` runs one.
+    /// Runs the iterations of one action. `f(iteration, warmup, slot)`
+    /// runs one; a closed loop's iterations follow each other in the
+    /// `max_parallel_iterations` slots, whose state each gets.
     async fn iterate<F>(&self, spec: Option<IterSpec>, list_warmup: bool, spread: f64, mut f: F)
     where
-        F: FnMut(i64, bool) -> BoxFuture<'static, ()>,
+        F: FnMut(i64, bool, Option<Arc<Slot>>) -> BoxFuture<'static, ()>,
     {
         let Some(spec) = spec else {
-            if !self.stopping() {
-                f(0, list_warmup).await;
-            }
+            f(0, list_warmup, None).await;
             return;
         };
         let limit = spec.max_count.unwrap_or(i64::MAX);
@@ -943,22 +1105,29 @@ impl Engine {
                 || n < spec.warmup_iterations
                 || spec.warmup.is_some_and(|w| started.elapsed() < w)
         };
-        let mut inflight = FuturesUnordered::new();
-        let mut next = 0i64;
         let Some(open_loop) = spec.open_loop else {
+            let mut inflight = FuturesUnordered::new();
+            let in_slot = |fut: BoxFuture<'static, ()>, slot: Arc<Slot>| async move {
+                fut.await;
+                slot
+            };
+            let mut next = 0i64;
             for _ in 0..spec.parallel.min(limit) {
-                inflight.push(f(next, warm(next)));
+                let slot = Arc::new(Slot::default());
+                inflight.push(in_slot(f(next, warm(next), Some(slot.clone())), slot));
                 next += 1;
             }
-            while inflight.next().await.is_some() {
+            while let Some(slot) = inflight.next().await {
                 let expired = time_limit.is_some_and(|t| Instant::now() > t);
                 if !self.stopping() && next < limit && !expired {
-                    inflight.push(f(next, warm(next)));
+                    inflight.push(in_slot(f(next, warm(next), Some(slot.clone())), slot));
                     next += 1;
                 }
             }
             return;
         };
+        let mut inflight = FuturesUnordered::new();
+        let mut next = 0i64;
         let mut rng = SmallRng::from_os_rng();
         let (mut at, period) = first_open_loop_time(open_loop, spread);
         let exponential = matches!(open_loop, OpenLoop::Exponential(_));
@@ -970,7 +1139,7 @@ impl Engine {
             }
             tokio::select! {
                 () = tokio::time::sleep_until(at.into()) => {
-                    inflight.push(f(next, warm(next)));
+                    inflight.push(f(next, warm(next), None));
                     next += 1;
                     at += if exponential {
                         period.mul_f64(rng.sample::<f64, _>(rand_distr::Exp1))
@@ -986,6 +1155,8 @@ impl Engine {
     }
 
     /// One iteration of an RPC action: picks the targets and sends to all.
+    /// The targets (round-robin, random) and whether to trace are picked
+    /// when the iteration is started, so they follow the iteration order.
     fn rpc_iteration(
         self: Arc<Self>,
         run: Arc<ListRun>,
@@ -993,35 +1164,44 @@ impl Engine {
         r: usize,
         iteration: i64,
         warmup: bool,
+        slot: Option<Arc<Slot>>,
     ) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            let tables = self.tables.clone();
-            let rpc = &tables.rpcs[r];
-            let server = &tables.services[rpc.server];
-            let server_grid = grid_of(&server.spec);
-            let channel = rpc.channel.map(|c| self.channel(rpc.server, c));
+        let tables = self.tables.clone();
+        let rpc = &tables.rpcs[r];
+        let channel = rpc.channel.map(|c| self.channel(rpc.server, c));
+        let (targets, count) = {
+            let mut st = self.fanout_state[r]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let targets = if let Some(ch) = &channel {
                 // One RPC through the channel (none set up: it fails).
                 vec![ch.as_ref().map_or(0, |ch| ch.pick())]
             } else {
-                let mut st = self.fanout_state[r]
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
                 fanout::targets(
                     &rpc.fanout,
                     self.instance,
                     self.grid,
-                    server_grid,
+                    grid_of(&tables.services[rpc.server].spec),
                     rpc.server == self.service,
                     &mut st,
                     &mut rand::rng(),
                 )
             };
+            let count = if targets.is_empty() {
+                0
+            } else {
+                self.trace_counters[r].fetch_add(1, Ordering::Relaxed)
+            };
+            (targets, count)
+        };
+        Box::pin(async move {
+            let tables = self.tables.clone();
+            let rpc = &tables.rpcs[r];
+            let server = &tables.services[rpc.server];
             if targets.is_empty() {
                 return;
             }
             let incoming_trace = run.incoming.as_ref().and_then(|i| i.trace.clone());
-            let count = self.trace_counters[r].fetch_add(1, Ordering::Relaxed);
             let do_trace = incoming_trace.is_some()
                 || (rpc.tracing_interval > 0 && count % i64::from(rpc.tracing_interval) == 0);
             let trace = do_trace.then(|| {
@@ -1060,31 +1240,50 @@ impl Engine {
                 _ => targets.iter().map(|&t| self.peer(rpc.server, t)).collect(),
             };
             let mut sends = FuturesUnordered::new();
-            for (fanout_index, (&target, peer)) in targets.iter().zip(peers).enumerate() {
-                let mut trace = trace.clone();
-                if let Some(t) = trace.as_mut() {
-                    t.fanout_index.push(fanout_index as i64);
+            // The slot's lock is held while the requests are made, not
+            // while they are awaited.
+            {
+                let mut starts = slot
+                    .as_ref()
+                    .map(|s| s.starts.lock().unwrap_or_else(|e| e.into_inner()));
+                for (fanout_index, (&target, peer)) in targets.iter().zip(peers).enumerate() {
+                    // The time since this slot's last RPC to the same fanout
+                    // index started (none for a slot's first, nor in an open
+                    // loop): upstream's latency_weight.
+                    let (start_wall, started) = (SystemTime::now(), Instant::now());
+                    let weight = starts.as_mut().and_then(|v| {
+                        if v.len() <= fanout_index {
+                            v.resize(fanout_index + 1, None);
+                        }
+                        v[fanout_index]
+                            .replace(started)
+                            .map(|p| i64::try_from((started - p).as_nanos()).unwrap_or(i64::MAX))
+                    });
+                    let mut trace = trace.clone();
+                    if let Some(t) = trace.as_mut() {
+                        t.fanout_index.push(fanout_index as i64);
+                    }
+                    let mut req = GenericRequestResponse {
+                        payload: None,
+                        rpc_index: Some(r as i32),
+                        trace_context: trace,
+                        warmup: warmup.then_some(true),
+                        response_payload_size: response_size,
+                        ..Default::default()
+                    };
+                    // The size is the whole message's, as upstream's.
+                    req.payload = driver::padding_for(req.encoded_len(), request_size)
+                        .map(|n| driver::payload(n as i64));
+                    let me = self.clone();
+                    sends.push(async move {
+                        let request_bytes = req.encoded_len() as i64;
+                        let trace = req.trace_context.clone();
+                        let sent = me.send(peer, req, start_wall, started).await;
+                        (target, request_bytes, trace, weight, sent)
+                    });
                 }
-                let mut req = GenericRequestResponse {
-                    payload: None,
-                    rpc_index: Some(r as i32),
-                    trace_context: trace,
-                    warmup: warmup.then_some(true),
-                    response_payload_size: response_size,
-                    ..Default::default()
-                };
-                // The size is the whole message's, as upstream's.
-                req.payload = driver::padding_for(req.encoded_len(), request_size)
-                    .map(|n| driver::payload(n as i64));
-                let me = self.clone();
-                sends.push(async move {
-                    let request_bytes = req.encoded_len() as i64;
-                    let trace = req.trace_context.clone();
-                    let sent = me.send(peer, req, SystemTime::now(), Instant::now()).await;
-                    (target, request_bytes, trace, sent)
-                });
             }
-            while let Some((target, request_bytes, trace, sent)) = sends.next().await {
+            while let Some((target, request_bytes, trace, weight, sent)) = sends.next().await {
                 let (ok, error, response_bytes) = self.outcome(&sent.result);
                 // Through a channel, the sample goes under the instance that
                 // answered (upstream: the response's server_instance).
@@ -1101,7 +1300,7 @@ impl Engine {
                     response_size: Some(response_bytes as i64),
                     start_timestamp_ns: Some(unix_ns(sent.start)),
                     latency_ns: Some(i64::try_from(sent.latency.as_nanos()).unwrap_or(i64::MAX)),
-                    latency_weight: None,
+                    latency_weight: weight,
                     trace_context: trace,
                     warmup: warmup.then_some(true),
                     error_index: None,
@@ -1162,8 +1361,14 @@ impl Engine {
         ServicePerformanceLog {
             peer_logs: log.peers,
             replay_trace_logs: log.replays,
-            error_dictionary: (!log.errors.is_empty()).then_some(ErrorDictionary {
-                error_message: log.errors,
+            // Index 0 is "no error", there even when nothing failed (as
+            // upstream's dictionary always is).
+            error_dictionary: Some(ErrorDictionary {
+                error_message: if log.errors.is_empty() {
+                    vec![String::new()]
+                } else {
+                    log.errors
+                },
             }),
             activity_logs,
             engine_error_message: self.cancel_reason(),

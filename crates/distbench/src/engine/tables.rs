@@ -9,8 +9,7 @@
 //! unlimited iterations with them, one in flight, `constant` open-loop
 //! spacing, no tracing, fan-out to `all`, every RPC sample kept, delays
 //! slept unless the list (or else the test) asks to spin, at most 1000
-//! handlers at once. One deviation: `max_pending_rpcs` (see
-//! [`DEFAULT_MAX_PENDING_RPCS`]).
+//! handlers at once, a million RPCs pending.
 //!
 //! Multi-server channels ([`ChannelInfo`]) and RPC replay traces
 //! ([`TraceInfo`]) are compiled here too; `check_test` has refused what
@@ -268,9 +267,11 @@ impl ActivityState {
                 }
                 std::hint::black_box(sum)
             }
-            Activity::PolluteInstructionCache { calls } => {
-                icache::run(calls as u64, self.rng.random())
-            }
+            Activity::PolluteInstructionCache { calls } => icache::run_spread(
+                calls as u64,
+                self.rng.random(),
+                crate::check::activity::POLLUTED_FUNCTIONS,
+            ),
             Activity::SleepFor { duration } => {
                 std::thread::sleep(duration);
                 0
@@ -293,16 +294,11 @@ pub const DEFAULT_REQUEST_SIZE: i64 = 16;
 pub const DEFAULT_RESPONSE_SIZE: i64 = 32;
 
 /// Pending RPCs per instance past which its traffic is cancelled as
-/// overloaded, when the test sets no `overload_limits.max_pending_rpcs`.
-/// Upstream's default is [`UPSTREAM_MAX_PENDING_RPCS`]; a pending RPC costs
-/// rackbench a few KiB (its request, HTTP/2 stream and the server's
-/// handler), so a million of them per instance exhausts memory long before:
-/// an overloaded test ends with "Too many RPCs pending" instead. A test that
-/// sets the limit gets exactly what it sets.
-pub const DEFAULT_MAX_PENDING_RPCS: i64 = 20_000;
-
-/// Upstream's default `overload_limits.max_pending_rpcs`.
-pub const UPSTREAM_MAX_PENDING_RPCS: i64 = 1_000_000;
+/// overloaded, when the test sets no `overload_limits.max_pending_rpcs`:
+/// upstream's default. A pending RPC costs rackbench a few KiB (its
+/// request, HTTP/2 stream and the server's handler), so on a small host
+/// memory can run out first; a test studying overload sets a lower limit.
+pub const DEFAULT_MAX_PENDING_RPCS: i64 = 1_000_000;
 
 /// Upstream's default `overload_limits.max_threads`.
 pub const DEFAULT_MAX_THREADS: i64 = 1000;
@@ -443,14 +439,12 @@ impl Tables {
             };
             payload_sizes.insert(p.name().to_string(), size);
         }
-        let payload = |name: Option<&String>, default: i64, what: &str| -> Result<Size, String> {
-            match name {
-                None => Ok(Size::Fixed(default)),
-                Some(n) => payload_sizes
-                    .get(n.as_str())
-                    .map(|s| s.unwrap_or(Size::Fixed(default)))
-                    .ok_or_else(|| format!("{what}: unknown payload '{n}'")),
-            }
+        // An unknown payload name gets the default too, as upstream
+        // (check_test says so).
+        let payload = |name: Option<&String>, default: i64, _what: &str| -> Result<Size, String> {
+            Ok(name
+                .and_then(|n| payload_sizes.get(n.as_str()).copied().flatten())
+                .unwrap_or(Size::Fixed(default)))
         };
 
         let mut list_index = HashMap::new();
@@ -585,16 +579,17 @@ impl Tables {
                         ));
                     }
                 };
+                // An override names a payload: its size distribution.
                 let size_ref = |n: &Option<String>, field: &str| -> Result<Option<usize>, String> {
                     match n {
                         None => Ok(None),
-                        Some(n) => size_index
-                            .get(n.as_str())
-                            .copied()
-                            .map(Some)
-                            .ok_or_else(|| {
-                                format!("{what}: {field}: unknown size distribution '{n}'")
-                            }),
+                        Some(n) => match payload_sizes.get(n.as_str()) {
+                            Some(Some(Size::Dist(d))) => Ok(Some(*d)),
+                            Some(_) => Err(format!(
+                                "{what}: {field}: payload '{n}' has no size_distribution_name"
+                            )),
+                            None => Err(format!("{what}: {field}: unknown payload '{n}'")),
+                        },
                     }
                 };
                 list_actions.push(ActionInfo {
@@ -663,6 +658,20 @@ impl Tables {
                 .as_ref()
                 .map_or(DEFAULT_MAX_THREADS, |o| o.max_threads()),
         })
+    }
+}
+
+impl Tables {
+    /// Instance `instance` of service `service` numbered among all the
+    /// test's instances, services in order: upstream's trace id of the
+    /// instance (`EnumerateServiceInstanceIds`), which trace contexts
+    /// carry as `engine_ids`.
+    pub fn instance_id(&self, service: usize, instance: usize) -> i64 {
+        let before: usize = self.services[..service]
+            .iter()
+            .map(|s| s.instances.len())
+            .sum();
+        (before + instance) as i64
     }
 }
 

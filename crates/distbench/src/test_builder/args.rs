@@ -49,7 +49,8 @@ pub struct Invocation {
     /// `-l PREFIX`: prepended to every `config_label` and output file name.
     pub label_prefix: String,
     /// `-a`: keep parameters that the chosen pattern and driver do not use
-    /// as plain attributes instead of rejecting them (upstream's behaviour).
+    /// as plain attributes without a warning (they are kept either way, as
+    /// upstream keeps them).
     pub allow_unused: bool,
     /// The configurations or the sweep.
     pub body: Body,
