@@ -941,6 +941,10 @@ fn drive_instance(
             fixed_outcome(out, a.qps.len())
         }
     });
+    // The instance's log ends as run.sh's output does: with its final line.
+    if let Some(f) = &outcome.final_probe {
+        log.line(&final_line(f));
+    }
     let mut rerun = None;
     // The leaf figures cover the search's leaf (a rerun starts fresh ones).
     let mut status_after = None;
@@ -1004,6 +1008,9 @@ fn drive_instance(
                 let cfg = search_cfg.clone();
                 let (w, d) = (cfg.probe_warmup, cfg.final_duration);
                 let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
+                if let Some(f) = r.probes.iter().rev().find(|p| p.phase == Phase::Fixed) {
+                    log.line(&final_line(f));
+                }
                 rerun = Some(Rerun { qps: q, outcome: r });
             }
             rv.before_rerun.leave(inst.id);
@@ -1695,6 +1702,26 @@ mod tests {
     use load::LatencySummary;
     use load::recorder::SecondSummary;
     use load::report::round3;
+
+    #[test]
+    fn closed_compat_threads_are_sized_as_run_sh_sizes_them() {
+        let args = |a: &[&str]| DriverArgs::try_parse_from(["feedsim"].iter().chain(a)).unwrap();
+        // 2 CPUs without SMT: DRIVER_THREADS = max(round(2/4), 4) = 4.
+        // A search uses them all; -q 2 min(2/4, 4) = 1 (4 connections,
+        // where 16 were used before), -q 16 four, the last of a list.
+        assert_eq!(compat_threads(&args(&[]), 2, false), 4);
+        assert_eq!(compat_threads(&args(&["-q", "2"]), 2, false), 1);
+        assert_eq!(compat_threads(&args(&["-q", "16"]), 2, false), 4);
+        assert_eq!(compat_threads(&args(&["-q", "16,6"]), 2, false), 1);
+        // -l is DRIVER_THREADS; -q is still min(rate/4, it).
+        assert_eq!(compat_threads(&args(&["-l", "8"]), 2, false), 8);
+        assert_eq!(compat_threads(&args(&["-l", "8", "-q", "40"]), 2, false), 8);
+        assert_eq!(compat_threads(&args(&["-l", "2", "-q", "40"]), 2, false), 2);
+        // -a in a search: search_qps.sh's cap max(round(nproc/5), 4),
+        // whatever -l says; -a with -q: the -q sizing.
+        assert_eq!(compat_threads(&args(&["-a", "-l", "9"]), 40, true), 8);
+        assert_eq!(compat_threads(&args(&["-a", "-q", "8"]), 40, true), 2);
+    }
 
     #[test]
     fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {

@@ -486,10 +486,10 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
         .rposition(|l| l.starts_with('{'))
         .unwrap();
     let obj: Value = serde_json::from_str(&lines[open..=close].join("\n")).unwrap();
-    assert_eq!(
-        obj["overall"]["final_achieved_qps"].as_f64().unwrap(),
-        (overall * 100.0).round() / 100.0,
-        "{obj}"
+    // Upstream sums the printed (two-decimal) figures.
+    assert!(
+        (obj["overall"]["final_achieved_qps"].as_f64().unwrap() - overall).abs() <= 0.02,
+        "{obj} vs {overall}"
     );
     assert_eq!(obj["spawned_instances"], "2");
     assert_eq!(obj["successful_instances"], 2);
@@ -747,7 +747,8 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
         2,
         "{err}"
     );
-    let m = &report(&o).1["metrics"];
+    let r = report(&o).1;
+    let m = &r["metrics"];
     let first = &m["1"];
     let highest = first["search_final"]["final_requested_qps"]
         .as_f64()
@@ -758,9 +759,13 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
     assert_eq!(m["min_qps"], 0.0);
     // As upstream's last object, the rerun's (its script run with -q).
     assert_eq!(m["is_fixed_qps"], 1, "{m}");
-    // The rerun's rows and lines under upstream's fixqps- names (a direct
-    // run writes into the current directory).
-    let rows = std::fs::read_to_string(d.path().join("feedsim_results_fixqps-1.txt")).unwrap();
+    // The rerun's rows and lines under upstream's fixqps- names (with
+    // --report, in the run's metrics folder).
+    let dir = d.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
+    let rows = std::fs::read_to_string(dir.join("feedsim_results_fixqps-1.txt")).unwrap();
     let last = rows
         .lines()
         .last()
@@ -770,12 +775,12 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
         .unwrap()
         .to_string();
     assert_eq!(last, format!("{rate:.2}"), "the rate's row last: {rows}");
-    let log = std::fs::read_to_string(d.path().join("feedsim-multi-inst-fixqps-1.log")).unwrap();
+    let log = std::fs::read_to_string(dir.join("feedsim-multi-inst-fixqps-1.log")).unwrap();
     assert!(
         log.contains(&format!("final requested_qps = {rate:.2}")),
         "{log}"
     );
-    assert!(d.path().join("feedsim-multi-inst-1.log").exists());
+    assert!(dir.join("feedsim-multi-inst-1.log").exists());
 }
 
 /// `--leaf` pointed where nothing listens fails at once, naming why.
@@ -795,5 +800,6 @@ fn a_leaf_address_without_a_leaf_fails_at_once() {
         "{}",
         stderr(&o)
     );
-    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // Not the 15 minutes a leaf building its datasets is given.
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
 }
