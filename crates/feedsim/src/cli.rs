@@ -149,7 +149,10 @@ pub fn auto_driver_threads(rate: Option<f64>, max: usize) -> usize {
 #[command(
     name = "rackbench feedsim",
     about = "FeedSim: find the max QPS of the ranking leaf with p95 <= 500 ms (upstream run.sh)",
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    // As run.sh's loop over its flags: a flag given again overrides
+    // (run-feedsim-multi.sh passes `-i` and the job's own flags after it).
+    args_override_self = true
 )]
 pub struct DriverArgs {
     #[command(flatten)]
@@ -374,6 +377,9 @@ mod tests {
         assert_eq!(fixed_qps_driver_threads(&[16.0], 4), 4);
         assert_eq!(fixed_qps_driver_threads(&[100.0], 4), 4);
         assert_eq!(fixed_qps_driver_threads(&[100.0, 9.5], 4), 2);
+        // A flag given again overrides, as in run.sh's loop.
+        let a = DriverArgs::try_parse_from(["feedsim", "-i", "400000", "-i", "20000"]).unwrap();
+        assert_eq!(a.shape.icache_iterations, 20_000);
     }
 
     #[test]
