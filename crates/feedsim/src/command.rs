@@ -96,14 +96,26 @@ impl Workload for FeedSim {
         }
     }
 
-    fn leftovers(&self) -> Vec<String> {
-        // A direct run keeps its leaf's log in the temp folder.
-        vec![
-            std::env::temp_dir()
-                .join("feedsim_leaf_*.log")
-                .display()
-                .to_string(),
-        ]
+    fn leftovers(&self) -> Vec<std::path::PathBuf> {
+        // A direct run keeps its leaf's log in the temp folder, named by
+        // the leaf's port: a log whose port still has a listener may be a
+        // running leaf's, and is kept.
+        let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let port: u16 = name
+                    .strip_prefix("feedsim_leaf_")?
+                    .strip_suffix(".log")?
+                    .parse()
+                    .ok()?;
+                std::net::TcpListener::bind((rpc::server::LOOPBACK, port))
+                    .is_ok()
+                    .then(|| e.path())
+            })
+            .collect()
     }
 
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {

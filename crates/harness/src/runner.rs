@@ -112,9 +112,10 @@ pub trait Workload: Send + Sync {
     fn is_helper(&self, _args: &[String]) -> bool {
         false
     }
-    /// Files a run of this benchmark may leave behind outside its results
-    /// (glob patterns, e.g. logs in the temp folder), removed by `clean`.
-    fn leftovers(&self) -> Vec<String> {
+    /// Files runs of this benchmark left behind outside their results
+    /// (e.g. logs in the temp folder) that no running process still uses;
+    /// `clean` removes them.
+    fn leftovers(&self) -> Vec<PathBuf> {
         Vec::new()
     }
     /// Prints the upstream tool's text of a run again from the record its

@@ -206,15 +206,10 @@ pub fn clean(
         let Some(w) = reg.get(&job.benchmark) else {
             continue;
         };
-        for pattern in w.leftovers() {
-            for p in glob::glob(&pattern)
-                .map_err(|e| anyhow::anyhow!("{pattern}: {e}"))?
-                .flatten()
-            {
-                if p.is_file() {
-                    std::fs::remove_file(&p)?;
-                    writeln!(out, "Removed {} ({} leftover)", p.display(), job.benchmark)?;
-                }
+        for p in w.leftovers() {
+            if p.is_file() {
+                std::fs::remove_file(&p)?;
+                writeln!(out, "Removed {} ({} leftover)", p.display(), job.benchmark)?;
             }
         }
     }

@@ -482,6 +482,50 @@ fn a_job_naming_a_benchmark_rackbench_lacks_is_listed_and_refused_when_run() {
         out.contains("Benchmark for tao_bench_64g cannot be installed"),
         "{out}"
     );
+    // clean removes the per-run links whose folder is gone, and keeps the
+    // others.
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("benchmark_metrics_keep0001")).unwrap();
+    for (link, to) in [
+        (
+            "benchmark_metrics_yaml_fixed_timestamp:20260101_0000_gone0001",
+            "benchmark_metrics_gone0001",
+        ),
+        (
+            "benchmark_metrics_yaml_fixed_timestamp:20260101_0000_keep0001",
+            "benchmark_metrics_keep0001",
+        ),
+    ] {
+        std::os::unix::fs::symlink(to, out.join(link)).unwrap();
+    }
+    let o = rackbench(
+        dir.path(),
+        &[
+            "-j",
+            &jobs,
+            "--output-dir",
+            out.to_str().unwrap(),
+            "clean",
+            "smoke",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(
+        said.contains("gone0001 (its metrics folder is gone)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("Job tao_bench_64g is not one rackbench runs"),
+        "{said}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|n| !n.contains("gone0001")), "{left:?}");
     let o = rackbench(dir.path(), &["-j", &jobs, "install", "yaml_pair"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
     assert!(
