@@ -40,6 +40,10 @@ def reports(folder):
     """Every report JSON under folder, oldest first."""
     out = []
     for f in sorted(glob.glob(os.path.join(folder, "benchmark_metrics_*", "*_metrics_*_iter_*.json"))):
+        # benchpress' per-run links (`benchmark_metrics_<job>_timestamp:...`)
+        # name the same folders.
+        if os.path.islink(os.path.dirname(f)):
+            continue
         with open(f) as fh:
             out.append(json.load(fh))
     return out

@@ -89,25 +89,27 @@ pub fn csv_row(seq: usize, p: &ProbeRecord, quantile: &str, target_ms: f64) -> S
 /// rate, the achieved QPS of the last probe run (as upstream, whose
 /// `final_qps` is the last measurement's throughput; here that is the
 /// final run at the reported rate when there is one) and the reported
-/// rate's latency; zeros when no rate met the target.
+/// rate's latency. None when no rate met the target: upstream's parser
+/// reads the last line, and a closing row of zeros would read as a success
+/// at 0 QPS and 0 ms; without it the parser reads a probe row (or the
+/// header) and says `success: false`, as after upstream's search is killed.
 fn last_row(
     seq: usize,
     reported: Option<&ProbeRecord>,
     last: Option<&ProbeRecord>,
     quantile: &str,
     target_ms: f64,
-) -> String {
+) -> Option<String> {
     let target = target_ms * 1000.0;
-    match reported {
-        Some(p) => format!(
+    reported.map(|p| {
+        format!(
             "{},{:.3},{:.3},{quantile},{target:.0},{:.0}",
             seq + 1,
             p.requested_qps,
             last.map_or(p.achieved_qps, |l| l.achieved_qps),
             p.target_value_ms * 1000.0
-        ),
-        None => format!("{},0,0,{quantile},{target:.0},0", seq + 1),
-    }
+        )
+    })
 }
 
 /// What an AdSim client search keeps with its stored run: the target,
@@ -270,17 +272,15 @@ pub fn write_record(r: &ClientRecord, out: &mut dyn Write) -> std::io::Result<()
         writeln!(out, "{}", csv_row(seq, p, &r.quantile, r.target_latency_ms))?;
         last = Some(p);
     }
-    writeln!(
-        out,
-        "{}",
-        last_row(
-            seq,
-            r.reported.as_ref(),
-            last,
-            &r.quantile,
-            r.target_latency_ms
-        )
-    )?;
+    if let Some(row) = last_row(
+        seq,
+        r.reported.as_ref(),
+        last,
+        &r.quantile,
+        r.target_latency_ms,
+    ) {
+        writeln!(out, "{row}")?;
+    }
     out.flush()
 }
 
@@ -643,15 +643,11 @@ fn drive(
         rt.block_on(run_fixed(cfg, &mut prober, &a.qps, w, d, &mut on_event))
     };
     let client_cpu = rpc::procstat::proc_self().1 - cpu0;
-    // The final line: the reported rate, or zeros when no rate met the target.
+    // The closing line: the reported rate; none when no rate met the target.
     let reported = outcome.final_probe.as_ref().filter(|_| outcome.success);
-    csv.row(&last_row(
-        seq,
-        reported,
-        last_probe.as_ref(),
-        quantile,
-        latency_ms,
-    ));
+    if let Some(row) = last_row(seq, reported, last_probe.as_ref(), quantile, latency_ms) {
+        csv.row(&row);
+    }
     if let Some(e) = csv.error.take() {
         progress.println(&format!(
             "adsim client: cannot write {}: {e}",

@@ -126,6 +126,15 @@ pub fn default_driver_threads(nproc: usize, smt: bool) -> usize {
     ((nproc as f64 / per + 0.5) as usize).max(4)
 }
 
+/// run.sh's driver for fixed rates (`-q`): `rate / 4` threads (bash's
+/// integer division of the last rate of the list, as its arithmetic reads
+/// `2,4` as `4`), within 1..=`threads`, for every run of the experiment
+/// (warm-up included), whatever `-a` says.
+pub fn fixed_qps_driver_threads(rates: &[f64], threads: usize) -> usize {
+    let last = rates.last().copied().unwrap_or(0.0).max(0.0).trunc() as usize;
+    (last / COMPAT_CONNECTIONS).clamp(1, threads.max(1))
+}
+
 /// search_qps.sh -a: `requested_qps / 4` (integer), within 1..=`max`;
 /// the unthrottled runs (no rate) use `max`.
 pub fn auto_driver_threads(rate: Option<f64>, max: usize) -> usize {
@@ -140,7 +149,10 @@ pub fn auto_driver_threads(rate: Option<f64>, max: usize) -> usize {
 #[command(
     name = "rackbench feedsim",
     about = "FeedSim: find the max QPS of the ranking leaf with p95 <= 500 ms (upstream run.sh)",
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    // As run.sh's loop over its flags: a flag given again overrides
+    // (run-feedsim-multi.sh passes `-i` and the job's own flags after it).
+    args_override_self = true
 )]
 pub struct DriverArgs {
     #[command(flatten)]
@@ -183,11 +195,14 @@ pub struct DriverArgs {
     /// is timed from its send, and QPS counts sends, as upstream reports it.
     #[arg(long, value_enum, default_value_t = DriverModel::Open)]
     pub driver: DriverModel,
-    /// Threads of the closed-compat driver (4 connections each); default
-    /// run.sh's: max(round(nproc/5), 4) with SMT, max(round(nproc/4), 4)
-    /// without; with -a, min(rate/4, that) and at least 1, as search_qps.sh.
-    /// Upstream's newer run.sh spells it --num-driver-threads.
-    #[arg(long, alias = "num-driver-threads", allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
+    /// run.sh's -l: threads generating the load. Closed-compat: its threads
+    /// (4 connections each); default run.sh's DRIVER_THREADS,
+    /// max(round(nproc/5), 4) with SMT, max(round(nproc/4), 4) without;
+    /// with -q, min(last rate/4, that), at least 1; a search with -a sizes
+    /// them by rate as search_qps.sh (min(rate/4, max(round(nproc/5), 4)),
+    /// without -l). Open loop: the driver's threads (default 1). Upstream's
+    /// newer run.sh spells it --num-driver-threads.
+    #[arg(short = 'l', long, alias = "num-driver-threads", allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub driver_threads: Option<usize>,
     /// Arrival process of the driver (upstream paces at a constant rate).
     #[arg(long, default_value = "constant")]
@@ -356,6 +371,15 @@ mod tests {
         assert_eq!(auto_driver_threads(Some(13.9), 4), 3);
         assert_eq!(auto_driver_threads(Some(400.0), 35), 35);
         assert_eq!(auto_driver_threads(None, 35), 35);
+        // run.sh -q: min(rate / 4, DRIVER_THREADS), at least 1; the last
+        // rate of a list.
+        assert_eq!(fixed_qps_driver_threads(&[2.0], 4), 1);
+        assert_eq!(fixed_qps_driver_threads(&[16.0], 4), 4);
+        assert_eq!(fixed_qps_driver_threads(&[100.0], 4), 4);
+        assert_eq!(fixed_qps_driver_threads(&[100.0, 9.5], 4), 2);
+        // A flag given again overrides, as in run.sh's loop.
+        let a = DriverArgs::try_parse_from(["feedsim", "-i", "400000", "-i", "20000"]).unwrap();
+        assert_eq!(a.shape.icache_iterations, 20_000);
     }
 
     #[test]

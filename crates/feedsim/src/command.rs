@@ -4,7 +4,7 @@
 
 use crate::cli::{
     AUTOSCALE_BASE_PORT, COMPAT_CONNECTIONS, DEFAULT_PORT, DriverArgs, DriverModel, LeafArgs,
-    ShapeArgs, Threads, auto_driver_threads, default_driver_threads,
+    ShapeArgs, Threads, auto_driver_threads, default_driver_threads, fixed_qps_driver_threads,
 };
 use crate::dataset::Shape;
 use crate::leaf::{LeafConfig, LeafService, LeafState, proc_self};
@@ -96,6 +96,28 @@ impl Workload for FeedSim {
         }
     }
 
+    fn leftovers(&self) -> Vec<std::path::PathBuf> {
+        // A direct run keeps its leaf's log in the temp folder, named by
+        // the leaf's port: a log whose port still has a listener may be a
+        // running leaf's, and is kept.
+        let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let port: u16 = name
+                    .strip_prefix("feedsim_leaf_")?
+                    .strip_suffix(".log")?
+                    .parse()
+                    .ok()?;
+                std::net::TcpListener::bind((rpc::server::LOOPBACK, port))
+                    .is_ok()
+                    .then(|| e.path())
+            })
+            .collect()
+    }
+
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         let r: FeedSimRecord = record.decode(self.name(), RECORD_VERSION)?;
         write_record(&r, out)?;
@@ -120,11 +142,6 @@ impl Workload for FeedSim {
 
 fn check_driver(a: &DriverArgs) -> anyhow::Result<()> {
     a.shape.threads(1, false).map_err(anyhow::Error::msg)?;
-    if a.driver_threads.is_some() && a.driver != DriverModel::ClosedCompat {
-        bail!(
-            "--driver-threads sizes DCPerf's closed-loop driver: it needs --driver closed-compat (the open-loop driver has no per-thread connections)"
-        );
-    }
     a.shape.target_from_s().map_err(anyhow::Error::msg)?;
     if let Some(q) = a.qps.iter().find(|q| q.is_nan() || **q <= 0.0) {
         bail!("-q values must be positive, got {q}");
@@ -389,6 +406,21 @@ async fn wait_ready(
 ) -> anyhow::Result<LeafClient<tonic::transport::Channel>> {
     let t = Instant::now();
     let mut last_note = Instant::now();
+    // A leaf started elsewhere (`--leaf`) must at least accept a
+    // connection: nothing listening there fails now, as upstream's driver
+    // does, rather than after the wait for a leaf building its datasets.
+    if leaf.is_none() {
+        match tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+            .await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => bail!(
+                "cannot connect to the leaf at {addr}: {e} (is `rackbench feedsim leaf -p {}` running there?)",
+                addr.port()
+            ),
+            Err(_) => bail!("cannot connect to the leaf at {addr}: no answer within 5 s"),
+        }
+    }
     loop {
         if let Some(p) = leaf.as_mut()
             && let Some(why) = p.exited()
@@ -441,12 +473,41 @@ struct Instance {
     port: u16,
     cpus: Option<Vec<usize>>,
     threads: Threads,
-    /// Threads of the closed-compat driver (run.sh's DRIVER_THREADS for
-    /// this instance's CPUs, or --driver-threads).
+    /// Threads of the closed-compat driver (run.sh's sizing for this
+    /// instance's CPUs: see [`compat_threads`]).
     driver_threads: usize,
+    /// Threads of the driver's runtime (`-l`, default 1).
+    runtime_threads: usize,
     csv: PathBuf,
     /// Prefix of this instance's lines: empty alone, `instance 2: ` in autoscale.
     label: String,
+    /// Autoscale: the instance's output lines also go to this file
+    /// (upstream's `feedsim-multi-inst-<i>.log`), and a rerun's CSV and
+    /// lines to these (upstream's `fixqps-` names).
+    log: Option<PathBuf>,
+    rerun_files: Option<(PathBuf, PathBuf)>,
+}
+
+/// An instance's log file (autoscale), written line by line as its output
+/// is printed; swapped for the rerun's.
+#[derive(Default)]
+struct InstanceLog(std::sync::Mutex<Option<std::io::BufWriter<std::fs::File>>>);
+
+impl InstanceLog {
+    fn open(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::io::BufWriter::new(f));
+        Ok(())
+    }
+
+    fn line(&self, l: &str) {
+        use std::io::Write;
+        if let Some(w) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            // A log that cannot be written is not worth stopping the run.
+            let _ = writeln!(w, "{l}").and_then(|()| w.flush());
+        }
+    }
 }
 
 /// Where parallel instances line up: before their final runs, and after
@@ -748,15 +809,24 @@ fn drive_instance(
     };
     let label = inst.label.clone();
     let println = |l: &str| progress.println(&format!("{label}{l}"));
+    let log = InstanceLog::default();
+    if let Some(p) = &inst.log {
+        log.open(&ctx.output_path(p))?;
+        log.line(&searching_line(&target));
+    }
     // The search's lines are upstream's output: stdout, as run.sh prints
-    // them.
-    let output = |l: &str| progress.output(&format!("{label}{l}"));
+    // them (and, in autoscale, the instance's log, as upstream's
+    // run-feedsim-multi.sh keeps each run.sh's output).
+    let output = |l: &str| {
+        log.line(l);
+        progress.output(&format!("{label}{l}"))
+    };
     let phase = |l: &str| progress.phase(&format!("{label}{l}"));
     // Autoscale: the driver runs on its instance's CPUs, as run.sh does
     // under the instance's taskset.
     let pin = rv.and(inst.cpus.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(inst.runtime_threads)
         .thread_name("feedsim-driver")
         .enable_all()
         .on_thread_start(move || {
@@ -794,6 +864,9 @@ fn drive_instance(
         })
     });
     let auto = a.auto_workers;
+    // run.sh sizes its driver by rate only in a search with -a (its -q
+    // runs are sized once, by the rate: see `compat_threads`).
+    let compat_auto = auto && a.qps.is_empty();
     let leaf_log = leaf.as_ref().map(|l| l.log.display().to_string());
     // Shared with the prober's liveness check; this scope keeps the leaf alive
     // until the metrics are collected, then dropping it stops the leaf.
@@ -842,21 +915,21 @@ fn drive_instance(
     };
     let mut prober = DriverProber {
         inner: prober,
-        compat: compat.then_some((inst.driver_threads, auto)),
+        compat: compat.then_some((inst.driver_threads, compat_auto)),
     };
     let csv_path = ctx.output_path(&inst.csv);
     let csv = ProbeCsv::create(&csv_path)
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     let status_before = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     let cpu_before = cpu_seconds_self();
-    let mut reporter = Reporter::new(csv, &output, &phase);
+    let reporter = std::cell::RefCell::new(Reporter::new(csv, &output, &phase));
     let mut perf = crate::perf_record::requested()
         .then(|| crate::perf_record::PerfRecord::new(ctx.out_dir.clone(), a.qps.len() == 1));
     let mut on_event = |e: Event<'_>| {
         if let Some(p) = perf.as_mut() {
             p.observe(&e);
         }
-        reporter.handle(e)
+        reporter.borrow_mut().handle(e)
     };
     let outcome = rt.block_on(async {
         if a.qps.is_empty() {
@@ -880,6 +953,10 @@ fn drive_instance(
             fixed_outcome(out, a.qps.len())
         }
     });
+    // The instance's log ends as run.sh's output does: with its final line.
+    if let Some(f) = &outcome.final_probe {
+        log.line(&final_line(f));
+    }
     let mut rerun = None;
     // The leaf figures cover the search's leaf (a rerun starts fresh ones).
     let mut status_after = None;
@@ -923,10 +1000,29 @@ fn drive_instance(
                 prober.inner.svc = rank_service(connect(&rt)?);
             }
             let lined_up = rv.before_rerun.arrive(inst.id, (), &stop).is_ok();
+            // As upstream's rerun (run with -q): its CSV and log get the
+            // fixqps- names.
+            if let Some((csv, lines)) = &inst.rerun_files {
+                let csv = ctx.output_path(csv);
+                match ProbeCsv::create(&csv) {
+                    Ok(c) => reporter.borrow_mut().set_csv(c),
+                    Err(e) => println(&format!(
+                        "warning: cannot create {}: {e}; the rerun's rows go to the search's CSV",
+                        csv.display()
+                    )),
+                }
+                if let Err(e) = log.open(&ctx.output_path(lines)) {
+                    println(&format!("warning: {e:#}"));
+                }
+                log.line(&searching_line(&target));
+            }
             if lined_up {
                 let cfg = search_cfg.clone();
                 let (w, d) = (cfg.probe_warmup, cfg.final_duration);
                 let r = rt.block_on(run_fixed(cfg, &mut prober, &[q], w, d, &mut on_event));
+                if let Some(f) = r.probes.iter().rev().find(|p| p.phase == Phase::Fixed) {
+                    log.line(&final_line(f));
+                }
                 rerun = Some(Rerun { qps: q, outcome: r });
             }
             rv.before_rerun.leave(inst.id);
@@ -946,7 +1042,7 @@ fn drive_instance(
         status_after,
         driver_cpu_seconds,
         csv: csv_path.display().to_string(),
-        csv_error: reporter.csv_error.as_ref().map(|e| e.to_string()),
+        csv_error: reporter.borrow().csv_error.as_ref().map(|e| e.to_string()),
         leaf_log,
     })
 }
@@ -1020,7 +1116,34 @@ fn speed_warning(speed: Option<&HostSpeed>) -> Option<String> {
     ))
 }
 
+/// The closed-compat driver's threads for an instance on `nproc` CPUs, as
+/// run.sh sizes DriverNodeRank: with `-q`, min(last rate / 4, DRIVER_THREADS)
+/// (DRIVER_THREADS: -l, or its default); a search with `-a` leaves it to
+/// search_qps.sh, whose cap is max(round(nproc/5), 4) whatever -l says;
+/// else DRIVER_THREADS.
+fn compat_threads(a: &DriverArgs, nproc: usize, smt: bool) -> usize {
+    let dt = a
+        .driver_threads
+        .unwrap_or_else(|| default_driver_threads(nproc, smt));
+    if !a.qps.is_empty() {
+        fixed_qps_driver_threads(&a.qps, dt)
+    } else if a.auto_workers {
+        default_driver_threads(nproc, true)
+    } else {
+        dt
+    }
+}
+
 fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
+    if a.driver == DriverModel::ClosedCompat
+        && a.auto_workers
+        && a.qps.is_empty()
+        && a.driver_threads.is_some()
+    {
+        eprintln!(
+            "warning: -l/--driver-threads does not size a search with -a: as upstream's search_qps.sh, the threads follow the rate (min(rate/4, max(round(nproc/5), 4)))"
+        );
+    }
     if let Some(n) = a.num_instances {
         return run_autoscale(a, ctx, n);
     }
@@ -1045,11 +1168,12 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         port: a.port.unwrap_or(DEFAULT_PORT),
         cpus,
         threads: t,
-        driver_threads: a
-            .driver_threads
-            .unwrap_or_else(|| default_driver_threads(nproc, smt)),
+        driver_threads: compat_threads(a, nproc, smt),
+        runtime_threads: a.driver_threads.unwrap_or(1),
         csv: a.output.clone(),
         label: String::new(),
+        log: None,
+        rerun_files: None,
     };
     let progress = Progress::new("feedsim", Duration::from_secs(60));
     progress.set_total(planned(a, &search_config(a, target, t)));
@@ -1078,6 +1202,7 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         arrival: a.arrival,
         compat_driver_threads: (a.driver == DriverModel::ClosedCompat)
             .then_some(inst.driver_threads),
+        driver_threads: Some(inst.runtime_threads),
         threads: t,
         instance: run,
         host_speed: speed,
@@ -1124,6 +1249,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
+    let fixqps = if a.qps.is_empty() { "" } else { "fixqps-" };
     let mut instances = Vec::with_capacity(n);
     let mut total = 0usize;
     for (i, cpus) in groups.into_iter().enumerate() {
@@ -1132,21 +1258,33 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             .threads(cpus.len(), smt)
             .map_err(anyhow::Error::msg)?;
         total += leaf_config(&a.shape, t).dataset_bytes();
-        let driver_threads = a
-            .driver_threads
-            .unwrap_or_else(|| default_driver_threads(cpus.len(), smt));
+        let driver_threads = compat_threads(a, cpus.len(), smt);
         instances.push(Instance {
             id: i,
             port: base + i as u16,
             cpus: Some(cpus),
             threads: t,
             driver_threads,
-            csv: a.output.with_file_name(format!("{stem}_{}{ext}", i + 1)),
+            runtime_threads: a.driver_threads.unwrap_or(1),
+            // run-feedsim-multi.sh's names: `fixqps-` before the instance
+            // number when the rates are fixed (-q, and its rerun).
+            csv: a
+                .output
+                .with_file_name(format!("{stem}_{fixqps}{}{ext}", i + 1)),
             label: if n > 1 {
                 format!("instance {}: ", i + 1)
             } else {
                 String::new()
             },
+            log: Some(PathBuf::from(format!(
+                "feedsim-multi-inst-{fixqps}{}.log",
+                i + 1
+            ))),
+            rerun_files: Some((
+                a.output
+                    .with_file_name(format!("{stem}_fixqps-{}{ext}", i + 1)),
+                PathBuf::from(format!("feedsim-multi-inst-fixqps-{}.log", i + 1)),
+            )),
         });
     }
     check_bytes(total as u64, &format!("{n} instances"))?;
@@ -1230,6 +1368,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         compat_driver_threads: (a.driver == DriverModel::ClosedCompat)
             .then_some(first_driver_threads)
             .flatten(),
+        driver_threads: Some(a.driver_threads.unwrap_or(1)),
         instances,
         driver_cpu_seconds: driver_cpu,
         host_speed: speed,
@@ -1290,6 +1429,9 @@ pub struct SearchRun {
     /// `--driver closed-compat`: its threads (4 connections each).
     #[serde(default)]
     pub compat_driver_threads: Option<usize>,
+    /// The driver's threads (`-l`; absent in records made before it).
+    #[serde(default)]
+    pub driver_threads: Option<usize>,
     /// The leaf's threads.
     pub threads: Threads,
     pub instance: InstanceRecord,
@@ -1305,6 +1447,9 @@ pub struct AutoscaleRun {
     /// `--driver closed-compat`: the first instance's driver threads.
     #[serde(default)]
     pub compat_driver_threads: Option<usize>,
+    /// Each instance's driver threads (`-l`).
+    #[serde(default)]
+    pub driver_threads: Option<usize>,
     /// In order: the report names instance i `i + 1`.
     pub instances: Vec<AutoscaleInstance>,
     /// Process CPU seconds of the driver over the whole run.
@@ -1377,7 +1522,10 @@ impl AutoscaleRun {
     }
 
     /// The closing lines: each successful instance's final line and the
-    /// overall sums.
+    /// overall sums (ours), then run-feedsim-multi.sh's JSON object (as
+    /// jq prints it, the object upstream's feedsim_autoscale parser reads:
+    /// the last one on stdout). After a rerun, as upstream, the search's
+    /// object, the rerun line and the rerun's object (`is_fixed_qps` 1).
     pub fn lines(&self) -> Vec<String> {
         let finals = self.finals();
         let mut lines: Vec<String> = finals
@@ -1390,8 +1538,131 @@ impl AutoscaleRun {
             finals.len(),
             self.instances.len()
         ));
+        let numbered = |pick: &dyn Fn(&InstanceRecord) -> Option<&ProbeRecord>| {
+            self.instances
+                .iter()
+                .enumerate()
+                .filter_map(|(i, inst)| match &inst.result {
+                    InstanceResult::Ran(r) => pick(r).map(|p| (i + 1, p)),
+                    InstanceResult::Failed(_) => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let rerun = self.instances.iter().find_map(|i| match &i.result {
+            InstanceResult::Ran(r) => r.rerun.as_ref().map(|x| x.qps),
+            InstanceResult::Failed(_) => None,
+        });
+        let spawned = self.instances.len();
+        if let Some(q) = rerun {
+            let search =
+                numbered(&|r| r.outcome.final_probe.as_ref().filter(|_| r.outcome.success));
+            lines.extend(upstream_summary(&self.target, spawned, &search, false));
+            lines.push(format!(
+                "Detected unstable run - rerunning with fixed QPS at {}...",
+                q.trunc()
+            ));
+        }
+        let reported = numbered(&|r| r.reported_probe().filter(|_| r.outcome.success));
+        lines.extend(upstream_summary(
+            &self.target,
+            spawned,
+            &reported,
+            self.fixed_qps || rerun.is_some(),
+        ));
         lines
     }
+}
+
+/// A number as jq prints it after rounding to `decimals`: the shortest
+/// form (`23.4`, `0`).
+fn jq_number(x: f64, decimals: i32) -> String {
+    let m = 10f64.powi(decimals);
+    let v = (x * m).round() / m;
+    if v == 0.0 { "0".into() } else { format!("{v}") }
+}
+
+/// run-feedsim-multi.sh's closing object over the instances with a final
+/// line (numbered from one), in jq's layout: per instance its final
+/// figures (the values of its final line), the sums and mean latency (two
+/// decimals, as its bc), the target, the instance counts, the lowest (0
+/// when an instance has none) and highest achieved QPS, and whether the
+/// rates were fixed.
+fn upstream_summary(
+    target: &SloTarget,
+    spawned: usize,
+    finals: &[(usize, &ProbeRecord)],
+    fixed: bool,
+) -> Vec<String> {
+    let mut out = vec!["{".to_string()];
+    for (i, p) in finals {
+        out.push(format!("  \"{i}\": {{"));
+        out.push(format!(
+            "    \"final_requested_qps\": {},",
+            jq_number(p.requested_qps, 2)
+        ));
+        out.push(format!(
+            "    \"final_achieved_qps\": {},",
+            jq_number(p.achieved_qps, 2)
+        ));
+        out.push(format!(
+            "    \"final_latency_msec\": {}",
+            jq_number(p.target_value_ms, 3)
+        ));
+        out.push("  },".into());
+    }
+    let req: f64 = finals.iter().map(|(_, p)| round2(p.requested_qps)).sum();
+    let ach: f64 = finals.iter().map(|(_, p)| round2(p.achieved_qps)).sum();
+    let avg = if finals.is_empty() {
+        0.0
+    } else {
+        // bc's scale=2 truncates.
+        let mean = finals
+            .iter()
+            .map(|(_, p)| (p.target_value_ms * 1000.0).round() / 1000.0)
+            .sum::<f64>()
+            / finals.len() as f64;
+        (mean * 100.0).trunc() / 100.0
+    };
+    let achieved: Vec<f64> = finals.iter().map(|(_, p)| round2(p.achieved_qps)).collect();
+    let max = achieved.iter().copied().fold(0.0, f64::max);
+    let min = if finals.len() < spawned || finals.is_empty() {
+        0.0
+    } else {
+        achieved.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    out.push("  \"overall\": {".into());
+    out.push(format!(
+        "    \"final_requested_qps\": {},",
+        jq_number(req, 2)
+    ));
+    out.push(format!(
+        "    \"final_achieved_qps\": {},",
+        jq_number(ach, 2)
+    ));
+    out.push(format!(
+        "    \"average_latency_msec\": {}",
+        jq_number(avg, 2)
+    ));
+    out.push("  },".into());
+    out.push(format!(
+        "  \"target_percentile\": \"{}\",",
+        target.percentile.label()
+    ));
+    out.push(format!(
+        "  \"target_latency_msec\": \"{}\",",
+        target.latency_ms
+    ));
+    out.push(format!("  \"spawned_instances\": \"{spawned}\","));
+    out.push(format!("  \"successful_instances\": {},", finals.len()));
+    out.push(format!("  \"min_qps\": {},", jq_number(min, 2)));
+    out.push(format!("  \"max_qps\": {},", jq_number(max, 2)));
+    out.push(format!("  \"is_fixed_qps\": {}", u8::from(fixed)));
+    out.push("}".into());
+    out
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// The successful instances' summed requested and achieved QPS and their
@@ -1443,6 +1714,26 @@ mod tests {
     use load::LatencySummary;
     use load::recorder::SecondSummary;
     use load::report::round3;
+
+    #[test]
+    fn closed_compat_threads_are_sized_as_run_sh_sizes_them() {
+        let args = |a: &[&str]| DriverArgs::try_parse_from(["feedsim"].iter().chain(a)).unwrap();
+        // 2 CPUs without SMT: DRIVER_THREADS = max(round(2/4), 4) = 4.
+        // A search uses them all; -q 2 min(2/4, 4) = 1 (4 connections,
+        // where 16 were used before), -q 16 four, the last of a list.
+        assert_eq!(compat_threads(&args(&[]), 2, false), 4);
+        assert_eq!(compat_threads(&args(&["-q", "2"]), 2, false), 1);
+        assert_eq!(compat_threads(&args(&["-q", "16"]), 2, false), 4);
+        assert_eq!(compat_threads(&args(&["-q", "16,6"]), 2, false), 1);
+        // -l is DRIVER_THREADS; -q is still min(rate/4, it).
+        assert_eq!(compat_threads(&args(&["-l", "8"]), 2, false), 8);
+        assert_eq!(compat_threads(&args(&["-l", "8", "-q", "40"]), 2, false), 8);
+        assert_eq!(compat_threads(&args(&["-l", "2", "-q", "40"]), 2, false), 2);
+        // -a in a search: search_qps.sh's cap max(round(nproc/5), 4),
+        // whatever -l says; -a with -q: the -q sizing.
+        assert_eq!(compat_threads(&args(&["-a", "-l", "9"]), 40, true), 8);
+        assert_eq!(compat_threads(&args(&["-a", "-q", "8"]), 40, true), 2);
+    }
 
     #[test]
     fn rerun_only_when_the_slowest_is_under_80_percent_of_the_fastest() {
@@ -1612,6 +1903,7 @@ mod tests {
             target: target(),
             arrival: Arrival::Poisson,
             compat_driver_threads: None,
+            driver_threads: None,
             threads: THREADS,
             instance: instance(Some(probe(Phase::Final, 11.4, 11.4, 420.1234, true))),
             host_speed: None,
@@ -1714,6 +2006,7 @@ mod tests {
             target: target(),
             arrival: Arrival::Constant,
             compat_driver_threads: None,
+            driver_threads: None,
             threads: THREADS,
             instance: run,
             host_speed: Some(HostSpeed {
@@ -1756,6 +2049,7 @@ mod tests {
             target: target(),
             arrival: Arrival::Constant,
             compat_driver_threads: None,
+            driver_threads: None,
             instances: vec![
                 inst(0, InstanceResult::Ran(Box::new(first))),
                 inst(1, second),
@@ -1822,7 +2116,11 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "instance 1: final requested_qps = 10.00, measured_qps = 9.50, latency = 400.000\n\
-             overall: 1 of 2 instance(s) succeeded; requested_qps = 10.00, measured_qps = 9.50, average latency = 400.000\n"
+             overall: 1 of 2 instance(s) succeeded; requested_qps = 10.00, measured_qps = 9.50, average latency = 400.000\n\
+             {\n  \"1\": {\n    \"final_requested_qps\": 10,\n    \"final_achieved_qps\": 9.5,\n    \"final_latency_msec\": 400\n  },\n\
+             \x20 \"overall\": {\n    \"final_requested_qps\": 10,\n    \"final_achieved_qps\": 9.5,\n    \"average_latency_msec\": 400\n  },\n\
+             \x20 \"target_percentile\": \"95p\",\n  \"target_latency_msec\": \"500\",\n  \"spawned_instances\": \"2\",\n\
+             \x20 \"successful_instances\": 1,\n  \"min_qps\": 0,\n  \"max_qps\": 9.5,\n  \"is_fixed_qps\": 0\n}\n"
         );
     }
 
@@ -1862,6 +2160,22 @@ mod tests {
         assert_eq!(b["rerun_met_target"], false);
         assert_eq!(b["final_achieved_qps"], 9.0);
         assert_eq!(b["search_final"]["final_latency_msec"], 350.0);
+        // As upstream's last object, which is the rerun's (run with -q).
+        assert_eq!(m["is_fixed_qps"].as_u64(), Some(1));
+        // The text: the search's object, upstream's rerun line, the
+        // rerun's object (the one upstream's parser reads, last).
+        let FeedSimRecord::Autoscale(a) = &r else {
+            unreachable!()
+        };
+        let text = a.lines().join("\n");
+        let objects: Vec<&str> = text.matches("\"is_fixed_qps\": ").collect();
+        assert_eq!(objects.len(), 2, "{text}");
+        assert!(
+            text.contains("\"is_fixed_qps\": 0\n}\nDetected unstable run - rerunning with fixed QPS at 12...\n{"),
+            "{text}"
+        );
+        assert!(text.ends_with("\"is_fixed_qps\": 1\n}"), "{text}");
+        assert!(text.contains("\"final_achieved_qps\": 20.5,"), "{text}");
     }
 
     #[test]

@@ -8,11 +8,21 @@
 //! response built and serialized, the compressed payload decompressed, the
 //! response decoded again, and the reply sent.
 //!
-//! Two serving models ([`ServingModel`]): upstream's, where the serving
-//! thread runs all of it, blocking on the fan-outs and sleeping through (3),
-//! so at most `serving_threads` requests are in flight; and ours, where (3)
-//! is a timer and (4) and (7) run on an IO pool, so no thread is held
-//! through the wait.
+//! Two serving models ([`ServingModel`]): upstream's (the default), where
+//! a serving thread runs all of it, blocking on the fan-outs and sleeping
+//! through (3), so at most `serving_threads` requests are in flight; and
+//! ours, where (3) is a timer and (4) and (7) run on an IO pool, so no
+//! thread is held through the wait.
+//!
+//! Which serving thread runs a request: upstream's LeafNodeServer (its
+//! thread load balancing, on in LeafNodeRank unless `--noloadbalance`)
+//! queues a request on the thread whose connection received it, wakes
+//! another thread for it, and a thread with nothing to do takes work from
+//! its own queue and then steals from the others'. So a request waits only
+//! while every serving thread is busy. Here the serving threads take
+//! requests from one shared queue, which has that property; the thread
+//! that runs a request ranks over its own dataset, as upstream's thread
+//! uses its own.
 
 use crate::cli::ServingModel;
 use crate::dataset::{Dataset, Shape};
@@ -88,7 +98,8 @@ impl LeafConfig {
 }
 
 struct Pools {
-    serving: Vec<Pool>,
+    /// The serving threads, sharing one queue (see the module comment).
+    serving: Pool,
     ranking: Pool,
     ser: Pool,
     io: Pool,
@@ -141,6 +152,11 @@ fn lost<E>(_: E) -> Status {
     Status::internal("a leaf pool stopped")
 }
 
+thread_local! {
+    /// The number of the serving thread this is (its dataset's index).
+    static SERVING_THREAD: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
 /// Runs `f`, adding the thread CPU time it took to `cell`.
 fn timed<T>(cell: &AtomicU64, f: impl FnOnce() -> T) -> T {
     let t0 = thread_cpu_ns();
@@ -152,10 +168,11 @@ fn timed<T>(cell: &AtomicU64, f: impl FnOnce() -> T) -> T {
 impl LeafState {
     /// Starts the pools; the datasets come later with [`LeafState::build`].
     pub fn new(cfg: LeafConfig) -> Arc<Self> {
+        let numbering = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let pools = Pools {
-            serving: (0..cfg.serving_threads.max(1))
-                .map(|i| Pool::new(&format!("leaf-serve{i}"), 1))
-                .collect(),
+            serving: Pool::with_init("leaf-serve", cfg.serving_threads.max(1), move || {
+                SERVING_THREAD.set(Some(numbering.fetch_add(1, Ordering::SeqCst)));
+            }),
             ranking: Pool::new("leaf-rank", cfg.ranking_threads),
             ser: Pool::new("leaf-ser", cfg.ser_threads),
             io: Pool::new("leaf-io", cfg.io_threads),
@@ -220,9 +237,9 @@ impl LeafState {
 
     /// One request through the whole pipeline; returns the reply payload.
     ///
-    /// In the blocking model (upstream's) the whole request runs on its
+    /// In the blocking model (upstream's) the whole request runs on a
     /// serving thread, which waits on each fan-out and sleeps through the IO
-    /// wait: a request queues until its serving thread is free. In the async
+    /// wait: a request queues until a serving thread is free. In the async
     /// model (ours) each step is a task awaited from the gRPC task and the IO
     /// wait is a timer.
     pub async fn handle(self: &Arc<Self>, seed: u64) -> Result<(Vec<u8>, u32), Status> {
@@ -232,17 +249,31 @@ impl LeafState {
             .filter(|_| self.is_ready())
             .ok_or_else(|| Status::unavailable("leaf is still building its dataset"))?;
         let _in_flight = InFlight::new(&self.in_flight);
-        let idx = (self.next.fetch_add(1, Ordering::Relaxed) % datasets.len() as u64) as usize;
-        let ds = datasets[idx].clone();
         let out = match self.cfg.serving_model {
             ServingModel::Blocking => {
+                // The first free serving thread takes it, with its own
+                // dataset.
                 let state = self.clone();
-                self.pools.serving[idx]
-                    .run(move || futures::executor::block_on(state.pipeline(ds, idx, seed, true)))
+                self.pools
+                    .serving
+                    .run(move || {
+                        let sets = state.datasets.get().map(Vec::as_slice).unwrap_or(&[]);
+                        let idx = SERVING_THREAD.get().unwrap_or(0) % sets.len().max(1);
+                        let ds = sets.get(idx).cloned().ok_or_else(|| {
+                            Status::unavailable("leaf is still building its dataset")
+                        })?;
+                        futures::executor::block_on(state.pipeline(ds, seed, true))
+                    })
                     .await
                     .map_err(lost)??
             }
-            ServingModel::Async => self.pipeline(ds, idx, seed, false).await?,
+            ServingModel::Async => {
+                // No thread is held: the datasets are dealt in turn.
+                let idx =
+                    (self.next.fetch_add(1, Ordering::Relaxed) % datasets.len() as u64) as usize;
+                let ds = datasets[idx].clone();
+                self.pipeline(ds, seed, false).await?
+            }
         };
         self.requests.fetch_add(1, Ordering::Relaxed);
         Ok(out)
@@ -263,11 +294,10 @@ impl LeafState {
     }
 
     /// The request's steps (see the module comment). `blocking`: this runs
-    /// on serving thread `idx` and blocks it, as upstream's handler does.
+    /// on a serving thread and blocks it, as upstream's handler does.
     async fn pipeline(
         &self,
         ds: Arc<Dataset>,
-        idx: usize,
         seed: u64,
         blocking: bool,
     ) -> Result<(Vec<u8>, u32), Status> {
@@ -278,7 +308,7 @@ impl LeafState {
         let calls = self.gamma.sample(&mut rng) as u64 + c.icache_iterations;
         let s1 = rng.random::<u64>();
         let st = self.step_ns.clone();
-        let ic = Self::step(&self.pools.serving[idx], blocking, move || {
+        let ic = Self::step(&self.pools.serving, blocking, move || {
             timed(&st[0], || icache::run(calls, s1))
         })
         .await?;
@@ -399,7 +429,7 @@ impl LeafState {
     /// Pool tasks skipped because their request had been cancelled.
     pub fn skipped_tasks(&self) -> u64 {
         let p = &self.pools;
-        p.serving.iter().map(Pool::skipped).sum::<u64>()
+        p.serving.skipped()
             + p.ranking.skipped()
             + p.ser.skipped()
             + p.io.skipped()

@@ -35,13 +35,25 @@ pub struct TargetMetrics {
     pub target_percentile: String,
     pub target_latency_msec: f64,
     pub load_mode: String,
+    /// The threads generating the load (`-l`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_threads: Option<usize>,
 }
 
 impl TargetMetrics {
-    fn of(target: &SloTarget, arrival: Arrival, compat: Option<usize>) -> Self {
+    fn of(
+        target: &SloTarget,
+        arrival: Arrival,
+        compat: Option<usize>,
+        driver_threads: Option<usize>,
+    ) -> Self {
         TargetMetrics {
             target_percentile: target.percentile.label().to_string(),
             target_latency_msec: target.latency_ms,
+            driver_threads: match compat {
+                Some(t) => Some(t),
+                None => driver_threads,
+            },
             load_mode: match compat {
                 None => format!("open loop, {arrival} arrivals; latency from the intended start"),
                 Some(t) => format!(
@@ -270,15 +282,23 @@ pub struct AutoscaleTargetMetrics {
     pub target_percentile: String,
     pub target_latency_msec: String,
     pub load_mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_threads: Option<usize>,
 }
 
 impl AutoscaleTargetMetrics {
-    fn of(target: &SloTarget, arrival: Arrival, compat: Option<usize>) -> Self {
-        let t = TargetMetrics::of(target, arrival, compat);
+    fn of(
+        target: &SloTarget,
+        arrival: Arrival,
+        compat: Option<usize>,
+        driver_threads: Option<usize>,
+    ) -> Self {
+        let t = TargetMetrics::of(target, arrival, compat, driver_threads);
         AutoscaleTargetMetrics {
             target_percentile: t.target_percentile,
             target_latency_msec: target.latency_ms.to_string(),
             load_mode: t.load_mode,
+            driver_threads: t.driver_threads,
         }
     }
 }
@@ -381,13 +401,22 @@ impl AutoscaleMetrics {
         let finals = a.finals();
         let (sum_req, sum_ach, avg_lat) = overall(&finals);
         let (min_qps, max_qps) = min_max_qps(&finals, a.instances.len());
+        // As upstream's last object: fixed rates, or a search rerun at a
+        // fixed rate (upstream's rerun is its script run again with -q).
         let fixed = a.fixed_qps
             || a.instances.iter().any(|i| match &i.result {
-                InstanceResult::Ran(r) => fixed_target_met(&r.outcome.probes).is_some(),
+                InstanceResult::Ran(r) => {
+                    r.rerun.is_some() || fixed_target_met(&r.outcome.probes).is_some()
+                }
                 InstanceResult::Failed(_) => false,
             });
         let mut m = AutoscaleMetrics {
-            target: AutoscaleTargetMetrics::of(&a.target, a.arrival, a.compat_driver_threads),
+            target: AutoscaleTargetMetrics::of(
+                &a.target,
+                a.arrival,
+                a.compat_driver_threads,
+                a.driver_threads,
+            ),
             host: HostSpeedMetrics::of(a.host_speed.as_ref()),
             instances,
             overall: FinalMetricsOverall {
@@ -437,7 +466,12 @@ pub(crate) fn min_max_qps(finals: &[InstanceFinal<'_>], spawned: usize) -> (f64,
 impl SearchMetrics {
     pub fn of(s: &SearchRun) -> Self {
         SearchMetrics {
-            target: TargetMetrics::of(&s.target, s.arrival, s.compat_driver_threads),
+            target: TargetMetrics::of(
+                &s.target,
+                s.arrival,
+                s.compat_driver_threads,
+                s.driver_threads,
+            ),
             threads: s.threads.into(),
             score: s
                 .instance

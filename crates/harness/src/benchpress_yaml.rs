@@ -33,7 +33,9 @@
 //! `tolerances`, `tests`, `check_returncode: false`), is an error naming the
 //! file, line and key.
 
-use crate::job::{Baseline, Catalogue, HookSpec, Job, JobError, Role, VarDecl, placeholders};
+use crate::job::{
+    Baseline, Catalogue, HookSpec, Job, JobError, Role, Unrunnable, VarDecl, placeholders,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use yaml_rust2::Yaml;
@@ -76,6 +78,11 @@ enum Translate {
     /// `run-feedsim-multi.sh`: `-n N` is feedsim's `--num-instances N`, and
     /// without it the script still autoscales (`--num-instances -1`).
     FeedsimMulti,
+    /// `run_adsim.py`: its server always listens on every address with TLS
+    /// (the bundled certificate) and its client always speaks TLS, so a
+    /// `server` command gets `--bind :: --tls=1` and a `client` command
+    /// `--tls=1`, unless the args already give them.
+    AdSim,
 }
 
 /// An upstream benchmark rackbench implements.
@@ -105,10 +112,21 @@ const UPSTREAM: &[Upstream] = &[
         scope: &["app", "feed"],
         component: &["cpu", "memory"],
     },
+    Upstream {
+        name: "adsim",
+        workload: "adsim",
+        translate: Translate::AdSim,
+        scope: &[],
+        component: &[],
+    },
 ];
 
 /// benchpress' alternative suites (`-b NAME`), none of which rackbench has.
-const ALT_SUITES: &[(&str, &str)] = &[("wdl", "wdl_bench"), ("internal", "internal benchmarks")];
+const ALT_SUITES: &[(&str, &str)] = &[
+    ("wdl", "wdl_bench"),
+    ("system", "schbench and syscall"),
+    ("internal", "internal benchmarks"),
+];
 
 /// benchpress' AI suite (`-b ai`, its benchmarks_ai.yml and jobs_ai.yml):
 /// of its benchmarks rackbench has AdSim, whose jobs (`adsim`,
@@ -168,8 +186,8 @@ pub fn catalogue(
                 .filter(|(name, _)| AI_SUITE_WORKLOADS.contains(&name.as_str()))
                 .collect();
             let mut cat = Catalogue::load(&[], jobs_dirs)?;
-            for job in load_jobs(j, &benchmarks, workloads)? {
-                cat.add(job)?;
+            for job in load_jobs(j, &benchmarks, false, workloads)? {
+                job.add_to(&mut cat)?;
             }
             return Ok(cat);
         }
@@ -193,18 +211,23 @@ pub fn catalogue(
         Some(b) => load_benchmarks(b, workloads)?,
         None => default_benchmarks(workloads),
     };
-    let jobs = load_jobs(jobs_file, &benchmarks, workloads)?;
+    let jobs = load_jobs(jobs_file, &benchmarks, benchmarks_file.is_some(), workloads)?;
     // benchpress scores a job by its name (its baseline table); the embedded
     // job of the same name and workload carries that baseline.
     let defaults = Catalogue::load(embedded, &[])?;
     let mut cat = Catalogue::load(&[], jobs_dirs)?;
-    for mut j in jobs {
-        if let Ok(d) = defaults.get(&j.name)
-            && d.benchmark == j.benchmark
-        {
-            j.baseline = d.baseline.clone();
+    for loaded in jobs {
+        match loaded {
+            Loaded::Job(mut j) => {
+                if let Ok(d) = defaults.get(&j.name)
+                    && d.benchmark == j.benchmark
+                {
+                    j.baseline = d.baseline.clone();
+                }
+                cat.add(*j)?;
+            }
+            u @ Loaded::Unrunnable(_) => u.add_to(&mut cat)?,
         }
-        cat.add(j)?;
     }
     Ok(cat)
 }
@@ -405,12 +428,41 @@ const UNSUPPORTED_JOB_KEYS: &[(&str, &str)] = &[
     ("tests", "benchpress skips such jobs; so would nothing here"),
 ];
 
-/// Reads a jobs file (`-j`) against `benchmarks`.
+/// A job of a jobs file: one rackbench runs, or one it lists but cannot
+/// run (its benchmark is not one rackbench implements).
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    Job(Box<Job>),
+    Unrunnable(Unrunnable),
+}
+
+impl Loaded {
+    pub fn name(&self) -> &str {
+        match self {
+            Loaded::Job(j) => &j.name,
+            Loaded::Unrunnable(u) => &u.name,
+        }
+    }
+
+    fn add_to(self, cat: &mut Catalogue) -> Result<(), JobError> {
+        match self {
+            Loaded::Job(j) => cat.add(*j),
+            Loaded::Unrunnable(u) => cat.add_unrunnable(u),
+        }
+    }
+}
+
+/// Reads a jobs file (`-j`) against `benchmarks` (`from_file`: read from a
+/// `-b` file, where a job naming a benchmark it lacks is an error, as
+/// benchpress fails on it; without `-b`, benchpress' own benchmarks file
+/// defines upstream's benchmarks, so a job naming one rackbench lacks is
+/// kept as a job it cannot run).
 pub fn load_jobs(
     path: &Path,
     benchmarks: &BTreeMap<String, Benchmark>,
+    from_file: bool,
     workloads: &[&str],
-) -> Result<Vec<Job>, Error> {
+) -> Result<Vec<Loaded>, Error> {
     let root = read_yaml(path, "jobs")?;
     let Node::Seq(items) = &root.node else {
         return Err(at(
@@ -422,29 +474,38 @@ pub fn load_jobs(
             ),
         ));
     };
-    let mut jobs: Vec<Job> = Vec::new();
+    let mut jobs: Vec<Loaded> = Vec::new();
     let mut lines: BTreeMap<String, usize> = BTreeMap::new();
     for item in items {
-        let j = job(path, item, benchmarks, workloads)?;
-        if let Some(first) = lines.get(&j.name) {
+        let j = job(path, item, benchmarks, from_file, workloads)?;
+        if let Some(first) = lines.get(j.name()) {
             return Err(at(
                 path,
                 item.line,
-                format!("job '{}' is defined twice (first at line {first})", j.name),
+                format!(
+                    "job '{}' is defined twice (first at line {first})",
+                    j.name()
+                ),
             ));
         }
-        lines.insert(j.name.clone(), item.line);
+        lines.insert(j.name().to_string(), item.line);
         jobs.push(j);
     }
     Ok(jobs)
+}
+
+/// benchpress' job keys, including those rackbench refuses on a job it runs.
+fn benchpress_job_key(key: &str) -> bool {
+    JOB_KEYS.contains(&key) || UNSUPPORTED_JOB_KEYS.iter().any(|(k, _)| *k == key)
 }
 
 fn job(
     path: &Path,
     item: &Marked,
     benchmarks: &BTreeMap<String, Benchmark>,
+    from_file: bool,
     workloads: &[&str],
-) -> Result<Job, Error> {
+) -> Result<Loaded, Error> {
     let Node::Map(fields) = &item.node else {
         return Err(at(
             path,
@@ -470,14 +531,7 @@ fn job(
     let ctx = |m: String| format!("job '{name}': {m}");
     for (k, _) in fields {
         let key = string(path, k, "a key")?;
-        if let Some((_, why)) = UNSUPPORTED_JOB_KEYS.iter().find(|(u, _)| *u == key) {
-            return Err(at(
-                path,
-                k.line,
-                ctx(format!("key '{key}' is not supported by rackbench ({why})")),
-            ));
-        }
-        if !JOB_KEYS.contains(&key.as_str()) {
+        if !benchpress_job_key(&key) {
             return Err(at(
                 path,
                 k.line,
@@ -507,32 +561,6 @@ fn job(
         return Err(at(path, item.line, ctx("no 'benchmark'".into())));
     };
     let bench_name = string(path, bench_v, "the benchmark's name")?;
-    let Some(bench) = benchmarks.get(&bench_name) else {
-        let known: Vec<&str> = benchmarks.keys().map(String::as_str).collect();
-        let message = if workload_and_translation(&bench_name, workloads).is_none() {
-            format!(
-                "benchmark '{bench_name}' is not one rackbench implements; it implements: {}",
-                implemented(workloads).join(", ")
-            )
-        } else {
-            format!(
-                "benchmark '{bench_name}' is not defined in the benchmarks file (-b), whose benchmarks are: {}",
-                known.join(", ")
-            )
-        };
-        return Err(at(path, bench_v.line, ctx(message)));
-    };
-    let Some((workload, translate)) = workload_and_translation(&bench_name, workloads) else {
-        return Err(at(
-            path,
-            bench_v.line,
-            ctx(format!(
-                "benchmark '{bench_name}' (defined at {}) is not one rackbench implements; it implements: {}",
-                bench.defined_at,
-                implemented(workloads).join(", ")
-            )),
-        ));
-    };
     let description = match get("description") {
         Some((_, v)) => string(path, v, "the description")?.trim_end().to_string(),
         None => {
@@ -543,6 +571,61 @@ fn job(
             ));
         }
     };
+    let bench = benchmarks.get(&bench_name);
+    if bench.is_none() && from_file {
+        let known: Vec<&str> = benchmarks.keys().map(String::as_str).collect();
+        return Err(at(
+            path,
+            bench_v.line,
+            ctx(format!(
+                "benchmark '{bench_name}' is not defined in the benchmarks file (-b), whose benchmarks are: {}",
+                known.join(", ")
+            )),
+        ));
+    }
+    let job_tags = match get("tags") {
+        Some((_, v)) => tag_groups(path, v, &ctx("tags".into()))?,
+        None => (vec![], vec![]),
+    };
+    let runnable = workload_and_translation(&bench_name, workloads);
+    let (Some(bench), Some((workload, translate))) = (bench, runnable) else {
+        // A job rackbench cannot run: listed, refused when run.
+        let defined = bench
+            .map(|b| format!(" (defined at {})", b.defined_at))
+            .unwrap_or_default();
+        let close = implemented(workloads)
+            .into_iter()
+            .filter(|w| strsim::levenshtein(w, &bench_name) <= 2)
+            .collect::<Vec<_>>();
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", close.join(", "))
+        };
+        let scope = bench.map(|b| b.scope.clone()).unwrap_or_default();
+        let component = bench.map(|b| b.component.clone()).unwrap_or_default();
+        return Ok(Loaded::Unrunnable(Unrunnable {
+            name: name.clone(),
+            benchmark: bench_name.clone(),
+            description,
+            tags: flat_tags((scope, component), job_tags),
+            why: format!(
+                "its benchmark '{bench_name}'{defined} is not one rackbench implements{hint}; it implements: {}",
+                implemented(workloads).join(", ")
+            ),
+            at: format!("{}:{}", path.display(), item.line),
+        }));
+    };
+    for (k, _) in fields {
+        let key = k.node.text().unwrap_or_default();
+        if let Some((_, why)) = UNSUPPORTED_JOB_KEYS.iter().find(|(u, _)| *u == key) {
+            return Err(at(
+                path,
+                k.line,
+                ctx(format!("key '{key}' is not supported by rackbench ({why})")),
+            ));
+        }
+    }
     let args = match get("args") {
         Some((_, v)) => arg_templates(path, v, &ctx("args".into()))?,
         None => vec![],
@@ -629,22 +712,7 @@ fn job(
         Some((_, v)) => hook_specs(path, v, &ctx("hooks".into()))?,
         None => vec![],
     };
-    let mut tags = (bench.scope.clone(), bench.component.clone());
-    if let Some((_, v)) = get("tags") {
-        let (s, c) = tag_groups(path, v, &ctx("tags".into()))?;
-        tags.0.extend(s);
-        tags.1.extend(c);
-    }
-    let mut flat = Vec::new();
-    for mut group in [tags.0, tags.1] {
-        group.sort();
-        group.dedup();
-        for t in group {
-            if !flat.contains(&t) {
-                flat.push(t);
-            }
-        }
-    }
+    let flat = flat_tags((bench.scope.clone(), bench.component.clone()), job_tags);
     let timeout = match get("timeout") {
         None => None,
         Some((_, v)) => match scalar_json(v) {
@@ -663,7 +731,7 @@ fn job(
             }
         },
     };
-    Ok(Job {
+    Ok(Loaded::Job(Box::new(Job {
         name,
         benchmark: workload,
         description,
@@ -675,13 +743,49 @@ fn job(
         timeout,
         baseline: None::<Baseline>,
         source: path.into(),
-    })
+    })))
+}
+
+/// benchpress' tags of a job: its benchmark's scope and component tags
+/// and its own, each group sorted, as one list without repeats.
+fn flat_tags(bench: (Vec<String>, Vec<String>), job: (Vec<String>, Vec<String>)) -> Vec<String> {
+    let mut flat = Vec::new();
+    for mut group in [[bench.0, job.0].concat(), [bench.1, job.1].concat()] {
+        group.sort();
+        group.dedup();
+        for t in group {
+            if !flat.contains(&t) {
+                flat.push(t);
+            }
+        }
+    }
+    flat
 }
 
 /// Rewrites a template list for `translate`.
 fn translate_args(translate: Translate, args: Vec<String>) -> Vec<String> {
     match translate {
         Translate::Same => args,
+        Translate::AdSim => {
+            let mut args = args;
+            let gives = |flag: &str, args: &[String]| {
+                args.iter().any(|a| {
+                    a.split_whitespace()
+                        .any(|w| w == flag || w.starts_with(&format!("{flag}=")))
+                })
+            };
+            let command = args
+                .first()
+                .and_then(|a| a.split_whitespace().next())
+                .map(str::to_string);
+            if matches!(command.as_deref(), Some("server")) && !gives("--bind", &args) {
+                args.push("--bind ::".into());
+            }
+            if matches!(command.as_deref(), Some("server" | "client")) && !gives("--tls", &args) {
+                args.push("--tls=1".into());
+            }
+            args
+        }
         Translate::FeedsimMulti => {
             let mut seen = false;
             let mut out: Vec<String> = args
@@ -1146,11 +1250,27 @@ mod tests {
 
     const WORKLOADS: &[&str] = &["calibrate", "feedsim", "adsim"];
 
-    fn jobs(text: &str) -> Result<Vec<Job>, Error> {
+    fn loaded(text: &str) -> Result<Vec<Loaded>, Error> {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("jobs.yml");
         std::fs::write(&p, text).unwrap();
-        load_jobs(&p, &default_benchmarks(WORKLOADS), WORKLOADS)
+        load_jobs(&p, &default_benchmarks(WORKLOADS), false, WORKLOADS)
+    }
+
+    /// The runnable jobs of `text`; a job rackbench cannot run is an error
+    /// here, its reason the message.
+    fn jobs(text: &str) -> Result<Vec<Job>, Error> {
+        loaded(text)?
+            .into_iter()
+            .map(|l| match l {
+                Loaded::Job(j) => Ok(*j),
+                Loaded::Unrunnable(u) => Err(Error::At {
+                    path: u.at.into(),
+                    line: None,
+                    message: format!("job '{}': {}", u.name, u.why),
+                }),
+            })
+            .collect()
     }
 
     #[test]
@@ -1209,13 +1329,27 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_what() {
-        let e = jobs("- name: t\n  benchmark: tao_bench\n  description: d\n")
+        // A benchmark rackbench lacks: a job listed, not run.
+        let l = loaded(
+            "- name: t\n  benchmark: tao_bench\n  description: d\n  tee_output: true\n  tags: {scope: [x]}\n",
+        )
+        .unwrap();
+        let Loaded::Unrunnable(u) = &l[0] else {
+            panic!("{l:?}")
+        };
+        assert!(u.at.ends_with("jobs.yml:1"), "{u:?}");
+        assert!(u.why.contains("'tao_bench'"), "{u:?}");
+        assert_eq!(u.tags, vec!["x"]);
+        // Still a benchpress job: its keys are checked.
+        let e = loaded("- name: t\n  benchmark: tao_bench\n  description: d\n  argz: 1\n")
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("jobs.yml:2") && e.contains("job 't'") && e.contains("'tao_bench'"),
-            "{e}"
-        );
+        assert!(e.contains(":4") && e.contains("unknown key 'argz'"), "{e}");
+        let l = loaded("- name: t\n  benchmark: feedsm\n  description: d\n").unwrap();
+        let Loaded::Unrunnable(u) = &l[0] else {
+            panic!("{l:?}")
+        };
+        assert!(u.why.contains("did you mean feedsim?"), "{u:?}");
         let e = jobs("- name: t\n  benchmark: feedsim\n  description: d\n  argz: []\n")
             .unwrap_err()
             .to_string();
@@ -1247,6 +1381,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("has roles and job-level args"), "{e}");
+    }
+
+    #[test]
+    fn upstream_adsim_jobs_get_upstreams_tls_and_listening() {
+        let j = jobs(
+            r#"
+- benchmark: adsim
+  name: adsim
+  description: d
+  roles:
+    server:
+      args: ['server', '--cfg-file {cfg_file}']
+      vars: ['cfg_file=default']
+    client:
+      args: ['client', '--server {server_ip}', '--port 10086']
+      vars: ['server_ip']
+- benchmark: adsim
+  name: mine
+  description: d
+  roles:
+    server:
+      args: ['server --bind ::1', '--tls=0']
+"#,
+        )
+        .unwrap();
+        let server = &j[0].role("server").unwrap().args;
+        assert_eq!(
+            server,
+            &["server", "--cfg-file {cfg_file}", "--bind ::", "--tls=1"]
+        );
+        let client = &j[0].role("client").unwrap().args;
+        assert_eq!(client.last().unwrap(), "--tls=1");
+        assert!(!client.iter().any(|a| a.contains("--bind")), "{client:?}");
+        // What a job gives itself is kept.
+        assert_eq!(
+            j[1].role("server").unwrap().args,
+            vec!["server --bind ::1", "--tls=0"]
+        );
     }
 
     #[test]

@@ -51,6 +51,30 @@ pub enum JobError {
     },
     #[error("unknown job '{name}'{hint}; `rackbench list` shows the catalogue")]
     Unknown { name: String, hint: String },
+    #[error(
+        "job '{name}' ({at}) cannot run in rackbench: {why}; `rackbench list` marks the jobs it cannot run"
+    )]
+    Unrunnable {
+        name: String,
+        at: String,
+        why: String,
+    },
+}
+
+/// A job of a benchpress jobs file that rackbench lists but cannot run (its
+/// benchmark is one rackbench does not implement), kept so that upstream's
+/// stock files load whole: listing shows it, running it is the error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unrunnable {
+    pub name: String,
+    /// Upstream's benchmark name, as the file gives it.
+    pub benchmark: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    /// Why it cannot run.
+    pub why: String,
+    /// FILE:LINE of its definition.
+    pub at: String,
 }
 
 /// A var declaration: required (`name`) or with a default (`name=value`).
@@ -338,10 +362,41 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Job>, JobError> {
     Ok(jobs)
 }
 
+/// benchpress' `-o 'JOB: ARGS'`: the job and its new args (split as a
+/// shell would, each word quoted so the resolver keeps it whole).
+pub fn parse_override(text: &str) -> Result<(String, Vec<String>), String> {
+    let Some((job, args)) = text.split_once(':') else {
+        return Err(format!(
+            "-o/--override_job_args '{text}' is not 'JOB: ARGS', e.g. 'feedsim_default: -q 100 -d 60'"
+        ));
+    };
+    let job = job.trim();
+    if job.is_empty() {
+        return Err(format!(
+            "-o/--override_job_args '{text}' names no job before ':'"
+        ));
+    }
+    let words = shell_words::split(args.trim()).map_err(|e| {
+        format!(
+            "-o/--override_job_args: cannot split '{}': {e}",
+            args.trim()
+        )
+    })?;
+    Ok((
+        job.to_string(),
+        words
+            .iter()
+            .map(|w| shell_words::quote(w).into_owned())
+            .collect(),
+    ))
+}
+
 /// All known jobs, by name.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     jobs: BTreeMap<String, Job>,
+    /// Jobs of a benchpress file rackbench cannot run, by name.
+    unrunnable: BTreeMap<String, Unrunnable>,
 }
 
 impl Catalogue {
@@ -402,7 +457,109 @@ impl Catalogue {
     /// Adds a job read from elsewhere (a benchpress jobs file); a name the
     /// catalogue already has from a file is an error naming both.
     pub fn add(&mut self, job: Job) -> Result<(), JobError> {
+        if let Some(u) = self.unrunnable.get(&job.name) {
+            return Err(JobError::Duplicate {
+                name: job.name,
+                first: PathBuf::from(&u.at),
+                second: job.source,
+            });
+        }
         self.insert(job, false)
+    }
+
+    /// Adds a job rackbench lists but cannot run.
+    pub fn add_unrunnable(&mut self, job: Unrunnable) -> Result<(), JobError> {
+        if let Some(prev) = self.jobs.get(&job.name) {
+            return Err(JobError::Duplicate {
+                name: job.name,
+                first: prev.source.clone(),
+                second: PathBuf::from(job.at),
+            });
+        }
+        if let Some(prev) = self.unrunnable.get(&job.name) {
+            return Err(JobError::Duplicate {
+                name: job.name,
+                first: PathBuf::from(&prev.at),
+                second: PathBuf::from(job.at),
+            });
+        }
+        self.unrunnable.insert(job.name.clone(), job);
+        Ok(())
+    }
+
+    /// benchpress' `-o 'JOB: ARGS'`: JOB's args become `args` (templates:
+    /// its vars still fill `{name}` placeholders). A job with roles is
+    /// refused (benchpress runs a role's own args, so the override would
+    /// change nothing), as is an unknown job (benchpress ignores it).
+    pub fn override_args(&mut self, name: &str, args: Vec<String>) -> Result<(), JobError> {
+        self.get(name)?;
+        let Some(job) = self.jobs.get_mut(name) else {
+            return Ok(());
+        };
+        let invalid = |message: String| JobError::Invalid {
+            path: job.source.clone(),
+            job: name.into(),
+            message,
+        };
+        if !job.roles.is_empty() {
+            return Err(invalid(
+                "-o/--override_job_args replaces a job's args, but this job has roles, whose own args run instead; edit the role's args in a job file".into(),
+            ));
+        }
+        let vars: Vec<&VarDecl> = job.vars.iter().collect();
+        check_placeholders(&job.source, name, &args, &vars, "-o/--override_job_args: ")?;
+        job.args = args;
+        Ok(())
+    }
+
+    /// The jobs rackbench lists but cannot run.
+    pub fn unrunnable(&self) -> impl Iterator<Item = &Unrunnable> {
+        self.unrunnable.values()
+    }
+
+    /// Every job's name, runnable or not, sorted.
+    pub fn all_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .jobs
+            .keys()
+            .chain(self.unrunnable.keys())
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The job names `names` select, in order, as benchpress' `run`,
+    /// `install` and `clean` take them: a job's name, or a tag standing for
+    /// every job carrying it (runnable or not, in name order). A name that
+    /// is both a job and a tag is the job. Unknown names are errors.
+    pub fn select(&self, names: &[String]) -> Result<Vec<String>, JobError> {
+        let mut out: Vec<String> = Vec::new();
+        for n in names {
+            if self.jobs.contains_key(n) || self.unrunnable.contains_key(n) {
+                out.push(n.clone());
+                continue;
+            }
+            let mut tagged: Vec<&String> = self
+                .jobs
+                .values()
+                .filter(|j| j.tags.contains(n))
+                .map(|j| &j.name)
+                .chain(
+                    self.unrunnable
+                        .values()
+                        .filter(|j| j.tags.contains(n))
+                        .map(|j| &j.name),
+                )
+                .collect();
+            if tagged.is_empty() {
+                // The lookup's error, with its suggestions.
+                self.get(n)?;
+            }
+            tagged.sort();
+            out.extend(tagged.into_iter().cloned());
+        }
+        Ok(out)
     }
 
     /// A one-job catalogue running `benchmark` with literal `args`, for
@@ -432,6 +589,13 @@ impl Catalogue {
     }
 
     pub fn get(&self, name: &str) -> Result<&Job, JobError> {
+        if let Some(u) = self.unrunnable.get(name) {
+            return Err(JobError::Unrunnable {
+                name: u.name.clone(),
+                at: u.at.clone(),
+                why: u.why.clone(),
+            });
+        }
         self.jobs.get(name).ok_or_else(|| {
             let close = self
                 .jobs

@@ -31,6 +31,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod score;
+pub mod setup;
 pub mod stats;
 pub mod store;
 pub mod system_check;

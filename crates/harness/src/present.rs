@@ -35,9 +35,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// `rackbench list`: jobs, optionally only those with any of `tags`.
 pub fn list(cat: &Catalogue, tags: &[String]) -> String {
-    let rows: Vec<Vec<String>> = cat
+    let wanted = |t: &[String]| tags.is_empty() || t.iter().any(|t| tags.contains(t));
+    let mut rows: Vec<Vec<String>> = cat
         .iter()
-        .filter(|j| tags.is_empty() || j.tags.iter().any(|t| tags.contains(t)))
+        .filter(|j| wanted(&j.tags))
         .map(|j| {
             vec![
                 j.name.clone(),
@@ -46,7 +47,16 @@ pub fn list(cat: &Catalogue, tags: &[String]) -> String {
                 j.description.clone(),
             ]
         })
+        .chain(cat.unrunnable().filter(|j| wanted(&j.tags)).map(|j| {
+            vec![
+                j.name.clone(),
+                format!("{} (not in rackbench)", j.benchmark),
+                j.tags.join(","),
+                j.description.replace('\n', " ").trim().to_string(),
+            ]
+        }))
         .collect();
+    rows.sort_by(|a, b| a[0].cmp(&b[0]));
     table(&["JOB", "BENCHMARK", "TAGS", "DESCRIPTION"], &rows)
 }
 
@@ -213,6 +223,18 @@ pub fn scores(
     if pools.is_empty() {
         out.push_str("no benchmark has a score\n");
     }
+    let dcperf_named: Vec<&str> = pools
+        .iter()
+        .filter(|p| !p.excluded && crate::score::DCPERF_BENCHMARKS.contains(&p.benchmark.as_str()))
+        .map(|p| p.benchmark.as_str())
+        .collect();
+    if !dcperf_named.is_empty() {
+        let _ = writeln!(
+            out,
+            "rackbench: {} measured by rackbench's own workload against DCPerf's baseline: rackbench's score, not measured against DCPerf's binaries (docs/feedsim.md)",
+            dcperf_named.join(", ")
+        );
+    }
     for p in pools.iter().filter(|p| p.excluded) {
         let _ = writeln!(
             out,
@@ -221,7 +243,7 @@ pub fn scores(
         );
     }
     if let Some(o) = overall
-        && o.kind != "overall"
+        && o.kind == "partial geomean"
     {
         let _ = writeln!(
             out,

@@ -58,10 +58,15 @@ impl Report {
     }
 
     /// `<job>_metrics_<ts>_iter_<n>.json`.
-    pub fn file_name(&self, iteration: u32) -> String {
+    /// benchpress' name of the report: `<job>_metrics_<ts>_iter_<label>`,
+    /// the label being benchpress' iteration number (`None` when it was
+    /// not given, as benchpress writes it).
+    pub fn file_name(&self, iteration: &str) -> String {
         format!(
             "{}_metrics_{}_iter_{}.json",
-            self.benchmark_name, self.timestamp, iteration
+            self.benchmark_name.replace(' ', "_"),
+            self.timestamp,
+            iteration
         )
     }
 }
@@ -140,7 +145,7 @@ mod tests {
         assert!(m["num_cpus_usable"].is_u64());
         assert!(sample().render(true).contains("\n  \"benchmark_args\""));
         assert_eq!(
-            sample().file_name(2),
+            sample().file_name("2"),
             "calibrate_metrics_1700000000_iter_2.json"
         );
     }

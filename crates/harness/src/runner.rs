@@ -112,6 +112,12 @@ pub trait Workload: Send + Sync {
     fn is_helper(&self, _args: &[String]) -> bool {
         false
     }
+    /// Files runs of this benchmark left behind outside their results
+    /// (e.g. logs in the temp folder) that no running process still uses;
+    /// `clean` removes them.
+    fn leftovers(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
     /// Prints the upstream tool's text of a run again from the record its
     /// `run` returned (`rackbench results show RUN --text`).
     fn format(&self, record: &Record, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
@@ -172,6 +178,20 @@ pub struct Invocation {
     pub out_root: PathBuf,
     /// The results store; `None` skips recording.
     pub store: Option<PathBuf>,
+    /// benchpress' `-u`: the run id (default: 8 fresh hex digits).
+    pub run_id: Option<String>,
+    /// benchpress' `-t`: the timestamp of every report (default: each
+    /// report's end).
+    pub timestamp: Option<u64>,
+    /// benchpress' `-i`: the iteration in the report's file name; without
+    /// it benchpress writes `_iter_None` (with `iterations` > 1, each
+    /// iteration's number).
+    pub iteration_label: Option<String>,
+    /// benchpress' `-r`: each successful run's result is saved as
+    /// `<dir>/<job>/<time>.json` (benchpress' history), and each job's
+    /// run folder gets benchpress' per-run link; `None` (a direct
+    /// command's `--report`) makes neither.
+    pub results_dir: Option<PathBuf>,
 }
 
 /// A job resolved and checked, ready to run.
@@ -314,7 +334,7 @@ pub fn execute(
             interrupted: false,
         });
     }
-    let run_id = new_run_id();
+    let run_id = inv.run_id.clone().unwrap_or_else(new_run_id);
     let out_dir = inv.out_root.join(format!("benchmark_metrics_{run_id}"));
     std::fs::create_dir_all(&out_dir).map_err(|e| PlanError::Output {
         path: out_dir.clone(),
@@ -352,6 +372,11 @@ pub fn execute(
         interrupted: false,
     };
     'jobs: for p in &planned {
+        // benchpress' link to the run's folder, made by `run` (not by a
+        // direct command's --report), as is the history.
+        if inv.results_dir.is_some() {
+            link_run(&inv.out_root, &p.job.name, &run_id);
+        }
         for iteration in 1..=inv.iterations.max(1) {
             if cancel.reason() == Some(StopReason::Interrupted) {
                 summary.interrupted = true;
@@ -365,6 +390,7 @@ pub fn execute(
                 iteration,
                 cancel: cancel.clone(),
             };
+            let started = jiff::ZonedDateTime::now();
             let (metrics, success, record, stop_is_end) = run_one(p, &ctx, inv.disable_hooks);
             let report = Report {
                 benchmark_args: p.resolved.args.clone(),
@@ -375,7 +401,7 @@ pub fn execute(
                 metadata: metadata.clone(),
                 metrics: Value::Object(metrics),
                 run_id: run_id.clone(),
-                timestamp: now_secs(),
+                timestamp: inv.timestamp.unwrap_or_else(now_secs),
                 success,
             };
             if iteration == 1 {
@@ -395,7 +421,18 @@ pub fn execute(
                     eprintln!("warning: cannot write {}: {e}", f.display());
                 }
             }
-            let path = out_dir.join(report.file_name(iteration));
+            let label = match &inv.iteration_label {
+                Some(l) => l.clone(),
+                None if inv.iterations > 1 => iteration.to_string(),
+                None => "None".into(),
+            };
+            let path = out_dir.join(report.file_name(&label));
+            if success && let Some(dir) = &inv.results_dir {
+                let config = history_config(p, &run_id, report.timestamp, &label);
+                if let Err(e) = save_history(dir, &p.job.name, &started, &report.metrics, config) {
+                    eprintln!("warning: cannot save the run in the results history: {e}");
+                }
+            }
             match write_atomic(&path, report.render(true).as_bytes()) {
                 Ok(()) => summary.reports.push(path.clone()),
                 Err(e) => {
@@ -435,6 +472,61 @@ pub fn execute(
         }
     }
     Ok(summary)
+}
+
+/// benchpress' per-run link beside the metrics folder:
+/// `benchmark_metrics_<job>_timestamp:<YYYYmmdd_HHMM>_<run_id>` (local
+/// time) naming `benchmark_metrics_<run_id>`. A link that cannot be made
+/// is said and the run goes on.
+fn link_run(root: &Path, job: &str, run_id: &str) {
+    let date = jiff::ZonedDateTime::now()
+        .strftime("%Y%m%d_%H%M")
+        .to_string();
+    let link = root.join(format!("benchmark_metrics_{job}_timestamp:{date}_{run_id}"));
+    if let Err(e) = std::os::unix::fs::symlink(format!("benchmark_metrics_{run_id}"), &link) {
+        eprintln!("warning: cannot link {}: {e}", link.display());
+    }
+}
+
+/// The job's settings saved with its result in the history (benchpress
+/// saves the job's configuration with its run id, timestamp and
+/// iteration).
+fn history_config(p: &Planned<'_>, run_id: &str, timestamp: u64, label: &str) -> Value {
+    json!({
+        "name": p.job.name,
+        "benchmark": p.job.benchmark,
+        "description": p.job.description,
+        "args": p.resolved.args,
+        "hooks": p.resolved.hooks.iter().map(|h| json!({"hook": h.hook, "options": h.options})).collect::<Vec<_>>(),
+        "uuid": run_id,
+        "timestamp": timestamp,
+        "iteration_num": label,
+    })
+}
+
+/// benchpress' results history: `<dir>/<job>/<start time>.json` holding the
+/// job's name, the start time (`%Y-%m-%dT%H:%M:%SZ`, benchpress' format of
+/// the local time), its metrics and its settings. A name already taken
+/// (two runs started in one second) gets `-2`, `-3`, ...
+fn save_history(
+    dir: &Path,
+    job: &str,
+    started: &jiff::ZonedDateTime,
+    metrics: &Value,
+    config: Value,
+) -> std::io::Result<()> {
+    let time = started.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let folder = dir.join(job.replace(' ', "_"));
+    std::fs::create_dir_all(&folder)?;
+    let mut path = folder.join(format!("{time}.json"));
+    let mut n = 2;
+    while path.exists() {
+        path = folder.join(format!("{time}-{n}.json"));
+        n += 1;
+    }
+    let v = json!({"job": job, "timestamp": time, "metrics": metrics, "config": config});
+    let text = serde_json::to_string_pretty(&v).map_err(std::io::Error::other)? + "\n";
+    write_atomic(&path, text.as_bytes())
 }
 
 /// How a direct benchmark command ended.

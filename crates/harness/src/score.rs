@@ -17,6 +17,18 @@ use std::fmt::Write as _;
 /// Benchmarks a DCPerf score needs before it is "overall" (benchpress).
 pub const OVERALL_MIN_BENCHMARKS: usize = 5;
 
+/// DCPerf's benchmarks (benchpress' BASELINES): the only pools whose
+/// geometric mean is a DCPerf score. A pool of another name (a baseline's
+/// own `pool`, or a workload DCPerf does not score) is the user's.
+pub const DCPERF_BENCHMARKS: &[&str] = &[
+    "taobench",
+    "feedsim",
+    "django",
+    "mediawiki",
+    "sparkbench",
+    "video_transcode_svt",
+];
+
 /// One job's scores over its runs.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct JobScore {
@@ -48,13 +60,18 @@ pub struct PoolScore {
     pub excluded: bool,
 }
 
-/// The DCPerf score over the pools that count.
+/// The geometric mean of the pools that count.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Overall {
-    /// `overall` (5 benchmarks or more) or `partial geomean`.
+    /// `overall` (5 benchmarks or more) or `partial geomean` when every
+    /// counted pool is a DCPerf benchmark; `geomean` (not a DCPerf score)
+    /// when one is not.
     pub kind: &'static str,
     pub benchmarks: usize,
     pub score: f64,
+    /// The counted pools that are not DCPerf benchmarks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_dcperf: Vec<String>,
 }
 
 /// Pools job scores per benchmark (zeros dropped). `excluded` names the
@@ -93,14 +110,22 @@ pub fn overall(pools: &[PoolScore]) -> Option<Overall> {
         .map(|p| p.score)
         .collect();
     let score = geometric_mean(&counted)?;
+    let not_dcperf: Vec<String> = pools
+        .iter()
+        .filter(|p| !p.excluded && !DCPERF_BENCHMARKS.contains(&p.benchmark.as_str()))
+        .map(|p| p.benchmark.clone())
+        .collect();
     Some(Overall {
-        kind: if counted.len() >= OVERALL_MIN_BENCHMARKS {
+        kind: if !not_dcperf.is_empty() {
+            "geomean"
+        } else if counted.len() >= OVERALL_MIN_BENCHMARKS {
             "overall"
         } else {
             "partial geomean"
         },
         benchmarks: counted.len(),
         score,
+        not_dcperf,
     })
 }
 
@@ -123,10 +148,17 @@ pub fn upstream_text(pools: &[PoolScore], overall: Option<&Overall>) -> String {
         };
     }
     if let Some(o) = overall {
-        let _ = if o.kind == "overall" {
-            writeln!(out, "DCPerf overall score: {:.3}", o.score)
-        } else {
-            writeln!(out, "DCPerf partial geomean: {:.3}", o.score)
+        let _ = match o.kind {
+            "overall" => writeln!(out, "DCPerf overall score: {:.3}", o.score),
+            "partial geomean" => writeln!(out, "DCPerf partial geomean: {:.3}", o.score),
+            _ => writeln!(
+                out,
+                "rackbench geomean of {} benchmark(s): {:.3} (not a DCPerf score: {} {} not DCPerf's)",
+                o.benchmarks,
+                o.score,
+                o.not_dcperf.join(", "),
+                if o.not_dcperf.len() == 1 { "is" } else { "are" }
+            ),
         };
     }
     out
@@ -270,15 +302,35 @@ mod tests {
              DCPerf partial geomean: 2.000\n"
         );
         // Five benchmarks make an overall score; two samples are averaged.
-        let five: Vec<JobScore> = (0..5)
-            .map(|i| js(&format!("j{i}"), &format!("b{i}"), &[2.0, 8.0]))
+        let five: Vec<JobScore> = DCPERF_BENCHMARKS[..5]
+            .iter()
+            .map(|b| js(&format!("j{b}"), b, &[2.0, 8.0]))
             .collect();
         let pools = pool(&five, &[]);
         assert_eq!(pools[0].score, 5.0);
         let o = overall(&pools).unwrap();
         assert_eq!((o.kind, o.benchmarks), ("overall", 5));
         assert!(upstream_text(&pools, Some(&o)).ends_with("DCPerf overall score: 5.000\n"));
-        assert!(upstream_text(&pools, Some(&o)).starts_with("b0: 5.000, avg of 2 data points\n"));
+        assert!(
+            upstream_text(&pools, Some(&o)).starts_with("django: 5.000, avg of 2 data points\n")
+        );
+        // Pools of the user's own (five of them or not) are never called
+        // DCPerf's.
+        let mine: Vec<JobScore> = (0..5)
+            .map(|i| js(&format!("j{i}"), &format!("b{i}"), &[2.0, 8.0]))
+            .chain([js("f", "feedsim", &[5.0])])
+            .collect();
+        let pools = pool(&mine, &[]);
+        let o = overall(&pools).unwrap();
+        assert_eq!((o.kind, o.benchmarks), ("geomean", 6));
+        let text = upstream_text(&pools, Some(&o));
+        assert!(!text.contains("DCPerf overall"), "{text}");
+        assert!(
+            text.ends_with(
+                "rackbench geomean of 6 benchmark(s): 5.000 (not a DCPerf score: b0, b1, b2, b3, b4 are not DCPerf's)\n"
+            ),
+            "{text}"
+        );
         // Nothing counted: no DCPerf line.
         assert!(overall(&pool(&[js("c", "calibrate", &[1.0])], &["calibrate"])).is_none());
     }

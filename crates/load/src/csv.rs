@@ -12,11 +12,11 @@ pub const HEADER: &str = "duration_secs,total_queries,requested_qps,achieved_qps
 /// Formats one probe as a CSV row (no newline), with upstream's
 /// search_qps.sh formats: the duration in whole seconds (`%d`), rates and
 /// MB/s with two decimals (`%.2f`), latencies with three (`%.3f`). MB is
-/// 10^6 bytes.
+/// 2^20 bytes, as oldisim's driver divides by 1024 twice.
 pub fn row(p: &ProbeRecord) -> String {
     let mbps = |b: u64| {
         if p.duration_secs > 0.0 {
-            b as f64 / p.duration_secs / 1e6
+            b as f64 / p.duration_secs / (1u64 << 20) as f64
         } else {
             0.0
         }
@@ -93,7 +93,7 @@ mod tests {
             dropped: 0,
             unfinished: 0,
             achieved_qps: 100.0,
-            total_bytes_rx: 4_000_000,
+            total_bytes_rx: 4 << 20,
             total_bytes_tx: 2_000_000,
             latency: LatencySummary {
                 count: 200,
@@ -117,7 +117,7 @@ mod tests {
         assert_eq!(cols[1], "200");
         assert_eq!(cols[2].split('.').nth(1).map(str::len), Some(2), "{r}");
         assert_eq!(cols[3].split('.').nth(1).map(str::len), Some(2), "{r}");
-        assert_eq!(cols[6], "2.00"); // 4e6 B over 2 s = 2 MB/s
+        assert_eq!(cols[6], "2.00"); // 4 MiB over 2 s = 2 MB/s, MB being 2^20 B
         assert_eq!(cols[12], "12.500");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("feedsim_results.txt");

@@ -162,6 +162,11 @@ impl<'a> Reporter<'a> {
         }
     }
 
+    /// Rows go to `csv` from now on (a rerun's own file).
+    pub fn set_csv(&mut self, csv: ProbeCsv) {
+        self.csv = csv;
+    }
+
     /// Where the CSV is.
     pub fn csv_path(&self) -> &std::path::Path {
         self.csv.path()

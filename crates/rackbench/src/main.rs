@@ -58,6 +58,59 @@ struct Cli {
     /// Do not record runs in the results store.
     #[arg(long, global = true)]
     no_store: bool,
+    /// benchpress' -r: each successful run's result is also saved as
+    /// DIR/<job>/<time>.json, benchpress' results history (default:
+    /// results under --output-dir). Before the command.
+    #[arg(short = 'r', long = "results", value_name = "DIR")]
+    results: Option<PathBuf>,
+    /// benchpress' -i: the iteration number in the report's file name
+    /// (`_iter_N`; without it `_iter_None`, as benchpress). Before the command.
+    #[arg(
+        short = 'i',
+        long = "iteration_num",
+        visible_alias = "iteration-num",
+        value_name = "N"
+    )]
+    iteration_num: Option<u32>,
+    /// benchpress' -o: 'JOB: ARGS' replaces JOB's args with ARGS (split as
+    /// a shell would; {var} placeholders still filled). Before the command.
+    #[arg(
+        short = 'o',
+        long = "override_job_args",
+        visible_alias = "override-job-args",
+        value_name = "JOB: ARGS"
+    )]
+    override_job_args: Option<String>,
+    /// benchpress' -u: the run id, naming benchmark_metrics_<run_id>/
+    /// (default: 8 fresh hex digits). Before the command.
+    #[arg(short = 'u', long = "uuid", value_name = "RUN_ID")]
+    uuid: Option<String>,
+    /// benchpress' -t: the timestamp (Unix seconds) of the run's reports and
+    /// their file names (default: each report's end). Before the command.
+    #[arg(short = 't', long = "timestamp", value_name = "SECS")]
+    timestamp: Option<u64>,
+    /// benchpress' -s: a script run in the background of every job (the
+    /// user-script hook, for -d seconds). Before the command.
+    #[arg(
+        short = 's',
+        long = "hook_path",
+        visible_alias = "hook-path",
+        value_name = "SCRIPT"
+    )]
+    hook_path: Option<String>,
+    /// benchpress' -d: how long the -s script runs, seconds (default 60).
+    #[arg(
+        short = 'd',
+        long = "hook_bg_duration",
+        visible_alias = "hook-bg-duration",
+        value_name = "SECS",
+        requires = "hook_path"
+    )]
+    hook_bg_duration: Option<String>,
+    /// benchpress' -v (repeatable): accepted; rackbench always prints its
+    /// progress and the jobs' command lines on stderr.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
     /// Benchmark commands (`rackbench cachebench ...`) run as the upstream
     /// tool: its output only. With --report they also write the harness's
     /// report (JSON on stdout and under --output-dir) and a store row.
@@ -88,8 +141,9 @@ enum Cmd {
         /// (`--role_input` as benchpress spells it).
         #[arg(short = 'i', long = "role-input", visible_alias = "role_input")]
         input: Option<String>,
-        /// Extra hooks: NAME or NAME:{json options} (repeatable).
-        #[arg(short = 'k', long = "hook", visible_alias = "hooks")]
+        /// Extra hooks: NAME or NAME:{json options}, several after one -k
+        /// (`-k perf cpu-mpstat`, as benchpress) or -k repeated.
+        #[arg(short = 'k', long = "hook", visible_alias = "hooks", num_args = 1.., action = clap::ArgAction::Append)]
         hooks: Vec<String>,
         /// Options of the -k hooks by name, as benchpress' -a, e.g.
         /// '{"perf": {"interval": 5}}'.
@@ -104,6 +158,29 @@ enum Cmd {
         /// Runs of each job (reports are numbered _iter_<n>).
         #[arg(short = 'n', long, default_value_t = 1)]
         iterations: u32,
+    },
+    /// benchpress' install: nothing is built (every benchmark is in this
+    /// binary); checks and reports, per job, what it needs: its benchmark,
+    /// its arguments with the default vars, and its hooks' tools. Exit 1
+    /// when a job lacks something. No JOB: every job.
+    Install {
+        /// Jobs or tags (default: every job).
+        jobs: Vec<String>,
+        /// benchpress' reinstall: there is nothing to reinstall, so the
+        /// check runs the same.
+        #[arg(short = 'f', long)]
+        force: bool,
+        /// benchpress' compiler choice: nothing is compiled, so it changes
+        /// nothing.
+        #[arg(short = 't', long, value_parser = ["gcc", "clang"], default_value = "gcc")]
+        toolchain: String,
+    },
+    /// benchpress' clean: nothing is installed; removes what rackbench
+    /// left behind for the jobs: per-run links to metrics folders that no
+    /// longer exist, and their benchmarks' leftovers in the temp folder.
+    Clean {
+        /// Jobs or tags (default: every job).
+        jobs: Vec<String>,
     },
     /// Reports over the results store.
     Report {
@@ -531,7 +608,8 @@ struct SideArgs<'a> {
 }
 
 /// benchpress' report history: per job (given, or every catalogue job with
-/// a run), its newest run or every run newest first, as the run's metrics
+/// a run), its newest successful run or every successful run newest first
+/// (benchpress' history holds successful runs only), as the run's metrics
 /// with `run_id` and `timestamp` added. A job without runs is said on
 /// stderr and skipped, as benchpress does.
 fn historical_metrics(
@@ -543,15 +621,13 @@ fn historical_metrics(
     let names: Vec<String> = if jobs.is_empty() {
         cat.iter().map(|j| j.name.clone()).collect()
     } else {
-        for j in jobs {
-            cat.get(j)?;
-        }
-        jobs.to_vec()
+        cat.select(jobs)?
     };
     let mut out = Vec::new();
     for n in &names {
         let mut rows = store.select(&harness::store::RunFilter {
             jobs: vec![n.clone()],
+            success_only: true,
             ..Default::default()
         })?;
         if rows.is_empty() {
@@ -897,21 +973,71 @@ fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
 
 fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
     let names = reg.names();
-    let catalogue = || {
-        harness::benchpress_yaml::catalogue(
+    let override_args = cli
+        .override_job_args
+        .as_deref()
+        .map(harness::job::parse_override)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let catalogue = || -> anyhow::Result<Catalogue> {
+        let mut cat = harness::benchpress_yaml::catalogue(
             EMBEDDED_JOBS,
             &cli.jobs_dir,
             cli.jobs_file.as_deref(),
             cli.benchmarks.as_deref(),
             &names,
-        )
+        )?;
+        if let Some((job, args)) = &override_args {
+            cat.override_args(job, args.clone())?;
+        }
+        Ok(cat)
     };
     // As benchpress, job files given are read (and checked) whatever the command.
-    if cli.jobs_file.is_some() || cli.benchmarks.is_some() {
+    if cli.jobs_file.is_some() || cli.benchmarks.is_some() || override_args.is_some() {
         catalogue()?;
+    }
+    if let Some(u) = &cli.uuid
+        && (u.is_empty() || u.contains(['/', '\0']) || u == "." || u == "..")
+    {
+        anyhow::bail!(
+            "-u/--uuid '{u}' names the folder benchmark_metrics_<run_id>: it must be a non-empty name without '/'"
+        );
     }
     match cli.cmd {
         Cmd::List { tags } => print!("{}", present::list(&catalogue()?, &tags)),
+        Cmd::Install {
+            jobs,
+            force: _,
+            toolchain: _,
+        } => {
+            let cat = catalogue()?;
+            let jobs = if jobs.is_empty() {
+                cat.all_names()
+            } else {
+                cat.select(&jobs)?
+            };
+            let ok = harness::setup::install(&cat, &reg, &jobs, &mut std::io::stdout().lock())?;
+            return Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
+        Cmd::Clean { jobs } => {
+            let cat = catalogue()?;
+            let jobs = if jobs.is_empty() {
+                cat.all_names()
+            } else {
+                cat.select(&jobs)?
+            };
+            harness::setup::clean(
+                &cat,
+                &reg,
+                &jobs,
+                &cli.output_dir,
+                &mut std::io::stdout().lock(),
+            )?;
+        }
         Cmd::Info { job } => {
             let cat = catalogue()?;
             print!("{}", present::info(cat.get(&job)?, &reg));
@@ -945,11 +1071,28 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             if let Some(text) = hook_args {
                 apply_hook_args(&mut extra_hooks, &text)?;
             }
+            // benchpress' -s/-d: the user-script hook on every job, after
+            // the job's own and -k's.
+            if let Some(path) = &cli.hook_path {
+                let duration = cli.hook_bg_duration.clone().unwrap_or_else(|| "60".into());
+                extra_hooks.push(HookSpec {
+                    hook: "user-script".into(),
+                    options: serde_json::json!({
+                        "hook_path": path,
+                        "background_mode": {"duration": duration},
+                    }),
+                });
+            }
             if iterations == 0 {
                 anyhow::bail!("-n/--iterations must be at least 1");
             }
+            if cli.iteration_num.is_some() && iterations > 1 {
+                anyhow::bail!(
+                    "-i/--iteration_num names the one iteration a run writes (benchpress' _iter_N); with -n {iterations} each iteration is numbered: give one of them"
+                );
+            }
             let inv = Invocation {
-                jobs,
+                jobs: cat.select(&jobs)?,
                 role,
                 input,
                 extra_hooks,
@@ -958,6 +1101,14 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 iterations,
                 out_root: cli.output_dir.clone(),
                 store: (!cli.no_store).then(|| store_path(&cli.db)),
+                run_id: cli.uuid.clone(),
+                timestamp: cli.timestamp,
+                iteration_label: cli.iteration_num.map(|n| n.to_string()),
+                results_dir: Some(
+                    cli.results
+                        .clone()
+                        .unwrap_or_else(|| cli.output_dir.join("results")),
+                ),
             };
             return finish(harness::runner::execute(
                 &cat,
@@ -985,8 +1136,10 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             } else {
                 jobs
             };
-            // benchpress scores the latest run (or every one with --all); a
-            // failed run's score is 0 there and dropped, so it is here.
+            // benchpress scores the latest run in its history (or every one
+            // with --all), and its history holds successful runs only: a
+            // failed run is never stored, so the latest successful run
+            // keeps being scored.
             let newest = if all { None } else { Some(last.unwrap_or(1)) };
             let mut scores = Vec::new();
             let mut missing = Vec::new();
@@ -1003,10 +1156,10 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                     ..Default::default()
                 })?;
                 runs.reverse();
+                runs.retain(|r| r.success);
                 if let Some(k) = newest {
                     runs.truncate(k);
                 }
-                runs.retain(|r| r.success);
                 // Calibrate measures the instrument: its scores stay in their
                 // own pool, which never counts in the DCPerf score.
                 if job.benchmark == "calibrate" && b.pool.is_some() {
@@ -1019,12 +1172,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 match score::score_job(n, pool, &b.metric, b.value, &runs) {
                     Some(s) => scores.push(s),
                     None => missing.push(format!(
-                        "{n}: no successful {} with metric '{}' recorded",
-                        if newest == Some(1) {
-                            "latest run"
-                        } else {
-                            "run"
-                        },
+                        "{n}: no successful run with metric '{}' recorded",
                         b.metric
                     )),
                 }

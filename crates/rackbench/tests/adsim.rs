@@ -366,6 +366,12 @@ fn a_server_that_goes_away_ends_the_client_with_its_probes_so_far() {
         so.lines().filter(|l| l.split(',').count() == 7).count() >= 3,
         "{so}"
     );
+    // And no closing row: upstream's parser reads the last line, and a
+    // row of zeros would read as a success at 0 ms.
+    assert!(
+        !so.lines().any(|l| l.split(',').count() == 6),
+        "a failed search wrote a closing row: {so}"
+    );
 }
 
 #[test]

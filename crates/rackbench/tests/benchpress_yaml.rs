@@ -204,6 +204,9 @@ tao_bench:
 "#,
     );
     let out_dir = dir.path().join("out");
+    // benchpress' global flags (-u run id, -t timestamp), several hooks
+    // after one -k with their options by name (upstream's perf hook README
+    // examples: topdown's is_zen4, mpstat's interval).
     let o = rackbench(
         dir.path(),
         &[
@@ -211,6 +214,10 @@ tao_bench:
             &benchmarks,
             "-j",
             &jobs,
+            "-u",
+            "bp000001",
+            "-t",
+            "1700000123",
             "--no-store",
             "--output-dir",
             out_dir.to_str().unwrap(),
@@ -218,11 +225,135 @@ tao_bench:
             "yaml_fixed",
             "-i",
             r#"{"rates": "40"}"#,
+            "-k",
+            "perf",
+            "shell",
+            "-a",
+            r#"{"perf": {"topdown": {"is_zen4": true}, "mpstat": {"interval": 1}, "memstat": {"interval": 1}, "netstat": {"interval": 1}}, "shell": {"after": "echo ran > shell_ran.txt"}}"#,
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // benchpress' names: the folder of -u, the report `_iter_None` (no -i),
+    // the per-run link, the results history under -r (default: results
+    // under the output folder).
+    let run_dir = out_dir.join("benchmark_metrics_bp000001");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(run_dir.join("yaml_fixed_metrics_1700000123_iter_None.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["run_id"], "bp000001");
+    assert_eq!(report["timestamp"], 1_700_000_123);
+    let hooks = report["benchmark_hooks"].to_string();
+    assert!(
+        hooks.contains("perf: ") && hooks.contains("shell: "),
+        "{hooks}"
+    );
+    let perf = &report["metrics"]["hooks"]["perf"];
+    assert!(
+        perf["monitors"]["unsupported"]["topdown"]
+            .as_str()
+            .is_some(),
+        "{perf}"
+    );
+    assert!(run_dir.join("mpstat.csv").exists(), "{perf}");
+    assert!(
+        std::fs::read_to_string(run_dir.join("mpstat.csv"))
+            .unwrap()
+            .starts_with("index,timestamp,%gnice,%guest,%idle,")
+    );
+    assert!(dir.path().join("shell_ran.txt").exists());
+    let link = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_type().unwrap().is_symlink())
+        .unwrap();
+    let name = link.file_name().to_string_lossy().to_string();
+    assert!(
+        name.starts_with("benchmark_metrics_yaml_fixed_timestamp:") && name.ends_with("_bp000001"),
+        "{name}"
+    );
+    assert_eq!(
+        std::fs::read_link(link.path()).unwrap(),
+        Path::new("benchmark_metrics_bp000001")
+    );
+    let history: Vec<_> = std::fs::read_dir(out_dir.join("results/yaml_fixed"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(history.len(), 1);
+    let h: Value =
+        serde_json::from_str(&std::fs::read_to_string(history[0].path()).unwrap()).unwrap();
+    assert_eq!(h["job"], "yaml_fixed");
+    assert_eq!(h["config"]["uuid"], "bp000001");
+    assert!(
+        h["metrics"]["final_achieved_qps"].as_f64().unwrap() > 0.0,
+        "{h}"
+    );
+    assert!(h["timestamp"].as_str().unwrap().ends_with('Z'), "{h}");
+    // -i names the iteration; -o replaces the job's args; -r moves the
+    // history; -s adds benchpress' background script to every job.
+    let results = dir.path().join("hist");
+    let o = rackbench(
+        dir.path(),
+        &[
+            "-j",
+            &jobs,
+            "-i",
+            "3",
+            "-r",
+            results.to_str().unwrap(),
+            "-u",
+            "bp000002",
+            "-o",
+            "yaml_fixed: --fixed-qps 30 --probe-secs 1 --service-time-ms 2 --workers 4 --target 99p:50",
+            "--no-store",
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+            "run",
+            "yaml_fixed",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let f = std::fs::read_dir(out_dir.join("benchmark_metrics_bp000002"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .find(|n| n.starts_with("yaml_fixed_metrics_"))
+        .unwrap();
+    assert!(f.ends_with("_iter_3.json"), "{f}");
+    assert!(results.join("yaml_fixed").is_dir());
+    let o = rackbench(
+        dir.path(),
+        &[
+            "-j",
+            &jobs,
+            "-s",
+            "./bg.sh",
+            "-d",
+            "5",
+            "run",
+            "yaml_fixed",
+            "--dry-run",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains(
+            r#"hook: user-script: {"background_mode":{"duration":"5"},"hook_path":"./bg.sh"}"#
+        ),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = rackbench(dir.path(), &["-j", &jobs, "-o", "yaml_pair: --x 1", "list"]);
+    assert!(bad_input(&o).contains("has roles"));
     let mut reports: Vec<Value> = Vec::new();
     for d in std::fs::read_dir(&out_dir).unwrap().flatten() {
+        // The first run's folder (benchpress' per-run links name the
+        // same folders).
+        if !d.file_type().unwrap().is_dir() || d.file_name() != "benchmark_metrics_bp000001" {
+            continue;
+        }
         for f in std::fs::read_dir(d.path()).unwrap().flatten() {
             let n = f.file_name().to_string_lossy().to_string();
             if n.starts_with("yaml_fixed_metrics_") && n.ends_with(".json") {
@@ -256,21 +387,56 @@ tao_bench:
     assert!(out.contains("tags:        smoke, loadgen"), "{out}");
 }
 
+/// A job of a benchmark rackbench lacks, in upstream's stock shape (roles,
+/// `tee_output`, upstream's hooks): listed, marked, and refused by name
+/// when run, by itself or through its tag.
+const UPSTREAM_ONLY: &str = r#"
+- benchmark: tao_bench
+  name: tao_bench_64g
+  description: Tao with 64 GB
+  tee_output: true
+  roles:
+    server:
+      args:
+        - 'server'
+  hooks:
+    - hook: copymove
+      options:
+        is_move: true
+        after:
+          - 'benchmarks/tao_bench/perf.data'
+  tags:
+    scope: [smoke]
+"#;
+
 #[test]
-fn a_job_naming_a_benchmark_rackbench_lacks_is_an_error_naming_it() {
+fn a_job_naming_a_benchmark_rackbench_lacks_is_listed_and_refused_when_run() {
     let dir = tempfile::tempdir().unwrap();
-    let jobs = write(
-        dir.path(),
-        "jobs.yml",
-        &format!(
-            "{JOBS}\n- benchmark: tao_bench\n  name: tao_bench_64g\n  description: Tao with 64 GB\n  roles:\n    server:\n      args:\n        - 'server'\n"
-        ),
-    );
-    for cmd in [&["list"][..], &["run", "yaml_fixed", "--dry-run"]] {
+    let jobs = write(dir.path(), "jobs.yml", &format!("{JOBS}{UPSTREAM_ONLY}"));
+    let o = rackbench(dir.path(), &["-j", &jobs, "list"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("tao_bench_64g"))
+        .unwrap();
+    assert!(row.contains("tao_bench (not in rackbench)"), "{out}");
+    assert!(row.contains("Tao with 64 GB"), "{out}");
+    // The jobs rackbench runs are there as before.
+    assert!(out.contains("yaml_fixed"), "{out}");
+    let o = rackbench(dir.path(), &["-j", &jobs, "run", "yaml_fixed", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Running it, alone or through a tag it carries, is bad input naming
+    // the job, the file and line, its benchmark and what rackbench has.
+    for cmd in [
+        &["run", "tao_bench_64g", "-r", "server"][..],
+        &["run", "smoke", "--dry-run"],
+        &["info", "tao_bench_64g"],
+    ] {
         let mut args = vec!["-j", jobs.as_str()];
         args.extend_from_slice(cmd);
         let e = bad_input(&rackbench(dir.path(), &args));
-        assert!(e.contains(&jobs), "names the file: {e}");
+        assert!(e.contains(&format!("{jobs}:")), "names the file: {e}");
         assert!(e.contains("job 'tao_bench_64g'"), "names the job: {e}");
         assert!(
             e.contains("benchmark 'tao_bench'"),
@@ -281,7 +447,8 @@ fn a_job_naming_a_benchmark_rackbench_lacks_is_an_error_naming_it() {
             "lists what rackbench has: {e}"
         );
     }
-    // A benchmark no benchmarks file defines.
+    // A benchmark a given benchmarks file does not define is still an
+    // error, as benchpress fails on it.
     let benchmarks = write(dir.path(), "b.yml", "feedsim:\n  parser: feedsim\n");
     let e = bad_input(&rackbench(
         dir.path(),
@@ -295,6 +462,140 @@ fn a_job_naming_a_benchmark_rackbench_lacks_is_an_error_naming_it() {
     // benchpress' alternative suite names.
     let e = bad_input(&rackbench(dir.path(), &["-b", "wdl", "-j", &jobs, "list"]));
     assert!(e.contains("wdl_bench"), "{e}");
+    // install reports per job, and says which cannot run here.
+    let o = rackbench(
+        dir.path(),
+        &["-j", &jobs, "install", "yaml_fixed", "tao_bench_64g"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("Benchmark for yaml_fixed: calibrate is built into rackbench"),
+        "{out}"
+    );
+    assert!(out.contains("Arguments of yaml_fixed: valid"), "{out}");
+    assert!(
+        out.contains("Tool cpu-mpstat: /proc/stat readable"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Benchmark for tao_bench_64g cannot be installed"),
+        "{out}"
+    );
+    // clean removes the per-run links whose folder is gone, and keeps the
+    // others.
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("benchmark_metrics_keep0001")).unwrap();
+    for (link, to) in [
+        (
+            "benchmark_metrics_yaml_fixed_timestamp:20260101_0000_gone0001",
+            "benchmark_metrics_gone0001",
+        ),
+        (
+            "benchmark_metrics_yaml_fixed_timestamp:20260101_0000_keep0001",
+            "benchmark_metrics_keep0001",
+        ),
+    ] {
+        std::os::unix::fs::symlink(to, out.join(link)).unwrap();
+    }
+    let o = rackbench(
+        dir.path(),
+        &[
+            "-j",
+            &jobs,
+            "--output-dir",
+            out.to_str().unwrap(),
+            "clean",
+            "smoke",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(
+        said.contains("gone0001 (its metrics folder is gone)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("Job tao_bench_64g is not one rackbench runs"),
+        "{said}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|n| !n.contains("gone0001")), "{left:?}");
+    let o = rackbench(dir.path(), &["-j", &jobs, "install", "yaml_pair"]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("var 'server_hostname' has no default"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// Upstream's own stock files from a DCPerf checkout (RACKBENCH_DCPERF):
+/// `jobs.yml`, `jobs_ai.yml` and `benchmarks.yml` load whole, `list` shows
+/// every job, and a job of a benchmark rackbench lacks exits 2 naming it.
+#[test]
+fn dcperf_stock_job_files_load_whole() {
+    let Some(root) = std::env::var_os("RACKBENCH_DCPERF").map(std::path::PathBuf::from) else {
+        testenv::skip(
+            "dcperf",
+            "RACKBENCH_DCPERF names no DCPerf checkout (its benchpress/config files are read from there)",
+        );
+        return;
+    };
+    let cfg = root.join("benchpress/config");
+    let dir = tempfile::tempdir().unwrap();
+    let names = |text: &str| -> Vec<String> {
+        let docs = yaml_rust2::YamlLoader::load_from_str(text).unwrap();
+        docs[0]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|j| j["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let benchmarks = cfg.join("benchmarks.yml");
+    for (file, with_b) in [
+        ("jobs.yml", true),
+        ("jobs.yml", false),
+        ("jobs_ai.yml", false),
+    ] {
+        let jobs = cfg.join(file);
+        let text_in = std::fs::read_to_string(&jobs).unwrap();
+        let mut args = vec!["-j", jobs.to_str().unwrap()];
+        if with_b {
+            args.extend(["-b", benchmarks.to_str().unwrap()]);
+        }
+        args.push("list");
+        let o = rackbench(dir.path(), &args);
+        assert!(o.status.success(), "{file}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        let rows: Vec<&str> = out.lines().skip(1).collect();
+        let all = names(&text_in);
+        assert_eq!(rows.len(), all.len(), "{file}: every job listed:\n{out}");
+        for n in &all {
+            assert!(
+                rows.iter().any(|r| r.split_whitespace().next() == Some(n)),
+                "{file}: {n} missing:\n{out}"
+            );
+        }
+        // The first job rackbench cannot run, run: exit 2 naming it.
+        let row = rows
+            .iter()
+            .find(|r| r.contains("(not in rackbench)"))
+            .unwrap();
+        let name = row.split_whitespace().next().unwrap();
+        let mut args = vec!["-j", jobs.to_str().unwrap(), "run", name, "--dry-run"];
+        if with_b {
+            args.splice(2..2, ["-b", benchmarks.to_str().unwrap()]);
+        }
+        let e = bad_input(&rackbench(dir.path(), &args));
+        assert!(e.contains(&format!("job '{name}'")), "{e}");
+    }
 }
 
 #[test]

@@ -49,10 +49,12 @@ impl Env {
     fn reports(&self) -> Vec<Value> {
         let mut out = Vec::new();
         for d in std::fs::read_dir(self.path()).unwrap().flatten() {
+            // benchpress' per-run links name the same folders.
             if !d
                 .file_name()
                 .to_string_lossy()
                 .starts_with("benchmark_metrics_")
+                || d.file_type().unwrap().is_symlink()
             {
                 continue;
             }
@@ -371,6 +373,30 @@ fn reports_store_compare_and_score() {
     );
     assert!(text.contains("rackbench: calibrate is not in the DCPerf score"));
     assert!(!text.contains("DCPerf partial geomean"), "{text}");
+    // A failed run after them: benchpress never saves a failed run in its
+    // history, so its report keeps scoring the last successful one.
+    let latest = |args: &[&str]| -> Value {
+        let o = env.run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let before = latest(&["--jobs-dir", j, "report", "score", "fixed", "--json"]);
+    {
+        let store = harness::store::Store::open(&env.path().join("results.db")).unwrap();
+        let mut row = store.by_run_id(newer).unwrap().remove(0);
+        row.id = 0;
+        row.run_id = "failed01".into();
+        row.timestamp += 60;
+        row.success = false;
+        row.metrics = serde_json::json!({"error": "the job failed"});
+        store.record(&row).unwrap();
+    }
+    let after = latest(&["--jobs-dir", j, "report", "score", "fixed", "--json"]);
+    assert_eq!(after["jobs"][0]["runs"], 1, "{after}");
+    assert_eq!(
+        after["jobs"][0]["score"], before["jobs"][0]["score"],
+        "{after}"
+    );
 
     // benchpress' report stdout / json_file: the latest run's metrics with
     // run_id and timestamp (every run, newest first, with --all).

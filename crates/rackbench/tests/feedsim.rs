@@ -207,20 +207,14 @@ fn bad_flags_are_errors() {
         "{}",
         stderr(&o)
     );
-    // Driver threads size only DCPerf's driver: with the open loop they
-    // would change nothing, so they are refused (also under upstream's
-    // newer spelling).
-    for flag in ["--driver-threads", "--num-driver-threads"] {
+    // run.sh's -l (and its newer spelling) takes at least one thread.
+    for flag in ["-l", "--driver-threads", "--num-driver-threads"] {
         let o = rackbench(d.path())
-            .args(["feedsim", flag, "8", "-q", "1"])
+            .args(["feedsim", flag, "0", "-q", "1"])
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("it needs --driver closed-compat"),
-            "{}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains("must be at least 1"), "{}", stderr(&o));
     }
     let o = rackbench(d.path())
         .args(["feedsim", "--driver", "closed", "-q", "1"])
@@ -468,17 +462,44 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
         first_final_start >= last_search_end,
         "{first_final_start} < {last_search_end}"
     );
+    let dir = d.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
     for i in 1..=2 {
+        assert!(dir.join(format!("feedsim_results_{i}.txt")).exists());
+        // run-feedsim-multi.sh's per-instance log, with its final line.
+        let log = std::fs::read_to_string(dir.join(format!("feedsim-multi-inst-{i}.log"))).unwrap();
         assert!(
-            d.path()
-                .join(format!(
-                    "benchmark_metrics_{}",
-                    r["run_id"].as_str().unwrap()
-                ))
-                .join(format!("feedsim_results_{i}.txt"))
-                .exists()
+            log.starts_with("Searching for QPS where 95p latency <= 500 msec\n"),
+            "{log}"
         );
+        assert!(log.contains("final requested_qps = "), "{log}");
     }
+    // Upstream's feedsim_autoscale parser reads the last `{` .. `}` block
+    // of the benchmark's output (the lines before the report): it must be
+    // upstream's object with the report's sums.
+    let lines: Vec<&str> = out.lines().collect();
+    let close = lines.iter().rposition(|l| l.starts_with('}')).unwrap();
+    let open = lines[..close]
+        .iter()
+        .rposition(|l| l.starts_with('{'))
+        .unwrap();
+    let obj: Value = serde_json::from_str(&lines[open..=close].join("\n")).unwrap();
+    // Upstream sums the printed (two-decimal) figures.
+    assert!(
+        (obj["overall"]["final_achieved_qps"].as_f64().unwrap() - overall).abs() <= 0.02,
+        "{obj} vs {overall}"
+    );
+    assert_eq!(obj["spawned_instances"], "2");
+    assert_eq!(obj["successful_instances"], 2);
+    assert_eq!(obj["is_fixed_qps"], 0);
+    assert_eq!(obj["target_percentile"], "95p");
+    assert_eq!(obj["target_latency_msec"], "500");
+    assert!(
+        obj["1"]["final_latency_msec"].as_f64().unwrap() > 0.0,
+        "{obj}"
+    );
 }
 
 /// One instance that cannot start (its port is taken) does not stop the other.
@@ -627,12 +648,12 @@ fn closed_compat_driver_caps_outstanding_requests_and_counts_sends() {
                 "feedsim", "-p", &port, "-t", "2", "-q", "15", "-d", "4", "-w", "1",
             ])
             .args(["--driver", driver])
-            // One driver thread (4 connections); the open loop has none
-            // and refuses the flag.
+            // run.sh's -l: closed-compat, one thread of 4 connections; the
+            // open loop, its driver's threads (upstream's -l 4 line).
             .args(if driver == "closed-compat" {
-                &["--driver-threads", "1"][..]
+                &["-l", "1"][..]
             } else {
-                &[]
+                &["-l", "4"][..]
             })
             .args(SMALL)
             .output()
@@ -641,6 +662,7 @@ fn closed_compat_driver_caps_outstanding_requests_and_counts_sends() {
         report(&o).1["metrics"].clone()
     };
     let m = run("closed-compat");
+    assert_eq!(m["driver_threads"], 1, "{m}");
     assert!(
         m["load_mode"]
             .as_str()
@@ -662,7 +684,10 @@ fn closed_compat_driver_caps_outstanding_requests_and_counts_sends() {
     assert!(sent <= 10.0 * secs + 4.0, "{p}");
     assert_eq!(p["requested_qps"], 15.0);
     // The open loop at 15/s charges the backlog: far higher latency.
-    let open = fixed_probe(&run("open"));
+    let open = run("open");
+    // `rackbench feedsim -l 4`: the driver ran 4 threads.
+    assert_eq!(open["driver_threads"], 4, "{open}");
+    let open = fixed_probe(&open);
     assert_eq!(open["mode"], "open:constant");
     let (c95, o95) = (
         p["latency"]["p95_ms"].as_f64().unwrap(),
@@ -722,7 +747,8 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
         2,
         "{err}"
     );
-    let m = &report(&o).1["metrics"];
+    let r = report(&o).1;
+    let m = &r["metrics"];
     let first = &m["1"];
     let highest = first["search_final"]["final_requested_qps"]
         .as_f64()
@@ -731,4 +757,49 @@ fn autoscale_reruns_on_fresh_leaves_when_an_instance_has_no_result() {
     assert_eq!(rate, (highest + 1.0).trunc(), "{m}");
     assert_eq!(first["rerun_qps"].as_f64().unwrap(), rate);
     assert_eq!(m["min_qps"], 0.0);
+    // As upstream's last object, the rerun's (its script run with -q).
+    assert_eq!(m["is_fixed_qps"], 1, "{m}");
+    // The rerun's rows and lines under upstream's fixqps- names (with
+    // --report, in the run's metrics folder).
+    let dir = d.path().join(format!(
+        "benchmark_metrics_{}",
+        r["run_id"].as_str().unwrap()
+    ));
+    let rows = std::fs::read_to_string(dir.join("feedsim_results_fixqps-1.txt")).unwrap();
+    let last = rows
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .nth(2)
+        .unwrap()
+        .to_string();
+    assert_eq!(last, format!("{rate:.2}"), "the rate's row last: {rows}");
+    let log = std::fs::read_to_string(dir.join("feedsim-multi-inst-fixqps-1.log")).unwrap();
+    assert!(
+        log.contains(&format!("final requested_qps = {rate:.2}")),
+        "{log}"
+    );
+    assert!(dir.join("feedsim-multi-inst-1.log").exists());
+}
+
+/// `--leaf` pointed where nothing listens fails at once, naming why.
+#[test]
+fn a_leaf_address_without_a_leaf_fails_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let t = Instant::now();
+    let o = rackbench(d.path())
+        .args(["feedsim", "--leaf", &format!("127.0.0.1:{port}"), "-q", "1"])
+        .args(["-d", "1", "-w", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("cannot connect to the leaf at 127.0.0.1:{port}")),
+        "{}",
+        stderr(&o)
+    );
+    // Not the 15 minutes a leaf building its datasets is given.
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
 }

@@ -48,7 +48,7 @@ pub const KNOWN: &[(&str, &[&str], &str)] = &[
     (
         "perf",
         perf::OPTIONS,
-        "system-wide `perf stat` counters over the job (or why they are unavailable), and benchpress' memstat, netstat and cpufreq monitors into their CSVs",
+        "system-wide `perf stat` counters over the job (or why they are unavailable), and benchpress' mpstat, memstat, netstat and cpufreq monitors into their CSVs (topdown: options checked, not collected)",
     ),
     (
         "shell",
@@ -122,6 +122,7 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
     }
     match spec.hook.as_str() {
         "cpu-mpstat" => mpstat::interval(&o).map(|_| ()).map_err(wrap),
+        "perf" => perf::Perf::new(&o).map(|_| ()).map_err(wrap),
         "user-script" => user_script::UserScript::new(&o).map(|_| ()).map_err(wrap),
         _ => Ok(()),
     }

@@ -1,14 +1,18 @@
 //! The sampling monitors of benchpress' `perf` hook that read /proc and
-//! /sys: `memstat` (mem-stat.csv), `netstat` (net-stat.csv),
-//! `cpufreq_scaling` and `cpufreq_cpuinfo` (their .csv). Each samples every
-//! `interval` seconds (5 by default, as benchpress) on its own thread and
-//! writes its CSV into the metrics folder after the job, in benchpress'
-//! layout: `index,timestamp,<sorted columns>` then one row per sample, each
-//! value followed by a comma, the time as `%I:%M:%S %p`. A monitor the host
-//! cannot serve (no cpufreq in most VMs) is listed with the reason, as
-//! benchpress logs it. Its `mpstat`, `perfstat`, `topdown` and `power`
-//! monitors are not here: `cpu-mpstat` and this hook's `perf stat` totals
-//! cover the first two.
+//! /sys: `mpstat` (mpstat.csv: the `all` line of `mpstat -u`, computed from
+//! /proc/stat as mpstat computes it), `memstat` (mem-stat.csv), `netstat`
+//! (net-stat.csv), `cpufreq_scaling` and `cpufreq_cpuinfo` (their .csv).
+//! Each samples every `interval` seconds (5 by default, as benchpress) on
+//! its own thread and writes its CSV into the metrics folder after the job,
+//! in benchpress' layout: `index,timestamp,<sorted columns>` then one row
+//! per sample, each value followed by a comma, the time as `%I:%M:%S %p`. A
+//! monitor the host cannot serve (no cpufreq in most VMs) is listed with
+//! the reason, as benchpress logs it. `topdown` takes upstream's options
+//! (`is_zen4`, `mux_interval_msecs`, `perfspect_path`, `interval`) and is
+//! always listed as not collected, with why: upstream runs vendor tools
+//! (Intel PerfSpect, AMD and ARM topdown scripts) that rackbench does not
+//! run. `perfstat` and `power` are not here: this hook's `perf stat`
+//! totals cover the first.
 
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -18,9 +22,60 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// benchpress' names of the monitors kept here.
-pub const NAMES: &[&str] = &["memstat", "netstat", "cpufreq_scaling", "cpufreq_cpuinfo"];
+pub const NAMES: &[&str] = &[
+    "mpstat",
+    "memstat",
+    "netstat",
+    "cpufreq_scaling",
+    "cpufreq_cpuinfo",
+];
 /// Its monitors that are not.
-pub const NOT_HERE: &[&str] = &["mpstat", "perfstat", "topdown", "power"];
+pub const NOT_HERE: &[&str] = &["perfstat", "power"];
+
+/// The options of upstream's `topdown` monitor (its Intel, AMD and ARM
+/// variants together).
+pub const TOPDOWN_OPTIONS: &[&str] = &[
+    "is_zen4",
+    "mux_interval_msecs",
+    "perfspect_path",
+    "interval",
+];
+
+/// Why `topdown` is not collected here.
+pub const TOPDOWN_NOT_COLLECTED: &str = "not collected: upstream's topdown monitor runs vendor tools (Intel PerfSpect, AMD's and ARM's topdown scripts over perf) that rackbench does not run; this hook's perf stat totals are its counters";
+
+/// Checks the `topdown` options as upstream's monitors take them.
+pub fn topdown_options(o: &Map<String, Value>) -> Result<(), String> {
+    let opts = match o.get("topdown") {
+        None => return Ok(()),
+        Some(Value::Object(m)) => m,
+        Some(v) => return Err(format!("option 'topdown' must be an object, got {v}")),
+    };
+    for (k, v) in opts {
+        let ok = match k.as_str() {
+            "is_zen4" => v.is_boolean(),
+            "mux_interval_msecs" | "interval" => v.as_f64().is_some_and(|x| x > 0.0),
+            "perfspect_path" => v.is_string(),
+            _ => {
+                return Err(format!(
+                    "option 'topdown' has no key '{k}'; it takes {}",
+                    TOPDOWN_OPTIONS.join(", ")
+                ));
+            }
+        };
+        if !ok {
+            return Err(format!(
+                "topdown: '{k}' must be {}, got {v}",
+                match k.as_str() {
+                    "is_zen4" => "true or false",
+                    "perfspect_path" => "a path",
+                    _ => "a positive number",
+                }
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// One sample: column to value (already formatted as benchpress prints it).
 type Row = (String, BTreeMap<String, String>);
@@ -28,6 +83,7 @@ type Row = (String, BTreeMap<String, String>);
 /// What a monitor reads, and its option keys beyond `interval`.
 #[derive(Debug, Clone)]
 enum Kind {
+    Cpu,
     Mem(Vec<String>),
     Net(Vec<String>),
     Freq(&'static str),
@@ -74,6 +130,7 @@ fn names(o: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
 /// The monitors and their settings from the hook's options: each of
 /// [`NAMES`] runs with its defaults unless its options say otherwise.
 pub fn specs(o: &Map<String, Value>) -> Result<Vec<Spec>, String> {
+    topdown_options(o)?;
     let mut out = Vec::new();
     for &name in NAMES {
         let opts = match o.get(name) {
@@ -96,6 +153,7 @@ pub fn specs(o: &Map<String, Value>) -> Result<Vec<Spec>, String> {
         }
         let interval = number(&opts, "interval", 5.0).map_err(|e| format!("{name}: {e}"))?;
         let (file, kind) = match name {
+            "mpstat" => ("mpstat.csv", Kind::Cpu),
             "memstat" => (
                 "mem-stat.csv",
                 Kind::Mem(names(&opts, "additional_counters")?),
@@ -135,6 +193,47 @@ fn meminfo_bytes() -> BTreeMap<String, u64> {
             Some((key, v * mult))
         })
         .collect()
+}
+
+/// The `cpu` line of /proc/stat: user, nice, system, idle, iowait, irq,
+/// softirq, steal, guest, guest_nice (clock ticks).
+fn cpu_ticks() -> Option<[u64; 10]> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let mut out = [0u64; 10];
+    for (slot, v) in out.iter_mut().zip(line.split_whitespace().skip(1)) {
+        *slot = v.parse().ok()?;
+    }
+    Some(out)
+}
+
+/// One `mpstat -u` line for all CPUs between two readings, as mpstat
+/// computes it: guest time is inside user (and guest_nice inside nice), so
+/// %usr and %nice leave it out and the total counts it once; percentages
+/// rounded to mpstat's two decimals.
+fn mpstat_row(a: &[u64; 10], b: &[u64; 10]) -> BTreeMap<String, String> {
+    let d: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| y.saturating_sub(*x) as f64)
+        .collect();
+    let total: f64 = d[..8].iter().sum();
+    let pct = |v: f64| {
+        let p = if total > 0.0 { v / total * 100.0 } else { 0.0 };
+        py_float((p.max(0.0) * 100.0).round() / 100.0)
+    };
+    BTreeMap::from([
+        ("%usr".to_string(), pct(d[0] - d[8])),
+        ("%nice".to_string(), pct(d[1] - d[9])),
+        ("%sys".to_string(), pct(d[2])),
+        ("%iowait".to_string(), pct(d[4])),
+        ("%irq".to_string(), pct(d[5])),
+        ("%soft".to_string(), pct(d[6])),
+        ("%steal".to_string(), pct(d[7])),
+        ("%guest".to_string(), pct(d[8])),
+        ("%gnice".to_string(), pct(d[9])),
+        ("%idle".to_string(), pct(d[3])),
+    ])
 }
 
 fn net_counters(counters: &[String]) -> BTreeMap<(String, String), f64> {
@@ -179,6 +278,17 @@ fn sample_loop(spec: Spec, stop: Receiver<()>) -> Vec<Row> {
     // Sleeps `d`, false when told to stop.
     let wait = |d: Duration| matches!(stop.recv_timeout(d), Err(RecvTimeoutError::Timeout));
     match &spec.kind {
+        Kind::Cpu => {
+            // As `mpstat -u N`: the first line after one interval.
+            let mut last = cpu_ticks();
+            while wait(spec.interval) {
+                let now = cpu_ticks();
+                if let (Some(a), Some(b)) = (&last, &now) {
+                    rows.push((now_stamp(), mpstat_row(a, b)));
+                }
+                last = now;
+            }
+        }
         Kind::Mem(extra) => {
             let mut counters: Vec<String> = [
                 "MemTotal",
@@ -292,6 +402,7 @@ pub struct Running {
 pub fn start(specs: &[Spec]) -> Running {
     let mut threads = Vec::new();
     let mut unsupported = Map::new();
+    unsupported.insert("topdown".into(), json!(TOPDOWN_NOT_COLLECTED));
     for s in specs {
         if let Kind::Freq(file) = s.kind
             && let Err(why) = freq_cpus(file)
@@ -390,10 +501,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.len(), NAMES.len());
+        // Upstream's README examples: topdown's is_zen4, mpstat's interval.
+        for o in [
+            r#"{"topdown": {"is_zen4": true}}"#,
+            r#"{"mpstat": {"interval": 1}, "memstat": {"interval": 1}, "netstat": {"interval": 1}}"#,
+        ] {
+            specs(&serde_json::from_str(o).unwrap()).unwrap();
+        }
         for (o, want) in [
             (r#"{"memstat": {"interval": 0}}"#, "positive"),
             (r#"{"netstat": {"counters": []}}"#, "no key 'counters'"),
             (r#"{"cpufreq_scaling": 5}"#, "must be an object"),
+            (r#"{"topdown": {"is_zen": true}}"#, "no key 'is_zen'"),
+            (r#"{"topdown": {"is_zen4": 1}}"#, "true or false"),
         ] {
             let e = specs(&serde_json::from_str(o).unwrap()).unwrap_err();
             assert!(e.contains(want), "{o}: {e}");
@@ -404,7 +524,7 @@ mod tests {
     fn samples_memory_and_network_into_csvs() {
         let d = tempfile::tempdir().unwrap();
         let o = serde_json::from_str(
-            r#"{"memstat": {"interval": 0.05}, "netstat": {"interval": 0.05}}"#,
+            r#"{"mpstat": {"interval": 0.05}, "memstat": {"interval": 0.05}, "netstat": {"interval": 0.05}}"#,
         )
         .unwrap();
         let r = start(&specs(&o).unwrap());
@@ -418,6 +538,15 @@ mod tests {
         );
         let net = std::fs::read_to_string(d.path().join("net-stat.csv")).unwrap();
         assert!(net.contains("lo_rx_bytes_per_sec"), "{net}");
+        // mpstat.csv has upstream's columns (mpstat -u's, sorted).
+        let cpu = std::fs::read_to_string(d.path().join("mpstat.csv")).unwrap();
+        assert!(
+            cpu.starts_with(
+                "index,timestamp,%gnice,%guest,%idle,%iowait,%irq,%nice,%soft,%steal,%sys,%usr\n0,"
+            ),
+            "{cpu}"
+        );
+        assert_eq!(s["unsupported"]["topdown"], TOPDOWN_NOT_COLLECTED, "{s}");
         // cpufreq either ran or says why not.
         for m in ["cpufreq_scaling", "cpufreq_cpuinfo"] {
             assert!(
@@ -425,5 +554,22 @@ mod tests {
                 "{s}"
             );
         }
+    }
+
+    #[test]
+    fn mpstat_lines_as_mpstat_computes_them() {
+        // user 300 (of it guest 100), nice 0, system 100, idle 500, iowait
+        // 100: a total of 1000 ticks with guest counted once.
+        let a = [0u64; 10];
+        let b = [300, 0, 100, 500, 100, 0, 0, 0, 100, 0];
+        let r = mpstat_row(&a, &b);
+        assert_eq!(r["%usr"], "20.0");
+        assert_eq!(r["%guest"], "10.0");
+        assert_eq!(r["%sys"], "10.0");
+        assert_eq!(r["%idle"], "50.0");
+        assert_eq!(r["%iowait"], "10.0");
+        assert_eq!(r["%gnice"], "0.0");
+        let b = [1, 0, 0, 2, 0, 0, 0, 0, 0, 0];
+        assert_eq!(mpstat_row(&a, &b)["%idle"], "66.67");
     }
 }

@@ -1,7 +1,8 @@
 //! `perf`: system-wide `perf stat` counters over the whole job, and
-//! benchpress' sampling monitors that read /proc and /sys (memstat,
-//! netstat, cpufreq_scaling, cpufreq_cpuinfo: see [`super::monitors`]),
-//! each under its benchpress option name.
+//! benchpress' sampling monitors that read /proc and /sys (mpstat,
+//! memstat, netstat, cpufreq_scaling, cpufreq_cpuinfo: see
+//! [`super::monitors`]), each under its benchpress option name; upstream's
+//! `topdown` options are checked and the monitor listed as not collected.
 //!
 //! Before the job the hook checks each requested event with a short `perf
 //! stat`; events the host cannot count (no hardware PMU in most VMs) are
@@ -16,6 +17,8 @@ use std::process::{Child, Command, Stdio};
 
 pub const OPTIONS: &[&str] = &[
     "events",
+    "mpstat",
+    "topdown",
     "memstat",
     "netstat",
     "cpufreq_scaling",
