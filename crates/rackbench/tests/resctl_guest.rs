@@ -38,10 +38,15 @@ fn guest() -> Option<PathBuf> {
     }
 }
 
+/// One guest at a time: each keeps both host cores busy under TCG, and
+/// the benches' settling windows are wall-clock times.
+static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Boots the guest, runs `cmds` there (sh -e) and copies the guest's
 /// `/mnt/scratch/out` into `out`. Returns whether the commands succeeded
 /// and the console.
 fn in_guest(script: &Path, out: &Path, cmds: &str) -> (bool, String) {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
     let o = Command::new("bash")
         .arg(script)
         .args(["run", "--timeout", "1500", "--out"])
@@ -74,7 +79,7 @@ const DEVNR: &str = "$(cat /sys/block/vda/dev)";
 /// sampled while iocost is on, the record and result are upstream's
 /// shape, `format`, `summary`, `study` and `solve` read them in the guest
 /// and `summary` and `merge` on the host; the device's io.cost.qos is
-/// what it was before.
+/// what iocost-qos found.
 #[test]
 fn iocost_tune_on_a_fresh_journal_runs_iocost_qos_then_solves() {
     let Some(script) = guest() else { return };
@@ -83,7 +88,6 @@ fn iocost_tune_on_a_fresh_journal_runs_iocost_qos_then_solves() {
     let cmds = format!(
         "{SWAP}
 mkdir -p /mnt/scratch/d
-grep -h \"^{DEVNR} \" /sys/fs/cgroup/io.cost.qos > out/qos-before.txt || true
 rackbench resctl --test -d /mnt/scratch/d -r out/r.json run iocost-tune > out/run.txt 2> out/run.err || {{ tail -40 out/run.err; exit 1; }}
 grep -h \"^{DEVNR} \" /sys/fs/cgroup/io.cost.qos > out/qos-after.txt || true
 rackbench resctl -r out/r.json format iocost-qos > out/format.txt
@@ -140,10 +144,19 @@ rackbench resctl -r out/r.json solve iocost-tune > out/solve.txt 2>&1"
     let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(summary.contains("Solutions"), "{summary}");
     assert!(summary.contains("[naive"), "{summary}");
-    assert_eq!(
-        std::fs::read_to_string(out.join("qos-before.txt")).unwrap(),
-        std::fs::read_to_string(out.join("qos-after.txt")).unwrap(),
-        "io.cost.qos not restored"
+    // io.cost.qos is back to what iocost-qos found (iocost-params' QoS,
+    // which iocost-params leaves applied, as upstream hands it on), not the
+    // last rung's pinned vrate.
+    let after = std::fs::read_to_string(out.join("qos-after.txt")).unwrap();
+    let params = &jobs[0]["record"]["qos"];
+    assert!(after.contains("enable=1"), "{after}");
+    assert!(
+        after.contains(&format!(
+            "min={:.2} max={:.2}",
+            params["min"].as_f64().unwrap(),
+            params["max"].as_f64().unwrap()
+        )),
+        "io.cost.qos not restored to iocost-params' QoS: {after}"
     );
     // The host reads what the guest wrote, and merges its solutions.
     let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
@@ -228,10 +241,7 @@ rackbench resctl -r out/r.json format > out/format.txt"
     assert_eq!(vrate(&jobs[1]), 0.0);
     assert!(vrate(&jobs[3]) > 0.0);
     let format = std::fs::read_to_string(out.join("format.txt")).unwrap();
-    let headers: Vec<&str> = format
-        .lines()
-        .filter(|l| l.contains("iosched="))
-        .collect();
+    let headers: Vec<&str> = format.lines().filter(|l| l.contains("iosched=")).collect();
     assert_eq!(headers.len(), 4, "{format}");
     assert!(headers[1].contains("wbt=off iocost=off"), "{format}");
     assert!(headers[3].contains("iocost=on"), "{format}");

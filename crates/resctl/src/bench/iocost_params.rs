@@ -353,7 +353,6 @@ impl Drop for IoCostRestore {
 
 pub use crate::sys::iocost_restore_line as restore_line;
 
-
 /// Enables iocost with `k` for the length of a bench (protection): the
 /// outcome in words, and the guard that restores what was there.
 pub fn enable_for_run(ctx: &Ctx, k: &IoCostKnobs) -> (String, Option<IoCostRestore>) {

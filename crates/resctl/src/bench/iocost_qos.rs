@@ -376,7 +376,10 @@ impl QosProps {
             let c = self.vrate_max / f64::from(intvs);
             (c, -c / 2.0)
         } else {
-            ((self.vrate_max - self.vrate_min) / f64::from(intvs.max(2) - 1), 0.0)
+            (
+                (self.vrate_max - self.vrate_min) / f64::from(intvs.max(2) - 1),
+                0.0,
+            )
         }
     }
 

@@ -640,7 +640,11 @@ fn add_nested(
         && !have_qos
         && !pending[..t].iter().any(|s| s.kind == "iocost-qos")
     {
-        let spec = if opts.test { TEST_QOS_SPEC } else { DFL_QOS_SPEC };
+        let spec = if opts.test {
+            TEST_QOS_SPEC
+        } else {
+            DFL_QOS_SPEC
+        };
         lines.push(format!(
             "iocost-tune: iocost-qos run not specified, running the following: {spec}{}",
             if opts.test {
@@ -658,7 +662,9 @@ fn add_nested(
         && !opts.iocost_from_sys
         && !pending[..q].iter().any(|s| s.kind == "iocost-params")
     {
-        lines.push("iocost-qos needs the device's IO cost model: running iocost-params first".into());
+        lines.push(
+            "iocost-qos needs the device's IO cost model: running iocost-params first".into(),
+        );
         pending.insert(q, parse_spec("iocost-params")?);
     }
     if !pending.iter().any(|s| s.kind == "protection") {
@@ -797,7 +803,14 @@ pub fn cmd_run(
         .jobs
         .iter()
         .any(|d| d.spec.kind == "iocost-qos" && d.is_completed());
-    for line in add_nested(&mut pending, have_knobs, have_model, have_qos, opts, has_fio)? {
+    for line in add_nested(
+        &mut pending,
+        have_knobs,
+        have_model,
+        have_qos,
+        opts,
+        has_fio,
+    )? {
         eprintln!("{line}");
     }
     let mut reqs = BTreeSet::new();

@@ -439,8 +439,8 @@ fn within(s: &[RunSample], (a, b): (f64, f64)) -> Vec<[BTreeMap<String, f64>; 2]
 
 /// Studies one run of the record into upstream's `IoCostQoSResultRun`.
 pub fn study_run(r: &RecordRun) -> Result<Value, String> {
-    let srec: super::storage::StorageRecord = serde_json::from_value(r.stor.clone())
-        .map_err(|e| format!("the storage record: {e}"))?;
+    let srec: super::storage::StorageRecord =
+        serde_json::from_value(r.stor.clone()).map_err(|e| format!("the storage record: {e}"))?;
     let stor_iolat = within(&r.samples, (srec.started as f64, srec.ended as f64));
     let stor = stor_result(&srec, &stor_iolat);
     let prot = prot_result(&r.prot)?;
@@ -605,8 +605,8 @@ fn run_one(
         eprintln!("{label}: storage ({loops} loops)");
         match super::storage::run(&sspec, ctx) {
             Ok(Outcome::Done(rec, _)) => {
-                let rec: super::storage::StorageRecord = serde_json::from_value(rec)
-                    .map_err(|e| format!("the storage record: {e}"))?;
+                let rec: super::storage::StorageRecord =
+                    serde_json::from_value(rec).map_err(|e| format!("the storage record: {e}"))?;
                 break (rec, ctx.used_hashd.clone().unwrap_or_default());
             }
             Ok(Outcome::Partial(_, why)) => return Ok(RunEnd::Interrupted(why)),
@@ -701,7 +701,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     let mem_profile = ctx.mem.profile;
     let matches = match &prev {
         Some(pr) => prev_matches(pr, &k, mem_profile).map_err(|why| {
-            eprintln!("iocost-qos: Existing result doesn't match the current configuration ({why})");
+            eprintln!(
+                "iocost-qos: Existing result doesn't match the current configuration ({why})"
+            );
         }),
         None => Err(()),
     };

@@ -393,7 +393,7 @@ fn now_f64() -> f64 {
 
 /// How one loop ended.
 enum LoopEnd {
-    Done(LoopRecord),
+    Done(Box<LoopRecord>),
     Interrupted,
 }
 
@@ -516,7 +516,7 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         _ => (0.0, 0.0),
     };
     let lat = |ios: u64, ms: u64| (ios > 0).then(|| ms as f64 / ios as f64 / 1000.0);
-    Ok(LoopEnd::Done(LoopRecord {
+    Ok(LoopEnd::Done(Box::new(LoopRecord {
         usage,
         size: (mem_size as f64 * mem_frac) as u64,
         mem_frac,
@@ -541,7 +541,7 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
         samples_expected: (secs.floor() as u64).max(samples),
         root,
         iolat,
-    }))
+    })))
 }
 
 /// Runs the bench.
@@ -637,7 +637,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         let end = run_loop(ctx, &files, &cg, &label);
         rec.ended = now_secs();
         let mut l = match end {
-            Ok(LoopEnd::Done(l)) => l,
+            Ok(LoopEnd::Done(l)) => *l,
             Ok(LoopEnd::Interrupted) => {
                 return Ok(Outcome::Partial(
                     Some(serde_json::to_value(&rec).map_err(|e| e.to_string())?),

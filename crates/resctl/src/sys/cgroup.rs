@@ -474,13 +474,11 @@ impl Cgroups {
             st.io_cost_usage = s.cost_usage_us.map(|us| us as f64 / 1e6);
             st.io_cost_vrate = s.cost_vrate;
         }
-        let io = v2_io
-            .map(|s| (s.rbytes, s.wbytes))
-            .or_else(|| {
-                fs::read_to_string("/proc/diskstats")
-                    .ok()
-                    .map(|t| parse_diskstats(&t, is_whole_disk))
-            });
+        let io = v2_io.map(|s| (s.rbytes, s.wbytes)).or_else(|| {
+            fs::read_to_string("/proc/diskstats")
+                .ok()
+                .map(|t| parse_diskstats(&t, is_whole_disk))
+        });
         if let Some((r, w)) = io {
             st.io_rbytes = Some(r);
             st.io_wbytes = Some(w);

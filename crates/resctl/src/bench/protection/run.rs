@@ -725,10 +725,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     // io.weight 50.
     if let (Some(w), Some(s)) = (work.as_ref(), sys.as_ref()) {
         if !passive.cpu {
-            rec.controls.push(applied(
-                "system.slice cpu.weight=10",
-                s.set_cpu_weight(10),
-            ));
+            rec.controls
+                .push(applied("system.slice cpu.weight=10", s.set_cpu_weight(10)));
         }
         if !passive.io {
             rec.controls.push(applied(
