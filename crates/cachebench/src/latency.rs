@@ -198,12 +198,82 @@ impl Recorder {
 /// calls, whole).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OpLatency {
-    #[serde(with = "crate::stats::histogram")]
+    #[serde(with = "crate::latency::serde_histogram")]
     pub insert: Histogram<u64>,
-    #[serde(with = "crate::stats::histogram")]
+    #[serde(with = "crate::latency::serde_histogram")]
     pub lookup: Histogram<u64>,
-    #[serde(with = "crate::stats::histogram")]
+    #[serde(with = "crate::latency::serde_histogram")]
     pub remove: Histogram<u64>,
+}
+
+/// Serde for hdrhistogram's histograms, which have none of their own: the
+/// bounds and each recorded bucket as a (value, count) pair. Recording the
+/// pairs again fills the same buckets, so every percentile, the min, max and
+/// mean read back exactly as they were. (hdrhistogram's own V2 encoding is
+/// binary; a record is JSON that a reader can inspect.)
+pub mod serde_histogram {
+    use hdrhistogram::Histogram;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Repr {
+        low: u64,
+        high: u64,
+        sigfig: u8,
+        auto_resize: bool,
+        /// (highest value of the bucket, count) for each non-empty bucket.
+        counts: Vec<(u64, u64)>,
+    }
+
+    fn repr(h: &Histogram<u64>) -> Repr {
+        Repr {
+            low: h.low(),
+            high: h.high(),
+            sigfig: h.sigfig(),
+            auto_resize: h.is_auto_resize(),
+            counts: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+
+    fn build<E: serde::de::Error>(r: Repr) -> Result<Histogram<u64>, E> {
+        let mut h = Histogram::new_with_bounds(r.low, r.high, r.sigfig)
+            .map_err(|e| E::custom(format!("histogram bounds: {e:?}")))?;
+        h.auto(r.auto_resize);
+        for (v, n) in r.counts {
+            h.record_n(v, n)
+                .map_err(|e| E::custom(format!("histogram value {v}: {e:?}")))?;
+        }
+        Ok(h)
+    }
+
+    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        repr(h).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        build(Repr::deserialize(d)?)
+    }
+
+    /// The same for an optional histogram.
+    pub mod option {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(
+            h: &Option<Histogram<u64>>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            h.as_ref().map(repr).serialize(s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Histogram<u64>>, D::Error> {
+            Option::<Repr>::deserialize(d)?.map(build).transpose()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -205,15 +205,15 @@ pub struct DeviceStats {
     /// Microseconds per successful `read_at` call over the last minute
     /// (upstream's sliding window, see [`crate::latency`]): what the text
     /// prints.
-    #[serde(with = "crate::stats::histogram")]
+    #[serde(with = "crate::latency::serde_histogram")]
     pub read_latency_us: Histogram<u64>,
     /// Microseconds per successful `write_at` call over the last minute.
-    #[serde(with = "crate::stats::histogram")]
+    #[serde(with = "crate::latency::serde_histogram")]
     pub write_latency_us: Histogram<u64>,
     /// The same over the whole run (for per-interval figures).
-    #[serde(with = "crate::stats::histogram", default = "new_histogram")]
+    #[serde(with = "crate::latency::serde_histogram", default = "new_histogram")]
     pub read_latency_total_us: Histogram<u64>,
-    #[serde(with = "crate::stats::histogram", default = "new_histogram")]
+    #[serde(with = "crate::latency::serde_histogram", default = "new_histogram")]
     pub write_latency_total_us: Histogram<u64>,
 }
 

@@ -110,9 +110,9 @@ pub struct NvmStats {
     /// Microseconds per engine lookup and per engine insert (rackbench's
     /// own figure; upstream's `NVM Read/Write Latency` is the device's, in
     /// `device`).
-    #[serde(with = "crate::stats::histogram::option")]
+    #[serde(with = "crate::latency::serde_histogram::option")]
     pub read_latency_us: Option<hdrhistogram::Histogram<u64>>,
-    #[serde(with = "crate::stats::histogram::option")]
+    #[serde(with = "crate::latency::serde_histogram::option")]
     pub write_latency_us: Option<hdrhistogram::Histogram<u64>>,
     /// The current admission probability (1 without a policy).
     pub admission_probability: f64,
