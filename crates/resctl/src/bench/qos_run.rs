@@ -716,7 +716,6 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             ..Record::default()
         },
     };
-    rec.runs.clear();
     // The dither: the given distance, or the earlier record's, or a new
     // random one within half an interval.
     let dither = match p.dither {
@@ -906,6 +905,71 @@ mod tests {
                 99.0
             )
             .skip
+        );
+    }
+
+    #[test]
+    fn an_earlier_record_is_reused_only_when_it_matches() {
+        let k = IoCostKnobs {
+            devnr: "8:0".into(),
+            model: IoCostModel {
+                rbps: 1 << 30,
+                ..Default::default()
+            },
+            qos: IoCostQos {
+                rpct: 95.0,
+                min: 60.0,
+                max: 100.0,
+                ..Default::default()
+            },
+        };
+        let pin = QosOvr {
+            min: Some(50.0),
+            max: Some(50.0),
+            ..Default::default()
+        };
+        let run = |ovr: &QosOvr| RecordRun {
+            period: (1, 2),
+            ovr: ovr.clone(),
+            qos: target_qos(&k.qos, ovr),
+            stor: json!({"mem": {"profile": 16}}),
+            prot: json!({}),
+            samples: Vec::new(),
+            iolat_source: String::new(),
+        };
+        // An interrupted job: its finished runs are in inc_runs.
+        let prev = Record {
+            base_model: k.model.clone(),
+            base_qos: k.qos.clone(),
+            inc_runs: vec![run(&pin)],
+            ..Record::default()
+        };
+        assert!(prev_matches(&prev, &k, 16).is_ok());
+        assert!(find_run(&pin, &prev).is_some());
+        let other = QosOvr {
+            min: Some(40.0),
+            max: Some(40.0),
+            ..Default::default()
+        };
+        assert!(find_run(&other, &prev).is_none());
+        // A completed job's runs count too.
+        let done = Record {
+            runs: vec![Some(run(&other)), None],
+            ..prev.clone()
+        };
+        assert!(find_run(&other, &done).is_some());
+        // Another profile, model or QoS: not reused.
+        assert!(
+            prev_matches(&prev, &k, 8)
+                .unwrap_err()
+                .contains("mem-profile")
+        );
+        let mut k2 = k.clone();
+        k2.qos.rlat = 5;
+        assert!(prev_matches(&prev, &k2, 16).unwrap_err().contains("iocost"));
+        assert!(
+            prev_matches(&Record::default(), &k, 16).is_err(),
+            "an empty record matches nothing"
         );
     }
 
