@@ -430,8 +430,10 @@ mod tests {
                     DataPoint::new(50.0, 1.5),
                     DataPoint::new(100.0, 1.5),
                 ],
+                hinges: None,
             },
             error: 0.0123,
+            v21: false,
         }
     }
 

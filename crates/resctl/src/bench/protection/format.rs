@@ -684,6 +684,10 @@ pub struct TuneView {
     pub final_size: Option<u64>,
     /// Every probe and its isolation (ours; none in upstream's records).
     pub probes: Vec<(u64, Option<f64>)>,
+    /// Upstream's hold after the hog starts swapping (its fixed 200 s),
+    /// printed after the threshold as upstream does; `None` for a run
+    /// that had no such hold (rackbench's probes).
+    pub hold: Option<f64>,
 }
 
 /// Prints the scenarios and their combined summary.
@@ -771,11 +775,15 @@ fn format_tune(
         size(t.size_max),
         t.intvs
     );
+    let hold = t
+        .hold
+        .map(|h| format!(" for {}", crate::fmt::format_duration(h)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "        isol-{} >= {:.2}%",
+        "        isol-{} >= {}%{hold}",
         t.isol_pct,
-        t.isol_thr * 100.0
+        crate::fmt::format_pct(t.isol_thr)
     );
     out.push('\n');
     if rec.runs.is_empty() {
@@ -787,19 +795,19 @@ fn format_tune(
         Some(sz) => {
             let _ = writeln!(
                 out,
-                "        hashd memory size {}/{} can be protected at isol-{} >= {:.2}%",
+                "        hashd memory size {}/{} can be protected at isol-{} >= {}%",
                 size(sz),
                 size(t.size_max),
                 t.isol_pct,
-                t.isol_thr * 100.0
+                crate::fmt::format_pct(t.isol_thr)
             );
         }
         None => {
             let _ = writeln!(
                 out,
-                "        Failed to find size to keep isol-{} above {:.2}% in [{}, {}]",
+                "        Failed to find size to keep isol-{} above {}% in [{}, {}]",
                 t.isol_pct,
-                t.isol_thr * 100.0,
+                crate::fmt::format_pct(t.isol_thr),
                 size(t.size_min),
                 size(t.size_max)
             );
