@@ -610,7 +610,7 @@ mod tests {
         assert_eq!(format_pct(9.9994), "999.9");
         assert_eq!(format_pct(9.9996), "1000");
         assert_eq!(format_pct(999.99), "99999");
-        assert_eq!(format_pct(999.0), "99.9k");
+        assert_eq!(format_pct(999.0), "99900");
         assert_eq!(format_pct(1000.0), "100k");
         assert_eq!(format_pct(12346.0), "1235k");
         assert_eq!(format_pct(99995.0), "INF");

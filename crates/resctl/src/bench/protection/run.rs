@@ -1466,7 +1466,7 @@ mod tests {
         assert!(!text.contains("Scenario 1/2 - Memory Hog\n"), "{text}");
         assert!(
             text.contains(
-                "Params: load=1 speed=2x size=1.0G-2.0G intvs=4\n        isol-05 >= 90.00%\n"
+                "Params: load=1 speed=2x size=1.0G-2.0G intvs=4\n        isol-05 >= 90.00% for 3.3M\n"
             ),
             "{text}"
         );
