@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """rackbench resctl against upstream resctl-bench 2.2.5 on result files.
 
-Upstream is built from crates.io into a scratch folder outside the
-project (RESCTL_PEER, default /var/tmp/resctl-peer), as
-bench/resctl_hashd_vs_upstream.sh does for rd-hashd. Each tool works on
+Upstream is built from its crates.io source into a scratch folder outside
+the project (RESCTL_PEER, default /var/tmp/resctl-peer), as
+bench/resctl_hashd_vs_upstream.sh does for rd-hashd (see build() for why
+not plain `cargo install`). Each tool works on
 its own copy of every file:
 
 - format and summary: stdout compared byte for byte, apart from the
@@ -23,7 +24,7 @@ Files: the project's upstream-shaped fixtures (tests/data/resctl) and
 every *.json.gz under DATABASE (the iocost-benchmarks database, e.g. a
 clone of iocost-benchmark/iocost-benchmarks, its `database` folder).
 
-Usage: python3 bench/resctl_vs_upstream.py [--run] [--keep DIR] [DATABASE]
+Usage: [RACKBENCH=BIN] python3 bench/resctl_vs_upstream.py [--run] [--keep DIR] [DATABASE]
 Prints one line per difference found and a summary line with the counts.
 """
 
@@ -41,21 +42,46 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PEER = Path(os.environ.get("RESCTL_PEER", "/var/tmp/resctl-peer"))
 UPSTREAM = PEER / "root" / "bin" / "resctl-bench"
-OURS = ROOT / "target" / "release" / "rackbench"
+# RACKBENCH names another rackbench binary (a debug build, say); by
+# default the release build is made and used.
+OURS = Path(os.environ.get("RACKBENCH", ROOT / "target" / "release" / "rackbench"))
 FIXTURES = ROOT / "crates" / "rackbench" / "tests" / "data" / "resctl"
 HEADER = re.compile(r"^\[(\S+) (\S+) result\]", re.M)
 
 
 def build():
+    """Upstream resctl-bench 2.2.5 from crates.io, outside the project.
+
+    `cargo install resctl-bench --version 2.2.5` no longer builds: with
+    today's dependency versions upstream's code fails type inference (a
+    `From` impl zerocopy added), and with its own Cargo.lock (`--locked`)
+    `time` 0.3.34 does not build on Rust 1.80 and later. So the crate's
+    source is built with its Cargo.lock, `time` alone moved to 0.3.36.
+    """
     if not UPSTREAM.exists():
-        PEER.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, CARGO_TARGET_DIR=str(PEER / "target"))
+        regs = sorted(Path.home().glob(".cargo/registry/src/*/resctl-bench-2.2.5"))
+        if not regs:
+            # Fetches and unpacks the crate (the build itself then fails).
+            subprocess.run(
+                ["cargo", "install", "resctl-bench", "--version", "2.2.5", "--locked",
+                 "--root", str(PEER / "root")],
+                env=dict(os.environ, CARGO_TARGET_DIR=str(PEER / "target")),
+            )
+            regs = sorted(Path.home().glob(".cargo/registry/src/*/resctl-bench-2.2.5"))
+        src = PEER / "src"
+        if not src.exists():
+            shutil.copytree(regs[-1], src)
+            subprocess.run(["cargo", "update", "-p", "time", "--precise", "0.3.36"], cwd=src, check=True)
         subprocess.run(
-            ["cargo", "install", "resctl-bench", "--version", "2.2.5", "--root", str(PEER / "root")],
+            ["cargo", "build", "--release", "--locked", "--bin", "resctl-bench"],
+            cwd=src,
             check=True,
-            env=env,
+            env=dict(os.environ, CARGO_TARGET_DIR=str(PEER / "target2")),
         )
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "rackbench"], check=True, cwd=ROOT)
+        UPSTREAM.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PEER / "target2" / "release" / "resctl-bench", UPSTREAM)
+    if "RACKBENCH" not in os.environ:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "rackbench"], check=True, cwd=ROOT)
 
 
 def up(args, cwd):
@@ -119,7 +145,7 @@ def main():
     ap.add_argument("--keep", help="work folder to keep (default: a temporary one, removed)")
     a = ap.parse_args()
     build()
-    files = sorted(FIXTURES.glob("*.json"))
+    files = sorted(FIXTURES.rglob("*.json")) + sorted(FIXTURES.rglob("*.json.gz"))
     if a.database:
         files += sorted(Path(a.database).rglob("*.json.gz"))
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="resctl-vs-up."))

@@ -24,6 +24,21 @@ fn upstream_journal(dir: &Path) -> PathBuf {
     dst
 }
 
+/// The iocost-qos ladder fixture (gzipped) written into `dst` as JSON.
+fn ladder(dst: &Path) {
+    use std::io::Read;
+    let gz = std::fs::File::open(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/resctl/upstream-iocost-qos-ladder.json.gz"),
+    )
+    .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .unwrap();
+    std::fs::write(dst, text).unwrap();
+}
+
 /// `rackbench resctl -d DIR -r RESULT ARGS...`: (success, stdout, stderr).
 fn resctl(dir: &Path, result: &Path, args: &[&str]) -> (bool, String, String) {
     let o = rackbench(dir)
@@ -187,7 +202,7 @@ fn upstream_journal_formats_without_loss() {
         &[
             "Scenario 1/1 - Memory Hog\n=========================\n\nParams: loops=2 load=0.8 speed=2x\n",
             "Info: baseline_rps=1029.00 baseline_lat=69.6m:1.7m vrate=87.25:3.50\n      io_usage=123.4 io_unused=5.6 hog_io_usage=45.6 hog_io_loss=7.8\n      hog_bytes=53.1G hog_lost_bytes=3.3G\n",
-            "IO Latency: R p50=200u:20.0u/300u p90=-:-/- p99=2.0m:200u/3.0m max=10.0m:1.0m/15.0m\n",
+            "IO Latency: R p50=200u:20.0u/300u p90=200u:20.0u/300u p99=2.0m:200u/3.0m max=10.0m:1.0m/15.0m\n",
             "[ROOT]",
             "[WORKLOAD]",
             "[SYSTEM]",
@@ -435,12 +450,7 @@ fn upstream_storage_and_iocost_qos_results_format() {
 fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("ladder.json");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
-        &res,
-    )
-    .unwrap();
+    ladder(&res);
     let (ok, out, err) = resctl(d.path(), &res, &["--force", "run", "iocost-tune"]);
     assert!(ok, "{err}");
     assert!(
@@ -605,12 +615,7 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
 fn merge_pools_iocost_tune_results_of_several_files() {
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("a.json");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
-        &src,
-    )
-    .unwrap();
+    ladder(&src);
     let (ok, _, err) = resctl(d.path(), &src, &["--force", "run", "iocost-tune"]);
     assert!(ok, "{err}");
     let a: Vec<serde_json::Value> =
