@@ -285,9 +285,10 @@ fn describe_json_error(e: &serde_json::Error) -> String {
     msg.strip_suffix(&suffix).unwrap_or(&msg).to_string()
 }
 
-/// A number as upstream resctl-bench 2.1 read it from a result file (the
-/// published 2.1 merged results were solved on such numbers): serde_json
-/// without its `float_roundtrip` feature takes the decimal
+/// A number as upstream resctl-bench (2.1 and 2.2.5 alike) reads it from a
+/// result file (the published 2.1 merged results were solved on such
+/// numbers, and upstream's `format` prints them): serde_json without its
+/// `float_roundtrip` feature takes the decimal
 /// digits as an integer significand (digits past what a u64 holds are
 /// dropped) and a power of ten, converts the significand to f64 and then
 /// multiplies or divides by the power, two roundings that can leave the
@@ -349,8 +350,8 @@ pub fn upstream_float(v: f64) -> f64 {
     if v < 0.0 { -f } else { f }
 }
 
-/// Every float of `v` as upstream 2.1 read it ([`upstream_float`]): what
-/// its `merge` solved on.
+/// Every float of `v` as upstream reads it ([`upstream_float`]): what its
+/// `merge` solves on and its `format` prints.
 pub fn upstream_floats(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Number(n) if n.is_f64() => {

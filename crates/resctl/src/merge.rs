@@ -199,17 +199,13 @@ fn merge_group(srcs: &mut [Src], fit: Fit) -> Result<JobData, String> {
         let parsed = (|| -> Result<(TuneRecord, TuneResult), String> {
             let rec = serde_json::from_value(s.data.record.clone().unwrap_or_default())
                 .map_err(|e| format!("record: {e}"))?;
-            let res: TuneResult = serde_json::from_value(s.data.result.clone().unwrap_or_default())
-                .map_err(|e| format!("result: {e}"))?;
-            // Upstream 2.1 read its sources' numbers without exact float
-            // parsing, and solved its merged results on those.
-            let res = if res.is_v21() {
-                let mut raw = s.data.result.clone().unwrap_or_default();
-                crate::journal::upstream_floats(&mut raw);
-                serde_json::from_value(raw).map_err(|e| format!("result: {e}"))?
-            } else {
-                res
-            };
+            // The sources' numbers as upstream reads them (serde_json
+            // without exact float parsing): its merged results are solved
+            // on those.
+            let mut raw = s.data.result.clone().unwrap_or_default();
+            crate::journal::upstream_floats(&mut raw);
+            let res: TuneResult =
+                serde_json::from_value(raw).map_err(|e| format!("result: {e}"))?;
             Ok((rec, res))
         })();
         let (rec, res) = match parsed {

@@ -1118,7 +1118,16 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
     if !result.exists() {
         return Err(format!("result file {} does not exist", result.display()));
     }
-    let journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    // The numbers as upstream reads them, so that every printed figure
+    // rounds as upstream's does (a value one unit in the last place off can
+    // print 99.82 for 99.81); nothing is written back.
+    for d in &mut journal.jobs {
+        for v in [&mut d.record, &mut d.result].into_iter().flatten() {
+            crate::journal::upstream_floats(v);
+        }
+        crate::journal::upstream_floats(&mut d.sysinfo);
+    }
     let mut out = String::new();
     if specs.is_empty() {
         for d in &journal.jobs {

@@ -30,3 +30,4 @@ pub mod tune;
 pub mod tune_fit;
 pub mod tune_fit21;
 pub mod tune_graph;
+pub mod tune_textplot;

@@ -1211,8 +1211,10 @@ pub fn format_with_prefix(
                     } else {
                         spec_tune.and_then(|t| t.intvs).unwrap_or(10)
                     },
-                    isol_pct: t.isol_pct.clone(),
-                    isol_thr: t.isol_thr,
+                    // The spec's, as upstream prints them (its record
+                    // may hold another version's default).
+                    isol_pct: spec_tune.map_or_else(|| t.isol_pct.clone(), |s| s.isol_pct.clone()),
+                    isol_thr: spec_tune.map_or(t.isol_thr, |s| s.isol_thr),
                     final_size: t.final_size,
                     probes: t.probes.clone(),
                     // Upstream's record (range and probes left to the
