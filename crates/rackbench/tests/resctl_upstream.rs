@@ -941,3 +941,51 @@ fn format_and_summary_print_as_upstream_2_2_5() {
         }
     }
 }
+
+/// `--version` and `-V` print `resctl-bench VERSION TARGET` (and
+/// `rd-hashd ...` for hashd), as upstream's clap prints them; `deps`
+/// counts upstream's 21 requirements (DepsLinuxBuild left out) and lists
+/// the missed ones in upstream's words.
+#[test]
+fn version_and_deps_print_as_upstream() {
+    let d = tempfile::tempdir().unwrap();
+    let target = format!(
+        "{}-unknown-{}",
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    );
+    for (args, name) in [
+        (vec!["resctl", "--version"], "resctl-bench"),
+        (vec!["resctl", "-V"], "resctl-bench"),
+        (vec!["resctl", "hashd", "--version"], "rd-hashd"),
+    ] {
+        let o = rackbench(d.path()).args(&args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.starts_with(&format!("{name} {VERSION} {target}")) && out.ends_with('\n'),
+            "{args:?}: {out}"
+        );
+        assert_eq!(out.lines().count(), 1, "{out}");
+    }
+    let o = rackbench(d.path())
+        .args(["resctl", "-d"])
+        .arg(d.path())
+        .arg("deps")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("Satisfied sysreqs (") && first.contains("/21):"),
+        "{out}"
+    );
+    assert!(!first.contains("DepsLinuxBuild"), "{out}");
+    if let Some(missed) = out.lines().find(|l| l.starts_with("Missed sysreqs: ")) {
+        assert!(
+            !missed.contains('('),
+            "upstream's line has no count: {missed}"
+        );
+    }
+}
