@@ -477,8 +477,8 @@ fn resctl_bench_storage_measures_offloading_with_a_swap_file() {
         .output()
         .unwrap();
     let full = text(&f.stdout);
-    assert!(full.contains("Resource stat:\n\nALL "), "{full}");
-    assert!(full.contains("\nFINAL "), "{full}");
+    assert!(full.contains("Resource stat:\n\n[ALL] "), "{full}");
+    assert!(full.contains("\n[FINAL] "), "{full}");
     let cpu = full
         .lines()
         .find(|l| l.starts_with("cpu% "))

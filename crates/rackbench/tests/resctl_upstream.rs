@@ -24,6 +24,21 @@ fn upstream_journal(dir: &Path) -> PathBuf {
     dst
 }
 
+/// The iocost-qos ladder fixture (gzipped) written into `dst` as JSON.
+fn ladder(dst: &Path) {
+    use std::io::Read;
+    let gz = std::fs::File::open(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/resctl/upstream-iocost-qos-ladder.json.gz"),
+    )
+    .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .unwrap();
+    std::fs::write(dst, text).unwrap();
+}
+
 /// `rackbench resctl -d DIR -r RESULT ARGS...`: (success, stdout, stderr).
 fn resctl(dir: &Path, result: &Path, args: &[&str]) -> (bool, String, String) {
     let o = rackbench(dir)
@@ -187,7 +202,7 @@ fn upstream_journal_formats_without_loss() {
         &[
             "Scenario 1/1 - Memory Hog\n=========================\n\nParams: loops=2 load=0.8 speed=2x\n",
             "Info: baseline_rps=1029.00 baseline_lat=69.6m:1.7m vrate=87.25:3.50\n      io_usage=123.4 io_unused=5.6 hog_io_usage=45.6 hog_io_loss=7.8\n      hog_bytes=53.1G hog_lost_bytes=3.3G\n",
-            "IO Latency: R p50=200u:20.0u/300u p90=-:-/- p99=2.0m:200u/3.0m max=10.0m:1.0m/15.0m\n",
+            "IO Latency: R p50=200u:20.0u/300u p90=200u:20.0u/300u p99=2.0m:200u/3.0m max=10.0m:1.0m/15.0m\n",
             "[ROOT]",
             "[WORKLOAD]",
             "[SYSTEM]",
@@ -402,15 +417,15 @@ fn upstream_storage_and_iocost_qos_results_format() {
         jobs[0],
         &[
             "\nIO Latency Distribution:\n\nREAD      min   p25   p50   p75   p90   p95   p99 p99.9   max   cum  mean  stdev\n",
-            "\nResource stat:\n\nALL           min ",
-            "\nFINAL         min ",
+            "\nResource stat:\n\n[ALL]         min ",
+            "\n[FINAL]       min ",
         ],
     );
     assert_has(
         jobs[1],
         &[
             "\n\nRUN 00\n======\n\nQoS: iocost=off\n\nRUN 00 - Storage\n----------------\n\nIO Latency: R ",
-            "\nRUN 00 - Protection Scenario 1/1 - Memory Hog Tuning\n----------------------------------------------------\n\nParams: load=1 speed=2x size=9.6G-17.1G intvs=10\n        isol-01 >= 90.00%\n\nResult: A successful full mem-hog run was not recorded\n",
+            "\nRUN 00 - Protection Scenario 1/1 - Memory Hog Tuning\n----------------------------------------------------\n\nParams: load=1 speed=2x size=9.6G-17.1G intvs=10\n        isol-01 >= 90.00% for 3.3M\n\nResult: A successful full mem-hog run was not recorded\n",
             "\nRUN 01 - Protection Scenario 1/1 - Memory Hog Tuning\n",
             "        hashd memory size 17.4G/17.4G can be protected at isol-01 >= 90.00%\n\nRUN 01 - Result\n---------------\n\nIO Latency Distribution:\n",
             "\nvrate: p00=60.00 p01=60.00 p10=60.00 p25=60.00 p50=60.00 p75=60.00 p90=60.00\n       p99=60.00 p100=73.73 pmean=60.05 pstdev=0.75\n\nQoS result: MOF=1.451@16(1.020x) vrate=60.05:0.75 missing=4.12%\n            aMOF=1.451@16(1.020x) isol-01=97.45% lat_imp=0.79%:0.84 work_csv=73.55%\n\n\nSummary\n=======\n\n[00] QoS: iocost=off mem_profile=16\n",
@@ -435,25 +450,20 @@ fn upstream_storage_and_iocost_qos_results_format() {
 fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("ladder.json");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
-        &res,
-    )
-    .unwrap();
+    ladder(&res);
     let (ok, out, err) = resctl(d.path(), &res, &["--force", "run", "iocost-tune"]);
     assert!(ok, "{err}");
     assert!(
-        err.contains("iocost-tune: solving on the journal's iocost-qos result (iocost-qos:vrate-intvs=25,vrate-max=125)"),
+        err.contains("iocost-tune: solving on the journal's iocost-qos result (iocost-qos:isol-pct=01,vrate-intvs=25,vrate-max=125)"),
         "{err}"
     );
     assert_has(
         &out,
         &[
-            "\nSolutions\n=========\n\n[naive             ] vrate=75-100, rpct=99, wpct=99\n  info: scale=100.0% MOF=1.600@16 ",
+            "\nSolutions\n=========\n\n[naive] vrate=75-100, rpct=99, wpct=99\n  info: scale=100.0% MOF=1.600@16 ",
             "  qos: rpct=99.00 rlat=6000 wpct=99.00 wlat=1800 min=75.00 max=100.00\n",
-            "[isolation         ] aMOF-delta=min\n  info: scale=37.13% MOF=1.382@16 aMOF=1.310 aMOF-delta=0.050 isol-01=98.00%\n",
-            "[rlat-99-q4        ] rlat-99=0-0.25\n",
+            "[isolation] aMOF-delta=min\n  info: scale=37.13% MOF=1.382@16 aMOF=1.312 aMOF-delta=0.050 isol-01=98.00%\n",
+            "[rlat-99-q4] rlat-99=0-0.25\n",
             "\nRemarks\n=======\n\n* bandwidth: Isolatable memory size is ",
         ],
     );
@@ -478,25 +488,23 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
     assert!(isolation < bandwidth, "{isolation} {bandwidth}");
     assert_eq!(r["solutions"]["bandwidth"]["target"], "AMOFMaxVrate");
 
-    // format: upstream's text graphs, one per figure with its fitted
-    // range, hinges and error, before the solutions; summary has none.
+    // format: upstream's text graphs (its plotting crate's layout: the y
+    // label down the left, the x axis 80 cells wide), one per figure with
+    // its fitted range, hinges and error, before the solutions; summary
+    // has none.
     let (ok, out, err) = resctl(d.path(), &res, &["format", "iocost-tune"]);
     assert!(ok, "{err}");
     assert_has(
         &out,
         &[
             "\nGraphs (square: fitted line, circle: data points, cross: rejected)\n====",
-            "\nMOF@16\n",
-            "\n                vrate 5.0-125.0 (min=1.039 max=1.600 infls=57.5 err=0.002)\n",
-            "\nisol-01\n",
-            "\naMOF@16\n",
-            "vrate 5.0-110.5 (min=1.031 max=1.401 infls=47.5,82.5,107.5 err=0.008)\n",
-            "\nrlat-99-mean\n",
+            "vrate 5.0-125.0 (min=1.039 max=1.600 infls=57.5 err=0.002)",
+            "vrate 5.0-110.5 (min=1.036 max=1.401 infls=47.5,82.5,107.5 err=0.008)",
+            "\n M     |",
         ],
     );
     assert_eq!(
-        out.matches("■ fitted line  × rejected  ● data points\n")
-            .count(),
+        out.matches(&format!("+{}", "-".repeat(80))).count(),
         j[1]["result"]["data"].as_object().unwrap().len(),
         "{out}"
     );
@@ -579,7 +587,7 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
         err.contains("iocost-qos has no solve step, kept as it is"),
         "{err}"
     );
-    assert!(out.contains("[isolation         ] aMOF-delta=min"), "{out}");
+    assert!(out.contains("[isolation] aMOF-delta=min"), "{out}");
     assert_eq!(std::fs::read(&res).unwrap(), before);
     let mut j: Vec<serde_json::Value> = serde_json::from_slice(&before).unwrap();
     j[1]["result"]["solutions"]
@@ -605,12 +613,7 @@ fn iocost_tune_solves_on_an_upstream_iocost_qos_result() {
 fn merge_pools_iocost_tune_results_of_several_files() {
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("a.json");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/resctl/upstream-iocost-qos-ladder.json"),
-        &src,
-    )
-    .unwrap();
+    ladder(&src);
     let (ok, _, err) = resctl(d.path(), &src, &["--force", "run", "iocost-tune"]);
     assert!(ok, "{err}");
     let a: Vec<serde_json::Value> =
@@ -649,7 +652,7 @@ fn merge_pools_iocost_tune_results_of_several_files() {
     assert_has(
         &out,
         &[
-            "[0] iocost-tune\n  version: 2.2\n  memory-profile: 16\n  storage: WDC CL SN720 SDAQNTW-512G-1020\n  fwver: 10105120\n  classifier: vrate-max=125\n  sources:\n    + b.json\n    + c.json\n    - e.json (1 missed sysreqs)\n",
+            "[0] iocost-tune\n  version: 2.2\n  memory-profile: 16\n  storage: WDC CL SN720 SDAQNTW-512G-1020\n  fwver: 10105120\n  classifier: isol-pct=01,vrate-max=125\n  sources:\n    + b.json\n    + c.json\n    - e.json (1 missed sysreqs)\n",
             "[-] iocost-tune\n",
             "  storage: OTHER SSD\n",
             "    + d.json\n",
@@ -710,4 +713,279 @@ fn merge_pools_iocost_tune_results_of_several_files() {
     let (ok, _, err) = resctl(d.path(), &merged, &["--multiple", "summary"]);
     assert!(!ok);
     assert!(err.contains("are merge's options, not summary's"), "{err}");
+}
+
+/// A published result (or merged result) of the iocost-benchmarks
+/// database, copied into `dir` (see tests/data/resctl/iocost-benchmarks/NOTICE).
+fn published(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/resctl/iocost-benchmarks")
+        .join(name);
+    let dst = dir.join(name);
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+/// The iocost-tune jobs of a result file: (record, solutions).
+fn tune_jobs(path: &Path) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let j = resctl::journal::Journal::open(path).unwrap();
+    j.jobs
+        .iter()
+        .filter(|d| d.spec.kind == "iocost-tune")
+        .map(|d| {
+            (
+                d.record.clone().unwrap(),
+                d.result.as_ref().unwrap()["solutions"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Upstream's published results solve to the solutions upstream stored,
+/// bit for bit, with upstream's fits: a 2.2 result, and 2.1 results with
+/// 2.1's fits (written back in 2.1's shape: the file is left unchanged).
+/// `--tune-fit corrected` solves the 2.2 result with our fits (its aMOF
+/// fit moves isolated-bandwidth from 97.44% to 40.60%), records it, is
+/// kept by a later plain `solve`, and `--tune-fit upstream` brings the
+/// stored solutions back. The two 2.1 results merge into the solutions
+/// of the merged result 2.1 published.
+#[test]
+fn published_results_solve_and_merge_to_upstreams_numbers() {
+    let d = tempfile::tempdir().unwrap();
+    let f22 = "2.2-SAMSUNG_MZVLW256HEHP-00000-eb1700a4.json.gz";
+    let res = published(d.path(), f22);
+    let stored = tune_jobs(&res);
+    assert_eq!(stored[0].1.as_object().unwrap().len(), 8);
+    let solve = |args: &[&str]| {
+        let (ok, _, err) = resctl(d.path(), &res, args);
+        assert!(ok, "{err}");
+        err
+    };
+    let err = solve(&["solve", "iocost-tune"]);
+    assert!(
+        err.contains("result solved again from its data: unchanged"),
+        "{err}"
+    );
+    assert_eq!(tune_jobs(&res), stored);
+
+    let err = solve(&["--tune-fit=corrected", "solve", "iocost-tune"]);
+    assert!(err.contains("changed"), "{err}");
+    let (rec, sols) = tune_jobs(&res).remove(0);
+    assert_eq!(rec["fit"], "corrected");
+    let ib = |s: &serde_json::Value| s["isolated-bandwidth"]["scale_factor"].as_f64().unwrap();
+    assert!(
+        (ib(&stored[0].1) - 0.9744).abs() < 0.0001,
+        "{}",
+        ib(&stored[0].1)
+    );
+    assert!((ib(&sols) - 0.406).abs() < 0.001, "{}", ib(&sols));
+    // The recorded fit is kept by a plain solve.
+    let err = solve(&["solve", "iocost-tune"]);
+    assert!(err.contains("unchanged"), "{err}");
+    let err = solve(&["--tune-fit=upstream", "solve", "iocost-tune"]);
+    assert!(err.contains("changed"), "{err}");
+    assert_eq!(tune_jobs(&res), stored);
+
+    // 2.1: solved with 2.1's fits, the file unchanged; it formats.
+    let a = published(d.path(), "2.1-MTFDHBA512TCK-41f3b16d.json.gz");
+    let b = published(d.path(), "2.1-MTFDHBA512TCK-4cdaf5c4.json.gz");
+    let before = std::fs::read(&a).unwrap();
+    let (ok, out, err) = resctl(d.path(), &a, &["solve", "iocost-tune"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("unchanged"), "{err}");
+    assert_eq!(std::fs::read(&a).unwrap(), before);
+    assert!(out.contains("\nSolutions\n=========\n"), "{out}");
+    let (ok, out, err) = resctl(d.path(), &a, &["format", "iocost-tune"]);
+    assert!(ok, "{err}");
+    // Three rules without a solution: their names padded to the group's
+    // widest, the others' not.
+    assert!(
+        out.contains("[isolation         ] aMOF-delta=min\n  NO SOLUTION\n\n[rlat-99-q1] "),
+        "{out}"
+    );
+
+    let merged = d.path().join("merged.json");
+    let o = common::rackbench(d.path())
+        .current_dir(d.path())
+        .args(["resctl", "-r"])
+        .arg(&merged)
+        .arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = tune_jobs(&published(d.path(), "2.1-MTFDHBA512TCK-merged.json.gz"));
+    let got = tune_jobs(&merged);
+    assert_eq!(got[0].1, want[0].1);
+    assert_eq!(want[0].1.as_object().unwrap().len(), 5);
+}
+
+/// The whole iocost-benchmarks database (a clone's `database` folder,
+/// named by RACKBENCH_IOCOST_DB): every result's stored solutions solve
+/// again unchanged, and every 2.1 folder merges into its published
+/// merged result. Skipped, visibly, without it (90 s of CPU, debug build).
+#[test]
+fn iocost_benchmarks_database_solves_and_merges_as_published() {
+    let Some(db) = std::env::var_os("RACKBENCH_IOCOST_DB").map(PathBuf::from) else {
+        testenv::skip(
+            "IOCOST_DB",
+            "RACKBENCH_IOCOST_DB is not set (the database folder of a clone of iocost-benchmark/iocost-benchmarks)",
+        );
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut stack = vec![db.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".json.gz") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let (mut same, mut total, mut merged) = (0, 0, 0);
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if name == "merged-results.json.gz" {
+            // The folder's results merged as upstream merged them.
+            let srcs: Vec<PathBuf> = std::fs::read_dir(f.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().contains("/result-"))
+                .collect();
+            let out = d.path().join("merged.json");
+            let o = common::rackbench(d.path())
+                .args(["resctl", "-r"])
+                .arg(&out)
+                .arg("merge")
+                .args(&srcs)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}: {}", f.display(), text(&o.stderr));
+            assert_eq!(tune_jobs(&out)[0].1, tune_jobs(f)[0].1, "{}", f.display());
+            merged += 1;
+            continue;
+        }
+        let copy = d.path().join(&name);
+        std::fs::copy(f, &copy).unwrap();
+        let (ok, _, err) = resctl(d.path(), &copy, &["solve", "iocost-tune"]);
+        assert!(ok, "{}: {err}", f.display());
+        for ((_, want), (_, got)) in tune_jobs(f).iter().zip(tune_jobs(&copy)) {
+            for (k, v) in want.as_object().unwrap() {
+                total += 1;
+                if got.get(k) == Some(v) {
+                    same += 1;
+                } else {
+                    eprintln!("{}: {k} changed", f.display());
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{same}/{total} stored solutions solved again unchanged; {merged} merged results reproduced"
+    );
+    assert_eq!(same, total);
+    assert!(total > 0);
+}
+
+/// `format` and `summary` print what upstream resctl-bench 2.2.5 prints
+/// for the same files, byte for byte (trailing spaces, `[ALL]`, the `swap`
+/// row, per-group name padding, the text graphs of iocost-tune and every
+/// rounding), apart from each job's header line (version and local
+/// times): the hashd-params/iocost-params/protection journal, the
+/// storage/iocost-qos journal and a published iocost-tune result. The
+/// expected texts are upstream's own output (tests/data/resctl/upstream-2.2.5).
+#[test]
+fn format_and_summary_print_as_upstream_2_2_5() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/resctl");
+    let headless = |t: &str| -> String {
+        t.lines()
+            .map(|l| match l.find(" result] ") {
+                // `[KIND VERSION result] ...` → `[KIND]`.
+                Some(i) if l.starts_with('[') => {
+                    let head = &l[..i];
+                    format!("{}]", head.rsplit_once(' ').map_or(head, |(k, _)| k))
+                }
+                _ => l.to_string(),
+            })
+            .map(|l| l + "\n")
+            .collect()
+    };
+    let d = tempfile::tempdir().unwrap();
+    for (src, name) in [
+        ("upstream-journal.json", "upstream-journal"),
+        ("upstream-iocost-qos.json", "upstream-iocost-qos"),
+        (
+            "iocost-benchmarks/2.2-SAMSUNG_MZVLW256HEHP-00000-eb1700a4.json.gz",
+            "2.2-SAMSUNG_MZVLW256HEHP-00000-eb1700a4",
+        ),
+    ] {
+        let file = d.path().join(Path::new(src).file_name().unwrap());
+        std::fs::copy(data.join(src), &file).unwrap();
+        for cmd in ["format", "summary"] {
+            let want =
+                std::fs::read_to_string(data.join(format!("upstream-2.2.5/{name}.{cmd}.txt")))
+                    .unwrap();
+            let (ok, got, err) = resctl(d.path(), &file, &[cmd]);
+            assert!(ok, "{src} {cmd}: {err}");
+            let (got, want) = (headless(&got), headless(&want));
+            for (n, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+                assert_eq!(g, w, "{src} {cmd}: line {} differs", n + 1);
+            }
+            assert_eq!(got, want, "{src} {cmd}");
+        }
+    }
+}
+
+/// `--version` and `-V` print `resctl-bench VERSION TARGET` (and
+/// `rd-hashd ...` for hashd), as upstream's clap prints them; `deps`
+/// counts upstream's 21 requirements (DepsLinuxBuild left out) and lists
+/// the missed ones in upstream's words.
+#[test]
+fn version_and_deps_print_as_upstream() {
+    let d = tempfile::tempdir().unwrap();
+    let target = format!(
+        "{}-unknown-{}",
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    );
+    for (args, name) in [
+        (vec!["resctl", "--version"], "resctl-bench"),
+        (vec!["resctl", "-V"], "resctl-bench"),
+        (vec!["resctl", "hashd", "--version"], "rd-hashd"),
+    ] {
+        let o = rackbench(d.path()).args(&args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.starts_with(&format!("{name} {VERSION} {target}")) && out.ends_with('\n'),
+            "{args:?}: {out}"
+        );
+        assert_eq!(out.lines().count(), 1, "{out}");
+    }
+    let o = rackbench(d.path())
+        .args(["resctl", "-d"])
+        .arg(d.path())
+        .arg("deps")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("Satisfied sysreqs (") && first.contains("/21):"),
+        "{out}"
+    );
+    assert!(!first.contains("DepsLinuxBuild"), "{out}");
+    if let Some(missed) = out.lines().find(|l| l.starts_with("Missed sysreqs: ")) {
+        assert!(
+            !missed.contains('('),
+            "upstream's line has no count: {missed}"
+        );
+    }
 }

@@ -42,8 +42,9 @@ Options (anywhere on the line; an empty value, `--dev=`, means the default):
                        holding --dir (run and deps refuse another one)
   -l, --linux PATH     (also --linux-tar) accepted; no bench uses a kernel tarball
   -R, --rep-retention SECS  accepted; there are no rd-agent reports to expire
-  -M, --mem-profile N|off  memory profile in GiB, a power of two (default: the largest
-                       whose share fits in available memory; 1 with --test)
+  -M, --mem-profile N|off  memory profile in GiB, a power of two (default 16 as upstream;
+                       where its share does not fit, the largest that does, said on
+                       stderr and in the result; 1 with --test)
   -m, --mem-avail SIZE memory available to the benches (default: MemAvailable)
   --mem-margin PCT     protection's workload memory.low = share x (1 - PCT)
                        (default: the profile's target)
@@ -64,11 +65,16 @@ Options (anywhere on the line; an empty value, `--dev=`, means the default):
   --force              run even when a bench's hard requirements are missed
   --test               short runs for CI (small profile, short windows)
   -v...                more messages (settings; hashd's detail lines)
+  -V, --version        print `resctl-bench VERSION TARGET` and exit
   --logfile FILE       also write everything printed to stderr to FILE
   format -R, --rstat   (repeatable) extra resource stat tables in protection results
+  --tune-fit upstream|corrected  iocost-tune's line fits for run, solve and merge
+                       (ours; default upstream's code, or for solve the result's;
+                       corrected: as upstream's comments describe, recorded as `fit`)
 
 Specs: KIND[:k[=v],...][:group2]...; id=ID and passive=... may appear in any
-group. Kinds: hashd-params, iocost-params, protection, storage.";
+group. Kinds: hashd-params, iocost-params, iocost-qos, iocost-tune, protection,
+storage (`doc KIND` says what each does and takes).";
 
 /// The hidden command under which the benches start their children
 /// (hashd, the hog): run directly, without the harness's report folder and
@@ -168,10 +174,16 @@ struct Cli {
     ignore_sysreqs: bool,
     #[arg(long)]
     multiple: bool,
+    /// iocost-tune's line fits (ours): upstream or corrected.
+    #[arg(long = "tune-fit")]
+    tune_fit: Option<String>,
     #[arg(long)]
     test: bool,
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// `-V/--version`: `resctl-bench VERSION TARGET`, as upstream's clap.
+    #[arg(short = 'V', long = "version")]
+    version: bool,
     #[arg(long = "logfile")]
     logfile: Option<PathBuf>,
     /// `format -R`: [`rstat_words`] turns format's `-R` into this.
@@ -206,6 +218,7 @@ const VALUE_LONGS: &[&str] = &[
     "logfile",
     "systemd-timeout",
     "reports",
+    "tune-fit",
 ];
 
 /// Upstream has two `-R`s: `--rep-retention SECS` before the command and
@@ -428,9 +441,14 @@ fn options(
             ignore_versions: c.ignore_versions,
             ignore_sysreqs: c.ignore_sysreqs,
             multiple: c.multiple,
+            ..Default::default()
         },
         ..Options::default()
     };
+    o.tune_fit = given(c.tune_fit)
+        .map(|v| crate::bench::tune_fit::Fit::parse(&v).map_err(|e| format!("--tune-fit: {e}")))
+        .transpose()?;
+    o.merge.fit = o.tune_fit.unwrap_or_default();
     o.systemd_timeout = given(c.systemd_timeout)
         .map(|v| {
             v.parse::<f64>()
@@ -510,6 +528,12 @@ fn options(
         }
     };
     Ok((o, cmd, rest))
+}
+
+/// `-V/--version` on the command line (as upstream, it wins over the
+/// command).
+fn wants_version(args: &[String]) -> bool {
+    parse_cli(args).is_ok_and(|c| c.version)
 }
 
 const COMMANDS: &[&str] = &[
@@ -705,6 +729,9 @@ impl Workload for Resctl {
             }
             _ => {}
         }
+        if wants_version(args) {
+            return Ok(());
+        }
         let (_, cmd, rest) = parse(args).map_err(anyhow::Error::msg)?;
         if cmd != "merge" && opts_merge_given(args) {
             anyhow::bail!(
@@ -733,6 +760,9 @@ impl Workload for Resctl {
         if args.first().map(String::as_str) == Some("hashd") {
             return crate::hashd::command::is_helper(&args[1..]);
         }
+        if wants_version(args) {
+            return true;
+        }
         // The command is the first word of the parsed command line.
         parse_cli(args).is_ok_and(|c| {
             matches!(
@@ -759,6 +789,10 @@ impl Workload for Resctl {
                 return Ok(Outcome::measured(true, record(&ResctlRecord::MemHog(r))));
             }
             _ => {}
+        }
+        if wants_version(args) {
+            println!("resctl-bench {}", crate::full_version());
+            return Ok(Outcome::helper(true));
         }
         let (opts, cmd, rest, save) = parse_all(args).map_err(anyhow::Error::msg)?;
         let tee = match &opts.logfile {
@@ -1560,9 +1594,35 @@ mod tests {
             mem_avail: Some(8 * G),
             ..Options::default()
         };
-        // The given size replaces MemAvailable; the profile fits it.
+        // The given size replaces MemAvailable; upstream's 16 does not
+        // fit 8G (share 12G): the largest that does, and a note saying so.
         let m = job::mem_info(&o, Some(100 * G), 128 * G).unwrap();
         assert_eq!((m.avail, m.profile), (8 * G, MemInfo::auto_profile(8 * G)));
+        assert_eq!(m.profile, 8);
+        let n = job::mem_profile_note(&o, &m).unwrap();
+        assert!(
+            n.contains("mem-profile 16") && n.contains("ran at mem-profile 8"),
+            "{n}"
+        );
+        // Where 16 fits, 16 (not the largest that fits), without a note.
+        let big = Options {
+            mem_avail: Some(100 * G),
+            ..Options::default()
+        };
+        let m = job::mem_info(&big, None, 128 * G).unwrap();
+        assert_eq!(m.profile, 16);
+        assert_eq!(job::mem_profile_note(&big, &m), None);
+        // A profile given that does not fit is refused, as upstream.
+        let e = job::mem_info(
+            &Options {
+                mem_profile: Some("16".into()),
+                ..o.clone()
+            },
+            None,
+            128 * G,
+        )
+        .unwrap_err();
+        assert!(e.contains("too small for its share 12.0G"), "{e}");
         let t = Options {
             test: true,
             ..o.clone()

@@ -59,6 +59,8 @@ fn format_size_inner(n: f64, zero: &str) -> String {
     if n < 0.0 {
         return format!("-{}", format_size_inner(-n, zero));
     }
+    // Upstream takes the whole bytes (truncated) first.
+    let n = n.trunc();
     if n == 0.0 {
         return zero.to_string();
     }
@@ -70,7 +72,8 @@ fn format_size_inner(n: f64, zero: &str) -> String {
 
 /// Formats a byte count the way upstream does.
 ///
-/// - `0` prints `0`; below 9999 the plain integer (rounded) is printed.
+/// - The value is truncated to whole bytes, as upstream converts it.
+/// - `0` prints `0`; below 9999 the plain integer is printed.
 /// - Otherwise the value is scaled by K (2^10), M (2^20), G (2^30), "P"
 ///   (2^40; upstream's label for TiB) and "E" (2^50) in turn: below 99.95 it
 ///   is printed with one decimal (`1.2M`), below 1024 without (`477G`), and
@@ -87,8 +90,8 @@ pub fn format_size(n: f64) -> String {
     format_size_inner(n, "0")
 }
 
-/// Formats a count the way upstream does: `0` prints `0`, below 1000 the
-/// integer, otherwise scaled by k (10^3), m, g, p and e (10^15): one
+/// Formats a count the way upstream does (truncated to a whole count):
+/// `0` prints `0`, below 1000 the integer, otherwise scaled by k (10^3), m, g, p and e (10^15): one
 /// decimal below 99.95, none below 1000, else the next unit; `INF` if
 /// nothing fits.
 ///
@@ -106,7 +109,8 @@ pub fn format_count(n: f64) -> String {
     if n < 0.0 {
         return format!("-{}", format_count(-n));
     }
-    let n = n.round();
+    // Truncated to a whole count, as upstream converts it.
+    let n = n.trunc();
     if n == 0.0 {
         return "0".to_string();
     }
@@ -167,8 +171,9 @@ pub fn format_duration_dashed(secs: f64) -> String {
 
 fn format_pct_inner(ratio: f64, zero: &str) -> String {
     let p = ratio * 100.0;
+    // As upstream, which falls through every comparison to `INF`.
     if p.is_nan() {
-        return "NaN".to_string();
+        return "INF".to_string();
     }
     if p < 0.0 {
         return "NEG".to_string();
@@ -184,9 +189,9 @@ fn format_pct_inner(ratio: f64, zero: &str) -> String {
         format!("{p:.0}")
     } else {
         let k = p / 1000.0;
-        if k < 999.95 {
+        if k < 99.995 {
             format!("{k:.1}k")
-        } else if k < 99999.5 {
+        } else if k < 9999.5 {
             format!("{k:.0}k")
         } else {
             "INF".to_string()
@@ -199,8 +204,8 @@ fn format_pct_inner(ratio: f64, zero: &str) -> String {
 ///
 /// p = ratio × 100. Negative prints `NEG`, `0` prints `0`; below 99.995 two
 /// decimals (`45.50`), below 999.95 one (`882.5`), below 99999.5 none
-/// (`2848`); beyond that thousands with a `k` suffix (`123.4k`, then
-/// `1235k`), and `INF` for more than 99999.5k.
+/// (`2848`); beyond that thousands with a `k` suffix (`99.9k` below 99.995k,
+/// then `1235k`), and `INF` from 9999.5k (and for NaN, as upstream).
 ///
 /// ```
 /// use resctl::fmt::format_pct;
@@ -222,11 +227,11 @@ pub fn format_pct_dashed(ratio: f64) -> String {
 ///
 /// p = ratio × 100. Negative prints `NEG`, `0` prints `0`; below 99.95 one
 /// decimal (`45.5`), below 9999.5 none (`883`), then thousands without
-/// decimals and a `k` suffix (`12k`), and `INF` beyond 9999.5k.
+/// decimals and a `k` suffix (`12k`), and `INF` from 99.5k (as upstream).
 pub fn format4_pct(ratio: f64) -> String {
     let p = ratio * 100.0;
     if p.is_nan() {
-        return "NaN".to_string();
+        return "INF".to_string();
     }
     if p < 0.0 {
         return "NEG".to_string();
@@ -238,7 +243,7 @@ pub fn format4_pct(ratio: f64) -> String {
         format!("{p:.1}")
     } else if p < 9999.5 {
         format!("{p:.0}")
-    } else if p / 1000.0 < 9999.5 {
+    } else if p / 1000.0 < 99.5 {
         format!("{:.0}k", p / 1000.0)
     } else {
         "INF".to_string()
@@ -493,6 +498,9 @@ mod tests {
         assert_eq!(format_size_dashed(1.0), "1");
         assert_eq!(format_size(4096.0), "4096");
         assert_eq!(format_size(9998.0), "9998");
+        // Truncated to whole bytes, as upstream.
+        assert_eq!(format_size(4096.9), "4096");
+        assert_eq!(format_size(0.9), "0");
         // 9999 is the first value that takes a unit.
         assert_eq!(format_size(9999.0), "9.8K");
         assert_eq!(format_size(10240.0), "10.0K");
@@ -602,8 +610,11 @@ mod tests {
         assert_eq!(format_pct(9.9994), "999.9");
         assert_eq!(format_pct(9.9996), "1000");
         assert_eq!(format_pct(999.99), "99999");
-        assert_eq!(format_pct(1000.0), "100.0k");
+        assert_eq!(format_pct(999.0), "99900");
+        assert_eq!(format_pct(1000.0), "100k");
         assert_eq!(format_pct(12346.0), "1235k");
+        assert_eq!(format_pct(99995.0), "INF");
+        assert_eq!(format_pct(f64::NAN), "INF");
         assert_eq!(format_pct(f64::INFINITY), "INF");
     }
 
@@ -617,6 +628,7 @@ mod tests {
         assert_eq!(format4_pct(8.825), "882");
         assert_eq!(format4_pct(99.99), "9999");
         assert_eq!(format4_pct(100.0), "10k");
+        assert_eq!(format4_pct(995.0), "INF");
         assert_eq!(format4_pct(f64::INFINITY), "INF");
     }
 

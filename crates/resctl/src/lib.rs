@@ -55,3 +55,24 @@ pub mod spec;
 pub mod sys;
 
 pub use command::{CHILD_CMD, Resctl, child_main};
+
+/// The version `--version` prints, in upstream's form: the package
+/// version, the target triple, and `/debug` in a debug build
+/// (`0.1.0 x86_64-unknown-linux-gnu`), as rd-util's `full_version` forms
+/// it (its git part aside).
+pub fn full_version() -> String {
+    let env = if cfg!(target_env = "musl") {
+        "-musl"
+    } else if cfg!(target_env = "gnu") {
+        "-gnu"
+    } else {
+        ""
+    };
+    format!(
+        "{} {}-unknown-{}{env}{}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS,
+        if cfg!(debug_assertions) { "/debug" } else { "" }
+    )
+}

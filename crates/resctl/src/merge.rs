@@ -17,7 +17,7 @@ pub use crate::bench::common::MergeFlags;
 use crate::bench::knobs::{IoCostModel, JobSysInfo};
 use crate::bench::merge_info::{MergeEntry, MergeId, MergeInfo, MergeSrcName};
 use crate::bench::tune::{self, TuneJob, TuneRecord, TuneResult};
-use crate::bench::tune_fit::{DataSeries, chauvenet_keep};
+use crate::bench::tune_fit::{DataSeries, Fit, chauvenet_keep};
 use crate::journal::{JobData, Journal};
 use crate::spec::JobSpec;
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,7 +105,9 @@ fn merge_id(s: &Src, f: &MergeFlags) -> MergeId {
         }),
         mem_profile: s.sysinfo.mem.profile,
         storage_model: Some(rep.scr_dev_model.clone()),
-        storage_fwver: Some(rep.scr_dev_fwrev.clone()),
+        // 2.1 grouped by the storage model only (2.2 added the firmware).
+        storage_fwver: (maj_min(&s.sysinfo.bench_version) != "2.1")
+            .then(|| rep.scr_dev_fwrev.clone()),
         classifier,
     }
 }
@@ -177,7 +179,7 @@ fn src_model(s: &Src) -> IoCostModel {
 
 /// Merges one group: the median model, outlier sources rejected, the
 /// accepted sources' points pooled and solved with the default rules.
-fn merge_group(srcs: &mut [Src]) -> Result<JobData, String> {
+fn merge_group(srcs: &mut [Src], fit: Fit) -> Result<JobData, String> {
     let models: BTreeSet<IoCostModel> = srcs.iter().map(src_model).collect();
     let (median, outliers) = merge_models(&models);
     for s in srcs.iter_mut().filter(|s| s.rejected.is_none()) {
@@ -187,6 +189,8 @@ fn merge_group(srcs: &mut [Src]) -> Result<JobData, String> {
     }
     let mut first: Option<(TuneRecord, TuneResult, usize)> = None;
     let mut data: BTreeMap<tune::DataSel, DataSeries> = BTreeMap::new();
+    // Sources all written by upstream 2.1 are merged as 2.1 merged them.
+    let mut all_v21 = true;
     for (i, s) in srcs
         .iter_mut()
         .enumerate()
@@ -195,8 +199,13 @@ fn merge_group(srcs: &mut [Src]) -> Result<JobData, String> {
         let parsed = (|| -> Result<(TuneRecord, TuneResult), String> {
             let rec = serde_json::from_value(s.data.record.clone().unwrap_or_default())
                 .map_err(|e| format!("record: {e}"))?;
-            let res = serde_json::from_value(s.data.result.clone().unwrap_or_default())
-                .map_err(|e| format!("result: {e}"))?;
+            // The sources' numbers as upstream reads them (serde_json
+            // without exact float parsing): its merged results are solved
+            // on those.
+            let mut raw = s.data.result.clone().unwrap_or_default();
+            crate::journal::upstream_floats(&mut raw);
+            let res: TuneResult =
+                serde_json::from_value(raw).map_err(|e| format!("result: {e}"))?;
             Ok((rec, res))
         })();
         let (rec, res) = match parsed {
@@ -216,6 +225,7 @@ fn merge_group(srcs: &mut [Src]) -> Result<JobData, String> {
             ));
             continue;
         }
+        all_v21 &= res.is_v21();
         for (sel, mut ds) in res.data.clone() {
             let dst = data.entry(sel).or_default();
             dst.data.append(&mut ds.data);
@@ -241,7 +251,12 @@ fn merge_group(srcs: &mut [Src]) -> Result<JobData, String> {
         passive: None,
         props: vec![BTreeMap::new()],
     };
-    let job = TuneJob::parse(&spec)?;
+    for s in data.values_mut() {
+        s.v21 = all_v21;
+    }
+    let mut job = TuneJob::parse(&spec)?;
+    job.fit = fit;
+    let rec = TuneRecord { fit, ..rec };
     let mut merged = TuneResult {
         data,
         solutions: BTreeMap::new(),
@@ -335,7 +350,7 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
     }
     let mut merged: BTreeMap<MergeId, JobData> = BTreeMap::new();
     for (mid, srcs) in groups.iter_mut() {
-        let d = merge_group(srcs).map_err(|e| {
+        let d = merge_group(srcs, f.fit).map_err(|e| {
             format!(
                 "merge: {}{}: {e}",
                 mid.kind,
@@ -395,7 +410,14 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
             props: vec![BTreeMap::new()],
         },
         period: (now, now),
-        sysinfo: serde_json::Value::Null,
+        // Upstream's default sysinfo (its loader needs one).
+        sysinfo: serde_json::to_value(JobSysInfo {
+            bench_version: env!("CARGO_PKG_VERSION").to_string(),
+            iocost: Some(Default::default()),
+            swappiness: 60,
+            ..JobSysInfo::default()
+        })
+        .map_err(|e| e.to_string())?,
         record: Some(serde_json::to_value(&info).map_err(|e| e.to_string())?),
         result: Some(serde_json::Value::Bool(true)),
     };

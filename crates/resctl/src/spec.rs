@@ -213,6 +213,10 @@ impl JobSpec {
     /// upstream's `JobSpec::compatible`: the same kind, id, passive value
     /// and properties, `apply` and `commit` in the first group aside (they
     /// change what is done with the result, not the measurement).
+    ///
+    /// A mem-hog-tune group kept with the `size-min`/`size-max` its run
+    /// resolved (see `Bench::spec_as_run`) is the result for the same
+    /// group without them.
     pub fn compatible(&self, other: &JobSpec) -> bool {
         let strip = |s: &JobSpec| {
             let mut s = s.clone();
@@ -222,7 +226,17 @@ impl JobSpec {
             }
             s
         };
-        strip(self) == strip(other)
+        let mut mine = strip(self);
+        for (g, o) in mine.props.iter_mut().zip(&other.props).skip(1) {
+            if g.get("scenario").map(String::as_str) == Some("mem-hog-tune") {
+                for k in ["size-min", "size-max"] {
+                    if !o.contains_key(k) {
+                        g.remove(k);
+                    }
+                }
+            }
+        }
+        mine == strip(other)
     }
 }
 
@@ -414,6 +428,19 @@ mod tests {
         kvs.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// A mem-hog-tune scenario kept with the sizes its run resolved is the
+    /// result for the spec that left them out, not for other sizes.
+    #[test]
+    fn resolved_tune_sizes_stay_compatible() {
+        let kept = parse("protection::scenario=mem-hog-tune,size-min=1024,size-max=2048").unwrap();
+        let given = parse("protection::scenario=mem-hog-tune").unwrap();
+        assert!(kept.compatible(&given));
+        assert!(kept.compatible(&kept));
+        let other = parse("protection::scenario=mem-hog-tune,size-max=4096").unwrap();
+        assert!(!kept.compatible(&other));
+        assert!(!given.compatible(&kept));
     }
 
     #[test]

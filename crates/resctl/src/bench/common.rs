@@ -81,11 +81,24 @@ pub trait Bench: Sync {
         let _ = d;
         None
     }
+    /// The spec kept with a completed job: `spec` with the defaults its
+    /// run resolved written in where upstream requires them, so that
+    /// upstream reads the result file (protection's mem-hog-tune sizes).
+    /// By default the spec as given.
+    fn spec_as_run(&self, spec: &JobSpec, record: &Value) -> JobSpec {
+        let _ = record;
+        spec.clone()
+    }
     /// `solve`: the result made again by the solve step alone (from the
-    /// result's own data); `None` for benches without one (upstream's
+    /// result's own data), with the record when it changed too (the fit
+    /// `--tune-fit` asks for); `None` for benches without one (upstream's
     /// default solve keeps the result).
-    fn resolve(&self, d: &JobData) -> Option<Result<Value, String>> {
-        let _ = d;
+    fn resolve(
+        &self,
+        d: &JobData,
+        opts: &Options,
+    ) -> Option<Result<(Value, Option<Value>), String>> {
+        let _ = (d, opts);
         None
     }
 }
@@ -97,6 +110,8 @@ pub struct MergeFlags {
     pub ignore_versions: bool,
     pub ignore_sysreqs: bool,
     pub multiple: bool,
+    /// `--tune-fit`: the line fits the merged result is solved with.
+    pub fit: super::tune_fit::Fit,
 }
 
 /// The global options of the resctl-bench commands.
@@ -155,6 +170,10 @@ pub struct Options {
     /// assumed met, as upstream).
     pub force_shadow_inode_prot_test: bool,
     pub skip_shadow_inode_prot_test: bool,
+    /// `--tune-fit upstream|corrected`: iocost-tune's line fits for `run`,
+    /// `solve` and `merge` (None: upstream's, or for `solve` the fit the
+    /// result records).
+    pub tune_fit: Option<super::tune_fit::Fit>,
 }
 
 /// Saves a running job's record so far in the journal.

@@ -366,17 +366,12 @@ fn limit_for(mem: &MemInfo, total_swap: u64) -> (u64, &'static str) {
     }
 }
 
-/// `Params: log_bps=1.0M`, a blank line, `Result: KNOBS`.
+/// A blank line and `Result: KNOBS`, as upstream 2.1 and later print it
+/// (2.0's `Params: log_bps=` line is gone; the spec keeps `log-bps`).
 pub fn format(d: &JobData, _full: bool) -> Result<String, String> {
-    let log_bps = props(&d.spec)
-        .map(|p| p.log_bps)
-        .unwrap_or(Params::default().log_bps);
     let knobs: HashdKnobs = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
         .map_err(|e| format!("the record is not hashd knobs: {e}"))?;
-    Ok(format!(
-        "Params: log_bps={}\n\nResult: {knobs}\n",
-        format_size(log_bps as f64)
-    ))
+    Ok(format!("\nResult: {knobs}\n"))
 }
 
 /// The hashd-params bench.
@@ -482,7 +477,7 @@ mod tests {
         };
         assert_eq!(
             format(&d, false).unwrap(),
-            "Params: log_bps=1.0M\n\nResult: hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25\n"
+            "\nResult: hash_size=1.2M rps_max=1029 mem_actual=16.1G chunk_pages=25\n"
         );
     }
 }

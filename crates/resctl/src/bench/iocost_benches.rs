@@ -134,7 +134,8 @@ impl Bench for IoCostTuneBench {
         tune_rules(spec).map(|_| ())
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        let job = TuneJob::parse(spec)?;
+        let mut job = TuneJob::parse(spec)?;
+        job.fit = ctx.opts.tune_fit.unwrap_or_default();
         // As upstream: the journal's latest iocost-qos result, or else a
         // nested iocost-qos run, which needs io.cost.
         let Some(qos) = ctx.qos.as_ref() else {
@@ -162,15 +163,37 @@ impl Bench for IoCostTuneBench {
             serde_json::to_value(&res).map_err(|e| e.to_string())?,
         ))
     }
-    fn resolve(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
+    fn resolve(
+        &self,
+        d: &JobData,
+        opts: &super::common::Options,
+    ) -> Option<Result<(serde_json::Value, Option<serde_json::Value>), String>> {
         Some((|| {
-            let job = TuneJob::parse(&d.spec)?;
+            let mut job = TuneJob::parse(&d.spec)?;
+            // The fit asked for, else the one the result was solved with.
+            let mut rec: Option<tune::TuneRecord> = d
+                .record
+                .as_ref()
+                .map(|r| super::qos_format::read(r, "iocost-tune", "record"))
+                .transpose()?;
+            job.fit = opts
+                .tune_fit
+                .or_else(|| rec.as_ref().map(|r| r.fit))
+                .unwrap_or_default();
             let mut res: TuneResult = tune_result(d)?;
             for n in tune::solve(&job, &mut res)? {
                 eprintln!("iocost-tune: {n}");
             }
             res.remarks = tune::remarks(&job, &res);
-            serde_json::to_value(&res).map_err(|e| e.to_string())
+            let res = serde_json::to_value(&res).map_err(|e| e.to_string())?;
+            let rec = match rec.as_mut() {
+                Some(r) if r.fit != job.fit => {
+                    r.fit = job.fit;
+                    Some(serde_json::to_value(&*r).map_err(|e| e.to_string())?)
+                }
+                _ => None,
+            };
+            Ok((res, rec))
         })())
     }
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {

@@ -16,8 +16,8 @@
 use super::common::now_secs;
 pub use super::common::{Ctx, FormatArgs, Options, Outcome};
 use super::knobs::{
-    HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport, IoCostQos, IoCostQosReport,
-    IoCostReport, JobSysInfo, MemInfo, SysReqsReport,
+    DFL_MEM_PROFILE, EnforceConfig, HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport,
+    IoCostQos, IoCostQosReport, IoCostReport, JobSysInfo, MemInfo, SysReqsReport,
 };
 pub use super::registry::{BENCHES, bench, listed};
 use crate::clock::Local;
@@ -393,13 +393,49 @@ fn opts_dir_check(opts: &Options) -> Result<(), String> {
 }
 
 fn memory(opts: &Options, si: &SysInfo) -> Result<MemInfo, String> {
-    mem_info(opts, harness::machine::mem_available(), si.total_memory)
+    let m = mem_info(opts, harness::machine::mem_available(), si.total_memory)?;
+    if let Some(n) = mem_profile_note(opts, &m) {
+        eprintln!("warning: {n}");
+    } else if opts.mem_profile.is_some() && m.profile != DFL_MEM_PROFILE && !opts.test {
+        // Upstream's warning for a profile given on the command line.
+        eprintln!(
+            "warning: non-standard mem-profile {} requested, the result won't be directly \
+             comparable (upstream's default is {DFL_MEM_PROFILE})",
+            if m.profile == 0 {
+                "off".to_string()
+            } else {
+                m.profile.to_string()
+            }
+        );
+    }
+    Ok(m)
+}
+
+/// Why the memory profile is not upstream's default 16 though none was
+/// asked for: the host cannot hold its share. Printed on stderr and kept
+/// in each job's `degraded` lines, since such results are not comparable
+/// with the @16 results users compare against.
+pub fn mem_profile_note(opts: &Options, m: &MemInfo) -> Option<String> {
+    if opts.mem_profile.is_some() || opts.test || m.profile == DFL_MEM_PROFILE {
+        return None;
+    }
+    let dfl = MemInfo::for_profile(DFL_MEM_PROFILE, m.avail);
+    Some(format!(
+        "mem-profile {DFL_MEM_PROFILE} (upstream's default) does not fit: its share {} is more than \
+         the {} available; ran at mem-profile {} instead, not directly comparable with results \
+         @{DFL_MEM_PROFILE} (-M/--mem-profile N picks a profile)",
+        crate::fmt::format_size(dfl.share as f64),
+        crate::fmt::format_size(m.avail as f64),
+        m.profile
+    ))
 }
 
 /// The memory sizing: the available memory is `-m/--mem-avail` when
 /// given (upstream's override of its own estimate), else the kernel's
 /// MemAvailable (`probed`), else the total; the profile is
-/// `--mem-profile`, 1 with `--test`, else the largest that fits.
+/// `--mem-profile` (refused, as upstream, when its share is more than
+/// the available memory), 1 with `--test`, else upstream's 16, or the
+/// largest that fits when 16 does not ([`mem_profile_note`] says so).
 pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, String> {
     let avail = match opts.mem_avail {
         Some(a) if total > 0 && a > total => {
@@ -413,9 +449,28 @@ pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemIn
         None => probed.unwrap_or(total),
     };
     match (&opts.mem_profile, opts.test) {
-        (Some(p), _) => MemInfo::parse(p, avail, total),
+        (Some(p), _) => {
+            let m = MemInfo::parse(p, avail, total)?;
+            if m.profile > 0 && m.share > avail {
+                return Err(format!(
+                    "-M/--mem-profile {}: the available memory {} is too small for its share {}; \
+                     use a lower mem-profile (or -m/--mem-avail)",
+                    m.profile,
+                    crate::fmt::format_size(avail as f64),
+                    crate::fmt::format_size(m.share as f64)
+                ));
+            }
+            Ok(m)
+        }
         (None, true) => Ok(MemInfo::for_profile(1, avail)),
-        (None, false) => Ok(MemInfo::for_profile(MemInfo::auto_profile(avail), avail)),
+        (None, false) => {
+            let dfl = MemInfo::for_profile(DFL_MEM_PROFILE, avail);
+            if dfl.share <= avail {
+                Ok(dfl)
+            } else {
+                Ok(MemInfo::for_profile(MemInfo::auto_profile(avail), avail))
+            }
+        }
     }
 }
 
@@ -985,6 +1040,7 @@ pub fn cmd_run(
         if s.kind == "protection" {
             degraded.extend(host.cgroups.limitations());
         }
+        degraded.extend(mem_profile_note(opts, &mem));
         let mut hashd: Option<HashdKnobs> = latest(&journal, "hashd-params");
         if let Some(k) = hashd.as_mut() {
             override_hashd(k, opts, mem.share)?;
@@ -1026,7 +1082,16 @@ pub fn cmd_run(
             bench_version: env!("CARGO_PKG_VERSION").to_string(),
             sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
             sysreqs_missed: job_missed,
-            sysreqs_report: Some(sysreqs_report(&host)),
+            sysreqs_report: Some(SysReqsReport {
+                // Upstream requires it: what the job enforced.
+                enforce: Some(EnforceConfig::from_passive(
+                    s.passive
+                        .as_deref()
+                        .and_then(|p| spec::Passive::parse(p).ok())
+                        .as_ref(),
+                )),
+                ..sysreqs_report(&host)
+            }),
             iocost: None,
             hashd: None,
             mem,
@@ -1108,6 +1173,7 @@ pub fn cmd_run(
         };
         match outcome {
             Ok(Outcome::Done(record, result)) => {
+                data.spec = b.spec_as_run(&data.spec, &record);
                 data.record = Some(record);
                 data.result = Some(result);
                 journal.upsert(data.clone());
@@ -1149,7 +1215,16 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
     if !result.exists() {
         return Err(format!("result file {} does not exist", result.display()));
     }
-    let journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    // The numbers as upstream reads them, so that every printed figure
+    // rounds as upstream's does (a value one unit in the last place off can
+    // print 99.82 for 99.81); nothing is written back.
+    for d in &mut journal.jobs {
+        for v in [&mut d.record, &mut d.result].into_iter().flatten() {
+            crate::journal::upstream_floats(v);
+        }
+        crate::journal::upstream_floats(&mut d.sysinfo);
+    }
     let mut out = String::new();
     if specs.is_empty() {
         for d in &journal.jobs {
@@ -1209,9 +1284,12 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
         }
         let b = bench(&s.kind)?;
         let (again, how) = if solve {
-            (b.resolve(d), "solved again from its data")
+            (b.resolve(d, opts), "solved again from its data")
         } else {
-            (b.restudy(d), "studied again from its record")
+            (
+                b.restudy(d).map(|r| r.map(|res| (res, None))),
+                "studied again from its record",
+            )
         };
         match again {
             None if solve => eprintln!(
@@ -1223,14 +1301,18 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
                 d.spec
             ),
             Some(r) => {
-                let res = r.map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))?;
-                if Some(&res) != d.result.as_ref() {
+                let (res, rec) = r.map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))?;
+                let rec_changed = rec.is_some() && rec.as_ref() != d.record.as_ref();
+                if Some(&res) != d.result.as_ref() || rec_changed {
                     eprintln!("{}: result {how}: changed", d.spec);
                     changed = true;
                 } else {
                     eprintln!("{}: result {how}: unchanged", d.spec);
                 }
                 journal.jobs[i].result = Some(res);
+                if let Some(rec) = rec {
+                    journal.jobs[i].record = Some(rec);
+                }
             }
         }
         out.push_str(&summary_text(std::slice::from_ref(&journal.jobs[i])));
@@ -1246,32 +1328,38 @@ pub fn cmd_deps(opts: &Options) -> Result<String, String> {
     opts_dir_check(opts)?;
     let host = probe(opts, &SysReq::ALL, Fix::NONE)?;
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    // As upstream: every requirement but DepsLinuxBuild (no bench needs a
+    // kernel build), satisfied ones on the first line, then the missed ones
+    // with what to do.
+    let counted = |r: &SysReq| *r != SysReq::DepsLinuxBuild;
     let ok: Vec<&str> = host
         .statuses
         .iter()
-        .filter(|(_, s)| !matches!(s, Status::Missed(_)))
+        .filter(|(r, s)| counted(r) && !matches!(s, Status::Missed(_)))
         .map(|(r, _)| r.name())
         .collect();
     let mut out = format!(
-        "Satisfied sysreqs ({}/{}): {}\n",
+        "Satisfied sysreqs ({}/{}):{}\n",
         ok.len(),
-        host.statuses.len(),
-        ok.join(" ")
+        host.statuses.keys().filter(|r| counted(r)).count(),
+        ok.iter().map(|n| format!(" {n}")).collect::<String>()
     );
-    let m = missed(&host.statuses);
+    let m: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
+        .into_iter()
+        .filter(|(r, _)| counted(r))
+        .collect();
     if !m.is_empty() {
         out.push_str(&format!(
-            "Missed sysreqs ({}/{}): {}\n",
-            m.len(),
-            host.statuses.len(),
-            m.keys().map(|r| r.name()).collect::<Vec<_>>().join(" ")
+            "\nMissed sysreqs: {}\n",
+            m.keys().map(|r| r.name()).collect::<Vec<_>>().join(", ")
         ));
-        for (r, msgs) in &m {
+        for msgs in m.values() {
             for msg in msgs {
-                out.push_str(&format!("    * {}: {msg}\n", r.name()));
+                out.push_str(&format!("    * {msg}\n"));
             }
         }
     }
+    out.push('\n');
     out.push_str(&format!("Cgroup backend: {:?}\n", host.cgroups.kind()));
     for l in host.cgroups.limitations() {
         out.push_str(&format!("    * {l}\n"));

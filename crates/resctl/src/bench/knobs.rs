@@ -186,6 +186,22 @@ impl Default for EnforceConfig {
 }
 
 impl EnforceConfig {
+    /// What a job enforces with `passive=` set to `p` (None: everything),
+    /// as upstream's rd-agent records it.
+    pub fn from_passive(p: Option<&crate::spec::Passive>) -> EnforceConfig {
+        match p {
+            None => EnforceConfig::default(),
+            Some(p) => EnforceConfig {
+                crit_mem_prot: !p.crit_mem_prot,
+                cpu: !p.cpu,
+                mem: !p.mem,
+                io: !p.io,
+                fs: !p.fs,
+                oomd: !p.oomd,
+            },
+        }
+    }
+
     /// The `passive=` value it stands for (empty when all is enforced).
     pub fn to_passive_string(&self) -> String {
         crate::spec::Passive {
@@ -199,6 +215,9 @@ impl EnforceConfig {
         .to_passive_string()
     }
 }
+
+/// Upstream's default memory profile (GiB), the one results compare at.
+pub const DFL_MEM_PROFILE: u32 = 16;
 
 /// The memory profile: how much memory the benches size themselves for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -489,14 +508,28 @@ impl std::fmt::Display for QosOvr {
     }
 }
 
-/// Rounded to two decimals, as io.cost.qos takes them.
+/// Rounded to two decimals, as io.cost.qos takes them: printed with two
+/// decimals and read back, as upstream rounds them (the exact value is
+/// rounded, half to even, where `(v * 100).round() / 100` rounds `v * 100`:
+/// 8.125 is 8.12, not 8.13, and 2.675, stored just below, 2.67, not 2.68).
 pub fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
+    format!("{v:.2}").parse().unwrap_or(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Upstream's rounding: print with two decimals, read back.
+    #[test]
+    fn round2_rounds_as_upstream_prints() {
+        assert_eq!(round2(8.125), 8.12);
+        assert_eq!(round2(2.675), 2.67);
+        assert_eq!(round2(0.375), 0.38);
+        assert_eq!(round2(97.4349), 97.43);
+        assert_eq!(round2(-1.234), -1.23);
+        assert!(round2(f64::NAN).is_nan());
+    }
 
     /// Upstream's `sysinfo`: `iocost` is an io.stat/io.cost.* report and
     /// `sysreqs_report` carries `enforce`; our own fields are absent.

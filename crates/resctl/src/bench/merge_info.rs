@@ -23,6 +23,8 @@ pub struct MergeId {
     pub versions: Option<(String, String, String)>,
     pub mem_profile: u32,
     pub storage_model: Option<String>,
+    /// Not grouped by (and not written) for upstream 2.1's sources, as 2.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_fwver: Option<String>,
     pub classifier: Option<String>,
 }
@@ -117,9 +119,9 @@ pub fn format_info(info: &MergeInfo) -> String {
 const DOC: &str = "\
 merge-info: not a benchmark. Upstream's `merge` records in it which result files and jobs
 it combined, grouped by kind, versions, memory profile and storage, which it rejected
-and why, and which groups lost to the one kept. rackbench has no `merge` (only
-iocost-tune results merge upstream, and iocost-tune cannot run here), but `format` and
-`summary` print a merged upstream result file's merge-info as upstream does.
+and why, and which groups lost to the one kept. rackbench's `merge SOURCE...` writes
+one the same way, and `format` and `summary` print a merged result file's merge-info
+as upstream does.
 ";
 
 /// The `merge-info` pseudo bench.

@@ -29,4 +29,6 @@ pub mod storage;
 pub mod topics;
 pub mod tune;
 pub mod tune_fit;
+pub mod tune_fit21;
 pub mod tune_graph;
+pub mod tune_textplot;

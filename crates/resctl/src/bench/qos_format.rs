@@ -328,8 +328,13 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             };
             let prot = format_with_prefix(&pd, sub_full, 0, &format!("RUN {i:02} - Protection "))
                 .map_err(|e| format!("run {i:02}: {e}"))?;
-            o.push_str(prot.trim_end_matches('\n'));
-            o.push('\n');
+            // Nothing at all for a run without protection scenarios (the
+            // baseline run), as upstream.
+            let prot = prot.trim_end_matches('\n');
+            if !prot.is_empty() {
+                o.push_str(prot);
+                o.push('\n');
+            }
             let _ = write!(
                 o,
                 "\n{}\n",

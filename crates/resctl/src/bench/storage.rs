@@ -1353,8 +1353,8 @@ mod tests {
             result: Some(serde_json::to_value(&r).unwrap()),
         };
         let text = format(&d, true).unwrap();
-        assert!(text.contains("\nResource stat:\n\nALL   "), "{text}");
-        assert!(text.contains("\nFINAL "), "{text}");
+        assert!(text.contains("\nResource stat:\n\n[ALL]   "), "{text}");
+        assert!(text.contains("\n[FINAL] "), "{text}");
         assert!(text.contains("\ncpu%  "), "{text}");
         // The summary has no tables; an older result says it has none.
         assert!(!format(&d, false).unwrap().contains("Resource stat:"));

@@ -35,9 +35,12 @@ Properties every bench takes (first group):
 Stages (upstream's names). run: set the host up, check the system
 requirements, run the workload and keep a record. study: turn the
 record into the result (here done when the job ends, from the record
-alone). solve: post-process a result (iocost-tune's solutions; not in
-rackbench). format / summary: print a result in full or in short; a
-summary is what run prints after each job.
+alone). solve: post-process a result (iocost-tune's fits and solutions,
+made again from the result's data by `solve SPEC...`; the other benches
+have no solve step). format / summary: print a result in full or in
+short; a summary is what run prints after each job. merge: pool the
+iocost-tune results of several files and solve them again (`merge
+SOURCE...`).
 
 Result header. Every result starts with the kind, id and period; the
 system (kernel, CPUs, memory, swap, swappiness, the memory profile's

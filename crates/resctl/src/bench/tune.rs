@@ -12,7 +12,7 @@ use super::knobs::{IoCostModel, IoCostQos, round2};
 use super::protection::study::MemHogResult;
 use super::qos_format::{QosRecord, QosRecordRun, QosResult, QosResultRun, final_probe_of};
 use super::storage::reports_missing;
-use super::tune_fit::{DataLines, DataPoint, DataSeries, Shape};
+use super::tune_fit::{DataLines, DataPoint, DataSeries, Fit, Shape};
 use crate::fmt::{custom_underline, format_duration, format_pct, parse_frac};
 use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize};
@@ -675,6 +675,126 @@ impl QosTarget {
     }
 }
 
+impl QosTarget {
+    /// [`QosTarget::solve`] as upstream 2.1 did it, on 2.1's lines (one
+    /// slope between two flat parts): the lowest vrate at the highest
+    /// value is the upper hinge (moved by the margin), the highest at the
+    /// lowest the lower hinge, and a flat line has no slope to solve on;
+    /// isolated-bandwidth is the highest vrate at the lowest latency
+    /// impact, clamped between the isolation and bandwidth solutions.
+    pub fn solve_v21(
+        &self,
+        data: &BTreeMap<DataSel, DataSeries>,
+        scale: (f64, f64),
+    ) -> Result<Option<(IoCostQos, f64)>, String> {
+        use super::tune_fit21::clamped;
+        let ds = |sel: &DataSel| {
+            data.get(sel)
+                .ok_or_else(|| format!("the data series {sel} is missing"))
+        };
+        let hinges = |dl: &DataLines| dl.hinges.unwrap_or_default();
+        let mof = ds(&DataSel::Mof)?;
+        let margin = {
+            let max = hinges(&mof.lines).1.y;
+            if max == 0.0 {
+                0.0
+            } else {
+                (mof.lines.slope_v21() * (mof.error / max) * 800.0).min(0.1)
+            }
+        };
+        // The lowest vrate at the highest value; flat: `flat` or the start.
+        let min_at_max = |s: &DataSeries, flat: Option<f64>| {
+            clamped(&s.lines, scale.0, scale.1).map(|(dl, l, r)| {
+                if l.y < r.y {
+                    (r.x * (1.0 + margin)).min(scale.1)
+                } else {
+                    clamp(flat.unwrap_or(dl.range.0), dl.range)
+                }
+            })
+        };
+        // The highest vrate at the lowest value; flat: the end.
+        let max_at_min = |s: &DataSeries| {
+            clamped(&s.lines, scale.0, scale.1).map(|(dl, l, r)| {
+                if l.y < r.y {
+                    (l.x * (1.0 - margin)).max(scale.0)
+                } else {
+                    dl.range.1
+                }
+            })
+        };
+        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))?.lines;
+        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))?.lines;
+        let fixed = |v: f64| {
+            (
+                IoCostQos {
+                    rpct: 0.0,
+                    rlat: usecs(r99.eval(v)),
+                    wpct: 0.0,
+                    wlat: usecs(w99.eval(v)),
+                    min: v,
+                    max: v,
+                },
+                v,
+            )
+        };
+        let end = |sel: &DataSel| -> Result<Option<f64>, String> {
+            Ok(clamped(&ds(sel)?.lines, scale.0, scale.1).map(|(dl, _, _)| dl.range.1))
+        };
+        Ok(match self {
+            QosTarget::VrateRange(..) => return self.solve(data, scale),
+            QosTarget::MofMax | QosTarget::AmofMax => {
+                let sel = if *self == QosTarget::MofMax {
+                    DataSel::Mof
+                } else {
+                    DataSel::Amof
+                };
+                let flat = max_at_min(ds(&DataSel::LatImp)?);
+                min_at_max(ds(&sel)?, flat).map(fixed)
+            }
+            QosTarget::AmofMaxVrate => end(&DataSel::Amof)?.map(fixed),
+            QosTarget::IsolatedBandwidth => {
+                match (max_at_min(ds(&DataSel::AmofDelta)?), end(&DataSel::Amof)?) {
+                    (Some(lo), Some(hi)) => {
+                        max_at_min(ds(&DataSel::LatImp)?).map(|v| fixed(clamp(v, (lo, hi))))
+                    }
+                    _ => None,
+                }
+            }
+            QosTarget::AmofDeltaMin => max_at_min(ds(&DataSel::AmofDelta)?).map(fixed),
+            QosTarget::LatRange(sel, (flo, fhi)) => {
+                let Some((dl, l, r)) = clamped(&ds(sel)?.lines, scale.0, scale.1) else {
+                    return Ok(None);
+                };
+                if l.y == r.y {
+                    return Ok(None);
+                }
+                let d = r.x - l.x;
+                let range = (
+                    l.x + d * flo,
+                    if *fhi < 1.0 { l.x + d * fhi } else { scale.1 },
+                );
+                let target = usecs(dl.eval(range.1));
+                let pct = match sel {
+                    DataSel::RLat(p, _) | DataSel::WLat(p, _) => p.parse::<f64>().unwrap_or(0.0),
+                    _ => 0.0,
+                };
+                let read = matches!(sel, DataSel::RLat(..));
+                Some((
+                    IoCostQos {
+                        rpct: if read { pct } else { 0.0 },
+                        rlat: if read { target } else { 0 },
+                        wpct: if read { 0.0 } else { pct },
+                        wlat: if read { 0 } else { target },
+                        min: range.0,
+                        max: range.1,
+                    },
+                    range.1,
+                ))
+            }
+        })
+    }
+}
+
 /// A rule: its name and target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QosRule {
@@ -709,13 +829,23 @@ pub fn default_rules() -> Vec<QosRule> {
     r
 }
 
+/// The iocost-qos spec upstream's iocost-tune runs when the journal has no
+/// iocost-qos result (upstream writes vrate-max from the number 125.0,
+/// which prints as `125`), and whose properties make `dfl_qos` true.
+pub const DFL_QOS_SPEC: &str = "iocost-qos:dither,vrate-max=125,vrate-intvs=25";
+
 /// An iocost-tune spec, checked: the vrate range solutions may use
-/// (percent), the figures to fit and the rules.
+/// (percent), the figures to fit and the rules; and the line fits to make
+/// (upstream's by default; not a spec property, so that upstream reads
+/// the spec).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneJob {
     pub scale: (f64, f64),
     pub sels: BTreeSet<DataSel>,
     pub rules: Vec<QosRule>,
+    pub fit: Fit,
+    /// Upstream 2.1's `gran`: the hinge step of its fits (2.2 has none).
+    pub gran: f64,
 }
 
 impl TuneJob {
@@ -747,8 +877,17 @@ impl TuneJob {
         .filter_map(|s| DataSel::parse(s).ok())
         .collect();
         let mut scale = (1.0, 100.0);
+        let mut gran = super::tune_fit21::DFL_GRAN;
         for (k, v) in spec.props.first().into_iter().flatten() {
             match k.as_str() {
+                // 2.1's, kept for its results (2.2 refuses it).
+                "gran" => {
+                    gran = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|g| *g > 0.0)
+                        .ok_or_else(|| format!("group 1: gran={v:?}: expected a step > 0"))?
+                }
                 "scale-min" => {
                     scale.0 = parse_frac(v).map_err(|e| format!("group 1: scale-min: {e}"))? * 100.0
                 }
@@ -794,7 +933,13 @@ impl TuneJob {
         for r in &rules {
             sels.extend(r.target.sels());
         }
-        Ok(TuneJob { scale, sels, rules })
+        Ok(TuneJob {
+            scale,
+            sels,
+            rules,
+            fit: Fit::Upstream,
+            gran,
+        })
     }
 }
 
@@ -847,6 +992,13 @@ pub struct TuneResult {
     pub data: BTreeMap<DataSel, DataSeries>,
     pub solutions: BTreeMap<String, QosSolution>,
     pub remarks: Vec<String>,
+}
+
+impl TuneResult {
+    /// Written by upstream 2.1: its series are 2.1's.
+    pub fn is_v21(&self) -> bool {
+        !self.data.is_empty() && self.data.values().all(|s| s.v21)
+    }
 }
 
 /// The pure-vrate QoS of a run (min = max, nothing else overridden), its x.
@@ -925,6 +1077,7 @@ fn solve_series(
     s: &mut DataSeries,
     isol: Option<&DataSeries>,
     isol_thr: f64,
+    fit: Fit,
 ) -> Result<(), String> {
     let (shape, outliers, by_isol) = sel.fit_opts();
     let mut fill_to = None;
@@ -941,15 +1094,56 @@ fn solve_series(
             }
         }
     }
-    s.fit_lines(shape);
+    s.fit_lines(shape, fit);
     if let Some(x) = fill_to {
         s.lines = s.lines.with_range((s.lines.range.0, x))?;
     }
     if outliers {
         s.filter_outliers();
         let range = s.lines.range;
-        s.fit_lines(shape);
+        s.fit_lines(shape, fit);
         s.lines = s.lines.with_range(range)?;
+    }
+    s.error = DataSeries::error_of(s.data.iter().chain(s.outliers.iter()), &s.lines);
+    Ok(())
+}
+
+/// [`solve_series`] as upstream 2.1 did it: aMOF and aMOF-delta cut where
+/// 2.1's isolation line (its slope) falls below the threshold, their
+/// lines moved out to the cut; latencies drop outliers and are fitted
+/// again over the first fit's range.
+fn solve_series_v21(
+    job: &TuneJob,
+    sel: &DataSel,
+    s: &mut DataSeries,
+    isol: Option<&DataSeries>,
+    isol_thr: f64,
+) -> Result<(), String> {
+    let (shape, outliers, by_isol) = super::tune_fit21::fit_opts(sel);
+    let mut fill_to = None;
+    if by_isol {
+        let dl = &isol
+            .ok_or_else(|| format!("solving {sel} needs the isol series"))?
+            .lines;
+        let slope = dl.slope_v21();
+        if let Some((_, right)) = dl.hinges
+            && slope != 0.0
+            && right.y < isol_thr
+        {
+            let x = clamp(right.x - (right.y - isol_thr) / slope, dl.range);
+            s.filter_beyond(x);
+            fill_to = Some(x);
+        }
+    }
+    super::tune_fit21::fit_lines(s, job.gran, shape);
+    if let Some(x) = fill_to {
+        super::tune_fit21::fill_vrate_range(s, (s.lines.range.0, x));
+    }
+    if outliers {
+        s.filter_outliers();
+        let range = s.lines.range;
+        super::tune_fit21::fit_lines(s, job.gran, shape);
+        super::tune_fit21::fill_vrate_range(s, range);
     }
     s.error = DataSeries::error_of(s.data.iter().chain(s.outliers.iter()), &s.lines);
     Ok(())
@@ -971,24 +1165,44 @@ fn scale_model(m: &IoCostModel, f: f64) -> IoCostModel {
 /// Fits every figure (isolation first: aMOF's fit depends on it) and
 /// solves `job`'s rules. A rule that cannot be solved is left out, with
 /// the reason in the returned notes; one without an answer is left out.
+///
+/// A result upstream 2.1 wrote ([`TuneResult::is_v21`]) is fitted and
+/// solved with 2.1's code ([`super::tune_fit21`]), as 2.1 solved it, unless
+/// the fit asked for is [`Fit::Corrected`]: then its series become 2.2's
+/// and are fitted as such.
 pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String> {
+    let v21 = res.is_v21() && job.fit.is_upstream();
     for s in res.data.values_mut() {
+        s.v21 = v21;
         s.reset();
     }
     res.solutions.clear();
     let mut isol = res.data.remove(&DataSel::Isol);
     if let Some(s) = isol.as_mut() {
-        solve_series(&DataSel::Isol, s, None, 0.0)?;
+        if v21 {
+            solve_series_v21(job, &DataSel::Isol, s, None, 0.0)?;
+        } else {
+            solve_series(&DataSel::Isol, s, None, 0.0, job.fit)?;
+        }
     }
     for (sel, s) in res.data.iter_mut() {
-        solve_series(sel, s, isol.as_ref(), res.isol_thr)?;
+        if v21 {
+            solve_series_v21(job, sel, s, isol.as_ref(), res.isol_thr)?;
+        } else {
+            solve_series(sel, s, isol.as_ref(), res.isol_thr, job.fit)?;
+        }
     }
     if let Some(s) = isol {
         res.data.insert(DataSel::Isol, s);
     }
     let mut notes = Vec::new();
     for rule in &job.rules {
-        let (mut qos, vrate) = match rule.target.solve(&res.data, job.scale) {
+        let solved = if v21 {
+            rule.target.solve_v21(&res.data, job.scale)
+        } else {
+            rule.target.solve(&res.data, job.scale)
+        };
+        let (mut qos, vrate) = match solved {
             Ok(Some(v)) => v,
             Ok(None) => continue,
             Err(e) => {
@@ -1041,42 +1255,72 @@ pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String>
 
 /// Remarks on one direction's latencies within the solutions' vrate range:
 /// flat means (throttling cannot steer them), p99 spikes of 500 ms or
-/// more every 100 s, tails of a second or more.
+/// more every 100 s, tails of a second or more. As upstream's code, the
+/// write remark judges the read means with [`Fit::Upstream`]; the write
+/// means with [`Fit::Corrected`]. A series the result lacks gives
+/// upstream's `rlat-99-99 and/or rlat-100-100 unavailable.`.
 fn remark_on_lat(job: &TuneJob, res: &TuneResult, read: bool) -> Vec<String> {
     let rw = if read { "read" } else { "write" };
-    let sel = |l: &str, t: &str| {
+    let sel = |read: bool, l: &str, t: &str| {
         if read {
             DataSel::RLat(l.into(), t.into())
         } else {
             DataSel::WLat(l.into(), t.into())
         }
     };
-    let lines: Option<Vec<DataLines>> =
-        [("50", "mean"), ("99", "mean"), ("99", "99"), ("100", "100")]
-            .iter()
-            .map(|(l, t)| res.data.get(&sel(l, t))?.lines.clamped(job.scale).ok()?)
-            .collect();
+    let means_read = read || job.fit.is_upstream();
+    let sels = [
+        sel(means_read, "50", "mean"),
+        sel(means_read, "99", "mean"),
+        sel(read, "99", "99"),
+        sel(read, "100", "100"),
+    ];
+    let series: Option<Vec<&DataSeries>> = sels.iter().map(|s| res.data.get(s)).collect();
+    let Some(series) = series else {
+        let l = if read { "rlat" } else { "wlat" };
+        return vec![format!("{l}-99-99 and/or {l}-100-100 unavailable.")];
+    };
+    // Upstream 2.1's lines: its clamp, flat when the hinges are level,
+    // the lower hinge's value for the minimum.
+    let v21 = series.iter().all(|s| s.v21);
+    let lines: Option<Vec<DataLines>> = series
+        .iter()
+        .map(|s| {
+            if v21 {
+                super::tune_fit21::clamped(&s.lines, job.scale.0, job.scale.1).map(|c| c.0)
+            } else {
+                s.lines.clamped(job.scale).ok()?
+            }
+        })
+        .collect();
     let Some(lines) = lines else {
         return vec![format!("Insufficient {rw} latencies data.")];
     };
+    let min = |l: &DataLines| match l.hinges {
+        Some((left, _)) if v21 => left.y,
+        _ => l.min_max().0,
+    };
     let mut out = Vec::new();
-    let flat = |l: &DataLines| {
-        let (a, b) = l.min_max();
-        a == b
+    let flat = |l: &DataLines| match l.hinges {
+        Some((a, b)) if v21 => a.y == b.y,
+        _ => {
+            let (a, b) = l.min_max();
+            a == b
+        }
     };
     if flat(&lines[0]) && flat(&lines[1]) {
         out.push(format!(
             "Mean {rw} latencies cannot be modulated with throttling."
         ));
     }
-    let p99 = lines[2].min_max().0;
+    let p99 = min(&lines[2]);
     if p99 >= 0.5 {
         out.push(format!(
             "Minimum p99 {rw} latencies spike above {} every 100s.",
             format_duration(p99)
         ));
     }
-    let tail = lines[3].min_max().0;
+    let tail = min(&lines[3]);
     if tail >= 1.0 {
         out.push(format!(
             "Minimum {rw} tail latencies spike above {}.",
@@ -1088,8 +1332,7 @@ fn remark_on_lat(job: &TuneJob, res: &TuneResult, read: bool) -> Vec<String> {
 
 /// Upstream's remarks: on the read and write latencies, and on the
 /// solutions whose protectable size is 5% or more below the supportable
-/// one. (Upstream's write remark judges the read means; here the write
-/// means.)
+/// one.
 pub fn remarks(job: &TuneJob, res: &TuneResult) -> Vec<String> {
     let mut out = remark_on_lat(job, res, true);
     out.extend(remark_on_lat(job, res, false));
@@ -1158,21 +1401,21 @@ fn same_solution(a: &QosSolution, b: &QosSolution) -> bool {
 
 /// The text of an iocost-tune result, as upstream's `format` prints it
 /// without its graphs (tune_graph.rs draws those): `Solutions` (consecutive
-/// rules with the same solution share it; a rule without one says `NO
-/// SOLUTION`) and
-/// `Remarks`.
+/// rules with the same solution share it, their names padded to the
+/// group's widest; a rule without one says `NO SOLUTION`) and `Remarks`.
 pub fn format(job: &TuneJob, res: &TuneResult) -> String {
     let mut out = String::new();
     if !job.rules.is_empty() {
         out.push_str(&custom_underline("Solutions", '='));
         out.push('\n');
-        let width = job.rules.iter().map(|r| r.name.len()).max().unwrap_or(0);
         let mut group: Vec<&QosRule> = Vec::new();
         let mut prev: Option<&QosSolution> = None;
         let flush = |out: &mut String, group: &mut Vec<&QosRule>, prev: Option<&QosSolution>| {
             if group.is_empty() {
                 return;
             }
+            // Names padded to the widest of the group, as upstream.
+            let width = group.iter().map(|r| r.name.len()).max().unwrap_or(0);
             for r in group.iter() {
                 let _ = writeln!(out, "[{:<width$}] {}", r.name, r.target);
             }
@@ -1366,12 +1609,16 @@ pub fn format_hwdb(res: &TuneResult, model: &str, fwrev: Option<&str>) -> String
     out
 }
 
-/// What iocost-tune records: the iocost-qos job's properties, and whether
-/// they were upstream's default iocost-qos spec.
+/// What iocost-tune records: the iocost-qos job's properties, whether
+/// they were upstream's default iocost-qos spec ([`DFL_QOS_SPEC`]), and
+/// (ours, only when it is not upstream's) the line fits the result was
+/// solved with. Upstream reads the record and passes over `fit`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TuneRecord {
     pub qos_props: Vec<BTreeMap<String, String>>,
     pub dfl_qos: bool,
+    #[serde(default, skip_serializing_if = "Fit::is_upstream")]
+    pub fit: Fit,
 }
 
 /// Runs iocost-tune on a completed iocost-qos job: the record, and the
@@ -1396,13 +1643,14 @@ pub fn run_on(
     let mut tres = study(job, &rec, &res)?;
     let notes = solve(job, &mut tres)?;
     tres.remarks = remarks(job, &tres);
-    let dfl = crate::spec::parse("iocost-qos:dither,vrate-max=125.0,vrate-intvs=25")
+    let dfl = crate::spec::parse(DFL_QOS_SPEC)
         .map(|d| d.props == qos.spec.props)
         .unwrap_or(false);
     Ok((
         TuneRecord {
             qos_props: qos.spec.props.clone(),
             dfl_qos: dfl,
+            fit: job.fit,
         },
         tres,
         notes,

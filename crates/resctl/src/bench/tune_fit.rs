@@ -2,24 +2,29 @@
 //! aMOF, isolation, a read latency...) changes with vrate, as a few line
 //! segments fitted to the noisy points.
 //!
-//! The shapes and the search are upstream's (resctl-bench's iocost-tune):
-//! a flat line at the mean; a least-squares line; a flat part then a slope
-//! or a slope then a flat part; two flat parts joined by a slope; and for
-//! single-peak figures (aMOF) up to four hinges (flat, rise, flat, fall,
-//! flat). Each candidate's error is the root of the summed squared
-//! residuals over the point count, raised 2.5% per segment so that fewer
-//! segments win a tie; a candidate that reaches zero or below, or breaks
-//! the figure's shape (rising, falling, one peak), is not taken. Hinges sit
-//! halfway between data points, at least 0.25 apart and 10 vrate points
-//! from each other and from the ends. Outliers are rejected with
-//! Chauvenet's criterion on the squared residuals.
+//! The shapes and the search are upstream's (resctl-bench 2.2's
+//! iocost-tune): a flat line at the mean; a least-squares line; a flat part
+//! then a slope or a slope then a flat part; two flat parts joined by a
+//! slope; and for single-peak figures (aMOF) up to four hinges (flat, rise,
+//! flat, fall, flat). Each candidate's error is the root of the summed
+//! squared residuals over the point count, raised 2.5% per segment so that
+//! fewer segments win a tie; a candidate that reaches zero or below, or
+//! breaks the figure's shape (rising, falling, one peak), is not taken.
+//! Hinges sit halfway between data points, at least 0.25 apart and 10
+//! vrate points from each other and from the ends. Outliers are rejected
+//! with Chauvenet's criterion on the squared residuals.
 //!
-//! Where upstream's code departs from what its comments describe, this
-//! follows the description; `doc iocost-tune` says so:
+//! [`Fit::Upstream`] (the default) is upstream's code as it runs, so that
+//! a result solves to the solutions upstream stored. Where that code
+//! departs from what its comments describe, [`Fit::Corrected`] follows the
+//! description instead (`doc iocost-tune` says so, and the result records
+//! which fit made it):
 //! - the one-peak shape check compares the points' values (upstream's
 //!   compares the points themselves, x first, so it never rejects);
 //! - the slope anchored on a flat part is fitted to the points between the
-//!   two hinges (upstream's takes the first points of the data).
+//!   two hinges, and its far end is placed at that hinge's vrate
+//!   (upstream's takes the data's first points, and evaluates the slope at
+//!   the vrate between the data's first points).
 //!
 //! The serialized shapes (`DataPoint`, `DataLines`, `DataSeries`) are
 //! upstream's, so that its iocost-tune results read as they are.
@@ -42,10 +47,75 @@ impl DataPoint {
 
 /// Connected line segments through `points` (x strictly increasing), over
 /// `range` (the first and last x).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Upstream 2.1 wrote lines as `{range, left, right}`: flat at `left.y` up
+/// to `left.x`, a slope to `right`, flat at `right.y` after. Such lines
+/// keep `left` and `right` in `hinges` (and are written back in that
+/// shape); they are evaluated as 2.1 evaluates them, and `points` holds
+/// the same lines as points (for the graphs).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataLines {
     pub points: Vec<DataPoint>,
     pub range: (f64, f64),
+    pub hinges: Option<(DataPoint, DataPoint)>,
+}
+
+/// The shapes a [`DataLines`] is written in: upstream 2.2's, and 2.1's.
+#[derive(Serialize, Deserialize)]
+struct LinesV22 {
+    points: Vec<DataPoint>,
+    range: (f64, f64),
+}
+
+#[derive(Serialize)]
+struct LinesV21 {
+    range: (f64, f64),
+    left: DataPoint,
+    right: DataPoint,
+}
+
+/// Either shape, read: which one it is decided by its fields.
+#[derive(Deserialize)]
+struct LinesAny {
+    points: Option<Vec<DataPoint>>,
+    range: (f64, f64),
+    left: Option<DataPoint>,
+    right: Option<DataPoint>,
+}
+
+impl Serialize for DataLines {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.hinges {
+            Some((left, right)) => LinesV21 {
+                range: self.range,
+                left,
+                right,
+            }
+            .serialize(s),
+            None => LinesV22 {
+                points: self.points.clone(),
+                range: self.range,
+            }
+            .serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DataLines {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let a = LinesAny::deserialize(d)?;
+        match (a.points, a.left, a.right) {
+            (Some(points), _, _) => Ok(DataLines {
+                points,
+                range: a.range,
+                hinges: None,
+            }),
+            (None, Some(l), Some(r)) => Ok(DataLines::v21(a.range, l, r)),
+            _ => Err(serde::de::Error::custom(
+                "expected `points` (upstream 2.2's lines) or `left` and `right` (2.1's)",
+            )),
+        }
+    }
 }
 
 impl DataLines {
@@ -67,7 +137,37 @@ impl DataLines {
                 (Some(a), Some(b)) => (a.x, b.x),
                 _ => (0.0, 0.0),
             },
+            hinges: None,
         })
+    }
+
+    /// Upstream 2.1's lines over `range`: flat at `left.y` to `left.x`, a
+    /// slope to `right`, flat after.
+    pub fn v21(range: (f64, f64), left: DataPoint, right: DataPoint) -> DataLines {
+        let mut points = Vec::with_capacity(4);
+        for p in [
+            DataPoint::new(range.0, left.y),
+            left,
+            right,
+            DataPoint::new(range.1, right.y),
+        ] {
+            if points.last().is_none_or(|q: &DataPoint| q.x < p.x) {
+                points.push(p);
+            }
+        }
+        DataLines {
+            points,
+            range,
+            hinges: Some((left, right)),
+        }
+    }
+
+    /// 2.1's slope between the hinges (0 when they share a vrate).
+    pub fn slope_v21(&self) -> f64 {
+        match self.hinges {
+            Some((l, r)) if l.x != r.x => (r.y - l.y) / (r.x - l.x),
+            _ => 0.0,
+        }
     }
 
     /// The value at `x`; outside the range the nearest segment is
@@ -94,8 +194,18 @@ impl DataLines {
         }
     }
 
-    /// The value at `x`, held at the ends outside the range.
+    /// The value at `x`, held at the ends outside the range (2.1's lines:
+    /// outside the hinges, as 2.1 evaluates them).
     pub fn eval(&self, x: f64) -> f64 {
+        if let Some((l, r)) = self.hinges {
+            return if x < l.x {
+                l.y
+            } else if x > r.x {
+                r.y
+            } else {
+                l.y + self.slope_v21() * (x - l.x)
+            };
+        }
         // max/min rather than clamp: a range read from a file may be
         // reversed, which must not panic.
         self.eval_extrapolate(x.max(self.range.0).min(self.range.1))
@@ -158,6 +268,42 @@ impl DataLines {
     }
 }
 
+/// Which line fits iocost-tune makes: upstream's code as it runs (the
+/// default: a result solves to upstream's solutions), or that code
+/// corrected where it departs from its own description (see the module
+/// doc). Written in the iocost-tune record as `fit` when not upstream's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fit {
+    #[default]
+    Upstream,
+    Corrected,
+}
+
+impl Fit {
+    /// The names `--tune-fit` takes.
+    pub const NAMES: &'static [&'static str] = &["upstream", "corrected"];
+
+    pub fn parse(s: &str) -> Result<Fit, String> {
+        match s {
+            "upstream" => Ok(Fit::Upstream),
+            "corrected" => Ok(Fit::Corrected),
+            _ => Err(format!("fit {s:?}: expected {}", Fit::NAMES.join(" or "))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fit::Upstream => "upstream",
+            Fit::Corrected => "corrected",
+        }
+    }
+
+    pub fn is_upstream(&self) -> bool {
+        *self == Fit::Upstream
+    }
+}
+
 /// What a figure is expected to do as vrate rises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -171,10 +317,23 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// True when the values of `points` follow the shape.
-    fn holds(self, points: &[DataPoint]) -> bool {
+    /// True when the values of `points` follow the shape. With
+    /// [`Fit::Upstream`], one peak is judged as upstream's code does: on
+    /// the points (x first, which always rises), so it always holds.
+    fn holds(self, points: &[DataPoint], fit: Fit) -> bool {
         let ys = points.windows(2).map(|w| (w[0].y, w[1].y));
         match self {
+            Shape::SinglePeak if fit.is_upstream() => {
+                let mut rising = true;
+                for w in points.windows(2) {
+                    if rising && w[0] > w[1] {
+                        rising = false;
+                    } else if !rising && w[0] < w[1] {
+                        return false;
+                    }
+                }
+                true
+            }
             Shape::Any => true,
             Shape::Inc => ys.clone().all(|(a, b)| a <= b),
             Shape::Dec => ys.clone().all(|(a, b)| a >= b),
@@ -202,12 +361,98 @@ const MIN_SEG_DIST: f64 = 10.0;
 
 /// One figure over vrate: the points used, those rejected as outliers (or
 /// beyond where isolation holds), the fitted lines and their error.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `v21`: written by upstream 2.1 (`points` for `data`, lines as 2.1's),
+/// and written back that way.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataSeries {
     pub data: Vec<DataPoint>,
     pub outliers: Vec<DataPoint>,
     pub lines: DataLines,
     pub error: f64,
+    pub v21: bool,
+}
+
+#[derive(Serialize)]
+struct SeriesV22<'a> {
+    data: &'a [DataPoint],
+    outliers: &'a [DataPoint],
+    lines: &'a DataLines,
+    error: f64,
+}
+
+#[derive(Serialize)]
+struct SeriesV21<'a> {
+    points: &'a [DataPoint],
+    outliers: &'a [DataPoint],
+    lines: &'a DataLines,
+    error: f64,
+}
+
+#[derive(Deserialize)]
+struct SeriesAny {
+    data: Option<Vec<DataPoint>>,
+    points: Option<Vec<DataPoint>>,
+    outliers: Vec<DataPoint>,
+    lines: DataLines,
+    error: f64,
+}
+
+impl Serialize for DataSeries {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.v21 {
+            // 2.1's default lines are zero hinges.
+            let mut lines = self.lines.clone();
+            if lines.hinges.is_none() {
+                let (l, r) = match (lines.points.first(), lines.points.last()) {
+                    (Some(a), Some(b)) => (*a, *b),
+                    _ => (DataPoint::default(), DataPoint::default()),
+                };
+                lines.hinges = Some((l, r));
+            }
+            SeriesV21 {
+                points: &self.data,
+                outliers: &self.outliers,
+                lines: &lines,
+                error: self.error,
+            }
+            .serialize(s)
+        } else {
+            SeriesV22 {
+                data: &self.data,
+                outliers: &self.outliers,
+                lines: &self.lines,
+                error: self.error,
+            }
+            .serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DataSeries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let a = SeriesAny::deserialize(d)?;
+        let (data, v21) = match (a.data, a.points) {
+            (Some(d), _) => (d, false),
+            (None, Some(p)) => (p, true),
+            (None, None) => {
+                return Err(serde::de::Error::custom(
+                    "expected `data` (upstream 2.2's series) or `points` (2.1's)",
+                ));
+            }
+        };
+        if v21 != a.lines.hinges.is_some() {
+            return Err(serde::de::Error::custom(
+                "the series and its lines are of different versions (2.1's `points` with 2.2's lines, or the reverse)",
+            ));
+        }
+        Ok(DataSeries {
+            data,
+            outliers: a.outliers,
+            lines: a.lines,
+            error: a.error,
+            v21,
+        })
+    }
 }
 
 fn mean_y(points: &[DataPoint]) -> f64 {
@@ -233,14 +478,19 @@ fn regression(points: &[DataPoint]) -> Option<(f64, f64)> {
 }
 
 /// The slope through `hinge` that best fits `points` (least squares with
-/// the line held at the hinge); `None` when it is not a finite number.
-fn slope_through(points: &[DataPoint], hinge: DataPoint) -> Option<f64> {
-    let top: f64 = points
+/// the line held at the hinge), summed in order as upstream sums it; NaN
+/// without a point off the hinge's vrate.
+fn slope_raw(points: &[DataPoint], hinge: DataPoint) -> f64 {
+    let top = points
         .iter()
-        .map(|p| (p.x - hinge.x) * (p.y - hinge.y))
-        .sum();
-    let bot: f64 = points.iter().map(|p| (p.x - hinge.x).powi(2)).sum();
-    Some(top / bot).filter(|s| s.is_finite())
+        .fold(0.0, |a, p| a + (p.x - hinge.x) * (p.y - hinge.y));
+    let bot = points.iter().fold(0.0, |a, p| a + (p.x - hinge.x).powi(2));
+    top / bot
+}
+
+/// [`slope_raw`], `None` when it is not a finite number.
+fn slope_through(points: &[DataPoint], hinge: DataPoint) -> Option<f64> {
+    Some(slope_raw(points, hinge)).filter(|s| s.is_finite())
 }
 
 /// [`slope_through`], and `None` for a flat one: a flat part then a zero
@@ -257,6 +507,7 @@ impl DataSeries {
         data.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
         *self = DataSeries {
             data,
+            v21: self.v21,
             ..DataSeries::default()
         };
     }
@@ -343,7 +594,7 @@ impl DataSeries {
     /// One peak (or valley) with hinges before data points `idx` =
     /// [ll, l, r, rr]: flat before ll, a slope to l, flat from l to r, a
     /// slope to rr, flat after; any part may be empty.
-    fn peak(&self, idx: [usize; 4]) -> Option<DataLines> {
+    fn peak(&self, idx: [usize; 4], fit: Fit) -> Option<DataLines> {
         let n = self.data.len();
         let mut hinge: [Option<DataPoint>; 4] = [None; 4];
         // A hinge's value; hinges at the same data index are one point.
@@ -365,18 +616,34 @@ impl DataSeries {
             set(&mut hinge, 1, h);
             set(&mut hinge, 2, h);
         }
-        // A slope whose one end is known: fitted to the points between.
+        // A slope whose one end is known: fitted to the points between
+        // (upstream's code: to the data's points at the hinges' own
+        // numbers, li..ri, its far end valued at the vrate between those
+        // points; a slope that is not a number makes a line that is never
+        // taken).
         let anchored = |hinge: &mut [Option<DataPoint>; 4], li: usize, ri: usize| {
-            let pts = &self.data[idx[li]..idx[ri]];
+            let (pts, lx, rx) = if fit.is_upstream() {
+                (&self.data[li..ri], self.div(li), self.div(ri))
+            } else {
+                (
+                    &self.data[idx[li]..idx[ri]],
+                    self.div(idx[li]),
+                    self.div(idx[ri]),
+                )
+            };
+            let slope = |h| {
+                let s = slope_raw(pts, h);
+                (fit.is_upstream() || s.is_finite()).then_some(s)
+            };
             match (hinge[li], hinge[ri]) {
                 (Some(l), None) => {
-                    if let Some(s) = slope_through(pts, l) {
-                        set(hinge, ri, l.y + s * (self.div(idx[ri]) - l.x));
+                    if let Some(s) = slope(l) {
+                        set(hinge, ri, l.y + s * (rx - l.x));
                     }
                 }
                 (None, Some(r)) => {
-                    if let Some(s) = slope_through(pts, r) {
-                        set(hinge, li, r.y - s * (r.x - self.div(idx[li])));
+                    if let Some(s) = slope(r) {
+                        set(hinge, li, r.y - s * (r.x - lx));
                     }
                 }
                 _ => {}
@@ -440,7 +707,7 @@ impl DataSeries {
 
     /// Fits `lines` to `data` with the best candidate of `shape` (see the
     /// module doc). One point gives a single point; none, nothing.
-    pub fn fit_lines(&mut self, shape: Shape) {
+    pub fn fit_lines(&mut self, shape: Shape, fit: Fit) {
         let n = self.data.len();
         if n == 0 {
             return;
@@ -451,17 +718,19 @@ impl DataSeries {
             self.lines = DataLines {
                 points: vec![DataPoint::new(start, mean)],
                 range: (start, start),
+                hinges: None,
             };
             return;
         }
         let mut best = DataLines {
             points: vec![DataPoint::new(start, mean), DataPoint::new(end, mean)],
             range: (start, end),
+            hinges: None,
         };
         let mut best_err = Self::error_of(self.data.iter(), &best);
         let mut consider = |lines: Option<DataLines>| {
             let Some(lines) = lines else { return };
-            if lines.min_max().0 <= 0.0 || !shape.holds(&lines.points) {
+            if lines.min_max().0 <= 0.0 || !shape.holds(&lines.points, fit) {
                 return;
             }
             let err = Self::error_of(self.data.iter(), &lines)
@@ -506,7 +775,7 @@ impl DataSeries {
                                 continue;
                             }
                             last = d;
-                            consider(self.peak([ll, l, r, rr]));
+                            consider(self.peak([ll, l, r, rr], fit));
                         }
                     }
                 }
@@ -652,9 +921,9 @@ mod tests {
             },
             0.01,
         );
-        s.fit_lines(Shape::Inc);
+        s.fit_lines(Shape::Inc, Fit::Corrected);
         let p = &s.lines.points;
-        assert!(Shape::Inc.holds(p), "{p:?}");
+        assert!(Shape::Inc.holds(p, Fit::Corrected), "{p:?}");
         assert_eq!(s.lines.range, (5.0, 125.0));
         let knee = p.iter().find(|q| q.x > 5.0).unwrap();
         assert!((knee.x - 40.0).abs() <= 5.0, "{p:?}");
@@ -662,8 +931,12 @@ mod tests {
         assert!((s.lines.eval(125.0) - 1.625).abs() < 0.03, "{p:?}");
         // The same data as a falling figure: no rising fit is taken.
         let mut d = s.clone();
-        d.fit_lines(Shape::Dec);
-        assert!(Shape::Dec.holds(&d.lines.points), "{:?}", d.lines.points);
+        d.fit_lines(Shape::Dec, Fit::Corrected);
+        assert!(
+            Shape::Dec.holds(&d.lines.points, Fit::Corrected),
+            "{:?}",
+            d.lines.points
+        );
     }
 
     /// Isolation-like: high and flat, then falling past vrate 80.
@@ -679,8 +952,12 @@ mod tests {
             },
             0.005,
         );
-        s.fit_lines(Shape::Dec);
-        assert!(Shape::Dec.holds(&s.lines.points), "{:?}", s.lines.points);
+        s.fit_lines(Shape::Dec, Fit::Corrected);
+        assert!(
+            Shape::Dec.holds(&s.lines.points, Fit::Corrected),
+            "{:?}",
+            s.lines.points
+        );
         assert!((s.lines.eval(50.0) - 0.95).abs() < 0.01);
         assert!(
             (s.lines.eval(120.0) - 0.55).abs() < 0.03,
@@ -703,9 +980,9 @@ mod tests {
             }
         };
         let mut s = series(f, 0.005);
-        s.fit_lines(Shape::SinglePeak);
+        s.fit_lines(Shape::SinglePeak, Fit::Corrected);
         let p = &s.lines.points;
-        assert!(Shape::SinglePeak.holds(p), "{p:?}");
+        assert!(Shape::SinglePeak.holds(p, Fit::Corrected), "{p:?}");
         assert!(p.len() >= 4, "{p:?}");
         let (lo, hi) = s.lines.min_max();
         assert!((hi - 1.4).abs() < 0.02, "{p:?}");
@@ -719,7 +996,7 @@ mod tests {
     #[test]
     fn flat_noise_fits_the_mean_line() {
         let mut s = series(|_| 2.0, 0.01);
-        s.fit_lines(Shape::Any);
+        s.fit_lines(Shape::Any, Fit::Corrected);
         assert_eq!(s.lines.points.len(), 2, "{:?}", s.lines.points);
         assert!((s.lines.points[0].y - 2.0).abs() < 0.001);
         // One point: a point; none: nothing.
@@ -727,10 +1004,10 @@ mod tests {
             data: pts(&[(50.0, 3.0)]),
             ..DataSeries::default()
         };
-        one.fit_lines(Shape::Inc);
+        one.fit_lines(Shape::Inc, Fit::Corrected);
         assert_eq!(one.lines.points, pts(&[(50.0, 3.0)]));
         let mut none = DataSeries::default();
-        none.fit_lines(Shape::Inc);
+        none.fit_lines(Shape::Inc, Fit::Corrected);
         assert_eq!(none.lines, DataLines::default());
     }
 
@@ -738,7 +1015,7 @@ mod tests {
     #[test]
     fn lines_reaching_zero_are_not_taken() {
         let mut s = series(|x| 0.02 * (125.0 - x).max(0.0) + 0.01, 0.0);
-        s.fit_lines(Shape::Dec);
+        s.fit_lines(Shape::Dec, Fit::Corrected);
         assert!(s.lines.min_max().0 > 0.0, "{:?}", s.lines.points);
     }
 
@@ -747,7 +1024,7 @@ mod tests {
         let mut s = series(|x| 1.0 + x * 0.01, 0.0);
         s.data[10].y += 5.0;
         let odd = s.data[10];
-        s.fit_lines(Shape::Inc);
+        s.fit_lines(Shape::Inc, Fit::Corrected);
         s.filter_outliers();
         assert_eq!(s.outliers, vec![odd]);
         assert_eq!(s.data.len(), 24);
@@ -761,7 +1038,7 @@ mod tests {
         assert!(s.data.windows(2).all(|w| w[0].x < w[1].x));
         // Residuals that do not vary: nothing is an outlier.
         let mut exact = series(|_| 2.0, 0.0);
-        exact.fit_lines(Shape::Inc);
+        exact.fit_lines(Shape::Inc, Fit::Corrected);
         exact.filter_outliers();
         assert!(exact.outliers.is_empty());
     }

@@ -9,8 +9,8 @@
 //!
 //! `format` draws them in text as upstream does (the fitted line sampled at
 //! 80 points as squares, the rejected points as crosses, the data as
-//! circles, on an 80x24 face). The drawing is rackbench's chart crate, not
-//! upstream's plotlib, so the cells, ticks and axis characters differ.
+//! circles, on an 80x24 face), character for character: the layout of
+//! upstream's plotting crate is reproduced by [`super::tune_textplot`].
 //!
 //! `format iocost-tune:pdf[=PATH]` writes upstream's pdf: a cover page
 //! with the header, solutions and remarks in monospace, then the graphs
@@ -133,14 +133,54 @@ pub fn graph(sel: &DataSel, series: &DataSeries, res: &TuneResult, samples: u32)
         .mark('●')
 }
 
+/// Upstream's label text: `<`, `>`, `&`, `'` and `"` escaped as XML (it
+/// escapes them for its SVGs and passes the same labels to its text
+/// graphs).
+fn escape_xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&#38;"),
+            '\'' => out.push_str("&#39;"),
+            '"' => out.push_str("&#34;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `sel`'s text graph as upstream prints it ([`graph`]'s ranges, labels
+/// and points, laid out by [`super::tune_textplot`]).
+fn text_graph(sel: &DataSel, series: &DataSeries, res: &TuneResult) -> Result<String, String> {
+    let g = graph(sel, series, res, TEXT_SIZE.0);
+    let plot = super::tune_textplot::TextPlot {
+        x_range: (g.x_min.unwrap_or(0.0), g.x_max.unwrap_or(0.0)),
+        y_range: (g.y_min.unwrap_or(0.0), g.y_max.unwrap_or(0.0)),
+        x_label: escape_xml(&g.x_label),
+        y_label: escape_xml(&g.y_label),
+        series: g
+            .series
+            .iter()
+            .map(|s| (s.points.clone(), s.mark.unwrap_or('●')))
+            .collect(),
+    };
+    plot.render(TEXT_SIZE.0, TEXT_SIZE.1)
+        .map_err(|e| format!("graph {sel}: {e}"))
+}
+
 /// Upstream's `Graphs` section of `format`: the heading, then each
-/// figure's text graph and a blank line.
+/// figure's text graph and a blank line. A figure that cannot be drawn
+/// (an empty range) says why in its place.
 pub fn format_text(res: &TuneResult) -> String {
     let mut out = crate::fmt::custom_underline(GRAPHS_HEADING, '=');
     out.push('\n');
     for (sel, series) in &res.data {
-        let g = graph(sel, series, res, TEXT_SIZE.0);
-        out.push_str(&g.to_text(TEXT_SIZE.0, TEXT_SIZE.1));
+        match text_graph(sel, series, res) {
+            Ok(t) => out.push_str(&t),
+            Err(e) => out.push_str(&format!("({e})")),
+        }
         out.push_str("\n\n");
     }
     out
@@ -430,8 +470,10 @@ mod tests {
                     DataPoint::new(50.0, 1.5),
                     DataPoint::new(100.0, 1.5),
                 ],
+                hinges: None,
             },
             error: 0.0123,
+            v21: false,
         }
     }
 
@@ -484,19 +526,27 @@ mod tests {
             "{GRAPHS_HEADING}\n{}\n",
             "=".repeat(GRAPHS_HEADING.len())
         )));
-        assert_eq!(t.matches("\nMOF@16\n").count(), 1, "{t}");
-        assert_eq!(t.matches("\nisol-01\n").count(), 1, "{t}");
-        assert_eq!(
-            t.matches("■ fitted line  × rejected  ● data points\n\n")
-                .count(),
-            2
-        );
+        // Upstream's layout: each graph 24 face rows, the axis, its ticks,
+        // values and label, then a blank line; the y label down the left.
+        // Past the heading and its underline.
+        let body = t.split_once('\n').unwrap().1.split_once('\n').unwrap().1;
+        let graphs: Vec<&str> = body
+            .split("\n\n")
+            .map(|g| g.trim_start_matches('\n'))
+            .filter(|g| !g.is_empty())
+            .collect();
+        assert_eq!(graphs.len(), 2, "{t}");
+        for (g, label) in graphs.iter().zip(["MOF@16", "isol-01"]) {
+            let lines: Vec<&str> = g.lines().collect();
+            assert_eq!(lines.len(), 28, "{g}");
+            let face: Vec<&&str> = lines.iter().take_while(|l| !l.contains("+-")).collect();
+            assert_eq!(face.len(), 24, "{g}");
+            let down: String = lines.iter().filter_map(|l| l.chars().nth(1)).collect();
+            assert_eq!(down.trim(), label, "{g}");
+            assert!(lines[27].contains("vrate 5.0-100.0 ("), "{g}");
+        }
         // Every mark of the data and the outlier is drawn in each graph.
-        assert!(t.contains('×') && t.contains('●'));
-        // Each graph has its 24 face rows between the y label and the axis.
-        let mof = t.split("\nMOF@16\n").nth(1).unwrap();
-        let face: Vec<&str> = mof.lines().take_while(|l| !l.contains("+-")).collect();
-        assert_eq!(face.len(), 24, "{mof}");
+        assert!(t.contains('×') && t.contains('●') && t.contains('■'));
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct HashdArgs {
     /// Clear the test files before preparing them (then carry on).
     #[arg(long)]
     clear_testfiles: bool,
+    /// Print the version (`rd-hashd VERSION TARGET`) and exit.
+    #[arg(short = 'V', long = "version")]
+    version: bool,
     /// Write the args and params files and exit.
     #[arg(long)]
     prepare_config: bool,
@@ -489,12 +492,17 @@ pub enum HashdEnd {
 /// True when `argv` (after `hashd`) asks for one of hashd's helper
 /// commands, which measure nothing.
 pub fn is_helper(argv: &[String]) -> bool {
-    parse(argv).is_ok_and(|a| a.prepare_config || a.prepare)
+    parse(argv).is_ok_and(|a| a.prepare_config || a.prepare || a.version)
 }
 
 /// Runs `rackbench resctl hashd ARGS`.
 pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
     let a = parse(argv)?;
+    if a.version {
+        // As upstream's clap prints it.
+        println!("rd-hashd {}", crate::full_version());
+        return Ok(HashdEnd::Helper);
+    }
     let out = Out::open(a.logfile.as_deref(), a.verbose)?;
     let (args, changed) = effective_args(&a)?;
     let bo = BenchOpts::of(&a)?;

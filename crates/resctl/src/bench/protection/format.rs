@@ -40,6 +40,9 @@ const RSTAT_ROWS: [(&str, &str, Kind); 11] = [
     ("io-full%", "io_full", Kind::Pct),
 ];
 
+/// Upstream 2.2's swap usage distribution, printed as the `swap` row.
+const SWAP_FIELD: &str = "swap_bytes";
+
 /// Columns of the IO latency tables, after the time percentiles.
 const IOLAT_EXTRA_COLS: [&str; 3] = ["cum", "mean", "stdev"];
 
@@ -64,8 +67,9 @@ fn pcts_header_w(out: &mut String, name: &str, w: usize) {
     let _ = writeln!(out, "{name:<w$}  {}", labels.join(" "));
 }
 
-/// One distribution row. If the map is missing or every value is 0, every
-/// cell is `-`.
+/// One distribution row, each cell followed by a space as upstream prints
+/// it (the line ends with one). If the map is missing or every value is 0,
+/// every cell is `-`.
 fn pcts_line(out: &mut String, field: &str, map: Option<&BTreeMap<String, f64>>, kind: Kind) {
     pcts_line_w(out, field, map, kind, LABEL_W);
 }
@@ -90,7 +94,7 @@ fn pcts_line_w(
         };
         let _ = write!(line, "{cell:>5} ");
     }
-    out.push_str(line.trim_end());
+    out.push_str(&line);
     out.push('\n');
 }
 
@@ -246,9 +250,9 @@ pub fn format_iolat_rw(out: &mut String, iolat: &IoLat, full: bool) {
 fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
     out.push_str("Slice resource stat:\n");
     for (name, stat) in [
-        ("[ROOT]", &r.root_rstat),
-        ("[WORKLOAD]", &r.work_rstat),
-        ("[SYSTEM]", &r.sys_rstat),
+        ("ROOT", &r.root_rstat),
+        ("WORKLOAD", &r.work_rstat),
+        ("SYSTEM", &r.sys_rstat),
     ] {
         out.push('\n');
         format_stat_table(out, name, stat, rstat);
@@ -256,8 +260,10 @@ fn format_rstat(out: &mut String, r: &MemHogResult, rstat: u8) {
 }
 
 /// One resource stat table (upstream's `ResourceStat::format`): the
-/// header named `name`, the base rows and, with `rstat` > 0, the slice's
-/// extra tables. storage prints its `ALL` and `FINAL` tables with it.
+/// header `[NAME]`, the base rows (with upstream 2.2's `swap` row after
+/// `mem` when the result has `swap_bytes`; 2.1's and ours have none) and,
+/// with `rstat` > 0, the slice's extra tables. storage prints its `ALL`
+/// and `FINAL` tables with it.
 pub fn format_stat_table(
     out: &mut String,
     name: &str,
@@ -265,9 +271,14 @@ pub fn format_stat_table(
     rstat: u8,
 ) {
     let w = rstat_label_width(rstat);
-    pcts_header_w(out, name, w);
+    pcts_header_w(out, &format!("[{name}]"), w);
     for (label, field, kind) in RSTAT_ROWS {
         pcts_line_w(out, label, stat.get(field), kind, w);
+        if field == "mem_bytes"
+            && let Some(swap) = stat.get(SWAP_FIELD)
+        {
+            pcts_line_w(out, "swap", Some(swap), Kind::Size, w);
+        }
     }
     if rstat > 0 {
         format_rstat_extra(out, name, stat, rstat, w);
@@ -532,7 +543,11 @@ fn format_rstat_extra(
     rstat: u8,
     w: usize,
 ) {
-    let base: Vec<&str> = RSTAT_ROWS.iter().map(|(_, field, _)| *field).collect();
+    let base: Vec<&str> = RSTAT_ROWS
+        .iter()
+        .map(|(_, field, _)| *field)
+        .chain([SWAP_FIELD])
+        .collect();
     let groups: [(&str, &str, &[StatKey]); 4] = [
         ("other", "", &[]),
         ("memory.stat", "mem_stat.", MEM_STAT_KEYS),
@@ -578,7 +593,7 @@ fn format_rstat_extra(
             );
         }
         out.push('\n');
-        pcts_header_w(out, &format!("{name} - {title}"), w);
+        pcts_header_w(out, &format!("[{name} - {title}]"), w);
         for (label, map, kind) in rows {
             pcts_line_w(out, label, Some(map), kind, w);
         }
@@ -586,7 +601,7 @@ fn format_rstat_extra(
     if !any {
         let _ = writeln!(
             out,
-            "\n{name} - no memory.stat, io.stat or vmstat distributions in this result"
+            "\n[{name}] - no memory.stat, io.stat or vmstat distributions in this result"
         );
     }
 }
@@ -684,6 +699,10 @@ pub struct TuneView {
     pub final_size: Option<u64>,
     /// Every probe and its isolation (ours; none in upstream's records).
     pub probes: Vec<(u64, Option<f64>)>,
+    /// Upstream's hold after the hog starts swapping (its fixed 200 s),
+    /// printed after the threshold as upstream does; `None` for a run
+    /// that had no such hold (rackbench's probes).
+    pub hold: Option<f64>,
 }
 
 /// Prints the scenarios and their combined summary.
@@ -771,11 +790,15 @@ fn format_tune(
         size(t.size_max),
         t.intvs
     );
+    let hold = t
+        .hold
+        .map(|h| format!(" for {}", crate::fmt::format_duration(h)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "        isol-{} >= {:.2}%",
+        "        isol-{} >= {}%{hold}",
         t.isol_pct,
-        t.isol_thr * 100.0
+        crate::fmt::format_pct(t.isol_thr)
     );
     out.push('\n');
     if rec.runs.is_empty() {
@@ -787,19 +810,19 @@ fn format_tune(
         Some(sz) => {
             let _ = writeln!(
                 out,
-                "        hashd memory size {}/{} can be protected at isol-{} >= {:.2}%",
+                "        hashd memory size {}/{} can be protected at isol-{} >= {}%",
                 size(sz),
                 size(t.size_max),
                 t.isol_pct,
-                t.isol_thr * 100.0
+                crate::fmt::format_pct(t.isol_thr)
             );
         }
         None => {
             let _ = writeln!(
                 out,
-                "        Failed to find size to keep isol-{} above {:.2}% in [{}, {}]",
+                "        Failed to find size to keep isol-{} above {}% in [{}, {}]",
                 t.isol_pct,
-                t.isol_thr * 100.0,
+                crate::fmt::format_pct(t.isol_thr),
                 size(t.size_min),
                 size(t.size_max)
             );
@@ -1094,7 +1117,14 @@ mod tests {
         (scenarios, combined.expect("summary section"))
     }
 
+    /// `got` against upstream's 2021 example text, whose lines had their
+    /// trailing spaces trimmed (upstream prints a space after every cell
+    /// of a distribution row, and so does rackbench; the byte for byte
+    /// comparison with upstream 2.2.5's own output, trailing spaces and
+    /// the 2.2 `swap` row included, is in tests/resctl_upstream.rs). The
+    /// 2021 results have no swap distribution, so no `swap` row.
     fn assert_same_text(got: &str, want: &str) {
+        let got: String = got.lines().map(|l| format!("{}\n", l.trim_end())).collect();
         for (n, (g, w)) in got.lines().zip(want.lines()).enumerate() {
             assert_eq!(g, w, "line {} differs", n + 1);
         }
@@ -1214,7 +1244,11 @@ mod tests {
         // As line 84 of the format conformance file.
         let dashes =
             "    -     -     -     -     -     -     -     -     -     -     -     -     -";
-        assert_eq!(out, format!("io%         {dashes}\nmem         {dashes}\n"));
+        // Each cell is followed by a space, as upstream prints it.
+        assert_eq!(
+            out,
+            format!("io%         {dashes} \nmem         {dashes} \n")
+        );
     }
 
     /// `format -R`: a slice's distributions beyond the base rows get their
@@ -1225,6 +1259,8 @@ mod tests {
         r.root_rstat
             .insert("mem_stat.anon".into(), pct_map(&[1048576.0, 2097152.0]));
         r.root_rstat.insert("swap_bytes".into(), pct_map(&[4096.0]));
+        r.root_rstat
+            .insert("zswap_bytes".into(), pct_map(&[8192.0]));
         r.root_rstat.insert("cpu_util".into(), pct_map(&[0.5]));
         let mut plain = String::new();
         format_result_rstat(&mut plain, &r, true, 0);
@@ -1232,13 +1268,20 @@ mod tests {
         format_result(&mut old, &r, true);
         assert_eq!(plain, old);
         assert!(!plain.contains("memory.stat"), "{plain}");
+        // Upstream 2.2's swap row, after mem.
+        assert!(
+            plain.contains("\nmem     ") && plain.contains("\nswap    "),
+            "{plain}"
+        );
+        assert!(plain.find("\nmem ").unwrap() < plain.find("\nswap ").unwrap());
         let mut out = String::new();
         format_result_rstat(&mut out, &r, true, 1);
-        assert!(out.contains("[ROOT] - memory.stat"), "{out}");
+        assert!(out.contains("[ROOT - memory.stat]"), "{out}");
         assert!(out.contains("\nanon "), "{out}");
-        assert!(out.contains("[ROOT] - other"), "{out}");
-        assert!(out.contains("\nswap_bytes "), "{out}");
-        assert!(!out.contains("[ROOT] - vmstat"), "{out}");
+        assert!(out.contains("[ROOT - other]"), "{out}");
+        assert!(out.contains("\nzswap_bytes "), "{out}");
+        assert!(!out.contains("\nswap_bytes "), "{out}");
+        assert!(!out.contains("[ROOT - vmstat]"), "{out}");
         assert!(
             out.contains("[WORKLOAD] - no memory.stat, io.stat or vmstat distributions"),
             "{out}"
@@ -1332,8 +1375,8 @@ mod tests {
              IO Latency: not measured\n\nSlice resource stat:\n\n[ROOT]"
         ));
         assert!(out.ends_with(
-            "isol%           -     -     -     -     -     -     -     -     -     -     -     -     -\n\
-             lat-imp%        -     -     -     -     -     -     -     -     -     -     -     -     -\n\n\
+            "isol%           -     -     -     -     -     -     -     -     -     -     -     -     - \n\
+             lat-imp%        -     -     -     -     -     -     -     -     -     -     -     -     - \n\n\
              Result: isol=0:0% lat_imp=0%:0 work_csv=100.0% missing=0%\n"
         ));
         let mut short = String::new();

@@ -1238,10 +1238,16 @@ pub fn format_with_prefix(
                     } else {
                         spec_tune.and_then(|t| t.intvs).unwrap_or(10)
                     },
-                    isol_pct: t.isol_pct.clone(),
-                    isol_thr: t.isol_thr,
+                    // The spec's, as upstream prints them (its record
+                    // may hold another version's default).
+                    isol_pct: spec_tune.map_or_else(|| t.isol_pct.clone(), |s| s.isol_pct.clone()),
+                    isol_thr: spec_tune.map_or(t.isol_thr, |s| s.isol_thr),
                     final_size: t.final_size,
                     probes: t.probes.clone(),
+                    // Upstream's record (range and probes left to the
+                    // spec) held each probe its fixed 200 s.
+                    hold: (t.size_min == 0 && t.size_max == 0 && t.probes.is_empty())
+                        .then_some(200.0),
                 }
             });
             (r, s, view)
@@ -1288,6 +1294,28 @@ impl Bench for ProtectionBench {
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         run(spec, ctx)
+    }
+    /// A mem-hog-tune scenario run without `size-min`/`size-max` (ours:
+    /// they default to hashd's footprint and half of it) gets the sizes it
+    /// ran with written in, in bytes: upstream's spec requires them.
+    fn spec_as_run(&self, spec: &JobSpec, record: &serde_json::Value) -> JobSpec {
+        let Ok(rec) = serde_json::from_value::<RawProtectionRecord>(record.clone()) else {
+            return spec.clone();
+        };
+        let mut out = spec.clone();
+        for (g, t) in out.props.iter_mut().skip(1).zip(&rec.tunes) {
+            if let Some(t) = t
+                && g.get("scenario").map(String::as_str) == Some("mem-hog-tune")
+            {
+                if t.size_max > 0 {
+                    g.entry("size-max".into())
+                        .or_insert_with(|| t.size_max.to_string());
+                }
+                g.entry("size-min".into())
+                    .or_insert_with(|| t.size_min.to_string());
+            }
+        }
+        out
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
         format(d, full)
@@ -1467,7 +1495,7 @@ mod tests {
         assert!(!text.contains("Scenario 1/2 - Memory Hog\n"), "{text}");
         assert!(
             text.contains(
-                "Params: load=1 speed=2x size=1.0G-2.0G intvs=4\n        isol-05 >= 90.00%\n"
+                "Params: load=1 speed=2x size=1.0G-2.0G intvs=4\n        isol-05 >= 90.00% for 3.3M\n"
             ),
             "{text}"
         );
