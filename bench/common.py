@@ -56,8 +56,8 @@ def find_ghz():
     sys.exit("ghz not found: install it with `go install github.com/bojand/ghz/cmd/ghz@v0.120.0`")
 
 
-def start_server(env, cwd, args, cpu=None):
-    cmd = [BIN, "calibrate"] + args + ["serve", "--listen", "127.0.0.1:50051", "--threads", "1"]
+def start_server(env, cwd, args, cpu=None, binary=None):
+    cmd = [binary or BIN, "calibrate"] + args + ["serve", "--listen", "127.0.0.1:50051", "--threads", "1"]
     if cpu is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", str(cpu)] + cmd
     p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -1,52 +1,51 @@
 #!/usr/bin/env python3
-"""Load generator capacity: the highest open-loop rate and the closed-loop
-peak one client core reaches against a no-op gRPC server on loopback,
-rackbench next to h2load (and optionally ghz) in the same run.
+"""The load generator's own cost, side by side with h2load in one run.
 
-The server (`rackbench calibrate serve --workers 0`, replies at once) runs on
-CPU 1, each client on CPU 0 with one thread and two connections. A rate is
-sustained when at least 98% of the requests scheduled in the window complete
-and the p99 latency stays within 10 ms; rackbench finds its highest such
-rate with its own SLO search (open loop, constant arrivals, latency from the
-intended start) and reports its closed-loop peak (64 requests in flight) from
-the same search. Both of rackbench's gRPC clients run: `--client h2` (the
-lean client on the h2 crate, the default) and `--client tonic` (tonic's
-generated client, what rackbench used before issue 26).
+A no-op gRPC server (`rackbench calibrate --workers 0 --service-time-ms 0
+serve --threads 1`, replies at once) runs on CPU 1; each client on CPU 0
+with one thread and two connections, 64-byte payloads. Four parts, every
+figure a ratio against h2load (Debian's nghttp2-client) measured in the
+same round, so the machine's drift and its other tenants cancel out:
 
-h2load (Debian's nghttp2-client: `apt-get install nghttp2-client`) sends a
-pre-encoded gRPC WorkRequest, written by this script, with
-`content-type: application/grpc` and `te: trailers`, closed loop with the
-same 64 requests in flight (`-c 2 -m 32 -t 1`). h2load counts HTTP 2xx
-replies; it does not read grpc-status (the no-op server never fails one).
+1. Client CPU per completed request at paced rates (--rates, default 2k,
+   5k and 20k req/s): h2load `--rps` (rate / 2 per connection, `-c 2 -m
+   32 -t 1`) against `rackbench calibrate --fixed-qps RATE --arrival
+   constant` (latency from the intended start, HdrHistogram per worker,
+   achieved against scheduled: all as in any run). h2load's pacing is not
+   even: its timer fires every max(10 ms, 1/rps) and sends the requests
+   due then together (h2load.cc, `rps_watcher.repeat`), one write for
+   ~rate/200 requests per connection; rackbench's constant arrivals send
+   each request at its own time, one write and one wake-up each. So each
+   rate also runs rackbench with the same shape, `--arrival burst:N`
+   (N = rate / 100 every 10 ms), for the cost like for like. Each client's process
+   CPU (user + system, /proc/PID/stat) is read over the same span in the
+   middle of its run (start-up and its first second left out) and divided
+   by the requests it completed in it (its achieved rate x the span). The
+   two run one after the other, their order alternating by round. An idle
+   line gives both clients' CPU at 10 req/s, in percent of a core.
+2. Closed loop, 64 requests in flight: h2load `-c 2 -m 32` against the
+   peak probe of rackbench's search (`--peak-concurrency 64`), h2load
+   before and after it; ratio against their mean.
+3. The SLO search against a fixed-rate sweep in the same run: the search
+   (p99 <= 10 ms, >= 98% completed, constant arrivals, calibrate's
+   defaults otherwise: 95% intervals, the failure that bounds the result
+   confirmed) and then fixed rates from 0.6x to 1.6x its result in 5%
+   steps (`--fixed-qps`, the same criterion, each judged alone); the
+   search should lie within 10% of the highest rate the sweep passes.
+   Done on the quiet machine and again with a CPU hog alongside (one
+   busy-looping process per CPU, normal priority).
 
-This machine's speed drifts by more than the goals' margins within minutes
-(h2load alone moved 29.8k-53.9k/s in one morning), so the runs are
-interleaved in rounds (`--rounds`, default 3): each round runs h2load, then
-rackbench, then h2load again, and its ratios are rackbench's figures over
-the mean of that round's two h2load runs. The summary gives the median of
-the rounds' figures and ratios (each round's own line is printed too).
-The search judges each probe on its point estimate at tolerance 0.02
-(`--confidence 0 --tolerance 0.02`), as when the goal was set, not with
-calibrate's newer defaults.
+The rounds' figures are printed as they come; the summary takes the
+median of the rounds. The last line:
+`loadgen: client CPU per request vs h2load at 2k X, 5k Y, 20k Z; closed/h2load W; search within V% of the fixed-rate sweep`
+(V: the larger distance of the two conditions).
 
-ghz (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`) is bisected with
-the same criterion when --ghz is given (several minutes more).
-
-h2load's own pacing (`--rps`) is bisected too, each round: the highest
-rate it keeps up with (>= 98% achieved), another open-loop peer. h2load
-sends the requests due at each timer tick together, so its paced load is
-burstier than rackbench's constant arrivals (one request every 20-30 µs,
-each read and answered by the one-threaded server on its own); the
-second-last line gives rackbench's open-loop rate against it.
-
-The last line is the summary:
-`loadgen: rackbench open-loop R1/s, closed-loop R2/s, h2load closed-loop R3/s, ratio open/h2load X, closed/h2load Y`
-
-Usage: python3 bench/loadgen_capacity.py [--secs 5] [--rounds 3] [--tonic] [--ghz]
+Usage: python3 bench/loadgen_capacity.py [--secs 10] [--rounds 3]
+           [--rates 2000,5000,20000] [--binary BIN] [--before OLD_BIN]
+           [--no-closed] [--no-search] [--search-secs 5]
 """
 
 import argparse
-import base64
 import json
 import os
 import re
@@ -55,38 +54,16 @@ import statistics
 import struct
 import subprocess
 import sys
+import time
 
 import common
 
 PAYLOAD = 64
-TARGET_MS = 10.0
-
-
 CONNECTIONS = 2
-IN_FLIGHT = 64  # the search's closed-loop peak concurrency
-
-
-def rackbench_max(env, cwd, secs, client):
-    cmd = common.pinned(
-        [common.BIN, "calibrate", "--server", "127.0.0.1:50051", "--workers", "0", "--service-time-ms", "0",
-         "--client-threads", "1", "--connections", str(CONNECTIONS), "--target", f"99p:{TARGET_MS}", "--arrival", "constant",
-         "--probe-secs", str(secs), "--final-secs", str(secs * 2), "--peak-secs", str(secs), "--warmup-secs", "2",
-         "--payload-bytes", str(PAYLOAD), "--client", client, "--confidence", "0", "--tolerance", "0.02"],
-        0,
-    )
-    # A direct command prints its report JSON only when asked.
-    out = subprocess.run(cmd, cwd=cwd, env=dict(env, RACKBENCH_REPORT="1"), capture_output=True, text=True)
-    try:
-        r = common.report(out.stdout)
-    except (ValueError, IndexError):
-        raise SystemExit("rackbench printed no report:\n" + out.stdout[-1000:] + out.stderr[-2000:])
-    m = r["metrics"]
-    if not r["success"]:
-        # No rate passed (this happens when the server, not the client, is
-        # the limit and the machine is slow): the peak still counts.
-        print(f"  rackbench --client {client}: the search found no passing rate: {m.get('search_failure')}", flush=True)
-        return 0.0, 0.0, 0.0, m["peak_qps"]
-    return m["final_requested_qps"], m["final_achieved_qps"], m["final_latency_msec"], m["peak_qps"]
+IN_FLIGHT = 64
+TARGET = "99p:10"
+URL = "http://127.0.0.1:50051/rackbench.calibrate.Calibrate/Work"
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def work_request_file(cwd):
@@ -99,17 +76,39 @@ def work_request_file(cwd):
     return path
 
 
-def h2load_run(h2load, body, secs, rps=None):
-    """h2load's rate in req/s: closed loop, or paced at `rps` requests per
-    second in all (h2load's --rps, per connection)."""
-    pace = ["--rps", str(max(1, round(rps / CONNECTIONS)))] if rps else []
-    cmd = common.pinned(
-        [h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1", "-D", str(secs)] + pace +
-        ["-d", body, "-H", "content-type: application/grpc", "-H", "te: trailers",
-         "http://127.0.0.1:50051/rackbench.calibrate.Calibrate/Work"],
-        0,
-    )
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+def proc_cpu(pid):
+    """User + system CPU seconds of a process (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0):
+    """Runs cmd (pinned to CPU 0) for about secs seconds and returns
+    (CPU seconds, wall seconds) over [skip, secs - tail] of its run, and
+    its stdout."""
+    p = subprocess.Popen(common.pinned(cmd, 0), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(skip)
+    c0, t0 = proc_cpu(p.pid), time.time()
+    time.sleep(max(0.5, secs - skip - tail))
+    c1, t1 = proc_cpu(p.pid), time.time()
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({p.returncode}):\n{out[-1500:]}{err[-1500:]}")
+    return c1 - c0, t1 - t0, out
+
+
+def h2load_paced(h2load, body, env, cwd, rate, secs):
+    cmd = [h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1", "-D", str(secs),
+           "--rps", str(max(1, round(rate / CONNECTIONS))), "-d", body,
+           "-H", "content-type: application/grpc", "-H", "te: trailers", URL]
+    cpu, span, out = cpu_over_middle(cmd, env, cwd, secs)
+    achieved = h2load_rate(out)
+    return cpu / (achieved * span) * 1e6, achieved, cpu / span
+
+
+def h2load_rate(out):
     rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out)
     codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
     done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
@@ -118,132 +117,193 @@ def h2load_run(h2load, body, secs, rps=None):
     return float(rate.group(1))
 
 
-def h2load_paced_max(h2load, body, secs, closed):
-    """The highest rate h2load's own pacing (--rps) keeps up with: achieved
-    >= 98% of the requested rate, bisected to 2% between half and all of
-    its closed-loop rate. h2load reports no percentiles and, when it falls
-    behind, sends late without counting it, so this is only its throughput
-    under its paced arrivals (the requests due at each timer tick sent
-    together)."""
-    lo, hi = closed * 0.5, closed
-    if h2load_run(h2load, body, secs, hi) >= 0.98 * hi:
-        return hi
-    while hi > lo * 1.02:
-        mid = (lo + hi) / 2
-        got = h2load_run(h2load, body, secs, mid)
-        lo, hi = (mid, hi) if got >= 0.98 * mid else (lo, mid)
-    return lo
+def h2load_closed(h2load, body, secs):
+    cmd = common.pinned([h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1",
+                         "-D", str(secs), "-d", body, "-H", "content-type: application/grpc",
+                         "-H", "te: trailers", URL], 0)
+    return h2load_rate(subprocess.run(cmd, capture_output=True, text=True).stdout)
 
 
-def ghz_run(ghz, rps, secs, conc=200):
-    data = json.dumps({"payload": base64.b64encode(b"\0" * PAYLOAD).decode(), "reply_bytes": PAYLOAD})
-    cmd = [ghz, "--insecure", "--proto", os.path.join(common.ROOT, "crates/calibrate/proto/calibrate.proto"),
-           "--import-paths", os.path.join(common.ROOT, "proto"),
-           "--call", "rackbench.calibrate.Calibrate.Work", "-d", data, "-z", f"{secs}s", "--cpus", "1",
-           "--connections", "2", "-c", str(conc), "-O", "json"]
-    if rps > 0:
-        cmd += ["--rps", str(int(rps)), "--async"]
-    out = subprocess.run(common.pinned(cmd + ["127.0.0.1:50051"], 0), capture_output=True, text=True)
-    r = json.loads(out.stdout)
-    p99 = next((d["latency"] for d in r.get("latencyDistribution") or [] if d["percentage"] == 99), None)
-    ok = r.get("statusCodeDistribution", {}).get("OK", 0)
-    return r["rps"], ok, (p99 or 0) / 1e6
+def calibrate_cmd(binary, extra):
+    return [binary, "calibrate", "--server", "127.0.0.1:50051", "--workers", "0", "--service-time-ms", "0",
+            "--client-threads", "1", "--connections", str(CONNECTIONS), "--payload-bytes", str(PAYLOAD),
+            "--target", TARGET, "--arrival", "constant"] + extra
 
 
-def ghz_max(ghz, secs):
-    peak, _, _ = ghz_run(ghz, 0, secs)
+def rackbench_paced(binary, env, cwd, rate, secs, arrival="constant"):
+    # One fixed rate: a 1 s warm-up at the rate, then secs - 1 measured.
+    cmd = calibrate_cmd(binary, ["--fixed-qps", str(rate), "--probe-secs", str(secs - 1)])
+    cmd[cmd.index("--arrival") + 1] = arrival
+    cpu, span, out = cpu_over_middle(cmd, env, cwd, secs + 0.4)
+    p = common.report(out)["metrics"]["probes"][-1]
+    achieved = p["achieved_qps"]
+    if p["scheduled"] and p["total_queries"] < 0.98 * p["scheduled"]:
+        print(f"  (rackbench completed {p['total_queries']} of {p['scheduled']} scheduled at {rate}/s)")
+    return cpu / (achieved * span) * 1e6, achieved, cpu / span
 
-    def passes(rate):
-        achieved, ok, p99 = ghz_run(ghz, rate, secs)
-        good = ok / secs >= 0.98 * rate and p99 <= TARGET_MS
-        print(f"  ghz --rps {rate:.0f}: achieved {achieved:.0f}/s, ok {ok}, p99 {p99:.2f} ms -> {'pass' if good else 'fail'}")
-        return good, p99
 
-    lo, hi = None, peak
-    good, _ = passes(peak)
-    if good:
-        lo, hi = peak, None
-        while lo is not None and hi is None:
-            up = lo * 1.5
-            g, _ = passes(up)
-            if g:
-                lo = up
-            else:
-                hi = up
-    else:
-        cand = peak / 2
-        while lo is None:
-            g, _ = passes(cand)
-            if g:
-                lo = cand
-            else:
-                hi, cand = cand, cand / 2
-    while hi > lo * 1.02:
-        mid = (lo + hi) / 2
-        g, _ = passes(mid)
-        lo, hi = (mid, hi) if g else (lo, mid)
-    return lo, peak
+def search(binary, env, cwd, secs):
+    """The search's result, its closed-loop peak and its probes."""
+    cmd = calibrate_cmd(binary, ["--probe-secs", str(secs), "--final-secs", str(secs * 2), "--peak-secs", str(secs),
+                                 "--warmup-secs", "2", "--peak-concurrency", str(IN_FLIGHT)])
+    out = subprocess.run(common.pinned(cmd, 0), cwd=cwd, env=env, capture_output=True, text=True)
+    r = common.report(out.stdout)
+    m = r["metrics"]
+    rate = m["final_requested_qps"] if r["success"] else 0.0
+    return rate, m["peak_qps"], m["probes"], m.get("marks", [])
+
+
+def sweep(binary, env, cwd, secs, rates):
+    cmd = calibrate_cmd(binary, ["--fixed-qps", ",".join(f"{q:.0f}" for q in rates), "--probe-secs", str(secs)])
+    out = subprocess.run(common.pinned(cmd, 0), cwd=cwd, env=env, capture_output=True, text=True)
+    probes = common.report(out.stdout)["metrics"]["probes"]
+    return [(p["requested_qps"], p["passed"], p["target_value_ms"], p["verdict"]) for p in probes
+            if p["phase"] == "fixed"]
+
+
+def search_vs_sweep(binary, env, cwd, secs, label):
+    rate, peak, probes, marks = search(binary, env, cwd, secs)
+    steps = ", ".join(f"{p['phase']} {p['requested_qps']:.0f} {'pass' if p['passed'] else 'FAIL'}"
+                      for p in probes if p["requested_qps"] > 0)
+    print(f"{label}: search {rate:.0f}/s (closed-loop peak {peak:.0f}/s; {steps})", flush=True)
+    for m in marks:
+        print(f"{label}:   marked: {m}")
+    if rate <= 0:
+        return None, peak
+    grid = [rate * (0.6 + 0.05 * i) for i in range(21)]
+    rows = sweep(binary, env, cwd, secs, grid)
+    passing = [q for q, ok, _, _ in rows if ok]
+    best = max(passing) if passing else 0.0
+    print(f"{label}: sweep " + ", ".join(f"{q:.0f} {'ok' if ok else 'FAIL'} ({v:.2f} ms)" for q, ok, v, _ in rows))
+    dist = abs(rate / best - 1) * 100 if best > 0 else float("inf")
+    print(f"{label}: highest passing fixed rate {best:.0f}/s; search/sweep {rate / best if best else 0:.3f}"
+          f" ({dist:.1f}% apart)", flush=True)
+    return dist, peak
+
+
+def hog_start():
+    code = "while True:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 2)]
+
+
+def hog_stop(hogs):
+    for h in hogs:
+        h.kill()
+        h.wait()
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--secs", type=int, default=5)
+    ap.add_argument("--secs", type=int, default=10, help="length of each paced run")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the summary is their median")
-    ap.add_argument("--tonic", action="store_true", help="also run tonic's client (before issue 26) in each round")
-    ap.add_argument("--ghz", action="store_true", help="also bisect ghz's open-loop rate")
+    ap.add_argument("--rates", default="2000,5000,20000")
+    ap.add_argument("--binary", help="rackbench binary to measure (default: build this tree's release binary)")
+    ap.add_argument("--search-secs", type=int, default=5, help="probe length of the search and the sweep")
+    ap.add_argument("--no-search", action="store_true", help="skip part 3 (search against the sweep)")
+    ap.add_argument("--no-closed", action="store_true", help="skip part 2 (closed loop)")
+    ap.add_argument("--before", help="an earlier rackbench binary, also run constant-paced in each round of part 1")
     a = ap.parse_args()
     h2load = shutil.which("h2load")
     if not h2load:
         sys.exit("h2load not found: install Debian's nghttp2-client (apt-get install nghttp2-client)")
-    common.build()
-    ghz = common.find_ghz() if a.ghz else None
+    binary = a.binary or common.build()
     cwd, env = common.scratch()
     body = work_request_file(cwd)
-    server = common.start_server(env, cwd, ["--workers", "0", "--service-time-ms", "0"], cpu=1)
-    clients = ["h2", "tonic"] if a.tonic else ["h2"]
-    rounds = []  # per round: {client: (open, peak)}, h2load mean
+    rates = [int(r) for r in a.rates.split(",")]
+    print(f"machine load average at the start: {loadavg()} ({os.cpu_count()} CPUs)", flush=True)
+    server = common.start_server(env, cwd, ["--workers", "0", "--service-time-ms", "0"], cpu=1, binary=binary)
+    ratios = {r: [] for r in rates}
+    tick_ratios = {r: [] for r in rates}
+    per_tool = {r: ([], [], []) for r in rates}
+    before_ratios = {r: [] for r in rates}
+    closed = []
+    dists = {}
     try:
+        # Idle: a trickle, in percent of a core.
+        _, _, h_idle = h2load_paced(h2load, body, env, cwd, 10, a.secs)
+        _, _, r_idle = rackbench_paced(binary, env, cwd, 10, a.secs)
+        print(f"idle (10 req/s): h2load {h_idle * 100:.2f}% of a core, rackbench {r_idle * 100:.2f}%", flush=True)
         for n in range(1, a.rounds + 1):
-            before = h2load_run(h2load, body, a.secs)
-            print(f"round {n}: h2load closed-loop {before:.0f}/s ({IN_FLIGHT} in flight, before)", flush=True)
-            rb = {}
-            for client in clients:
-                rate, achieved, p99, peak = rackbench_max(env, cwd, a.secs, client)
-                rb[client] = (rate, peak)
-                print(f"round {n}: rackbench --client {client}: max open-loop rate {rate:.0f}/s (achieved {achieved:.0f}/s,"
-                      f" p99 {p99:.2f} ms); closed-loop peak {peak:.0f}/s", flush=True)
-            after = h2load_run(h2load, body, a.secs)
+            for r in rates:
+                # h2load --rps sends each connection's due requests every
+                # 10 ms (its timer's floor); `burst:N` gives rackbench the
+                # same shape (N = rate / 100 every 10 ms), constant spacing
+                # one request at a time.
+                burst = f"burst:{max(1, r // 100)}"
+                runs = [("h2load", lambda: h2load_paced(h2load, body, env, cwd, r, a.secs)),
+                        ("rackbench", lambda: rackbench_paced(binary, env, cwd, r, a.secs)),
+                        ("ticks", lambda: rackbench_paced(binary, env, cwd, r, a.secs, burst))]
+                if a.before:
+                    runs.append(("before", lambda: rackbench_paced(a.before, env, cwd, r, a.secs)))
+                if n % 2 == 0:
+                    runs.reverse()
+                got = {name: f() for name, f in runs}
+                (h, ha, _), (k, ka, _), (t, ta, _) = got["h2load"], got["rackbench"], got["ticks"]
+                ratios[r].append(k / h)
+                tick_ratios[r].append(t / h)
+                per_tool[r][0].append(h)
+                per_tool[r][1].append(k)
+                per_tool[r][2].append(t)
+                if a.before:
+                    b, ba, _ = got["before"]
+                    before_ratios[r].append(b / h)
+                    print(f"round {n}: {r}/s: the --before binary, constant: {b:.1f} CPU-us/request (achieved"
+                          f" {ba:.0f}/s); ratio {b / h:.2f}", flush=True)
+                print(f"round {n}: {r}/s: h2load {h:.1f} CPU-us/request (achieved {ha:.0f}/s), rackbench constant"
+                      f" {k:.1f} (achieved {ka:.0f}/s), rackbench {burst} {t:.1f} (achieved {ta:.0f}/s);"
+                      f" ratios {k / h:.2f} and {t / h:.2f} (load {loadavg()})", flush=True)
+            if a.no_closed:
+                continue
+            before = h2load_closed(h2load, body, 5)
+            # The closed-loop peak: the search's warm-up and peak probe alone.
+            out = subprocess.run(common.pinned(calibrate_cmd(binary, [
+                "--peak-only", "--peak-secs", "5", "--warmup-secs", "1", "--peak-concurrency", str(IN_FLIGHT)]), 0),
+                cwd=cwd, env=env, capture_output=True, text=True)
+            peak = common.report(out.stdout)["metrics"]["peak_qps"]
+            after = h2load_closed(h2load, body, 5)
             ref = (before + after) / 2
-            print(f"round {n}: h2load closed-loop {after:.0f}/s (after); reference {ref:.0f}/s;"
-                  f" ratio open/h2load {rb['h2'][0] / ref:.2f}, closed/h2load {rb['h2'][1] / ref:.2f}", flush=True)
-            paced = h2load_paced_max(h2load, body, a.secs, ref)
-            print(f"round {n}: h2load paced (--rps) keeps up to {paced:.0f}/s; ratio open/h2load-paced"
-                  f" {rb['h2'][0] / paced:.2f}", flush=True)
-            rounds.append((rb, ref, paced))
-        if ghz:
-            g_rate, g_peak = ghz_max(ghz, a.secs)
-            print(f"ghz:               max open-loop rate {g_rate:.0f}/s (unthrottled peak {g_peak:.0f}/s)")
+            closed.append(peak / ref)
+            print(f"round {n}: closed loop ({IN_FLIGHT} in flight): h2load {before:.0f}/s and {after:.0f}/s,"
+                  f" rackbench {peak:.0f}/s; ratio {peak / ref:.2f}", flush=True)
+        if not a.no_search:
+            dists["quiet"], _ = search_vs_sweep(binary, env, cwd, a.search_secs, "quiet")
+            hogs = hog_start()
+            try:
+                dists["hog"], _ = search_vs_sweep(binary, env, cwd, a.search_secs, "with a CPU hog")
+            finally:
+                hog_stop(hogs)
     finally:
         common.stop(server)
+    for r in rates:
+        h, k, t = per_tool[r]
+        print(f"{r}/s (median of {a.rounds} rounds): h2load {statistics.median(h):.1f} CPU-us/request,"
+              f" rackbench constant {statistics.median(k):.1f}, ratio {statistics.median(ratios[r]):.2f}"
+              f" (rounds: {', '.join(f'{x:.2f}' for x in ratios[r])}); rackbench in h2load's 10 ms ticks"
+              f" {statistics.median(t):.1f}, ratio {statistics.median(tick_ratios[r]):.2f}"
+              f" (rounds: {', '.join(f'{x:.2f}' for x in tick_ratios[r])})")
+    if a.before:
+        for r in rates:
+            print(f"{r}/s: the --before binary, constant, against h2load: median"
+                  f" {statistics.median(before_ratios[r]):.2f} (rounds: {', '.join(f'{x:.2f}' for x in before_ratios[r])})")
+    print(f"machine load average at the end: {loadavg()}")
 
-    def med(f):
-        return statistics.median(f(rb, ref) for rb, ref, _ in rounds)
+    def k(r):
+        return f"{r // 1000}k" if r % 1000 == 0 else str(r)
 
-    paced = statistics.median(p for _, _, p in rounds)
-    paced_ratio = statistics.median(rb["h2"][0] / p for rb, _, p in rounds)
-
-    h2 = med(lambda rb, ref: ref)
-    if a.tonic:
-        print(f"tonic client (before issue 26), median of {len(rounds)} rounds: open-loop {med(lambda rb, ref: rb['tonic'][0]):.0f}/s,"
-              f" closed-loop {med(lambda rb, ref: rb['tonic'][1]):.0f}/s,"
-              f" ratio open/h2load {med(lambda rb, ref: rb['tonic'][0] / ref):.2f},"
-              f" closed/h2load {med(lambda rb, ref: rb['tonic'][1] / ref):.2f}")
-    print(f"paced peer (median of {len(rounds)} rounds): h2load --rps keeps up to {paced:.0f}/s;"
-          f" ratio rackbench open-loop / h2load paced {paced_ratio:.2f}")
-    print(f"loadgen (median of {len(rounds)} interleaved rounds): rackbench open-loop {med(lambda rb, ref: rb['h2'][0]):.0f}/s,"
-          f" closed-loop {med(lambda rb, ref: rb['h2'][1]):.0f}/s, h2load closed-loop {h2:.0f}/s,"
-          f" ratio open/h2load {med(lambda rb, ref: rb['h2'][0] / ref):.2f},"
-          f" closed/h2load {med(lambda rb, ref: rb['h2'][1] / ref):.2f}")
+    cpu = ", ".join(f"{k(r)} {statistics.median(ratios[r]):.2f}" for r in rates)
+    ticks = ", ".join(f"{k(r)} {statistics.median(tick_ratios[r]):.2f}" for r in rates)
+    print(f"in h2load's own 10 ms ticks (rackbench --arrival burst:rate/100): client CPU per request vs h2load"
+          f" at {ticks}")
+    known = [d for d in dists.values() if d is not None]
+    within = f"{max(known):.1f}" if known and len(known) == len(dists) else "n/a"
+    closed_text = f"{statistics.median(closed):.2f}" if closed else "n/a"
+    print(f"loadgen: client CPU per request vs h2load at {cpu}; closed/h2load {closed_text};"
+          f" search within {within}% of the fixed-rate sweep")
 
 
 if __name__ == "__main__":

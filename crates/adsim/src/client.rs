@@ -140,6 +140,9 @@ pub struct ClientRecord {
     /// when it no longer answered).
     pub server_before: Option<ServerStatus>,
     pub server_after: Option<ServerStatus>,
+    /// The host before and after the search (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<load::hostspeed::HostCheck>,
 }
 
 /// The server's counters as its status RPC reported them.
@@ -211,6 +214,9 @@ pub struct ClientMetrics<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerMetrics<'a>>,
     pub search: &'a [ProbeRecord],
+    /// The host before and after the search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_check: Option<load::hostspeed::HostCheckMetrics>,
 }
 
 /// The server's side of the client run: the counters' change over it.
@@ -257,6 +263,7 @@ pub fn client_metrics(r: &ClientRecord) -> ClientMetrics<'_> {
             _ => None,
         },
         search: &r.probes,
+        host_check: r.host.map(|h| h.metrics()),
     }
 }
 
@@ -476,6 +483,9 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<ClientRecord> {
             }
         })
     };
+    // The host before the search and after it: a busy or changing host
+    // marks the result (see `AdSim::marks`).
+    let host = load::hostspeed::HostChecker::start();
     let r = drive(
         a,
         ctx,
@@ -487,6 +497,7 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<ClientRecord> {
     );
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
+    let host = host.finish();
     progress.finish();
     let (outcome, before, after, csv_path, client_cpu) = r?;
     if outcome.interrupted {
@@ -505,6 +516,7 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<ClientRecord> {
         client_cpu_seconds: client_cpu,
         server_before: before.as_ref().map(ServerStatus::from),
         server_after: after.as_ref().map(ServerStatus::from),
+        host: Some(host),
     };
     Ok(record)
 }

@@ -111,6 +111,13 @@ impl Workload for AdSim {
         }
     }
 
+    fn marks(&self, record: &Record) -> Vec<String> {
+        match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION) {
+            Ok(AdSimRecord::Client(r)) => r.host.map(|h| h.concerns()).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse_any(args)? {
             Parsed::Server(a) => run_server(&a, ctx),
@@ -566,6 +573,7 @@ mod tests {
             client_cpu_seconds: 2.34567,
             server_before: Some(status(10, 40, 1.0)),
             server_after: Some(status(110, 440, 3.0)),
+            host: None,
         }
     }
 

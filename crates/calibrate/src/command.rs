@@ -115,6 +115,14 @@ pub struct Args {
     /// Bytes in each request and reply payload.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = whole::<u32>)]
     pub payload_bytes: u32,
+    /// Measure only the unthrottled (closed-loop) peak: the warm-up and
+    /// the peak probe, no search.
+    #[arg(long, conflicts_with = "fixed_qps")]
+    pub peak_only: bool,
+    /// Requests in flight in the unthrottled warm-up and peak probes
+    /// (default: 4 per server worker, 8 to 256).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
+    pub peak_concurrency: Option<usize>,
 }
 
 /// Which gRPC client drives the server.
@@ -226,7 +234,9 @@ impl Args {
             c.extended_finals = 1;
         }
         // Enough in flight to saturate the workers without a deep queue.
-        c.peak_concurrency = (self.workers * 4).clamp(8, 256);
+        c.peak_concurrency = self
+            .peak_concurrency
+            .unwrap_or((self.workers * 4).clamp(8, 256));
         c
     }
 }
@@ -282,6 +292,13 @@ impl Workload for Calibrate {
         match record.decode::<CalibrateRecord>(self.name(), RECORD_VERSION)? {
             CalibrateRecord::Search(r) => harness::record::metrics_map(&search_metrics(&r)?),
             CalibrateRecord::Serve(r) => harness::record::metrics_map(&serve_metrics(&r)),
+        }
+    }
+
+    fn marks(&self, record: &Record) -> Vec<String> {
+        match record.decode::<CalibrateRecord>(self.name(), RECORD_VERSION) {
+            Ok(CalibrateRecord::Search(r)) => marks_of(&r),
+            _ => Vec::new(),
         }
     }
 
@@ -364,6 +381,9 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         )?),
         _ => None,
     };
+    // The host before the run (and after it, below): whether it was busy
+    // or changed speed, which the result cannot be trusted through.
+    let host = load::hostspeed::HostChecker::start();
     let server_rt = runtime(1, "calib-server")?;
     let service = Service::new(a.workers, Duration::from_secs_f64(service_s), a.stall());
     let stats = service.stats.clone();
@@ -398,7 +418,9 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     // The overhead probe runs before a search whose model has a value to
     // correct (not before fixed rates: those have no maximum to compare).
     let overhead_plan = match (capacity, analytic) {
-        (Some(cap), Some(_)) if a.overhead_secs() > 0.0 && a.fixed_qps.is_empty() => {
+        (Some(cap), Some(_))
+            if a.overhead_secs() > 0.0 && a.fixed_qps.is_empty() && !a.peak_only =>
+        {
             Some(OverheadPlan {
                 rate: cap * OVERHEAD_LOAD,
                 nominal_service_ms: a.service_time_ms,
@@ -407,7 +429,9 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         }
         _ => None,
     };
-    let planned = if a.fixed_qps.is_empty() {
+    let planned = if a.peak_only {
+        cfg.warmup + cfg.peak
+    } else if a.fixed_qps.is_empty() {
         cfg.planned()
     } else {
         (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
@@ -460,6 +484,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         let _ = server_rt.block_on(r.shutdown());
     }
     let (served, mean_service) = stats.snapshot();
+    let host = host.finish();
     if let Some(f) = &outcome.final_probe {
         progress.println(&final_line(f));
     }
@@ -491,6 +516,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             mean_service,
         }),
         overhead,
+        host: Some(host),
     };
     for line in model_lines(&record) {
         eprintln!("{line}");
@@ -645,7 +671,9 @@ async fn run_search<P: Prober>(
     cfg: &SearchConfig,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> SearchOutcome {
-    if a.fixed_qps.is_empty() {
+    if a.peak_only {
+        load::search::run_peak(cfg.clone(), prober, on_event).await
+    } else if a.fixed_qps.is_empty() {
         Search::new(cfg.clone(), prober, on_event).run().await
     } else {
         run_fixed(
@@ -700,6 +728,46 @@ pub struct SearchRun {
     /// The overhead probe, when one ran (absent in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<OverheadRecord>,
+    /// The host before and after the run (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<load::hostspeed::HostCheck>,
+}
+
+/// How far from 1 the measured/model ratio may be for calibrate to vouch
+/// for a result (its runs on a quiet host stay within 3%).
+pub const RATIO_VOUCHED: f64 = 0.10;
+
+/// Why a calibrate result cannot be trusted: the host checks' concerns,
+/// and a measured/model ratio further than [`RATIO_VOUCHED`] from 1 (the
+/// model with the measured service time and overhead when the overhead
+/// probe ran, else the pure M/D/c value).
+pub fn marks_of(r: &SearchRun) -> Vec<String> {
+    let mut out = r.host.map(|h| h.concerns()).unwrap_or_default();
+    let Some(f) = &r.search.reported else {
+        return out;
+    };
+    let model = match model_with_overhead(r).filter(|m| m.max_qps > 0.0) {
+        Some(m) => Some((
+            m.max_qps,
+            "the M/D/c model with the measured service time and overhead",
+        )),
+        None => r
+            .analytic_max_qps
+            .filter(|x| *x > 0.0)
+            .map(|an| (an, "the M/D/c analytic value")),
+    };
+    if let Some((max, what)) = model {
+        let ratio = f.requested_qps / max;
+        if (ratio - 1.0).abs() > RATIO_VOUCHED {
+            out.push(format!(
+                "measured/model ratio {ratio:.3} ({:.1} QPS against {max:.1} from {what}) is outside {:.2}-{:.2}, what calibrate vouches for: the chain or the host, not the queue, set the result",
+                f.requested_qps,
+                1.0 - RATIO_VOUCHED,
+                1.0 + RATIO_VOUCHED
+            ));
+        }
+    }
+    out
 }
 
 /// The chain's own time, measured before the search at 10% of the queue's
@@ -844,6 +912,10 @@ pub struct SearchMetrics<'a> {
     pub final_series: &'a [SecondSummary],
     pub probe_csv: &'a str,
     pub search: &'a SearchSettings,
+    /// The host before and after the run, with the change between them
+    /// in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_check: Option<load::hostspeed::HostCheckMetrics>,
 }
 
 /// The overhead probe's figures in the report.
@@ -914,6 +986,7 @@ pub fn search_metrics(r: &SearchRun) -> anyhow::Result<SearchMetrics<'_>> {
         final_series: &r.final_series,
         probe_csv: &r.probe_csv,
         search: &r.settings,
+        host_check: r.host.map(|h| h.metrics()),
     };
     if let Some(s) = &r.own_server {
         m.server_requests = Some(s.requests);
@@ -1169,7 +1242,62 @@ mod tests {
                 mean_service: Some(Duration::from_micros(10_050)),
             }),
             overhead: None,
+            host: None,
         }
+    }
+
+    #[test]
+    fn a_ratio_or_a_host_outside_what_calibrate_vouches_for_is_marked() {
+        let look = |share: f64| load::hostspeed::HostLook {
+            cpu_unit_us: 1000.0,
+            memory_unit_us: 2000.0,
+            cpu_share: share,
+            unix_ms: 0,
+        };
+        // At the analytic rate, on a quiet host: no mark.
+        let mut r = search_run();
+        let an = r.analytic_max_qps.unwrap();
+        if let Some(p) = r.search.reported.as_mut() {
+            p.requested_qps = an * 0.98;
+        }
+        r.host = Some(load::hostspeed::HostCheck {
+            before: look(0.99),
+            after: look(0.97),
+        });
+        assert!(marks_of(&r).is_empty(), "{:?}", marks_of(&r));
+        let m = metrics_of(CalibrateRecord::Search(Box::new(r.clone())));
+        assert_eq!(m["host_check"]["before"]["cpu_share"], 0.99);
+        assert_eq!(m["host_check"]["change_pct"], 0.0);
+        let rec = Record::of(
+            "calibrate",
+            RECORD_VERSION,
+            &CalibrateRecord::Search(Box::new(r.clone())),
+        );
+        assert!(Calibrate.marks(&rec).is_empty());
+        // A ratio of 0.13 (the loaded run) and a busy host: both named.
+        if let Some(p) = r.search.reported.as_mut() {
+            p.requested_qps = an * 0.13;
+        }
+        r.host = Some(load::hostspeed::HostCheck {
+            before: look(0.45),
+            after: look(0.97),
+        });
+        let rec = Record::of(
+            "calibrate",
+            RECORD_VERSION,
+            &CalibrateRecord::Search(Box::new(r)),
+        );
+        let marks = Calibrate.marks(&rec);
+        assert_eq!(marks.len(), 2, "{marks:?}");
+        assert!(
+            marks[0].starts_with("host busy before the run: a thread got 45% of a core"),
+            "{marks:?}"
+        );
+        assert!(
+            marks[1].starts_with("measured/model ratio 0.130 (")
+                && marks[1].contains("is outside 0.90-1.10, what calibrate vouches for"),
+            "{marks:?}"
+        );
     }
 
     #[test]

@@ -129,6 +129,21 @@ impl Workload for FeedSim {
         harness::record::metrics_map(&r.metrics())
     }
 
+    /// A search whose host changed speed (the sampler's drift) or was busy
+    /// at its start or end (the sampler's looks) is marked.
+    fn marks(&self, record: &Record) -> Vec<String> {
+        let speed = match record.decode::<FeedSimRecord>(self.name(), RECORD_VERSION) {
+            Ok(FeedSimRecord::Search(s)) => s.host_speed,
+            Ok(FeedSimRecord::Autoscale(a)) => a.host_speed,
+            _ => None,
+        };
+        let mut out: Vec<String> = speed_warning(speed.as_ref()).into_iter().collect();
+        if let Some(c) = speed.and_then(|h| h.check) {
+            out.extend(c.concerns());
+        }
+        out
+    }
+
     fn run(&self, ctx: &RunContext, args: &[String]) -> anyhow::Result<Outcome> {
         match parse_any(args)? {
             Parsed::Leaf(a) => run_leaf(&a, ctx),
@@ -1103,11 +1118,11 @@ const SPEED_EVERY: Duration = Duration::from_secs(5);
 /// Host speed drift past which a result is flagged as not comparable.
 pub(crate) const SPEED_DRIFT_WARN_PCT: f64 = 10.0;
 
-/// The warning printed when the machine's speed changed during the run.
+/// The mark of a run during which the machine's speed changed.
 fn speed_warning(speed: Option<&HostSpeed>) -> Option<String> {
     let h = speed.filter(|h| h.drift_pct > SPEED_DRIFT_WARN_PCT)?;
     Some(format!(
-        "warning: this machine's speed changed during the run: a fixed unit of integer work took {:.0} to {:.0} us, one of dependent memory loads {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
+        "this machine's speed changed during the run: a fixed unit of integer work took {:.0} to {:.0} us, one of dependent memory loads {:.0} to {:.0} us (spread {:.0}% > {SPEED_DRIFT_WARN_PCT:.0}%); results from this run are not comparable to that precision",
         h.cpu.unit_us_min,
         h.cpu.unit_us_max,
         h.memory.unit_us_min,
@@ -1192,9 +1207,6 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     if let Some(f) = &run.outcome.failure {
         // Ours, not upstream's: a diagnostic.
         progress.println(&failure_line(f));
-    }
-    if let Some(w) = speed_warning(speed.as_ref()) {
-        progress.println(&w);
     }
     let success = run.outcome.success;
     let record = FeedSimRecord::Search(Box::new(SearchRun {
@@ -1336,9 +1348,6 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let speed = speed.finish();
     let driver_cpu = cpu_seconds_self() - cpu_before;
     progress.finish();
-    if let Some(w) = speed_warning(speed.as_ref()) {
-        progress.println(&w);
-    }
     let stopped = ctx.cancel.is_stopped();
     let first_driver_threads = instances.first().map(|i| i.driver_threads);
     let instances = instances
@@ -2013,6 +2022,7 @@ mod tests {
                 cpu: speed(25.0),
                 memory: speed(5.0),
                 drift_pct: 25.0,
+                check: None,
             }),
         }));
         let m = stored_metrics(&r);

@@ -54,6 +54,17 @@ type Found = BTreeMap<&'static str, Vec<(String, Vec<(f64, f64)>)>>;
 /// Points per series name, per host.
 type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
 
+/// The CSS class of a run's result: failed, marked (see [`crate::marks`]) or ok.
+fn result_class(r: &RunRow) -> &'static str {
+    if !r.success {
+        "failed"
+    } else if crate::marks::of(&r.metrics).is_empty() {
+        "ok"
+    } else {
+        "marked"
+    }
+}
+
 fn when(ts: u64) -> String {
     match jiff::Timestamp::from_second(ts as i64) {
         Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
@@ -494,7 +505,7 @@ table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top;font-size:.9em}
 th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#1a7f37}.failed{color:#c62828;font-weight:bold}
+.ok{color:#1a7f37}.failed{color:#c62828;font-weight:bold}.marked{color:#b26a00;font-weight:bold}
 .better{background:#e6f4ea}.worse{background:#fdecea}.exact{background:#fff8e1}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #eee}
 #filters label{margin-right:1em}
@@ -818,8 +829,8 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
             r.iteration,
             when(r.timestamp),
             esc(&r.hostname),
-            if r.success { "ok" } else { "failed" },
-            if r.success { "ok" } else { "FAILED" },
+            result_class(r),
+            crate::marks::result_text(r.success, &r.metrics),
         );
     }
     out.push_str("</tbody></table>\n");
@@ -867,9 +878,17 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
                 .unwrap_or_default(),
             esc(&r.hostname),
             when(r.timestamp),
-            if r.success { "ok" } else { "failed" },
-            if r.success { "ok" } else { "FAILED" },
+            result_class(r),
+            crate::marks::result_text(r.success, &r.metrics),
         );
+        let marks = crate::marks::of(&r.metrics);
+        if !marks.is_empty() {
+            out.push_str("<ul class=\"marks\">");
+            for m in &marks {
+                let _ = write!(out, "<li>marked: {}</li>", esc(m));
+            }
+            out.push_str("</ul>\n");
+        }
         let args = shell_words::join(&r.args);
         let _ = writeln!(
             out,

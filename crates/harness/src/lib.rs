@@ -24,6 +24,7 @@ pub mod html_distbench;
 pub mod html_resctl;
 pub mod job;
 pub mod machine;
+pub mod marks;
 pub mod page_chart;
 pub mod present;
 pub mod progress;

@@ -121,11 +121,7 @@ pub fn runs(rows: &[RunRow]) -> String {
                 r.job.clone(),
                 r.iteration.to_string(),
                 when(r.timestamp) + " UTC",
-                if r.success {
-                    "ok".into()
-                } else {
-                    "FAILED".into()
-                },
+                crate::marks::result_text(r.success, &r.metrics),
                 r.hostname.clone(),
             ]
         })

@@ -128,6 +128,13 @@ pub trait Workload: Send + Sync {
     /// returned: the workload's typed metrics struct, flattened with
     /// [`crate::record::metrics_map`].
     fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>>;
+    /// Why the result of a run cannot be fully trusted (see
+    /// [`crate::marks`]), one sentence each, from the record its `run`
+    /// returned; none by default.
+    fn marks(&self, record: &Record) -> Vec<String> {
+        let _ = record;
+        Vec::new()
+    }
 }
 
 /// The workloads compiled into the binary.
@@ -560,6 +567,14 @@ pub fn execute_direct(
         cancel: cancel.clone(),
     };
     let result = w.run(&ctx, args);
+    if let Ok(Outcome {
+        record: Some(r), ..
+    }) = &result
+    {
+        for m in w.marks(r) {
+            eprintln!("{}", crate::marks::line(w.name(), &m));
+        }
+    }
     if cancel.reason() == Some(StopReason::Interrupted) {
         return Ok(DirectEnd::Interrupted);
     }
@@ -634,6 +649,13 @@ fn run_one(
                             failure =
                                 Some(format!("cannot derive the metrics from the record: {e:#}"))
                         }
+                    }
+                    let marks = p.workload.marks(r);
+                    for m in &marks {
+                        eprintln!("{}", crate::marks::line(&p.job.name, m));
+                    }
+                    if !marks.is_empty() {
+                        metrics.insert(crate::marks::KEY.into(), json!(marks));
                     }
                 }
                 record = o.record;

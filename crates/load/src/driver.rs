@@ -256,30 +256,63 @@ where
     R: WireSize + Send + 'static,
     F: Fn(u64) -> R + Send + Sync + 'static,
 {
-    fn send(&self, seq: u64, intended: Instant, rec: &mut Recorder, measuring: bool) -> InFlight {
+    fn send(
+        &mut self,
+        seq: u64,
+        intended: Instant,
+        rec: &mut Recorder,
+        measuring: bool,
+    ) -> InFlight {
         let req = (self.make)(seq);
         if measuring {
             rec.bytes_tx += req.wire_size();
         }
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = InFlightGuard(self.in_flight.clone());
-        let svc = self.svc.clone();
-        let fut = Box::pin(async move {
-            let _guard = guard;
-            let mut sent = Instant::now();
-            let result = match svc.ready_oneshot().await {
-                Ok(mut ready) => {
-                    sent = Instant::now();
-                    ready
-                        .call(req)
-                        .await
-                        .map(|r| r.wire_size())
-                        .map_err(|e| e.to_string())
+        // A service that is ready now (a client pool or the lean gRPC
+        // client always is) is called here, without a clone of it and a
+        // readiness future per request; one that is not is cloned and
+        // awaited in the request's future, as tower's `oneshot` does.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let fut: Pin<Box<dyn Future<Output = Outcome<String>> + Send>> =
+            match self.svc.poll_ready(&mut cx) {
+                std::task::Poll::Ready(Ok(())) => {
+                    let sent = Instant::now();
+                    let call = self.svc.call(req);
+                    Box::pin(async move {
+                        let _guard = guard;
+                        let result = call.await.map(|r| r.wire_size()).map_err(|e| e.to_string());
+                        (intended, sent, Instant::now(), result)
+                    })
                 }
-                Err(e) => Err(e.to_string()),
+                std::task::Poll::Ready(Err(e)) => {
+                    let e = e.to_string();
+                    Box::pin(async move {
+                        let _guard = guard;
+                        let now = Instant::now();
+                        (intended, now, now, Err(e))
+                    })
+                }
+                std::task::Poll::Pending => {
+                    let svc = self.svc.clone();
+                    Box::pin(async move {
+                        let _guard = guard;
+                        let mut sent = Instant::now();
+                        let result = match svc.ready_oneshot().await {
+                            Ok(mut ready) => {
+                                sent = Instant::now();
+                                ready
+                                    .call(req)
+                                    .await
+                                    .map(|r| r.wire_size())
+                                    .map_err(|e| e.to_string())
+                            }
+                            Err(e) => Err(e.to_string()),
+                        };
+                        (intended, sent, Instant::now(), result)
+                    })
+                }
             };
-            (intended, sent, Instant::now(), result)
-        });
         InFlight {
             measuring,
             intended,

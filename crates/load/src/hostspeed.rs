@@ -104,6 +104,10 @@ pub struct HostSpeed {
     pub memory: UnitStats,
     /// The larger of the two units' spreads, percent.
     pub drift_pct: f64,
+    /// The host at the start and at the end of the sampling, with the
+    /// share of a core the sampler got (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<HostCheck>,
 }
 
 impl HostSpeed {
@@ -116,6 +120,7 @@ impl HostSpeed {
             drift_pct: cpu.drift_pct.max(memory.drift_pct),
             cpu,
             memory,
+            check: None,
         })
     }
 }
@@ -158,12 +163,168 @@ impl UnitStats {
     }
 }
 
+/// Wall-clock time, for the share of a core a measurement got.
+fn wall() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// One look at the host, taken on the calling thread: the cost of the two
+/// work units and the share of a core the thread got while running them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct HostLook {
+    /// The integer unit's cheapest cost, microseconds of thread CPU time.
+    pub cpu_unit_us: f64,
+    /// The dependent-load unit's cheapest cost, microseconds.
+    pub memory_unit_us: f64,
+    /// Thread CPU time over wall-clock time while the units ran (about
+    /// [`LOOK_WALL`]): 1.0 when the thread had a core to itself, 0.5 when
+    /// another runnable thread took half of it (a CPU hog, a build). A
+    /// unit's cost in CPU time hides that; this ratio shows it.
+    pub cpu_share: f64,
+    pub unix_ms: u64,
+}
+
+/// How long one [`HostLook`] runs the units, at least: long enough for the
+/// scheduler's time slices (a few ms) to average out.
+pub const LOOK_WALL: Duration = Duration::from_millis(200);
+
+/// The host before and after a run (see [`HostCheck::concerns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct HostCheck {
+    pub before: HostLook,
+    pub after: HostLook,
+}
+
+/// What a run can vouch for: the host's units may change by up to
+/// [`CHECK_CHANGE_PCT`] between before and after, and the measuring thread
+/// must get at least [`CHECK_MIN_SHARE`] of a core each time.
+pub const CHECK_CHANGE_PCT: f64 = 10.0;
+pub const CHECK_MIN_SHARE: f64 = 0.9;
+
+impl HostCheck {
+    /// The larger change of the two units' costs from before to after, in
+    /// percent of the before value (signed: positive when slower after).
+    pub fn change_pct(&self) -> f64 {
+        let pct = |b: f64, a: f64| if b > 0.0 { (a / b - 1.0) * 100.0 } else { 0.0 };
+        let cpu = pct(self.before.cpu_unit_us, self.after.cpu_unit_us);
+        let mem = pct(self.before.memory_unit_us, self.after.memory_unit_us);
+        if cpu.abs() >= mem.abs() { cpu } else { mem }
+    }
+
+    /// Why the host cannot be trusted for this run, one sentence each;
+    /// empty when it can.
+    pub fn concerns(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (when, l) in [("before", &self.before), ("after", &self.after)] {
+            if l.cpu_share < CHECK_MIN_SHARE {
+                out.push(format!(
+                    "host busy {when} the run: a thread got {:.0}% of a core running a fixed unit of work ({:.0}% needed): other processes compete for the CPUs",
+                    l.cpu_share * 100.0,
+                    CHECK_MIN_SHARE * 100.0
+                ));
+            }
+        }
+        let change = self.change_pct();
+        if change.abs() > CHECK_CHANGE_PCT {
+            out.push(format!(
+                "host speed changed during the run: a fixed unit of integer work took {:.0} us before and {:.0} us after, one of dependent memory loads {:.0} and {:.0} us ({change:+.0}%, more than {CHECK_CHANGE_PCT:.0}%)",
+                self.before.cpu_unit_us,
+                self.after.cpu_unit_us,
+                self.before.memory_unit_us,
+                self.after.memory_unit_us
+            ));
+        }
+        out
+    }
+}
+
+/// A [`HostCheck`] as reports give it: both looks and the change.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HostCheckMetrics {
+    pub before: HostLook,
+    pub after: HostLook,
+    /// [`HostCheck::change_pct`], rounded to 0.001.
+    pub change_pct: f64,
+}
+
+impl HostCheck {
+    /// The report's figures.
+    pub fn metrics(&self) -> HostCheckMetrics {
+        HostCheckMetrics {
+            before: self.before,
+            after: self.after,
+            change_pct: (self.change_pct() * 1000.0).round() / 1000.0,
+        }
+    }
+}
+
+/// Takes [`HostLook`]s: the memory unit's table is built once (about
+/// 100 ms, 32 MiB), so the looks before and after a run cost only
+/// [`LOOK_WALL`] each.
+pub struct HostChecker {
+    table: Vec<u32>,
+    before: HostLook,
+}
+
+impl HostChecker {
+    /// Builds the table and takes the look before the run.
+    pub fn start() -> Self {
+        let table = chase_table(TABLE_ENTRIES);
+        let before = look(&table);
+        HostChecker { table, before }
+    }
+
+    /// Takes the look after the run.
+    pub fn finish(self) -> HostCheck {
+        HostCheck {
+            before: self.before,
+            after: look(&self.table),
+        }
+    }
+}
+
+/// Runs both units in turn for at least [`LOOK_WALL`] (three of each at
+/// least), keeping each unit's cheapest cost and the share of a core.
+fn look(table: &[u32]) -> HostLook {
+    let (w0, c0) = (wall(), thread_cpu());
+    let (mut cpu, mut mem) = (f64::INFINITY, f64::INFINITY);
+    let mut k = 0u64;
+    while k < 3 || w0.elapsed() < LOOK_WALL {
+        let t = thread_cpu();
+        work_unit(k);
+        let t1 = thread_cpu();
+        memory_unit(table, k as usize * 7919);
+        let t2 = thread_cpu();
+        cpu = cpu.min((t1 - t).as_secs_f64() * 1e6);
+        mem = mem.min((t2 - t1).as_secs_f64() * 1e6);
+        k += 1;
+    }
+    let wall_s = w0.elapsed().as_secs_f64();
+    let cpu_s = (thread_cpu() - c0).as_secs_f64();
+    HostLook {
+        cpu_unit_us: cpu,
+        memory_unit_us: mem,
+        cpu_share: if wall_s > 0.0 {
+            (cpu_s / wall_s).min(1.0)
+        } else {
+            1.0
+        },
+        unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+    }
+}
+
 /// Samples the host's speed on a background thread until finished.
 pub struct SpeedSampler {
     stop: Arc<AtomicBool>,
     taken: Arc<std::sync::atomic::AtomicUsize>,
-    handle: Option<JoinHandle<(Vec<f64>, Vec<f64>)>>,
+    handle: Option<JoinHandle<Sampled>>,
 }
+
+/// What the sampler thread collected: the units' samples and the looks
+/// at the start and the end.
+type Sampled = (Vec<f64>, Vec<f64>, HostLook, HostLook);
 
 impl SpeedSampler {
     /// Takes a sample now and then every `every`.
@@ -176,6 +337,7 @@ impl SpeedSampler {
             .name("host-speed".into())
             .spawn(move || {
                 let table = chase_table(TABLE_ENTRIES);
+                let first = look(&table);
                 let (mut cpu, mut mem) = (Vec::new(), Vec::new());
                 let sample = |cpu: &mut Vec<f64>, mem: &mut Vec<f64>| {
                     cpu.push(sample_unit_us());
@@ -191,7 +353,7 @@ impl SpeedSampler {
                         if flag.load(Ordering::Relaxed) {
                             // One last sample at the end of the run.
                             sample(&mut cpu, &mut mem);
-                            return (cpu, mem);
+                            return (cpu, mem, first, look(&table));
                         }
                         let step = Duration::from_millis(50).min(every - waited);
                         std::thread::sleep(step);
@@ -215,8 +377,10 @@ impl SpeedSampler {
     /// Stops sampling (taking one last sample) and returns the statistics.
     pub fn finish(mut self) -> Option<HostSpeed> {
         self.stop.store(true, Ordering::Relaxed);
-        let (cpu, mem) = self.handle.take()?.join().ok()?;
-        HostSpeed::from_pairs(&cpu, &mem)
+        let (cpu, mem, before, after) = self.handle.take()?.join().ok()?;
+        let mut h = HostSpeed::from_pairs(&cpu, &mem)?;
+        h.check = Some(HostCheck { before, after });
+        Some(h)
     }
 }
 
@@ -261,8 +425,57 @@ mod tests {
         let h = s.finish().unwrap();
         assert!(h.cpu.samples >= 3, "{h:?}");
         assert_eq!(h.cpu.samples, h.memory.samples);
+        let c = h.check.unwrap();
+        assert!(c.before.unix_ms <= c.after.unix_ms, "{c:?}");
+        assert!(c.after.cpu_share > 0.0 && c.after.cpu_share <= 1.0, "{c:?}");
         assert!(h.cpu.unit_us_min > 0.0 && h.cpu.unit_us_min <= h.cpu.unit_us_max);
         assert!(h.memory.unit_us_min > 0.0);
+    }
+
+    fn look_of(cpu: f64, mem: f64, share: f64) -> HostLook {
+        HostLook {
+            cpu_unit_us: cpu,
+            memory_unit_us: mem,
+            cpu_share: share,
+            unix_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_host_check_names_a_busy_or_changed_host() {
+        let steady = HostCheck {
+            before: look_of(1000.0, 2000.0, 0.99),
+            after: look_of(1040.0, 1950.0, 0.97),
+        };
+        assert!(steady.concerns().is_empty(), "{:?}", steady.concerns());
+        assert!((steady.change_pct() - 4.0).abs() < 1e-9);
+        let busy = HostCheck {
+            after: look_of(1000.0, 2000.0, 0.5),
+            ..steady
+        };
+        let c = busy.concerns();
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].starts_with("host busy after the run: a thread got 50% of a core"),
+            "{c:?}"
+        );
+        let slower = HostCheck {
+            after: look_of(1000.0, 2600.0, 1.0),
+            ..steady
+        };
+        let c = slower.concerns();
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(c[0].contains("(+30%, more than 10%)"), "{c:?}");
+        assert!((slower.change_pct() - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_look_measures_both_units_and_the_share() {
+        let table = chase_table(1 << 16);
+        let l = look(&table);
+        assert!(l.cpu_unit_us > 100.0, "{l:?}");
+        assert!(l.memory_unit_us > 0.0, "{l:?}");
+        assert!(l.cpu_share > 0.0 && l.cpu_share <= 1.0, "{l:?}");
     }
 
     #[test]

@@ -7,27 +7,21 @@
 //! without spinning. Where a timerfd cannot be created the pacer falls back to
 //! tokio's timer and says so through [`Pacer::is_precise`].
 //!
-//! A deadline closer than the timer slack is not worth a timer: arming it
-//! (`timerfd_settime`), waiting for it (`epoll_wait`) and reading it cost
-//! three syscalls per request at high rates, where requests are due every
-//! few tens of microseconds (issue 26 measured ~0.5 `timerfd_settime` per
-//! request at 15k/s). Such a wait puts the worker back on the runtime's
-//! queue instead, so the connection tasks and replies run while it waits
-//! and the request still goes out no earlier than it is due. Not
-//! `tokio::task::yield_now`: that defers the task until the runtime has
-//! polled its IO driver, one `epoll_wait` per turn (measured: ~9 per request
-//! at 25k/s); a plain re-wake lets the scheduler poll IO at its own pace.
+//! Every wait for a future deadline arms the timer, however close the
+//! deadline: the worker sleeps in `epoll_wait` until it expires (or a reply
+//! wakes it first, when due requests go out too), so a client's CPU time
+//! follows its rate and is near zero when idle. Issue 26 had waits under
+//! 50 µs re-queue the task instead, to save the timer's syscalls at high
+//! rates; that spun the worker on the run queue (the client's core fully
+//! busy at 20k/s, a quarter of it at 2k/s). Arming costs one
+//! `timerfd_settime`; the expiration count is never read (see
+//! [`Pacer::wait_until`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-
-/// Waits shorter than this yield to the runtime instead of arming the
-/// timer: about the kernel's default timer slack (50 µs), within which a
-/// timer would not wake any more precisely.
-const YIELD_BELOW: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A reusable wake-up source for one worker.
 pub struct Pacer {
@@ -62,10 +56,6 @@ impl Pacer {
             if now >= deadline {
                 return;
             }
-            if deadline - now <= YIELD_BELOW {
-                Requeue(false).await;
-                continue;
-            }
             if self.armed != Some(deadline) {
                 if arm(fd.get_ref(), deadline).is_err() {
                     tokio::time::sleep_until(deadline.into()).await;
@@ -77,16 +67,17 @@ impl Pacer {
                 tokio::time::sleep_until(deadline.into()).await;
                 return;
             };
-            let mut buf = [0u8; 8];
-            // SAFETY: reading 8 bytes (the expiration count) into a valid buffer
-            // from a non-blocking timerfd we own.
-            let n =
-                unsafe { libc::read(fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n < 0 {
-                guard.clear_ready();
-            } else {
-                self.armed = None;
-            }
+            // The expiration count is never read: arming the timer again
+            // (`timerfd_settime`) resets it, so the descriptor is readable
+            // again only once the next deadline expires, and the edge
+            // registration reports that expiry as a new event. Forgetting
+            // the readiness here makes the next wait sleep on that event
+            // (reading the count would cost a syscall per request, and a
+            // stale readiness a second, failing one). A stale readiness
+            // (an earlier deadline's expiry, cached while the task was busy
+            // elsewhere) leaves the timer armed for this deadline, so the
+            // loop waits again without arming it.
+            guard.clear_ready();
         }
     }
 }
@@ -94,25 +85,6 @@ impl Pacer {
 impl Default for Pacer {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// Pending once, having woken its task: the task goes back on the run
-/// queue behind whatever else is ready, then goes on.
-struct Requeue(bool);
-
-impl std::future::Future for Requeue {
-    type Output = ();
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        if self.0 {
-            return std::task::Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
     }
 }
 

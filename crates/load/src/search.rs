@@ -12,6 +12,9 @@
 //!    `bracket_up` (1.5x) until a probe fails; if not, step down by
 //!    `bracket_down` (0.5x) until one passes;
 //! 3. bisection with short probes until `high <= low * (1 + tolerance)`;
+//!    then the failing `high` is probed again (`confirm_failures`): when
+//!    the repeat passes, the failure was noise and the search goes on
+//!    above it, so one bad probe cannot hold the result down;
 //! 4. one longer final run at the highest passing rate. If the final run
 //!    fails, the rate steps down and the final run is repeated (at most three
 //!    times): a rate that failed is never reported.
@@ -65,6 +68,9 @@ pub enum Phase {
     Peak,
     Bracket,
     Bisect,
+    /// A second probe at the lowest failing rate once the bisection has
+    /// closed on it (see [`SearchConfig::confirm_failures`]).
+    Confirm,
     Final,
     Fixed,
 }
@@ -76,6 +82,7 @@ impl Phase {
             Phase::Peak => "peak",
             Phase::Bracket => "bracket",
             Phase::Bisect => "bisect",
+            Phase::Confirm => "confirm",
             Phase::Final => "final",
             Phase::Fixed => "fixed",
         }
@@ -223,6 +230,18 @@ pub struct SearchConfig {
     pub steady_min_samples: u64,
     /// Final runs tried, each lower than the last, before the search gives up.
     pub final_attempts: usize,
+    /// Confirm the failure that bounds the result (true, the default):
+    /// once the bisection has closed on `[low, high]`, the failing rate
+    /// `high` is probed again. The search believes a failure only when it
+    /// repeats: if the second probe passes, the first was noise (a host
+    /// stall, a neighbour's burst), `high` becomes the new low and the
+    /// search goes on above it, up to the next failure it measured (or
+    /// bracketing up when there is none). One bad probe therefore cannot
+    /// hold the result below the knee, whichever probe it hits; a search
+    /// without noise pays one probe for it. Only the deciding failure is
+    /// repeated, not every one: the others only steered the bisection,
+    /// and a wrong turn is undone when its bound is confirmed.
+    pub confirm_failures: bool,
     /// Judging with a confidence interval (0, the default, turns it off;
     /// 0.95 for 95%). A percentile target `qp <= T` allows a fraction
     /// `1 - q` of replies slower than `T` (5% for 95p); the interval is that
@@ -308,13 +327,15 @@ impl SearchConfig {
             steady_tail: 0.0,
             steady_min_samples: 20,
             final_attempts: 3,
+            confirm_failures: true,
             confidence: 0.0,
         }
     }
 
     /// A rough plan of the search's length, for progress bars.
     pub fn planned(&self) -> Duration {
-        let steps = (1.0 / self.tolerance).log2().ceil() as u32 + 3;
+        let steps =
+            (1.0 / self.tolerance).log2().ceil() as u32 + 3 + u32::from(self.confirm_failures);
         // Assume half the bisection probes are close calls extended once.
         let extended =
             if self.max_extensions > 0 && (self.borderline > 0.0 || self.confidence > 0.0) {
@@ -546,7 +567,7 @@ impl<'a, P: Prober> Search<'a, P> {
             _ => self.cfg.max_extensions,
         };
         let extensible = match phase {
-            Phase::Bracket | Phase::Bisect => true,
+            Phase::Bracket | Phase::Bisect | Phase::Confirm => true,
             Phase::Final => {
                 let extended = self
                     .out
@@ -732,6 +753,24 @@ impl<'a, P: Prober> Search<'a, P> {
         )
     }
 
+    /// Steps up from a passing `lo` by `bracket_up` (at most six times,
+    /// never past `cap`) until a rate fails: that rate, or `None` when
+    /// none did.
+    async fn bracket_up(&mut self, mut lo: f64, cap: f64) -> Result<Option<f64>, Halt> {
+        for _ in 0..6 {
+            if lo >= cap {
+                break;
+            }
+            let up = (lo * self.cfg.bracket_up).min(cap);
+            if self.rate(Phase::Bracket, up).await? {
+                lo = up;
+            } else {
+                return Ok(Some(up));
+            }
+        }
+        Ok(None)
+    }
+
     async fn rate(&mut self, phase: Phase, rate: f64) -> Result<bool, Halt> {
         if self.out.probes.len() >= self.cfg.max_probes {
             return Err(Halt(format!(
@@ -775,19 +814,7 @@ impl<'a, P: Prober> Search<'a, P> {
         let (mut lo, mut hi);
         if self.rate(Phase::Bracket, start).await? {
             lo = start;
-            hi = None;
-            for _ in 0..6 {
-                if lo >= cap {
-                    break;
-                }
-                let up = (lo * c.bracket_up).min(cap);
-                if self.rate(Phase::Bracket, up).await? {
-                    lo = up;
-                } else {
-                    hi = Some(up);
-                    break;
-                }
-            }
+            hi = self.bracket_up(lo, cap).await?;
         } else {
             hi = Some(start);
             let mut cand = start * c.bracket_down;
@@ -809,16 +836,31 @@ impl<'a, P: Prober> Search<'a, P> {
             }
         }
 
-        // Bisection.
-        while let Some(h) = hi {
-            if h <= lo * (1.0 + c.tolerance) {
+        loop {
+            // Bisection.
+            while let Some(h) = hi {
+                if h <= lo * (1.0 + c.tolerance) {
+                    break;
+                }
+                let mid = (lo + h) / 2.0;
+                if self.rate(Phase::Bisect, mid).await? {
+                    lo = mid;
+                } else {
+                    hi = Some(mid);
+                }
+            }
+            // The failure that bounds the result, probed again: believed
+            // only when it repeats (see `confirm_failures`).
+            let Some(h) = hi.filter(|_| c.confirm_failures) else {
+                break;
+            };
+            if !self.rate(Phase::Confirm, h).await? {
                 break;
             }
-            let mid = (lo + h) / 2.0;
-            if self.rate(Phase::Bisect, mid).await? {
-                lo = mid;
-            } else {
-                hi = Some(mid);
+            lo = h;
+            hi = lowest_failure_above(&self.out.probes, h);
+            if hi.is_none() {
+                hi = self.bracket_up(lo, cap).await?;
             }
         }
 
@@ -854,17 +896,31 @@ impl<'a, P: Prober> Search<'a, P> {
 }
 
 /// The rate of the final run after one at `failed` QPS failed: the highest
-/// rate a bracket or bisection probe passed that is at least half a
+/// rate a bracket, bisection or confirming probe passed that is at least half a
 /// tolerance below `failed`, but never more than 2 x tolerance below it.
 pub fn next_final_rate(probes: &[ProbeRecord], failed: f64, tolerance: f64) -> f64 {
     let floor = failed * (1.0 - 2.0 * tolerance.max(0.01));
     let below = failed * (1.0 - tolerance / 2.0);
     probes
         .iter()
-        .filter(|p| p.passed && matches!(p.phase, Phase::Bracket | Phase::Bisect))
+        .filter(|p| p.passed && matches!(p.phase, Phase::Bracket | Phase::Bisect | Phase::Confirm))
         .map(|p| p.requested_qps)
         .filter(|&q| q < below)
         .fold(floor, f64::max)
+}
+
+/// The lowest rate above `rate` that a bracket, bisection or confirming
+/// probe failed at, if any.
+fn lowest_failure_above(probes: &[ProbeRecord], rate: f64) -> Option<f64> {
+    probes
+        .iter()
+        .filter(|p| {
+            !p.passed
+                && matches!(p.phase, Phase::Bracket | Phase::Bisect | Phase::Confirm)
+                && p.requested_qps > rate
+        })
+        .map(|p| p.requested_qps)
+        .min_by(f64::total_cmp)
 }
 
 /// True when the last two warm-up pieces' throughput agree within `within`.
@@ -873,6 +929,34 @@ fn warm(pieces: &[f64], within: f64) -> bool {
         [.., a, b] => *a > 0.0 && *b > 0.0 && (b - a).abs() <= within * a.max(*b),
         _ => false,
     }
+}
+
+/// Measures the unthrottled peak alone: the warm-up and the peak probe of
+/// a search (`peak_concurrency` in flight), no rate search after them.
+/// Succeeds when the peak probe got replies.
+pub async fn run_peak<P: Prober>(
+    cfg: SearchConfig,
+    prober: P,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> SearchOutcome {
+    let mut s = Search::new(cfg, prober, on_event);
+    let mode = Mode::Closed {
+        concurrency: s.cfg.peak_concurrency,
+    };
+    let peak = s.cfg.peak;
+    let run = async {
+        s.warm_up().await?;
+        s.run_probe(Phase::Peak, mode, Duration::ZERO, peak).await
+    };
+    match run.await {
+        Ok((ok, r)) => {
+            s.out.peak_qps = r.achieved_qps();
+            s.out.final_series = r.recorder.series_summary();
+            s.out.success = ok;
+        }
+        Err(Halt(why)) => s.out.failure = Some(why),
+    }
+    s.out
 }
 
 /// Runs fixed-rate experiments (FeedSim's `-q`): an unthrottled warm-up of

@@ -20,6 +20,9 @@ struct Model {
     /// Throughput of successive unthrottled probes while warming up (then
     /// `capacity`).
     warming: Vec<f64>,
+    /// The probe (1-based, in call order) that a host stall spoils: its
+    /// latency is 900 ms whatever the rate.
+    bad_probe: Option<usize>,
 }
 
 impl Model {
@@ -31,6 +34,7 @@ impl Model {
             calls: Vec::new(),
             fail_after: None,
             warming: Vec::new(),
+            bad_probe: None,
         }
     }
 }
@@ -59,7 +63,8 @@ impl load::Prober for Model {
             ),
             Mode::Open { rate, .. } | Mode::Capped { rate, .. } => {
                 let slow = rate > self.knee
-                    || (secs >= 10.0 && self.flaky_final_above.is_some_and(|f| rate > f));
+                    || (secs >= 10.0 && self.flaky_final_above.is_some_and(|f| rate > f))
+                    || self.bad_probe == Some(self.calls.len());
                 (rate, if slow { 900.0 } else { 10.0 })
             }
         };
@@ -167,6 +172,55 @@ async fn finds_the_knee_within_tolerance_and_never_above_it() {
     assert_eq!(events[3], (Phase::Bracket, 500.0, true));
     assert!(events.len() < 16, "{} probes", events.len());
     assert_eq!(out.probes.len(), events.len());
+}
+
+#[tokio::test]
+async fn one_bad_probe_cannot_hold_the_result_below_the_knee() {
+    // A clean search, for the number of probes a search takes.
+    let mut clean = Model::new(700.0, 1000.0);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(cfg(), &mut clean, &mut on).run().await;
+    let reported = |out: &load::SearchOutcome| out.final_probe.as_ref().unwrap().requested_qps;
+    let clean_rate = reported(&out);
+    assert!(clean_rate <= 700.0 && clean_rate >= 700.0 / 1.02);
+    let n = clean.calls.len();
+    // Each probe in turn spoiled (a stall: 900 ms whatever the rate),
+    // warm-up and peak aside (they judge nothing): the result stays
+    // within 5% of the knee (a spoiled final steps down by at most two
+    // tolerances), never above it.
+    let mut fooled_without = 0;
+    for bad in 3..=n + 2 {
+        let mut m = Model::new(700.0, 1000.0);
+        m.bad_probe = Some(bad);
+        let out = Search::new(cfg(), &mut m, &mut on).run().await;
+        assert!(out.success, "bad probe {bad}: {:?}", out.failure);
+        let r = reported(&out);
+        assert!(
+            r <= 700.0 && r >= 700.0 * 0.95,
+            "bad probe {bad}: reported {r} QPS; probes {:?}",
+            out.probes
+                .iter()
+                .map(|p| (p.phase, p.requested_qps, p.passed))
+                .collect::<Vec<_>>()
+        );
+        // Without the confirmation, some spoiled probe sends the
+        // bisection down for good.
+        let mut m = Model::new(700.0, 1000.0);
+        m.bad_probe = Some(bad);
+        let mut c = cfg();
+        c.confirm_failures = false;
+        let out = Search::new(c, &mut m, &mut on).run().await;
+        if out
+            .final_probe
+            .is_none_or(|f| f.requested_qps < 700.0 * 0.9)
+        {
+            fooled_without += 1;
+        }
+    }
+    assert!(
+        fooled_without > 0,
+        "the unconfirmed search was never fooled"
+    );
 }
 
 #[tokio::test]

@@ -144,7 +144,12 @@ impl Default for H2Settings {
 /// an open loop it balances the connections by their load.
 #[derive(Clone)]
 pub struct UnaryClient {
-    conns: Arc<[Conn]>,
+    /// Shared by every clone: a load generator clones the client per call.
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conns: Box<[Conn]>,
     uri: http::Uri,
     /// The request headers, built once (cloning them is one allocation,
     /// parsing them per call was measurable).
@@ -210,9 +215,11 @@ impl UnaryClient {
         );
         headers.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
         Ok(UnaryClient {
-            conns: conns.into(),
-            uri,
-            headers,
+            inner: Arc::new(Inner {
+                conns: conns.into(),
+                uri,
+                headers,
+            }),
         })
     }
 
@@ -235,22 +242,23 @@ impl UnaryClient {
 
     /// Connections in the pool.
     pub fn connections(&self) -> usize {
-        self.conns.len()
+        self.inner.conns.len()
     }
 
     /// One unary call with a framed request ([`frame`]).
     pub fn call(&self, request: Bytes) -> impl Future<Output = Result<Reply, UnaryError>> + use<> {
-        let conn = self
+        let inner = &*self.inner;
+        let conn = inner
             .conns
             .iter()
             .min_by_key(|c| c.in_flight.load(Ordering::Relaxed))
-            .unwrap_or(&self.conns[0]);
+            .unwrap_or(&inner.conns[0]);
         let busy = Busy::new(&conn.in_flight);
         let send = conn.send.clone();
         let mut req = http::Request::new(());
         *req.method_mut() = http::Method::POST;
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
+        *req.uri_mut() = inner.uri.clone();
+        *req.headers_mut() = inner.headers.clone();
         async move {
             let _busy = busy;
             call(send, req, request).await
