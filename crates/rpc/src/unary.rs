@@ -149,7 +149,8 @@ pub struct UnaryClient {
 }
 
 struct Inner {
-    conns: Box<[Conn]>,
+    /// Shared with clients made by [`UnaryClient::with_path`].
+    conns: Arc<[Conn]>,
     uri: http::Uri,
     /// The request headers, built once (cloning them is one allocation,
     /// parsing them per call was measurable).
@@ -226,7 +227,7 @@ impl UnaryClient {
     /// The same connections, calling the method at `path` instead (another
     /// method of the same server, without connecting again).
     pub fn with_path(&self, path: &str) -> Result<Self, UnaryError> {
-        let mut parts = self.uri.clone().into_parts();
+        let mut parts = self.inner.uri.clone().into_parts();
         parts.path_and_query = Some(
             path.parse()
                 .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?,
@@ -234,9 +235,11 @@ impl UnaryClient {
         let uri = http::Uri::from_parts(parts)
             .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?;
         Ok(UnaryClient {
-            conns: self.conns.clone(),
-            uri,
-            headers: self.headers.clone(),
+            inner: Arc::new(Inner {
+                conns: self.inner.conns.clone(),
+                uri,
+                headers: self.inner.headers.clone(),
+            }),
         })
     }
 
