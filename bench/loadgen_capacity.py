@@ -211,7 +211,9 @@ def main():
     h2load = shutil.which("h2load")
     if not h2load:
         sys.exit("h2load not found: install Debian's nghttp2-client (apt-get install nghttp2-client)")
-    binary = a.binary or common.build()
+    # The clients run in a scratch directory: a relative path is made absolute.
+    binary = os.path.abspath(a.binary) if a.binary else common.build()
+    before = os.path.abspath(a.before) if a.before else None
     cwd, env = common.scratch()
     body = work_request_file(cwd)
     rates = [int(r) for r in a.rates.split(",")]
@@ -239,7 +241,7 @@ def main():
                         ("rackbench", lambda: rackbench_paced(binary, env, cwd, r, a.secs)),
                         ("ticks", lambda: rackbench_paced(binary, env, cwd, r, a.secs, burst))]
                 if a.before:
-                    runs.append(("before", lambda: rackbench_paced(a.before, env, cwd, r, a.secs)))
+                    runs.append(("before", lambda: rackbench_paced(before, env, cwd, r, a.secs)))
                 if n % 2 == 0:
                     runs.reverse()
                 got = {name: f() for name, f in runs}
