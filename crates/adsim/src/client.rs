@@ -7,6 +7,7 @@
 //! upstream's load generator does); each request picks one of the 100
 //! uniformly (a size listed twice is twice as likely).
 
+use crate::addr::resolve;
 use crate::cli::{ClientArgs, Mode};
 use crate::proto::ad_sim_client::AdSimClient;
 use crate::proto::{SimRequest, StatusReply, StatusRequest};
@@ -18,7 +19,7 @@ use load::search::{Event, Search, SearchOutcome, run_fixed};
 use load::{ProbeRecord, SearchConfig, ServiceProber, SloTarget};
 use rand::SeedableRng;
 use std::io::Write;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -289,19 +290,6 @@ pub fn write_record(r: &ClientRecord, out: &mut dyn Write) -> std::io::Result<()
         writeln!(out, "{row}")?;
     }
     out.flush()
-}
-
-/// Resolves `server:port` (an IPv6 address needs no brackets).
-pub fn resolve(server: &str, port: u16) -> anyhow::Result<SocketAddr> {
-    let host = server.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("--server {server:?}: cannot resolve the host name"))?
-        .next()
-        .with_context(|| format!("--server {server:?}: the host name has no address"))
 }
 
 async fn status(c: &mut AdSimClient<Channel>) -> Result<StatusReply, tonic::Status> {
@@ -766,14 +754,6 @@ mod tests {
             bodies.iter().map(Bytes::len).collect::<Vec<_>>(),
             vec![3, 5]
         );
-    }
-
-    #[test]
-    fn ipv6_and_names_resolve() {
-        assert_eq!(resolve("::1", 10086).unwrap().to_string(), "[::1]:10086");
-        assert_eq!(resolve("[::1]", 1).unwrap().port(), 1);
-        assert_eq!(resolve("127.0.0.1", 2).unwrap().to_string(), "127.0.0.1:2");
-        assert!(resolve("localhost", 3).is_ok());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - [`tls`]: `--tls` on both sides.
 //! - [`cli`], [`command`]: the command lines and the harness entry.
 
+pub mod addr;
 pub mod cli;
 pub mod client;
 pub mod command;

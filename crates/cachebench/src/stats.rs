@@ -1,7 +1,7 @@
 //! What a CacheBench run counts: the cache's allocator counters and the
 //! stressor's throughput counters, the inputs of the report text.
 
-pub use crate::cache::{PoolStats, Stats as CacheStats};
+pub use crate::cache::{ApiLatency, PoolStats, Stats as CacheStats};
 
 /// Operations the stressor issued and how they went, summed over threads.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -47,43 +47,6 @@ impl Throughput {
         self.consistency_checks += o.consistency_checks;
         self.inconsistencies += o.inconsistencies;
         self.failed_threads += o.failed_threads;
-    }
-}
-
-/// Latency of the cache's API calls (`--report_api_latency`), nanoseconds,
-/// over the last minute (upstream's sliding window): `get` is upstream's
-/// find (`Cache Find API latency`: every lookup of the stressor's gets,
-/// lone gets, updates, onlySetIfMiss sets and addChained parents), `set`
-/// its allocate (`Cache Allocate API latency`: every allocation, with the
-/// eviction it makes, promotions from NVM included).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct ApiLatency {
-    #[serde(with = "crate::latency::serde_histogram")]
-    pub get: hdrhistogram::Histogram<u64>,
-    #[serde(with = "crate::latency::serde_histogram")]
-    pub set: hdrhistogram::Histogram<u64>,
-}
-
-impl Default for ApiLatency {
-    fn default() -> Self {
-        ApiLatency {
-            get: crate::latency::histogram(),
-            set: crate::latency::histogram(),
-        }
-    }
-}
-
-impl PartialEq for ApiLatency {
-    fn eq(&self, o: &Self) -> bool {
-        self.get.len() == o.get.len() && self.set.len() == o.set.len()
-    }
-}
-
-impl ApiLatency {
-    /// Adds another thread's histograms.
-    pub fn add(&mut self, o: &ApiLatency) {
-        crate::latency::add(&mut self.get, &o.get);
-        crate::latency::add(&mut self.set, &o.set);
     }
 }
 

@@ -3,9 +3,14 @@
 //!
 //! A module's imports are the `crate::`, `super::` and `self::` paths in
 //! its code outside `#[cfg(test)]` (uses, qualified names and intra-doc
-//! links alike), resolved to the longest prefix that names one of the
-//! crate's modules. Modules are files: `a/b.rs` and `a/b/mod.rs` are
-//! `a::b`.
+//! links alike), and the bare paths that start with one of its own child
+//! modules (`use driver::Peer` in `engine/mod.rs`, `client::Rpc` in
+//! `kernels/mod.rs`), resolved to the longest prefix that names one of
+//! the crate's modules. A path from a module to one of its own ancestors
+//! is not an import: a child lives inside its parent (`super::Hook` in
+//! `hooks/shell.rs` while `hooks/mod.rs` builds a `shell::Shell` is the
+//! usual shape, not a circle). Modules are files: `a/b.rs` and
+//! `a/b/mod.rs` are `a::b`.
 // Test code: a failed unwrap is a stop with its message, as intended.
 #![allow(clippy::unwrap_used)]
 
@@ -136,6 +141,53 @@ fn paths(code: &str) -> Vec<(String, Vec<String>)> {
             }
         }
     }
+    // Bare paths (base ""): an identifier followed by `::` that is not
+    // itself the tail of a path; `graph` keeps those naming a child.
+    let mut from = 0;
+    while let Some(i) = code[from..].find("::") {
+        let end = from + i;
+        from = end + 2;
+        let start = code[..end]
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| ident_char(*c))
+            .last()
+            .map_or(end, |(k, _)| k);
+        if start == end
+            || (start > 0 && matches!(bytes[start - 1], b':' | b'$'))
+            || bytes[start].is_ascii_digit()
+        {
+            continue;
+        }
+        let head = &code[start..end];
+        if ["crate", "super", "self", "Self"].contains(&head) {
+            continue;
+        }
+        let mut path = vec![head.to_string()];
+        let mut j = from;
+        loop {
+            let rest = &code[j..];
+            if let Some(inner) = rest.strip_prefix('{') {
+                group(inner, &path, &mut |p| out.push((String::new(), p)));
+                path.clear();
+                break;
+            }
+            let id: String = rest.chars().take_while(|c| ident_char(*c)).collect();
+            if id.is_empty() {
+                break;
+            }
+            j += id.len();
+            path.push(id);
+            if code[j..].starts_with("::") {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        if !path.is_empty() {
+            out.push((String::new(), path));
+        }
+    }
     out
 }
 
@@ -156,6 +208,15 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             let mut cand: Vec<String> = match base.as_str() {
                 "crate" => Vec::new(),
                 "super" => m[..m.len().saturating_sub(1)].to_vec(),
+                "" => {
+                    // Only a path that starts with a child module of `m`.
+                    let mut child = m.clone();
+                    child.push(path[0].clone());
+                    if !mods.contains_key(&child) {
+                        continue;
+                    }
+                    m.clone()
+                }
                 _ => m.clone(),
             };
             cand.extend(path);
@@ -163,6 +224,7 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                 .rev()
                 .find(|k| mods.contains_key(&cand[..*k]))
                 && cand[..k] != m[..]
+                && !m.starts_with(&cand[..k])
             {
                 deps.insert(cand[..k].join("::"));
             }
@@ -275,6 +337,17 @@ fn the_detector_finds_a_circle() {
     assert_eq!(
         cycles(&g),
         vec![vec!["cache::dram", "cache::hybrid", "other"]]
+    );
+    // A bare path to a child module counts (`use driver::Peer` in a
+    // mod.rs), an external crate's path of the same shape does not.
+    std::fs::write(
+        src.join("cache/mod.rs"),
+        "pub mod dram;\npub mod hybrid;\nuse hybrid::N;\nuse serde::Serialize;\n",
+    )
+    .unwrap();
+    assert_eq!(
+        graph(src)["cache"],
+        BTreeSet::from(["cache::hybrid".to_string()])
     );
     // Break it: the circle is gone.
     std::fs::write(src.join("other.rs"), "pub struct X;\n").unwrap();

@@ -96,7 +96,7 @@ pub fn services(p: &Params) -> Result<Vec<Service>, String> {
             return Err(bad(i, "an empty host or port array names no service"));
         }
         for (host, port) in pairs {
-            let addr = crate::client::resolve(&host, port)
+            let addr = crate::addr::resolve(&host, port)
                 .map_err(|e| bad(i, &format!("host {host:?}: {e:#}")))?;
             out.push(Service { host, addr });
         }

@@ -531,7 +531,7 @@ impl Cache {
     pub fn stats(&self) -> Stats {
         let mut s = self.dram.stats();
         if let (Some(find), Some(allocate)) = (self.find_latency.get(), self.dram.alloc_latency()) {
-            s.api_latency_ns = Some(crate::stats::ApiLatency {
+            s.api_latency_ns = Some(super::stats::ApiLatency {
                 get: find.window(),
                 set: allocate,
             });

@@ -16,4 +16,4 @@ pub use dram::{
 };
 pub use hybrid::{Cache, HybridOptions};
 pub use mm::{Policy, Refresh};
-pub use stats::{HybridCounters, NvmSide, PoolStats, ReleaseStats, Stats};
+pub use stats::{ApiLatency, HybridCounters, NvmSide, PoolStats, ReleaseStats, Stats};

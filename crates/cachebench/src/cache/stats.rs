@@ -31,7 +31,7 @@ pub struct Stats {
     /// With `--report_api_latency`: find and allocate latency over the
     /// last minute (upstream's `Cache Find/Allocate API latency`).
     #[serde(default)]
-    pub api_latency_ns: Option<crate::stats::ApiLatency>,
+    pub api_latency_ns: Option<ApiLatency>,
 }
 
 /// Slab releases of pool rebalancing, as CacheBench reports them.
@@ -102,5 +102,42 @@ impl NvmSide {
 impl PartialEq for NvmSide {
     fn eq(&self, o: &NvmSide) -> bool {
         self.counters == o.counters
+    }
+}
+
+/// Latency of the cache's API calls (`--report_api_latency`), nanoseconds,
+/// over the last minute (upstream's sliding window): `get` is upstream's
+/// find (`Cache Find API latency`: every lookup of the stressor's gets,
+/// lone gets, updates, onlySetIfMiss sets and addChained parents), `set`
+/// its allocate (`Cache Allocate API latency`: every allocation, with the
+/// eviction it makes, promotions from NVM included).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ApiLatency {
+    #[serde(with = "crate::latency::serde_histogram")]
+    pub get: hdrhistogram::Histogram<u64>,
+    #[serde(with = "crate::latency::serde_histogram")]
+    pub set: hdrhistogram::Histogram<u64>,
+}
+
+impl Default for ApiLatency {
+    fn default() -> Self {
+        ApiLatency {
+            get: crate::latency::histogram(),
+            set: crate::latency::histogram(),
+        }
+    }
+}
+
+impl PartialEq for ApiLatency {
+    fn eq(&self, o: &Self) -> bool {
+        self.get.len() == o.get.len() && self.set.len() == o.set.len()
+    }
+}
+
+impl ApiLatency {
+    /// Adds another thread's histograms.
+    pub fn add(&mut self, o: &ApiLatency) {
+        crate::latency::add(&mut self.get, &o.get);
+        crate::latency::add(&mut self.set, &o.set);
     }
 }

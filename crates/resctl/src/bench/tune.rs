@@ -143,6 +143,15 @@ impl DataSel {
         }
     }
 
+    /// 2.1's `fit_lines_opts`: as 2.2's, but aMOF rises (2.2 fits it
+    /// with one peak).
+    fn fit_opts21(&self) -> (Shape, bool, bool) {
+        match self {
+            DataSel::Amof => (Shape::Inc, false, true),
+            _ => self.fit_opts(),
+        }
+    }
+
     /// Sort position: the kind, then for percentiles (time, latency).
     fn pos(&self) -> (u32, Option<(&str, &str)>) {
         match self {
@@ -1119,7 +1128,7 @@ fn solve_series_v21(
     isol: Option<&DataSeries>,
     isol_thr: f64,
 ) -> Result<(), String> {
-    let (shape, outliers, by_isol) = super::tune_fit21::fit_opts(sel);
+    let (shape, outliers, by_isol) = sel.fit_opts21();
     let mut fill_to = None;
     if by_isol {
         let dl = &isol

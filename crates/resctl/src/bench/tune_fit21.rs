@@ -265,19 +265,6 @@ pub fn clamped(dl: &DataLines, vmin: f64, vmax: f64) -> Option<(DataLines, DataP
     Some((DataLines::v21((vmin, vmax), l, r), l, r))
 }
 
-/// 2.1's `fit_lines_opts`: shape, outlier rejection, cut where isolation
-/// fails. aMOF rises in 2.1 (2.2 fits it with one peak).
-pub fn fit_opts(sel: &super::tune::DataSel) -> (Shape, bool, bool) {
-    use super::tune::DataSel;
-    match sel {
-        DataSel::Mof | DataSel::LatImp | DataSel::Missing => (Shape::Inc, false, false),
-        DataSel::Amof | DataSel::AmofDelta => (Shape::Inc, false, true),
-        DataSel::Isol | DataSel::IsolPct(_) | DataSel::IsolMean => (Shape::Dec, false, false),
-        DataSel::WorkCsv => (Shape::Any, false, false),
-        DataSel::RLat(..) | DataSel::WLat(..) => (Shape::Inc, true, false),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
