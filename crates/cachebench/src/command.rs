@@ -757,6 +757,12 @@ fn sample(
     }
 }
 
+/// Whether the cache counted any operation between two snapshots.
+fn cache_moved(cur: &CacheStats, prev: &CacheStats) -> bool {
+    let allocs = |s: &CacheStats| s.pools.iter().map(|p| p.alloc_attempts).sum::<u64>();
+    cur.gets != prev.gets || cur.removes != prev.removes || allocs(cur) != allocs(prev)
+}
+
 /// `cur` with its whole-run NVM latency histograms (the device's and the
 /// engines') cut to what was recorded since `prev` (for the charts; the
 /// text prints the last minute's, as upstream).
@@ -1398,15 +1404,20 @@ impl Workload for CacheBench {
                 }
                 check_warm(&mut warm);
                 // The last stretch (and runs shorter than one interval).
+                // Threads publish their operation counts every 1,024
+                // operations and at their end, so a last stretch that only
+                // holds those final publications (the cache saw nothing
+                // since the last tick) is not an interval of its own.
                 let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
                 let t = started.elapsed().as_secs_f64();
-                if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 {
-                    let cur = sum_cache(
-                        &instances
-                            .iter()
-                            .map(|i| i.cache.stats())
-                            .collect::<Vec<_>>(),
-                    );
+                let cur = sum_cache(
+                    &instances
+                        .iter()
+                        .map(|i| i.cache.stats())
+                        .collect::<Vec<_>>(),
+                );
+                if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 && cache_moved(&cur, &prev)
+                {
                     let hit = output::hit_ratios_since(&cur, &prev);
                     samples.push(sample(
                         &interval_stats(&cur, &prev),
