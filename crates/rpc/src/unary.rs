@@ -301,8 +301,15 @@ async fn call(
     // queues the stream until one closes.
     let mut send = send.ready().await?;
     let (response, mut stream) = send.send_request(req, false)?;
-    stream.send_data(request, true)?;
-    let (head, mut body) = response.await?.into_parts();
+    // The server may answer from the headers alone (a trailers-only
+    // status such as UNIMPLEMENTED) and close the stream before the body
+    // goes out, the connection task running on another thread: sending
+    // then fails with "inactive stream", and the server's answer stands.
+    let sent = stream.send_data(request, true);
+    let (head, mut body) = match (response.await, sent) {
+        (Ok(r), _) => r.into_parts(),
+        (Err(_), Err(e)) | (Err(e), Ok(())) => return Err(e.into()),
+    };
     if head.status != http::StatusCode::OK {
         return Err(UnaryError::Http(head.status.as_u16()));
     }
