@@ -175,7 +175,25 @@ rackbench resctl -r out/r.json solve iocost-tune > out/solve.txt 2>&1"
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("Solutions"), "{}", text(&o.stdout));
+    // merge prints its merge-info job (as upstream 2.2.5); the merged
+    // iocost-tune job holds the solutions.
+    let merged = text(&o.stdout);
+    assert!(
+        merged.contains("[merge-info") && merged.contains("+ ") && merged.contains("r.json"),
+        "{merged}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["resctl", "-r"])
+        .arg(d.path().join("merged.json"))
+        .args(["summary", "iocost-tune"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("\nSolutions\n"),
+        "{}",
+        text(&o.stdout)
+    );
 }
 
 /// The resctl-bench README's iocost off/on session, exactly as written
