@@ -1405,9 +1405,12 @@ impl Workload for CacheBench {
                 check_warm(&mut warm);
                 // The last stretch (and runs shorter than one interval).
                 // Threads publish their operation counts every 1,024
-                // operations and at their end, so a last stretch that only
-                // holds those final publications (the cache saw nothing
-                // since the last tick) is not an interval of its own.
+                // operations and at their end, so a short last stretch
+                // (a stop's wind-down: under half an interval) holds
+                // mostly the final publications of operations counted
+                // before it; it is a point of its own only in a run
+                // shorter than one interval or when it is at least half
+                // an interval long, and the cache counted something in it.
                 let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
                 let t = started.elapsed().as_secs_f64();
                 let cur = sum_cache(
@@ -1416,7 +1419,12 @@ impl Workload for CacheBench {
                         .map(|i| i.cache.stats())
                         .collect::<Vec<_>>(),
                 );
-                if a.progress > 0 && ops > prev_ops && t - prev_t > 0.05 && cache_moved(&cur, &prev)
+                let long_enough = prev_t == 0.0 || t - prev_t >= tick.as_secs_f64() / 2.0;
+                if a.progress > 0
+                    && ops > prev_ops
+                    && t - prev_t > 0.05
+                    && long_enough
+                    && cache_moved(&cur, &prev)
                 {
                     let hit = output::hit_ratios_since(&cur, &prev);
                     samples.push(sample(
