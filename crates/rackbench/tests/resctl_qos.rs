@@ -1,7 +1,8 @@
 //! resctl's iocost-qos and iocost-tune through the binary: both kinds are
 //! known, their specs are checked with upstream's properties, and running
-//! them is refused naming the missed sysreqs (or, on a host with io.cost,
-//! saying running is not implemented yet); the `doc` subjects describing
+//! them where io.cost is missing is refused naming the missed sysreqs
+//! (runs themselves are tested in the cgroup2 guest, resctl_guest.rs); the
+//! `doc` subjects describing
 //! them, protection's mem-hog-tune, `common` and `shadow-inode`. (The
 //! mem-hog-tune run itself is in resctl.rs, beside the other tests that
 //! run hashd, so that it runs alongside them.)
@@ -41,8 +42,10 @@ fn iocost_qos_and_tune_are_known_and_refused_with_the_reason() {
         assert!(!ok, "{kind} succeeded: {out}");
         assert!(!err.contains("unknown bench kind"), "{err}");
         if host_has_iocost() {
-            // Requirements met: the job starts and stops, saying why.
-            assert!(err.contains("not implemented yet"), "{err}");
+            // Requirements met: the job would run the whole ladder here
+            // (resctl_guest.rs runs it); the refusal cannot be seen.
+            eprintln!("skipped: this host has io.cost, so {kind} is not refused");
+            continue;
         } else {
             // Refused before anything runs, naming upstream's sysreqs.
             assert!(
@@ -135,7 +138,7 @@ fn doc_describes_the_qos_benches_and_the_common_topics() {
         "work_csv",
         "lat-imp",
         "100, 80, 60, 40 and 20",
-        "not implemented yet",
+        "runs as upstream's",
     ] {
         assert!(q.contains(w), "doc iocost-qos lacks {w:?}:\n{q}");
     }

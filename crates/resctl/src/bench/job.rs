@@ -684,6 +684,7 @@ fn add_nested(
     have_knobs: bool,
     have_model: bool,
     have_qos: bool,
+    iocost_here: bool,
     opts: &Options,
     fio: fn() -> bool,
 ) -> Result<Vec<String>, String> {
@@ -712,7 +713,10 @@ fn add_nested(
     }
     // iocost-qos applies its QoS over iocost-params' model (upstream runs
     // iocost-params nested when there is none).
+    // Where the host has no io.cost, iocost-qos stops at once (even with
+    // --force), so nothing is run for it first.
     if let Some(q) = pending.iter().position(|s| s.kind == "iocost-qos")
+        && iocost_here
         && !have_model
         && !opts.iocost_from_sys
         && !pending[..q].iter().any(|s| s.kind == "iocost-params")
@@ -858,11 +862,16 @@ pub fn cmd_run(
         .jobs
         .iter()
         .any(|d| d.spec.kind == "iocost-qos" && d.is_completed());
+    let iocost_here = Cgroups::probe()
+        .ok()
+        .and_then(|c| c.v2_root().map(|r| r.join("io.cost.qos").exists()))
+        .unwrap_or(false);
     for line in add_nested(
         &mut pending,
         have_knobs,
         have_model,
         have_qos,
+        iocost_here,
         opts,
         has_fio,
     )? {
@@ -1540,7 +1549,7 @@ mod tests {
         let kinds = |p: &[JobSpec]| p.iter().map(|s| s.kind.clone()).collect::<Vec<_>>();
         let run = |specs: &[&str], knobs: bool, model: bool, opts: &Options, fio: fn() -> bool| {
             let mut p: Vec<JobSpec> = specs.iter().map(|s| parse_spec(s).unwrap()).collect();
-            let lines = add_nested(&mut p, knobs, model, false, opts, fio).unwrap();
+            let lines = add_nested(&mut p, knobs, model, false, true, opts, fio).unwrap();
             (kinds(&p), lines)
         };
         let opts = Options::default();

@@ -666,7 +666,11 @@ WLAT               p50                p90                p99                max
         let mut d = journal_entry();
         d.result = None;
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("without its result"), "{e}");
+        // A job that stopped says how far it got and that `run` resumes it.
+        assert!(
+            e.contains("job is incomplete") && e.contains("run it again to resume"),
+            "{e}"
+        );
         let mut d = journal_entry();
         d.record.as_mut().unwrap()["runs"][0] = Value::Null;
         let e = format(&d, false, 0).unwrap_err();

@@ -678,9 +678,6 @@ fn run_one(
 /// Runs the bench.
 pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     let p = QosProps::parse(spec)?;
-    let k = ctx.iocost.clone().ok_or(
-        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
-    )?;
     let root = ctx
         .cgroups
         .v2_root()
@@ -690,6 +687,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
              iocost-qos cannot run without io.cost, even with --force",
         )?
         .to_path_buf();
+    let k = ctx.iocost.clone().ok_or(
+        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
+    )?;
     // What the device had, written back when the job ends.
     let _restore = IoCostRestore::capture(&root, &k.devnr);
 
