@@ -101,6 +101,40 @@ fn group(text: &str, prefix: &[String], emit: &mut dyn FnMut(Vec<String>)) {
     }
 }
 
+/// Reads the path going on at `code[from..]` after the identifiers in
+/// `path` (a `{...}` group yields each of its paths) and records it under
+/// `base`, with the prefix before a group.
+fn rest_of_path(
+    code: &str,
+    from: usize,
+    mut path: Vec<String>,
+    base: &str,
+    out: &mut Vec<(String, Vec<String>)>,
+) {
+    let mut j = from;
+    loop {
+        let rest = &code[j..];
+        if let Some(inner) = rest.strip_prefix('{') {
+            group(inner, &path, &mut |p| out.push((base.to_string(), p)));
+            break;
+        }
+        let id: String = rest.chars().take_while(|c| ident_char(*c)).collect();
+        if id.is_empty() {
+            break;
+        }
+        j += id.len();
+        path.push(id);
+        if code[j..].starts_with("::") {
+            j += 2;
+        } else {
+            break;
+        }
+    }
+    if !path.is_empty() {
+        out.push((base.to_string(), path));
+    }
+}
+
 /// The paths after `crate::`, `super::` or `self::` in `code`: the base
 /// and the path's identifiers; a `{...}` group yields each top-level
 /// first identifier.
@@ -116,29 +150,7 @@ fn paths(code: &str) -> Vec<(String, Vec<String>)> {
             if at > 0 && ident_char(bytes[at - 1] as char) {
                 continue;
             }
-            let mut path = Vec::new();
-            let mut j = from;
-            loop {
-                let rest = &code[j..];
-                if let Some(inner) = rest.strip_prefix('{') {
-                    group(inner, &path, &mut |p| out.push((base.to_string(), p)));
-                    break;
-                }
-                let id: String = rest.chars().take_while(|c| ident_char(*c)).collect();
-                if id.is_empty() {
-                    break;
-                }
-                j += id.len();
-                path.push(id);
-                if code[j..].starts_with("::") {
-                    j += 2;
-                } else {
-                    break;
-                }
-            }
-            if !path.is_empty() {
-                out.push((base.to_string(), path));
-            }
+            rest_of_path(code, from, Vec::new(), base, &mut out);
         }
     }
     // Bare paths (base ""): an identifier followed by `::` that is not
@@ -163,30 +175,7 @@ fn paths(code: &str) -> Vec<(String, Vec<String>)> {
         if ["crate", "super", "self", "Self"].contains(&head) {
             continue;
         }
-        let mut path = vec![head.to_string()];
-        let mut j = from;
-        loop {
-            let rest = &code[j..];
-            if let Some(inner) = rest.strip_prefix('{') {
-                group(inner, &path, &mut |p| out.push((String::new(), p)));
-                path.clear();
-                break;
-            }
-            let id: String = rest.chars().take_while(|c| ident_char(*c)).collect();
-            if id.is_empty() {
-                break;
-            }
-            j += id.len();
-            path.push(id);
-            if code[j..].starts_with("::") {
-                j += 2;
-            } else {
-                break;
-            }
-        }
-        if !path.is_empty() {
-            out.push((String::new(), path));
-        }
+        rest_of_path(code, from, vec![head.to_string()], "", &mut out);
     }
     out
 }
