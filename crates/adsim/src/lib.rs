@@ -17,6 +17,7 @@ pub mod cli;
 pub mod client;
 pub mod command;
 pub mod config;
+pub mod directions;
 pub mod kernels;
 pub mod server;
 pub mod tls;

@@ -1014,6 +1014,22 @@ fn instance_stats_file(p: &Path, i: usize) -> PathBuf {
 }
 
 impl Workload for CacheBench {
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        crate::directions::TABLES
+    }
+
+    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
+        crate::charts::charts(run)
+    }
+
+    fn history_charts(
+        &self,
+        job: &str,
+        runs: &[&harness::store::RunRow],
+    ) -> Vec<harness::page_chart::PageChart> {
+        crate::charts::history(job, runs)
+    }
+
     fn name(&self) -> &'static str {
         "cachebench"
     }

@@ -10,10 +10,12 @@
 //!   (`rackbench cachebench --json_test_config FILE`).
 
 pub mod cache;
+pub mod charts;
 pub mod chunked;
 mod command;
 pub mod config;
 pub mod counters;
+pub mod directions;
 pub mod generator;
 pub mod latency;
 pub mod metrics;

@@ -245,6 +245,13 @@ impl Args {
 pub struct Calibrate;
 
 impl Workload for Calibrate {
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        // The search's figures are all calibrate measures; the model's
+        // values and the settings are neutral.
+        static TABLES: &[&[direction::Rule]] = &[load::directions::SEARCH];
+        TABLES
+    }
+
     fn name(&self) -> &'static str {
         "calibrate"
     }

@@ -142,6 +142,18 @@ fn usage() -> String {
 }
 
 impl Workload for Distbench {
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        crate::directions::TABLES
+    }
+
+    fn percentiles_title(&self) -> &'static str {
+        "Distbench latency per RPC (percentiles)"
+    }
+
+    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
+        crate::charts::charts(run)
+    }
+
     fn name(&self) -> &'static str {
         "distbench"
     }

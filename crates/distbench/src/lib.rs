@@ -26,9 +26,11 @@
 //!   ([`subcommands`]).
 
 pub mod analyze;
+pub mod charts;
 pub mod check;
 pub mod cluster;
 mod command;
+pub mod directions;
 pub mod engine;
 pub mod files;
 pub mod flags;

@@ -59,6 +59,10 @@ fn parse_any(args: &[String]) -> anyhow::Result<Parsed> {
 }
 
 impl Workload for FeedSim {
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        crate::directions::TABLES
+    }
+
     fn name(&self) -> &'static str {
         "feedsim"
     }

@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod dataset;
+pub mod directions;
 pub mod graph;
 pub mod hugemem;
 pub use icache;

@@ -22,9 +22,9 @@
 //!   groups of other runs with the same host and arguments, and within a
 //!   side that has several runs); without such history, what to run.
 
-use crate::direction::{self, Better, Sense};
 use crate::stats::{self, Summary, Welch};
 use crate::store::{RunRow, flatten_numbers};
+use direction::{Better, Directions, Sense};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -127,6 +127,9 @@ pub struct MetricComparison {
     pub role: Option<String>,
     pub metric: String,
     pub better: Better,
+    /// How a change of it reads ("faster" or "better"); not serialised.
+    #[serde(skip)]
+    pub sense: Sense,
     pub a: Summary,
     pub b: Summary,
     /// (mean B - mean A) / |mean A| in percent; `None` when mean A is 0.
@@ -292,7 +295,12 @@ fn side_info(s: &SideRows, ok: &[&RunRow]) -> SideInfo {
 /// (any, typically every successful run of [`jobs_needing_history`]); the
 /// noise for a single-run side is estimated from those on the sides'
 /// hosts, the compared runs themselves left out.
-pub fn compare(a: &SideRows, b: &SideRows, history: &[RunRow]) -> Result<Comparison, CompareError> {
+pub fn compare(
+    a: &SideRows,
+    b: &SideRows,
+    history: &[RunRow],
+    directions: &dyn Directions,
+) -> Result<Comparison, CompareError> {
     let mut ok = Vec::new();
     for (side, s) in [('A', a), ('B', b)] {
         if s.rows.is_empty() {
@@ -329,13 +337,16 @@ pub fn compare(a: &SideRows, b: &SideRows, history: &[RunRow]) -> Result<Compari
             continue;
         };
         let (va, vb) = (values(rows_a), values(rows_b));
+        let tables = rows_a
+            .first()
+            .map_or(&[][..], |r| directions.tables(&r.benchmark));
         for (metric, xa) in &va {
             let Some(xb) = vb.get(metric) else { continue };
             let (Some(sa), Some(sb)) = (Summary::of(xa), Summary::of(xb)) else {
                 continue;
             };
             let noise = || pooled_noise(unit, metric, rows_a, rows_b, history, &compared);
-            metrics.push(judge(unit, metric, sa, sb, noise));
+            metrics.push(judge(unit, metric, tables, sa, sb, noise));
         }
     }
     let names =
@@ -477,11 +488,14 @@ fn judgement(better: Better, change: Change) -> Option<Judgement> {
 fn judge(
     unit: &Unit,
     metric: &str,
+    tables: &[&[direction::Rule]],
     a: Summary,
     b: Summary,
     noise: impl FnOnce() -> Option<Noise>,
 ) -> MetricComparison {
-    let better = direction::better(metric);
+    let rule = direction::rule_in(tables, metric);
+    let better = rule.map_or(Better::Neutral, |r| r.better);
+    let sense = rule.map_or(Sense::Quality, |r| r.sense);
     let diff = b.mean - a.mean;
     let change = change_of(diff);
     let change_pct = (a.mean != 0.0).then(|| diff / a.mean.abs() * 100.0);
@@ -526,6 +540,7 @@ fn judge(
         role: unit.1.clone(),
         metric: metric.to_string(),
         better,
+        sense,
         a,
         b,
         change_pct,
@@ -603,7 +618,7 @@ fn moved(m: &MetricComparison, change: Change, judgement: Option<Judgement>) -> 
         }
         _ => String::new(),
     };
-    let words = direction::rule_for(&m.metric).map_or(Sense::Quality, |r| r.sense);
+    let words = m.sense;
     let judged = match judgement {
         Some(Judgement::Better) => format!(", {}", words.words().0),
         Some(Judgement::Worse) => format!(", {}", words.words().1),
@@ -734,7 +749,29 @@ fn suggestion_text(m: &MetricComparison, s: &Suggestion, change: Change) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use direction::{Rule, rule};
     use serde_json::json;
+
+    /// The directions of the metrics these tests compare.
+    struct TestDirections;
+
+    impl Directions for TestDirections {
+        fn tables(&self, _benchmark: &str) -> &'static [&'static [Rule]] {
+            static RULES: &[Rule] = &[
+                rule("final_achieved_qps", Better::Higher, Sense::Speed, "rate"),
+                rule("**.*_ms", Better::Lower, Sense::Speed, "latency"),
+                rule("ops_per_sec", Better::Higher, Sense::Speed, "rate"),
+                rule("failed_rpcs", Better::Lower, Sense::Quality, "failures"),
+            ];
+            static TABLES: &[&[Rule]] = &[RULES];
+            TABLES
+        }
+    }
+
+    /// [`super::compare`] with the tests' directions.
+    fn compare(a: &SideRows, b: &SideRows, history: &[RunRow]) -> Result<Comparison, CompareError> {
+        super::compare(a, b, history, &TestDirections)
+    }
 
     /// A successful row of job `job` on `host` with `metrics`.
     fn run(id: i64, run_id: &str, job: &str, host: &str, metrics: serde_json::Value) -> RunRow {
@@ -742,7 +779,7 @@ mod tests {
             id,
             run_id: run_id.into(),
             job: job.into(),
-            benchmark: "calibrate".into(),
+            benchmark: "bench".into(),
             role: None,
             iteration: 1,
             timestamp: 1_700_000_000 + id as u64,

@@ -15,11 +15,9 @@
 //!   ladder (`probes`: each probe's percentile against the target, pass or
 //!   fail, and requested against achieved QPS), the per-second series of
 //!   the final run (`final_series`), latency percentiles (any object with
-//!   `p50`/`p99`/... keys: FeedSim's final latency, Distbench's per-RPC
-//!   latency, CacheBench's NVM and API latency); and per job, CacheBench's
-//!   hit ratios across its runs.
-//! - for each CacheBench run with a progress `series`: its hit ratios and
-//!   NVM device latency per interval ([`crate::html_cachebench`]).
+//!   `p50`/`p99`/... keys), and what its workload draws of it
+//!   ([`crate::runner::Workload::charts`]); and per job, what its workload
+//!   draws across its runs ([`crate::runner::Workload::history_charts`]).
 //!
 //! All text from the store is escaped (`html-escape`).
 
@@ -32,7 +30,9 @@ use serde_json::Value;
 
 use crate::compare::{self, Comparison, SideRows, Verdict, fmt_num};
 pub use crate::page_chart::{CHART_H, CHART_W, PageChart};
+use crate::runner::Registry;
 use crate::store::RunRow;
+use direction::Directions;
 
 /// How the page is made.
 #[derive(Debug, Clone, Default)]
@@ -51,9 +51,6 @@ pub struct PageOptions {
 
 /// Percentile series found in a run's metrics, per unit: (name, points).
 type Found = BTreeMap<&'static str, Vec<(String, Vec<(f64, f64)>)>>;
-/// Points per series name, per host.
-type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
-
 /// The CSS class of a run's result: failed, marked (see [`crate::marks`]) or ok.
 fn result_class(r: &RunRow) -> &'static str {
     if !r.success {
@@ -112,8 +109,11 @@ fn f64_of(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)
 }
 
+/// The percentile chart's title where the workload names none.
+const DEFAULT_PERCENTILES_TITLE: &str = "Latency percentiles";
+
 /// The charts a run's metrics allow (see the module documentation).
-pub fn run_charts(row: &RunRow) -> Vec<PageChart> {
+pub fn run_charts(row: &RunRow, workloads: &Registry) -> Vec<PageChart> {
     let m = &row.metrics;
     let mut out = Vec::new();
     if let Some(probes) = m.get("probes").and_then(Value::as_array)
@@ -126,10 +126,12 @@ pub fn run_charts(row: &RunRow) -> Vec<PageChart> {
     {
         out.extend(per_second(series));
     }
-    out.extend(percentiles(row));
-    out.extend(crate::html_cachebench::charts(row));
-    out.extend(crate::html_distbench::charts(row));
-    out.extend(crate::html_resctl::charts(row));
+    let w = workloads.get(&row.benchmark);
+    let title = w.map_or(DEFAULT_PERCENTILES_TITLE, |w| w.percentiles_title());
+    out.extend(percentiles(row, title));
+    if let Some(w) = w {
+        out.extend(w.charts(row));
+    }
     out
 }
 
@@ -292,7 +294,7 @@ fn unit_of_key(key: &str) -> Option<&'static str> {
 
 /// Every object with two or more percentile keys, as one series each,
 /// charted per unit: x is the number of nines (1 = p90, 2 = p99).
-fn percentiles(row: &RunRow) -> Vec<PageChart> {
+fn percentiles(row: &RunRow, title: &str) -> Vec<PageChart> {
     // Per unit: (series name, points).
     let mut found: Found = BTreeMap::new();
     fn walk(v: &Value, path: &str, unit: Option<&'static str>, found: &mut Found) {
@@ -343,11 +345,6 @@ fn percentiles(row: &RunRow) -> Vec<PageChart> {
         }
     }
     walk(&row.metrics, "", None, &mut found);
-    let title = if row.benchmark == "distbench" {
-        "Distbench latency per RPC (percentiles)"
-    } else {
-        "Latency percentiles"
-    };
     found
         .into_iter()
         .map(|(unit, series)| {
@@ -369,59 +366,12 @@ fn percentiles(row: &RunRow) -> Vec<PageChart> {
         .collect()
 }
 
-/// Per job, charts across its runs: CacheBench's hit ratios.
-pub fn job_charts(job: &str, rows: &[&RunRow]) -> Vec<PageChart> {
-    if !rows.iter().any(|r| r.benchmark == "cachebench") {
+/// The charts across a job's runs, drawn by the job's workload.
+pub fn job_charts(job: &str, rows: &[&RunRow], workloads: &Registry) -> Vec<PageChart> {
+    let Some(w) = rows.first().and_then(|r| workloads.get(&r.benchmark)) else {
         return Vec::new();
-    }
-    let mut sorted: Vec<&&RunRow> = rows.iter().filter(|r| r.success).collect();
-    sorted.sort_by_key(|r| (r.timestamp, r.id));
-    let mut by_host: HostSeries<'_> = BTreeMap::new();
-    for (i, r) in sorted.iter().enumerate() {
-        let x = (i + 1) as f64;
-        for (name, v) in [
-            ("hit ratio", r.metrics.get("hit_ratio_pct")),
-            ("RAM", r.metrics.get("ram_hit_ratio_pct")),
-            (
-                "NVM",
-                r.metrics.get("nvm").and_then(|n| n.get("hit_ratio_pct")),
-            ),
-        ] {
-            if let Some(y) = v.and_then(Value::as_f64) {
-                by_host
-                    .entry(r.hostname.as_str())
-                    .or_default()
-                    .entry(name)
-                    .or_default()
-                    .push((x, y));
-            }
-        }
-    }
-    if by_host.is_empty() {
-        return Vec::new();
-    }
-    let mut c = Chart::new(
-        &format!("{job}: hit ratio per run"),
-        "run # (oldest first)",
-        "%",
-    )
-    .size(CHART_W, CHART_H)
-    .y_range(0.0, 100.0);
-    let hosts = by_host.len();
-    for (host, series) in by_host {
-        for (name, pts) in series {
-            let label = if hosts > 1 {
-                format!("{name} ({host})")
-            } else {
-                name.to_string()
-            };
-            c = c.points(&label, pts);
-        }
-    }
-    vec![PageChart {
-        kind: "hit_ratio",
-        chart: c,
-    }]
+    };
+    w.history_charts(job, rows)
 }
 
 /// Hosts per job offered for comparison on the page: the ones with the
@@ -452,7 +402,7 @@ pub struct RequestedComparison {
 /// For each job run on two or more hosts: every ordered pair of its
 /// [`MAX_COMPARED_HOSTS`] most-run hosts compared, A against B (the page
 /// lets the reader pick the pair; `default` marks the one shown first).
-pub fn comparisons(rows: &[RunRow]) -> Vec<HostComparison> {
+pub fn comparisons(rows: &[RunRow], directions: &dyn Directions) -> Vec<HostComparison> {
     let mut jobs: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
         jobs.entry(r.job.as_str()).or_default().push(r);
@@ -483,8 +433,8 @@ pub fn comparisons(rows: &[RunRow]) -> Vec<HostComparison> {
                 if i == j {
                     continue;
                 }
-                let result =
-                    compare::compare(&side(a), &side(b), &history).map_err(|e| e.to_string());
+                let result = compare::compare(&side(a), &side(b), &history, directions)
+                    .map_err(|e| e.to_string());
                 out.push(HostComparison {
                     job: job.to_string(),
                     a_host: a.to_string(),
@@ -698,7 +648,12 @@ fn comparison_body(out: &mut String, result: &Result<Comparison, String>) {
 
 /// The comparisons part of the page: the requested one, then per job its
 /// host pairs, one shown at a time (the A/B host choosers pick it).
-fn comparisons_html(out: &mut String, rows: &[&RunRow], requested: Option<&RequestedComparison>) {
+fn comparisons_html(
+    out: &mut String,
+    rows: &[&RunRow],
+    requested: Option<&RequestedComparison>,
+    directions: &dyn Directions,
+) {
     if let Some(r) = requested {
         out.push_str("<h2 id=\"requested\">Requested comparison</h2>\n");
         let _ = writeln!(
@@ -710,7 +665,7 @@ fn comparisons_html(out: &mut String, rows: &[&RunRow], requested: Option<&Reque
         out.push_str("</section>\n");
     }
     let owned: Vec<RunRow> = rows.iter().map(|r| (*r).clone()).collect();
-    let comps = comparisons(&owned);
+    let comps = comparisons(&owned, directions);
     out.push_str("<h2 id=\"comparisons\">Host comparisons</h2>\n");
     if comps.is_empty() {
         out.push_str("<p>No job in this selection was run on two hosts.</p>\n");
@@ -763,7 +718,7 @@ fn comparisons_html(out: &mut String, rows: &[&RunRow], requested: Option<&Reque
 }
 
 /// The page over `rows` (any order; shown newest first).
-pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
+pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String {
     let mut rows: Vec<&RunRow> = rows.iter().collect();
     rows.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then(b.id.cmp(&a.id)));
     let title = if opts.title.is_empty() {
@@ -835,7 +790,7 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
     }
     out.push_str("</tbody></table>\n");
 
-    comparisons_html(&mut out, &rows, opts.requested.as_ref());
+    comparisons_html(&mut out, &rows, opts.requested.as_ref(), workloads);
 
     let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in &rows {
@@ -843,7 +798,7 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
     }
     let job_figs: Vec<(&str, Vec<PageChart>)> = by_job
         .iter()
-        .map(|(j, rs)| (*j, job_charts(j, rs)))
+        .map(|(j, rs)| (*j, job_charts(j, rs, workloads)))
         .filter(|(_, c)| !c.is_empty())
         .collect();
     if !job_figs.is_empty() {
@@ -896,7 +851,7 @@ pub fn page(rows: &[RunRow], opts: &PageOptions) -> String {
             esc(&r.benchmark),
             esc(&args)
         );
-        for c in run_charts(r) {
+        for c in run_charts(r, workloads) {
             figure(&mut out, &c);
         }
         // The hooks' outputs (`metrics.hooks`, by hook name) apart from the
@@ -1006,7 +961,7 @@ mod tests {
             json!({"note": "<b>x</b>", "v": 1.5}),
         );
         r.args.push("<img src=x onerror=alert(2)>".into());
-        let html = page(&[r], &PageOptions::default());
+        let html = page(&[r], &PageOptions::default(), &Registry::new());
         assert!(!html.contains("<script>alert(1)"), "job name not escaped");
         assert!(html.contains("job&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(!html.contains("<img src=x"), "args not escaped");
@@ -1019,102 +974,9 @@ mod tests {
     }
 
     #[test]
-    fn page_has_filters_runs_and_a_chart_per_kind() {
-        let rows = vec![
-            row(
-                1,
-                "calibrate_quick",
-                "calibrate",
-                "h1",
-                ladder_metrics(19.0),
-            ),
-            row(
-                2,
-                "cachebench_mini",
-                "cachebench",
-                "h1",
-                json!({"hit_ratio_pct": 67.0, "ram_hit_ratio_pct": 67.0,
-                "hooks": {"cpu-mpstat": {"avg_busy_pct": 41.5}},
-                "nvm": {"hit_ratio_pct": 30.0, "device_read_latency_us": {"p50": 80, "p90": 120, "p99": 300, "p999": 900, "max": 1000}}}),
-            ),
-            row(
-                3,
-                "distbench_mini",
-                "distbench",
-                "h2",
-                json!({"tests": [{"name": "t1",
-                "rpcs": {"client_server_rpc": {"latency_us": {"p50": 700.0, "p90": 900.0, "p99": 2000.0, "p99.9": 3000.0}}}}]}),
-            ),
-        ];
-        let html = page(
-            &rows,
-            &PageOptions {
-                title: "T".into(),
-                ..Default::default()
-            },
-        );
-        for id in [
-            "f-job",
-            "f-host",
-            "f-since",
-            "f-until",
-            "runs",
-            "data-report-ready",
-        ] {
-            assert!(html.contains(id), "{id}");
-        }
-        // Every job and host is a filter option, every run a table row.
-        for v in [
-            "calibrate_quick",
-            "cachebench_mini",
-            "distbench_mini",
-            "h1",
-            "h2",
-        ] {
-            assert!(html.contains(&format!(r#"<option value="{v}">"#)), "{v}");
-        }
-        assert_eq!(html.matches(r#"<tr class="f" data-job"#).count(), 3);
-        // Hook outputs have their own block, not the metrics table.
-        assert_eq!(html.matches("Hook outputs (cpu-mpstat)").count(), 1);
-        let hooks_at = html.find("Hook outputs").unwrap();
-        let value_at = html.find("cpu-mpstat.avg_busy_pct").unwrap();
-        assert!(value_at > hooks_at);
-        for kind in [
-            "ladder",
-            "ladder_qps",
-            "series_counts",
-            "series_latency",
-            "percentiles",
-            "hit_ratio",
-        ] {
-            assert!(html.contains(&format!(r#"data-kind="{kind}""#)), "{kind}");
-        }
-        assert!(html.contains("Distbench latency per RPC"));
-        assert!(html.contains("client_server_rpc"));
-        assert!(html.contains("nvm.device_read_latency_us"));
-        // Self-contained: nothing loaded from elsewhere.
-        assert!(!html.contains("src=\"http"), "external source");
-        assert!(!html.contains("href=\"http"), "external link");
-        // Every metric is listed, flattened.
-        assert!(html.contains("<th>probes[3].target_value_ms</th>"));
-        assert!(html.contains("<th>final_latency.p999_ms</th>"));
-        // No comparison: each job ran on one host.
-        assert!(html.contains("No job in this selection was run on two hosts"));
-        assert!(!html.contains("refresh"));
-        let served = page(
-            &rows,
-            &PageOptions {
-                refresh_secs: Some(7),
-                ..Default::default()
-            },
-        );
-        assert!(served.contains(r#"<meta http-equiv="refresh" content="7">"#));
-    }
-
-    #[test]
     fn ladder_points_are_split_by_outcome() {
         let r = row(1, "c", "calibrate", "h", ladder_metrics(19.0));
-        let charts = run_charts(&r);
+        let charts = run_charts(&r, &Registry::new());
         let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
         let series = |n: &str| {
             l.series
@@ -1135,7 +997,7 @@ mod tests {
             l.title
         );
         // A run without probes or percentiles has no charts.
-        assert!(run_charts(&row(2, "x", "x", "h", json!({"ops": 3}))).is_empty());
+        assert!(run_charts(&row(2, "x", "x", "h", json!({"ops": 3})), &Registry::new()).is_empty());
     }
 
     #[test]
@@ -1165,7 +1027,7 @@ mod tests {
             json!({"peak_qps": 1.0}),
         ));
         // Three hosts: every ordered pair, the two most-run hosts first.
-        let comps = comparisons(&rows);
+        let comps = comparisons(&rows, &direction::NoDirections);
         assert_eq!(comps.len(), 6);
         let defaults: Vec<&HostComparison> = comps.iter().filter(|c| c.default).collect();
         assert_eq!(defaults.len(), 1);
@@ -1188,7 +1050,7 @@ mod tests {
         assert!(fwd > 0.0 && back < 0.0, "{fwd} {back}");
         // h3 has one run: comparing it cannot judge noise, and says so.
         assert!(comps.iter().any(|c| c.a_host == "h3"));
-        let html = page(&rows, &PageOptions::default());
+        let html = page(&rows, &PageOptions::default(), &Registry::new());
         assert!(html.contains(r#"<div class="cmpjob f" data-job="calibrate_quick">"#));
         assert!(html.contains(
             r#"<section class="comparison cmp" data-a="h1" data-b="h2" data-default="1">"#
@@ -1211,6 +1073,7 @@ mod tests {
                 }),
                 ..Default::default()
             },
+            &Registry::new(),
         );
         let (req, hosts) = (
             html.find("Requested comparison").unwrap(),
@@ -1234,7 +1097,7 @@ mod tests {
                 ));
             }
         }
-        let comps = comparisons(&rows);
+        let comps = comparisons(&rows, &direction::NoDirections);
         assert_eq!(comps.len(), MAX_COMPARED_HOSTS * (MAX_COMPARED_HOSTS - 1));
         // The most-run hosts are the ones kept.
         assert!(comps.iter().all(|c| c.a_host != "h0" && c.b_host != "h0"));

@@ -1,7 +1,7 @@
-//! A chart as the report page places it, shared by the report page (`html`) and the
-//! per-workload chart modules (`html_cachebench`, `html_distbench`,
-//! `html_resctl`), which the page calls; kept apart so they need not import
-//! the page.
+//! A chart as the report page places it, shared by the report page
+//! (`html`) and the workloads' own charts (`Workload::charts` and
+//! `Workload::history_charts`), which the page calls; kept apart so they
+//! need not import the page.
 
 use chart::Chart;
 
@@ -13,11 +13,15 @@ pub const CHART_H: u32 = 360;
 /// A chart of one kind, as placed on the page.
 #[derive(Debug, Clone)]
 pub struct PageChart {
-    /// The `data-kind` of its figure: `ladder`, `ladder_qps`,
-    /// `series_counts`, `series_latency`, `percentiles`, `hit_ratio`,
-    /// `cachebench_hit_ratio_time`, `cachebench_nvm_latency_time`,
-    /// `distbench_pairs`, `distbench_pair_latency`, `resctl_protection`,
-    /// `resctl_storage`, `resctl_storage_search`.
+    /// The `data-kind` of its figure: the page's own `ladder`,
+    /// `ladder_qps`, `series_counts`, `series_latency` and `percentiles`,
+    /// or one a workload draws (`hit_ratio`, or prefixed with its name).
     pub kind: &'static str,
     pub chart: Chart,
+}
+
+/// The x axis's end for items drawn at x = 1..=n: one past the last, and
+/// at least 6 so that the axis's ticks are whole numbers.
+pub fn index_axis_end(n: usize) -> f64 {
+    (n as f64 + 1.0).max(6.0)
 }

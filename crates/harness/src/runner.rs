@@ -135,6 +135,33 @@ pub trait Workload: Send + Sync {
         let _ = record;
         Vec::new()
     }
+    /// Which way is better for each of its metrics: tables of rules over
+    /// the dotted keys of [`Self::metrics`], first match wins (see
+    /// [`direction`]); a key no rule names is neutral.
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        &[]
+    }
+    /// The title of the page's chart of the percentiles found in a run's
+    /// metrics.
+    fn percentiles_title(&self) -> &'static str {
+        "Latency percentiles"
+    }
+    /// What the report page draws of a stored run of it, beside the page's
+    /// own charts of the search and the percentiles; none by default.
+    fn charts(&self, run: &crate::store::RunRow) -> Vec<crate::page_chart::PageChart> {
+        let _ = run;
+        Vec::new()
+    }
+    /// What the report page draws across the stored runs of one of its jobs
+    /// (`job`); none by default.
+    fn history_charts(
+        &self,
+        job: &str,
+        runs: &[&crate::store::RunRow],
+    ) -> Vec<crate::page_chart::PageChart> {
+        let _ = (job, runs);
+        Vec::new()
+    }
 }
 
 /// The workloads compiled into the binary.
@@ -162,6 +189,12 @@ impl Registry {
     /// The workloads in the order they were registered.
     pub fn iter(&self) -> impl Iterator<Item = &dyn Workload> {
         self.workloads.iter().map(|w| w.as_ref())
+    }
+
+    /// The direction tables of each registered workload, by benchmark
+    /// name, for `results compare` and the page.
+    pub fn directions(&self) -> &dyn direction::Directions {
+        self
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -728,5 +761,11 @@ impl Drop for Watchdog {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+impl direction::Directions for Registry {
+    fn tables(&self, benchmark: &str) -> &'static [&'static [direction::Rule]] {
+        self.get(benchmark).map_or(&[], |w| w.directions())
     }
 }

@@ -43,6 +43,31 @@ pub struct RunRow {
     pub record: Option<Record>,
 }
 
+impl RunRow {
+    /// A successful run of `job` (benchmark `benchmark`) known only by its
+    /// metrics: what the page draws from, for tests and tools that build
+    /// rows themselves.
+    pub fn from_metrics(job: &str, benchmark: &str, metrics: Value) -> RunRow {
+        RunRow {
+            id: 1,
+            run_id: "r1".into(),
+            job: job.into(),
+            benchmark: benchmark.into(),
+            role: None,
+            iteration: 1,
+            timestamp: 1_795_000_000,
+            success: true,
+            hostname: "h".into(),
+            args: vec![],
+            machine: Value::Object(Default::default()),
+            metrics,
+            report_path: None,
+            artifacts_dir: None,
+            record: None,
+        }
+    }
+}
+
 /// Which rows [`Store::select`] returns: those matching every given
 /// condition (a list matches any of its values; an empty one, anything).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1058,28 +1083,6 @@ pub fn flatten_numbers(v: &Value) -> std::collections::BTreeMap<String, f64> {
 pub(crate) mod tests {
     use super::*;
     use serde_json::json;
-
-    /// A successful run of `job` (benchmark `bench`) on host `h` with
-    /// `metrics`, for tests of what is drawn or derived from metrics.
-    pub(crate) fn metrics_row(job: &str, bench: &str, metrics: Value) -> RunRow {
-        RunRow {
-            id: 1,
-            run_id: "r1".into(),
-            job: job.into(),
-            benchmark: bench.into(),
-            role: None,
-            iteration: 1,
-            timestamp: 1_795_000_000,
-            success: true,
-            hostname: "h".into(),
-            args: vec![],
-            machine: json!({}),
-            metrics,
-            report_path: None,
-            artifacts_dir: None,
-            record: None,
-        }
-    }
 
     pub(crate) fn row(run_id: &str, job: &str, qps: f64, success: bool) -> RunRow {
         RunRow {

@@ -14,6 +14,7 @@
 
 pub mod arrival;
 pub mod csv;
+pub mod directions;
 pub mod driver;
 pub mod gate;
 pub mod hostspeed;

@@ -446,7 +446,8 @@ fn requested_comparison(
     };
     let (a, b, history) = compare_sides(store, &args)?;
     let what = format!("A: {}; B: {}", a.selection, b.selection);
-    let result = harness::compare::compare(&a, &b, &history).map_err(|e| e.to_string());
+    let result =
+        harness::compare::compare(&a, &b, &history, &registry()).map_err(|e| e.to_string());
     Ok(Some(harness::html::RequestedComparison { what, result }))
 }
 
@@ -504,6 +505,7 @@ fn html_page(store: &Store, sel: &HtmlSelection, refresh: Option<u32>) -> anyhow
             generated_at,
             requested: requested_comparison(store, sel)?,
         },
+        &registry(),
     ))
 }
 
@@ -689,7 +691,7 @@ fn apply_hook_args(hooks: &mut [HookSpec], text: &str) -> anyhow::Result<()> {
 /// `results compare`: selects both sides, compares them, prints.
 fn compare_cmd(store: &Store, c: CompareArgs) -> anyhow::Result<()> {
     let (a, b, history) = compare_sides(store, &c)?;
-    let cmp = harness::compare::compare(&a, &b, &history)
+    let cmp = harness::compare::compare(&a, &b, &history, &registry())
         .with_context(|| format!("cannot compare in {}", store.path().display()))?;
     let text = if c.json {
         serde_json::to_string(&cmp)? + "\n"

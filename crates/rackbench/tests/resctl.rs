@@ -1106,7 +1106,9 @@ fn resctl_storage_metrics_draw_the_storage_charts() {
         artifacts_dir: None,
         record: None,
     };
-    let charts = harness::html::run_charts(&row);
+    let mut workloads = harness::Registry::new();
+    workloads.register(Box::new(resctl::Resctl));
+    let charts = harness::html::run_charts(&row, &workloads);
     let kinds: Vec<_> = charts.iter().map(|c| c.kind).collect();
     assert!(kinds.contains(&"resctl_storage"), "{kinds:?}");
     assert!(kinds.contains(&"resctl_storage_search"), "{kinds:?}");

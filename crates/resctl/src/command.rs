@@ -693,6 +693,14 @@ fn names(v: &[crate::sys::sysreqs::SysReq]) -> String {
 }
 
 impl Workload for Resctl {
+    fn directions(&self) -> &'static [&'static [direction::Rule]] {
+        crate::directions::TABLES
+    }
+
+    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
+        crate::charts::charts(run)
+    }
+
     fn name(&self) -> &'static str {
         "resctl"
     }

@@ -42,8 +42,10 @@ macro_rules! print {
 
 pub mod argsfile;
 pub mod bench;
+pub mod charts;
 pub mod clock;
 mod command;
+pub mod directions;
 pub mod fmt;
 pub mod hashd;
 pub mod hog;

@@ -18,21 +18,15 @@
 use chart::Chart;
 use serde_json::Value;
 
-use crate::compare::fmt_num;
-use crate::page_chart::{CHART_H, CHART_W, PageChart};
-use crate::store::RunRow;
+use harness::compare::fmt_num;
+use harness::page_chart::{CHART_H, CHART_W, PageChart};
+use harness::store::RunRow;
 
 /// Loops whose memory-size search is drawn (one legend row each).
 pub const MAX_SEARCH_LOOPS: usize = 10;
 
 /// Named point series of a chart.
 type NamedSeries<'a> = Vec<(&'a str, Vec<(f64, f64)>)>;
-
-/// The x axis's end for items drawn at x = 1..=n: one past the last, and
-/// at least 6 so that the axis's ticks are whole numbers.
-pub fn index_axis_end(n: usize) -> f64 {
-    (n as f64 + 1.0).max(6.0)
-}
 
 fn f64_of(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)
@@ -133,7 +127,10 @@ fn protection(m: &Value) -> Option<PageChart> {
     let mut c = Chart::new(&title, x_label, "%")
         .size(CHART_W, CHART_H)
         .y_min(0.0)
-        .x_range(0.0, index_axis_end(scenarios.len().max(1)));
+        .x_range(
+            0.0,
+            harness::page_chart::index_axis_end(scenarios.len().max(1)),
+        );
     for (name, pts) in series {
         if !pts.is_empty() {
             c = c.points(name, pts);
@@ -182,7 +179,7 @@ fn storage(m: &Value) -> Vec<PageChart> {
     let mof = Chart::new(&title, "loop #", "footprint / memory used")
         .size(CHART_W, CHART_H)
         .y_min(0.0)
-        .x_range(0.0, index_axis_end(loops.len()))
+        .x_range(0.0, harness::page_chart::index_axis_end(loops.len()))
         .points("kept loop", used)
         .points("retried loop", retried)
         .series("mean", vec![(0.5, mean), (n + 0.5, mean)]);
@@ -227,7 +224,7 @@ mod tests {
     use serde_json::json;
 
     fn row(bench: &str, metrics: Value) -> RunRow {
-        crate::store::tests::metrics_row("resctl_protection", bench, metrics)
+        RunRow::from_metrics("resctl_protection", bench, metrics)
     }
 
     fn kinds(c: &[PageChart]) -> Vec<&'static str> {

@@ -13,8 +13,8 @@
 use chart::Chart;
 use serde_json::Value;
 
-use crate::page_chart::{CHART_H, CHART_W, PageChart};
-use crate::store::RunRow;
+use harness::page_chart::{CHART_H, CHART_W, PageChart};
+use harness::store::RunRow;
 
 /// Pairs drawn per test (the legend's rows).
 pub const MAX_PAIRS: usize = 12;
@@ -85,7 +85,7 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
         )
         .size(CHART_W, CHART_H)
         .y_min(0.0)
-        .x_range(0.0, crate::html_resctl::index_axis_end(pairs.len()));
+        .x_range(0.0, harness::page_chart::index_axis_end(pairs.len()));
         let (mut p50, mut p99) = (Vec::new(), Vec::new());
         for (k, p) in pairs.iter().enumerate() {
             let x = k as f64 + 1.0;
@@ -107,7 +107,7 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
                 )
                 .size(CHART_W, CHART_H)
                 .y_min(0.0)
-                .x_range(0.0, crate::html_resctl::index_axis_end(pairs.len()))
+                .x_range(0.0, harness::page_chart::index_axis_end(pairs.len()))
                 .points("p50", p50)
                 .points("p99", p99),
             });
@@ -123,7 +123,7 @@ mod tests {
     use serde_json::json;
 
     fn row(bench: &str, metrics: Value) -> RunRow {
-        crate::store::tests::metrics_row("distbench_mini", bench, metrics)
+        RunRow::from_metrics("distbench_mini", bench, metrics)
     }
 
     fn pair(from: &str, to: &str, rpcs: u64, p50: Option<f64>) -> Value {

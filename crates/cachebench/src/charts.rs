@@ -14,12 +14,20 @@
 //!
 //! Each chart only when the series has its figures; nothing for runs
 //! without a series (`--progress 0`, runs stored before it was kept).
+//!
+//! Across a job's runs, `hit_ratio`: each run's overall, RAM and NVM hit
+//! ratio, per host ([`history`]).
+
+use std::collections::BTreeMap;
 
 use chart::Chart;
 use serde_json::Value;
 
-use crate::page_chart::{CHART_H, CHART_W, PageChart};
-use crate::store::RunRow;
+use harness::page_chart::{CHART_H, CHART_W, PageChart};
+use harness::store::RunRow;
+
+/// Points per series name, per host.
+type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
 
 /// `(elapsed_secs, key)` of every point that has `key`.
 fn column(series: &[Value], key: &str) -> Vec<(f64, f64)> {
@@ -98,6 +106,58 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
     out
 }
 
+/// Per job, charts across its runs: CacheBench's hit ratios.
+pub fn history(job: &str, rows: &[&RunRow]) -> Vec<PageChart> {
+    let mut sorted: Vec<&&RunRow> = rows.iter().filter(|r| r.success).collect();
+    sorted.sort_by_key(|r| (r.timestamp, r.id));
+    let mut by_host: HostSeries<'_> = BTreeMap::new();
+    for (i, r) in sorted.iter().enumerate() {
+        let x = (i + 1) as f64;
+        for (name, v) in [
+            ("hit ratio", r.metrics.get("hit_ratio_pct")),
+            ("RAM", r.metrics.get("ram_hit_ratio_pct")),
+            (
+                "NVM",
+                r.metrics.get("nvm").and_then(|n| n.get("hit_ratio_pct")),
+            ),
+        ] {
+            if let Some(y) = v.and_then(Value::as_f64) {
+                by_host
+                    .entry(r.hostname.as_str())
+                    .or_default()
+                    .entry(name)
+                    .or_default()
+                    .push((x, y));
+            }
+        }
+    }
+    if by_host.is_empty() {
+        return Vec::new();
+    }
+    let mut c = Chart::new(
+        &format!("{job}: hit ratio per run"),
+        "run # (oldest first)",
+        "%",
+    )
+    .size(CHART_W, CHART_H)
+    .y_range(0.0, 100.0);
+    let hosts = by_host.len();
+    for (host, series) in by_host {
+        for (name, pts) in series {
+            let label = if hosts > 1 {
+                format!("{name} ({host})")
+            } else {
+                name.to_string()
+            };
+            c = c.points(&label, pts);
+        }
+    }
+    vec![PageChart {
+        kind: "hit_ratio",
+        chart: c,
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -105,7 +165,7 @@ mod tests {
     use serde_json::json;
 
     fn row(bench: &str, metrics: Value) -> RunRow {
-        crate::store::tests::metrics_row("cachebench_hybrid_mini", bench, metrics)
+        RunRow::from_metrics("cachebench_hybrid_mini", bench, metrics)
     }
 
     fn hybrid_point(t: f64) -> Value {
@@ -183,5 +243,34 @@ mod tests {
         ] {
             assert!(charts(&row(bench, m.clone())).is_empty(), "{bench} {m}");
         }
+    }
+
+    #[test]
+    fn history_draws_each_runs_hit_ratios() {
+        let rows = [
+            RunRow::from_metrics(
+                "cachebench_mini",
+                "cachebench",
+                json!({"hit_ratio_pct": 67.0, "ram_hit_ratio_pct": 67.0,
+                "nvm": {"hit_ratio_pct": 30.0}}),
+            ),
+            RunRow::from_metrics(
+                "cachebench_mini",
+                "cachebench",
+                json!({"hit_ratio_pct": 70.0, "ram_hit_ratio_pct": 60.0}),
+            ),
+        ];
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        let charts = history("cachebench_mini", &refs);
+        assert_eq!(charts.len(), 1);
+        assert_eq!(charts[0].kind, "hit_ratio");
+        let names: Vec<&str> = charts[0]
+            .chart
+            .series
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["NVM", "RAM", "hit ratio"]);
+        assert!(history("j", &[]).is_empty());
     }
 }
