@@ -257,7 +257,7 @@ pub fn scores(
                 s.runs.to_string(),
                 format!("{:.4}", s.score),
                 format!("{:.2}%", s.stdev_pct),
-                format!("{} / {}", s.metric, fmt_num(s.baseline)),
+                format!("{} / {}", s.metric, fmt_cell(s.baseline)),
             ]
         })
         .collect();
@@ -281,7 +281,9 @@ pub fn scores(
     out
 }
 
-fn fmt_num(x: f64) -> String {
+/// A table cell's number: whole numbers without decimals, others with 4
+/// (unlike `compare::fmt_num`'s 4 significant digits).
+fn fmt_cell(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
     } else {

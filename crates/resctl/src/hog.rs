@@ -175,7 +175,7 @@ impl Drop for Hoard {
     }
 }
 
-fn now_secs() -> f64 {
+fn now_secs_f64() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -212,7 +212,7 @@ pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, String> {
             debt = MAX_DEBT_SECS * bps;
         }
         if now.duration_since(last_report) >= Duration::from_secs(1) || rep.timestamp == 0.0 {
-            rep.timestamp = now_secs();
+            rep.timestamp = now_secs_f64();
             rep.wdebt = debt.max(0.0) as u64;
             rep.mem_bytes = (hoard.len * PAGE) as u64;
             if let Some(p) = &a.report {

@@ -2,7 +2,7 @@
 //! them is printed in each of upstream's four output formats.
 
 use super::AnalyzeError;
-use super::stats::{percentile, python_float, round2};
+use super::stats::{np_round2, percentile, python_float};
 use crate::proto::RpcSample;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -185,7 +185,8 @@ fn render_statistics(points: &[Point], header: bool) -> String {
             latencies.len().to_string(),
             min.to_string(),
         ]);
-        columns.extend(PERCENTILES.map(|(_, q)| python_float(round2(percentile(&latencies, q)))));
+        columns
+            .extend(PERCENTILES.map(|(_, q)| python_float(np_round2(percentile(&latencies, q)))));
         columns.push(max.to_string());
         push_row(&mut out, &columns);
     }

@@ -40,7 +40,7 @@ fn lerp(a: i64, b: i64, t: f64) -> f64 {
 }
 
 /// `numpy.round(x, 2)`: scale by 100, round half to even, scale back.
-pub(crate) fn round2(x: f64) -> f64 {
+pub(crate) fn np_round2(x: f64) -> f64 {
     (x * 100.0).round_ties_even() / 100.0
 }
 
@@ -98,10 +98,10 @@ mod tests {
 
     #[test]
     fn rounding_is_half_to_even_on_the_scaled_value() {
-        assert_eq!(round2(1.005), 1.0); // 100.49999.. after scaling
-        assert_eq!(round2(0.125), 0.12);
-        assert_eq!(round2(0.375), 0.38);
-        assert_eq!(round2(1048086.3333), 1048086.33);
+        assert_eq!(np_round2(1.005), 1.0); // 100.49999.. after scaling
+        assert_eq!(np_round2(0.125), 0.12);
+        assert_eq!(np_round2(0.375), 0.38);
+        assert_eq!(np_round2(1048086.3333), 1048086.33);
     }
 
     #[test]

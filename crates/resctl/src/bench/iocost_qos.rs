@@ -5,7 +5,7 @@
 //! measure, for users, is [`QOS_DOC`] and [`TUNE_DOC`].
 
 pub use super::knobs::QosOvr;
-use super::knobs::{QOS_OVR_KEYS, round2};
+use super::knobs::{QOS_OVR_KEYS, round2_as_printed};
 use crate::fmt::parse_frac;
 use crate::spec::{JobSpec, SpecError};
 use std::collections::BTreeMap;
@@ -193,13 +193,7 @@ use super::protection::study::PCT_KEYS as ISOL_PCTS;
 /// The closest of `allowed` to `key`: within an edit distance of 2, or
 /// else one that contains `key` (or is contained in it), nearest first.
 pub fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
-    let near = allowed
-        .iter()
-        .map(|a| (strsim::levenshtein(key, a), *a))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, a)| a);
-    near.or_else(|| {
+    crate::spec::closest(key, allowed).or_else(|| {
         allowed
             .iter()
             .filter(|a| key.len() >= 3 && (a.contains(key) || key.contains(**a)))
@@ -419,7 +413,7 @@ impl QosProps {
             if v <= lo - 0.001 {
                 break;
             }
-            let r = round2(v);
+            let r = round2_as_printed(v);
             runs.push(QosOvr {
                 min: Some(r),
                 max: Some(r),

@@ -413,7 +413,7 @@ impl QosOvr {
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .map(round2)
+                .map(round2_as_printed)
                 .ok_or_else(|| "expected a non-negative number (percent)".to_string())
         };
         let lat = || {
@@ -512,7 +512,7 @@ impl std::fmt::Display for QosOvr {
 /// decimals and read back, as upstream rounds them (the exact value is
 /// rounded, half to even, where `(v * 100).round() / 100` rounds `v * 100`:
 /// 8.125 is 8.12, not 8.13, and 2.675, stored just below, 2.67, not 2.68).
-pub fn round2(v: f64) -> f64 {
+pub fn round2_as_printed(v: f64) -> f64 {
     format!("{v:.2}").parse().unwrap_or(v)
 }
 
@@ -523,12 +523,12 @@ mod tests {
     /// Upstream's rounding: print with two decimals, read back.
     #[test]
     fn round2_rounds_as_upstream_prints() {
-        assert_eq!(round2(8.125), 8.12);
-        assert_eq!(round2(2.675), 2.67);
-        assert_eq!(round2(0.375), 0.38);
-        assert_eq!(round2(97.4349), 97.43);
-        assert_eq!(round2(-1.234), -1.23);
-        assert!(round2(f64::NAN).is_nan());
+        assert_eq!(round2_as_printed(8.125), 8.12);
+        assert_eq!(round2_as_printed(2.675), 2.67);
+        assert_eq!(round2_as_printed(0.375), 0.38);
+        assert_eq!(round2_as_printed(97.4349), 97.43);
+        assert_eq!(round2_as_printed(-1.234), -1.23);
+        assert!(round2_as_printed(f64::NAN).is_nan());
     }
 
     /// Upstream's `sysinfo`: `iocost` is an io.stat/io.cost.* report and

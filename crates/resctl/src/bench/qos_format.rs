@@ -12,7 +12,7 @@
 //! [`super::storage`] and [`super::protection`].
 
 use super::iocost_qos::QosProps;
-use super::knobs::{IoCostQos, QosOvr, round2};
+use super::knobs::{IoCostQos, QosOvr, round2_as_printed};
 use super::protection::format::{IoLat, format_iolat_rw};
 use super::protection::run::{ProtectionResult, format_with_prefix};
 use super::storage::{
@@ -103,10 +103,10 @@ fn calc(base: &IoCostQos, ovr: &QosOvr) -> Option<IoCostQos> {
         return None;
     }
     let mut q = ovr.apply(base);
-    q.rpct = round2(q.rpct);
-    q.wpct = round2(q.wpct);
-    q.min = round2(q.min);
-    q.max = round2(q.max);
+    q.rpct = round2_as_printed(q.rpct);
+    q.wpct = round2_as_printed(q.wpct);
+    q.min = round2_as_printed(q.min);
+    q.max = round2_as_printed(q.max);
     Some(q)
 }
 

@@ -18,7 +18,7 @@
 use super::common::{Ctx, Outcome};
 use super::iocost_params::IoCostRestore;
 use super::iocost_qos::QosProps;
-use super::knobs::{HashdKnobs, IoCostKnobs, IoCostModel, IoCostQos, QosOvr, round2};
+use super::knobs::{HashdKnobs, IoCostKnobs, IoCostModel, IoCostQos, QosOvr, round2_as_printed};
 use super::protection::study::{dist_map, study_iolat};
 use super::qos_format::format_qos_cfg;
 use crate::fmt::format_size;
@@ -55,7 +55,7 @@ pub fn abs_min_vrate(model: &IoCostModel) -> f64 {
         .max(r(ABS_MIN.wbps, model.wbps))
         .max(r(ABS_MIN.wseqiops, model.wseqiops))
         .max(r(ABS_MIN.wrandiops, model.wrandiops));
-    round2(v * 100.0)
+    round2_as_printed(v * 100.0)
 }
 
 /// One rung of the ladder as the run plans it.
@@ -99,10 +99,10 @@ pub fn target_qos(base: &IoCostQos, ovr: &QosOvr) -> Option<IoCostQos> {
         return None;
     }
     let mut q = ovr.apply(base);
-    q.rpct = round2(q.rpct);
-    q.wpct = round2(q.wpct);
-    q.min = round2(q.min);
-    q.max = round2(q.max);
+    q.rpct = round2_as_printed(q.rpct);
+    q.wpct = round2_as_printed(q.wpct);
+    q.min = round2_as_printed(q.min);
+    q.max = round2_as_printed(q.max);
     Some(q)
 }
 

@@ -8,7 +8,7 @@
 //! serialized shapes are too, so that upstream's iocost-tune results read.
 
 use super::iocost_qos::{closest, unknown_key};
-use super::knobs::{IoCostModel, IoCostQos, round2};
+use super::knobs::{IoCostModel, IoCostQos, round2_as_printed};
 use super::protection::study::MemHogResult;
 use super::qos_format::{QosRecord, QosRecordRun, QosResult, QosResultRun, final_probe_of};
 use super::storage::reports_missing;
@@ -1223,10 +1223,10 @@ pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String>
             }
         };
         let f = vrate / 100.0;
-        qos.min = round2(qos.min / f);
-        qos.max = round2(qos.max / f);
-        qos.rpct = round2(qos.rpct);
-        qos.wpct = round2(qos.wpct);
+        qos.min = round2_as_printed(qos.min / f);
+        qos.max = round2_as_printed(qos.max / f);
+        qos.rpct = round2_as_printed(qos.rpct);
+        qos.wpct = round2_as_printed(qos.wpct);
         let at = |sel: DataSel| res.data.get(&sel).map_or(0.0, |s| s.lines.eval(vrate));
         let lat = |read: bool| {
             let mut m: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
