@@ -90,15 +90,6 @@ pub trait Directions {
     fn tables(&self, benchmark: &str) -> &'static [&'static [Rule]];
 }
 
-/// A benchmark with no rules: every key is neutral.
-pub struct NoDirections;
-
-impl Directions for NoDirections {
-    fn tables(&self, _benchmark: &str) -> &'static [&'static [Rule]] {
-        &[]
-    }
-}
-
 fn matches(pat: &[&str], key: &[&str]) -> bool {
     match pat.split_first() {
         None => key.is_empty(),

@@ -921,23 +921,11 @@ mod tests {
         }
     }
 
-    fn ladder_metrics(p99: f64) -> Value {
-        json!({
-            "target_latency_msec": 20.0,
-            "target_percentile": "99p",
-            "probes": [
-                {"seq": 0, "phase": "warmup", "requested_qps": 0.0, "achieved_qps": 800.0, "target_value_ms": 45.0, "passed": true},
-                {"seq": 1, "phase": "bracket", "requested_qps": 400.0, "achieved_qps": 398.0, "target_value_ms": 34.0, "passed": false},
-                {"seq": 2, "phase": "bracket", "requested_qps": 200.0, "achieved_qps": 201.0, "target_value_ms": 15.0, "passed": true},
-                {"seq": 3, "phase": "final", "requested_qps": 250.0, "achieved_qps": 249.0, "target_value_ms": p99, "passed": true}
-            ],
-            "final_series": [
-                {"second": 0, "completed": 240, "errors": 0, "p50_ms": 11.0, "p99_ms": 18.0},
-                {"second": 1, "completed": 251, "errors": 1, "p50_ms": 12.0, "p99_ms": 19.0}
-            ],
-            "final_latency": {"p50_ms": 11.0, "p90_ms": 14.0, "p99_ms": p99, "p999_ms": 25.0, "count": 500},
-            "peak_qps": 800.0
-        })
+    /// A search's metrics with a ladder of probes (the final one at
+    /// 19 ms against a 20 ms target) and a final series.
+    fn ladder_metrics() -> Value {
+        serde_json::from_str(include_str!("../testdata/ladder_metrics.json"))
+            .expect("ladder_metrics.json")
     }
 
     #[test]
@@ -975,7 +963,7 @@ mod tests {
 
     #[test]
     fn ladder_points_are_split_by_outcome() {
-        let r = row(1, "c", "calibrate", "h", ladder_metrics(19.0));
+        let r = row(1, "c", "calibrate", "h", ladder_metrics());
         let charts = run_charts(&r, &Registry::new());
         let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
         let series = |n: &str| {
@@ -1027,7 +1015,7 @@ mod tests {
             json!({"peak_qps": 1.0}),
         ));
         // Three hosts: every ordered pair, the two most-run hosts first.
-        let comps = comparisons(&rows, &direction::NoDirections);
+        let comps = comparisons(&rows, &Registry::new());
         assert_eq!(comps.len(), 6);
         let defaults: Vec<&HostComparison> = comps.iter().filter(|c| c.default).collect();
         assert_eq!(defaults.len(), 1);
@@ -1097,7 +1085,7 @@ mod tests {
                 ));
             }
         }
-        let comps = comparisons(&rows, &direction::NoDirections);
+        let comps = comparisons(&rows, &Registry::new());
         assert_eq!(comps.len(), MAX_COMPARED_HOSTS * (MAX_COMPARED_HOSTS - 1));
         // The most-run hosts are the ones kept.
         assert!(comps.iter().all(|c| c.a_host != "h0" && c.b_host != "h0"));

@@ -191,12 +191,6 @@ impl Registry {
         self.workloads.iter().map(|w| w.as_ref())
     }
 
-    /// The direction tables of each registered workload, by benchmark
-    /// name, for `results compare` and the page.
-    pub fn directions(&self) -> &dyn direction::Directions {
-        self
-    }
-
     pub fn names(&self) -> Vec<&'static str> {
         self.workloads.iter().map(|w| w.name()).collect()
     }

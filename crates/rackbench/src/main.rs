@@ -7,7 +7,10 @@ use harness::job::HookSpec;
 use harness::{Cancel, Catalogue, Invocation, Registry, present, score, store::Store};
 use std::path::PathBuf;
 
+mod registry;
 mod serve;
+
+use registry::registry;
 use std::process::ExitCode;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_jobs.rs"));
@@ -866,17 +869,6 @@ fn show_text(reg: &Registry, rows: &[harness::store::RunRow]) -> anyhow::Result<
         anyhow::bail!("run {} has no job with a stored record", rows[0].run_id);
     }
     Ok(())
-}
-
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.register(Box::new(calibrate::Calibrate));
-    r.register(Box::new(feedsim::FeedSim));
-    r.register(Box::new(adsim::AdSim));
-    r.register(Box::new(distbench::Distbench));
-    r.register(Box::new(cachebench::CacheBench));
-    r.register(Box::new(resctl::Resctl));
-    r
 }
 
 /// Upstream tool names the binary answers to when invoked under them (a

@@ -1089,23 +1089,11 @@ fn resctl_storage_metrics_draw_the_storage_charts() {
     let mut jm = JobMetrics::default();
     StorageBench.metrics(&d, &mut jm);
     let metrics = harness::record::metrics_map(&jm).unwrap();
-    let row = harness::store::RunRow {
-        id: 1,
-        run_id: "r1".into(),
-        job: "resctl_storage".into(),
-        benchmark: "resctl".into(),
-        role: None,
-        iteration: 1,
-        timestamp: 1_795_000_000,
-        success: true,
-        hostname: "h".into(),
-        args: vec![],
-        machine: serde_json::json!({}),
-        metrics: serde_json::Value::Object(metrics),
-        report_path: None,
-        artifacts_dir: None,
-        record: None,
-    };
+    let row = harness::store::RunRow::from_metrics(
+        "resctl_storage",
+        "resctl",
+        serde_json::Value::Object(metrics),
+    );
     let mut workloads = harness::Registry::new();
     workloads.register(Box::new(resctl::Resctl));
     let charts = harness::html::run_charts(&row, &workloads);

@@ -4,72 +4,38 @@
 //! the workloads' metric keys.
 
 use harness::html::{PageOptions, page};
-use harness::runner::Registry;
 use harness::store::RunRow;
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// The workloads, as the binary registers them.
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.register(Box::new(calibrate::Calibrate));
-    r.register(Box::new(feedsim::FeedSim));
-    r.register(Box::new(adsim::AdSim));
-    r.register(Box::new(distbench::Distbench));
-    r.register(Box::new(cachebench::CacheBench));
-    r.register(Box::new(resctl::Resctl));
-    r
-}
+/// The workloads, as the binary registers them (the binary's own list).
+#[path = "../src/registry.rs"]
+mod registry;
+use registry::registry;
 
 fn row(id: i64, job: &str, bench: &str, host: &str, metrics: Value) -> RunRow {
     RunRow {
         id,
         run_id: format!("r{id}"),
-        job: job.into(),
-        benchmark: bench.into(),
-        role: None,
-        iteration: 1,
         timestamp: 1_795_000_000 + id as u64 * 60,
-        success: true,
         hostname: host.into(),
         args: vec!["--x".into(), "a b".into()],
         machine: json!({"hostname": host, "cpu": {"model": "<Fake & CPU>"}}),
-        metrics,
-        report_path: None,
-        artifacts_dir: None,
-        record: None,
+        ..RunRow::from_metrics(job, bench, metrics)
     }
 }
 
-fn ladder_metrics(p99: f64) -> Value {
-    json!({
-        "target_latency_msec": 20.0,
-        "target_percentile": "99p",
-        "probes": [
-            {"seq": 0, "phase": "warmup", "requested_qps": 0.0, "achieved_qps": 800.0, "target_value_ms": 45.0, "passed": true},
-            {"seq": 1, "phase": "bracket", "requested_qps": 400.0, "achieved_qps": 398.0, "target_value_ms": 34.0, "passed": false},
-            {"seq": 2, "phase": "bracket", "requested_qps": 200.0, "achieved_qps": 201.0, "target_value_ms": 15.0, "passed": true},
-            {"seq": 3, "phase": "final", "requested_qps": 250.0, "achieved_qps": 249.0, "target_value_ms": p99, "passed": true}
-        ],
-        "final_series": [
-            {"second": 0, "completed": 240, "errors": 0, "p50_ms": 11.0, "p99_ms": 18.0},
-            {"second": 1, "completed": 251, "errors": 1, "p50_ms": 12.0, "p99_ms": 19.0}
-        ],
-        "final_latency": {"p50_ms": 11.0, "p90_ms": 14.0, "p99_ms": p99, "p999_ms": 25.0, "count": 500},
-        "peak_qps": 800.0
-    })
+/// A search's metrics with a ladder of probes and a final series (shared
+/// with the harness's page tests).
+fn ladder_metrics() -> Value {
+    serde_json::from_str(include_str!("../../harness/testdata/ladder_metrics.json"))
+        .expect("ladder_metrics.json")
 }
 
 #[test]
 fn page_has_filters_runs_and_a_chart_per_kind() {
     let rows = vec![
-        row(
-            1,
-            "calibrate_quick",
-            "calibrate",
-            "h1",
-            ladder_metrics(19.0),
-        ),
+        row(1, "calibrate_quick", "calibrate", "h1", ladder_metrics()),
         row(
             2,
             "cachebench_mini",
