@@ -1,6 +1,8 @@
 //! The report JSON, in benchpress' shape, one per job and iteration.
 
+use crate::job::Job;
 use crate::machine::MachineInfo;
+use crate::vars::Resolved;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -41,7 +43,41 @@ pub fn sort_keys(v: Value) -> Value {
     }
 }
 
+/// What one invocation stamps on each of its reports: the host, its caches,
+/// the run id and the time.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp<'a> {
+    pub machine: &'a MachineInfo,
+    pub metadata: &'a BTreeMap<String, String>,
+    pub run_id: &'a str,
+    /// Unix seconds.
+    pub timestamp: u64,
+}
+
 impl Report {
+    /// The report of one run of `job` resolved as `resolved`, with the
+    /// workload's `metrics` of its record.
+    pub fn for_job(
+        job: &Job,
+        resolved: &Resolved,
+        stamp: Stamp<'_>,
+        metrics: Map<String, Value>,
+        success: bool,
+    ) -> Report {
+        Report {
+            benchmark_args: resolved.args.clone(),
+            benchmark_desc: job.description.clone(),
+            benchmark_hooks: resolved.hooks.iter().map(|h| h.describe()).collect(),
+            benchmark_name: job.name.clone(),
+            machines: vec![stamp.machine.clone()],
+            metadata: stamp.metadata.clone(),
+            metrics: Value::Object(metrics),
+            run_id: stamp.run_id.to_string(),
+            timestamp: stamp.timestamp,
+            success,
+        }
+    }
+
     /// The report as a JSON value with sorted keys.
     pub fn to_value(&self) -> Value {
         sort_keys(serde_json::to_value(self).expect("reports serialise"))
