@@ -1269,7 +1269,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             println!("{}", out.display());
         }
         Cmd::Serve { port, bind, sel } => {
-            serve::serve(&store_path(&cli.db), &bind, port, &sel)?;
+            return serve::serve(&store_path(&cli.db), &bind, port, &sel);
         }
         Cmd::Results { what } => {
             let store = Store::open(&store_path(&cli.db))?;

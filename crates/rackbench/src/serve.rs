@@ -1,13 +1,16 @@
 //! `rackbench serve`: the report page over HTTP, made afresh from the store
 //! for each request, on one listener per address (loopback v4 and v6 by
-//! default). Ctrl-C stops it.
+//! default, on one port: with `--port 0` the first listener picks it and
+//! the others take the same). Ctrl-C stops it with exit code 130.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use harness::Cancel;
+use harness::cancel::StopReason;
 use harness::store::Store;
 
 use crate::{HtmlSelection, html_page};
@@ -15,7 +18,12 @@ use crate::{HtmlSelection, html_page};
 /// Seconds between the page's own reloads.
 const REFRESH_SECS: u32 = 10;
 
-pub fn serve(db: &Path, bind: &[IpAddr], port: u16, sel: &HtmlSelection) -> anyhow::Result<()> {
+pub fn serve(
+    db: &Path,
+    bind: &[IpAddr],
+    port: u16,
+    sel: &HtmlSelection,
+) -> anyhow::Result<ExitCode> {
     // Fail early on a store that cannot be opened.
     Store::open(db)?;
     let addrs: Vec<IpAddr> = if bind.is_empty() {
@@ -29,13 +37,7 @@ pub fn serve(db: &Path, bind: &[IpAddr], port: u16, sel: &HtmlSelection) -> anyh
     Cancel::set_interrupt_message("interrupted: stopping the server");
     let cancel = Cancel::global();
     let mut threads = Vec::new();
-    for ip in addrs {
-        let server = tiny_http::Server::http(SocketAddr::new(ip, port))
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", SocketAddr::new(ip, port)))?;
-        let local = server
-            .server_addr()
-            .to_ip()
-            .context("the server has no IP address")?;
+    for (server, local) in listen(&addrs, port)? {
         println!("listening on http://{local}/");
         let (db, sel, cancel) = (db.to_path_buf(), sel.clone(), cancel.clone());
         threads.push(std::thread::spawn(move || run(server, db, sel, cancel)));
@@ -43,7 +45,55 @@ pub fn serve(db: &Path, bind: &[IpAddr], port: u16, sel: &HtmlSelection) -> anyh
     for t in threads {
         let _ = t.join();
     }
-    Ok(())
+    Ok(if cancel.reason() == Some(StopReason::Interrupted) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// How many times `--port 0` looks for a port free on every address.
+const PORT_ZERO_TRIES: usize = 20;
+
+/// One listener per address, all on one port. With port 0 the first
+/// address picks a free port and the others take the same one; when one
+/// of them has it taken already, the search starts again.
+fn listen(addrs: &[IpAddr], port: u16) -> anyhow::Result<Vec<(tiny_http::Server, SocketAddr)>> {
+    let bind = |ip: IpAddr, port: u16| {
+        let at = SocketAddr::new(ip, port);
+        let server = tiny_http::Server::http(at)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {at}: {e}"))?;
+        let local = server
+            .server_addr()
+            .to_ip()
+            .context("the server has no IP address")?;
+        anyhow::Ok((server, local))
+    };
+    let tries = if port == 0 { PORT_ZERO_TRIES } else { 1 };
+    let mut last = None;
+    'again: for _ in 0..tries {
+        let mut out = Vec::with_capacity(addrs.len());
+        let mut chosen = port;
+        for &ip in addrs {
+            match bind(ip, chosen) {
+                Ok((server, local)) => {
+                    chosen = local.port();
+                    out.push((server, local));
+                }
+                // The port the first address picked is taken here: pick again.
+                Err(e) if port == 0 && !out.is_empty() => {
+                    last = Some(e);
+                    continue 'again;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(out);
+    }
+    let e = last.unwrap_or_else(|| anyhow::anyhow!("no free port on every address"));
+    Err(e.context(format!(
+        "no port free on all of {addrs:?} in {PORT_ZERO_TRIES} tries"
+    )))
 }
 
 fn run(server: tiny_http::Server, db: PathBuf, sel: HtmlSelection, cancel: Cancel) {

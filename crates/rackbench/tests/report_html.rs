@@ -272,12 +272,28 @@ fn serve_answers_on_both_loopbacks() {
     }
     assert!(addrs[0].starts_with("127.0.0.1:"), "{addrs:?}");
     assert!(addrs[1].starts_with("[::1]:"), "{addrs:?}");
+    // `--port 0` picks one port for both addresses.
+    let port = |a: &str| a.rsplit(':').next().unwrap().to_string();
+    assert_eq!(port(&addrs[0]), port(&addrs[1]), "{addrs:?}");
     for a in &addrs {
         let r = get(a);
         assert!(r.starts_with("HTTP/1.") && r.contains(" 200 "), "{r}");
         assert!(r.contains(r#"<table id="runs">"#));
         assert!(r.contains(r#"http-equiv="refresh""#));
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Ctrl-C stops it with 130, as every other command.
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "serve ignored SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
 }
