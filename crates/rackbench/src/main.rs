@@ -223,10 +223,11 @@ enum Cmd {
         #[arg(long, hide = true, default_value = "/")]
         root: PathBuf,
     },
-    /// Writes man pages (rackbench.1 and one per command) into DIR.
+    /// Prints rackbench(1) on stdout (`rackbench man | man -l -`), or
+    /// writes it and one page per command into DIR.
     Man {
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// A folder for rackbench.1 and the commands' pages (made if missing).
+        dir: Option<PathBuf>,
     },
     /// Run a benchmark directly with its own arguments, as the upstream tool
     /// (`rackbench calibrate --help`); `rackbench --report BENCHMARK ...`
@@ -254,6 +255,30 @@ const NO_ARGS: &str = "\0";
 /// `rackbench --help`, completions and man pages list the benchmarks. A
 /// benchmark's arguments are passed through untouched (its own parser
 /// checks them); its `--help` prints its own usage.
+/// The error for a word that is neither a command nor a benchmark: the
+/// closest command if one is close, then every command by name.
+fn unknown_command(name: &str, cmd: &clap::Command, reg: &Registry) -> anyhow::Error {
+    let benchmarks = reg.names();
+    let commands: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(clap::Command::get_name)
+        .filter(|n| *n != "help" && !benchmarks.contains(n))
+        .collect();
+    let close = commands
+        .iter()
+        .chain(&benchmarks)
+        .map(|c| (strsim::damerau_levenshtein(name, c), *c))
+        .filter(|(d, c)| *d <= 2.min(c.len() / 2) || (name.len() >= 3 && c.starts_with(name)))
+        .min();
+    anyhow::anyhow!(
+        "unknown command '{name}'{}: commands are {}, and the benchmarks {}",
+        close.map_or(String::new(), |(_, c)| format!(" (did you mean '{c}'?)")),
+        commands.join(", "),
+        benchmarks.join(", ")
+    )
+}
+
 fn cli_command(reg: &Registry) -> clap::Command {
     let mut cmd = Cli::command();
     for w in reg.iter() {
@@ -1334,7 +1359,15 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
                 return Err(e).context("cannot write the system check");
             }
         }
-        Cmd::Man { dir } => {
+        Cmd::Man { dir: None } => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = clap_mangen::Man::new(cli_command(&reg)).render(&mut out)
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e).context("cannot write the man page");
+            }
+        }
+        Cmd::Man { dir: Some(dir) } => {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             clap_mangen::generate_to(cli_command(&reg), &dir)
@@ -1345,10 +1378,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             argv.retain(|a| a != NO_ARGS);
             let (name, args) = argv.split_first().context("no command given")?;
             let Some(w) = reg.get(name) else {
-                anyhow::bail!(
-                    "unknown command '{name}': commands are list, info, run, report, results, and the benchmarks {}",
-                    reg.names().join(", ")
-                );
+                return Err(unknown_command(name, &cli_command(&reg), &reg));
             };
             if args.iter().any(|a| a == "-h" || a == "--help") {
                 print!("{}", w.subcommand_help(args).unwrap_or_else(|| w.help()));

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -541,13 +542,31 @@ fn ctrl_c_saves_partial_results() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(4));
+    // Interrupt 3 s into the probe (its setup takes longer on a busy host):
+    // the probe's progress line says when it starts.
+    let mut child = child;
+    let err = child.stderr.take().unwrap();
+    let (started, seen) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("fixed 100.00 QPS") {
+                let _ = started.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    let _ = seen.recv_timeout(Duration::from_secs(120));
+    std::thread::sleep(Duration::from_secs(3));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let t = Instant::now();
     let o = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
     assert!(t.elapsed() < Duration::from_secs(15));
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{err}");
     let r = &env.reports()[0];
     assert_eq!(r["success"], false);
     assert_eq!(r["metrics"]["interrupted"], true);
@@ -567,7 +586,35 @@ fn help_and_unknown_commands() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("--service-time-ms"));
     let o = env.run(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown command 'frobnicate'"));
+    assert!(
+        stderr(&o).contains("unknown command 'frobnicate':"),
+        "{}",
+        stderr(&o)
+    );
+    // A near miss is named; the list holds every visible command.
+    let o = env.run(&["rn"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown command 'rn' (did you mean 'run'?)"),
+        "{err}"
+    );
+    for c in [
+        "serve",
+        "completions",
+        "system_check",
+        "man",
+        "install",
+        "clean",
+    ] {
+        assert!(err.contains(&format!(" {c},")), "{c} missing: {err}");
+    }
+    let o = env.run(&["cachbench"]);
+    assert!(
+        stderr(&o).contains("(did you mean 'cachebench'?)"),
+        "{}",
+        stderr(&o)
+    );
     for argv in [
         &["calibrate", "--no-such-flag"][..],
         &["adsim", "client", "--no-such-flag"],
@@ -719,6 +766,15 @@ fn completions_and_man_pages() {
     }
     let o = env.run(&["completions", "tcsh-nope"]);
     assert_eq!(o.status.code(), Some(2));
+    // No folder: one page on stdout, nothing written.
+    let o = env.run(&["man"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains(".TH") && page.contains("system_check"),
+        "{page}"
+    );
+    assert!(!env.path().join("rackbench.1").exists());
     let o = env.run(&["man", "pages"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for page in [
