@@ -267,11 +267,23 @@ pub enum PlanError {
         benchmark: String,
         known: String,
     },
-    #[error("job '{job}': invalid benchmark arguments {args:?}: {message}")]
+    #[error("job '{job}': {}", bad_args(var.as_ref(), args, message))]
     Args {
         job: String,
+        /// The var (and its value) the bad value came from, when one did.
+        var: Option<(String, String)>,
         args: Vec<String>,
         message: String,
+    },
+    #[error(
+        "input var '{key}' is used by no job of this run ({jobs}){}; their vars: {vars} (see `rackbench info JOB`)",
+        closest.as_ref().map_or(String::new(), |c| format!(": did you mean '{c}'?"))
+    )]
+    UnusedInput {
+        key: String,
+        jobs: String,
+        closest: Option<String>,
+        vars: String,
     },
     #[error("cannot create the metrics folder {path}: {message}")]
     Output { path: PathBuf, message: String },
@@ -279,6 +291,72 @@ pub enum PlanError {
         "job '{0}' is named more than once; one invocation runs a job once per iteration (use -n N for N runs)"
     )]
     Repeated(String),
+}
+
+/// A benchmark's refusal of a job's arguments: the var whose value it
+/// refused when one did, else the whole argument list.
+fn bad_args(var: Option<&(String, String)>, args: &[String], message: &str) -> String {
+    match var {
+        Some((name, value)) => format!("var '{name}' = '{value}': {message}"),
+        None => format!("invalid benchmark arguments {args:?}: {message}"),
+    }
+}
+
+/// The var whose value the benchmark's message quotes (`'many'`), the
+/// user's input first: the var to fix.
+fn culprit(
+    resolved: &Resolved,
+    input: &Map<String, Value>,
+    message: &str,
+) -> Option<(String, String)> {
+    let quoted = |v: &String| !v.is_empty() && message.contains(&format!("'{v}'"));
+    let mut vars: Vec<(&String, &String)> = resolved.values.iter().collect();
+    vars.sort_by_key(|(k, _)| !input.contains_key(k.as_str()));
+    vars.into_iter()
+        .find(|(_, v)| quoted(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+}
+
+/// A benchmark's argument error as one message: clap's `error: ` prefix
+/// and its `--help` tip (which would name the benchmark's help, not the
+/// job's) dropped.
+fn args_message(e: &anyhow::Error) -> String {
+    let text = format!("{e:#}");
+    let text = text.trim().strip_prefix("error: ").unwrap_or(text.trim());
+    text.lines()
+        .filter(|l| !l.starts_with("For more information, try"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// Refuses an input key that no job of the run declares (a typo would
+/// otherwise run every job with its default), naming the closest var.
+fn check_input_used(planned: &[Planned<'_>], input: &Map<String, Value>) -> Result<(), PlanError> {
+    let used: std::collections::BTreeSet<&str> = planned
+        .iter()
+        .flat_map(|p| p.resolved.values.keys().map(String::as_str))
+        .collect();
+    let Some(key) = input.keys().find(|k| !used.contains(k.as_str())) else {
+        return Ok(());
+    };
+    let closest = used
+        .iter()
+        .map(|v| (strsim::damerau_levenshtein(key, v), *v))
+        .filter(|(d, v)| *d <= 2.min(v.len().max(key.len()) / 2).max(1))
+        .min()
+        .map(|(_, v)| v.to_string());
+    Err(PlanError::UnusedInput {
+        key: key.clone(),
+        jobs: planned
+            .iter()
+            .map(|p| p.job.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        closest,
+        vars: used.into_iter().collect::<Vec<_>>().join(", "),
+    })
 }
 
 fn plan<'a>(
@@ -312,19 +390,22 @@ fn plan<'a>(
                 benchmark: job.benchmark.clone(),
                 known: reg.names().join(", "),
             })?;
-        workload
-            .validate(&resolved.argv)
-            .map_err(|e| PlanError::Args {
+        workload.validate(&resolved.argv).map_err(|e| {
+            let message = args_message(&e);
+            PlanError::Args {
                 job: job.name.clone(),
+                var: culprit(&resolved, &inv.input, &message),
                 args: resolved.argv.clone(),
-                message: format!("{e:#}"),
-            })?;
+                message,
+            }
+        })?;
         out.push(Planned {
             job,
             workload,
             resolved,
         });
     }
+    check_input_used(&out, &inv.input)?;
     Ok(out)
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Rules, as benchpress: user input overrides defaults; a required var without
 //! input is an error naming the role and the var; an input key the job does
-//! not declare is a warning; an arg that is empty after substitution
+//! not declare is a warning (and an error, naming the closest var, when no
+//! job of the run declares it: see `runner`); an arg that is empty after substitution
 //! disappears; each arg is split shell-style into argv words.
 
 use crate::job::{HookSpec, Job, VarDecl, placeholders};

@@ -151,6 +151,41 @@ fn bad_role_input_json() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("must be a JSON object"));
     no_panic(&o);
+    // A key no job of the run declares is refused, naming the closest var.
+    let o = env.run(&["run", "calibrate_quick", "-i", r#"{"sed": 2}"#]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "input var 'sed' is used by no job of this run (calibrate_quick): did you mean 'seed'?"
+        ),
+        "{err}"
+    );
+    assert!(env.reports().is_empty());
+    // A key one job of the run declares is only a warning for the others.
+    let o = env.run(&[
+        "run",
+        "calibrate_quick",
+        "feedsim_mini",
+        "--dry-run",
+        "-i",
+        r#"{"seed": 2}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A value the benchmark refuses names its var, not the whole argv.
+    let o = env.run(&["run", "calibrate_quick", "-i", r#"{"workers": "many"}"#]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "job 'calibrate_quick': var 'workers' = 'many': invalid value 'many' for '--workers"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("--help") && !err.contains("\"--seed\""),
+        "{err}"
+    );
 }
 
 #[test]
