@@ -159,7 +159,13 @@ enum Cmd {
         #[arg(long)]
         dry_run: bool,
         /// Runs of each job (reports are numbered _iter_<n>).
-        #[arg(short = 'n', long, default_value_t = 1)]
+        #[arg(
+            short = 'n',
+            long,
+            default_value_t = 1,
+            allow_negative_numbers = true,
+            value_parser = clap::value_parser!(u32).range(1..)
+        )]
         iterations: u32,
     },
     /// benchpress' install: nothing is built (every benchmark is in this

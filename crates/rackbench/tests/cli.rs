@@ -151,6 +151,17 @@ fn bad_role_input_json() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("must be a JSON object"));
     no_panic(&o);
+    // A negative or zero -n says what -n takes, not clap's `-- -1` tip.
+    for n in ["-1", "0"] {
+        let o = env.run(&["run", "calibrate_quick", "-n", n]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("invalid value '{n}' for '--iterations")),
+            "{err}"
+        );
+        assert!(!err.contains("-- -1"), "{err}");
+    }
     // A key no job of the run declares is refused, naming the closest var.
     let o = env.run(&["run", "calibrate_quick", "-i", r#"{"sed": 2}"#]);
     assert_eq!(o.status.code(), Some(2));
