@@ -132,9 +132,14 @@ enum Cmd {
         tags: Vec<String>,
     },
     /// Show one job: benchmark, args, vars, roles, hooks.
-    Info { job: String },
+    Info {
+        /// A job name, as `rackbench list` prints it.
+        job: String,
+    },
     /// Run jobs; each writes a report to benchmark_metrics_<run_id>/ and the results store.
     Run {
+        /// Jobs (names as `rackbench list` prints them) or tags; each runs
+        /// in the order given.
         #[arg(required = true)]
         jobs: Vec<String>,
         /// The role to run, for jobs that have roles.
@@ -208,7 +213,7 @@ enum Cmd {
         #[command(flatten)]
         sel: HtmlSelection,
     },
-    /// The results store: list, show, compare.
+    /// The results store: list, show, compare, push.
     Results {
         #[command(subcommand)]
         what: ResultsCmd,
