@@ -959,7 +959,7 @@ mod tls {
                 config.ssl_mode(SslMode::Disable);
                 return config
                     .connect(postgres::NoTls)
-                    .map_err(|e| format!("cannot connect: {e}"));
+                    .map_err(|e| format!("cannot connect: {}", connect_error(&e, config)));
             }
             config.ssl_mode(if self.mode == Mode::Prefer {
                 SslMode::Prefer
@@ -976,10 +976,53 @@ mod tls {
                 format!(
                     "cannot connect over TLS (sslmode={}{ca}): {}",
                     self.sslmode,
-                    error_chain(&e)
+                    connect_error(&e, config)
                 )
             })
         }
+    }
+
+    /// Why a connection failed, with the part of the URL to fix: the
+    /// server's own message for a refusal (a database or role that does
+    /// not exist, a wrong password), the host and port for a server that
+    /// cannot be reached. The password is never named.
+    fn connect_error(e: &postgres::Error, config: &postgres::Config) -> String {
+        use postgres::error::SqlState;
+        if let Some(db) = e.as_db_error() {
+            let part = match db.code() {
+                c if *c == SqlState::INVALID_CATALOG_NAME => config
+                    .get_dbname()
+                    .map(|d| format!(" (the URL's database '{d}')")),
+                c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                    || *c == SqlState::INVALID_PASSWORD =>
+                {
+                    config
+                        .get_user()
+                        .map(|u| format!(" (the URL's user '{u}')"))
+                }
+                _ => None,
+            };
+            return format!(
+                "the server says: {} {}{}",
+                db.severity(),
+                db.message(),
+                part.unwrap_or_default()
+            );
+        }
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
+            .map(|(h, p)| match h {
+                postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
+                postgres::config::Host::Unix(d) => format!("{}:{p}", d.display()),
+            })
+            .collect();
+        format!(
+            "{} (the URL's host and port: {})",
+            error_chain(e),
+            hosts.join(", ")
+        )
     }
 
     /// An error and its causes, as one line (a TLS failure's reason is in

@@ -145,7 +145,43 @@ fn an_unreachable_postgres_is_a_clear_error_without_the_password() {
         "{err}"
     );
     assert!(err.contains("cannot connect"), "{err}");
+    // The cause and the part of the URL to fix.
+    assert!(err.contains("Connection refused"), "{err}");
+    assert!(
+        err.contains(&format!("the URL's host and port: 127.0.0.1:{port}")),
+        "{err}"
+    );
     assert!(!err.contains("hunter2"), "{err}");
+}
+
+/// A database or role the server does not have: its own message and the
+/// part of the URL that names it.
+#[test]
+fn a_wrong_database_or_role_names_the_servers_message() {
+    let Some(pg) = testenv::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = local(dir.path());
+    let url = pg.db_url("nosuchdb");
+    let o = rackbench(&["--db", &db, "results", "push", "--to", &url], None);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(r#"the server says: FATAL database "nosuchdb" does not exist (the URL's database 'nosuchdb')"#),
+        "{err}"
+    );
+    let url = pg
+        .create_db("fleet")
+        .replace("postgres://postgres@", "postgres://nobody:pw@");
+    let o = rackbench(&["--db", &db, "results", "push", "--to", &url], None);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(r#"role "nobody" does not exist (the URL's user 'nobody')"#),
+        "{err}"
+    );
+    assert!(!err.contains(":pw@"), "{err}");
 }
 
 /// `pushed N runs, skipped M already there` as (N, M).
