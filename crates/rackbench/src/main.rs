@@ -290,6 +290,37 @@ fn unknown_command(name: &str, cmd: &clap::Command, reg: &Registry) -> anyhow::E
     )
 }
 
+/// The parser as a completion script sees it: besides the flags, the
+/// catalogue's jobs and tags where a command takes jobs, its roles for -r
+/// and the hooks' names for -k. They are the catalogue's when the script
+/// is made (a job added later is offered once the script is made again).
+fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
+    use clap::builder::PossibleValuesParser;
+    let mut jobs: std::collections::BTreeSet<String> = cat.iter().map(|j| j.name.clone()).collect();
+    jobs.extend(cat.iter().flat_map(|j| j.tags.iter().cloned()));
+    let roles: std::collections::BTreeSet<String> = cat
+        .iter()
+        .flat_map(|j| j.roles.iter().map(|r| r.name.clone()))
+        .collect();
+    let hooks: Vec<&str> = harness::hooks::KNOWN.iter().map(|k| k.0).collect();
+    let of = |v: &std::collections::BTreeSet<String>| PossibleValuesParser::new(v.iter().cloned());
+    let mut cmd = cli_command(reg);
+    for (sub, arg) in [
+        ("run", "jobs"),
+        ("info", "job"),
+        ("install", "jobs"),
+        ("clean", "jobs"),
+    ] {
+        cmd = cmd.mut_subcommand(sub, |c| c.mut_arg(arg, |a| a.value_parser(of(&jobs))));
+    }
+    cmd.mut_subcommand("run", |c| {
+        c.mut_arg("role", |a| a.value_parser(of(&roles)))
+            .mut_arg("hooks", |a| {
+                a.value_parser(PossibleValuesParser::new(hooks))
+            })
+    })
+}
+
 fn cli_command(reg: &Registry) -> clap::Command {
     let mut cmd = Cli::command();
     for w in reg.iter() {
@@ -1340,7 +1371,8 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             // Into a buffer first: clap_complete panics when its writer
             // fails (e.g. `| head` closing the pipe).
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cli_command(&reg), "rackbench", &mut script);
+            let mut cmd = completion_command(&reg, &catalogue()?);
+            clap_complete::generate(shell, &mut cmd, "rackbench", &mut script);
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             if let Err(e) = out.write_all(&script).and_then(|_| out.flush())

@@ -806,6 +806,30 @@ fn completions_and_man_pages() {
     assert!(String::from_utf8_lossy(&b.stdout).contains("_rackbench"));
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(text.contains("cachebench") && text.contains("distbench"));
+    // bash completes job names, roles and hooks from the catalogue.
+    let complete = |words: &str| {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 _rackbench rackbench \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; \
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let got = complete("rackbench run calib");
+    assert!(got.lines().any(|l| l == "calibrate_quick"), "{got}");
+    assert!(got.lines().all(|l| l.starts_with("calib")), "{got}");
+    let got = complete("rackbench info feedsim_m");
+    assert!(got.lines().any(|l| l == "feedsim_mini"), "{got}");
+    let got = complete("rackbench run adsim -r s");
+    assert!(got.lines().any(|l| l == "server"), "{got}");
+    let got = complete("rackbench run calibrate -k cpu");
+    assert!(got.lines().any(|l| l == "cpu-mpstat"), "{got}");
     for shell in ["zsh", "fish"] {
         let o = env.run(&["completions", shell]);
         assert!(o.status.success() && !o.stdout.is_empty(), "{shell}");
