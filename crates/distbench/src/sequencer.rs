@@ -361,188 +361,225 @@ impl Sequencer {
         ),
         TestError,
     > {
-        let node_err = |n: &NodeEntry, what: &str, s: Status| {
-            let why = match s.code() {
-                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => {
-                    format!(
-                        "node manager {} ({}, {}) is unreachable or died: {}",
-                        n.alias,
-                        n.hostname,
-                        n.addr,
-                        s.message()
-                    )
-                }
-                tonic::Code::DeadlineExceeded => format!(
-                    "node manager {} ({}) did not answer {what} in time",
-                    n.alias, n.addr
-                ),
-                _ => format!("node manager {} ({}): {}", n.alias, n.addr, s.message()),
-            };
-            TestError {
-                invalid: s.code() == tonic::Code::InvalidArgument,
-                message: format!("{what}: {why}"),
-            }
-        };
-
-        // Configure.
-        let configured = join_all(used.iter().map(|(n, services)| {
-            let mut c = n.client.clone();
-            let cfg = NodeServiceConfig {
-                traffic_config: Some(test.clone()),
-                services: services.clone(),
-            };
-            async move {
-                let mut req = Request::new(cfg);
-                req.set_timeout(CONTROL_TIMEOUT);
-                c.configure_node(req).await
-            }
-        }))
-        .await;
-        let mut endpoints = ServiceEndpointMap::default();
-        for ((n, _), r) in used.iter().zip(configured) {
-            let map = r.map_err(|s| node_err(n, "ConfigureNode", s))?.into_inner();
-            endpoints.service_endpoints.extend(map.service_endpoints);
-        }
-
-        // Introduce.
-        let introduced = join_all(used.iter().map(|(n, _)| {
-            let mut c = n.client.clone();
-            let map = endpoints.clone();
-            async move {
-                let mut req = Request::new(map);
-                req.set_timeout(CONTROL_TIMEOUT);
-                c.introduce_peers(req).await
-            }
-        }))
-        .await;
-        for ((n, _), r) in used.iter().zip(introduced) {
-            r.map_err(|s| node_err(n, "IntroducePeers", s))?;
-        }
-
-        // Run.
-        let start = SystemTime::now() + START_MARGIN;
-        let deadline = start + timeout;
-        let ns = |t: SystemTime| {
-            t.duration_since(UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        };
-        let run = RunTrafficRequest {
-            start_timestamp_ns: Some(ns(start)),
-            deadline_ns: Some(ns(deadline)),
-        };
-        let mut calls = futures::stream::FuturesUnordered::new();
-        for (i, (n, _)) in used.iter().enumerate() {
-            let mut c = n.client.clone();
-            calls.push(async move {
-                let mut req = Request::new(run);
-                // The engines cancel at the deadline; allow the grace and
-                // result collection on top, then give up on the node.
-                req.set_timeout(START_MARGIN + timeout + Duration::from_secs(15));
-                (i, c.run_traffic(req).await)
-            });
-        }
-        let mut errors = Vec::new();
-        use futures::StreamExt;
-        let mut done = vec![false; used.len()];
-        let mut tick = tokio::time::interval(LIVENESS_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let failed = loop {
-            tokio::select! {
-                next = calls.next() => {
-                    let Some((i, r)) = next else { break None };
-                    done[i] = true;
-                    match r {
-                        Ok(resp) => errors.extend(resp.into_inner().errors),
-                        Err(s) => break Some(node_err(&used[i].0, "RunTraffic", s)),
-                    }
-                }
-                _ = tick.tick() => {
-                    // Nodes whose own traffic is done (servers only) may
-                    // still die while the others run: check that they
-                    // still accept connections. A check that times out is
-                    // a node too busy to answer (a large test on few cores
-                    // starves the control service), not a dead one: only a
-                    // refused or broken connection ends the test. A hung
-                    // node is still caught by the RunTraffic deadline of
-                    // the others.
-                    let checks = used.iter().enumerate().filter(|(i, _)| done[*i]).map(|(i, (n, _))| {
-                        let addr = n.addr.clone();
-                        async move { (i, alive(&addr).await) }
-                    });
-                    if let Some((i, Err(e))) = join_all(checks)
-                        .await
-                        .into_iter()
-                        .find(|(_, r)| r.is_err())
-                    {
-                        break Some(node_err(
-                            &used[i].0,
-                            "RunTraffic",
-                            Status::unavailable(format!("its control address refuses connections: {e}")),
-                        ));
-                    }
-                }
-            }
-        };
-        if let Some(e) = failed {
-            // One node failed: stop the others now rather than at the
-            // deadline.
-            join_all(used.iter().map(|(n, _)| {
-                let mut c = n.client.clone();
-                async move {
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(5),
-                        c.cancel_traffic(CancelTrafficRequest {}),
-                    )
-                    .await;
-                }
-            }))
-            .await;
-            return Err(e);
-        }
-        if !errors.is_empty() {
-            return Err(TestError::node(format!(
-                "RunTraffic: {}",
-                errors.join("; ")
-            )));
-        }
-
-        // Collect, in two rounds: every node's logs first, none cleared
-        // (each node waits for its handler lists still running after their
-        // responses, whose RPCs may go to instances on other nodes), then
-        // the services cleared everywhere. Clearing in the same round
-        // would shut a node's servers while another node's lists still
-        // send to them.
-        let get = |clear: bool| {
-            join_all(used.iter().map(move |(n, _)| {
-                let mut c = n.client.clone();
-                async move {
-                    let mut req = Request::new(GetTrafficResultRequest {
-                        clear_services: Some(clear),
-                    });
-                    req.set_timeout(CONTROL_TIMEOUT);
-                    c.get_traffic_result(req).await
-                }
-            }))
-        };
-        let collected = get(false).await;
-        let mut logs = ServiceLogs::default();
-        let mut usages = BTreeMap::new();
-        for ((n, _), r) in used.iter().zip(collected) {
-            let r = r
-                .map_err(|s| node_err(n, "GetTrafficResult", s))?
-                .into_inner();
-            if let Some(l) = r.service_logs {
-                logs.instance_logs.extend(l.instance_logs);
-            }
-            usages.extend(r.node_usages);
-        }
-        // The second answers are not read: rackbench's node managers gave
-        // their logs away in the first, upstream's repeat them.
-        for ((n, _), r) in used.iter().zip(get(true).await) {
-            r.map_err(|s| node_err(n, "GetTrafficResult", s))?;
-        }
+        let endpoints = configure_nodes(test, used).await?;
+        introduce_peers(used, &endpoints).await?;
+        run_traffic(used, timeout).await?;
+        let (logs, usages) = collect_results(used).await?;
         Ok((endpoints, logs, usages))
     }
+}
+
+/// A node manager's failed `what` call as the test's error: unreachable or
+/// dead, too slow, or what it answered.
+fn node_err(n: &NodeEntry, what: &str, s: Status) -> TestError {
+    let why = match s.code() {
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => {
+            format!(
+                "node manager {} ({}, {}) is unreachable or died: {}",
+                n.alias,
+                n.hostname,
+                n.addr,
+                s.message()
+            )
+        }
+        tonic::Code::DeadlineExceeded => format!(
+            "node manager {} ({}) did not answer {what} in time",
+            n.alias, n.addr
+        ),
+        _ => format!("node manager {} ({}): {}", n.alias, n.addr, s.message()),
+    };
+    TestError {
+        invalid: s.code() == tonic::Code::InvalidArgument,
+        message: format!("{what}: {why}"),
+    }
+}
+
+/// Configures every used node with its services; returns the endpoints
+/// they serve.
+async fn configure_nodes(
+    test: &DistributedSystemDescription,
+    used: &[(NodeEntry, Vec<String>)],
+) -> Result<ServiceEndpointMap, TestError> {
+    let configured = join_all(used.iter().map(|(n, services)| {
+        let mut c = n.client.clone();
+        let cfg = NodeServiceConfig {
+            traffic_config: Some(test.clone()),
+            services: services.clone(),
+        };
+        async move {
+            let mut req = Request::new(cfg);
+            req.set_timeout(CONTROL_TIMEOUT);
+            c.configure_node(req).await
+        }
+    }))
+    .await;
+    let mut endpoints = ServiceEndpointMap::default();
+    for ((n, _), r) in used.iter().zip(configured) {
+        let map = r.map_err(|s| node_err(n, "ConfigureNode", s))?.into_inner();
+        endpoints.service_endpoints.extend(map.service_endpoints);
+    }
+    Ok(endpoints)
+}
+
+/// Tells every used node where all the services are.
+async fn introduce_peers(
+    used: &[(NodeEntry, Vec<String>)],
+    endpoints: &ServiceEndpointMap,
+) -> Result<(), TestError> {
+    let introduced = join_all(used.iter().map(|(n, _)| {
+        let mut c = n.client.clone();
+        let map = endpoints.clone();
+        async move {
+            let mut req = Request::new(map);
+            req.set_timeout(CONTROL_TIMEOUT);
+            c.introduce_peers(req).await
+        }
+    }))
+    .await;
+    for ((n, _), r) in used.iter().zip(introduced) {
+        r.map_err(|s| node_err(n, "IntroducePeers", s))?;
+    }
+    Ok(())
+}
+
+/// Runs the traffic on every used node, watching those done for liveness;
+/// a node that fails stops the others.
+async fn run_traffic(
+    used: &[(NodeEntry, Vec<String>)],
+    timeout: Duration,
+) -> Result<(), TestError> {
+    let start = SystemTime::now() + START_MARGIN;
+    let deadline = start + timeout;
+    let ns = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    };
+    let run = RunTrafficRequest {
+        start_timestamp_ns: Some(ns(start)),
+        deadline_ns: Some(ns(deadline)),
+    };
+    let mut calls = futures::stream::FuturesUnordered::new();
+    for (i, (n, _)) in used.iter().enumerate() {
+        let mut c = n.client.clone();
+        calls.push(async move {
+            let mut req = Request::new(run);
+            // The engines cancel at the deadline; allow the grace and
+            // result collection on top, then give up on the node.
+            req.set_timeout(START_MARGIN + timeout + Duration::from_secs(15));
+            (i, c.run_traffic(req).await)
+        });
+    }
+    let mut errors = Vec::new();
+    use futures::StreamExt;
+    let mut done = vec![false; used.len()];
+    let mut tick = tokio::time::interval(LIVENESS_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let failed = loop {
+        tokio::select! {
+            next = calls.next() => {
+                let Some((i, r)) = next else { break None };
+                done[i] = true;
+                match r {
+                    Ok(resp) => errors.extend(resp.into_inner().errors),
+                    Err(s) => break Some(node_err(&used[i].0, "RunTraffic", s)),
+                }
+            }
+            _ = tick.tick() => {
+                if let Some(e) = dead_done_node(used, &done).await {
+                    break Some(e);
+                }
+            }
+        }
+    };
+    if let Some(e) = failed {
+        // One node failed: stop the others now rather than at the
+        // deadline.
+        join_all(used.iter().map(|(n, _)| {
+            let mut c = n.client.clone();
+            async move {
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    c.cancel_traffic(CancelTrafficRequest {}),
+                )
+                .await;
+            }
+        }))
+        .await;
+        return Err(e);
+    }
+    if !errors.is_empty() {
+        return Err(TestError::node(format!(
+            "RunTraffic: {}",
+            errors.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Nodes whose own traffic is done (servers only) may still die while the
+/// others run: checks that they still accept connections. A check that
+/// times out is a node too busy to answer (a large test on few cores
+/// starves the control service), not a dead one: only a refused or broken
+/// connection ends the test. A hung node is still caught by the RunTraffic
+/// deadline of the others.
+async fn dead_done_node(used: &[(NodeEntry, Vec<String>)], done: &[bool]) -> Option<TestError> {
+    let checks = used
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| done[*i])
+        .map(|(i, (n, _))| {
+            let addr = n.addr.clone();
+            async move { (i, alive(&addr).await) }
+        });
+    if let Some((i, Err(e))) = join_all(checks).await.into_iter().find(|(_, r)| r.is_err()) {
+        return Some(node_err(
+            &used[i].0,
+            "RunTraffic",
+            Status::unavailable(format!("its control address refuses connections: {e}")),
+        ));
+    }
+    None
+}
+
+/// Collects the logs and resource usage of every used node, in two rounds:
+/// every node's logs first, none cleared (each node waits for its handler
+/// lists still running after their responses, whose RPCs may go to
+/// instances on other nodes), then the services cleared everywhere.
+/// Clearing in the same round would shut a node's servers while another
+/// node's lists still send to them.
+async fn collect_results(
+    used: &[(NodeEntry, Vec<String>)],
+) -> Result<(ServiceLogs, BTreeMap<String, crate::proto::RUsageStats>), TestError> {
+    let get = |clear: bool| {
+        join_all(used.iter().map(move |(n, _)| {
+            let mut c = n.client.clone();
+            async move {
+                let mut req = Request::new(GetTrafficResultRequest {
+                    clear_services: Some(clear),
+                });
+                req.set_timeout(CONTROL_TIMEOUT);
+                c.get_traffic_result(req).await
+            }
+        }))
+    };
+    let collected = get(false).await;
+    let mut logs = ServiceLogs::default();
+    let mut usages = BTreeMap::new();
+    for ((n, _), r) in used.iter().zip(collected) {
+        let r = r
+            .map_err(|s| node_err(n, "GetTrafficResult", s))?
+            .into_inner();
+        if let Some(l) = r.service_logs {
+            logs.instance_logs.extend(l.instance_logs);
+        }
+        usages.extend(r.node_usages);
+    }
+    // The second answers are not read: rackbench's node managers gave
+    // their logs away in the first, upstream's repeat them.
+    for ((n, _), r) in used.iter().zip(get(true).await) {
+        r.map_err(|s| node_err(n, "GetTrafficResult", s))?;
+    }
+    Ok((logs, usages))
 }
 
 /// What `tests_setting` does to a finished test's result, as upstream's
