@@ -1349,54 +1349,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         );
     }
     let target = target_of(a)?;
-    let stem = a
-        .output
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = a
-        .output
-        .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
-        .unwrap_or_default();
-    let fixqps = if a.qps.is_empty() { "" } else { "fixqps-" };
-    let mut instances = Vec::with_capacity(n);
-    let mut total = 0usize;
-    for (i, cpus) in groups.into_iter().enumerate() {
-        let t = a
-            .shape
-            .threads(cpus.len(), smt)
-            .map_err(anyhow::Error::msg)?;
-        total += leaf_config(&a.shape, t).dataset_bytes();
-        let driver_threads = compat_threads(a, cpus.len(), smt);
-        instances.push(Instance {
-            id: i,
-            port: base + i as u16,
-            cpus: Some(cpus),
-            threads: t,
-            driver_threads,
-            runtime_threads: a.driver_threads.unwrap_or(1),
-            // run-feedsim-multi.sh's names: `fixqps-` before the instance
-            // number when the rates are fixed (-q, and its rerun).
-            csv: a
-                .output
-                .with_file_name(format!("{stem}_{fixqps}{}{ext}", i + 1)),
-            label: if n > 1 {
-                format!("instance {}: ", i + 1)
-            } else {
-                String::new()
-            },
-            log: Some(PathBuf::from(format!(
-                "feedsim-multi-inst-{fixqps}{}.log",
-                i + 1
-            ))),
-            rerun_files: Some((
-                a.output
-                    .with_file_name(format!("{stem}_fixqps-{}{ext}", i + 1)),
-                PathBuf::from(format!("feedsim-multi-inst-fixqps-{}.log", i + 1)),
-            )),
-        });
-    }
+    let (instances, total) = autoscale_instances(a, groups, smt, base)?;
     check_bytes(total as u64, &format!("{n} instances"))?;
     let progress = Progress::new("feedsim", Duration::from_secs(60));
     progress.set_total(planned(a, &search_config(a, target, instances[0].threads)));
@@ -1418,31 +1371,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let rv = Rendezvous::new(n);
     let cpu_before = cpu_seconds_self();
     let speed = SpeedSampler::start(SPEED_EVERY);
-    let runs: Vec<anyhow::Result<InstanceRecord>> = std::thread::scope(|s| {
-        let handles: Vec<_> = instances
-            .iter()
-            .map(|inst| {
-                let (rv, progress) = (&rv, &progress);
-                s.spawn(move || {
-                    let r = drive_instance(a, inst, target, ctx, progress, Some(rv));
-                    // Failed or not, never leave the others waiting.
-                    rv.leave(inst.id);
-                    if let Err(e) = &r {
-                        progress.println(&format!("{}failed: {e:#}", inst.label));
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(anyhow::anyhow!("the instance's driver thread panicked"))
-                })
-            })
-            .collect()
-    });
+    let runs = drive_instances(a, &instances, target, ctx, &progress, &rv);
     let speed = speed.finish();
     let driver_cpu = cpu_seconds_self() - cpu_before;
     progress.finish();
@@ -1494,6 +1423,102 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             &FeedSimRecord::Autoscale(Box::new(record)),
         ),
     ))
+}
+
+/// Autoscale's instances, one per CPU group (`smt`: the cores have
+/// siblings), on ports from `base`, and the bytes of all their datasets.
+fn autoscale_instances(
+    a: &DriverArgs,
+    groups: Vec<Vec<usize>>,
+    smt: bool,
+    base: u16,
+) -> anyhow::Result<(Vec<Instance>, usize)> {
+    let n = groups.len();
+    let stem = a
+        .output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = a
+        .output
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let fixqps = if a.qps.is_empty() { "" } else { "fixqps-" };
+    let mut instances = Vec::with_capacity(n);
+    let mut total = 0usize;
+    for (i, cpus) in groups.into_iter().enumerate() {
+        let t = a
+            .shape
+            .threads(cpus.len(), smt)
+            .map_err(anyhow::Error::msg)?;
+        total += leaf_config(&a.shape, t).dataset_bytes();
+        let driver_threads = compat_threads(a, cpus.len(), smt);
+        instances.push(Instance {
+            id: i,
+            port: base + i as u16,
+            cpus: Some(cpus),
+            threads: t,
+            driver_threads,
+            runtime_threads: a.driver_threads.unwrap_or(1),
+            // run-feedsim-multi.sh's names: `fixqps-` before the instance
+            // number when the rates are fixed (-q, and its rerun).
+            csv: a
+                .output
+                .with_file_name(format!("{stem}_{fixqps}{}{ext}", i + 1)),
+            label: if n > 1 {
+                format!("instance {}: ", i + 1)
+            } else {
+                String::new()
+            },
+            log: Some(PathBuf::from(format!(
+                "feedsim-multi-inst-{fixqps}{}.log",
+                i + 1
+            ))),
+            rerun_files: Some((
+                a.output
+                    .with_file_name(format!("{stem}_fixqps-{}{ext}", i + 1)),
+                PathBuf::from(format!("feedsim-multi-inst-fixqps-{}.log", i + 1)),
+            )),
+        });
+    }
+    Ok((instances, total))
+}
+
+/// Drives every instance on its own thread; each leaves the rendezvous
+/// when done, failed or not, so that none waits for it.
+fn drive_instances(
+    a: &DriverArgs,
+    instances: &[Instance],
+    target: SloTarget,
+    ctx: &RunContext,
+    progress: &Progress,
+    rv: &Rendezvous,
+) -> Vec<anyhow::Result<InstanceRecord>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = instances
+            .iter()
+            .map(|inst| {
+                s.spawn(move || {
+                    let r = drive_instance(a, inst, target, ctx, progress, Some(rv));
+                    // Failed or not, never leave the others waiting.
+                    rv.leave(inst.id);
+                    if let Err(e) = &r {
+                        progress.println(&format!("{}failed: {e:#}", inst.label));
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("the instance's driver thread panicked"))
+                })
+            })
+            .collect()
+    })
 }
 
 /// The version of [`FeedSimRecord`]; raise it when its shape changes.
