@@ -14,6 +14,7 @@
 //! or errs fails the test with a message naming it; the others are
 //! cancelled and cleared, and nothing waits past the deadline.
 
+use crate::Error;
 use crate::check;
 use crate::engine::driver;
 use crate::engine::tables::Tables;
@@ -94,10 +95,10 @@ pub struct TestError {
 }
 
 impl TestError {
-    fn invalid(message: String) -> TestError {
+    fn invalid(message: impl Into<String>) -> TestError {
         TestError {
             invalid: true,
-            message,
+            message: message.into(),
         }
     }
     fn node(message: String) -> TestError {
@@ -126,25 +127,25 @@ impl Sequencer {
     /// `control_ip:control_port`. A node asking for an id
     /// (`preassigned_node_id`, the node manager's `nodeN` argument) gets it
     /// unless another node holds it; the others get the next free id.
-    pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, String> {
+    pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, Error> {
         let addr = match reg.service_address.as_deref().filter(|s| !s.is_empty()) {
-            Some(target) => service_target(target)?,
+            Some(target) => service_target(target).map_err(Error::Input)?,
             None => {
                 let ip = reg.control_ip();
                 let addr: SocketAddr = format!("{ip}:{}", reg.control_port())
                     .parse()
                     .or_else(|_| format!("[{ip}]:{}", reg.control_port()).parse())
                     .map_err(|_| {
-                        format!(
+                        Error::Input(format!(
                             "RegisterNode: control_ip '{ip}' and control_port {} are not an address",
                             reg.control_port()
-                        )
+                        ))
                     })?;
                 addr.to_string()
             }
         };
         let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|e| format!("RegisterNode: {e}"))?
+            .map_err(|e| Error::Input(format!("RegisterNode: {e}")))?
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(5))
             .connect_lazy();
@@ -162,11 +163,11 @@ impl Sequencer {
             Some(i) => nodes[i].id,
             None if wanted >= 0 => {
                 if let Some(n) = nodes.iter().find(|n| n.id == wanted) {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "RegisterNode: node{wanted} is already registered (at {}); \
                          pre-assigned node ids must be unique",
                         n.addr
-                    ));
+                    )));
                 }
                 wanted
             }
@@ -616,16 +617,16 @@ fn service_target(target: &str) -> Result<String, String> {
 }
 
 /// The test's `test_timeout` attribute (seconds), else 3600 s.
-pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, String> {
+pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, Error> {
     match test.attributes.get("test_timeout") {
         None => Ok(Duration::from_secs(DEFAULT_TEST_TIMEOUT_SECS)),
         Some(v) => match v.trim().parse::<u64>() {
             // Ten years at most: past that a deadline is no deadline, and
             // adding it to the clock must not overflow.
             Ok(s) if s > 0 => Ok(Duration::from_secs(s.min(10 * 365 * 86_400))),
-            _ => Err(format!(
+            _ => Err(Error::Input(format!(
                 "attribute test_timeout must be a positive number of seconds, got '{v}'"
-            )),
+            ))),
         },
     }
 }
@@ -705,7 +706,7 @@ mod tests {
         assert_eq!(id(&registration(1003, Some(0))), "node0");
         assert_eq!(id(&registration(1002, None)), "node3");
         let e = s.register(&registration(1004, Some(2))).unwrap_err();
-        assert!(e.contains("node2 is already registered"), "{e}");
+        assert!(e.to_string().contains("node2 is already registered"), "{e}");
         // A service address is dialled instead of the control address.
         let mut r = registration(1005, None);
         r.service_address = Some("ipv4:///127.0.0.1:2005".into());

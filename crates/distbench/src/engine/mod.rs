@@ -27,6 +27,7 @@
 //! the instance that answered. An action with an `rpc_replay_trace_name`
 //! replays the trace each iteration ([`replay`]).
 
+use crate::Error;
 pub mod dist;
 pub mod driver;
 pub mod fanout;
@@ -383,35 +384,43 @@ impl Engine {
     /// Connects to every instance of every service this one sends RPCs to,
     /// and sets up their multi-server channels. `endpoints` is the test's
     /// placement (instance name -> address and attributes).
-    pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), String> {
+    pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), Error> {
         let mut table: PeerTable = self.tables.services.iter().map(|_| Vec::new()).collect();
         let mut channels: Vec<Vec<Arc<Channel>>> =
             self.tables.services.iter().map(|_| Vec::new()).collect();
         for s in self.server_services() {
-            channels[s] = self.channels_of(s, endpoints)?;
+            channels[s] = self.channels_of(s, endpoints).map_err(Error::Host)?;
             let info = &self.tables.services[s];
             let mut conns = FuturesUnordered::new();
             for (i, name) in info.instances.iter().enumerate() {
-                let ep = endpoints.service_endpoints.get(name).ok_or_else(|| {
-                    format!(
-                        "{}: no endpoint for peer '{name}' in the placement",
-                        self.name
-                    )
-                })?;
-                let addr: SocketAddr = ep.endpoint_address().parse().map_err(|_| {
-                    format!(
-                        "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
-                        self.name,
-                        ep.endpoint_address()
-                    )
-                })?;
+                let ep = endpoints
+                    .service_endpoints
+                    .get(name)
+                    .ok_or_else(|| {
+                        format!(
+                            "{}: no endpoint for peer '{name}' in the placement",
+                            self.name
+                        )
+                    })
+                    .map_err(Error::Host)?;
+                let addr: SocketAddr = ep
+                    .endpoint_address()
+                    .parse()
+                    .map_err(|_| {
+                        format!(
+                            "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
+                            self.name,
+                            ep.endpoint_address()
+                        )
+                    })
+                    .map_err(Error::Host)?;
                 let name = name.clone();
                 let protocol = info.protocol;
                 conns.push(async move { (i, name, driver::connect(protocol, addr).await) });
             }
             let mut peers: Vec<Option<Arc<dyn Peer>>> = vec![None; info.instances.len()];
             while let Some((i, name, r)) = conns.next().await {
-                let peer = r.map_err(|e| format!("{} -> {name}: {e}", self.name))?;
+                let peer = r.map_err(|e| Error::Host(format!("{} -> {name}: {e}", self.name)))?;
                 peers[i] = Some(peer);
             }
             table[s] = peers;
@@ -642,7 +651,7 @@ impl Engine {
         self: Arc<Self>,
         start: SystemTime,
         deadline: Option<SystemTime>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         *self.traffic_start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
         tokio::time::sleep_until(instant_at(start).into()).await;
         self.traffic_started.store(true, Ordering::Relaxed);
@@ -660,10 +669,10 @@ impl Engine {
                     () = tokio::time::sleep_until(instant_at(d).into()) => {
                         self.abort_traffic(CANCELLED_AT_DEADLINE, Duration::ZERO, CANCEL_GRACE);
                         run.await;
-                        return Err(format!(
+                        return Err(Error::Host(format!(
                             "{}: traffic still running at the test deadline (test_timeout); cancelled",
                             self.name
-                        ));
+                        )));
                     }
                 }
             }

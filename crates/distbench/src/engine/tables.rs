@@ -18,6 +18,7 @@
 
 use super::dist::Sampler;
 use super::fanout::Fanout;
+use crate::Error;
 use crate::check::protocol::{self, Driver, GrpcVariant};
 use crate::check::replay::{dependency, merged_records, waits_for_prior};
 use crate::proto::rpc_replay_trace_record::TimingMode;
@@ -327,24 +328,27 @@ pub struct Tables {
 impl Tables {
     /// Compiles a test that passed `check_test`. Errors name what the
     /// engine cannot run (and what it expected), e.g. a protocol.
-    pub fn new(t: &DistributedSystemDescription) -> Result<Tables, String> {
-        let (services, service_index) = compile_services(t)?;
+    pub fn new(t: &DistributedSystemDescription) -> Result<Tables, Error> {
+        let (services, service_index) = compile_services(t).map_err(Error::Input)?;
         let service = |name: &str, what: &str| lookup_service(&service_index, name, what);
-        let (size_dists, size_index) = compile_samplers(&t.size_distribution_configs)?;
-        let (delay_dists, delay_index) = compile_samplers(&t.delay_distribution_configs)?;
-        let payload_sizes = compile_payload_sizes(t, &size_index)?;
+        let (size_dists, size_index) =
+            compile_samplers(&t.size_distribution_configs).map_err(Error::Input)?;
+        let (delay_dists, delay_index) =
+            compile_samplers(&t.delay_distribution_configs).map_err(Error::Input)?;
+        let payload_sizes = compile_payload_sizes(t, &size_index).map_err(Error::Input)?;
 
         let mut list_index = HashMap::new();
         for (i, l) in t.action_lists.iter().enumerate() {
             list_index.insert(l.name().to_string(), i);
         }
-        let (rpcs, rpc_index) = compile_rpcs(t, &services, &service, &payload_sizes, &list_index)?;
+        let (rpcs, rpc_index) = compile_rpcs(t, &services, &service, &payload_sizes, &list_index)
+            .map_err(Error::Input)?;
 
         let mut traces = Vec::new();
         let mut trace_index = HashMap::new();
         for tr in &t.rpc_replay_traces {
             trace_index.insert(tr.name().to_string(), traces.len());
-            traces.push(trace_info(tr, &services, &service)?);
+            traces.push(trace_info(tr, &services, &service).map_err(Error::Input)?);
         }
 
         let mut activities = Vec::new();
@@ -352,7 +356,7 @@ impl Tables {
         for a in &t.activity_configs {
             activity_index.insert(a.name().to_string(), activities.len());
             let activity = crate::check::activity::parse(a)
-                .map_err(|e| format!("activity config '{}': {e}", a.name()))?;
+                .map_err(|e| Error::Input(format!("activity config '{}': {e}", a.name())))?;
             activities.push((a.name().to_string(), activity));
         }
 
@@ -367,7 +371,7 @@ impl Tables {
         };
         let mut lists = Vec::new();
         for l in &t.action_lists {
-            lists.push(compile_list(t, l, &names)?);
+            lists.push(compile_list(t, l, &names).map_err(Error::Input)?);
         }
         let max_pending_rpcs = t
             .overload_limits
