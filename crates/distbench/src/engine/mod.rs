@@ -393,27 +393,19 @@ impl Engine {
             let info = &self.tables.services[s];
             let mut conns = FuturesUnordered::new();
             for (i, name) in info.instances.iter().enumerate() {
-                let ep = endpoints
-                    .service_endpoints
-                    .get(name)
-                    .ok_or_else(|| {
-                        format!(
-                            "{}: no endpoint for peer '{name}' in the placement",
-                            self.name
-                        )
-                    })
-                    .map_err(Error::Host)?;
-                let addr: SocketAddr = ep
-                    .endpoint_address()
-                    .parse()
-                    .map_err(|_| {
-                        format!(
-                            "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
-                            self.name,
-                            ep.endpoint_address()
-                        )
-                    })
-                    .map_err(Error::Host)?;
+                let ep = endpoints.service_endpoints.get(name).ok_or_else(|| {
+                    Error::Host(format!(
+                        "{}: no endpoint for peer '{name}' in the placement",
+                        self.name
+                    ))
+                })?;
+                let addr: SocketAddr = ep.endpoint_address().parse().map_err(|_| {
+                    Error::Host(format!(
+                        "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
+                        self.name,
+                        ep.endpoint_address()
+                    ))
+                })?;
                 let name = name.clone();
                 let protocol = info.protocol;
                 conns.push(async move { (i, name, driver::connect(protocol, addr).await) });
