@@ -1,6 +1,7 @@
 //! AdSim's command lines: `rackbench adsim server`, `client` and `kernel`,
 //! with upstream run_adsim.py's flags (and its spellings) accepted.
 
+use crate::Error;
 use clap::Parser;
 use harness::argcheck::{
     at_least_one, positive_factor, positive_ms, positive_rate, positive_secs, positive_whole_secs,
@@ -190,7 +191,7 @@ pub struct ClientArgs {
 impl ClientArgs {
     /// The target, with upstream's ai-mode defaults (P99 <= 100 ms) when
     /// the criteria or latency were left unset.
-    pub fn target(&self) -> Result<(Percentile, String, f64), String> {
+    pub fn target(&self) -> Result<(Percentile, String, f64), Error> {
         let ai = self.mode == Mode::Ai;
         let crit = self
             .criteria
@@ -199,16 +200,16 @@ impl ClientArgs {
         let p = parse_criteria(&crit)?;
         let lat = self.latency.unwrap_or(if ai { 100.0 } else { 989.0 });
         if !(lat.is_finite() && lat > 0.0) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--latency {lat}: expected a positive number of milliseconds"
-            ));
+            )));
         }
         Ok((p, crit.to_uppercase(), lat))
     }
 }
 
 /// Upstream's criteria names.
-pub fn parse_criteria(s: &str) -> Result<Percentile, String> {
+pub fn parse_criteria(s: &str) -> Result<Percentile, Error> {
     Ok(match s.to_ascii_uppercase().as_str() {
         "P50" => Percentile::P50,
         "P90" => Percentile::P90,
@@ -217,9 +218,9 @@ pub fn parse_criteria(s: &str) -> Result<Percentile, String> {
         "P99.9" => Percentile::P999,
         "AVG" => Percentile::Avg,
         _ => {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--criteria {s:?}: expected one of P50, P90, P95, P99, P99.9, Avg"
-            ));
+            )));
         }
     })
 }

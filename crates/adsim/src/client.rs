@@ -766,6 +766,6 @@ mod tests {
         let a = ClientArgs::try_parse_from(["c", "--criteria", "p99.9", "--latency", "5"]).unwrap();
         assert_eq!(a.target().unwrap(), (Percentile::P999, "P99.9".into(), 5.0));
         let a = ClientArgs::try_parse_from(["c", "--criteria", "P97"]).unwrap();
-        assert!(a.target().unwrap_err().contains("P97"));
+        assert!(a.target().unwrap_err().to_string().contains("P97"));
     }
 }

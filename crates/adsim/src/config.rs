@@ -18,6 +18,7 @@
 //! file, line and column; unknown top-level keys, kernel names, pools and
 //! params, and params of the wrong type, by file, kernel index and key.
 
+use crate::Error;
 use serde_json::{Map, Value};
 
 /// A configuration that cannot be used.
@@ -961,14 +962,14 @@ pub const MODEL_A_ROWS: f64 = 1_000_000.0;
 ///   logic, 2 request-local.
 /// - `model_a`: a DLRM-style ranking model scoring a batch of 160
 ///   candidates per request (see [`model_a`]).
-pub fn preset(name: &str, nproc: usize, scale: f64) -> Result<ServerConfig, String> {
+pub fn preset(name: &str, nproc: usize, scale: f64) -> Result<ServerConfig, Error> {
     match name {
-        "ads" => ads(nproc),
+        "ads" => ads(nproc).map_err(Error::Input),
         "model_a" => model_a(nproc, scale),
-        _ => Err(format!(
+        _ => Err(Error::Input(format!(
             "unknown preset {name:?}: expected one of {}",
             PRESETS.join(", ")
-        )),
+        ))),
     }
 }
 
@@ -996,9 +997,11 @@ pub fn preset(name: &str, nproc: usize, scale: f64) -> Result<ServerConfig, Stri
 /// `--kernels '[{"index": 1, "params": {..., "weights_precision": "fp16"}}]'`.
 /// Pools: ceil(nproc/2) request handling (Features), nproc application
 /// logic (the model), 1 IO, 2 request-local.
-pub fn model_a(nproc: usize, scale: f64) -> Result<ServerConfig, String> {
+pub fn model_a(nproc: usize, scale: f64) -> Result<ServerConfig, Error> {
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(format!("model_a scale {scale}: expected a number above 0"));
+        return Err(Error::Input(format!(
+            "model_a scale {scale}: expected a number above 0"
+        )));
     }
     let rows = (MODEL_A_ROWS * scale)
         .round()
@@ -1035,7 +1038,8 @@ pub fn model_a(nproc: usize, scale: f64) -> Result<ServerConfig, String> {
                         "from": "Rinteraction"}}
         ]
     });
-    ServerConfig::from_json(&text.to_string(), "preset model_a").map_err(|e| e.to_string())
+    ServerConfig::from_json(&text.to_string(), "preset model_a")
+        .map_err(|e| Error::Input(e.to_string()))
 }
 
 /// The `ads` preset (see [`preset`]).
@@ -1319,6 +1323,7 @@ mod tests {
         assert!(
             preset("model_b", 2, 1.0)
                 .unwrap_err()
+                .to_string()
                 .contains("expected one of ads, model_a")
         );
     }
@@ -1388,7 +1393,12 @@ mod tests {
             preset("model_a", 1, 1.0).unwrap().kernels[0].params["rows"],
             1_000_000
         );
-        assert!(preset("model_a", 1, 0.0).unwrap_err().contains("scale 0"));
+        assert!(
+            preset("model_a", 1, 0.0)
+                .unwrap_err()
+                .to_string()
+                .contains("scale 0")
+        );
 
         let body: Vec<u8> = (0..8000u32).map(|i| (i * 7919 % 251) as u8).collect();
         let scores = |body: &[u8]| -> Vec<f32> {

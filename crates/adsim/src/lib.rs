@@ -18,6 +18,7 @@ pub mod client;
 pub mod command;
 pub mod config;
 pub mod directions;
+pub mod error;
 pub mod kernels;
 pub mod server;
 pub mod tls;
@@ -28,3 +29,4 @@ pub mod proto {
 }
 
 pub use command::AdSim;
+pub use error::{Error, Result};

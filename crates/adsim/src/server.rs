@@ -15,6 +15,7 @@
 //! Off-CPU waits (FakeIO, Delay) are awaited on the runtime's timer after
 //! the kernel returns; no thread sleeps.
 
+use crate::Error;
 use crate::config::{Pool as PoolKind, ServerConfig};
 use crate::kernels::{self, HandleObjs, Kernel, RequestObjs};
 use crate::proto::ad_sim_server::{AdSim, AdSimServer};
@@ -98,7 +99,7 @@ impl Engine {
         &self,
         threads: usize,
         progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<Duration, String> {
+    ) -> Result<Duration, Error> {
         let t0 = Instant::now();
         let plan = self.cfg.plan();
         let handle = HandleObjs::new();
@@ -111,7 +112,7 @@ impl Engine {
         let total = flat.len();
         let next = AtomicU64::new(0);
         let done = AtomicU64::new(0);
-        let slots: Vec<std::sync::Mutex<Option<Result<Step, String>>>> =
+        let slots: Vec<std::sync::Mutex<Option<Result<Step, Error>>>> =
             (0..total).map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|s| {
             for _ in 0..threads.clamp(1, total.max(1)) {
@@ -129,7 +130,9 @@ impl Engine {
                                 pool: entry.pool,
                                 kernel,
                             })
-                            .map_err(|e| format!("Kernels[{}] ({}): {e}", inst.kernel, entry.name));
+                            .map_err(|e| {
+                                e.context(format_args!("Kernels[{}] ({})", inst.kernel, entry.name))
+                            });
                         *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                         let d = done.fetch_add(1, Ordering::Relaxed) as usize + 1;
                         progress(d, total);
@@ -142,7 +145,7 @@ impl Engine {
             match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some(Ok(step)) => stages[*stage].push(Arc::new(step)),
                 Some(Err(e)) => return Err(e),
-                None => return Err("a kernel was not built".into()),
+                None => return Err(Error::Host("a kernel was not built".into())),
             }
         }
         let _ = self.stages.set(stages);
@@ -176,11 +179,11 @@ impl Engine {
 
     /// Runs one request through every stage; the response is the kernels'
     /// outputs concatenated.
-    pub async fn handle(self: &Arc<Self>, request: Bytes) -> Result<Bytes, String> {
+    pub async fn handle(self: &Arc<Self>, request: Bytes) -> Result<Bytes, Error> {
         let stages = self
             .stages
             .get()
-            .ok_or("the server is still initialising its kernels")?;
+            .ok_or_else(|| Error::Host("the server is still initialising its kernels".into()))?;
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let _g = Gauge(&self.in_flight);
@@ -210,7 +213,8 @@ impl Engine {
         if let Err(e) = r {
             self.failed.fetch_add(1, Ordering::Relaxed);
             let _ = self.first_error.set(e.clone());
-            return Err(e);
+            // A kernel failed on this request (its input or the host).
+            return Err(Error::Host(e));
         }
         Ok(out.freeze())
     }
@@ -381,7 +385,8 @@ mod tests {
         );
         let err = e.handle(Bytes::new()).await.unwrap_err();
         assert!(
-            err.contains("Kernels[0] (DeepCopy)") && err.contains("\"Rnobody\""),
+            err.to_string().contains("Kernels[0] (DeepCopy)")
+                && err.to_string().contains("\"Rnobody\""),
             "{err}"
         );
         assert_eq!(e.status().failed, 1);
@@ -397,7 +402,8 @@ mod tests {
         let e = Engine::new(cfg);
         let err = e.build(1, &|_, _| {}).unwrap_err();
         assert!(
-            err.starts_with("Kernels[0] (Decompress)") && err.contains("level"),
+            err.to_string().starts_with("Kernels[0] (Decompress)")
+                && err.to_string().contains("level"),
             "{err}"
         );
         assert!(!e.is_ready());

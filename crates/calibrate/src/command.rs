@@ -397,11 +397,8 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (addr, running) = match a.server {
         Some(addr) => (addr, None),
         None => {
-            let _guard = server_rt.enter();
-            let bound = rpc::server::bind_loopback(0)?;
-            let addr = bound.addr;
-            let router = tonic::transport::Server::builder().add_service(service.into_server());
-            (addr, Some(Arc::new(rpc::server::spawn(router, bound))))
+            let (addr, running) = start_server(&server_rt, service)?;
+            (addr, Some(running))
         }
     };
     let client_rt = runtime(a.client_threads, "calib-client")?;
@@ -424,27 +421,8 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     // The overhead probe runs before a search whose model has a value to
     // correct (not before fixed rates: those have no maximum to compare).
-    let overhead_plan = match (capacity, analytic) {
-        (Some(cap), Some(_))
-            if a.overhead_secs() > 0.0 && a.fixed_qps.is_empty() && !a.peak_only =>
-        {
-            Some(OverheadPlan {
-                rate: cap * OVERHEAD_LOAD,
-                nominal_service_ms: a.service_time_ms,
-                stats: a.server.is_none().then(|| stats.clone()),
-            })
-        }
-        _ => None,
-    };
-    let planned = if a.peak_only {
-        cfg.warmup + cfg.peak
-    } else if a.fixed_qps.is_empty() {
-        cfg.planned()
-    } else {
-        (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
-    } + overhead_plan.as_ref().map_or(Duration::ZERO, |_| {
-        Duration::from_secs_f64(a.overhead_secs() + 0.5)
-    });
+    let overhead_plan = overhead_plan(a, capacity, analytic, &stats);
+    let planned = planned_duration(a, &cfg, overhead_plan.is_some());
     let progress = Progress::new("calibrate", planned);
     progress.println(&searching_line(&a.target));
     let println = |l: &str| progress.println(l);
@@ -536,6 +514,56 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             &CalibrateRecord::Search(Box::new(record)),
         ),
     ))
+}
+
+/// Starts the calibration server on a loopback port of `rt`.
+fn start_server(
+    rt: &tokio::runtime::Runtime,
+    service: Service,
+) -> anyhow::Result<(SocketAddr, Arc<rpc::server::Running>)> {
+    let _guard = rt.enter();
+    let bound = rpc::server::bind_loopback(0)?;
+    let addr = bound.addr;
+    let router = tonic::transport::Server::builder().add_service(service.into_server());
+    Ok((addr, Arc::new(rpc::server::spawn(router, bound))))
+}
+
+/// The overhead probe runs before a search whose model has a value to
+/// correct (not before fixed rates: those have no maximum to compare).
+fn overhead_plan(
+    a: &Args,
+    capacity: Option<f64>,
+    analytic: Option<f64>,
+    stats: &Arc<crate::server::Stats>,
+) -> Option<OverheadPlan> {
+    match (capacity, analytic) {
+        (Some(cap), Some(_))
+            if a.overhead_secs() > 0.0 && a.fixed_qps.is_empty() && !a.peak_only =>
+        {
+            Some(OverheadPlan {
+                rate: cap * OVERHEAD_LOAD,
+                nominal_service_ms: a.service_time_ms,
+                stats: a.server.is_none().then(|| stats.clone()),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// How long the run is planned to take (`overhead`: with the overhead
+/// probe), for the progress line.
+fn planned_duration(a: &Args, cfg: &SearchConfig, overhead: bool) -> Duration {
+    (if a.peak_only {
+        cfg.warmup + cfg.peak
+    } else if a.fixed_qps.is_empty() {
+        cfg.planned()
+    } else {
+        (cfg.probe + cfg.probe_warmup) * a.fixed_qps.len() as u32
+    }) + if overhead {
+        Duration::from_secs_f64(a.overhead_secs() + 0.5)
+    } else {
+        Duration::ZERO
+    }
 }
 
 /// The Calibrate service's one method, as gRPC names it on the wire.

@@ -3,6 +3,7 @@
 //! `run_tests` client that sends a sequence one test at a time and keeps
 //! every finished result.
 
+use crate::Error;
 use crate::engine::Process;
 use crate::node_manager::{Addresses, NodeManager};
 use crate::proto::dist_bench_test_sequencer_client::DistBenchTestSequencerClient;
@@ -63,9 +64,10 @@ pub struct SequencerServer {
 }
 
 /// Serves a sequencer on `addr` (port 0 picks one).
-pub fn start_sequencer(addr: SocketAddr) -> Result<SequencerServer, String> {
+pub fn start_sequencer(addr: SocketAddr) -> Result<SequencerServer, Error> {
     let sequencer = Sequencer::new();
-    let bound = rpc::server::bind_or_loopback(addr).map_err(|e| format!("test_sequencer: {e}"))?;
+    let bound = rpc::server::bind_or_loopback(addr)
+        .map_err(|e| Error::Host(format!("test_sequencer: {e}")))?;
     let router = tonic::transport::Server::builder().add_service(sequencer.service());
     Ok(SequencerServer {
         server: rpc::server::spawn(router, bound),
@@ -89,7 +91,7 @@ pub async fn start_node_manager(
     addrs: Addresses,
     attributes: &[(String, String)],
     process: Arc<Process>,
-) -> Result<NodeManagerServer, String> {
+) -> Result<NodeManagerServer, Error> {
     start_node_manager_with(
         sequencer,
         control,
@@ -153,11 +155,12 @@ pub async fn start_node_manager_with(
     attributes: &[(String, String)],
     registration_asked: Registration,
     process: Arc<Process>,
-) -> Result<NodeManagerServer, String> {
+) -> Result<NodeManagerServer, Error> {
     raise_fd_limit();
     let hostname = hostname();
     let node = NodeManager::new(addrs, hostname.clone(), process);
-    let bound = rpc::server::bind_or_loopback(control).map_err(|e| format!("node_manager: {e}"))?;
+    let bound = rpc::server::bind_or_loopback(control)
+        .map_err(|e| Error::Host(format!("node_manager: {e}")))?;
     let addr = bound.addr;
     let router = tonic::transport::Server::builder().add_service(node.service());
     let server = rpc::server::spawn(router, bound);
@@ -178,29 +181,29 @@ pub async fn start_node_manager_with(
                     });
                 }
                 Err(s) if s.code() == tonic::Code::InvalidArgument => {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "the test sequencer refused the registration: {}",
                         s.message()
-                    ));
+                    )));
                 }
                 Err(s) => last_error = s.message().to_string(),
             },
-            Err(e) => last_error = e,
+            Err(e) => last_error = e.to_string(),
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(Error::Host(format!(
                 "node_manager: could not register with the test sequencer at {sequencer} within {} s: {last_error}",
                 REGISTRATION_TIMEOUT.as_secs()
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
 /// A client of the sequencer at `addr` (`host:port`).
-pub async fn sequencer_client(addr: &str) -> Result<DistBenchTestSequencerClient<Channel>, String> {
+pub async fn sequencer_client(addr: &str) -> Result<DistBenchTestSequencerClient<Channel>, Error> {
     let channel = Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| format!("--test_sequencer={addr} is not host:port: {e}"))?
+        .map_err(|e| Error::Input(format!("--test_sequencer={addr} is not host:port: {e}")))?
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5))
         .connect()
@@ -210,7 +213,8 @@ pub async fn sequencer_client(addr: &str) -> Result<DistBenchTestSequencerClient
                 "cannot reach the test sequencer at {addr}: {}",
                 crate::engine::driver::error_chain(&e)
             )
-        })?;
+        })
+        .map_err(Error::Host)?;
     Ok(DistBenchTestSequencerClient::new(channel)
         .max_decoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::engine::driver::MAX_MESSAGE_BYTES))
@@ -225,7 +229,7 @@ pub struct LocalCluster {
 impl LocalCluster {
     /// Starts the sequencer on `127.0.0.1:port` (0 picks one) and `n` node
     /// managers registered with it.
-    pub async fn start(n: usize, port: u16) -> Result<LocalCluster, String> {
+    pub async fn start(n: usize, port: u16) -> Result<LocalCluster, Error> {
         Self::start_with_attributes(&vec![Vec::new(); n], port).await
     }
 
@@ -233,7 +237,7 @@ impl LocalCluster {
     pub async fn start_with_attributes(
         attributes: &[Vec<(String, String)>],
         port: u16,
-    ) -> Result<LocalCluster, String> {
+    ) -> Result<LocalCluster, Error> {
         raise_fd_limit();
         let loopback = rpc::server::LOOPBACK;
         let sequencer = start_sequencer(SocketAddr::new(loopback, port))?;
@@ -262,15 +266,14 @@ impl LocalCluster {
     }
 
     /// Runs one test on the cluster's nodes.
-    pub async fn run_test(
-        &self,
-        test: &DistributedSystemDescription,
-    ) -> Result<TestResult, String> {
-        self.sequencer
-            .sequencer
-            .run_test(test)
-            .await
-            .map_err(|e| e.message)
+    pub async fn run_test(&self, test: &DistributedSystemDescription) -> Result<TestResult, Error> {
+        self.sequencer.sequencer.run_test(test).await.map_err(|e| {
+            if e.invalid {
+                Error::Input(e.message)
+            } else {
+                Error::Host(e.message)
+            }
+        })
     }
 
     /// Stops every server.
@@ -289,7 +292,7 @@ pub async fn run_tests(
     addr: &str,
     seq: &TestSequence,
     mut on_result: impl FnMut(usize, &TestResult) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let mut client = sequencer_client(addr).await?;
     if seq.tests.is_empty() {
         // Nothing to run: checks the connection, and applies tests_setting
@@ -297,7 +300,8 @@ pub async fn run_tests(
         client
             .run_test_sequence(seq.clone())
             .await
-            .map_err(|s| s.message().to_string())?;
+            .map_err(|s| s.message().to_string())
+            .map_err(Error::Host)?;
         return Ok(());
     }
     let last = seq.tests.len() - 1;
@@ -316,7 +320,7 @@ pub async fn run_tests(
         // The sequencer enforces test_timeout; past it plus a margin for
         // set-up and collection, the sequencer itself is taken as stuck.
         let limit = crate::sequencer::test_timeout(test)
-            .map_err(|e| format!("test {i} '{}': {e}", test.name()))?;
+            .map_err(|e| Error::Input(format!("test {i} '{}': {e}", test.name())))?;
         let mut req = tonic::Request::new(one);
         req.set_timeout(limit + Duration::from_secs(60));
         let results = client
@@ -330,10 +334,12 @@ pub async fn run_tests(
                     limit.as_secs()
                 ),
                 _ => format!("test {i} '{}': {}", test.name(), s.message()),
-            })?
+            })
+            .map_err(Error::Host)?
             .into_inner();
         for r in &results.test_results {
-            on_result(i, r)?;
+            // The caller's own step (saving the result) failed.
+            on_result(i, r).map_err(Error::Host)?;
         }
     }
     Ok(())

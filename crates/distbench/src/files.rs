@@ -5,6 +5,7 @@
 //! Reading detects the encoding: gzip by its magic bytes, binary by a `.pb`,
 //! `.binpb` or `.bin` extension or by not being UTF-8, text otherwise.
 
+use crate::Error;
 use crate::textproto::{self, TextError};
 use flate2::Compression;
 use flate2::read::GzDecoder;
@@ -90,7 +91,7 @@ fn decode_binary<T: Message + Default + Name>(bytes: &[u8], label: &str) -> Resu
 }
 
 /// Encodes `msg` as `encoding`.
-pub fn encode<T: Message + Name>(msg: &T, encoding: Encoding) -> Result<Vec<u8>, String> {
+pub fn encode<T: Message + Name>(msg: &T, encoding: Encoding) -> Result<Vec<u8>, Error> {
     match encoding {
         Encoding::Text => textproto::format(msg).map(String::into_bytes),
         Encoding::Binary => Ok(msg.encode_to_vec()),
@@ -98,7 +99,7 @@ pub fn encode<T: Message + Name>(msg: &T, encoding: Encoding) -> Result<Vec<u8>,
             let mut gz = GzEncoder::new(Vec::new(), Compression::default());
             gz.write_all(&msg.encode_to_vec())
                 .and_then(|()| gz.finish())
-                .map_err(|e| format!("gzip: {e}"))
+                .map_err(|e| Error::Input(format!("gzip: {e}")))
         }
     }
 }
@@ -116,9 +117,9 @@ pub fn read<T: Message + Default + Name>(path: &Path) -> Result<T, FileError> {
 /// Writes `msg` to `path` as `encoding`.
 pub fn write<T: Message + Name>(path: &Path, msg: &T, encoding: Encoding) -> Result<(), FileError> {
     let label = path.display().to_string();
-    let bytes = encode(msg, encoding).map_err(|message| FileError::Other {
+    let bytes = encode(msg, encoding).map_err(|e| FileError::Other {
         path: label.clone(),
-        message,
+        message: e.to_string(),
     })?;
     harness::fsutil::write_atomic(path, &bytes).map_err(|source| FileError::Io {
         path: label,

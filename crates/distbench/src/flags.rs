@@ -10,6 +10,7 @@
 //! list clap parses for it, saying on stderr (through its warnings) which
 //! upstream flags the mode ignores.
 
+use crate::Error;
 use clap::ArgAction;
 use std::collections::BTreeMap;
 
@@ -255,11 +256,11 @@ pub fn normalize(
 /// optional fraction and a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), such as
 /// `90s`, `1h30m`, `1.5h` or `300ms`, optionally signed; `0` alone; `inf`.
 /// Returns signed nanoseconds (saturating; `inf` is `i128::MAX`).
-pub fn parse_absl_duration(v: &str) -> Result<i128, String> {
+pub fn parse_absl_duration(v: &str) -> Result<i128, Error> {
     let bad = || {
-        format!(
+        Error::Input(format!(
             "'{v}' is not a duration (a number with a unit ns, us, ms, s, m or h, e.g. 90s, 1h30m)"
-        )
+        ))
     };
     let s = v.trim();
     let (neg, s) = match s.strip_prefix('-') {

@@ -32,6 +32,7 @@ pub mod cluster;
 mod command;
 pub mod directions;
 pub mod engine;
+pub mod error;
 pub mod files;
 pub mod flags;
 pub mod metrics;
@@ -46,3 +47,4 @@ pub mod test_builder;
 pub mod textproto;
 
 pub use command::Distbench;
+pub use error::{Error, Result};

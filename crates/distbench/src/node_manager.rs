@@ -313,7 +313,11 @@ impl NodeManager {
     async fn introduce(&self, map: ServiceEndpointMap) -> Result<(), String> {
         let engines = self.state.lock().await.engines.clone();
         let results = join_all(engines.iter().map(|e| e.connect_peers(&map))).await;
-        let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        let errors: Vec<String> = results
+            .into_iter()
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .collect();
         if errors.is_empty() {
             Ok(())
         } else {
@@ -343,7 +347,7 @@ impl NodeManager {
             .into_iter()
             .filter_map(|r| match r {
                 Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e),
+                Ok(Err(e)) => Some(e.to_string()),
                 Err(e) => Some(format!("an engine task failed: {e}")),
             })
             .collect()

@@ -14,6 +14,7 @@
 //! or errs fails the test with a message naming it; the others are
 //! cancelled and cleared, and nothing waits past the deadline.
 
+use crate::Error;
 use crate::check;
 use crate::engine::driver;
 use crate::engine::tables::Tables;
@@ -94,10 +95,10 @@ pub struct TestError {
 }
 
 impl TestError {
-    fn invalid(message: String) -> TestError {
+    fn invalid(message: impl Into<String>) -> TestError {
         TestError {
             invalid: true,
-            message,
+            message: message.into(),
         }
     }
     fn node(message: String) -> TestError {
@@ -126,25 +127,25 @@ impl Sequencer {
     /// `control_ip:control_port`. A node asking for an id
     /// (`preassigned_node_id`, the node manager's `nodeN` argument) gets it
     /// unless another node holds it; the others get the next free id.
-    pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, String> {
+    pub fn register(&self, reg: &NodeRegistration) -> Result<NodeConfig, Error> {
         let addr = match reg.service_address.as_deref().filter(|s| !s.is_empty()) {
-            Some(target) => service_target(target)?,
+            Some(target) => service_target(target).map_err(Error::Input)?,
             None => {
                 let ip = reg.control_ip();
                 let addr: SocketAddr = format!("{ip}:{}", reg.control_port())
                     .parse()
                     .or_else(|_| format!("[{ip}]:{}", reg.control_port()).parse())
                     .map_err(|_| {
-                        format!(
+                        Error::Input(format!(
                             "RegisterNode: control_ip '{ip}' and control_port {} are not an address",
                             reg.control_port()
-                        )
+                        ))
                     })?;
                 addr.to_string()
             }
         };
         let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|e| format!("RegisterNode: {e}"))?
+            .map_err(|e| Error::Input(format!("RegisterNode: {e}")))?
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(5))
             .connect_lazy();
@@ -162,11 +163,11 @@ impl Sequencer {
             Some(i) => nodes[i].id,
             None if wanted >= 0 => {
                 if let Some(n) = nodes.iter().find(|n| n.id == wanted) {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "RegisterNode: node{wanted} is already registered (at {}); \
                          pre-assigned node ids must be unique",
                         n.addr
-                    ));
+                    )));
                 }
                 wanted
             }
@@ -361,188 +362,225 @@ impl Sequencer {
         ),
         TestError,
     > {
-        let node_err = |n: &NodeEntry, what: &str, s: Status| {
-            let why = match s.code() {
-                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => {
-                    format!(
-                        "node manager {} ({}, {}) is unreachable or died: {}",
-                        n.alias,
-                        n.hostname,
-                        n.addr,
-                        s.message()
-                    )
-                }
-                tonic::Code::DeadlineExceeded => format!(
-                    "node manager {} ({}) did not answer {what} in time",
-                    n.alias, n.addr
-                ),
-                _ => format!("node manager {} ({}): {}", n.alias, n.addr, s.message()),
-            };
-            TestError {
-                invalid: s.code() == tonic::Code::InvalidArgument,
-                message: format!("{what}: {why}"),
-            }
-        };
-
-        // Configure.
-        let configured = join_all(used.iter().map(|(n, services)| {
-            let mut c = n.client.clone();
-            let cfg = NodeServiceConfig {
-                traffic_config: Some(test.clone()),
-                services: services.clone(),
-            };
-            async move {
-                let mut req = Request::new(cfg);
-                req.set_timeout(CONTROL_TIMEOUT);
-                c.configure_node(req).await
-            }
-        }))
-        .await;
-        let mut endpoints = ServiceEndpointMap::default();
-        for ((n, _), r) in used.iter().zip(configured) {
-            let map = r.map_err(|s| node_err(n, "ConfigureNode", s))?.into_inner();
-            endpoints.service_endpoints.extend(map.service_endpoints);
-        }
-
-        // Introduce.
-        let introduced = join_all(used.iter().map(|(n, _)| {
-            let mut c = n.client.clone();
-            let map = endpoints.clone();
-            async move {
-                let mut req = Request::new(map);
-                req.set_timeout(CONTROL_TIMEOUT);
-                c.introduce_peers(req).await
-            }
-        }))
-        .await;
-        for ((n, _), r) in used.iter().zip(introduced) {
-            r.map_err(|s| node_err(n, "IntroducePeers", s))?;
-        }
-
-        // Run.
-        let start = SystemTime::now() + START_MARGIN;
-        let deadline = start + timeout;
-        let ns = |t: SystemTime| {
-            t.duration_since(UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        };
-        let run = RunTrafficRequest {
-            start_timestamp_ns: Some(ns(start)),
-            deadline_ns: Some(ns(deadline)),
-        };
-        let mut calls = futures::stream::FuturesUnordered::new();
-        for (i, (n, _)) in used.iter().enumerate() {
-            let mut c = n.client.clone();
-            calls.push(async move {
-                let mut req = Request::new(run);
-                // The engines cancel at the deadline; allow the grace and
-                // result collection on top, then give up on the node.
-                req.set_timeout(START_MARGIN + timeout + Duration::from_secs(15));
-                (i, c.run_traffic(req).await)
-            });
-        }
-        let mut errors = Vec::new();
-        use futures::StreamExt;
-        let mut done = vec![false; used.len()];
-        let mut tick = tokio::time::interval(LIVENESS_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let failed = loop {
-            tokio::select! {
-                next = calls.next() => {
-                    let Some((i, r)) = next else { break None };
-                    done[i] = true;
-                    match r {
-                        Ok(resp) => errors.extend(resp.into_inner().errors),
-                        Err(s) => break Some(node_err(&used[i].0, "RunTraffic", s)),
-                    }
-                }
-                _ = tick.tick() => {
-                    // Nodes whose own traffic is done (servers only) may
-                    // still die while the others run: check that they
-                    // still accept connections. A check that times out is
-                    // a node too busy to answer (a large test on few cores
-                    // starves the control service), not a dead one: only a
-                    // refused or broken connection ends the test. A hung
-                    // node is still caught by the RunTraffic deadline of
-                    // the others.
-                    let checks = used.iter().enumerate().filter(|(i, _)| done[*i]).map(|(i, (n, _))| {
-                        let addr = n.addr.clone();
-                        async move { (i, alive(&addr).await) }
-                    });
-                    if let Some((i, Err(e))) = join_all(checks)
-                        .await
-                        .into_iter()
-                        .find(|(_, r)| r.is_err())
-                    {
-                        break Some(node_err(
-                            &used[i].0,
-                            "RunTraffic",
-                            Status::unavailable(format!("its control address refuses connections: {e}")),
-                        ));
-                    }
-                }
-            }
-        };
-        if let Some(e) = failed {
-            // One node failed: stop the others now rather than at the
-            // deadline.
-            join_all(used.iter().map(|(n, _)| {
-                let mut c = n.client.clone();
-                async move {
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(5),
-                        c.cancel_traffic(CancelTrafficRequest {}),
-                    )
-                    .await;
-                }
-            }))
-            .await;
-            return Err(e);
-        }
-        if !errors.is_empty() {
-            return Err(TestError::node(format!(
-                "RunTraffic: {}",
-                errors.join("; ")
-            )));
-        }
-
-        // Collect, in two rounds: every node's logs first, none cleared
-        // (each node waits for its handler lists still running after their
-        // responses, whose RPCs may go to instances on other nodes), then
-        // the services cleared everywhere. Clearing in the same round
-        // would shut a node's servers while another node's lists still
-        // send to them.
-        let get = |clear: bool| {
-            join_all(used.iter().map(move |(n, _)| {
-                let mut c = n.client.clone();
-                async move {
-                    let mut req = Request::new(GetTrafficResultRequest {
-                        clear_services: Some(clear),
-                    });
-                    req.set_timeout(CONTROL_TIMEOUT);
-                    c.get_traffic_result(req).await
-                }
-            }))
-        };
-        let collected = get(false).await;
-        let mut logs = ServiceLogs::default();
-        let mut usages = BTreeMap::new();
-        for ((n, _), r) in used.iter().zip(collected) {
-            let r = r
-                .map_err(|s| node_err(n, "GetTrafficResult", s))?
-                .into_inner();
-            if let Some(l) = r.service_logs {
-                logs.instance_logs.extend(l.instance_logs);
-            }
-            usages.extend(r.node_usages);
-        }
-        // The second answers are not read: rackbench's node managers gave
-        // their logs away in the first, upstream's repeat them.
-        for ((n, _), r) in used.iter().zip(get(true).await) {
-            r.map_err(|s| node_err(n, "GetTrafficResult", s))?;
-        }
+        let endpoints = configure_nodes(test, used).await?;
+        introduce_peers(used, &endpoints).await?;
+        run_traffic(used, timeout).await?;
+        let (logs, usages) = collect_results(used).await?;
         Ok((endpoints, logs, usages))
     }
+}
+
+/// A node manager's failed `what` call as the test's error: unreachable or
+/// dead, too slow, or what it answered.
+fn node_err(n: &NodeEntry, what: &str, s: Status) -> TestError {
+    let why = match s.code() {
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled => {
+            format!(
+                "node manager {} ({}, {}) is unreachable or died: {}",
+                n.alias,
+                n.hostname,
+                n.addr,
+                s.message()
+            )
+        }
+        tonic::Code::DeadlineExceeded => format!(
+            "node manager {} ({}) did not answer {what} in time",
+            n.alias, n.addr
+        ),
+        _ => format!("node manager {} ({}): {}", n.alias, n.addr, s.message()),
+    };
+    TestError {
+        invalid: s.code() == tonic::Code::InvalidArgument,
+        message: format!("{what}: {why}"),
+    }
+}
+
+/// Configures every used node with its services; returns the endpoints
+/// they serve.
+async fn configure_nodes(
+    test: &DistributedSystemDescription,
+    used: &[(NodeEntry, Vec<String>)],
+) -> Result<ServiceEndpointMap, TestError> {
+    let configured = join_all(used.iter().map(|(n, services)| {
+        let mut c = n.client.clone();
+        let cfg = NodeServiceConfig {
+            traffic_config: Some(test.clone()),
+            services: services.clone(),
+        };
+        async move {
+            let mut req = Request::new(cfg);
+            req.set_timeout(CONTROL_TIMEOUT);
+            c.configure_node(req).await
+        }
+    }))
+    .await;
+    let mut endpoints = ServiceEndpointMap::default();
+    for ((n, _), r) in used.iter().zip(configured) {
+        let map = r.map_err(|s| node_err(n, "ConfigureNode", s))?.into_inner();
+        endpoints.service_endpoints.extend(map.service_endpoints);
+    }
+    Ok(endpoints)
+}
+
+/// Tells every used node where all the services are.
+async fn introduce_peers(
+    used: &[(NodeEntry, Vec<String>)],
+    endpoints: &ServiceEndpointMap,
+) -> Result<(), TestError> {
+    let introduced = join_all(used.iter().map(|(n, _)| {
+        let mut c = n.client.clone();
+        let map = endpoints.clone();
+        async move {
+            let mut req = Request::new(map);
+            req.set_timeout(CONTROL_TIMEOUT);
+            c.introduce_peers(req).await
+        }
+    }))
+    .await;
+    for ((n, _), r) in used.iter().zip(introduced) {
+        r.map_err(|s| node_err(n, "IntroducePeers", s))?;
+    }
+    Ok(())
+}
+
+/// Runs the traffic on every used node, watching those done for liveness;
+/// a node that fails stops the others.
+async fn run_traffic(
+    used: &[(NodeEntry, Vec<String>)],
+    timeout: Duration,
+) -> Result<(), TestError> {
+    let start = SystemTime::now() + START_MARGIN;
+    let deadline = start + timeout;
+    let ns = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    };
+    let run = RunTrafficRequest {
+        start_timestamp_ns: Some(ns(start)),
+        deadline_ns: Some(ns(deadline)),
+    };
+    let mut calls = futures::stream::FuturesUnordered::new();
+    for (i, (n, _)) in used.iter().enumerate() {
+        let mut c = n.client.clone();
+        calls.push(async move {
+            let mut req = Request::new(run);
+            // The engines cancel at the deadline; allow the grace and
+            // result collection on top, then give up on the node.
+            req.set_timeout(START_MARGIN + timeout + Duration::from_secs(15));
+            (i, c.run_traffic(req).await)
+        });
+    }
+    let mut errors = Vec::new();
+    use futures::StreamExt;
+    let mut done = vec![false; used.len()];
+    let mut tick = tokio::time::interval(LIVENESS_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let failed = loop {
+        tokio::select! {
+            next = calls.next() => {
+                let Some((i, r)) = next else { break None };
+                done[i] = true;
+                match r {
+                    Ok(resp) => errors.extend(resp.into_inner().errors),
+                    Err(s) => break Some(node_err(&used[i].0, "RunTraffic", s)),
+                }
+            }
+            _ = tick.tick() => {
+                if let Some(e) = dead_done_node(used, &done).await {
+                    break Some(e);
+                }
+            }
+        }
+    };
+    if let Some(e) = failed {
+        // One node failed: stop the others now rather than at the
+        // deadline.
+        join_all(used.iter().map(|(n, _)| {
+            let mut c = n.client.clone();
+            async move {
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    c.cancel_traffic(CancelTrafficRequest {}),
+                )
+                .await;
+            }
+        }))
+        .await;
+        return Err(e);
+    }
+    if !errors.is_empty() {
+        return Err(TestError::node(format!(
+            "RunTraffic: {}",
+            errors.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Nodes whose own traffic is done (servers only) may still die while the
+/// others run: checks that they still accept connections. A check that
+/// times out is a node too busy to answer (a large test on few cores
+/// starves the control service), not a dead one: only a refused or broken
+/// connection ends the test. A hung node is still caught by the RunTraffic
+/// deadline of the others.
+async fn dead_done_node(used: &[(NodeEntry, Vec<String>)], done: &[bool]) -> Option<TestError> {
+    let checks = used
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| done[*i])
+        .map(|(i, (n, _))| {
+            let addr = n.addr.clone();
+            async move { (i, alive(&addr).await) }
+        });
+    if let Some((i, Err(e))) = join_all(checks).await.into_iter().find(|(_, r)| r.is_err()) {
+        return Some(node_err(
+            &used[i].0,
+            "RunTraffic",
+            Status::unavailable(format!("its control address refuses connections: {e}")),
+        ));
+    }
+    None
+}
+
+/// Collects the logs and resource usage of every used node, in two rounds:
+/// every node's logs first, none cleared (each node waits for its handler
+/// lists still running after their responses, whose RPCs may go to
+/// instances on other nodes), then the services cleared everywhere.
+/// Clearing in the same round would shut a node's servers while another
+/// node's lists still send to them.
+async fn collect_results(
+    used: &[(NodeEntry, Vec<String>)],
+) -> Result<(ServiceLogs, BTreeMap<String, crate::proto::RUsageStats>), TestError> {
+    let get = |clear: bool| {
+        join_all(used.iter().map(move |(n, _)| {
+            let mut c = n.client.clone();
+            async move {
+                let mut req = Request::new(GetTrafficResultRequest {
+                    clear_services: Some(clear),
+                });
+                req.set_timeout(CONTROL_TIMEOUT);
+                c.get_traffic_result(req).await
+            }
+        }))
+    };
+    let collected = get(false).await;
+    let mut logs = ServiceLogs::default();
+    let mut usages = BTreeMap::new();
+    for ((n, _), r) in used.iter().zip(collected) {
+        let r = r
+            .map_err(|s| node_err(n, "GetTrafficResult", s))?
+            .into_inner();
+        if let Some(l) = r.service_logs {
+            logs.instance_logs.extend(l.instance_logs);
+        }
+        usages.extend(r.node_usages);
+    }
+    // The second answers are not read: rackbench's node managers gave
+    // their logs away in the first, upstream's repeat them.
+    for ((n, _), r) in used.iter().zip(get(true).await) {
+        r.map_err(|s| node_err(n, "GetTrafficResult", s))?;
+    }
+    Ok((logs, usages))
 }
 
 /// What `tests_setting` does to a finished test's result, as upstream's
@@ -579,16 +617,16 @@ fn service_target(target: &str) -> Result<String, String> {
 }
 
 /// The test's `test_timeout` attribute (seconds), else 3600 s.
-pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, String> {
+pub fn test_timeout(test: &DistributedSystemDescription) -> Result<Duration, Error> {
     match test.attributes.get("test_timeout") {
         None => Ok(Duration::from_secs(DEFAULT_TEST_TIMEOUT_SECS)),
         Some(v) => match v.trim().parse::<u64>() {
             // Ten years at most: past that a deadline is no deadline, and
             // adding it to the clock must not overflow.
             Ok(s) if s > 0 => Ok(Duration::from_secs(s.min(10 * 365 * 86_400))),
-            _ => Err(format!(
+            _ => Err(Error::Input(format!(
                 "attribute test_timeout must be a positive number of seconds, got '{v}'"
-            )),
+            ))),
         },
     }
 }
@@ -668,7 +706,7 @@ mod tests {
         assert_eq!(id(&registration(1003, Some(0))), "node0");
         assert_eq!(id(&registration(1002, None)), "node3");
         let e = s.register(&registration(1004, Some(2))).unwrap_err();
-        assert!(e.contains("node2 is already registered"), "{e}");
+        assert!(e.to_string().contains("node2 is already registered"), "{e}");
         // A service address is dialled instead of the control address.
         let mut r = registration(1005, None);
         r.service_address = Some("ipv4:///127.0.0.1:2005".into());

@@ -3,6 +3,7 @@
 //! sequencer and N node managers in this process, running a sequence from
 //! `--infile` or from test_builder patterns).
 
+use crate::Error;
 use crate::cluster::{self, LocalCluster};
 use crate::files::{self, Encoding};
 use crate::metrics;
@@ -459,12 +460,12 @@ pub fn run_rpc_server(a: &RpcServerArgs, ctx: &RunContext) -> anyhow::Result<Out
 
 /// `--max_test_duration`: an absl duration, in whole seconds (truncated,
 /// as upstream's ToInt64Seconds); negative ones are refused.
-pub fn parse_max_test_duration(v: &str) -> Result<i64, String> {
+pub fn parse_max_test_duration(v: &str) -> Result<i64, Error> {
     let ns = crate::flags::parse_absl_duration(v)?;
     if ns < 0 {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "'{v}' is negative: a test needs a positive time limit"
-        ));
+        )));
     }
     Ok(i64::try_from(ns / 1_000_000_000).unwrap_or(i64::MAX))
 }
@@ -1094,7 +1095,7 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     });
     let (error, interrupted) = match run {
         Some(Ok(())) => (None, false),
-        Some(Err(e)) => (Some(e), false),
+        Some(Err(e)) => (Some(e.to_string()), false),
         None => (None, true),
     };
     if let Some(e) = &error {
@@ -1167,7 +1168,7 @@ async fn run_test_until_stopped(
     tokio::pin!(fut);
     loop {
         tokio::select! {
-            r = &mut fut => return r,
+            r = &mut fut => return r.map_err(String::from),
             () = tokio::time::sleep(Duration::from_millis(100)), if !*interrupted => {
                 if ctx.cancel.is_stopped() {
                     *interrupted = true;

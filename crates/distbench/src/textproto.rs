@@ -6,6 +6,7 @@
 //! separators, `key: {..}` map entries) reads as upstream reads it. Errors
 //! name `file:line:col`, as compilers do, and say what was expected.
 
+use crate::Error;
 use crate::proto::{self, TestSequence};
 use miette::Diagnostic;
 use prost::{Message, Name};
@@ -80,13 +81,13 @@ pub fn parse<T: Message + Default + Name>(text: &str, file: &str) -> Result<T, T
 /// order, repeated fields (and map entries, sorted by key) one element per
 /// line. Fails only if the type is missing from the
 /// schema.
-pub fn format<T: Message + Name>(msg: &T) -> Result<String, String> {
+pub fn format<T: Message + Name>(msg: &T) -> Result<String, Error> {
     let name = T::full_name();
     let desc = proto::flat_map_pool()
         .get_message_by_name(&name)
-        .ok_or_else(|| format!("message type {name} is missing from the schema"))?;
+        .ok_or_else(|| Error::Host(format!("message type {name} is missing from the schema")))?;
     let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
-        .map_err(|e| format!("cannot convert {name} for printing: {e}"))?;
+        .map_err(|e| Error::Host(format!("cannot convert {name} for printing: {e}")))?;
     let mut out = String::new();
     write_message(&mut out, &dynamic, 0);
     Ok(out)
@@ -199,7 +200,7 @@ pub fn parse_test_sequence(text: &str, file: &str) -> Result<TestSequence, TextE
 }
 
 /// Formats a test sequence as text.
-pub fn format_test_sequence(seq: &TestSequence) -> Result<String, String> {
+pub fn format_test_sequence(seq: &TestSequence) -> Result<String, Error> {
     format(seq)
 }
 

@@ -259,7 +259,7 @@ fn activity_validation_is_shared_by_check_test_and_the_engine() {
         assert_eq!(problems[0].kind, Kind::BadActivity);
         assert_eq!(problems[0].location, "activity_configs 'a'");
         assert!(problems[0].message.starts_with(problem), "{problems:?}");
-        let err = Tables::new(&test).unwrap_err();
+        let err = Tables::new(&test).unwrap_err().to_string();
         assert_eq!(err, format!("activity config 'a': {}", problems[0].message));
     }
 }
@@ -377,10 +377,11 @@ fn protocol_drivers_are_refused_or_warned_by_name() {
         assert_eq!(unsupported.len(), 1, "{unsupported:?}");
         assert_eq!(unsupported[0].kind, Kind::Unsupported);
         let err = check::validate(seq, "t.config").unwrap_err();
-        assert!(err.contains(text), "{err}");
+        assert!(err.to_string().contains(text), "{err}");
         // Reported once, although both services use the options.
         assert!(
-            err.starts_with("t.config: check_test found 1 problem:"),
+            err.to_string()
+                .starts_with("t.config: check_test found 1 problem:"),
             "{err}"
         );
         // The engine refuses it too.
@@ -456,9 +457,10 @@ fn golden_configs_refused_exactly_for_homa_and_mercury() {
             Err(e) => {
                 assert!(expect_refusal, "{name}: {e}");
                 assert!(
-                    e.contains("protocol 'homa' is not supported")
-                        || e.contains("protocol 'mercury' is not supported")
-                        || e.contains("gRPC over 'homa' is not supported"),
+                    e.to_string().contains("protocol 'homa' is not supported")
+                        || e.to_string()
+                            .contains("protocol 'mercury' is not supported")
+                        || e.to_string().contains("gRPC over 'homa' is not supported"),
                     "{e}"
                 );
                 refused += 1;
@@ -665,7 +667,7 @@ fn closed_loops_that_never_start_are_refused() {
         let problems = messages(&check::check_test(0, &test));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains(text), "{problems:?}");
-        assert!(Tables::new(&test).unwrap_err().contains(text));
+        assert!(Tables::new(&test).unwrap_err().to_string().contains(text));
     }
 }
 
@@ -838,7 +840,7 @@ fn replay_traces_are_checked_as_upstream() {
         tests_setting: None,
     };
     // records[0] inherits the defaults' distance, which names no record.
-    let err = check::validate(&seq, "t").unwrap_err();
+    let err = check::validate(&seq, "t").unwrap_err().to_string();
     assert!(
         err.contains("records[0]: prior_rpc_distances 0 names no earlier record"),
         "{err}"

@@ -43,7 +43,7 @@ fn run(nodes: usize, test: &DistributedSystemDescription) -> Result<TestResult, 
         let c = LocalCluster::start(nodes, 0).await.unwrap();
         let r = c.run_test(test).await;
         c.stop().await;
-        r
+        r.map_err(String::from)
     })
 }
 
@@ -492,13 +492,13 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                         );
                         ran += 1;
                     }
-                    Err(e) if e.contains("sockets") => {
+                    Err(e) if e.to_string().contains("sockets") => {
                         // 123 instances in one process need ~30,000 sockets;
                         // the sandbox caps open files at 20,000.
-                        assert!(e.contains("ulimit -n"), "{name}: {e}");
+                        assert!(e.to_string().contains("ulimit -n"), "{name}: {e}");
                         too_big += 1;
                     }
-                    Err(e) if e.contains("gRPC over 'homa' is not supported") => {
+                    Err(e) if e.to_string().contains("gRPC over 'homa' is not supported") => {
                         // grpc with `transport: homa` (the ..._homa golden),
                         // refused by name as upstream built without Homa.
                         refused += 1;
@@ -506,7 +506,8 @@ fn every_golden_config_runs_or_is_refused_by_name() {
                     Err(e) => {
                         assert_ne!(protocol, "grpc", "{name}: {e}");
                         assert!(
-                            e.contains(&format!("protocol '{protocol}' is not supported")),
+                            e.to_string()
+                                .contains(&format!("protocol '{protocol}' is not supported")),
                             "{name}: {e}"
                         );
                         refused += 1;

@@ -1,6 +1,7 @@
 //! FeedSim's command line: upstream run.sh's flags for the driver, and the
 //! leaf server's own.
 
+use crate::Error;
 use clap::Parser;
 use harness::argcheck::{
     at_least_one, fit, fraction, int, positive_rate, positive_secs, positive_whole_secs,
@@ -291,26 +292,26 @@ pub fn default_threads(nproc: usize, smt: bool) -> Threads {
 
 impl ShapeArgs {
     /// The latency target given through `-s METRIC:MS`, if any.
-    pub fn target_from_s(&self) -> Result<Option<SloTarget>, String> {
+    pub fn target_from_s(&self) -> Result<Option<SloTarget>, Error> {
         match &self.srv_io {
-            Some(v) if v.contains(':') => v.parse().map(Some),
+            Some(v) if v.contains(':') => v.parse().map(Some).map_err(Error::Input),
             _ => Ok(None),
         }
     }
 
     /// Resolved thread counts.
-    pub fn threads(&self, nproc: usize, smt: bool) -> Result<Threads, String> {
+    pub fn threads(&self, nproc: usize, smt: bool) -> Result<Threads, Error> {
         let d = default_threads(nproc, smt);
         let ser = match &self.srv_io {
-            Some(v) if !v.contains(':') => v
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("-s takes a thread count or METRIC:MS, got '{v}'"))?,
+            Some(v) if !v.contains(':') => {
+                v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Input(format!("-s takes a thread count or METRIC:MS, got '{v}'"))
+                })?
+            }
             _ => d.ser,
         };
         let pos = |name: &str, v: Option<usize>, def: usize| match v {
-            Some(0) => Err(format!("{name} must be at least 1")),
+            Some(0) => Err(Error::Input(format!("{name} must be at least 1"))),
             Some(n) => Ok(n),
             None => Ok(def),
         };

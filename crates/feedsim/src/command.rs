@@ -813,19 +813,7 @@ fn drive_instance(
     rv: Option<&Rendezvous>,
 ) -> anyhow::Result<InstanceRecord> {
     let t = inst.threads;
-    let (addr, mut leaf) = match &a.leaf {
-        Some(hp) => {
-            let addr: SocketAddr = hp.parse().with_context(|| {
-                format!("--leaf '{hp}' is not HOST:PORT (an IP address and a port)")
-            })?;
-            (addr, None)
-        }
-        None => {
-            let addr = SocketAddr::new(rpc::server::LOOPBACK, inst.port);
-            let p = LeafProcess::spawn(&a.shape, t, inst.port, inst.cpus.as_deref(), ctx)?;
-            (addr, Some(p))
-        }
-    };
+    let (addr, mut leaf) = start_leaf(a, inst, ctx)?;
     let label = inst.label.clone();
     let println = |l: &str| progress.println(&format!("{label}{l}"));
     let log = InstanceLog::default();
@@ -841,22 +829,7 @@ fn drive_instance(
         progress.output(&format!("{label}{l}"))
     };
     let phase = |l: &str| progress.phase(&format!("{label}{l}"));
-    // Autoscale: the driver runs on its instance's CPUs, as run.sh does
-    // under the instance's taskset.
-    let pin = rv.and(inst.cpus.clone());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(inst.runtime_threads)
-        .thread_name("feedsim-driver")
-        .enable_all()
-        .on_thread_start(move || {
-            if let Some(c) = &pin
-                && let Err(e) = pin_current_thread(c)
-            {
-                eprintln!("warning: cannot pin the driver to CPUs {c:?}: {e}");
-            }
-        })
-        .build()
-        .context("cannot start the tokio runtime")?;
+    let rt = driver_runtime(inst, rv)?;
     let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &println, &phase))?;
     let compat = a.driver == DriverModel::ClosedCompat;
     // Closed-compat: one connection per slot (threads x 4, depth 1).
@@ -872,16 +845,6 @@ fn drive_instance(
     let svc = rank_service(connect(&rt)?);
     // Instances draw different request streams.
     let seed = a.shape.seed.wrapping_add(inst.id as u64 * 1_000_003);
-    let make = Arc::new(move |n: u64| {
-        let mut rng =
-            rand::rngs::SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9).wrapping_add(n));
-        let mut payload = vec![0u8; REQUEST_BYTES];
-        rng.fill_bytes(&mut payload);
-        Request::new(RankRequest {
-            payload,
-            seed: rng.next_u64(),
-        })
-    });
     let auto = a.auto_workers;
     // run.sh sizes its driver by rate only in a search with -a (its -q
     // runs are sized once, by the rate: see `compat_threads`).
@@ -890,47 +853,19 @@ fn drive_instance(
     // Shared with the prober's liveness check; this scope keeps the leaf alive
     // until the metrics are collected, then dropping it stops the leaf.
     let leaf = Arc::new(std::sync::Mutex::new(leaf));
-    let leaf_cell = leaf.clone();
     let search_cfg = search_config(a, target, t);
-    // Before each probe, wait until the leaf has no request in flight: the
-    // requests an overloaded probe gave up on are cancelled and their queued
-    // work skipped, and the next probe starts from an idle leaf.
-    let settle_client = client.clone();
-    let settle = load::prober::until_idle(
-        move || {
-            let mut c = settle_client.clone();
-            async move {
-                status(&mut c)
-                    .await
-                    .map(|s| s.in_flight)
-                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))
-            }
-        },
-        SETTLE_LIMIT,
-    );
     let drain = Duration::from_secs_f64((2.0 * target.latency_ms / 1000.0).max(2.0));
     let stop = ctx.cancel.flag();
     let prober = ServiceProber {
         svc,
-        make,
-        workers: Box::new(move |mode| match (auto, mode) {
-            // Closed-compat: one worker per driver thread.
-            (_, Mode::Capped { slots, .. }) => slots / COMPAT_CONNECTIONS,
-            (true, Mode::Open { rate, .. }) => ((rate / 100.0).ceil() as usize).clamp(1, 16),
-            _ => 1,
-        }),
+        make: request_maker(seed),
+        workers: driver_workers(auto),
         max_in_flight: 100_000,
         drain,
         seed,
         stop: stop.clone(),
-        check: Box::new(move || {
-            let mut g = leaf_cell.lock().unwrap_or_else(|e| e.into_inner());
-            match g.as_mut().and_then(|l| l.exited()) {
-                Some(why) => Err(why),
-                None => Ok(()),
-            }
-        }),
-        settle: Some(settle),
+        check: leaf_alive_check(leaf.clone()),
+        settle: Some(settle_on_idle_leaf(client.clone())),
     };
     let mut prober = DriverProber {
         inner: prober,
@@ -950,28 +885,15 @@ fn drive_instance(
         }
         reporter.borrow_mut().handle(e)
     };
-    let outcome = rt.block_on(async {
-        if a.qps.is_empty() {
-            let search = Search::new(search_cfg.clone(), &mut prober, &mut on_event);
-            let search = match rv {
-                Some(rv) => {
-                    let (gate, id, stop) = (rv.before_final.clone(), inst.id, stop.clone());
-                    search.before_final(move || {
-                        gate.arrive(id, (), &stop).map(|_| ()).map_err(|_| {
-                            "interrupted while waiting for the other instances".to_string()
-                        })
-                    })
-                }
-                None => search,
-            };
-            search.run().await
-        } else {
-            let d = Duration::from_secs_f64(a.duration as f64);
-            let w = search_cfg.probe_warmup;
-            let out = run_fixed(search_cfg.clone(), &mut prober, &a.qps, w, d, &mut on_event).await;
-            fixed_outcome(out, a.qps.len())
-        }
-    });
+    let outcome = rt.block_on(search_or_fixed(
+        a,
+        inst.id,
+        rv,
+        &search_cfg,
+        &mut prober,
+        &mut on_event,
+        &stop,
+    ));
     // The instance's log ends as run.sh's output does: with its final line.
     if let Some(f) = &outcome.final_probe {
         log.line(&final_line(f));
@@ -980,24 +902,7 @@ fn drive_instance(
     // The leaf figures cover the search's leaf (a rerun starts fresh ones).
     let mut status_after = None;
     if let Some(rv) = rv {
-        rv.before_final.leave(inst.id);
-        let mine = outcome
-            .final_probe
-            .as_ref()
-            .map(|f| (f.requested_qps, f.achieved_qps));
-        // Only a search is rerun, as upstream (never fixed rates).
-        let decided = if outcome.interrupted || !a.qps.is_empty() {
-            None
-        } else {
-            rv.after_final.arrive(inst.id, mine, &stop).ok()
-        };
-        // An instance that left (its driver failed) had no final either.
-        let all: Vec<Option<(f64, f64)>> = decided
-            .unwrap_or_default()
-            .into_iter()
-            .map(Option::flatten)
-            .collect();
-        if let Some(q) = rerun_rate(&all) {
+        if let Some(q) = rerun_decision(rv, inst.id, a, &outcome, &stop) {
             println(&format!(
                 "the slowest instance reached under 80% of the fastest's QPS (an instance without a result counts as 0): rerunning every instance with a fresh leaf at {q:.2} QPS (the highest requested, plus 1, truncated)"
             ));
@@ -1005,34 +910,14 @@ fn drive_instance(
             // As upstream reruns the whole command: fresh leaves, their
             // datasets built again, and the usual warm-up.
             if a.leaf.is_none() {
-                let mut g = leaf.lock().unwrap_or_else(|e| e.into_inner());
-                *g = None;
-                *g = Some(LeafProcess::spawn(
-                    &a.shape,
-                    t,
-                    inst.port,
-                    inst.cpus.as_deref(),
-                    ctx,
-                )?);
-                client = rt.block_on(wait_ready(addr, &mut g, ctx, &println, &phase))?;
-                drop(g);
+                client = respawn_leaf(a, inst, ctx, &leaf, addr, &rt, &println, &phase)?;
                 prober.inner.svc = rank_service(connect(&rt)?);
             }
             let lined_up = rv.before_rerun.arrive(inst.id, (), &stop).is_ok();
             // As upstream's rerun (run with -q): its CSV and log get the
             // fixqps- names.
-            if let Some((csv, lines)) = &inst.rerun_files {
-                let csv = ctx.output_path(csv);
-                match ProbeCsv::create(&csv) {
-                    Ok(c) => reporter.borrow_mut().set_csv(c),
-                    Err(e) => println(&format!(
-                        "warning: cannot create {}: {e}; the rerun's rows go to the search's CSV",
-                        csv.display()
-                    )),
-                }
-                if let Err(e) = log.open(&ctx.output_path(lines)) {
-                    println(&format!("warning: {e:#}"));
-                }
+            if let Some(files) = &inst.rerun_files {
+                open_rerun_files(files, ctx, &reporter, &log, &println);
                 log.line(&searching_line(&target));
             }
             if lined_up {
@@ -1064,6 +949,215 @@ fn drive_instance(
         csv_error: reporter.borrow().csv_error.as_ref().map(|e| e.to_string()),
         leaf_log,
     })
+}
+
+/// The leaf an instance drives: `--leaf`'s address, or a leaf process
+/// started here on the instance's port and CPUs.
+fn start_leaf(
+    a: &DriverArgs,
+    inst: &Instance,
+    ctx: &RunContext,
+) -> anyhow::Result<(SocketAddr, Option<LeafProcess>)> {
+    match &a.leaf {
+        Some(hp) => {
+            let addr: SocketAddr = hp.parse().with_context(|| {
+                format!("--leaf '{hp}' is not HOST:PORT (an IP address and a port)")
+            })?;
+            Ok((addr, None))
+        }
+        None => {
+            let addr = SocketAddr::new(rpc::server::LOOPBACK, inst.port);
+            let p =
+                LeafProcess::spawn(&a.shape, inst.threads, inst.port, inst.cpus.as_deref(), ctx)?;
+            Ok((addr, Some(p)))
+        }
+    }
+}
+
+/// The driver's runtime. Autoscale: the driver runs on its instance's
+/// CPUs, as run.sh does under the instance's taskset.
+fn driver_runtime(
+    inst: &Instance,
+    rv: Option<&Rendezvous>,
+) -> anyhow::Result<tokio::runtime::Runtime> {
+    let pin = rv.and(inst.cpus.clone());
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(inst.runtime_threads)
+        .thread_name("feedsim-driver")
+        .enable_all()
+        .on_thread_start(move || {
+            if let Some(c) = &pin
+                && let Err(e) = pin_current_thread(c)
+            {
+                eprintln!("warning: cannot pin the driver to CPUs {c:?}: {e}");
+            }
+        })
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+/// Request `n` of the stream seeded with `seed`.
+fn request_maker(seed: u64) -> Arc<impl Fn(u64) -> Request<RankRequest> + Send + Sync + 'static> {
+    Arc::new(move |n: u64| {
+        let mut rng =
+            rand::rngs::SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9).wrapping_add(n));
+        let mut payload = vec![0u8; REQUEST_BYTES];
+        rng.fill_bytes(&mut payload);
+        Request::new(RankRequest {
+            payload,
+            seed: rng.next_u64(),
+        })
+    })
+}
+
+/// Driver workers for a mode (`auto`: `-a`, by rate).
+fn driver_workers(auto: bool) -> Box<dyn Fn(Mode) -> usize + Send> {
+    Box::new(move |mode| match (auto, mode) {
+        // Closed-compat: one worker per driver thread.
+        (_, Mode::Capped { slots, .. }) => slots / COMPAT_CONNECTIONS,
+        (true, Mode::Open { rate, .. }) => ((rate / 100.0).ceil() as usize).clamp(1, 16),
+        _ => 1,
+    })
+}
+
+/// The prober's liveness check: fails once the leaf process exited.
+fn leaf_alive_check(
+    leaf: Arc<std::sync::Mutex<Option<LeafProcess>>>,
+) -> Box<dyn FnMut() -> Result<(), String> + Send> {
+    Box::new(move || {
+        let mut g = leaf.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_mut().and_then(|l| l.exited()) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Before each probe, wait until the leaf has no request in flight: the
+/// requests an overloaded probe gave up on are cancelled and their queued
+/// work skipped, and the next probe starts from an idle leaf.
+fn settle_on_idle_leaf(client: LeafClient<tonic::transport::Channel>) -> load::prober::SettleFn {
+    load::prober::until_idle(
+        move || {
+            let mut c = client.clone();
+            async move {
+                status(&mut c)
+                    .await
+                    .map(|s| s.in_flight)
+                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))
+            }
+        },
+        SETTLE_LIMIT,
+    )
+}
+
+/// The search, or `-q`'s fixed rates; with a rendezvous, the search lines
+/// up with the other instances before its final run.
+async fn search_or_fixed<P: Prober>(
+    a: &DriverArgs,
+    id: usize,
+    rv: Option<&Rendezvous>,
+    search_cfg: &SearchConfig,
+    prober: &mut P,
+    on_event: &mut dyn FnMut(Event<'_>),
+    stop: &Arc<std::sync::atomic::AtomicBool>,
+) -> SearchOutcome {
+    if a.qps.is_empty() {
+        let search = Search::new(search_cfg.clone(), prober, on_event);
+        let search = match rv {
+            Some(rv) => {
+                let (gate, stop) = (rv.before_final.clone(), stop.clone());
+                search.before_final(move || {
+                    gate.arrive(id, (), &stop).map(|_| ()).map_err(|_| {
+                        "interrupted while waiting for the other instances".to_string()
+                    })
+                })
+            }
+            None => search,
+        };
+        search.run().await
+    } else {
+        let d = Duration::from_secs_f64(a.duration as f64);
+        let w = search_cfg.probe_warmup;
+        let out = run_fixed(search_cfg.clone(), prober, &a.qps, w, d, on_event).await;
+        fixed_outcome(out, a.qps.len())
+    }
+}
+
+/// Autoscale, after the final run: lines up with the other instances and
+/// returns the rate every instance reruns at when they diverged.
+fn rerun_decision(
+    rv: &Rendezvous,
+    id: usize,
+    a: &DriverArgs,
+    outcome: &SearchOutcome,
+    stop: &Arc<std::sync::atomic::AtomicBool>,
+) -> Option<f64> {
+    rv.before_final.leave(id);
+    let mine = outcome
+        .final_probe
+        .as_ref()
+        .map(|f| (f.requested_qps, f.achieved_qps));
+    // Only a search is rerun, as upstream (never fixed rates).
+    let decided = if outcome.interrupted || !a.qps.is_empty() {
+        None
+    } else {
+        rv.after_final.arrive(id, mine, stop).ok()
+    };
+    // An instance that left (its driver failed) had no final either.
+    let all: Vec<Option<(f64, f64)>> = decided
+        .unwrap_or_default()
+        .into_iter()
+        .map(Option::flatten)
+        .collect();
+    rerun_rate(&all)
+}
+
+/// Replaces the instance's leaf with a fresh one (its datasets built
+/// again) and waits until it is ready.
+#[allow(clippy::too_many_arguments)]
+fn respawn_leaf(
+    a: &DriverArgs,
+    inst: &Instance,
+    ctx: &RunContext,
+    leaf: &std::sync::Mutex<Option<LeafProcess>>,
+    addr: SocketAddr,
+    rt: &tokio::runtime::Runtime,
+    println: &dyn Fn(&str),
+    phase: &dyn Fn(&str),
+) -> anyhow::Result<LeafClient<tonic::transport::Channel>> {
+    let mut g = leaf.lock().unwrap_or_else(|e| e.into_inner());
+    *g = None;
+    *g = Some(LeafProcess::spawn(
+        &a.shape,
+        inst.threads,
+        inst.port,
+        inst.cpus.as_deref(),
+        ctx,
+    )?);
+    rt.block_on(wait_ready(addr, &mut g, ctx, println, phase))
+}
+
+/// Points the reporter and the instance's log at the rerun's files (`csv`,
+/// `lines`); a file that cannot be created is warned about.
+fn open_rerun_files(
+    (csv, lines): &(PathBuf, PathBuf),
+    ctx: &RunContext,
+    reporter: &std::cell::RefCell<Reporter<'_>>,
+    log: &InstanceLog,
+    println: &dyn Fn(&str),
+) {
+    let csv = ctx.output_path(csv);
+    match ProbeCsv::create(&csv) {
+        Ok(c) => reporter.borrow_mut().set_csv(c),
+        Err(e) => println(&format!(
+            "warning: cannot create {}: {e}; the rerun's rows go to the search's CSV",
+            csv.display()
+        )),
+    }
+    if let Err(e) = log.open(&ctx.output_path(lines)) {
+        println(&format!("warning: {e:#}"));
+    }
 }
 
 /// A fixed-rate run (`-q`) reported as upstream does: each rate's figures
@@ -1255,54 +1349,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         );
     }
     let target = target_of(a)?;
-    let stem = a
-        .output
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = a
-        .output
-        .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
-        .unwrap_or_default();
-    let fixqps = if a.qps.is_empty() { "" } else { "fixqps-" };
-    let mut instances = Vec::with_capacity(n);
-    let mut total = 0usize;
-    for (i, cpus) in groups.into_iter().enumerate() {
-        let t = a
-            .shape
-            .threads(cpus.len(), smt)
-            .map_err(anyhow::Error::msg)?;
-        total += leaf_config(&a.shape, t).dataset_bytes();
-        let driver_threads = compat_threads(a, cpus.len(), smt);
-        instances.push(Instance {
-            id: i,
-            port: base + i as u16,
-            cpus: Some(cpus),
-            threads: t,
-            driver_threads,
-            runtime_threads: a.driver_threads.unwrap_or(1),
-            // run-feedsim-multi.sh's names: `fixqps-` before the instance
-            // number when the rates are fixed (-q, and its rerun).
-            csv: a
-                .output
-                .with_file_name(format!("{stem}_{fixqps}{}{ext}", i + 1)),
-            label: if n > 1 {
-                format!("instance {}: ", i + 1)
-            } else {
-                String::new()
-            },
-            log: Some(PathBuf::from(format!(
-                "feedsim-multi-inst-{fixqps}{}.log",
-                i + 1
-            ))),
-            rerun_files: Some((
-                a.output
-                    .with_file_name(format!("{stem}_fixqps-{}{ext}", i + 1)),
-                PathBuf::from(format!("feedsim-multi-inst-fixqps-{}.log", i + 1)),
-            )),
-        });
-    }
+    let (instances, total) = autoscale_instances(a, groups, smt, base)?;
     check_bytes(total as u64, &format!("{n} instances"))?;
     let progress = Progress::new("feedsim", Duration::from_secs(60));
     progress.set_total(planned(a, &search_config(a, target, instances[0].threads)));
@@ -1324,31 +1371,7 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
     let rv = Rendezvous::new(n);
     let cpu_before = cpu_seconds_self();
     let speed = SpeedSampler::start(SPEED_EVERY);
-    let runs: Vec<anyhow::Result<InstanceRecord>> = std::thread::scope(|s| {
-        let handles: Vec<_> = instances
-            .iter()
-            .map(|inst| {
-                let (rv, progress) = (&rv, &progress);
-                s.spawn(move || {
-                    let r = drive_instance(a, inst, target, ctx, progress, Some(rv));
-                    // Failed or not, never leave the others waiting.
-                    rv.leave(inst.id);
-                    if let Err(e) = &r {
-                        progress.println(&format!("{}failed: {e:#}", inst.label));
-                    }
-                    r
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(anyhow::anyhow!("the instance's driver thread panicked"))
-                })
-            })
-            .collect()
-    });
+    let runs = drive_instances(a, &instances, target, ctx, &progress, &rv);
     let speed = speed.finish();
     let driver_cpu = cpu_seconds_self() - cpu_before;
     progress.finish();
@@ -1400,6 +1423,102 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
             &FeedSimRecord::Autoscale(Box::new(record)),
         ),
     ))
+}
+
+/// Autoscale's instances, one per CPU group (`smt`: the cores have
+/// siblings), on ports from `base`, and the bytes of all their datasets.
+fn autoscale_instances(
+    a: &DriverArgs,
+    groups: Vec<Vec<usize>>,
+    smt: bool,
+    base: u16,
+) -> anyhow::Result<(Vec<Instance>, usize)> {
+    let n = groups.len();
+    let stem = a
+        .output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = a
+        .output
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let fixqps = if a.qps.is_empty() { "" } else { "fixqps-" };
+    let mut instances = Vec::with_capacity(n);
+    let mut total = 0usize;
+    for (i, cpus) in groups.into_iter().enumerate() {
+        let t = a
+            .shape
+            .threads(cpus.len(), smt)
+            .map_err(anyhow::Error::msg)?;
+        total += leaf_config(&a.shape, t).dataset_bytes();
+        let driver_threads = compat_threads(a, cpus.len(), smt);
+        instances.push(Instance {
+            id: i,
+            port: base + i as u16,
+            cpus: Some(cpus),
+            threads: t,
+            driver_threads,
+            runtime_threads: a.driver_threads.unwrap_or(1),
+            // run-feedsim-multi.sh's names: `fixqps-` before the instance
+            // number when the rates are fixed (-q, and its rerun).
+            csv: a
+                .output
+                .with_file_name(format!("{stem}_{fixqps}{}{ext}", i + 1)),
+            label: if n > 1 {
+                format!("instance {}: ", i + 1)
+            } else {
+                String::new()
+            },
+            log: Some(PathBuf::from(format!(
+                "feedsim-multi-inst-{fixqps}{}.log",
+                i + 1
+            ))),
+            rerun_files: Some((
+                a.output
+                    .with_file_name(format!("{stem}_fixqps-{}{ext}", i + 1)),
+                PathBuf::from(format!("feedsim-multi-inst-fixqps-{}.log", i + 1)),
+            )),
+        });
+    }
+    Ok((instances, total))
+}
+
+/// Drives every instance on its own thread; each leaves the rendezvous
+/// when done, failed or not, so that none waits for it.
+fn drive_instances(
+    a: &DriverArgs,
+    instances: &[Instance],
+    target: SloTarget,
+    ctx: &RunContext,
+    progress: &Progress,
+    rv: &Rendezvous,
+) -> Vec<anyhow::Result<InstanceRecord>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = instances
+            .iter()
+            .map(|inst| {
+                s.spawn(move || {
+                    let r = drive_instance(a, inst, target, ctx, progress, Some(rv));
+                    // Failed or not, never leave the others waiting.
+                    rv.leave(inst.id);
+                    if let Err(e) = &r {
+                        progress.println(&format!("{}failed: {e:#}", inst.label));
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("the instance's driver thread panicked"))
+                })
+            })
+            .collect()
+    })
 }
 
 /// The version of [`FeedSimRecord`]; raise it when its shape changes.

@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod directions;
+pub mod error;
 pub mod graph;
 pub mod hugemem;
 pub use icache;
@@ -25,3 +26,4 @@ pub mod proto {
 }
 
 pub use command::FeedSim;
+pub use error::{Error, Result};

@@ -13,6 +13,7 @@
 //! dropped; what is measured is the kernel's own cost.
 
 use super::{HandleObjs, Params, RequestObjs, build, gen_string, ml};
+use crate::Error;
 use bytes::Bytes;
 use rand::SeedableRng;
 use serde_json::{Map, Value};
@@ -69,7 +70,7 @@ pub fn standalone(
     params: &Map<String, Value>,
     threads: usize,
     seconds: f64,
-) -> Result<Standalone, String> {
+) -> Result<Standalone, Error> {
     standalone_with_body(name, params, threads, seconds, REQUEST_BYTES)
 }
 
@@ -81,14 +82,16 @@ pub fn standalone_with_body(
     threads: usize,
     seconds: f64,
     body_bytes: usize,
-) -> Result<Standalone, String> {
+) -> Result<Standalone, Error> {
     if threads == 0 || threads > 4096 {
-        return Err(format!("threads: {threads}: expected 1..=4096"));
+        return Err(Error::Input(format!(
+            "threads: {threads}: expected 1..=4096"
+        )));
     }
     if !(seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "seconds: {seconds}: expected more than 0, at most a day"
-        ));
+        )));
     }
     let h = HandleObjs::new();
     let t0 = Instant::now();
@@ -111,7 +114,8 @@ pub fn standalone_with_body(
                 })
                 .collect::<Result<Vec<_>, String>>()
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(Error::Input)?;
     let parts = kernel.parts().max(1);
     // Every thread warms up (one firing of each part) before the clock
     // starts.
@@ -168,7 +172,7 @@ pub fn standalone_with_body(
     let mut total = Tally::default();
     let mut wall = Duration::ZERO;
     for t in tallies {
-        let t = t?;
+        let t = t.map_err(Error::Input)?;
         total.fires += t.fires;
         total.wall += t.wall;
         total.cpu += t.cpu;
@@ -258,17 +262,22 @@ mod tests {
     fn bad_runs_are_errors() {
         let p = params(json!({"dense": "Rx", "embeddings": "Re"}));
         let e = standalone("Interaction", &p, 1, 0.01).unwrap_err();
-        assert!(e.contains("needs params batch, tables and dim"), "{e}");
+        assert!(
+            e.to_string().contains("needs params batch, tables and dim"),
+            "{e}"
+        );
         let e = standalone("GEMM", &params(json!({"M": 1})), 1, 0.01).unwrap_err();
-        assert!(e.contains("GEMM params.N: missing"), "{e}");
+        assert!(e.to_string().contains("GEMM params.N: missing"), "{e}");
         assert!(
             standalone("GEMM", &Map::new(), 0, 0.01)
                 .unwrap_err()
+                .to_string()
                 .contains("threads: 0")
         );
         assert!(
             standalone("GEMM", &Map::new(), 1, 0.0)
                 .unwrap_err()
+                .to_string()
                 .contains("seconds")
         );
         // The synthetic input is what the kernel reads.

@@ -27,6 +27,7 @@
 //! service's address and the error (upstream logs it and returns a space).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, Work, io::Shape};
+use crate::Error;
 use crate::proto::SimRequest;
 use crate::proto::ad_sim_client::AdSimClient;
 use bytes::{Bytes, BytesMut};
@@ -48,13 +49,14 @@ pub struct Service {
 
 /// Expands and resolves `services` (already checked by the config's
 /// schema); errors name the entry.
-pub fn services(p: &Params) -> Result<Vec<Service>, String> {
+pub fn services(p: &Params) -> Result<Vec<Service>, Error> {
     let list = p
         .map
         .get("services")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{} params.services: missing", p.kernel))?;
-    let bad = |i: usize, what: &str| format!("{} params.services[{i}]: {what}", p.kernel);
+        .ok_or_else(|| Error::Input(format!("{} params.services: missing", p.kernel)))?;
+    let bad =
+        |i: usize, what: &str| Error::Input(format!("{} params.services[{i}]: {what}", p.kernel));
     let mut out = Vec::new();
     for (i, s) in list.iter().enumerate() {
         let (h, port) = match s.as_object() {
@@ -102,10 +104,10 @@ pub fn services(p: &Params) -> Result<Vec<Service>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{} params.services: names no service (expected at least one)",
             p.kernel
-        ));
+        )));
     }
     Ok(out)
 }
@@ -211,16 +213,16 @@ pub struct RpcClient {
 }
 
 impl RpcClient {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand, lite: bool) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand, lite: bool) -> Result<Self, Error> {
         let services = services(p)?;
         let input = p.str_or("input", "Hclient")?;
         if input.starts_with('H') {
             for k in ["quantiles", "sizes"] {
                 if !p.has(k) {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "{} params.{k}: missing: the request sizes come from quantiles and sizes when input ({input:?}) names a pre-generated H... object",
                         p.kernel
-                    ));
+                    )));
                 }
             }
         }
@@ -239,7 +241,7 @@ impl RpcClient {
         let link = if p.bool_or("tls", false)? {
             Link::Tls(
                 crate::tls::client_connector(None)
-                    .map_err(|e| format!("{} params.tls: {e:#}", p.kernel))?,
+                    .map_err(|e| Error::Input(format!("{} params.tls: {e:#}", p.kernel)))?,
             )
         } else {
             Link::Plain
@@ -252,17 +254,21 @@ impl RpcClient {
             } else {
                 "adsim-client"
             },
-        )?;
+        )
+        .map_err(Error::Input)?;
         let n = std::sync::Arc::new(Counters::default());
         let channels = if lite {
             let (link, list) = (link.clone(), services.clone());
-            let chans = io.run(async move {
-                let mut v = Vec::with_capacity(list.len());
-                for s in &list {
-                    v.push(link.connect(s).await?);
-                }
-                Ok::<_, String>(v)
-            })??;
+            let chans = io
+                .run(async move {
+                    let mut v = Vec::with_capacity(list.len());
+                    for s in &list {
+                        v.push(link.connect(s).await?);
+                    }
+                    Ok::<_, String>(v)
+                })
+                .map_err(Error::Input)?
+                .map_err(Error::Input)?;
             n.connections
                 .fetch_add(chans.len() as u64, Ordering::Relaxed);
             Some(chans)
@@ -448,7 +454,7 @@ mod tests {
             kernel: name,
             map: &m,
         };
-        RpcClient::new(&p, &h, Rand::new(&h, 1), name == "ClientLite")
+        RpcClient::new(&p, &h, Rand::new(&h, 1), name == "ClientLite").map_err(String::from)
     }
 
     fn fire_n(k: &RpcClient, n: usize) -> Vec<Bytes> {

@@ -10,6 +10,7 @@
 //! output instead (Compress: any byte buffer; Decompress: a compressed one).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, Work};
+use crate::Error;
 use std::sync::Arc;
 
 /// Bytes a kernel compresses or decompresses, shared by instances with
@@ -25,7 +26,7 @@ fn source(
     rand: &Rand,
     input: &str,
     level: i32,
-) -> Result<Arc<Source>, String> {
+) -> Result<Arc<Source>, Error> {
     let size = p.usize("size")?;
     h.get_or_build(input, || {
         let mut plain = Vec::with_capacity(size);
@@ -34,7 +35,7 @@ fn source(
         }
         plain.resize(size, 0);
         let compressed = zstd::bulk::compress(&plain, level)
-            .map_err(|e| format!("{}: zstd level {level}: {e}", p.kernel))?;
+            .map_err(|e| Error::Host(format!("{}: zstd level {level}: {e}", p.kernel)))?;
         Ok(Source { plain, compressed })
     })
 }
@@ -68,8 +69,8 @@ pub struct Compress {
 }
 
 impl Compress {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
-        let level = level(p)?;
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
+        let level = level(p).map_err(Error::Input)?;
         let input = p.str_or("input", "Hcompress")?.to_string();
         let shared = if input.starts_with('H') {
             Some(source(p, h, &rand, &input, level)?)
@@ -124,8 +125,8 @@ pub struct Decompress {
 }
 
 impl Decompress {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
-        let level = level(p)?;
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
+        let level = level(p).map_err(Error::Input)?;
         let input = p.str_or("input", "Hdecompress")?.to_string();
         let shared = if input.starts_with('H') {
             Some(source(p, h, &rand, &input, level)?)
@@ -204,7 +205,7 @@ mod tests {
         d.fire(&rq, 0).unwrap();
         let plain = rq.get::<Vec<u8>>("Rd").unwrap();
         let src = h
-            .get_or_build::<Source>("Hcompress", || Err("missing".into()))
+            .get_or_build::<Source>("Hcompress", || Err(Error::Input("missing".into())))
             .unwrap();
         assert_eq!(&plain[..], &src.plain[..]);
     }
@@ -237,7 +238,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("params.level: 99"), "{e}");
+        assert!(e.to_string().contains("params.level: 99"), "{e}");
         // Reading an output nobody wrote names it.
         let m = json!({"compressor": "zstd", "level": 1, "size": 10, "input": "Rnone"});
         let d = Decompress::new(

@@ -20,6 +20,7 @@
 //! was inserted, so a miss is an error.
 
 use super::{Fired, HandleObjs, Kernel, Params, RequestObjs, Work, part_range, read_param_file};
+use crate::Error;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
 use rand::{Rng, SeedableRng};
@@ -165,7 +166,7 @@ pub struct Bucket {
 
 /// Parses the distribution file's text (the first line is a header and is
 /// skipped, as upstream does); `file` names it in errors.
-pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<Bucket>, String> {
+pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<Bucket>, Error> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate().skip(1) {
         let line = line.trim();
@@ -175,27 +176,33 @@ pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<Bucket>, String>
         let at = format!("{file}:{}", n + 1);
         let (f, c) = line
             .split_once(',')
-            .ok_or_else(|| format!("{at}: {line:?}: expected frequency,count"))?;
-        let f: f64 = f
-            .trim()
-            .parse()
-            .map_err(|_| format!("{at}: frequency {:?}: expected a number >= 0", f.trim()))?;
+            .ok_or_else(|| Error::Input(format!("{at}: {line:?}: expected frequency,count")))?;
+        let f: f64 = f.trim().parse().map_err(|_| {
+            Error::Input(format!(
+                "{at}: frequency {:?}: expected a number >= 0",
+                f.trim()
+            ))
+        })?;
         if !(f.is_finite() && f >= 0.0) {
-            return Err(format!("{at}: frequency {f}: expected a number >= 0"));
+            return Err(Error::Input(format!(
+                "{at}: frequency {f}: expected a number >= 0"
+            )));
         }
-        let count: u64 = c
-            .trim()
-            .parse()
-            .map_err(|_| format!("{at}: count {:?}: expected an integer >= 0", c.trim()))?;
+        let count: u64 = c.trim().parse().map_err(|_| {
+            Error::Input(format!(
+                "{at}: count {:?}: expected an integer >= 0",
+                c.trim()
+            ))
+        })?;
         out.push(Bucket {
             frequency: f as u64,
             count,
         });
     }
     if out.iter().all(|b| b.count == 0) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{file}: no keys: expected a header line, then frequency,count lines"
-        ));
+        )));
     }
     Ok(out)
 }
@@ -206,7 +213,7 @@ const MAX_TABLE: f64 = 10_000_000.0;
 /// The request book: ids drawn bucket by weight (`frequency x count`,
 /// scaled as upstream's table is, each non-empty bucket at least once),
 /// then uniformly within the bucket.
-pub fn request_book(buckets: &[Bucket], len: usize, seed: u64) -> Result<Vec<u32>, String> {
+pub fn request_book(buckets: &[Bucket], len: usize, seed: u64) -> Result<Vec<u32>, Error> {
     let total: f64 = buckets
         .iter()
         .map(|b| b.frequency as f64 * b.count as f64)
@@ -228,7 +235,8 @@ pub fn request_book(buckets: &[Bucket], len: usize, seed: u64) -> Result<Vec<u32
             }
         })
         .collect();
-    let pick = WeightedIndex::new(&weights).map_err(|e| format!("cannot sample buckets: {e}"))?;
+    let pick = WeightedIndex::new(&weights)
+        .map_err(|e| Error::Input(format!("cannot sample buckets: {e}")))?;
     let mut starts = Vec::with_capacity(buckets.len());
     let mut at = 0u64;
     for b in buckets {
@@ -253,46 +261,50 @@ pub struct ConcurrentHashMap {
 }
 
 impl ConcurrentHashMap {
-    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, Error> {
         const K: &str = "ConcurrentHashMap";
         let requests_per_run = p.usize("requests_per_run")?;
         let mult = p.usize_or("request_book_multiplier", 10)?;
         let num_threads = p.usize_or("num_threads", 4)?;
         let input = p.str_or("input", K)?;
         if !p.has("distribution_file") {
-            return Err(format!("{K} params.distribution_file: missing"));
+            return Err(Error::Input(format!(
+                "{K} params.distribution_file: missing"
+            )));
         }
         let file = p.str_or("distribution_file", "")?;
         if mult == 0 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.request_book_multiplier: 0: expected >= 1"
-            ));
+            )));
         }
         if num_threads > 4096 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.num_threads: {num_threads}: expected 0..=4096"
-            ));
+            )));
         }
         let buckets = parse_distribution(&read_param_file(K, "distribution_file", file)?, file)?;
         let keys: u64 = buckets.iter().map(|b| b.count).sum();
         if keys > u64::from(u32::MAX) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{file}: {keys} keys: expected at most {}",
                 u32::MAX
-            ));
+            )));
         }
         let keys = keys as usize;
-        let book_len = mult
-            .checked_mul(keys)
-            .ok_or_else(|| format!("{K}: request book of {mult} x {keys} ids is too large"))?;
+        let book_len = mult.checked_mul(keys).ok_or_else(|| {
+            Error::Input(format!(
+                "{K}: request book of {mult} x {keys} ids is too large"
+            ))
+        })?;
         let map = h.get_or_build(&format!("{input}\u{0}{file}"), || Ok(build_map(keys)))?;
         if map.len() != keys {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.input {input:?}: already built from another distribution"
-            ));
+            )));
         }
         let book = request_book(&buckets, book_len, 0xc0_4c11 ^ fidx as u64)
-            .map_err(|e| format!("{file}: {e}"))?;
+            .map_err(|e| Error::Input(format!("{file}: {e}")))?;
         Ok(ConcurrentHashMap {
             map,
             book,
@@ -441,7 +453,7 @@ mod tests {
             ("freq,count\n", "no keys"),
         ] {
             let e = parse_distribution(text, "c.dist").unwrap_err();
-            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.to_string().contains(want), "{text:?}: {e}");
         }
     }
 

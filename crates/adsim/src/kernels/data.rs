@@ -3,6 +3,7 @@
 //! vectors, ordered maps and hash maps).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, Work};
+use crate::Error;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -116,13 +117,13 @@ pub struct HashMapKernel {
 }
 
 impl HashMapKernel {
-    pub fn new(p: &Params, h: &HandleObjs) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs) -> Result<Self, Error> {
         let size = p.usize("size")?;
         let runs = p.usize("runs")?;
         let kind = p.str_or("map_type", "f14val")?;
         let input = p.str_or("input", "Hhashmap")?;
         let table = h.get_or_build(&format!("{input}.{kind}.{size}"), || {
-            Table::build(kind, size)
+            Table::build(kind, size).map_err(Error::Input)
         })?;
         let keys = h.get_or_build(&format!("hashmap.keys.{size}"), || {
             Ok((0..size as u32)
@@ -202,7 +203,7 @@ pub struct DeepCopy {
 }
 
 impl DeepCopy {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
         let copy_len = p.usize("copy_len")?;
         let input = p.str_or("input", "Hdeepcopy")?.to_string();
         let output = p.str_or("output", "Rdeepcopy")?.to_string();
@@ -225,9 +226,9 @@ impl DeepCopy {
                     .collect::<Vec<CopyUnit>>())
             })?;
             if v.is_empty() {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "DeepCopy params.unit_vec_len: input {input:?} has no units"
-                ));
+                )));
             }
             let b = (ints * 8 + (map + tab) * 24) as f64;
             (Some(v), b)

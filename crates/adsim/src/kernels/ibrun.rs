@@ -35,6 +35,7 @@
 //! (upstream seeds from the clock).
 
 use super::{Fired, Kernel, Params, RequestObjs};
+use crate::Error;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -256,7 +257,7 @@ pub struct IbRun {
 }
 
 impl IbRun {
-    pub fn new(p: &Params, fidx: usize) -> Result<Self, String> {
+    pub fn new(p: &Params, fidx: usize) -> Result<Self, Error> {
         let rounds = p.u64("nrounds")?;
         let warmup = p.u64("nmethods")?;
         let k = IbRun {

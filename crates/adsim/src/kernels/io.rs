@@ -5,6 +5,7 @@
 //! pre-generated string whose size follows a CDF).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, fit_quantiles, gen_string};
+use crate::Error;
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -52,8 +53,8 @@ pub struct FakeIo {
 }
 
 impl FakeIo {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
-        let (q, lat) = cdf(p, "latencies")?;
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
+        let (q, lat) = cdf(p, "latencies").map_err(Error::Input)?;
         let input = p.str_or("input", "fakeio")?;
         let table = h.get_or_build(&format!("{input}.lat_arr"), || {
             Ok(fit_quantiles(&q, &lat, LATENCY_TABLE)
@@ -89,10 +90,10 @@ pub struct Delay {
 }
 
 impl Delay {
-    pub fn new(p: &Params) -> Result<Self, String> {
-        let (q, lat) = cdf(p, "latencies")?;
+    pub fn new(p: &Params) -> Result<Self, Error> {
+        let (q, lat) = cdf(p, "latencies").map_err(Error::Input)?;
         let seen = Histogram::new_with_bounds(1, 3_600_000_000, 3)
-            .map_err(|e| format!("Delay: histogram: {e}"))?;
+            .map_err(|e| Error::Input(format!("Delay: histogram: {e}")))?;
         Ok(Delay {
             quantiles: q,
             latencies: lat.into_iter().map(|x| x as u64).collect(),
@@ -146,7 +147,7 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
         let input = p.str_or("input", "Hshape")?;
         if !input.starts_with('H') {
             return Ok(Shape {
@@ -154,7 +155,7 @@ impl Shape {
                 rand,
             });
         }
-        let (q, sizes) = cdf(p, "sizes")?;
+        let (q, sizes) = cdf(p, "sizes").map_err(Error::Input)?;
         let n = p.usize_or("str_vec_len", 1000)?;
         let strings = h.get_or_build(input, || {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5a4e);
@@ -243,7 +244,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("params.latencies has 3"), "{e}");
+        assert!(e.to_string().contains("params.latencies has 3"), "{e}");
         let m = params(json!({"quantiles": [0, 1.5], "sizes": [1, 2]}));
         let e = Shape::new(
             &Params {
@@ -255,7 +256,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("outside [0, 1]"), "{e}");
+        assert!(e.to_string().contains("outside [0, 1]"), "{e}");
     }
 
     #[test]

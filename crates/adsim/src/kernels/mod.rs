@@ -14,6 +14,7 @@
 //! Off-CPU waits ([`Fired::wait`]) are not slept on the kernel's thread:
 //! the server awaits them on its timer, like upstream's futures sleep.
 
+use crate::Error;
 pub mod bench;
 pub mod client;
 pub mod codec;
@@ -60,8 +61,8 @@ impl HandleObjs {
     pub fn get_or_build<T: Any + Send + Sync>(
         &self,
         key: &str,
-        make: impl FnOnce() -> Result<T, String>,
-    ) -> Result<Arc<T>, String> {
+        make: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<Arc<T>, Error> {
         let cell = {
             let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
             m.entry(key.to_string()).or_default().clone()
@@ -69,10 +70,10 @@ impl HandleObjs {
         let mut slot = cell.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(o) = slot.as_ref() {
             return o.clone().downcast::<T>().map_err(|_| {
-                format!(
+                Error::Input(format!(
                     "shared input {key:?} is already used by a kernel of another kind (expected {})",
                     std::any::type_name::<T>()
-                )
+                ))
             });
         }
         let v = Arc::new(make()?);
@@ -136,11 +137,11 @@ impl RequestObjs {
 
     /// Like [`RequestObjs::get`], but a missing or mistyped key is an error
     /// naming it (a kernel reads an output no earlier stage wrote).
-    pub fn need<T: Any + Send + Sync>(&self, key: &str) -> Result<Arc<T>, String> {
+    pub fn need<T: Any + Send + Sync>(&self, key: &str) -> Result<Arc<T>, Error> {
         self.get(key).ok_or_else(|| {
-            format!(
+            Error::Input(format!(
                 "request object {key:?} was not written by an earlier stage (or holds another kind of data)"
-            )
+            ))
         })
     }
 
@@ -240,65 +241,71 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    fn bad(&self, key: &str, what: &str) -> String {
-        format!("{} params.{key}: expected {what}", self.kernel)
+    fn bad(&self, key: &str, what: &str) -> Error {
+        Error::Input(format!("{} params.{key}: expected {what}", self.kernel))
     }
 
     pub fn has(&self, key: &str) -> bool {
         self.map.contains_key(key)
     }
 
-    pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, String> {
+    pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, Error> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => v.as_u64().ok_or_else(|| self.bad(key, "an integer >= 0")),
         }
     }
 
-    pub fn u64(&self, key: &str) -> Result<u64, String> {
+    pub fn u64(&self, key: &str) -> Result<u64, Error> {
         match self.map.get(key) {
-            None => Err(format!("{} params.{key}: missing", self.kernel)),
+            None => Err(Error::Input(format!(
+                "{} params.{key}: missing",
+                self.kernel
+            ))),
             Some(v) => v.as_u64().ok_or_else(|| self.bad(key, "an integer >= 0")),
         }
     }
 
-    pub fn usize_or(&self, key: &str, default: usize) -> Result<usize, String> {
+    pub fn usize_or(&self, key: &str, default: usize) -> Result<usize, Error> {
         self.u64_or(key, default as u64).map(|v| v as usize)
     }
 
-    pub fn usize(&self, key: &str) -> Result<usize, String> {
+    pub fn usize(&self, key: &str) -> Result<usize, Error> {
         self.u64(key).map(|v| v as usize)
     }
 
-    pub fn i64(&self, key: &str) -> Result<i64, String> {
+    pub fn i64(&self, key: &str) -> Result<i64, Error> {
         match self.map.get(key) {
-            None => Err(format!("{} params.{key}: missing", self.kernel)),
+            None => Err(Error::Input(format!(
+                "{} params.{key}: missing",
+                self.kernel
+            ))),
             Some(v) => v.as_i64().ok_or_else(|| self.bad(key, "an integer")),
         }
     }
 
-    pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, String> {
+    pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, Error> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => v.as_f64().ok_or_else(|| self.bad(key, "a number")),
         }
     }
 
-    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, Error> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => v.as_bool().ok_or_else(|| self.bad(key, "true or false")),
         }
     }
 
-    pub fn str_or(&self, key: &str, default: &'a str) -> Result<&'a str, String> {
+    pub fn str_or(&self, key: &str, default: &'a str) -> Result<&'a str, Error> {
         match self.map.get(key) {
             None => Ok(default),
             Some(v) => v.as_str().ok_or_else(|| self.bad(key, "a string")),
         }
     }
 
-    pub fn f64_list(&self, key: &str) -> Result<Vec<f64>, String> {
+    pub fn f64_list(&self, key: &str) -> Result<Vec<f64>, Error> {
         let a = self
             .map
             .get(key)
@@ -312,7 +319,7 @@ impl<'a> Params<'a> {
             .collect()
     }
 
-    pub fn usize_list(&self, key: &str) -> Result<Vec<usize>, String> {
+    pub fn usize_list(&self, key: &str) -> Result<Vec<usize>, Error> {
         let a = self
             .map
             .get(key)
@@ -329,7 +336,7 @@ impl<'a> Params<'a> {
 
     /// A per-table value: `key_list` (a comma-separated string or one
     /// number) when present, else `key`, else `default`; as floats.
-    pub fn per_table(&self, key: &str, default: f64) -> Result<Vec<f64>, String> {
+    pub fn per_table(&self, key: &str, default: f64) -> Result<Vec<f64>, Error> {
         let list_key = format!("{key}_list");
         match self.map.get(&list_key) {
             Some(Value::String(s)) => s
@@ -399,9 +406,9 @@ pub fn part_range(total: usize, parts: usize, part: usize) -> (usize, usize) {
 
 /// The text of the file a kernel's param `key` names, or an error naming
 /// the kernel, the param and the path.
-pub fn read_param_file(kernel: &str, key: &str, path: &str) -> Result<String, String> {
+pub fn read_param_file(kernel: &str, key: &str, path: &str) -> Result<String, Error> {
     std::fs::read_to_string(path)
-        .map_err(|e| format!("{kernel} params.{key}: cannot read {path:?}: {e}"))
+        .map_err(|e| Error::Input(format!("{kernel} params.{key}: cannot read {path:?}: {e}")))
 }
 
 /// Upstream's string alphabet for generated payloads.
@@ -421,7 +428,7 @@ pub fn build(
     params: &Map<String, Value>,
     fidx: usize,
     h: &HandleObjs,
-) -> Result<Box<dyn Kernel>, String> {
+) -> Result<Box<dyn Kernel>, Error> {
     let p = Params {
         kernel: name,
         map: params,
@@ -447,7 +454,7 @@ pub fn build(
         "GEMM" | "Embedding" | "DenseFP32" | "Interaction" | "Features" => {
             ml::build(name, &p, h, rand)?
         }
-        other => return Err(format!("unknown kernel {other:?}")),
+        other => return Err(Error::Input(format!("unknown kernel {other:?}"))),
     })
 }
 
@@ -476,7 +483,7 @@ mod tests {
         assert_eq!(*rq.get::<u32>("Ra").unwrap(), 1);
         assert!(rq.get::<u64>("Ra").is_none());
         let e = rq.need::<u32>("Rb").unwrap_err();
-        assert!(e.contains("\"Rb\""), "{e}");
+        assert!(e.to_string().contains("\"Rb\""), "{e}");
         assert_eq!(rq.multiplier(|| 7), 7);
         assert_eq!(rq.multiplier(|| 9), 7);
     }
@@ -488,7 +495,7 @@ mod tests {
         let b = h.get_or_build("Hx", || Ok(vec![9u8])).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         let e = h.get_or_build("Hx", || Ok(3u64)).unwrap_err();
-        assert!(e.contains("\"Hx\""), "{e}");
+        assert!(e.to_string().contains("\"Hx\""), "{e}");
     }
 
     #[test]
@@ -503,7 +510,7 @@ mod tests {
                 h.get_or_build("Ha", move || {
                     rx.recv_timeout(std::time::Duration::from_secs(10))
                         .map(|_| 1u8)
-                        .map_err(|_| "B never started building".to_string())
+                        .map_err(|_| Error::Host("B never started building".to_string()))
                 })
             });
             std::thread::sleep(std::time::Duration::from_millis(50));

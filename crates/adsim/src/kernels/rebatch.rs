@@ -18,6 +18,7 @@
 //! tensors (upstream's split) into an output of that share's size.
 
 use super::{Fired, HandleObjs, Kernel, Params, RequestObjs, Work, part_range, read_param_file};
+use crate::Error;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +33,7 @@ pub struct SizeDistribution {
 impl SizeDistribution {
     /// Parses `size,percent` lines; a first line that is not numbers is a
     /// header. `file` names the file in errors.
-    pub fn parse(text: &str, file: &str) -> Result<SizeDistribution, String> {
+    pub fn parse(text: &str, file: &str) -> Result<SizeDistribution, Error> {
         let mut pairs = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -48,19 +49,21 @@ impl SizeDistribution {
             });
             match parsed {
                 Some((_, f)) if !(f.is_finite() && f >= 0.0) => {
-                    return Err(format!("{at}: percent {f}: expected a number >= 0"));
+                    return Err(Error::Input(format!(
+                        "{at}: percent {f}: expected a number >= 0"
+                    )));
                 }
                 Some((s, f)) => pairs.push((s, f / 100.0)),
                 None if n == 0 => {} // the header
                 None => {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "{at}: {line:?}: expected size,percent (an integer and a number)"
-                    ));
+                    )));
                 }
             }
         }
         if pairs.is_empty() {
-            return Err(format!("{file}: no size,percent lines"));
+            return Err(Error::Input(format!("{file}: no size,percent lines")));
         }
         pairs.sort_by_key(|p| p.0);
         let mut acc = 0.0;
@@ -95,10 +98,11 @@ pub struct MemoryPool {
 }
 
 impl MemoryPool {
-    pub fn new(bytes: usize) -> Result<MemoryPool, String> {
+    pub fn new(bytes: usize) -> Result<MemoryPool, Error> {
         let mut mem = Vec::new();
-        mem.try_reserve_exact(bytes)
-            .map_err(|e| format!("cannot allocate the {bytes}-byte memory pool: {e}"))?;
+        mem.try_reserve_exact(bytes).map_err(|e| {
+            Error::Host(format!("cannot allocate the {bytes}-byte memory pool: {e}"))
+        })?;
         mem.resize(bytes, 0xAB);
         Ok(MemoryPool { mem })
     }
@@ -178,7 +182,7 @@ pub struct Rebatch {
 }
 
 impl Rebatch {
-    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, Error> {
         const K: &str = "Rebatch";
         let tensors_per_batch = p.usize_or("tensors_per_batch", 100)?;
         let num_threads = p.usize_or("num_threads", 4)?;
@@ -188,30 +192,34 @@ impl Rebatch {
             None => 0,
             Some(v) => v
                 .as_i64()
-                .ok_or_else(|| format!("{K} params.prefetch_dist: expected an integer"))?
+                .ok_or_else(|| {
+                    Error::Input(format!("{K} params.prefetch_dist: expected an integer"))
+                })?
                 .max(0) as usize,
         };
         let input = p.str_or("input", K)?;
         if !p.has("distribution_file") {
-            return Err(format!("{K} params.distribution_file: missing"));
+            return Err(Error::Input(format!(
+                "{K} params.distribution_file: missing"
+            )));
         }
         let file = p.str_or("distribution_file", "")?;
         let nbatches = p.usize_or("num_pregenerated_batches", 100)?;
         if nbatches == 0 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.num_pregenerated_batches: 0: expected >= 1"
-            ));
+            )));
         }
         if num_threads > 4096 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.num_threads: {num_threads}: expected 0..=4096"
-            ));
+            )));
         }
         let pool_bytes = gb * (1u64 << 30) as f64;
         if !(pool_bytes >= 1.0 && pool_bytes <= usize::MAX as f64 / 2.0) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{K} params.memory_pool_size_gb: {gb}: expected a positive size in GiB"
-            ));
+            )));
         }
         let pool_bytes = pool_bytes as usize;
         let dist = SizeDistribution::parse(&read_param_file(K, "distribution_file", file)?, file)?;
@@ -346,7 +354,7 @@ mod tests {
             ("size,pct\n", "no size,percent lines"),
         ] {
             let e = SizeDistribution::parse(text, "r.dist").unwrap_err();
-            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.to_string().contains(want), "{text:?}: {e}");
         }
     }
 
@@ -443,6 +451,6 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("memory_pool_size_gb: 0"), "{e}");
+        assert!(e.to_string().contains("memory_pool_size_gb: 0"), "{e}");
     }
 }

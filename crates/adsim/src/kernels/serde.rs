@@ -10,6 +10,7 @@
 //! stored under `output`).
 
 use super::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs};
+use crate::Error;
 use crate::proto::{I32List, SerializableInfo, SerializableReq, SerializableUnit};
 use prost::Message;
 use std::sync::Arc;
@@ -105,10 +106,10 @@ pub struct Serialize {
 }
 
 impl Serialize {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
         let input = p.str_or("input", "Hserializable_req_list")?;
         Ok(Serialize {
-            corpus: corpus(p, h, &rand, input)?,
+            corpus: corpus(p, h, &rand, input).map_err(Error::Input)?,
             niters: p.usize_or("niters", 1)?,
             output: p.str_or("output", "Rserialized_req")?.to_string(),
             rand,
@@ -137,10 +138,10 @@ pub struct Deserialize {
 }
 
 impl Deserialize {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Self, Error> {
         let input = p.str_or("input", "Hdeserialize")?;
         Ok(Deserialize {
-            corpus: corpus(p, h, &rand, input)?,
+            corpus: corpus(p, h, &rand, input).map_err(Error::Input)?,
             niters: p.usize_or("niters", 1)?,
             output: p.str_or("output", "Rdeserialized")?.to_string(),
             rand,
@@ -234,6 +235,6 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("\"Hx\""), "{e}");
+        assert!(e.to_string().contains("\"Hx\""), "{e}");
     }
 }

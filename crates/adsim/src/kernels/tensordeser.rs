@@ -16,6 +16,7 @@
 //! concurrent parts.
 
 use super::{Fired, HandleObjs, Kernel, Params, RequestObjs, Work, part_range, read_param_file};
+use crate::Error;
 use rand::SeedableRng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
@@ -38,21 +39,21 @@ pub struct ChainShape {
 const MAX_TABLE: f64 = 10_000_000.0;
 
 /// Parses a distribution file's text; `file` names it in errors.
-pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<ChainShape>, String> {
+pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<ChainShape>, Error> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let at = || format!("{file}:{}", n + 1);
+        let at = || Error::Input(format!("{file}:{}", n + 1));
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
         let cols: Vec<&str> = line.split(',').collect();
         if cols.len() != 4 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: expected 4 comma-separated columns (frequency,headroom,tailroom,chain), found {}",
                 at(),
                 cols.len()
-            ));
+            )));
         }
         let num = |i: usize, what: &str| {
             cols[i].trim().parse::<u64>().map_err(|_| {
@@ -63,10 +64,11 @@ pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<ChainShape>, Str
                 )
             })
         };
-        let frequency = num(0, "frequency")?;
-        let headroom = num(1, "headroom")? as usize;
-        let tailroom = num(2, "tailroom")? as usize;
-        let bufs = parse_chain(cols[3]).map_err(|e| format!("{}: chain: {e}", at()))?;
+        let frequency = num(0, "frequency").map_err(Error::Input)?;
+        let headroom = num(1, "headroom").map_err(Error::Input)? as usize;
+        let tailroom = num(2, "tailroom").map_err(Error::Input)? as usize;
+        let bufs =
+            parse_chain(cols[3]).map_err(|e| Error::Input(format!("{}: chain: {e}", at())))?;
         out.push(ChainShape {
             frequency,
             headroom,
@@ -75,10 +77,10 @@ pub fn parse_distribution(text: &str, file: &str) -> Result<Vec<ChainShape>, Str
         });
     }
     if out.is_empty() {
-        return Err(format!("{file}: no chain shapes in the file"));
+        return Err(Error::Input(format!("{file}: no chain shapes in the file")));
     }
     if out.iter().all(|s| s.frequency == 0) {
-        return Err(format!("{file}: every frequency is 0"));
+        return Err(Error::Input(format!("{file}: every frequency is 0")));
     }
     Ok(out)
 }
@@ -214,22 +216,26 @@ pub struct TensorDeser {
 }
 
 impl TensorDeser {
-    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, String> {
+    pub fn new(p: &Params, h: &HandleObjs, fidx: usize) -> Result<Self, Error> {
         let requests_per_run = p.usize("requests_per_run")?;
         let mult = p.usize_or("request_book_multiplier", 10)?;
         let num_threads = p.usize_or("num_threads", 4)?;
         let input = p.str_or("input", "TensorDeser")?;
         let file = p.str_or("distribution_file", "")?;
         if !p.has("distribution_file") {
-            return Err("TensorDeser params.distribution_file: missing".into());
+            return Err(Error::Input(
+                "TensorDeser params.distribution_file: missing".into(),
+            ));
         }
         if mult == 0 {
-            return Err("TensorDeser params.request_book_multiplier: 0: expected >= 1".into());
+            return Err(Error::Input(
+                "TensorDeser params.request_book_multiplier: 0: expected >= 1".into(),
+            ));
         }
         if num_threads > 4096 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "TensorDeser params.num_threads: {num_threads}: expected 0..=4096"
-            ));
+            )));
         }
         let shapes = parse_distribution(
             &read_param_file("TensorDeser", "distribution_file", file)?,
@@ -252,9 +258,9 @@ impl TensorDeser {
             })
         })?;
         if data.copies.len() != shapes.len() {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "TensorDeser params.input {input:?}: already built from another distribution"
-            ));
+            )));
         }
         // Upstream's table: frequencies scaled to at most 10M entries,
         // every shape with a frequency > 0 at least once.
@@ -268,7 +274,7 @@ impl TensorDeser {
             })
             .collect();
         let pick = WeightedIndex::new(&weights)
-            .map_err(|e| format!("{file}: frequencies cannot be sampled: {e}"))?;
+            .map_err(|e| Error::Input(format!("{file}: frequencies cannot be sampled: {e}")))?;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(0x7e45_0de5 ^ fidx as u64);
         let book: Vec<u32> = (0..mult * shapes.len())
             .map(|_| pick.sample(&mut rng) as u32)
@@ -369,7 +375,7 @@ mod tests {
             ("0,2,3,[{h:1|d:2|t:3}]", "every frequency is 0"),
         ] {
             let e = parse_distribution(text, "d.dist").unwrap_err();
-            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.to_string().contains(want), "{text:?}: {e}");
         }
     }
 
@@ -450,6 +456,6 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.contains("/nonexistent/d.dist"), "{e}");
+        assert!(e.to_string().contains("/nonexistent/d.dist"), "{e}");
     }
 }

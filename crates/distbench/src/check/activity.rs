@@ -21,6 +21,7 @@
 //! `PolluteInstructionCache` calls, uniformly at random, into upstream's
 //! count of generated functions ([`POLLUTED_FUNCTIONS`]).
 
+use crate::Error;
 use crate::proto::ActivityConfig;
 use std::time::Duration;
 
@@ -114,25 +115,28 @@ fn func_of(a: &ActivityConfig) -> Option<&str> {
 
 /// Reads an activity config as upstream does; the error names the setting
 /// and what was expected (without the config's name: callers add it).
-pub fn parse(a: &ActivityConfig) -> Result<Activity, String> {
+pub fn parse(a: &ActivityConfig) -> Result<Activity, Error> {
     let Some(func) = func_of(a) else {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "activity_func: missing, or not a string_value (one of {})",
             FUNCS.join(", ")
-        ));
+        )));
     };
     let micros = |v: usize| Duration::from_micros(v as u64);
     Ok(match func {
         "ConsumeCpu" => Activity::ConsumeCpu {
-            array_size: positive(a, "array_size", Some(CONSUME_CPU_ARRAY_SIZE))?,
+            array_size: positive(a, "array_size", Some(CONSUME_CPU_ARRAY_SIZE))
+                .map_err(Error::Input)?,
         },
         "PolluteDataCache" => Activity::PolluteDataCache {
-            array_size: positive(a, "array_size", Some(POLLUTE_DATA_CACHE_ARRAY_SIZE))?,
+            array_size: positive(a, "array_size", Some(POLLUTE_DATA_CACHE_ARRAY_SIZE))
+                .map_err(Error::Input)?,
             reads: positive(
                 a,
                 "array_reads_per_iteration",
                 Some(ARRAY_READS_PER_ITERATION),
-            )?,
+            )
+            .map_err(Error::Input)?,
         },
         "PolluteInstructionCache" => {
             let calls = int(
@@ -146,16 +150,16 @@ pub fn parse(a: &ActivityConfig) -> Result<Activity, String> {
             }
         }
         "SleepFor" => Activity::SleepFor {
-            duration: micros(positive(a, "duration_us", None)?),
+            duration: micros(positive(a, "duration_us", None).map_err(Error::Input)?),
         },
         "SpinFor" => Activity::SpinFor {
-            duration: micros(positive(a, "duration_us", None)?),
+            duration: micros(positive(a, "duration_us", None).map_err(Error::Input)?),
         },
         other => {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "activity_func: unknown activity '{other}' (upstream runs {})",
                 FUNCS.join(", ")
-            ));
+            )));
         }
     })
 }
@@ -266,7 +270,7 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_setting() {
-        let err = |s: &[(&str, Result<&str, i64>)]| parse(&config(s)).unwrap_err();
+        let err = |s: &[(&str, Result<&str, i64>)]| parse(&config(s)).unwrap_err().to_string();
         assert_eq!(
             err(&[func("SleepFor")]),
             "duration_us: required by SleepFor, as a positive integer (an int64_value) of \

@@ -23,6 +23,7 @@
 //! read), and the sample goes under the instance that answered.
 
 use super::{Checker, Kind};
+use crate::Error;
 use crate::proto::{DistributedSystemDescription, MultiServerChannel};
 use std::collections::BTreeSet;
 
@@ -43,7 +44,7 @@ pub const POLICIES: [&str; 2] = ["round_robin", "pick_first"];
 /// upstream logs and skips it), `round_robin` without one. `Err` names a
 /// policy rackbench does not have. The second value lists the settings
 /// that nothing reads, for warnings.
-pub fn settings(ch: &MultiServerChannel) -> Result<(Policy, Vec<String>), String> {
+pub fn settings(ch: &MultiServerChannel) -> Result<(Policy, Vec<String>), Error> {
     let mut ignored = Vec::new();
     let mut policy: Option<&str> = None;
     for s in &ch.channel_settings {
@@ -63,11 +64,11 @@ pub fn settings(ch: &MultiServerChannel) -> Result<(Policy, Vec<String>), String
         "round_robin" => Policy::RoundRobin,
         "pick_first" => Policy::PickFirst,
         other => {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "channel_settings 'policy': '{other}' is not supported by rackbench (it has {}; \
                  upstream hands the name to gRPC core)",
                 POLICIES.join(", ")
-            ));
+            )));
         }
     };
     Ok((policy, ignored))

@@ -1,5 +1,6 @@
 //! The `fanout_filter` of an RPC: which server instances one send reaches.
 
+use crate::Error;
 /// Filters without parameters (`""` means `all`).
 const PLAIN: &[&str] = &[
     "",
@@ -29,28 +30,32 @@ pub const VALID_FORMS: &str = "all, random, round_robin, same_x, same_y, same_z,
      stochastic{P:N,...}";
 
 /// Checks a fan-out filter; the error says what is wrong with it.
-pub fn check(filter: &str) -> Result<(), String> {
+pub fn check(filter: &str) -> Result<(), Error> {
     if PLAIN.contains(&filter) {
         return Ok(());
     }
     let Some((name, params)) = filter.split_once('{') else {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "unknown fanout_filter '{filter}' (valid: {VALID_FORMS})"
-        ));
+        )));
     };
     let Some(params) = params.strip_suffix('}') else {
-        return Err(format!("fanout_filter '{filter}' must end with '}}'"));
+        return Err(Error::Input(format!(
+            "fanout_filter '{filter}' must end with '}}'"
+        )));
     };
     match name {
         "linear_x" | "linear_y" | "linear_z" => {
             params.trim().parse::<i32>().map(|_| ()).map_err(|_| {
-                format!("fanout_filter '{filter}': the distance in {name}{{D}} must be an integer")
+                Error::Input(format!(
+                    "fanout_filter '{filter}': the distance in {name}{{D}} must be an integer"
+                ))
             })
         }
-        "stochastic" => check_stochastic(filter, params),
-        _ => Err(format!(
+        "stochastic" => check_stochastic(filter, params).map_err(Error::Input),
+        _ => Err(Error::Input(format!(
             "unknown fanout_filter '{filter}' (valid: {VALID_FORMS})"
-        )),
+        ))),
     }
 }
 
@@ -130,7 +135,7 @@ mod tests {
         ];
         for (f, want) in cases {
             let err = check(f).unwrap_err();
-            assert!(err.contains(want), "{f}: {err}");
+            assert!(err.to_string().contains(want), "{f}: {err}");
         }
     }
 }

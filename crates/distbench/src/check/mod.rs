@@ -11,6 +11,7 @@
 //! ([`warnings`]). [`validate`], behind the `check_test` command and every
 //! run, refuses the first two.
 
+use crate::Error;
 pub mod activity;
 pub mod channels;
 pub mod distribution;
@@ -121,7 +122,7 @@ impl fmt::Display for Problem {
 /// run; the error lists every problem, one per line, after `LABEL:
 /// check_test found N problems:`. Warnings are not errors: see
 /// [`sequence_warnings`].
-pub fn validate(seq: &TestSequence, label: &str) -> Result<(), String> {
+pub fn validate(seq: &TestSequence, label: &str) -> Result<(), Error> {
     let (warnings, problems): (Vec<Problem>, Vec<Problem>) = seq
         .tests
         .iter()
@@ -140,7 +141,7 @@ pub fn validate(seq: &TestSequence, label: &str) -> Result<(), String> {
     for p in &problems {
         out.push_str(&format!("\n  {p}"));
     }
-    Err(out)
+    Err(Error::Input(out))
 }
 
 /// Checks every test of a sequence for what upstream refuses.

@@ -372,6 +372,36 @@ fn grpc_variant(
             )));
         }
     };
+    check_transport(server, location)?;
+    let pooled = server_type != ServerType::Inline;
+    let (threadpool_size, threadpool_type) = threadpool(server, pooled, location)?;
+    if let Some(s) = server.iter().find(|s| !SERVER_SETTINGS.contains(&s.name())) {
+        return Err(problem(
+            Severity::Unsupported,
+            location,
+            format!(
+                "server_settings '{}': upstream passes server settings it does not read to gRPC \
+                 as channel arguments; rackbench's grpc driver (tonic) has no gRPC core channel \
+                 arguments (it reads {})",
+                s.name(),
+                SERVER_SETTINGS.join(", ")
+            ),
+        ));
+    }
+    ignored_setting_warnings(client, server, pooled, location, warnings);
+    let variant = GrpcVariant {
+        client_type,
+        server_type,
+        threadpool_size,
+        threadpool_type,
+    };
+    client_type_warning(client, &variant, location, warnings);
+    Ok(variant)
+}
+
+/// `server_settings 'transport'`: only tcp runs here.
+fn check_transport(server: &[NamedSetting], location: &str) -> Result<(), DriverProblem> {
+    let invalid = |m: String| problem(Severity::Invalid, location, m);
     match string(server, "server", "transport", location)? {
         None | Some("tcp") => {}
         Some("homa") => {
@@ -389,9 +419,19 @@ fn grpc_variant(
             )));
         }
     }
+    Ok(())
+}
+
+/// The thread pool of a server (`pooled`: a handoff or polling one):
+/// `threadpool_size` and `threadpool_type`.
+fn threadpool(
+    server: &[NamedSetting],
+    pooled: bool,
+    location: &str,
+) -> Result<(Option<i64>, ThreadpoolType), DriverProblem> {
+    let invalid = |m: String| problem(Severity::Invalid, location, m);
     let size_setting = server.iter().find(|s| s.name() == "threadpool_size");
     let type_setting = string(server, "server", "threadpool_type", location)?;
-    let pooled = server_type != ServerType::Inline;
     let mut threadpool_size = None;
     let mut threadpool_type = ThreadpoolType::Elastic;
     if pooled {
@@ -430,19 +470,18 @@ fn grpc_variant(
             }
         };
     }
-    if let Some(s) = server.iter().find(|s| !SERVER_SETTINGS.contains(&s.name())) {
-        return Err(problem(
-            Severity::Unsupported,
-            location,
-            format!(
-                "server_settings '{}': upstream passes server settings it does not read to gRPC \
-                 as channel arguments; rackbench's grpc driver (tonic) has no gRPC core channel \
-                 arguments (it reads {})",
-                s.name(),
-                SERVER_SETTINGS.join(", ")
-            ),
-        ));
-    }
+    Ok((threadpool_size, threadpool_type))
+}
+
+/// Warns about the client settings and (for an inline server) the thread
+/// pool settings the grpc driver ignores, as upstream does.
+fn ignored_setting_warnings(
+    client: &[NamedSetting],
+    server: &[NamedSetting],
+    pooled: bool,
+    location: &str,
+    warnings: &mut Vec<DriverProblem>,
+) {
     for s in client.iter().filter(|s| s.name() != "client_type") {
         warnings.push(problem(
             Severity::Warning,
@@ -468,12 +507,15 @@ fn grpc_variant(
             }
         }
     }
-    let variant = GrpcVariant {
-        client_type,
-        server_type,
-        threadpool_size,
-        threadpool_type,
-    };
+}
+
+/// Warns that the client's threading (`client_type`) is not reproduced.
+fn client_type_warning(
+    client: &[NamedSetting],
+    variant: &GrpcVariant,
+    location: &str,
+    warnings: &mut Vec<DriverProblem>,
+) {
     // server_type and the thread pool are reproduced by the driver
     // (engine::driver::Handoff); the client's threading is not.
     if variant.client_type != ClientType::Polling
@@ -495,7 +537,6 @@ fn grpc_variant(
             ),
         ));
     }
-    Ok(variant)
 }
 
 fn describe(s: &NamedSetting) -> String {

@@ -9,6 +9,7 @@
 //! each interval instead (`[value_0, value_1]`, then `(value_{i-1},
 //! value_i]`), and so does this.
 
+use crate::Error;
 use crate::proto::DistributionConfig;
 use rand::Rng;
 
@@ -37,7 +38,7 @@ enum Field {
 impl Sampler {
     /// Builds a sampler; the config is expected to have passed `check_test`
     /// (`crate::check::distribution`), the error names what is still wrong.
-    pub fn new(config: &DistributionConfig) -> Result<Sampler, String> {
+    pub fn new(config: &DistributionConfig) -> Result<Sampler, Error> {
         let name = config.name();
         let kind = if config.cdf_points.first().is_some_and(|p| p.cdf() == 0.0) {
             // A CDF starting at probability 0 is uniform within its
@@ -72,10 +73,10 @@ impl Sampler {
                         (Some(v), _, _) => Field::Exact(v),
                         (None, Some(lo), Some(hi)) if lo <= hi => Field::Range(lo, hi),
                         _ => {
-                            return Err(format!(
+                            return Err(Error::Input(format!(
                                 "distribution '{name}': pmf_points[{i}] has a data point \
                                  without exact nor a lower <= upper range"
-                            ));
+                            )));
                         }
                     });
                 }
@@ -83,7 +84,7 @@ impl Sampler {
             }
             Kind::Pmf(points)
         } else {
-            return Err(format!("distribution '{name}' has no points"));
+            return Err(Error::Input(format!("distribution '{name}' has no points")));
         };
         Ok(Sampler {
             fields: config.field_names.clone(),
@@ -246,6 +247,11 @@ mod tests {
             }],
             ..Default::default()
         };
-        assert!(Sampler::new(&bad).unwrap_err().contains("pmf_points[0]"));
+        assert!(
+            Sampler::new(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("pmf_points[0]")
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! connection per peer ([`rpc::frame`]), without HTTP/2's costs.
 
 use super::Engine;
+use crate::Error;
 use crate::proto::connection_setup_server::{ConnectionSetup, ConnectionSetupServer};
 use crate::proto::traffic_server::{Traffic, TrafficServer};
 use crate::proto::{
@@ -46,7 +47,7 @@ pub enum Protocol {
 pub fn options_of<'a>(
     options_name: Option<&str>,
     options: &'a [ProtocolDriverOptions],
-) -> Result<Option<&'a ProtocolDriverOptions>, String> {
+) -> Result<Option<&'a ProtocolDriverOptions>, Error> {
     match options_name {
         None | Some("") => Ok(options
             .iter()
@@ -56,7 +57,9 @@ pub fn options_of<'a>(
             .find(|o| o.name() == name)
             .map(Some)
             .ok_or_else(|| {
-                format!("protocol_driver_options_name: no protocol_driver_options named '{name}'")
+                Error::Input(format!(
+                    "protocol_driver_options_name: no protocol_driver_options named '{name}'"
+                ))
             }),
     }
 }
@@ -66,7 +69,7 @@ pub fn options_of<'a>(
 pub fn protocol_of(
     options: Option<&ProtocolDriverOptions>,
     default_protocol: &str,
-) -> Result<Protocol, String> {
+) -> Result<Protocol, Error> {
     let protocol = options
         .and_then(|o| o.protocol_name.clone())
         .filter(|p| !p.is_empty())
@@ -74,10 +77,10 @@ pub fn protocol_of(
     match protocol.as_str() {
         "grpc" => Ok(Protocol::Grpc),
         "tcp" => Ok(Protocol::Tcp),
-        _ => Err(format!(
+        _ => Err(Error::Input(format!(
             "protocol '{protocol}' is not supported by rackbench (supported: {})",
             SUPPORTED.join(", ")
-        )),
+        ))),
     }
 }
 
@@ -162,19 +165,21 @@ impl GrpcPeer {
     /// Connects to the instance whose endpoint is `endpoint`: the
     /// handshake there, then its traffic address (the same connection
     /// when that is the endpoint itself). TCP_NODELAY, 5 s connect timeout.
-    pub async fn connect(endpoint: SocketAddr) -> Result<GrpcPeer, String> {
+    pub async fn connect(endpoint: SocketAddr) -> Result<GrpcPeer, Error> {
         let setup =
             rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
                 .await
-                .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
-        let data = setup_connection(&setup, endpoint).await?;
+                .map_err(|e| Error::Host(format!("cannot connect to {endpoint}: {e}")))?;
+        let data = setup_connection(&setup, endpoint)
+            .await
+            .map_err(Error::Host)?;
         let client = if data == endpoint {
             setup.with_path(GENERIC_RPC)
         } else {
             drop(setup);
             rpc::unary::UnaryClient::connect_with(data, 1, GENERIC_RPC, h2_settings()).await
         }
-        .map_err(|e| format!("cannot connect to {data}: {e}"))?;
+        .map_err(|e| Error::Host(format!("cannot connect to {data}: {e}")))?;
         Ok(GrpcPeer { client })
     }
 }
@@ -227,12 +232,14 @@ pub struct TcpPeer {
 impl TcpPeer {
     /// Connects to the instance whose endpoint is `endpoint`: the
     /// handshake there, then its frame server (5 s timeout).
-    pub async fn connect(endpoint: SocketAddr) -> Result<TcpPeer, String> {
+    pub async fn connect(endpoint: SocketAddr) -> Result<TcpPeer, Error> {
         let setup =
             rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
                 .await
-                .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
-        let addr = setup_connection(&setup, endpoint).await?;
+                .map_err(|e| Error::Host(format!("cannot connect to {endpoint}: {e}")))?;
+        let addr = setup_connection(&setup, endpoint)
+            .await
+            .map_err(Error::Host)?;
         drop(setup);
         match tokio::time::timeout(
             Duration::from_secs(5),
@@ -241,8 +248,8 @@ impl TcpPeer {
         .await
         {
             Ok(Ok(client)) => Ok(TcpPeer { client }),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("cannot connect to {addr}: timed out")),
+            Ok(Err(e)) => Err(Error::Host(e.to_string())),
+            Err(_) => Err(Error::Host(format!("cannot connect to {addr}: timed out"))),
         }
     }
 }
@@ -263,7 +270,7 @@ impl Peer for TcpPeer {
 
 /// Connects to the peer instance whose endpoint is `addr`, serving
 /// `protocol`.
-pub async fn connect(protocol: Protocol, addr: SocketAddr) -> Result<Arc<dyn Peer>, String> {
+pub async fn connect(protocol: Protocol, addr: SocketAddr) -> Result<Arc<dyn Peer>, Error> {
     Ok(match protocol {
         Protocol::Grpc => Arc::new(GrpcPeer::connect(addr).await?),
         Protocol::Tcp => Arc::new(TcpPeer::connect(addr).await?),
@@ -393,10 +400,10 @@ impl Serving {
         listen: IpAddr,
         advertise: IpAddr,
         data_ip: IpAddr,
-    ) -> Result<Serving, String> {
+    ) -> Result<Serving, Error> {
         if protocol == Protocol::Grpc && covers(listen, data_ip) {
             let bound = rpc::server::bind_or_loopback(SocketAddr::new(listen, 0))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Error::Host(e.to_string()))?;
             let port = bound.addr.port();
             let data = SocketAddr::new(data_ip, port);
             let router = grpc_builder()
@@ -408,13 +415,15 @@ impl Serving {
                 data,
             });
         }
-        let traffic = Server::start(engine, protocol, SocketAddr::new(data_ip, 0)).await?;
+        let traffic = Server::start(engine, protocol, SocketAddr::new(data_ip, 0))
+            .await
+            .map_err(Error::Host)?;
         let data = traffic.addr();
         let bound = match rpc::server::bind_or_loopback(SocketAddr::new(listen, 0)) {
             Ok(b) => b,
             Err(e) => {
                 traffic.shutdown().await;
-                return Err(e.to_string());
+                return Err(Error::Host(e.to_string()));
             }
         };
         let port = bound.addr.port();
@@ -490,7 +499,7 @@ impl Drop for PoolRuntime {
 
 impl Handoff {
     /// The hand-off `engine`'s service asks for (inline for the tcp driver).
-    pub fn of(engine: &Engine) -> Result<Handoff, String> {
+    pub fn of(engine: &Engine) -> Result<Handoff, Error> {
         use crate::check::protocol::{ServerType, ThreadpoolType};
         let info = &engine.tables.services[engine.service];
         let Some(v) = &info.grpc else {
@@ -509,15 +518,15 @@ impl Handoff {
             .map_or("instance", String::as_str);
         Ok(match v.threadpool_type {
             ThreadpoolType::Elastic => Handoff::Pool {
-                pool: PoolRuntime::new(name, threads)?,
+                pool: PoolRuntime::new(name, threads).map_err(Error::Host)?,
                 limit: None,
             },
             ThreadpoolType::Simple => Handoff::Pool {
-                pool: PoolRuntime::new(name, threads)?,
+                pool: PoolRuntime::new(name, threads).map_err(Error::Host)?,
                 limit: Some(Arc::new(tokio::sync::Semaphore::new(threads))),
             },
             ThreadpoolType::Null => Handoff::ThreadPerRpc {
-                pool: PoolRuntime::new(name, 1)?,
+                pool: PoolRuntime::new(name, 1).map_err(Error::Host)?,
             },
         })
     }
@@ -527,20 +536,20 @@ impl Handoff {
         &self,
         engine: Arc<Engine>,
         req: GenericRequestResponse,
-    ) -> Result<GenericRequestResponse, String> {
+    ) -> Result<GenericRequestResponse, Error> {
         match self {
             Handoff::Inline => Ok(engine.handle(req).await),
             Handoff::Pool { pool, limit } => {
-                let permit = match limit {
-                    Some(s) => Some(
-                        s.clone()
-                            .acquire_owned()
-                            .await
-                            .map_err(|_| "the handler pool is shut down".to_string())?,
-                    ),
-                    None => None,
-                };
-                let handle = pool.handle().ok_or("the handler pool is shut down")?;
+                let permit =
+                    match limit {
+                        Some(s) => Some(s.clone().acquire_owned().await.map_err(|_| {
+                            Error::Host("the handler pool is shut down".to_string())
+                        })?),
+                        None => None,
+                    };
+                let handle = pool
+                    .handle()
+                    .ok_or_else(|| Error::Host("the handler pool is shut down".into()))?;
                 handle
                     .spawn(async move {
                         let r = engine.handle(req).await;
@@ -548,12 +557,12 @@ impl Handoff {
                         r
                     })
                     .await
-                    .map_err(|e| format!("the handler failed: {e}"))
+                    .map_err(|e| Error::Host(format!("the handler failed: {e}")))
             }
             Handoff::ThreadPerRpc { pool } => {
                 let handle = pool
                     .handle()
-                    .ok_or("the handler pool is shut down")?
+                    .ok_or_else(|| Error::Host("the handler pool is shut down".into()))?
                     .clone();
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 std::thread::Builder::new()
@@ -561,8 +570,9 @@ impl Handoff {
                     .spawn(move || {
                         let _ = tx.send(handle.block_on(engine.handle(req)));
                     })
-                    .map_err(|e| format!("cannot start a handler thread: {e}"))?;
-                rx.await.map_err(|_| "the handler thread died".to_string())
+                    .map_err(|e| Error::Host(format!("cannot start a handler thread: {e}")))?;
+                rx.await
+                    .map_err(|_| Error::Host("the handler thread died".to_string()))
             }
         }
     }
@@ -576,7 +586,7 @@ pub struct GrpcService {
 
 /// The tonic service that hands every request to `engine`, as its service's
 /// `server_type` asks.
-pub fn grpc_service(engine: Arc<Engine>) -> Result<TrafficServer<GrpcService>, String> {
+pub fn grpc_service(engine: Arc<Engine>) -> Result<TrafficServer<GrpcService>, Error> {
     let handoff = Handoff::of(&engine)?;
     Ok(TrafficServer::new(GrpcService { engine, handoff })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -41,6 +41,7 @@
 //! candidates is built empty, so every pick becomes instance 0), this module
 //! implements the evident intent: distinct random instances.
 
+use crate::Error;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
@@ -137,7 +138,7 @@ pub enum Fanout {
 impl Fanout {
     /// Parses a `fanout_filter`; the error says what is wrong with it (the
     /// same messages as [`crate::check::fanout::check`]).
-    pub fn parse(filter: &str) -> Result<Fanout, String> {
+    pub fn parse(filter: &str) -> Result<Fanout, Error> {
         crate::check::fanout::check(filter)?;
         let same = |x, y, z| Fanout::Same { x, y, z };
         let plain = match filter {
@@ -163,7 +164,7 @@ impl Fanout {
             return Ok(f);
         }
         // `check` accepted it, so it is `name{params}` with valid params.
-        let bad = || format!("unparsable fanout_filter '{filter}'");
+        let bad = || Error::Input(format!("unparsable fanout_filter '{filter}'"));
         let (name, rest) = filter.split_once('{').ok_or_else(bad)?;
         let params = rest.strip_suffix('}').ok_or_else(bad)?;
         let axis = match name {
@@ -499,11 +500,13 @@ mod tests {
         assert!(
             Fanout::parse("ring_w")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown fanout_filter")
         );
         assert!(
             Fanout::parse("stochastic{2:1}")
                 .unwrap_err()
+                .to_string()
                 .contains("between 0 and 1")
         );
     }

@@ -27,6 +27,7 @@
 //! the instance that answered. An action with an `rpc_replay_trace_name`
 //! replays the trace each iteration ([`replay`]).
 
+use crate::Error;
 pub mod dist;
 pub mod driver;
 pub mod fanout;
@@ -383,27 +384,27 @@ impl Engine {
     /// Connects to every instance of every service this one sends RPCs to,
     /// and sets up their multi-server channels. `endpoints` is the test's
     /// placement (instance name -> address and attributes).
-    pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), String> {
+    pub async fn connect_peers(&self, endpoints: &ServiceEndpointMap) -> Result<(), Error> {
         let mut table: PeerTable = self.tables.services.iter().map(|_| Vec::new()).collect();
         let mut channels: Vec<Vec<Arc<Channel>>> =
             self.tables.services.iter().map(|_| Vec::new()).collect();
         for s in self.server_services() {
-            channels[s] = self.channels_of(s, endpoints)?;
+            channels[s] = self.channels_of(s, endpoints).map_err(Error::Host)?;
             let info = &self.tables.services[s];
             let mut conns = FuturesUnordered::new();
             for (i, name) in info.instances.iter().enumerate() {
                 let ep = endpoints.service_endpoints.get(name).ok_or_else(|| {
-                    format!(
+                    Error::Host(format!(
                         "{}: no endpoint for peer '{name}' in the placement",
                         self.name
-                    )
+                    ))
                 })?;
                 let addr: SocketAddr = ep.endpoint_address().parse().map_err(|_| {
-                    format!(
+                    Error::Host(format!(
                         "{}: peer '{name}' has an endpoint address that is not ip:port: '{}'",
                         self.name,
                         ep.endpoint_address()
-                    )
+                    ))
                 })?;
                 let name = name.clone();
                 let protocol = info.protocol;
@@ -411,7 +412,7 @@ impl Engine {
             }
             let mut peers: Vec<Option<Arc<dyn Peer>>> = vec![None; info.instances.len()];
             while let Some((i, name, r)) = conns.next().await {
-                let peer = r.map_err(|e| format!("{} -> {name}: {e}", self.name))?;
+                let peer = r.map_err(|e| Error::Host(format!("{} -> {name}: {e}", self.name)))?;
                 peers[i] = Some(peer);
             }
             table[s] = peers;
@@ -642,7 +643,7 @@ impl Engine {
         self: Arc<Self>,
         start: SystemTime,
         deadline: Option<SystemTime>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         *self.traffic_start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
         tokio::time::sleep_until(instant_at(start).into()).await;
         self.traffic_started.store(true, Ordering::Relaxed);
@@ -660,10 +661,10 @@ impl Engine {
                     () = tokio::time::sleep_until(instant_at(d).into()) => {
                         self.abort_traffic(CANCELLED_AT_DEADLINE, Duration::ZERO, CANCEL_GRACE);
                         run.await;
-                        return Err(format!(
+                        return Err(Error::Host(format!(
                             "{}: traffic still running at the test deadline (test_timeout); cancelled",
                             self.name
-                        ));
+                        )));
                     }
                 }
             }
@@ -1154,6 +1155,86 @@ impl Engine {
         while inflight.next().await.is_some() {}
     }
 
+    /// The instances RPC `r` goes to this time (one through its channel,
+    /// if it has one: `channel`), and its number among this RPC's sends
+    /// (0 when it goes nowhere), which decides whether it is traced.
+    fn rpc_targets(&self, r: usize, channel: Option<&Option<Arc<Channel>>>) -> (Vec<usize>, i64) {
+        let rpc = &self.tables.rpcs[r];
+        let mut st = self.fanout_state[r]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let targets = if let Some(ch) = channel {
+            // One RPC through the channel (none set up: it fails).
+            vec![ch.as_ref().map_or(0, |ch| ch.pick())]
+        } else {
+            fanout::targets(
+                &rpc.fanout,
+                self.instance,
+                self.grid,
+                grid_of(&self.tables.services[rpc.server].spec),
+                rpc.server == self.service,
+                &mut st,
+                &mut rand::rng(),
+            )
+        };
+        let count = if targets.is_empty() {
+            0
+        } else {
+            self.trace_counters[r].fetch_add(1, Ordering::Relaxed)
+        };
+        (targets, count)
+    }
+
+    /// The trace context of an RPC sent by iteration `iteration` of action
+    /// `action` of `run`: the incoming one extended, or a new one every
+    /// `tracing_interval`th send (`count`), else none.
+    fn rpc_trace(
+        &self,
+        run: &ListRun,
+        action: usize,
+        iteration: i64,
+        tracing_interval: i32,
+        count: i64,
+    ) -> Option<TraceContext> {
+        let incoming_trace = run.incoming.as_ref().and_then(|i| i.trace.clone());
+        let do_trace = incoming_trace.is_some()
+            || (tracing_interval > 0 && count % i64::from(tracing_interval) == 0);
+        do_trace.then(|| {
+            let mut t = incoming_trace.unwrap_or_default();
+            t.engine_ids.push(self.engine_id);
+            t.actionlist_invocations.push(run.invocation);
+            t.actionlist_indices.push(run.list as i64);
+            t.action_indices.push(action as i64);
+            t.action_iterations.push(iteration);
+            t
+        })
+    }
+
+    /// The request size of RPC `r` sent by action `a`, and the response
+    /// size it asks for (from its joint distribution only).
+    fn rpc_sizes(&self, r: usize, a: &ActionInfo) -> (i64, Option<i64>) {
+        let rpc = &self.tables.rpcs[r];
+        let mut rng = rand::rng();
+        match &rpc.joint {
+            Some(j) => {
+                let s = j.sample(&mut rng);
+                let req = j
+                    .field("request_payload_size")
+                    .or_else(|| j.field("payload_size"))
+                    .map_or(0, |i| s[i]);
+                let resp = j.field("response_payload_size").map_or(req, |i| s[i]);
+                (req, Some(resp))
+            }
+            None => {
+                let req = match a.request_override {
+                    Some(d) => self.tables.size_dists[d].sample_scalar(&mut rng),
+                    None => self.size(rpc.request, &mut rng),
+                };
+                (req, None)
+            }
+        }
+    }
+
     /// One iteration of an RPC action: picks the targets and sends to all.
     /// The targets (round-robin, random) and whether to trace are picked
     /// when the iteration is started, so they follow the iteration order.
@@ -1169,31 +1250,7 @@ impl Engine {
         let tables = self.tables.clone();
         let rpc = &tables.rpcs[r];
         let channel = rpc.channel.map(|c| self.channel(rpc.server, c));
-        let (targets, count) = {
-            let mut st = self.fanout_state[r]
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let targets = if let Some(ch) = &channel {
-                // One RPC through the channel (none set up: it fails).
-                vec![ch.as_ref().map_or(0, |ch| ch.pick())]
-            } else {
-                fanout::targets(
-                    &rpc.fanout,
-                    self.instance,
-                    self.grid,
-                    grid_of(&tables.services[rpc.server].spec),
-                    rpc.server == self.service,
-                    &mut st,
-                    &mut rand::rng(),
-                )
-            };
-            let count = if targets.is_empty() {
-                0
-            } else {
-                self.trace_counters[r].fetch_add(1, Ordering::Relaxed)
-            };
-            (targets, count)
-        };
+        let (targets, count) = self.rpc_targets(r, channel.as_ref());
         Box::pin(async move {
             let tables = self.tables.clone();
             let rpc = &tables.rpcs[r];
@@ -1201,40 +1258,9 @@ impl Engine {
             if targets.is_empty() {
                 return;
             }
-            let incoming_trace = run.incoming.as_ref().and_then(|i| i.trace.clone());
-            let do_trace = incoming_trace.is_some()
-                || (rpc.tracing_interval > 0 && count % i64::from(rpc.tracing_interval) == 0);
-            let trace = do_trace.then(|| {
-                let mut t = incoming_trace.unwrap_or_default();
-                t.engine_ids.push(self.engine_id);
-                t.actionlist_invocations.push(run.invocation);
-                t.actionlist_indices.push(run.list as i64);
-                t.action_indices.push(action as i64);
-                t.action_iterations.push(iteration);
-                t
-            });
+            let trace = self.rpc_trace(&run, action, iteration, rpc.tracing_interval, count);
             let a = &tables.lists[run.list].actions[action];
-            let (request_size, response_size) = {
-                let mut rng = rand::rng();
-                match &rpc.joint {
-                    Some(j) => {
-                        let s = j.sample(&mut rng);
-                        let req = j
-                            .field("request_payload_size")
-                            .or_else(|| j.field("payload_size"))
-                            .map_or(0, |i| s[i]);
-                        let resp = j.field("response_payload_size").map_or(req, |i| s[i]);
-                        (req, Some(resp))
-                    }
-                    None => {
-                        let req = match a.request_override {
-                            Some(d) => tables.size_dists[d].sample_scalar(&mut rng),
-                            None => self.size(rpc.request, &mut rng),
-                        };
-                        (req, None)
-                    }
-                }
-            };
+            let (request_size, response_size) = self.rpc_sizes(r, a);
             let peers: Vec<Option<Arc<dyn Peer>>> = match &channel {
                 Some(None) => vec![None],
                 _ => targets.iter().map(|&t| self.peer(rpc.server, t)).collect(),

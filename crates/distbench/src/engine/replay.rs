@@ -201,34 +201,59 @@ impl Engine {
                 return;
             }
 
-            let mut context = run
-                .incoming
-                .as_ref()
-                .and_then(|inc| inc.trace.clone())
-                .unwrap_or_default();
-            context.engine_ids.push(self.engine_id);
-            context.actionlist_invocations.push(run.invocation);
-            context.actionlist_indices.push(run.list as i64);
-            context.action_indices.push(action as i64);
-            context.action_iterations.push(iteration);
-            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-            let rpc_samples = samples
-                .into_iter()
-                .map(|(i, (mut sample, error))| {
-                    if let Some(e) = error {
-                        sample.error_index = Some(log.error_index(&e));
-                    }
-                    (i, sample)
-                })
-                .collect();
-            log.replays.push(RpcReplayTraceLog {
-                rpc_replay_trace_name: Some(trace.name.clone()),
-                trace_context: Some(context),
-                warmup: warmup.then_some(true),
-                timestamp_offset_ns: Some(unix_ns(trace_start_wall)),
-                rpc_samples,
-            });
+            self.log_replay(
+                &run,
+                action,
+                iteration,
+                warmup,
+                &trace.name,
+                trace_start_wall,
+                samples,
+            );
         })
+    }
+
+    /// Logs one replay of a trace (named `trace_name`, started at
+    /// `trace_start_wall`) by iteration `iteration` of action `action` of
+    /// `run`: its samples, by record index, and their errors.
+    #[allow(clippy::too_many_arguments)]
+    fn log_replay(
+        &self,
+        run: &ListRun,
+        action: usize,
+        iteration: i64,
+        warmup: bool,
+        trace_name: &str,
+        trace_start_wall: SystemTime,
+        samples: BTreeMap<i32, (RpcSample, Option<String>)>,
+    ) {
+        let mut context = run
+            .incoming
+            .as_ref()
+            .and_then(|inc| inc.trace.clone())
+            .unwrap_or_default();
+        context.engine_ids.push(self.engine_id);
+        context.actionlist_invocations.push(run.invocation);
+        context.actionlist_indices.push(run.list as i64);
+        context.action_indices.push(action as i64);
+        context.action_iterations.push(iteration);
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let rpc_samples = samples
+            .into_iter()
+            .map(|(i, (mut sample, error))| {
+                if let Some(e) = error {
+                    sample.error_index = Some(log.error_index(&e));
+                }
+                (i, sample)
+            })
+            .collect();
+        log.replays.push(RpcReplayTraceLog {
+            rpc_replay_trace_name: Some(trace_name.to_string()),
+            trace_context: Some(context),
+            warmup: warmup.then_some(true),
+            timestamp_offset_ns: Some(unix_ns(trace_start_wall)),
+            rpc_samples,
+        });
     }
 }
 

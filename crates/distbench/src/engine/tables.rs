@@ -18,6 +18,7 @@
 
 use super::dist::Sampler;
 use super::fanout::Fanout;
+use crate::Error;
 use crate::check::protocol::{self, Driver, GrpcVariant};
 use crate::check::replay::{dependency, merged_records, waits_for_prior};
 use crate::proto::rpc_replay_trace_record::TimingMode;
@@ -327,191 +328,27 @@ pub struct Tables {
 impl Tables {
     /// Compiles a test that passed `check_test`. Errors name what the
     /// engine cannot run (and what it expected), e.g. a protocol.
-    pub fn new(t: &DistributedSystemDescription) -> Result<Tables, String> {
-        let mut services = Vec::new();
-        let mut service_index = HashMap::new();
-        let dependent = crate::check::channels::dependent_services(t);
-        for s in &t.services {
-            service_index.insert(s.name().to_string(), services.len());
-            let resolved = protocol::resolve(s, t)
-                .map_err(|e| format!("service '{}': {}: {}", s.name(), e.location, e.message))?;
-            let options = resolved.options;
-            let (protocol, grpc) = match resolved.driver {
-                Driver::Grpc(v) => (super::driver::Protocol::Grpc, Some(v)),
-                Driver::Tcp => (super::driver::Protocol::Tcp, None),
-            };
-            let ip_version = options.map_or(0, |o| o.ip_version());
-            if ![0, 4, 6].contains(&ip_version) {
-                return Err(format!(
-                    "protocol_driver_options '{}': ip_version must be 4 or 6, got {ip_version}",
-                    options.map_or("", |o| o.name())
-                ));
-            }
-            let instances = crate::placement::instance_names(s);
-            let mut channels = Vec::new();
-            if dependent.contains(s.name()) {
-                for ch in &s.multi_server_channels {
-                    let what = format!(
-                        "service '{}': multi_server_channels '{}'",
-                        s.name(),
-                        ch.name()
-                    );
-                    let (policy, _) =
-                        crate::check::channels::settings(ch).map_err(|e| format!("{what}: {e}"))?;
-                    let mut selected = Vec::new();
-                    for &i in &ch.selected_instances {
-                        match usize::try_from(i) {
-                            Ok(i) if i < instances.len() => selected.push(i),
-                            _ => {
-                                return Err(format!(
-                                    "{what}: selected_instances {i} is out of range for the service"
-                                ));
-                            }
-                        }
-                    }
-                    if selected.is_empty() && ch.constraints.is_none() {
-                        return Err(format!(
-                            "{what}: no selected_instances and no constraints: the channel has \
-                             no member"
-                        ));
-                    }
-                    channels.push(ChannelInfo {
-                        name: ch.name().to_string(),
-                        policy,
-                        selected,
-                        constraints: ch.constraints.clone(),
-                    });
-                }
-            }
-            services.push(ServiceInfo {
-                name: s.name().to_string(),
-                spec: s.clone(),
-                instances,
-                protocol,
-                grpc,
-                ip_version,
-                netdev: options
-                    .and_then(|o| o.netdev_name.clone())
-                    .filter(|n| !n.is_empty()),
-                channels,
-            });
-        }
-        let service = |name: &str, what: &str| {
-            service_index
-                .get(name)
-                .copied()
-                .ok_or_else(|| format!("{what}: unknown service '{name}'"))
-        };
-
-        let mut size_dists = Vec::new();
-        let mut size_index = HashMap::new();
-        for d in &t.size_distribution_configs {
-            size_index.insert(d.name().to_string(), size_dists.len());
-            size_dists.push(Sampler::new(d)?);
-        }
-        let mut delay_dists = Vec::new();
-        let mut delay_index = HashMap::new();
-        for d in &t.delay_distribution_configs {
-            delay_index.insert(d.name().to_string(), delay_dists.len());
-            delay_dists.push(Sampler::new(d)?);
-        }
-        let joint: HashMap<&str, &crate::proto::DistributionConfig> = t
-            .distribution_config
-            .iter()
-            .map(|d| (d.name(), d))
-            .collect();
-
-        // A payload's size: its distribution, else its fixed size, else
-        // (neither given) the RPC's default, as upstream.
-        let mut payload_sizes: HashMap<String, Option<Size>> = HashMap::new();
-        for p in &t.payload_descriptions {
-            let size = match (&p.size_distribution_name, p.size) {
-                (Some(d), _) => Some(Size::Dist(*size_index.get(d.as_str()).ok_or_else(
-                    || {
-                        format!(
-                            "payload '{}': size_distribution_name: unknown size distribution '{d}'",
-                            p.name()
-                        )
-                    },
-                )?)),
-                (None, Some(size)) => Some(Size::Fixed(size)),
-                (None, None) => None,
-            };
-            payload_sizes.insert(p.name().to_string(), size);
-        }
-        // An unknown payload name gets the default too, as upstream
-        // (check_test says so).
-        let payload = |name: Option<&String>, default: i64, _what: &str| -> Result<Size, String> {
-            Ok(name
-                .and_then(|n| payload_sizes.get(n.as_str()).copied().flatten())
-                .unwrap_or(Size::Fixed(default)))
-        };
+    pub fn new(t: &DistributedSystemDescription) -> Result<Tables, Error> {
+        let (services, service_index) = compile_services(t).map_err(Error::Input)?;
+        let service = |name: &str, what: &str| lookup_service(&service_index, name, what);
+        let (size_dists, size_index) =
+            compile_samplers(&t.size_distribution_configs).map_err(Error::Input)?;
+        let (delay_dists, delay_index) =
+            compile_samplers(&t.delay_distribution_configs).map_err(Error::Input)?;
+        let payload_sizes = compile_payload_sizes(t, &size_index).map_err(Error::Input)?;
 
         let mut list_index = HashMap::new();
         for (i, l) in t.action_lists.iter().enumerate() {
             list_index.insert(l.name().to_string(), i);
         }
-        let mut rpc_index = HashMap::new();
-        let mut rpcs = Vec::new();
-        for r in &t.rpc_descriptions {
-            let what = format!("rpc '{}'", r.name());
-            let mut clients = Vec::new();
-            for c in &r.client {
-                clients.push(service(c, &format!("{what}: client"))?);
-            }
-            let joint = match &r.distribution_config_name {
-                None => None,
-                Some(n) => Some(Sampler::new(joint.get(n.as_str()).ok_or_else(|| {
-                    format!("{what}: distribution_config_name: unknown distribution '{n}'")
-                })?)?),
-            };
-            let server = service(r.server(), &format!("{what}: server"))?;
-            let channel = match &r.multi_server_channel_name {
-                None => None,
-                Some(ch) => Some(
-                    services[server]
-                        .channels
-                        .iter()
-                        .position(|c| &c.name == ch)
-                        .ok_or_else(|| {
-                            format!(
-                                "{what}: multi_server_channel_name: service '{}' has no \
-                                 multi_server_channels named '{ch}'",
-                                r.server()
-                            )
-                        })?,
-                ),
-            };
-            rpc_index.insert(r.name().to_string(), rpcs.len());
-            rpcs.push(RpcInfo {
-                name: r.name().to_string(),
-                clients,
-                server,
-                request: payload(r.request_payload_name.as_ref(), DEFAULT_REQUEST_SIZE, &what)?,
-                response: payload(
-                    r.response_payload_name.as_ref(),
-                    DEFAULT_RESPONSE_SIZE,
-                    &what,
-                )?,
-                joint,
-                fanout: Fanout::parse(r.fanout_filter())
-                    .map_err(|e| format!("{what}: fanout_filter: {e}"))?,
-                tracing_interval: r.tracing_interval(),
-                handler: *list_index.get(r.name()).ok_or_else(|| {
-                    format!(
-                        "{what}: no action list is named '{}' (its server handler)",
-                        r.name()
-                    )
-                })?,
-                channel,
-            });
-        }
+        let (rpcs, rpc_index) = compile_rpcs(t, &services, &service, &payload_sizes, &list_index)
+            .map_err(Error::Input)?;
 
         let mut traces = Vec::new();
         let mut trace_index = HashMap::new();
         for tr in &t.rpc_replay_traces {
             trace_index.insert(tr.name().to_string(), traces.len());
-            traces.push(trace_info(tr, &services, &service)?);
+            traces.push(trace_info(tr, &services, &service).map_err(Error::Input)?);
         }
 
         let mut activities = Vec::new();
@@ -519,122 +356,22 @@ impl Tables {
         for a in &t.activity_configs {
             activity_index.insert(a.name().to_string(), activities.len());
             let activity = crate::check::activity::parse(a)
-                .map_err(|e| format!("activity config '{}': {e}", a.name()))?;
+                .map_err(|e| Error::Input(format!("activity config '{}': {e}", a.name())))?;
             activities.push((a.name().to_string(), activity));
         }
 
-        let actions: HashMap<&str, &crate::proto::Action> =
-            t.actions.iter().map(|a| (a.name(), a)).collect();
+        let names = Names {
+            actions: t.actions.iter().map(|a| (a.name(), a)).collect(),
+            rpc: &rpc_index,
+            list: &list_index,
+            activity: &activity_index,
+            trace: &trace_index,
+            delay: &delay_index,
+            payload_sizes: &payload_sizes,
+        };
         let mut lists = Vec::new();
         for l in &t.action_lists {
-            let lwhat = format!("action list '{}'", l.name());
-            let position: HashMap<&str, usize> = l
-                .action_names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.as_str(), i))
-                .collect();
-            let mut list_actions = Vec::new();
-            for name in &l.action_names {
-                let what = format!("{lwhat}: action '{name}'");
-                let a = actions
-                    .get(name.as_str())
-                    .ok_or_else(|| format!("{lwhat}: unknown action '{name}'"))?;
-                let mut deps = Vec::new();
-                for d in &a.dependencies {
-                    match position.get(d.as_str()) {
-                        Some(&i) if i < list_actions.len() => deps.push(i),
-                        _ => {
-                            return Err(format!(
-                                "{what}: dependency '{d}' is not an earlier action of the list"
-                            ));
-                        }
-                    }
-                }
-                let kind = match &a.action {
-                    Some(action::Action::RpcName(r)) => Kind::Rpc(
-                        *rpc_index
-                            .get(r.as_str())
-                            .ok_or_else(|| format!("{what}: unknown rpc '{r}'"))?,
-                    ),
-                    Some(action::Action::ActionListName(n)) => Kind::List(
-                        *list_index
-                            .get(n.as_str())
-                            .ok_or_else(|| format!("{what}: unknown action list '{n}'"))?,
-                    ),
-                    Some(action::Action::ActivityConfigName(n)) => Kind::Activity(
-                        *activity_index
-                            .get(n.as_str())
-                            .ok_or_else(|| format!("{what}: unknown activity config '{n}'"))?,
-                    ),
-                    Some(action::Action::RpcReplayTraceName(n)) => Kind::Replay(
-                        *trace_index
-                            .get(n.as_str())
-                            .ok_or_else(|| format!("{what}: unknown rpc replay trace '{n}'"))?,
-                    ),
-                    None if a.response_payload_override.is_some() => Kind::Nothing,
-                    None => {
-                        return Err(format!(
-                            "{what}: needs one of rpc_name, action_list_name, activity_config_name"
-                        ));
-                    }
-                };
-                // An override names a payload: its size distribution.
-                let size_ref = |n: &Option<String>, field: &str| -> Result<Option<usize>, String> {
-                    match n {
-                        None => Ok(None),
-                        Some(n) => match payload_sizes.get(n.as_str()) {
-                            Some(Some(Size::Dist(d))) => Ok(Some(*d)),
-                            Some(_) => Err(format!(
-                                "{what}: {field}: payload '{n}' has no size_distribution_name"
-                            )),
-                            None => Err(format!("{what}: {field}: unknown payload '{n}'")),
-                        },
-                    }
-                };
-                list_actions.push(ActionInfo {
-                    name: name.clone(),
-                    deps,
-                    kind,
-                    iterations: a
-                        .iterations
-                        .as_ref()
-                        .map(|it| iter_spec(it, &what))
-                        .transpose()?,
-                    send_response_when_done: a.send_response_when_done(),
-                    cancel_traffic_when_done: a.cancel_traffic_when_done(),
-                    predicates: a.predicates.clone(),
-                    delay: match &a.delay_distribution_name {
-                        None => None,
-                        Some(n) => Some(*delay_index.get(n.as_str()).ok_or_else(|| {
-                            format!(
-                                "{what}: delay_distribution_name: unknown delay distribution '{n}'"
-                            )
-                        })?),
-                    },
-                    request_override: size_ref(
-                        &a.request_payload_override,
-                        "request_payload_override",
-                    )?,
-                    response_override: size_ref(
-                        &a.response_payload_override,
-                        "response_payload_override",
-                    )?,
-                });
-            }
-            lists.push(ListInfo {
-                name: l.name().to_string(),
-                actions: list_actions,
-                max_rpc_samples: usize::try_from(l.max_rpc_samples()).unwrap_or(0),
-                predicate_probabilities: l
-                    .predicate_probabilities
-                    .iter()
-                    .map(|(k, v)| (k.clone(), *v))
-                    .collect(),
-                delay_by_spinning: l
-                    .delay_actions_by_spinning
-                    .unwrap_or(t.delay_actions_by_spinning()),
-            });
+            lists.push(compile_list(t, l, &names).map_err(Error::Input)?);
         }
         let max_pending_rpcs = t
             .overload_limits
@@ -659,6 +396,346 @@ impl Tables {
                 .map_or(DEFAULT_MAX_THREADS, |o| o.max_threads()),
         })
     }
+}
+
+/// A service's index by name, or an error naming `what` refers to it.
+fn lookup_service(index: &HashMap<String, usize>, name: &str, what: &str) -> Result<usize, String> {
+    index
+        .get(name)
+        .copied()
+        .ok_or_else(|| format!("{what}: unknown service '{name}'"))
+}
+
+/// Compiles the test's services (and their channels) with their index by
+/// name.
+fn compile_services(
+    t: &DistributedSystemDescription,
+) -> Result<(Vec<ServiceInfo>, HashMap<String, usize>), String> {
+    let mut services = Vec::new();
+    let mut service_index = HashMap::new();
+    let dependent = crate::check::channels::dependent_services(t);
+    for s in &t.services {
+        service_index.insert(s.name().to_string(), services.len());
+        let resolved = protocol::resolve(s, t)
+            .map_err(|e| format!("service '{}': {}: {}", s.name(), e.location, e.message))?;
+        let options = resolved.options;
+        let (protocol, grpc) = match resolved.driver {
+            Driver::Grpc(v) => (super::driver::Protocol::Grpc, Some(v)),
+            Driver::Tcp => (super::driver::Protocol::Tcp, None),
+        };
+        let ip_version = options.map_or(0, |o| o.ip_version());
+        if ![0, 4, 6].contains(&ip_version) {
+            return Err(format!(
+                "protocol_driver_options '{}': ip_version must be 4 or 6, got {ip_version}",
+                options.map_or("", |o| o.name())
+            ));
+        }
+        let instances = crate::placement::instance_names(s);
+        let channels = if dependent.contains(s.name()) {
+            compile_channels(s, instances.len())?
+        } else {
+            Vec::new()
+        };
+        services.push(ServiceInfo {
+            name: s.name().to_string(),
+            spec: s.clone(),
+            instances,
+            protocol,
+            grpc,
+            ip_version,
+            netdev: options
+                .and_then(|o| o.netdev_name.clone())
+                .filter(|n| !n.is_empty()),
+            channels,
+        });
+    }
+    Ok((services, service_index))
+}
+
+/// Compiles the `multi_server_channels` of service `s` (of `instances`
+/// instances).
+fn compile_channels(s: &ServiceSpec, instances: usize) -> Result<Vec<ChannelInfo>, String> {
+    let mut channels = Vec::new();
+    for ch in &s.multi_server_channels {
+        let what = format!(
+            "service '{}': multi_server_channels '{}'",
+            s.name(),
+            ch.name()
+        );
+        let (policy, _) =
+            crate::check::channels::settings(ch).map_err(|e| format!("{what}: {e}"))?;
+        let mut selected = Vec::new();
+        for &i in &ch.selected_instances {
+            match usize::try_from(i) {
+                Ok(i) if i < instances => selected.push(i),
+                _ => {
+                    return Err(format!(
+                        "{what}: selected_instances {i} is out of range for the service"
+                    ));
+                }
+            }
+        }
+        if selected.is_empty() && ch.constraints.is_none() {
+            return Err(format!(
+                "{what}: no selected_instances and no constraints: the channel has \
+                 no member"
+            ));
+        }
+        channels.push(ChannelInfo {
+            name: ch.name().to_string(),
+            policy,
+            selected,
+            constraints: ch.constraints.clone(),
+        });
+    }
+    Ok(channels)
+}
+
+/// Compiles distributions with their index by name.
+fn compile_samplers(
+    configs: &[crate::proto::DistributionConfig],
+) -> Result<(Vec<Sampler>, HashMap<String, usize>), String> {
+    let mut dists = Vec::new();
+    let mut index = HashMap::new();
+    for d in configs {
+        index.insert(d.name().to_string(), dists.len());
+        dists.push(Sampler::new(d)?);
+    }
+    Ok((dists, index))
+}
+
+/// A payload's size: its distribution, else its fixed size, else (neither
+/// given) `None`, the RPC's default, as upstream.
+fn compile_payload_sizes(
+    t: &DistributedSystemDescription,
+    size_index: &HashMap<String, usize>,
+) -> Result<HashMap<String, Option<Size>>, String> {
+    let mut payload_sizes: HashMap<String, Option<Size>> = HashMap::new();
+    for p in &t.payload_descriptions {
+        let size = match (&p.size_distribution_name, p.size) {
+            (Some(d), _) => Some(Size::Dist(*size_index.get(d.as_str()).ok_or_else(
+                || {
+                    format!(
+                        "payload '{}': size_distribution_name: unknown size distribution '{d}'",
+                        p.name()
+                    )
+                },
+            )?)),
+            (None, Some(size)) => Some(Size::Fixed(size)),
+            (None, None) => None,
+        };
+        payload_sizes.insert(p.name().to_string(), size);
+    }
+    Ok(payload_sizes)
+}
+
+/// Compiles the test's RPCs with their index by name.
+fn compile_rpcs(
+    t: &DistributedSystemDescription,
+    services: &[ServiceInfo],
+    service: &dyn Fn(&str, &str) -> Result<usize, String>,
+    payload_sizes: &HashMap<String, Option<Size>>,
+    list_index: &HashMap<String, usize>,
+) -> Result<(Vec<RpcInfo>, HashMap<String, usize>), String> {
+    let joint: HashMap<&str, &crate::proto::DistributionConfig> = t
+        .distribution_config
+        .iter()
+        .map(|d| (d.name(), d))
+        .collect();
+    // An unknown payload name gets the default too, as upstream
+    // (check_test says so).
+    let payload = |name: Option<&String>, default: i64| -> Size {
+        name.and_then(|n| payload_sizes.get(n.as_str()).copied().flatten())
+            .unwrap_or(Size::Fixed(default))
+    };
+    let mut rpc_index = HashMap::new();
+    let mut rpcs = Vec::new();
+    for r in &t.rpc_descriptions {
+        let what = format!("rpc '{}'", r.name());
+        let mut clients = Vec::new();
+        for c in &r.client {
+            clients.push(service(c, &format!("{what}: client"))?);
+        }
+        let joint = match &r.distribution_config_name {
+            None => None,
+            Some(n) => Some(Sampler::new(joint.get(n.as_str()).ok_or_else(|| {
+                format!("{what}: distribution_config_name: unknown distribution '{n}'")
+            })?)?),
+        };
+        let server = service(r.server(), &format!("{what}: server"))?;
+        let channel = match &r.multi_server_channel_name {
+            None => None,
+            Some(ch) => Some(
+                services[server]
+                    .channels
+                    .iter()
+                    .position(|c| &c.name == ch)
+                    .ok_or_else(|| {
+                        format!(
+                            "{what}: multi_server_channel_name: service '{}' has no \
+                             multi_server_channels named '{ch}'",
+                            r.server()
+                        )
+                    })?,
+            ),
+        };
+        rpc_index.insert(r.name().to_string(), rpcs.len());
+        rpcs.push(RpcInfo {
+            name: r.name().to_string(),
+            clients,
+            server,
+            request: payload(r.request_payload_name.as_ref(), DEFAULT_REQUEST_SIZE),
+            response: payload(r.response_payload_name.as_ref(), DEFAULT_RESPONSE_SIZE),
+            joint,
+            fanout: Fanout::parse(r.fanout_filter())
+                .map_err(|e| format!("{what}: fanout_filter: {e}"))?,
+            tracing_interval: r.tracing_interval(),
+            handler: *list_index.get(r.name()).ok_or_else(|| {
+                format!(
+                    "{what}: no action list is named '{}' (its server handler)",
+                    r.name()
+                )
+            })?,
+            channel,
+        });
+    }
+    Ok((rpcs, rpc_index))
+}
+
+/// What an action list's actions refer to by name.
+struct Names<'a> {
+    actions: HashMap<&'a str, &'a crate::proto::Action>,
+    rpc: &'a HashMap<String, usize>,
+    list: &'a HashMap<String, usize>,
+    activity: &'a HashMap<String, usize>,
+    trace: &'a HashMap<String, usize>,
+    delay: &'a HashMap<String, usize>,
+    payload_sizes: &'a HashMap<String, Option<Size>>,
+}
+
+/// Compiles action list `l`.
+fn compile_list(
+    t: &DistributedSystemDescription,
+    l: &crate::proto::ActionList,
+    names: &Names,
+) -> Result<ListInfo, String> {
+    let lwhat = format!("action list '{}'", l.name());
+    let position: HashMap<&str, usize> = l
+        .action_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut list_actions = Vec::new();
+    for name in &l.action_names {
+        let what = format!("{lwhat}: action '{name}'");
+        let a = names
+            .actions
+            .get(name.as_str())
+            .ok_or_else(|| format!("{lwhat}: unknown action '{name}'"))?;
+        let mut deps = Vec::new();
+        for d in &a.dependencies {
+            match position.get(d.as_str()) {
+                Some(&i) if i < list_actions.len() => deps.push(i),
+                _ => {
+                    return Err(format!(
+                        "{what}: dependency '{d}' is not an earlier action of the list"
+                    ));
+                }
+            }
+        }
+        list_actions.push(compile_action(name, a, deps, &what, names)?);
+    }
+    Ok(ListInfo {
+        name: l.name().to_string(),
+        actions: list_actions,
+        max_rpc_samples: usize::try_from(l.max_rpc_samples()).unwrap_or(0),
+        predicate_probabilities: l
+            .predicate_probabilities
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
+        delay_by_spinning: l
+            .delay_actions_by_spinning
+            .unwrap_or(t.delay_actions_by_spinning()),
+    })
+}
+
+/// Compiles action `a` (named `name`, with dependencies `deps`) of a list;
+/// `what` names it in errors.
+fn compile_action(
+    name: &str,
+    a: &crate::proto::Action,
+    deps: Vec<usize>,
+    what: &str,
+    names: &Names,
+) -> Result<ActionInfo, String> {
+    let kind = match &a.action {
+        Some(action::Action::RpcName(r)) => Kind::Rpc(
+            *names
+                .rpc
+                .get(r.as_str())
+                .ok_or_else(|| format!("{what}: unknown rpc '{r}'"))?,
+        ),
+        Some(action::Action::ActionListName(n)) => Kind::List(
+            *names
+                .list
+                .get(n.as_str())
+                .ok_or_else(|| format!("{what}: unknown action list '{n}'"))?,
+        ),
+        Some(action::Action::ActivityConfigName(n)) => Kind::Activity(
+            *names
+                .activity
+                .get(n.as_str())
+                .ok_or_else(|| format!("{what}: unknown activity config '{n}'"))?,
+        ),
+        Some(action::Action::RpcReplayTraceName(n)) => Kind::Replay(
+            *names
+                .trace
+                .get(n.as_str())
+                .ok_or_else(|| format!("{what}: unknown rpc replay trace '{n}'"))?,
+        ),
+        None if a.response_payload_override.is_some() => Kind::Nothing,
+        None => {
+            return Err(format!(
+                "{what}: needs one of rpc_name, action_list_name, activity_config_name"
+            ));
+        }
+    };
+    // An override names a payload: its size distribution.
+    let size_ref = |n: &Option<String>, field: &str| -> Result<Option<usize>, String> {
+        match n {
+            None => Ok(None),
+            Some(n) => match names.payload_sizes.get(n.as_str()) {
+                Some(Some(Size::Dist(d))) => Ok(Some(*d)),
+                Some(_) => Err(format!(
+                    "{what}: {field}: payload '{n}' has no size_distribution_name"
+                )),
+                None => Err(format!("{what}: {field}: unknown payload '{n}'")),
+            },
+        }
+    };
+    Ok(ActionInfo {
+        name: name.to_string(),
+        deps,
+        kind,
+        iterations: a
+            .iterations
+            .as_ref()
+            .map(|it| iter_spec(it, what))
+            .transpose()?,
+        send_response_when_done: a.send_response_when_done(),
+        cancel_traffic_when_done: a.cancel_traffic_when_done(),
+        predicates: a.predicates.clone(),
+        delay: match &a.delay_distribution_name {
+            None => None,
+            Some(n) => Some(*names.delay.get(n.as_str()).ok_or_else(|| {
+                format!("{what}: delay_distribution_name: unknown delay distribution '{n}'")
+            })?),
+        },
+        request_override: size_ref(&a.request_payload_override, "request_payload_override")?,
+        response_override: size_ref(&a.response_payload_override, "response_payload_override")?,
+    })
 }
 
 impl Tables {

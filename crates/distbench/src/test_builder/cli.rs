@@ -80,7 +80,7 @@ fn run_on_sequencer(
             Ok(())
         }));
         if let Err(e) = run {
-            return Ok(Some(e));
+            return Ok(Some(e.to_string()));
         }
         files::write(&out, &results, Encoding::GzipBinary)?;
     }

@@ -407,7 +407,7 @@ pub fn render(tests: &[&DistributedSystemDescription], args: &[String]) -> Resul
         tests: tests.iter().map(|t| (*t).clone()).collect(),
         ..Default::default()
     };
-    let text = textproto::format_test_sequence(&seq).map_err(Error::Tool)?;
+    let text = textproto::format_test_sequence(&seq).map_err(|e| Error::Tool(e.to_string()))?;
     Ok(format!(
         "# produced by rackbench distbench test_builder {}\n{text}",
         args::shell_quote(args)

@@ -19,6 +19,7 @@
 //!   (little-endian f32, row by row).
 
 use super::linalg::{Pool, Tensor, f32_le_bytes, matmul, relu, sigmoid};
+use crate::Error;
 use crate::kernels::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, Work};
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
@@ -69,17 +70,17 @@ pub struct DenseFp32 {
 }
 
 impl DenseFp32 {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<DenseFp32, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<DenseFp32, Error> {
         let dims = p.usize_list("dims")?;
         if dims.len() < 2 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "DenseFP32 params.dims: {dims:?}: expected at least 2 layer sizes (input and output)"
-            ));
+            )));
         }
         if let Some(d) = dims.iter().find(|&&d| d == 0 || d > 1 << 16) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "DenseFP32 params.dims: {d}: expected sizes 1..=65536"
-            ));
+            )));
         }
         let batch = p.usize_or("batch", 64)?;
         let nsets = p.usize_or("nweight_sets", 1)?;
@@ -90,29 +91,31 @@ impl DenseFp32 {
             ("niters", niters),
         ] {
             if v == 0 || v > 1 << 20 {
-                return Err(format!("DenseFP32 params.{key}: {v}: expected 1..=1048576"));
+                return Err(Error::Input(format!(
+                    "DenseFP32 params.{key}: {v}: expected 1..=1048576"
+                )));
             }
         }
         let per_set: usize = dims.windows(2).map(|w| w[0] * w[1]).sum();
         if per_set.saturating_mul(nsets) > 1 << 30 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "DenseFP32 params.nweight_sets: {nsets} sets of {per_set} weights is too large"
-            ));
+            )));
         }
         let widest = *dims.iter().max().unwrap_or(&1);
         if batch.saturating_mul(widest) > 1 << 28 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "DenseFP32 params.batch: {batch} rows of {widest} is too large"
-            ));
+            )));
         }
         let label = p.str_or("input", "densefp32")?;
         let weights = h.get_or_build(label, || Ok(DenseWeights::new(&dims, nsets)))?;
         if weights.dims != dims || weights.sets.len() != nsets {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "DenseFP32 params.input {label:?}: the shared weights have dims {:?} and nweight_sets {}, this kernel has dims {dims:?} and nweight_sets {nsets} (use another input label)",
                 weights.dims,
                 weights.sets.len()
-            ));
+            )));
         }
         let key = |k: &str| -> Result<Option<String>, String> {
             Ok(if p.has(k) {
@@ -121,7 +124,7 @@ impl DenseFp32 {
                 None
             })
         };
-        let from = key("from")?;
+        let from = key("from").map_err(Error::Input)?;
         Ok(DenseFp32 {
             constant: if from.is_some() {
                 Vec::new()
@@ -132,7 +135,7 @@ impl DenseFp32 {
             batch,
             niters,
             from,
-            to: key("to")?,
+            to: key("to").map_err(Error::Input)?,
             relu: p.bool_or("relu", false)?,
             sigmoid_out: p.bool_or("sigmoid_out", false)?,
             respond: p.bool_or("respond", false)?,
@@ -244,7 +247,7 @@ mod tests {
             kernel: "DenseFP32",
             map: &map,
         };
-        DenseFp32::new(&p, h, Rand::new(h, 3))
+        DenseFp32::new(&p, h, Rand::new(h, 3)).map_err(String::from)
     }
 
     /// The reference forward pass over weight set `s`.

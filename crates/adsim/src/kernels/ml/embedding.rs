@@ -37,6 +37,7 @@
 //! `output_dtype: "fp16"` rounds the pooled values to half precision.
 
 use super::linalg::{Bags, Pool, SparseFeatures, Tensor};
+use crate::Error;
 use crate::kernels::{Fired, HandleObjs, Kernel, Params, RequestObjs, Work};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -459,7 +460,7 @@ const LIST_KEYS: [(&str, f64); 5] = [
 ];
 
 impl Config {
-    pub fn parse(p: &Params) -> Result<Config, String> {
+    pub fn parse(p: &Params) -> Result<Config, Error> {
         let mut lists = Vec::new();
         for (key, default) in LIST_KEYS {
             lists.push(p.per_table(key, default)?);
@@ -471,10 +472,10 @@ impl Config {
                 .zip(&lists)
                 .map(|((k, _), l)| format!("{k}: {}", l.len()))
                 .collect();
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding params.*_list: the per-table lists disagree ({}): each needs {n} values or 1",
                 sizes.join(", ")
-            ));
+            )));
         }
         let n = if n == 1 {
             p.usize_or("num_tables", 1)?
@@ -482,18 +483,18 @@ impl Config {
             n
         };
         if n == 0 || n > 4096 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding params.num_tables: {n}: expected 1..=4096"
-            ));
+            )));
         }
-        let int = |k: usize, t: usize, max: f64| -> Result<usize, String> {
+        let int = |k: usize, t: usize, max: f64| -> Result<usize, Error> {
             let l = &lists[k];
             let v = l[if l.len() == 1 { 0 } else { t }];
             if v.fract() != 0.0 || !(1.0..=max).contains(&v) {
                 let key = LIST_KEYS[k].0;
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.{key}(_list): {v} for table {t}: expected an integer 1..={max}"
-                ));
+                )));
             }
             Ok(v as usize)
         };
@@ -501,9 +502,9 @@ impl Config {
         for t in 0..n {
             let w = lists[4][if lists[4].len() == 1 { 0 } else { t }];
             if !(w >= 0.0 && w.is_finite()) {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.access_weight(_list): {w} for table {t}: expected a number >= 0"
-                ));
+                )));
             }
             specs.push(Spec {
                 rows: int(0, t, u32::MAX as f64)?,
@@ -514,25 +515,27 @@ impl Config {
             });
         }
         if specs.iter().map(|s| s.weight).sum::<f64>() <= 0.0 {
-            return Err("Embedding params.access_weight(_list): every weight is 0".into());
+            return Err(Error::Input(
+                "Embedding params.access_weight(_list): every weight is 0".into(),
+            ));
         }
         let pooling = match p.str_or("pooling", "sum")? {
             "sum" => Pooling::Sum,
             "mean" => Pooling::Mean,
             "none" => Pooling::None,
             other => {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.pooling: {other:?}: expected one of sum, mean, none"
-                ));
+                )));
             }
         };
         let half_out = match p.str_or("output_dtype", "fp32")? {
             "fp32" => false,
             "fp16" => true,
             other => {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.output_dtype: {other:?}: expected fp16 or fp32"
-                ));
+                )));
             }
         };
         let key = |k: &str| -> Result<Option<String>, String> {
@@ -544,55 +547,56 @@ impl Config {
         };
         let c = Config {
             specs,
-            precision: Precision::parse(p.str_or("weights_precision", "int4")?)?,
+            precision: Precision::parse(p.str_or("weights_precision", "int4")?)
+                .map_err(Error::Input)?,
             pooling,
             half_out,
             weighted: p.bool_or("weighted", false)?,
             requests_per_fire: p.usize_or("requests_per_fire", 1)?,
             nthreads: p.usize_or("nthreads", 0)?,
             pregenerated: p.usize_or("pregenerated_req_num", 10_000)?,
-            input: key("input")?,
-            output: key("output")?,
-            indices_from: key("indices_from")?,
+            input: key("input").map_err(Error::Input)?,
+            output: key("output").map_err(Error::Input)?,
+            indices_from: key("indices_from").map_err(Error::Input)?,
         };
         let parts = c.nthreads.max(1);
         if c.nthreads > 4096 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding params.nthreads: {}: expected 0..=4096",
                 c.nthreads
-            ));
+            )));
         }
         if c.requests_per_fire == 0 || c.requests_per_fire > 1 << 20 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding params.requests_per_fire: {}: expected 1..=1048576",
                 c.requests_per_fire
-            ));
+            )));
         }
         if c.output.is_some() && c.pooling == Pooling::None {
-            return Err(
+            return Err(Error::Input(
                 "Embedding params.output: pooling \"none\" has no batch x (tables * dim) output; use sum or mean"
                     .into(),
-            );
+            ));
         }
         if c.indices_from.is_some() {
             if p.has("requests_per_fire") && c.requests_per_fire != 1 {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.requests_per_fire: {}: with indices_from each firing looks up the request's own batch once",
                     c.requests_per_fire
-                ));
+                )));
             }
         } else {
             if c.pregenerated < parts || c.pregenerated > 1 << 24 {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Embedding params.pregenerated_req_num: {}: expected {parts}..=16777216 (at least one per thread)",
                     c.pregenerated
-                ));
+                )));
             }
             if c.output.is_some() && c.specs.iter().any(|s| s.batch != c.specs[0].batch) {
-                return Err(
+                return Err(Error::Input(
                     "Embedding params.batch_size_list: output needs one batch_size for every table"
                         .into(),
-                );
+                ));
             }
         }
         Ok(c)
@@ -734,7 +738,7 @@ fn host_memory() -> Option<usize> {
 }
 
 impl Embedding {
-    pub fn new(p: &Params, h: &HandleObjs) -> Result<Embedding, String> {
+    pub fn new(p: &Params, h: &HandleObjs) -> Result<Embedding, Error> {
         let cfg = Config::parse(p)?;
         let parts = cfg.nthreads.max(1);
         let pregen_bytes = if cfg.indices_from.is_none() {
@@ -747,21 +751,21 @@ impl Embedding {
         if let Some(mem) = host_memory()
             && need > mem / 10 * 8
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding: the tables and pregenerated requests need {:.2} GB, more than 80% of this host's {:.2} GB (lower num_embeddings or pregenerated_req_num)",
                 need as f64 / 1e9,
                 mem as f64 / 1e9
-            ));
+            )));
         }
         let tables = match &cfg.input {
             Some(label) => {
                 let t = h.get_or_build(label, || Ok(Tables::build(&cfg)))?;
                 let mine: Vec<(usize, usize)> = cfg.specs.iter().map(|s| (s.rows, s.dim)).collect();
                 if t.specs != mine || t.precision != cfg.precision {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "Embedding params.input {label:?}: the shared tables are {:?} {:?} (rows, dim), this kernel's are {:?} {mine:?} (use another input label)",
                         t.precision, t.specs, cfg.precision
-                    ));
+                    )));
                 }
                 t
             }
@@ -1103,6 +1107,7 @@ mod tests {
             },
             h,
         )
+        .map_err(String::from)
     }
 
     /// Row `i` of a table, dequantised independently of the kernel.

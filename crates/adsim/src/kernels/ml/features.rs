@@ -17,6 +17,7 @@
 //! `dense_out`, `sparse_out` (each stored only when given).
 
 use super::linalg::{Bags, SparseFeatures, Tensor};
+use crate::Error;
 use crate::kernels::{Fired, Kernel, Params, RequestObjs, Work};
 
 pub struct Features {
@@ -61,7 +62,7 @@ fn below(x: u64, n: u64) -> u64 {
 }
 
 impl Features {
-    pub fn new(p: &Params) -> Result<Features, String> {
+    pub fn new(p: &Params) -> Result<Features, Error> {
         let batch = p.usize_or("batch", 160)?;
         let dense_dim = p.usize_or("dense_dim", 256)?;
         let tables = p.usize("tables")?;
@@ -74,24 +75,26 @@ impl Features {
             ("tables", tables, 4096),
         ] {
             if v == 0 || v > max {
-                return Err(format!("Features params.{key}: {v}: expected 1..={max}"));
+                return Err(Error::Input(format!(
+                    "Features params.{key}: {v}: expected 1..={max}"
+                )));
             }
         }
         if rows == 0 || rows > u64::from(u32::MAX) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Features params.rows: {rows}: expected 1..={}",
                 u32::MAX
-            ));
+            )));
         }
         if bag_min > bag_max || bag_max > 1 << 16 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Features params.bag_size_min/bag_size_max: {bag_min}..={bag_max}: expected min <= max <= 65536"
-            ));
+            )));
         }
         if batch * dense_dim > 1 << 28 || batch * tables * bag_max > 1 << 30 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Features params.batch: {batch} samples of {dense_dim} dense values and {tables} bags of up to {bag_max} is too large"
-            ));
+            )));
         }
         let key = |k: &str| -> Result<Option<String>, String> {
             Ok(if p.has(k) {
@@ -108,8 +111,8 @@ impl Features {
             bag_min,
             bag_max,
             weighted: p.bool_or("weighted", false)?,
-            dense_out: key("dense_out")?,
-            sparse_out: key("sparse_out")?,
+            dense_out: key("dense_out").map_err(Error::Input)?,
+            sparse_out: key("sparse_out").map_err(Error::Input)?,
         })
     }
 
@@ -218,6 +221,7 @@ mod tests {
             kernel: "Features",
             map: &map,
         })
+        .map_err(String::from)
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! inputs (and make `work()` and the stand-alone run possible).
 
 use super::linalg::{Pool, Tensor, gram};
+use crate::Error;
 use crate::kernels::{Fired, Kernel, Params, RequestObjs, Work};
 
 pub struct Interaction {
@@ -26,7 +27,7 @@ pub struct Interaction {
 }
 
 impl Interaction {
-    pub fn new(p: &Params) -> Result<Interaction, String> {
+    pub fn new(p: &Params) -> Result<Interaction, Error> {
         let key = |k: &str| -> Result<Option<String>, String> {
             Ok(if p.has(k) {
                 Some(p.str_or(k, "")?.to_string())
@@ -34,23 +35,29 @@ impl Interaction {
                 None
             })
         };
-        let shape = |k: &str, max: usize| -> Result<Option<usize>, String> {
+        let shape = |k: &str, max: usize| -> Result<Option<usize>, Error> {
             if !p.has(k) {
                 return Ok(None);
             }
             let v = p.usize(k)?;
             if v == 0 || v > max {
-                return Err(format!("Interaction params.{k}: {v}: expected 1..={max}"));
+                return Err(Error::Input(format!(
+                    "Interaction params.{k}: {v}: expected 1..={max}"
+                )));
             }
             Ok(Some(v))
         };
         let need = |k: &str| {
-            key(k)?.ok_or_else(|| format!("Interaction params.{k}: missing (a request object key)"))
+            key(k).map_err(Error::Input)?.ok_or_else(|| {
+                Error::Input(format!(
+                    "Interaction params.{k}: missing (a request object key)"
+                ))
+            })
         };
         Ok(Interaction {
             dense: need("dense")?,
             embeddings: need("embeddings")?,
-            output: key("output")?,
+            output: key("output").map_err(Error::Input)?,
             batch: shape("batch", 1 << 20)?,
             tables: shape("tables", 4096)?,
             dim: shape("dim", 1 << 16)?,
@@ -64,20 +71,20 @@ impl Interaction {
     }
 
     /// The interaction of `x` (batch x d) and `e` (batch x T*d).
-    pub fn compute(&self, x: &Tensor, e: &Tensor) -> Result<Tensor, String> {
+    pub fn compute(&self, x: &Tensor, e: &Tensor) -> Result<Tensor, Error> {
         let (dk, ek) = (&self.dense, &self.embeddings);
         let (b, d) = (x.rows, x.cols);
         if e.rows != b {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Interaction: request objects {dk:?} and {ek:?} have {b} and {} rows (one per sample in both)",
                 e.rows
-            ));
+            )));
         }
         if d == 0 || e.cols == 0 || !e.cols.is_multiple_of(d) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Interaction: request object {ek:?} has {} columns, not a whole number of {dk:?}'s {d}-wide vectors",
                 e.cols
-            ));
+            )));
         }
         let t = e.cols / d;
         for (k, want, got) in [
@@ -88,10 +95,10 @@ impl Interaction {
             if let Some(w) = want
                 && w != got
             {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "Interaction params.{k}: {w}, but the inputs {dk:?} ({b} x {d}) and {ek:?} ({} x {}) give {got}",
                     e.rows, e.cols
-                ));
+                )));
             }
         }
         let r = t + 1;
@@ -156,6 +163,7 @@ mod tests {
             kernel: "Interaction",
             map: &map,
         })
+        .map_err(String::from)
     }
 
     #[test]
@@ -208,13 +216,13 @@ mod tests {
         let e = k
             .compute(&Tensor::zeros(2, 4), &Tensor::zeros(2, 6))
             .unwrap_err();
-        assert!(e.contains("\"Re\" has 6 columns"), "{e}");
+        assert!(e.to_string().contains("\"Re\" has 6 columns"), "{e}");
         let k = interaction(json!({"dense": "Rx", "embeddings": "Re", "tables": 3})).unwrap();
         let e = k
             .compute(&Tensor::zeros(2, 4), &Tensor::zeros(2, 8))
             .unwrap_err();
         assert!(
-            e.contains("params.tables: 3") && e.contains("give 2"),
+            e.to_string().contains("params.tables: 3") && e.to_string().contains("give 2"),
             "{e}"
         );
         let e = interaction(json!({"dense": "Rx"})).err().unwrap();

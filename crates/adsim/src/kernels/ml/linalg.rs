@@ -4,6 +4,7 @@
 //!
 //! [`RequestObjs`]: crate::kernels::RequestObjs
 
+use crate::Error;
 use std::sync::Mutex;
 
 /// A dense row-major f32 matrix.
@@ -17,13 +18,13 @@ pub struct Tensor {
 
 impl Tensor {
     /// A `rows x cols` tensor over `data`; the length must match.
-    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Tensor, String> {
+    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Tensor, Error> {
         if rows.checked_mul(cols) != Some(data.len()) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "a {rows} x {cols} tensor needs {} values, got {}",
                 rows.saturating_mul(cols),
                 data.len()
-            ));
+            )));
         }
         Ok(Tensor { rows, cols, data })
     }
@@ -71,20 +72,23 @@ pub struct Bags {
 impl Bags {
     /// The bag count, after checking that the offsets and weights fit the
     /// indices (`what` names the data in errors).
-    pub fn check(&self, what: &str) -> Result<usize, String> {
+    pub fn check(&self, what: &str) -> Result<usize, Error> {
         let n = self.indices.len();
         let ok = self.offsets.first() == Some(&0)
             && self.offsets.last().map(|&o| o as usize) == Some(n)
             && self.offsets.windows(2).all(|w| w[0] <= w[1]);
         if !ok {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{what}: the bag offsets do not run from 0 up to the {n} indices"
-            ));
+            )));
         }
         if let Some(w) = &self.weights
             && w.len() != n
         {
-            return Err(format!("{what}: {} weights for {n} indices", w.len()));
+            return Err(Error::Input(format!(
+                "{what}: {} weights for {n} indices",
+                w.len()
+            )));
         }
         Ok(self.offsets.len() - 1)
     }
@@ -267,7 +271,10 @@ pub(crate) mod tests {
     fn tensors_and_bags_check_their_shapes() {
         assert!(Tensor::new(2, 3, vec![0.0; 6]).is_ok());
         let e = Tensor::new(2, 3, vec![0.0; 5]).unwrap_err();
-        assert!(e.contains("2 x 3 tensor needs 6 values, got 5"), "{e}");
+        assert!(
+            e.to_string().contains("2 x 3 tensor needs 6 values, got 5"),
+            "{e}"
+        );
         let t = Tensor::new(2, 2, vec![1.0, 2.0, 3.0, -1.5]).unwrap();
         assert_eq!(t.row(1), &[3.0, -1.5]);
         assert_eq!(&t.to_le_bytes()[12..], &(-1.5f32).to_le_bytes());
@@ -283,7 +290,7 @@ pub(crate) mod tests {
             offsets: vec![0, 2, 1, 3],
             ..bags.clone()
         };
-        assert!(bad.check("t").unwrap_err().contains("offsets"));
+        assert!(bad.check("t").unwrap_err().to_string().contains("offsets"));
         let bad = Bags {
             weights: Some(vec![1.0]),
             ..bags
@@ -291,6 +298,7 @@ pub(crate) mod tests {
         assert!(
             bad.check("t")
                 .unwrap_err()
+                .to_string()
                 .contains("1 weights for 3 indices")
         );
     }

@@ -9,6 +9,7 @@
 //! times into a C buffer of its own, taken from a pool.
 
 use super::linalg::{Pool, matmul};
+use crate::Error;
 use crate::kernels::{Fired, HandleObjs, Kernel, Params, Rand, RequestObjs, Work};
 use std::sync::Arc;
 
@@ -29,11 +30,13 @@ pub struct Gemm {
 }
 
 impl Gemm {
-    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Gemm, String> {
+    pub fn new(p: &Params, h: &HandleObjs, rand: Rand) -> Result<Gemm, Error> {
         let (m, n, k) = (p.usize("M")?, p.usize("N")?, p.usize("K")?);
         for (key, v) in [("M", m), ("N", n), ("K", k)] {
             if v == 0 || v > 1 << 20 {
-                return Err(format!("GEMM params.{key}: {v}: expected 1..=1048576"));
+                return Err(Error::Input(format!(
+                    "GEMM params.{key}: {v}: expected 1..=1048576"
+                )));
             }
         }
         if m.saturating_mul(k)
@@ -41,9 +44,9 @@ impl Gemm {
             .max(m.saturating_mul(n))
             > 1 << 28
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "GEMM params.M/N/K: {m} x {n} x {k}: a matrix over 2^28 elements is too large"
-            ));
+            )));
         }
         let niters = p.usize_or("niters", 1)?.max(1);
         let parts = p.usize_or("nthreads", 0)?.max(1);
@@ -54,10 +57,10 @@ impl Gemm {
             Ok(GemmInputs { m, n, k, a, b })
         })?;
         if (inputs.m, inputs.n, inputs.k) != (m, n, k) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "GEMM params.input {label:?}: shared with a GEMM of {} x {} x {}, this one is {m} x {n} x {k} (use another input label)",
                 inputs.m, inputs.n, inputs.k
-            ));
+            )));
         }
         Ok(Gemm {
             inputs,
@@ -111,7 +114,7 @@ mod tests {
             kernel: "GEMM",
             map: &map,
         };
-        Gemm::new(&p, h, Rand::new(h, fidx))
+        Gemm::new(&p, h, Rand::new(h, fidx)).map_err(String::from)
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! the fly. Kernels pass [`Tensor`]s and [`SparseFeatures`] to each other
 //! through the request objects; see each module for params.
 
+use crate::Error;
 mod dense;
 mod embedding;
 mod features;
@@ -26,19 +27,14 @@ use super::{HandleObjs, Kernel, Params, Rand, RequestObjs};
 use rand::{Rng, SeedableRng};
 
 /// Builds an ML kernel of kind `name`.
-pub fn build(
-    name: &str,
-    p: &Params,
-    h: &HandleObjs,
-    rand: Rand,
-) -> Result<Box<dyn Kernel>, String> {
+pub fn build(name: &str, p: &Params, h: &HandleObjs, rand: Rand) -> Result<Box<dyn Kernel>, Error> {
     Ok(match name {
         "GEMM" => Box::new(Gemm::new(p, h, rand)?),
         "DenseFP32" => Box::new(DenseFp32::new(p, h, rand)?),
         "Embedding" => Box::new(Embedding::new(p, h)?),
         "Features" => Box::new(Features::new(p)?),
         "Interaction" => Box::new(Interaction::new(p)?),
-        other => return Err(format!("unknown ML kernel {other:?}")),
+        other => return Err(Error::Input(format!("unknown ML kernel {other:?}"))),
     })
 }
 
@@ -60,7 +56,7 @@ pub fn input_variety(name: &str, p: &Params) -> usize {
 /// `name` reads (random data of the shapes its params give, drawn from
 /// `seed`), so it can run alone (`kernels::bench`). Kernels that read none
 /// are left as they are; `Features` reads the request body.
-pub fn prepare_inputs(name: &str, p: &Params, rq: &RequestObjs, seed: u64) -> Result<(), String> {
+pub fn prepare_inputs(name: &str, p: &Params, rq: &RequestObjs, seed: u64) -> Result<(), Error> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut random = |rows: usize, cols: usize| {
         let data = (0..rows * cols)
@@ -78,15 +74,18 @@ pub fn prepare_inputs(name: &str, p: &Params, rq: &RequestObjs, seed: u64) -> Re
         "Embedding" if p.has("indices_from") => {
             let c = embedding::Config::parse(p)?;
             if c.specs.iter().any(|s| s.batch != c.specs[0].batch) {
-                return Err("Embedding params.batch_size_list: a stand-alone run with indices_from needs one batch_size for every table".into());
+                return Err(Error::Input("Embedding params.batch_size_list: a stand-alone run with indices_from needs one batch_size for every table".into()));
             }
             rq.put(p.str_or("indices_from", "")?, c.synthetic_features(seed));
         }
         "Interaction" => {
             let k = Interaction::new(p)?;
-            let (b, t, d) = k.shape().ok_or(
-                "Interaction: a stand-alone run needs params batch, tables and dim to make its inputs",
-            )?;
+            let (b, t, d) = k.shape().ok_or_else(|| {
+                Error::Input(
+                    "Interaction: a stand-alone run needs params batch, tables and dim to make its inputs"
+                        .into(),
+                )
+            })?;
             rq.put(p.str_or("dense", "")?, random(b, d));
             rq.put(p.str_or("embeddings", "")?, random(b, t * d));
         }

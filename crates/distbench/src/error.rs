@@ -1,0 +1,22 @@
+//! Why a distbench operation failed: the variant says who can fix it.
+
+/// Why a distbench operation failed: the variant says who can fix it.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A flag, file, field or value the user gave is wrong.
+    #[error("{0}")]
+    Input(String),
+    /// The host, a device, a socket or a peer failed or lacks a feature.
+    #[error("{0}")]
+    Host(String),
+}
+
+/// A distbench result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Callers that still carry messages as `String` keep using `?`.
+impl From<Error> for String {
+    fn from(e: Error) -> Self {
+        e.to_string()
+    }
+}
