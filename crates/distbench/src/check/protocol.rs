@@ -531,7 +531,7 @@ fn client_type_warning(
             Severity::Warning,
             location,
             format!(
-                "{what} not reproduced: rackbench's grpc client (tonic) completes RPCs as tasks \
+                "{what} not reproduced: rackbench's grpc client (a unary client on h2) completes RPCs as tasks \
                  on the node's tokio workers (one per CPU) whatever the client type; the \
                  server's server_type and thread pool are reproduced"
             ),
