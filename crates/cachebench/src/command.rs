@@ -236,51 +236,9 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         return Ok(None);
     }
     let k = &cc.nvm;
-    if k.encryption {
-        bail!(
-            "cache_config.navyEncryption: encryption of NVM contents is not supported by rackbench \
-             (upstream needs a user-supplied encryptor for it too); remove the key or set it to false"
-        );
-    }
+    check_navy_keys(k)?;
     let bs = k.block_size;
-    if !(512..=65536).contains(&bs) || !bs.is_power_of_two() {
-        bail!("cache_config.navyBlockSize is {bs}: expected a power of two from 512 to 65536");
-    }
     let region = k.region_size_mb << 20;
-    if k.region_size_mb == 0 || k.region_size_mb > 1024 {
-        bail!(
-            "cache_config.navyRegionSizeMB is {}: expected 1 to 1024",
-            k.region_size_mb
-        );
-    }
-    if k.big_hash_size_pct > 100 {
-        bail!(
-            "cache_config.navyBigHashSizePct is {}: expected 0 to 100",
-            k.big_hash_size_pct
-        );
-    }
-    if k.big_hash_size_pct > 0
-        && (k.big_hash_bucket_size == 0 || !k.big_hash_bucket_size.is_multiple_of(bs))
-    {
-        bail!(
-            "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
-            k.big_hash_bucket_size
-        );
-    }
-    if k.big_hash_size_pct > 0 && k.bloom_filter_per_bucket_size > k.big_hash_bucket_size {
-        bail!(
-            "cache_config.navyBloomFilterPerBucketSize is {}: expected at most the bucket size \
-             (navyBigHashBucketSize, {})",
-            k.bloom_filter_per_bucket_size,
-            k.big_hash_bucket_size
-        );
-    }
-    if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
-        bail!(
-            "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
-             choose one reinsertion policy"
-        );
-    }
     // nvmCacheSizeMB is per path, as CacheLib's setRaidFiles(paths, size):
     // several paths make a device of that size times their number (each
     // path's share rounded down to whole regions, the RAID-0 stripe).
@@ -324,48 +282,10 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
             size.saturating_sub(small + metadata_size) >> 10
         );
     }
-    // What the tier holds in memory: region buffers, Bloom filters, and the
-    // whole device when it is in memory.
     // Upstream's BlockCacheConfig::setCleanRegions: two in-memory buffers
     // per clean region.
     let buffers = k.clean_regions.saturating_mul(2).clamp(2, 1 << 20);
-    let buckets = if k.big_hash_size_pct > 0 {
-        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
-    } else {
-        0
-    };
-    let in_memory = if cc.nvm_cache_paths.is_empty() {
-        size
-    } else {
-        0
-    };
-    let needed = buffers
-        .saturating_mul(region)
-        .saturating_add(buckets.saturating_mul(k.bloom_filter_per_bucket_size))
-        .saturating_add(in_memory);
-    if let Some(avail) = harness::machine::mem_available()
-        && needed > avail
-    {
-        bail!(
-            "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
-             (2 x navyCleanRegions, each navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
-             {}",
-            harness::machine::human_size(needed),
-            buffers,
-            harness::machine::human_size(region),
-            if in_memory > 0 {
-                ", and the in-memory device itself (no nvmCachePaths)"
-            } else {
-                ""
-            },
-            harness::machine::human_size(avail),
-            if in_memory > 0 {
-                "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
-            } else {
-                "lower navyCleanRegions or navyRegionSizeMB"
-            }
-        );
-    }
+    check_nvm_memory(cc, size, buffers)?;
     let eviction = match k.segmented_fifo_segment_ratio.len() {
         0 => Eviction::Lru,
         1 => Eviction::Fifo,
@@ -409,6 +329,104 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         },
         metadata_size,
     }))
+}
+
+/// The Navy keys each valid on their own (block, region and bucket
+/// sizes, one reinsertion policy, no encryption).
+fn check_navy_keys(k: &config::NvmKeys) -> anyhow::Result<()> {
+    if k.encryption {
+        bail!(
+            "cache_config.navyEncryption: encryption of NVM contents is not supported by rackbench \
+             (upstream needs a user-supplied encryptor for it too); remove the key or set it to false"
+        );
+    }
+    let bs = k.block_size;
+    if !(512..=65536).contains(&bs) || !bs.is_power_of_two() {
+        bail!("cache_config.navyBlockSize is {bs}: expected a power of two from 512 to 65536");
+    }
+    if k.region_size_mb == 0 || k.region_size_mb > 1024 {
+        bail!(
+            "cache_config.navyRegionSizeMB is {}: expected 1 to 1024",
+            k.region_size_mb
+        );
+    }
+    if k.big_hash_size_pct > 100 {
+        bail!(
+            "cache_config.navyBigHashSizePct is {}: expected 0 to 100",
+            k.big_hash_size_pct
+        );
+    }
+    if k.big_hash_size_pct > 0
+        && (k.big_hash_bucket_size == 0 || !k.big_hash_bucket_size.is_multiple_of(bs))
+    {
+        bail!(
+            "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
+            k.big_hash_bucket_size
+        );
+    }
+    if k.big_hash_size_pct > 0 && k.bloom_filter_per_bucket_size > k.big_hash_bucket_size {
+        bail!(
+            "cache_config.navyBloomFilterPerBucketSize is {}: expected at most the bucket size \
+             (navyBigHashBucketSize, {})",
+            k.bloom_filter_per_bucket_size,
+            k.big_hash_bucket_size
+        );
+    }
+    if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
+        bail!(
+            "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
+             choose one reinsertion policy"
+        );
+    }
+    Ok(())
+}
+
+/// What the NVM tier of `size` bytes with `buffers` region buffers holds
+/// in memory (region buffers, Bloom filters, and the whole device when it
+/// is in memory) must fit in the memory available.
+fn check_nvm_memory(cc: &config::CacheConfig, size: u64, buffers: u64) -> anyhow::Result<()> {
+    let k = &cc.nvm;
+    let region = k.region_size_mb << 20;
+    // What the tier holds in memory: region buffers, Bloom filters, and the
+    // whole device when it is in memory.
+    let buckets = if k.big_hash_size_pct > 0 {
+        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
+    } else {
+        0
+    };
+    let in_memory = if cc.nvm_cache_paths.is_empty() {
+        size
+    } else {
+        0
+    };
+    let needed = buffers
+        .saturating_mul(region)
+        .saturating_add(buckets.saturating_mul(k.bloom_filter_per_bucket_size))
+        .saturating_add(in_memory);
+    if let Some(avail) = harness::machine::mem_available()
+        && needed > avail
+    {
+        bail!(
+            "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
+             (2 x navyCleanRegions, each navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
+             {}",
+            harness::machine::human_size(needed),
+            buffers,
+            harness::machine::human_size(region),
+            if in_memory > 0 {
+                ", and the in-memory device itself (no nvmCachePaths)"
+            } else {
+                ""
+            },
+            harness::machine::human_size(avail),
+            if in_memory > 0 {
+                "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
+            } else {
+                "lower navyCleanRegions or navyRegionSizeMB"
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Pool rebalancing of an instance (None when `poolRebalanceIntervalSec`
