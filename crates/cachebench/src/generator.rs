@@ -34,6 +34,7 @@
 //!   last letters (the key's index in base 26) where the length allows,
 //!   where upstream removes duplicates after drawing.
 
+use crate::error::Error;
 use rand::distr::weighted::WeightedIndex;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -423,8 +424,8 @@ const SAMPLE: u64 = 16;
 
 impl Generator {
     /// The `online` generator (upstream's `OnlineGenerator`).
-    pub fn new(spec: &Spec, seed: u64) -> Result<Generator, String> {
-        Generator::build(spec, seed, None)
+    pub fn new(spec: &Spec, seed: u64) -> Result<Generator, Error> {
+        Generator::build(spec, seed, None).map_err(Error::Input)
     }
 
     /// The `workload` generator (upstream's `WorkloadGenerator`): keys,
@@ -437,16 +438,16 @@ impl Generator {
         seed: u64,
         accesses: u64,
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Generator, String> {
+    ) -> Result<Generator, Error> {
         if spec.num_keys > WORKLOAD_MAX_KEYS {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Too many keys specified: {}. Maximum allowed is 4 Billion. (upstream's words: the \
                  workload generator takes at most {WORKLOAD_MAX_KEYS} keys; the online generator \
                  takes more)",
                 spec.num_keys
-            ));
+            )));
         }
-        let g = Generator::build(spec, seed, Some(accesses))?;
+        let g = Generator::build(spec, seed, Some(accesses)).map_err(Error::Input)?;
         for p in &g.pools {
             progress(p.accesses);
         }
@@ -950,7 +951,7 @@ mod tests {
         let mut m = mix([1.0; 7]);
         m.val_size_range = vec![1, 2, 3, 4];
         m.val_size_probability = vec![0.5, 0.5];
-        let err = Generator::new(&spec(10, m), 1).err().unwrap();
+        let err = Generator::new(&spec(10, m), 1).err().unwrap().to_string();
         assert!(err.contains("valSizeRange has 4 values"), "{err}");
         // One-letter keys: at most 26 distinct, as upstream's sorted and
         // deduplicated names.
@@ -965,7 +966,8 @@ mod tests {
         assert_eq!(names.len() as u64, g.num_keys());
         let err = Generator::pregenerated(&spec(5_000_000_000, mix([1.0; 7])), 1, 1, &mut |_| {})
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("Maximum allowed is 4 Billion"), "{err}");
     }
 
@@ -1116,7 +1118,7 @@ mod tests {
         let g = Generator::new(&s, 1).unwrap();
         assert_eq!(g.next(&mut rng).ttl_secs, 0);
         m.ttl = Some((vec![10.0, 20.0, 30.0], vec![0.5]));
-        let e = Generator::new(&spec(5000, m), 1).err().unwrap();
+        let e = Generator::new(&spec(5000, m), 1).err().unwrap().to_string();
         assert!(e.contains("do not match up"), "{e}");
     }
 

@@ -801,7 +801,7 @@ pub fn run_replay_stream(
         total = join_all(handles);
         error = match feeder.join() {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("the trace reader failed (see the panic message above)".into()),
         };
     });
@@ -1005,7 +1005,7 @@ pub fn run_chunked(
         total = join_all(handles);
         error = match feeder.join() {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("the trace reader failed (see the panic message above)".into()),
         };
     });
