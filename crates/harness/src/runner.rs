@@ -298,10 +298,10 @@ fn plan<'a>(
         let mut resolved = resolve(job, inv.role.as_deref(), &inv.input)?;
         resolved.hooks.extend(inv.extra_hooks.iter().cloned());
         for h in &resolved.hooks {
-            hooks::validate(h).map_err(|message| PlanError::Hook {
+            hooks::validate(h).map_err(|e| PlanError::Hook {
                 job: job.name.clone(),
                 file: job.source.display().to_string(),
-                message,
+                message: e.to_string(),
             })?;
         }
         let workload = reg
@@ -667,7 +667,8 @@ fn run_one(
         &p.resolved.hooks
     };
     for spec in run_hooks {
-        match hooks::build(spec).and_then(|mut h| h.before(&hctx).map(|_| h)) {
+        let built = hooks::build(spec).map_err(String::from);
+        match built.and_then(|mut h| h.before(&hctx).map(|_| h)) {
             Ok(h) => started.push((spec.hook.clone(), h)),
             Err(e) => {
                 failure = Some(format!("hook '{}' before the job: {e}", spec.hook));
