@@ -958,7 +958,9 @@ fn drive_instance(
                     let (gate, id, stop) = (rv.before_final.clone(), inst.id, stop.clone());
                     search.before_final(move || {
                         gate.arrive(id, (), &stop).map(|_| ()).map_err(|_| {
-                            "interrupted while waiting for the other instances".to_string()
+                            load::Error::Stopped(
+                                "interrupted while waiting for the other instances".to_string(),
+                            )
                         })
                     })
                 }
