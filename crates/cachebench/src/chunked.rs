@@ -1035,8 +1035,9 @@ pub fn run_feeder(
     senders: Vec<SyncSender<ChunkReq>>,
     stop: &AtomicBool,
     stats: &ChunkStats,
-) -> Result<(), String> {
-    feed(spec, senders, stop, stats)
+) -> Result<(), crate::Error> {
+    // The feeder's errors are the trace files' reads failing.
+    feed(spec, senders, stop, stats).map_err(crate::Error::Host)
 }
 
 /// One thread's requests: the next operation of the request at the front,

@@ -236,51 +236,9 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         return Ok(None);
     }
     let k = &cc.nvm;
-    if k.encryption {
-        bail!(
-            "cache_config.navyEncryption: encryption of NVM contents is not supported by rackbench \
-             (upstream needs a user-supplied encryptor for it too); remove the key or set it to false"
-        );
-    }
+    check_navy_keys(k)?;
     let bs = k.block_size;
-    if !(512..=65536).contains(&bs) || !bs.is_power_of_two() {
-        bail!("cache_config.navyBlockSize is {bs}: expected a power of two from 512 to 65536");
-    }
     let region = k.region_size_mb << 20;
-    if k.region_size_mb == 0 || k.region_size_mb > 1024 {
-        bail!(
-            "cache_config.navyRegionSizeMB is {}: expected 1 to 1024",
-            k.region_size_mb
-        );
-    }
-    if k.big_hash_size_pct > 100 {
-        bail!(
-            "cache_config.navyBigHashSizePct is {}: expected 0 to 100",
-            k.big_hash_size_pct
-        );
-    }
-    if k.big_hash_size_pct > 0
-        && (k.big_hash_bucket_size == 0 || !k.big_hash_bucket_size.is_multiple_of(bs))
-    {
-        bail!(
-            "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
-            k.big_hash_bucket_size
-        );
-    }
-    if k.big_hash_size_pct > 0 && k.bloom_filter_per_bucket_size > k.big_hash_bucket_size {
-        bail!(
-            "cache_config.navyBloomFilterPerBucketSize is {}: expected at most the bucket size \
-             (navyBigHashBucketSize, {})",
-            k.bloom_filter_per_bucket_size,
-            k.big_hash_bucket_size
-        );
-    }
-    if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
-        bail!(
-            "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
-             choose one reinsertion policy"
-        );
-    }
     // nvmCacheSizeMB is per path, as CacheLib's setRaidFiles(paths, size):
     // several paths make a device of that size times their number (each
     // path's share rounded down to whole regions, the RAID-0 stripe).
@@ -324,48 +282,10 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
             size.saturating_sub(small + metadata_size) >> 10
         );
     }
-    // What the tier holds in memory: region buffers, Bloom filters, and the
-    // whole device when it is in memory.
     // Upstream's BlockCacheConfig::setCleanRegions: two in-memory buffers
     // per clean region.
     let buffers = k.clean_regions.saturating_mul(2).clamp(2, 1 << 20);
-    let buckets = if k.big_hash_size_pct > 0 {
-        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
-    } else {
-        0
-    };
-    let in_memory = if cc.nvm_cache_paths.is_empty() {
-        size
-    } else {
-        0
-    };
-    let needed = buffers
-        .saturating_mul(region)
-        .saturating_add(buckets.saturating_mul(k.bloom_filter_per_bucket_size))
-        .saturating_add(in_memory);
-    if let Some(avail) = harness::machine::mem_available()
-        && needed > avail
-    {
-        bail!(
-            "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
-             (2 x navyCleanRegions, each navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
-             {}",
-            harness::machine::human_size(needed),
-            buffers,
-            harness::machine::human_size(region),
-            if in_memory > 0 {
-                ", and the in-memory device itself (no nvmCachePaths)"
-            } else {
-                ""
-            },
-            harness::machine::human_size(avail),
-            if in_memory > 0 {
-                "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
-            } else {
-                "lower navyCleanRegions or navyRegionSizeMB"
-            }
-        );
-    }
+    check_nvm_memory(cc, size, buffers)?;
     let eviction = match k.segmented_fifo_segment_ratio.len() {
         0 => Eviction::Lru,
         1 => Eviction::Fifo,
@@ -409,6 +329,104 @@ pub fn nvm_config(c: &BenchConfig, require_direct_io: bool) -> anyhow::Result<Op
         },
         metadata_size,
     }))
+}
+
+/// The Navy keys each valid on their own (block, region and bucket
+/// sizes, one reinsertion policy, no encryption).
+fn check_navy_keys(k: &config::NvmKeys) -> anyhow::Result<()> {
+    if k.encryption {
+        bail!(
+            "cache_config.navyEncryption: encryption of NVM contents is not supported by rackbench \
+             (upstream needs a user-supplied encryptor for it too); remove the key or set it to false"
+        );
+    }
+    let bs = k.block_size;
+    if !(512..=65536).contains(&bs) || !bs.is_power_of_two() {
+        bail!("cache_config.navyBlockSize is {bs}: expected a power of two from 512 to 65536");
+    }
+    if k.region_size_mb == 0 || k.region_size_mb > 1024 {
+        bail!(
+            "cache_config.navyRegionSizeMB is {}: expected 1 to 1024",
+            k.region_size_mb
+        );
+    }
+    if k.big_hash_size_pct > 100 {
+        bail!(
+            "cache_config.navyBigHashSizePct is {}: expected 0 to 100",
+            k.big_hash_size_pct
+        );
+    }
+    if k.big_hash_size_pct > 0
+        && (k.big_hash_bucket_size == 0 || !k.big_hash_bucket_size.is_multiple_of(bs))
+    {
+        bail!(
+            "cache_config.navyBigHashBucketSize is {}: expected a multiple of navyBlockSize ({bs})",
+            k.big_hash_bucket_size
+        );
+    }
+    if k.big_hash_size_pct > 0 && k.bloom_filter_per_bucket_size > k.big_hash_bucket_size {
+        bail!(
+            "cache_config.navyBloomFilterPerBucketSize is {}: expected at most the bucket size \
+             (navyBigHashBucketSize, {})",
+            k.bloom_filter_per_bucket_size,
+            k.big_hash_bucket_size
+        );
+    }
+    if k.hits_reinsertion_threshold > 0 && k.probability_reinsertion_threshold > 0 {
+        bail!(
+            "cache_config: navyHitsReinsertionThreshold and navyProbabilityReinsertionThreshold are both set; \
+             choose one reinsertion policy"
+        );
+    }
+    Ok(())
+}
+
+/// What the NVM tier of `size` bytes with `buffers` region buffers holds
+/// in memory (region buffers, Bloom filters, and the whole device when it
+/// is in memory) must fit in the memory available.
+fn check_nvm_memory(cc: &config::CacheConfig, size: u64, buffers: u64) -> anyhow::Result<()> {
+    let k = &cc.nvm;
+    let region = k.region_size_mb << 20;
+    // What the tier holds in memory: region buffers, Bloom filters, and the
+    // whole device when it is in memory.
+    let buckets = if k.big_hash_size_pct > 0 {
+        size / 100 * k.big_hash_size_pct / k.big_hash_bucket_size.max(1)
+    } else {
+        0
+    };
+    let in_memory = if cc.nvm_cache_paths.is_empty() {
+        size
+    } else {
+        0
+    };
+    let needed = buffers
+        .saturating_mul(region)
+        .saturating_add(buckets.saturating_mul(k.bloom_filter_per_bucket_size))
+        .saturating_add(in_memory);
+    if let Some(avail) = harness::machine::mem_available()
+        && needed > avail
+    {
+        bail!(
+            "cache_config: the NVM tier needs {} of memory ({} region buffers of {} \
+             (2 x navyCleanRegions, each navyRegionSizeMB), Bloom filters{}) but only {} of memory is available; \
+             {}",
+            harness::machine::human_size(needed),
+            buffers,
+            harness::machine::human_size(region),
+            if in_memory > 0 {
+                ", and the in-memory device itself (no nvmCachePaths)"
+            } else {
+                ""
+            },
+            harness::machine::human_size(avail),
+            if in_memory > 0 {
+                "give nvmCachePaths (a directory, file or block device) or a smaller nvmCacheSizeMB"
+            } else {
+                "lower navyCleanRegions or navyRegionSizeMB"
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Pool rebalancing of an instance (None when `poolRebalanceIntervalSec`
@@ -1107,130 +1125,10 @@ impl Workload for CacheBench {
         writeln!(out, "{}", output::WELCOME)?;
         let mut instances = Vec::new();
         for c in &loaded.instances {
-            check_generator(c)?;
-            if let (true, Some(out_file)) = (
-                c.test.generator == "replay",
-                c.test.replay.binary_file_name.as_ref(),
-            ) {
-                // As upstream: the replay generator with binaryFileName
-                // writes the binary trace and the program ends there.
-                let w = crate::replay::write_binary(
-                    &trace_spec(c),
-                    c.test.replay.amp_factor,
-                    c.test.replay.amp_size_factor,
-                    out_file,
-                )
-                .map_err(anyhow::Error::msg)?;
-                eprintln!(
-                    "wrote {} requests ({} trace lines, {} that could not be parsed{}) to {}",
-                    w.requests,
-                    w.samples,
-                    w.parse_errors,
-                    if w.long_keys > 0 {
-                        format!(
-                            ", {} keys longer than the format's 255 bytes left out",
-                            w.long_keys
-                        )
-                    } else {
-                        String::new()
-                    },
-                    out_file.display()
-                );
-                return Ok(Outcome::helper(true));
+            match setup_instance(c, &a, st, &mut out)? {
+                Setup::Ready(i) => instances.push(*i),
+                Setup::WroteTrace => return Ok(Outcome::helper(true)),
             }
-            let dram = dram_config(c)?;
-            let t0 = Instant::now();
-            let source = if c.test.generator == "replay" {
-                let reader = TraceReader::new(trace_spec(c)).map_err(anyhow::Error::msg)?;
-                Source::Replay {
-                    reader: std::sync::Mutex::new(Some(Box::new(reader))),
-                    amp_factor: c.test.replay.amp_factor,
-                    serialization: c.test.replay.serialization,
-                }
-            } else if c.test.generator == "binary-replay" {
-                Source::Binary(
-                    BinaryTrace::open(&c.test.trace_files[0]).map_err(anyhow::Error::msg)?,
-                )
-            } else if let Some(kind) = match c.test.generator.as_str() {
-                "piecewise-replay" => Some(crate::chunked::Kind::PieceWise),
-                "block-replay" => Some(crate::chunked::Kind::BlockChunk),
-                _ => None,
-            } {
-                let spec = chunk_spec(c, kind)?;
-                let stats = crate::chunked::ChunkStats::new(&spec);
-                Source::Chunked {
-                    spec: Box::new(spec),
-                    stats: Box::new(stats),
-                    style: st,
-                }
-            } else {
-                let spec = spec(c)?;
-                let generator = if c.test.generator == "online" {
-                    // Upstream's OnlineGenerator prints nothing.
-                    Generator::new(&spec, a.seed).map_err(anyhow::Error::msg)?
-                } else {
-                    // `workload`: keys with their sizes, and each pool's
-                    // sampled accesses, as upstream's WorkloadGenerator
-                    // (`Created N keys in X mins`, then per pool
-                    // `Generating X.XXM sampled accesses`, then
-                    // `Generated access patterns in X mins`).
-                    let accesses = c.test.num_ops.saturating_mul(c.test.num_threads as u64);
-                    let mut lines = String::new();
-                    let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |n| {
-                        lines.push_str(&output::generating_accesses_in(st, n))
-                    })
-                    .map_err(anyhow::Error::msg)?;
-                    let mins = |t: Instant| t.elapsed().as_secs() as f64 / 60.0;
-                    write!(
-                        out,
-                        "{}{lines}{}",
-                        output::keys_created(st, g.num_keys(), mins(t0)),
-                        output::generated_patterns(st, 0.0)
-                    )?;
-                    g
-                };
-                if c.test.check_consistency && generator.num_keys() > CONSISTENCY_MAX_KEYS {
-                    bail!(
-                        "test_config.checkConsistency with numKeys {}: rackbench's value \
-                         checker keeps 16 bytes per key and takes at most {CONSISTENCY_MAX_KEYS} keys",
-                        generator.num_keys()
-                    );
-                }
-                Source::Synthetic(generator)
-            };
-            let options = Options {
-                threads: c.test.num_threads,
-                ops_per_thread: c.test.num_ops,
-                lookaside: c.test.enable_lookaside,
-                only_set_if_miss: c.test.only_set_if_miss,
-                touch_value: c.test.touch_value,
-                max_inconsistencies: c.test.max_inconsistency_count,
-                op_pool_distribution: c.test.op_pool_distribution.clone(),
-                warmup_timestamp: c
-                    .test
-                    .nvm_warmup_check
-                    .map_or(0, |w| w.request_timestamp_threshold),
-                rate_per_sec: c.test.op_rate_per_sec,
-                rate_burst: c.test.op_rate_burst_size,
-                delay_batch: c.test.op_delay_batch,
-                delay: Duration::from_nanos(c.test.op_delay_ns),
-                seed: a.seed,
-                check_consistency: c.test.check_consistency,
-                api_latency: a.report_api_latency,
-            };
-            let cache = build_cache(c, a.require_direct_io)?;
-            if a.report_api_latency {
-                cache.enable_api_latency();
-            }
-            instances.push(Instance {
-                cache,
-                rebalance: rebalance_config(c)?,
-                source,
-                repeat_trace: c.test.repeat_trace_replay,
-                options,
-                fractions: dram.pool_sizes.clone(),
-                config: c.clone(),
-            });
         }
         // Upstream's main announces several instances, then each
         // instance's stressor prints its own total as it starts.
@@ -1244,249 +1142,26 @@ impl Workload for CacheBench {
         out.flush()?;
 
         let stop = AtomicBool::new(false);
-        let done = AtomicBool::new(false);
         let progress: Vec<Progress> = instances.iter().map(|_| Progress::default()).collect();
         let started = Instant::now();
-        // As upstream's ProgressTracker: the file is appended to (an
-        // earlier run's blocks stay) and each run starts with a header (in
-        // the current layout). Several instances each get their own file,
-        // `<stem>_<i><ext>`, as upstream's main names them.
-        let mut stats_files: Vec<Option<(PathBuf, std::fs::File)>> = Vec::new();
-        for i in 0..instances.len() {
-            let Some(p) = &a.progress_stats_file else {
-                stats_files.push(None);
-                continue;
-            };
-            let p = if instances.len() > 1 {
-                ctx.output_path(&instance_stats_file(p, i))
-            } else {
-                ctx.output_path(p)
-            };
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&p)
-                .with_context(|| format!("cannot open {} to append to it", p.display()))?;
-            if st.stats_file_header() {
-                f.write_all(output::STATS_FILE_HEADER.as_bytes())
-                    .with_context(|| format!("cannot write to {}", p.display()))?;
-            }
-            stats_files.push(Some((p, f)));
-        }
-        let mut timed_out = false;
+        let mut stats_files = open_stats_files(&a, ctx, instances.len(), st)?;
         let nvm_failure: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-        type Results = Vec<(RunStats, Option<GeneratorStats>)>;
-        let (results, samples): (Results, Vec<crate::plots::Sample>) = std::thread::scope(|s| {
-            let runs: Vec<_> = instances
-                .iter()
-                .zip(&progress)
-                .map(|(i, p)| s.spawn(|| run_instance(i, &stop, p)))
-                .collect();
-            // Pool rebalancing, one thread per instance that has it.
-            for i in &instances {
-                if let Some((every, cfg)) = i.rebalance {
-                    let (done, cache) = (&done, &i.cache);
-                    s.spawn(move || {
-                        let mut rng = SmallRng::seed_from_u64(a.seed ^ 0x5eba1);
-                        let mut next = Instant::now() + every;
-                        while !done.load(Ordering::Relaxed) {
-                            std::thread::sleep(Duration::from_millis(20));
-                            if Instant::now() >= next {
-                                next += every;
-                                cache.rebalance(&cfg, &mut |n| rng.random_range(0..n.max(1)));
-                            }
-                        }
-                    });
-                }
-            }
-            // Progress, timeout and Ctrl-C, until every instance is done;
-            // returns the progress samples for the charts.
-            let controller = s.spawn(|| {
-                let mut samples: Vec<crate::plots::Sample> = Vec::new();
-                let mut prev_ops = 0u64;
-                let mut prev_t = 0.0f64;
-                // Each instance's counters at the previous progress line,
-                // and their sums (for the charts).
-                let mut prev_each: Vec<CacheStats> =
-                    instances.iter().map(|i| i.cache.stats()).collect();
-                let mut prev = sum_cache(&prev_each);
-                let tick = Duration::from_secs(a.progress.max(1));
-                let mut next = Instant::now() + tick;
-                // checkNvmCacheWarmUp: upstream logs the first time its
-                // policy says NVM is warm (checked every 250 ms and at
-                // the end).
-                let mut warm: Vec<bool> = instances
-                    .iter()
-                    .map(|i| i.config.test.nvm_warmup_check.is_none())
-                    .collect();
-                let check_warm = |warm: &mut Vec<bool>| {
-                    for (k, inst) in instances.iter().enumerate() {
-                        let Some(w) = inst.config.test.nvm_warmup_check else {
-                            continue;
-                        };
-                        if warm[k] {
-                            continue;
-                        }
-                        let evicted = || inst.cache.stats().nvm.map_or(0, |n| n.engine.evictions());
-                        if progress[k].warm_timestamp.load(Ordering::Relaxed) > 0
-                            || (w.eviction_count_threshold > 0
-                                && inst.cache.nvm().is_some()
-                                && evicted() >= w.eviction_count_threshold)
-                        {
-                            eprintln!("NVM cache has been warmed up");
-                            warm[k] = true;
-                        }
-                    }
-                };
-                let mut next_warm = Instant::now();
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    if warm.iter().any(|w| !w) && Instant::now() >= next_warm {
-                        next_warm += Duration::from_millis(250);
-                        check_warm(&mut warm);
-                    }
-                    for i in &instances {
-                        if let Some(f) = i.cache.fatal() {
-                            let mut g = nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
-                            if g.is_none() {
-                                eprintln!("error: {f}; stopping the run");
-                                *g = Some(f);
-                            }
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    if ctx.cancel.is_stopped()
-                        || (a.timeout_seconds > 0
-                            && started.elapsed().as_secs() >= a.timeout_seconds)
-                    {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    if a.progress > 0 && Instant::now() >= next {
-                        next += tick;
-                        let each: Vec<CacheStats> =
-                            instances.iter().map(|i| i.cache.stats()).collect();
-                        let cur = sum_cache(&each);
-                        let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                        let hit = output::hit_ratios_since(&cur, &prev);
-                        let t = started.elapsed().as_secs_f64();
-                        let window = interval_stats(&cur, &prev);
-                        samples.push(sample(&window, &prev, hit, ops - prev_ops, t - prev_t, t));
-                        (prev_ops, prev_t) = (ops, t);
-                        // A line per instance, as upstream's ProgressTracker
-                        // (one per instance).
-                        let clock = wall_clock();
-                        for (i, (c, p)) in each.iter().zip(&prev_each).enumerate() {
-                            let line = output::progress_line(
-                                st,
-                                i,
-                                clock,
-                                progress[i].ops.load(Ordering::Relaxed),
-                                c,
-                                output::hit_ratios_since(c, p),
-                            );
-                            let Some((_, f)) = stats_files[i].as_mut() else {
-                                print!("{line}");
-                                continue;
-                            };
-                            // With a stats file the line goes there (and in
-                            // the legacy layout on stdout too). NVM latency
-                            // percentiles over the last minute, as
-                            // upstream's; operations so far over the time so
-                            // far.
-                            let snapshot = RunStats {
-                                cache: c.clone(),
-                                throughput: progress[i].throughput(),
-                                elapsed_secs: t,
-                                ..RunStats::default()
-                            };
-                            let mut block = output::progress_stats_block(st, &line, &snapshot, p);
-                            // The piecewise and block replays' stats
-                            // follow the throughput lines, as upstream's
-                            // ProgressTracker renders the generator's.
-                            if let Source::Chunked { stats, .. } = &instances[i].source {
-                                block.pop();
-                                block.push_str(&stats.render(st, t.max(1e-9)));
-                                block.push('\n');
-                            }
-                            let _ = f.write_all(block.as_bytes());
-                            if st.progress_on_stdout_with_stats_file() {
-                                print!("{line}");
-                            }
-                        }
-                        let _ = std::io::stdout().flush();
-                        prev_each = each;
-                        prev = cur;
-                    }
-                }
-                check_warm(&mut warm);
-                // The last stretch (and runs shorter than one interval).
-                // Threads publish their operation counts every 1,024
-                // operations and at their end, so a short last stretch
-                // (a stop's wind-down: under half an interval) holds
-                // mostly the final publications of operations counted
-                // before it; it is a point of its own only in a run
-                // shorter than one interval or when it is at least half
-                // an interval long, and the cache counted something in it.
-                let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                let t = started.elapsed().as_secs_f64();
-                let cur = sum_cache(
-                    &instances
-                        .iter()
-                        .map(|i| i.cache.stats())
-                        .collect::<Vec<_>>(),
-                );
-                let long_enough = prev_t == 0.0 || t - prev_t >= tick.as_secs_f64() / 2.0;
-                if a.progress > 0
-                    && ops > prev_ops
-                    && t - prev_t > 0.05
-                    && long_enough
-                    && cache_moved(&cur, &prev)
-                {
-                    let hit = output::hit_ratios_since(&cur, &prev);
-                    samples.push(sample(
-                        &interval_stats(&cur, &prev),
-                        &prev,
-                        hit,
-                        ops - prev_ops,
-                        t - prev_t,
-                        t,
-                    ));
-                }
-                samples
-            });
-            let r: Results = runs
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect();
-            done.store(true, Ordering::Relaxed);
-            (r, controller.join().unwrap_or_default())
-        });
-        let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
-        if stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none() {
-            timed_out = true;
-        }
-        let mut charts = Vec::new();
-        // Charts (ours) go beside the progress stats file, or among the
-        // harness's artifacts; a direct run writes none, as upstream draws
-        // none.
-        let chart_at = match (&a.progress_stats_file, &ctx.artifacts) {
-            (_, None) => None,
-            (Some(p), Some(_)) => {
-                let p = ctx.output_path(p);
-                Some((
-                    p.parent().map(Path::to_path_buf).unwrap_or_default(),
-                    crate::plots::stem(&p),
-                ))
-            }
-            (None, Some(dir)) => Some((dir.clone(), "cachebench".to_string())),
+        let drive = Drive {
+            instances: &instances,
+            progress: &progress,
+            stop: &stop,
+            done: AtomicBool::new(false),
+            nvm_failure: &nvm_failure,
+            ctx,
+            a: &a,
+            st,
+            started,
         };
-        if let (false, Some((dir, stem))) = (samples.is_empty(), chart_at) {
-            match crate::plots::write_all(&dir, &stem, &samples) {
-                Ok(files) => charts = files.iter().map(|f| f.display().to_string()).collect(),
-                Err(e) => eprintln!("warning: charts not written: {e:#}"),
-            }
-        }
-        let mut total = RunStats::default();
+        let (results, samples) = drive.run(&mut stats_files);
+        let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
+        let timed_out =
+            stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none();
+        let charts = write_charts(&a, ctx, &samples);
         let mut record = CacheBenchRecord {
             instances: Vec::new(),
             aggregated: None,
@@ -1496,94 +1171,633 @@ impl Workload for CacheBench {
             stopped_by_timeout_seconds: timed_out.then_some(a.timeout_seconds),
             nvm_failure: nvm_failure.clone(),
             layout: a.output_layout,
-            first_op_secs: progress
-                .iter()
-                .map(|p| {
-                    p.first_op
-                        .get()
-                        .map(|t| t.duration_since(began).as_secs_f64())
-                })
-                .collect::<Option<Vec<f64>>>()
-                .and_then(|v| v.into_iter().reduce(f64::max)),
+            first_op_secs: first_op_secs(&progress, began),
         };
-        for (i, (mut r, generator)) in results.into_iter().enumerate() {
-            r.pool_fractions = instances[i].fractions.clone();
-            if let Some(g) = generator.as_ref().filter(|g| g.parse_errors > 0) {
-                eprintln!(
-                    "warning: {} of {} trace lines could not be parsed and were skipped",
-                    g.parse_errors,
-                    g.samples + g.parse_errors
-                );
-            }
-            let mut failures = Vec::new();
-            if r.throughput.inconsistencies > 0 {
-                failures.push(format!(
-                    "Found {} inconsistent cases",
-                    r.throughput.inconsistencies
-                ));
-            }
-            if let Some(f) = instances[i].cache.fatal() {
-                failures.push(format!("NVM error. {f}"));
-            }
-            if r.throughput.failed_threads > 0 {
-                failures.push(format!(
-                    "{} stressor thread(s) failed (see the panic message above); their operations are not counted",
-                    r.throughput.failed_threads
-                ));
-            }
-            total.throughput.add(&r.throughput);
-            total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
-            total.elapsed_secs = total.elapsed_secs.max(r.elapsed_secs);
-            if let Some(l) = &r.api_latency {
-                total
-                    .api_latency
-                    .get_or_insert_with(Default::default)
-                    .add(l);
-            }
-            record.instances.push(InstanceRecord {
-                stats: r,
-                failures,
-                generator,
-                print_nvm_counters: instances[i].config.cache.print_nvm_counters,
-            });
-        }
-        if instances.len() > 1 {
-            // Several instances: their sums after their own reports.
-            record.aggregated = Some(total.clone());
-        }
-        // The end-of-run text, from the record a saved run reprints. Each
-        // instance's report is appended to its stats file, as upstream's
-        // Runner does (in the current layout); with several instances and
-        // their own files it goes there only, and stdout gets the
-        // aggregate.
-        let own_files = instances.len() > 1 && a.progress_stats_file.is_some();
-        for (i, inst) in record.instances.iter().enumerate() {
-            if let Some((p, f)) = stats_files[i].as_mut()
-                && st.results_in_stats_file()
-                && let Err(e) = f.write_all(instance_report(st, inst).as_bytes())
-            {
-                eprintln!(
-                    "warning: the results were not appended to {}: {e}",
-                    p.display()
-                );
-            }
-        }
-        if aborted(&record) {
-            // Upstream's Runner, once per instance.
-            for _ in &record.instances {
-                eprintln!("Test aborted.");
-            }
-        }
-        if own_files {
-            write_closing(&record, st, &mut std::io::stdout().lock())?;
-        } else {
-            write_record(&record, a.output_layout, &mut std::io::stdout().lock())?;
-        }
+        add_instances(&mut record, &instances, results);
+        print_end(&record, &a, st, &mut stats_files)?;
         Ok(Outcome::measured(
             record_passed(&record),
             Record::of(self.name(), RECORD_VERSION, &record),
         ))
     }
+}
+
+/// What setting an instance up ended with.
+enum Setup {
+    /// The instance, ready to run.
+    Ready(Box<Instance>),
+    /// The replay generator wrote its binary trace (`binaryFileName`): the
+    /// program ends there, as upstream's.
+    WroteTrace,
+}
+
+/// Config -> engine for one instance: its source of operations (printing
+/// a pregenerated workload's lines), its stressor options and its cache.
+fn setup_instance(
+    c: &BenchConfig,
+    a: &Args,
+    st: output::Style,
+    out: &mut std::io::Stdout,
+) -> anyhow::Result<Setup> {
+    check_generator(c)?;
+    if let (true, Some(out_file)) = (
+        c.test.generator == "replay",
+        c.test.replay.binary_file_name.as_ref(),
+    ) {
+        // As upstream: the replay generator with binaryFileName
+        // writes the binary trace and the program ends there.
+        write_binary_trace(c, out_file)?;
+        return Ok(Setup::WroteTrace);
+    }
+    let dram = dram_config(c)?;
+    let source = source(c, a, st, out)?;
+    let options = options(c, a);
+    let cache = build_cache(c, a.require_direct_io)?;
+    if a.report_api_latency {
+        cache.enable_api_latency();
+    }
+    Ok(Setup::Ready(Box::new(Instance {
+        cache,
+        rebalance: rebalance_config(c)?,
+        source,
+        repeat_trace: c.test.repeat_trace_replay,
+        options,
+        fractions: dram.pool_sizes.clone(),
+        config: c.clone(),
+    })))
+}
+
+/// The replay generator with `binaryFileName`: converts the trace and says
+/// what it wrote on stderr.
+fn write_binary_trace(c: &BenchConfig, out_file: &Path) -> anyhow::Result<()> {
+    let w = crate::replay::write_binary(
+        &trace_spec(c),
+        c.test.replay.amp_factor,
+        c.test.replay.amp_size_factor,
+        out_file,
+    )
+    .map_err(anyhow::Error::msg)?;
+    eprintln!(
+        "wrote {} requests ({} trace lines, {} that could not be parsed{}) to {}",
+        w.requests,
+        w.samples,
+        w.parse_errors,
+        if w.long_keys > 0 {
+            format!(
+                ", {} keys longer than the format's 255 bytes left out",
+                w.long_keys
+            )
+        } else {
+            String::new()
+        },
+        out_file.display()
+    );
+    Ok(())
+}
+
+/// Where an instance's operations come from: a trace reader, a binary
+/// trace, a chunked replay or a synthetic generator.
+fn source(
+    c: &BenchConfig,
+    a: &Args,
+    st: output::Style,
+    out: &mut std::io::Stdout,
+) -> anyhow::Result<Source> {
+    let t0 = Instant::now();
+    if c.test.generator == "replay" {
+        let reader = TraceReader::new(trace_spec(c)).map_err(anyhow::Error::msg)?;
+        return Ok(Source::Replay {
+            reader: std::sync::Mutex::new(Some(Box::new(reader))),
+            amp_factor: c.test.replay.amp_factor,
+            serialization: c.test.replay.serialization,
+        });
+    }
+    if c.test.generator == "binary-replay" {
+        return Ok(Source::Binary(
+            BinaryTrace::open(&c.test.trace_files[0]).map_err(anyhow::Error::msg)?,
+        ));
+    }
+    if let Some(kind) = match c.test.generator.as_str() {
+        "piecewise-replay" => Some(crate::chunked::Kind::PieceWise),
+        "block-replay" => Some(crate::chunked::Kind::BlockChunk),
+        _ => None,
+    } {
+        let spec = chunk_spec(c, kind)?;
+        let stats = crate::chunked::ChunkStats::new(&spec);
+        return Ok(Source::Chunked {
+            spec: Box::new(spec),
+            stats: Box::new(stats),
+            style: st,
+        });
+    }
+    let generator = synthetic(c, a, st, out, t0)?;
+    if c.test.check_consistency && generator.num_keys() > CONSISTENCY_MAX_KEYS {
+        bail!(
+            "test_config.checkConsistency with numKeys {}: rackbench's value \
+             checker keeps 16 bytes per key and takes at most {CONSISTENCY_MAX_KEYS} keys",
+            generator.num_keys()
+        );
+    }
+    Ok(Source::Synthetic(generator))
+}
+
+/// The `online` or `workload` generator of an instance.
+fn synthetic(
+    c: &BenchConfig,
+    a: &Args,
+    st: output::Style,
+    out: &mut std::io::Stdout,
+    t0: Instant,
+) -> anyhow::Result<Generator> {
+    let spec = spec(c)?;
+    if c.test.generator == "online" {
+        // Upstream's OnlineGenerator prints nothing.
+        return Generator::new(&spec, a.seed).map_err(anyhow::Error::msg);
+    }
+    // `workload`: keys with their sizes, and each pool's sampled accesses,
+    // as upstream's WorkloadGenerator (`Created N keys in X mins`, then per
+    // pool `Generating X.XXM sampled accesses`, then `Generated access
+    // patterns in X mins`).
+    let accesses = c.test.num_ops.saturating_mul(c.test.num_threads as u64);
+    let mut lines = String::new();
+    let g = Generator::pregenerated(&spec, a.seed, accesses, &mut |n| {
+        lines.push_str(&output::generating_accesses_in(st, n))
+    })
+    .map_err(anyhow::Error::msg)?;
+    let mins = |t: Instant| t.elapsed().as_secs() as f64 / 60.0;
+    write!(
+        out,
+        "{}{lines}{}",
+        output::keys_created(st, g.num_keys(), mins(t0)),
+        output::generated_patterns(st, 0.0)
+    )?;
+    Ok(g)
+}
+
+/// The stressor's options for an instance.
+fn options(c: &BenchConfig, a: &Args) -> Options {
+    Options {
+        threads: c.test.num_threads,
+        ops_per_thread: c.test.num_ops,
+        lookaside: c.test.enable_lookaside,
+        only_set_if_miss: c.test.only_set_if_miss,
+        touch_value: c.test.touch_value,
+        max_inconsistencies: c.test.max_inconsistency_count,
+        op_pool_distribution: c.test.op_pool_distribution.clone(),
+        warmup_timestamp: c
+            .test
+            .nvm_warmup_check
+            .map_or(0, |w| w.request_timestamp_threshold),
+        rate_per_sec: c.test.op_rate_per_sec,
+        rate_burst: c.test.op_rate_burst_size,
+        delay_batch: c.test.op_delay_batch,
+        delay: Duration::from_nanos(c.test.op_delay_ns),
+        seed: a.seed,
+        check_consistency: c.test.check_consistency,
+        api_latency: a.report_api_latency,
+    }
+}
+
+/// An instance's progress stats file, if it has one, and its path.
+type StatsFile = Option<(PathBuf, std::fs::File)>;
+
+/// Each instance's stats figures and a replay's generator counts.
+type Results = Vec<(RunStats, Option<GeneratorStats>)>;
+
+/// Opens the progress stats files. As upstream's ProgressTracker: the file
+/// is appended to (an earlier run's blocks stay) and each run starts with a
+/// header (in the current layout). Several instances each get their own
+/// file, `<stem>_<i><ext>`, as upstream's main names them.
+fn open_stats_files(
+    a: &Args,
+    ctx: &RunContext,
+    n: usize,
+    st: output::Style,
+) -> anyhow::Result<Vec<StatsFile>> {
+    let mut stats_files: Vec<StatsFile> = Vec::new();
+    for i in 0..n {
+        let Some(p) = &a.progress_stats_file else {
+            stats_files.push(None);
+            continue;
+        };
+        let p = if n > 1 {
+            ctx.output_path(&instance_stats_file(p, i))
+        } else {
+            ctx.output_path(p)
+        };
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .with_context(|| format!("cannot open {} to append to it", p.display()))?;
+        if st.stats_file_header() {
+            f.write_all(output::STATS_FILE_HEADER.as_bytes())
+                .with_context(|| format!("cannot write to {}", p.display()))?;
+        }
+        stats_files.push(Some((p, f)));
+    }
+    Ok(stats_files)
+}
+
+/// The run's drive: the instances' stressors, their pool rebalancers and
+/// the controller (progress, timeout, Ctrl-C), sharing this state.
+struct Drive<'a> {
+    instances: &'a [Instance],
+    progress: &'a [Progress],
+    /// Set to make the stressors stop early.
+    stop: &'a AtomicBool,
+    /// Set once every stressor is done (ends the helper threads).
+    done: AtomicBool,
+    /// The first fatal NVM error an instance reported.
+    nvm_failure: &'a std::sync::Mutex<Option<String>>,
+    ctx: &'a RunContext,
+    a: &'a Args,
+    st: output::Style,
+    started: Instant,
+}
+
+/// The controller's state between progress lines: the counters at the
+/// previous line (for the next interval's rates) and the chart samples.
+struct Window {
+    samples: Vec<crate::plots::Sample>,
+    prev_ops: u64,
+    prev_t: f64,
+    /// Each instance's counters at the previous progress line, and their
+    /// sums (for the charts).
+    prev_each: Vec<CacheStats>,
+    prev: CacheStats,
+}
+
+impl Drive<'_> {
+    /// Runs every instance to its end: their figures, and the progress
+    /// samples for the charts.
+    fn run(&self, stats_files: &mut [StatsFile]) -> (Results, Vec<crate::plots::Sample>) {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = self
+                .instances
+                .iter()
+                .zip(self.progress)
+                .map(|(i, p)| s.spawn(move || run_instance(i, self.stop, p)))
+                .collect();
+            // Pool rebalancing, one thread per instance that has it.
+            for i in self.instances {
+                if let Some((every, cfg)) = i.rebalance {
+                    let (done, cache, seed) = (&self.done, &i.cache, self.a.seed);
+                    s.spawn(move || rebalance_loop(done, cache, every, &cfg, seed));
+                }
+            }
+            // Progress, timeout and Ctrl-C, until every instance is done;
+            // returns the progress samples for the charts.
+            let controller = s.spawn(move || self.control(stats_files));
+            let r: Results = runs
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect();
+            self.done.store(true, Ordering::Relaxed);
+            (r, controller.join().unwrap_or_default())
+        })
+    }
+
+    /// The controller's loop: warm-up checks, fatal errors, timeout and
+    /// Ctrl-C, progress lines; returns the chart samples.
+    fn control(&self, stats_files: &mut [StatsFile]) -> Vec<crate::plots::Sample> {
+        let prev_each: Vec<CacheStats> = self.instances.iter().map(|i| i.cache.stats()).collect();
+        let mut w = Window {
+            samples: Vec::new(),
+            prev_ops: 0,
+            prev_t: 0.0,
+            prev: sum_cache(&prev_each),
+            prev_each,
+        };
+        let tick = Duration::from_secs(self.a.progress.max(1));
+        let mut next = Instant::now() + tick;
+        // checkNvmCacheWarmUp: upstream logs the first time its policy says
+        // NVM is warm (checked every 250 ms and at the end).
+        let mut warm: Vec<bool> = self
+            .instances
+            .iter()
+            .map(|i| i.config.test.nvm_warmup_check.is_none())
+            .collect();
+        let mut next_warm = Instant::now();
+        while !self.done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+            if warm.iter().any(|w| !w) && Instant::now() >= next_warm {
+                next_warm += Duration::from_millis(250);
+                self.check_warm(&mut warm);
+            }
+            self.check_stop();
+            if self.a.progress > 0 && Instant::now() >= next {
+                next += tick;
+                self.progress_lines(&mut w, stats_files);
+            }
+        }
+        self.check_warm(&mut warm);
+        self.last_stretch(&mut w, tick);
+        w.samples
+    }
+
+    /// Says "NVM cache has been warmed up" once per instance whose
+    /// warm-up policy is met.
+    fn check_warm(&self, warm: &mut [bool]) {
+        for (k, inst) in self.instances.iter().enumerate() {
+            let Some(w) = inst.config.test.nvm_warmup_check else {
+                continue;
+            };
+            if warm[k] {
+                continue;
+            }
+            let evicted = || inst.cache.stats().nvm.map_or(0, |n| n.engine.evictions());
+            if self.progress[k].warm_timestamp.load(Ordering::Relaxed) > 0
+                || (w.eviction_count_threshold > 0
+                    && inst.cache.nvm().is_some()
+                    && evicted() >= w.eviction_count_threshold)
+            {
+                eprintln!("NVM cache has been warmed up");
+                warm[k] = true;
+            }
+        }
+    }
+
+    /// Stops the run on a fatal NVM error (said once), Ctrl-C or the
+    /// timeout.
+    fn check_stop(&self) {
+        for i in self.instances {
+            if let Some(f) = i.cache.fatal() {
+                let mut g = self.nvm_failure.lock().unwrap_or_else(|e| e.into_inner());
+                if g.is_none() {
+                    eprintln!("error: {f}; stopping the run");
+                    *g = Some(f);
+                }
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        if self.ctx.cancel.is_stopped()
+            || (self.a.timeout_seconds > 0
+                && self.started.elapsed().as_secs() >= self.a.timeout_seconds)
+        {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// One progress interval: a chart sample, and a line per instance
+    /// (upstream's ProgressTracker has one per instance) on stdout or in
+    /// its stats file.
+    fn progress_lines(&self, w: &mut Window, stats_files: &mut [StatsFile]) {
+        let st = self.st;
+        let each: Vec<CacheStats> = self.instances.iter().map(|i| i.cache.stats()).collect();
+        let cur = sum_cache(&each);
+        let ops: u64 = self
+            .progress
+            .iter()
+            .map(|p| p.ops.load(Ordering::Relaxed))
+            .sum();
+        let hit = output::hit_ratios_since(&cur, &w.prev);
+        let t = self.started.elapsed().as_secs_f64();
+        let window = interval_stats(&cur, &w.prev);
+        w.samples.push(sample(
+            &window,
+            &w.prev,
+            hit,
+            ops - w.prev_ops,
+            t - w.prev_t,
+            t,
+        ));
+        (w.prev_ops, w.prev_t) = (ops, t);
+        let clock = wall_clock();
+        for (i, (c, p)) in each.iter().zip(&w.prev_each).enumerate() {
+            let line = output::progress_line(
+                st,
+                i,
+                clock,
+                self.progress[i].ops.load(Ordering::Relaxed),
+                c,
+                output::hit_ratios_since(c, p),
+            );
+            let Some((_, f)) = stats_files[i].as_mut() else {
+                print!("{line}");
+                continue;
+            };
+            // With a stats file the line goes there (and in the legacy
+            // layout on stdout too).
+            let _ = f.write_all(self.stats_block(i, &line, c, p, t).as_bytes());
+            if st.progress_on_stdout_with_stats_file() {
+                print!("{line}");
+            }
+        }
+        let _ = std::io::stdout().flush();
+        w.prev_each = each;
+        w.prev = cur;
+    }
+
+    /// Instance `i`'s block in its stats file: NVM latency percentiles over
+    /// the last minute, as upstream's; operations so far over the time so
+    /// far.
+    fn stats_block(&self, i: usize, line: &str, c: &CacheStats, p: &CacheStats, t: f64) -> String {
+        let snapshot = RunStats {
+            cache: c.clone(),
+            throughput: self.progress[i].throughput(),
+            elapsed_secs: t,
+            ..RunStats::default()
+        };
+        let mut block = output::progress_stats_block(self.st, line, &snapshot, p);
+        // The piecewise and block replays' stats follow the throughput
+        // lines, as upstream's ProgressTracker renders the generator's.
+        if let Source::Chunked { stats, .. } = &self.instances[i].source {
+            block.pop();
+            block.push_str(&stats.render(self.st, t.max(1e-9)));
+            block.push('\n');
+        }
+        block
+    }
+
+    /// The last stretch (and runs shorter than one interval). Threads
+    /// publish their operation counts every 1,024 operations and at their
+    /// end, so a short last stretch (a stop's wind-down: under half an
+    /// interval) holds mostly the final publications of operations counted
+    /// before it; it is a point of its own only in a run shorter than one
+    /// interval or when it is at least half an interval long, and the cache
+    /// counted something in it.
+    fn last_stretch(&self, w: &mut Window, tick: Duration) {
+        let ops: u64 = self
+            .progress
+            .iter()
+            .map(|p| p.ops.load(Ordering::Relaxed))
+            .sum();
+        let t = self.started.elapsed().as_secs_f64();
+        let cur = sum_cache(
+            &self
+                .instances
+                .iter()
+                .map(|i| i.cache.stats())
+                .collect::<Vec<_>>(),
+        );
+        let long_enough = w.prev_t == 0.0 || t - w.prev_t >= tick.as_secs_f64() / 2.0;
+        if self.a.progress > 0
+            && ops > w.prev_ops
+            && t - w.prev_t > 0.05
+            && long_enough
+            && cache_moved(&cur, &w.prev)
+        {
+            let hit = output::hit_ratios_since(&cur, &w.prev);
+            w.samples.push(sample(
+                &interval_stats(&cur, &w.prev),
+                &w.prev,
+                hit,
+                ops - w.prev_ops,
+                t - w.prev_t,
+                t,
+            ));
+        }
+    }
+}
+
+/// An instance's pool rebalancer: every `every`, until `done`.
+fn rebalance_loop(
+    done: &AtomicBool,
+    cache: &Cache,
+    every: Duration,
+    cfg: &RebalanceConfig,
+    seed: u64,
+) {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eba1);
+    let mut next = Instant::now() + every;
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+        if Instant::now() >= next {
+            next += every;
+            cache.rebalance(cfg, &mut |n| rng.random_range(0..n.max(1)));
+        }
+    }
+}
+
+/// Draws the progress charts (ours): beside the progress stats file, or
+/// among the harness's artifacts; a direct run writes none, as upstream
+/// draws none. Their paths.
+fn write_charts(a: &Args, ctx: &RunContext, samples: &[crate::plots::Sample]) -> Vec<String> {
+    let chart_at = match (&a.progress_stats_file, &ctx.artifacts) {
+        (_, None) => None,
+        (Some(p), Some(_)) => {
+            let p = ctx.output_path(p);
+            Some((
+                p.parent().map(Path::to_path_buf).unwrap_or_default(),
+                crate::plots::stem(&p),
+            ))
+        }
+        (None, Some(dir)) => Some((dir.clone(), "cachebench".to_string())),
+    };
+    if let (false, Some((dir, stem))) = (samples.is_empty(), chart_at) {
+        match crate::plots::write_all(&dir, &stem, samples) {
+            Ok(files) => return files.iter().map(|f| f.display().to_string()).collect(),
+            Err(e) => eprintln!("warning: charts not written: {e:#}"),
+        }
+    }
+    Vec::new()
+}
+
+/// Seconds from the start until the last instance's first operation.
+fn first_op_secs(progress: &[Progress], began: Instant) -> Option<f64> {
+    progress
+        .iter()
+        .map(|p| {
+            p.first_op
+                .get()
+                .map(|t| t.duration_since(began).as_secs_f64())
+        })
+        .collect::<Option<Vec<f64>>>()
+        .and_then(|v| v.into_iter().reduce(f64::max))
+}
+
+/// Adds each instance's figures and failures to the record, and with
+/// several instances their sums.
+fn add_instances(record: &mut CacheBenchRecord, instances: &[Instance], results: Results) {
+    let mut total = RunStats::default();
+    for (i, (mut r, generator)) in results.into_iter().enumerate() {
+        r.pool_fractions = instances[i].fractions.clone();
+        if let Some(g) = generator.as_ref().filter(|g| g.parse_errors > 0) {
+            eprintln!(
+                "warning: {} of {} trace lines could not be parsed and were skipped",
+                g.parse_errors,
+                g.samples + g.parse_errors
+            );
+        }
+        let failures = instance_failures(&r, &instances[i]);
+        total.throughput.add(&r.throughput);
+        total.cache = sum_cache(&[total.cache.clone(), r.cache.clone()]);
+        total.elapsed_secs = total.elapsed_secs.max(r.elapsed_secs);
+        if let Some(l) = &r.api_latency {
+            total
+                .api_latency
+                .get_or_insert_with(Default::default)
+                .add(l);
+        }
+        record.instances.push(InstanceRecord {
+            stats: r,
+            failures,
+            generator,
+            print_nvm_counters: instances[i].config.cache.print_nvm_counters,
+        });
+    }
+    if instances.len() > 1 {
+        // Several instances: their sums after their own reports.
+        record.aggregated = Some(total);
+    }
+}
+
+/// Why an instance's run failed, in upstream's words where it has them.
+fn instance_failures(r: &RunStats, inst: &Instance) -> Vec<String> {
+    let mut failures = Vec::new();
+    if r.throughput.inconsistencies > 0 {
+        failures.push(format!(
+            "Found {} inconsistent cases",
+            r.throughput.inconsistencies
+        ));
+    }
+    if let Some(f) = inst.cache.fatal() {
+        failures.push(format!("NVM error. {f}"));
+    }
+    if r.throughput.failed_threads > 0 {
+        failures.push(format!(
+            "{} stressor thread(s) failed (see the panic message above); their operations are not counted",
+            r.throughput.failed_threads
+        ));
+    }
+    failures
+}
+
+/// The end-of-run text, from the record a saved run reprints. Each
+/// instance's report is appended to its stats file, as upstream's Runner
+/// does (in the current layout); with several instances and their own
+/// files it goes there only, and stdout gets the aggregate.
+fn print_end(
+    record: &CacheBenchRecord,
+    a: &Args,
+    st: output::Style,
+    stats_files: &mut [StatsFile],
+) -> anyhow::Result<()> {
+    let own_files = record.instances.len() > 1 && a.progress_stats_file.is_some();
+    for (i, inst) in record.instances.iter().enumerate() {
+        if let Some((p, f)) = stats_files[i].as_mut()
+            && st.results_in_stats_file()
+            && let Err(e) = f.write_all(instance_report(st, inst).as_bytes())
+        {
+            eprintln!(
+                "warning: the results were not appended to {}: {e}",
+                p.display()
+            );
+        }
+    }
+    if aborted(record) {
+        // Upstream's Runner, once per instance.
+        for _ in &record.instances {
+            eprintln!("Test aborted.");
+        }
+    }
+    if own_files {
+        write_closing(record, st, &mut std::io::stdout().lock())?;
+    } else {
+        write_record(record, a.output_layout, &mut std::io::stdout().lock())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1377,64 +1377,14 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
         place: tp.clone(),
     };
     // The stressor and the generator, refused by name before anything else.
-    let name = tf.string("name", "")?;
-    if let Some((n, what)) = STRESSOR_NAMES.iter().find(|(n, _)| *n == name) {
-        return Err(format!(
-            "{tp}.name '{n}': {what} is not supported by rackbench (it runs upstream's default \
-             cache stressor, which upstream runs for an empty name or any name not its own)"
-        ));
-    }
-    let generator = match tf.string("generator", "")?.as_str() {
-        // Upstream runs its workload generator for "" (its default).
-        "" => "workload".to_string(),
-        g if GENERATORS.contains(&g) => g.to_string(),
-        g => {
-            return Err(match REFUSED_GENERATORS.iter().find(|(n, _)| *n == g) {
-                Some((n, what)) => format!(
-                    "{tp}.generator '{n}': {what} is not supported by rackbench (supported: {})",
-                    GENERATORS.join(", ")
-                ),
-                None => format!(
-                    "{tp}.generator '{g}': unsupported generator (upstream's words: 'Invalid \
-                     config: unsupported generator {g}'; rackbench runs {})",
-                    GENERATORS.join(", ")
-                ),
-            });
-        }
-    };
+    check_stressor_name(&tf)?;
+    let generator = generator_name(&tf)?;
     let replaying = matches!(
         generator.as_str(),
         "replay" | "binary-replay" | "piecewise-replay" | "block-replay"
     );
     let cache = cache_section(c, &format!("{place}cache_config"), notes)?;
-    // DRAM iterator sweeps (off by default).
-    let mode = tf.string("dramIteratorMode", "disabled")?;
-    match mode.as_str() {
-        "disabled" => {
-            for k in [
-                "dramIteratorIntervalMs",
-                "dramIteratorSleepMs",
-                "dramIteratorWorkMs",
-            ] {
-                if t.contains_key(k) {
-                    notes.warn(format!(
-                        "{tp}: '{k}' has no effect, as upstream: dramIteratorMode is 'disabled'"
-                    ));
-                }
-            }
-        }
-        "regular" | "lock_group" => {
-            return Err(format!(
-                "{tp}.dramIteratorMode '{mode}': DRAM iterator sweeps in the background are not \
-                 supported; remove the key (or set it to \"disabled\")"
-            ));
-        }
-        m => {
-            return Err(format!(
-                "{tp}.dramIteratorMode: Unsupported dramIteratorMode: {m} (as upstream)"
-            ));
-        }
-    }
+    check_dram_iterator(&tf, notes)?;
     // Files named in the config are relative to configPath.
     let config_path = match tf.string("configPath", "")?.as_str() {
         "" => dir.to_path_buf(),
@@ -1442,103 +1392,11 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
     };
     // The distributions: the test's own, or each pool's alone.
     let distribution = distribution(&tf, &config_path)?;
-    let mut pool_distributions = Vec::new();
-    if let Some(pd) = t.get("poolDistributions") {
-        let Value::Array(list) = pd else {
-            return Err(tf.err("poolDistributions", "a list of distribution objects", pd));
-        };
-        for k in t.keys() {
-            if find_key(DISTRIBUTION_KEYS, k).is_some() && !replaying {
-                notes.warn(format!(
-                    "{tp}: '{k}' has no effect, as upstream: with poolDistributions each pool's \
-                     distribution is read from its entry alone"
-                ));
-            }
-        }
-        for (i, d) in list.iter().enumerate() {
-            let p = format!("{tp}.poolDistributions[{i}]");
-            let o = object(d, &p)?;
-            check_keys(o, &[DISTRIBUTION_KEYS], &[], &p, notes)?;
-            pool_distributions.push(self::distribution(
-                &Fields { obj: o, place: p },
-                &config_path,
-            )?);
-        }
-    }
-    // What one kind of generator reads and the other ignores (upstream too).
-    for k in t.keys() {
-        let synthetic_only =
-            SYNTHETIC_ONLY.contains(&k.as_str()) || find_key(DISTRIBUTION_KEYS, k).is_some();
-        if replaying && synthetic_only {
-            notes.warn(format!(
-                "{tp}: '{k}' has no effect with the {generator} generator, as upstream (the trace \
-                 gives the keys, sizes and operations)"
-            ));
-        } else if !replaying && REPLAY_ONLY.contains(&k.as_str()) {
-            notes.warn(format!(
-                "{tp}: '{k}' has no effect with the {generator} generator, as upstream (only the \
-                 replay generators read it)"
-            ));
-        } else if generator == "online" && (k == "ttlSecsRange" || k == "ttlSecsRangeProbability") {
-            notes.warn(format!(
-                "{tp}: '{k}' has no effect with the online generator, as upstream (only the \
-                 workload generator draws TTLs)"
-            ));
-        }
-    }
-    if generator == "online"
-        && pool_distributions
-            .iter()
-            .any(|d| !d.ttl_secs_range.is_empty() || !d.ttl_secs_range_probability.is_empty())
-    {
-        notes.warn(format!(
-            "{tp}.poolDistributions: ttlSecsRange has no effect with the online generator, as \
-             upstream (only the workload generator draws TTLs)"
-        ));
-    }
+    let pool_distributions = pool_distributions(&tf, &config_path, replaying, notes)?;
+    warn_generator_keys(&tf, &generator, replaying, &pool_distributions, notes);
     let num_threads = tf.u64("numThreads", 0)? as usize;
-    // Upstream's defaults are [1.0]: all keys and operations in pool 0.
-    let pool_dist = |key: &str| -> Result<Vec<f64>, String> {
-        if t.contains_key(key) {
-            tf.f64s(key)
-        } else {
-            Ok(vec![1.0])
-        }
-    };
-    let key_pool_distribution = pool_dist("keyPoolDistribution")?;
-    let op_pool_distribution = pool_dist("opPoolDistribution")?;
-    let num_pools = cache.num_pools;
-    // As upstream's CacheStressor: every pool gets its share of the keys;
-    // operations may leave the last pools out.
-    if key_pool_distribution.len() != num_pools {
-        return Err(format!(
-            "{tp}.keyPoolDistribution has {} entries but numPools is {num_pools}; \
-             expected one per pool (upstream's default is [1.0], for one pool)",
-            key_pool_distribution.len()
-        ));
-    }
-    if op_pool_distribution.len() > num_pools {
-        return Err(format!(
-            "{tp}.opPoolDistribution has {} entries but numPools is {num_pools}; \
-             expected at most one per pool",
-            op_pool_distribution.len()
-        ));
-    }
-    let trace_name = tf.string("traceFileName", "")?;
-    let trace_names = tf.strings("traceFileNames")?;
-    if !trace_name.is_empty() && !trace_names.is_empty() {
-        return Err(format!(
-            "{tp}: set only one of traceFileName or traceFileNames (as upstream)"
-        ));
-    }
-    let trace_files: Vec<PathBuf> = if trace_name.is_empty() {
-        trace_names
-            .iter()
-            .map(|s| in_config_dir(&config_path, s))
-            .collect()
-    } else {
-        vec![in_config_dir(&config_path, &trace_name)]
-    };
+    let (key_pool_distribution, op_pool_distribution) = pool_shares(&tf, cache.num_pools)?;
+    let trace_files = trace_files(&tf, &config_path)?;
     let replay = match tf.object("replayGeneratorConfig")? {
         None => ReplayConfig {
             amp_factor: 1,
@@ -1552,95 +1410,9 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
             block_size_kb: 16 * 1024,
             chunk_size_kb: 128,
         },
-        Some(o) => {
-            let p = format!("{tp}.replayGeneratorConfig");
-            check_keys(o, &[REPLAY_KEYS], &[], &p, notes)?;
-            if let Some(ml) = o.get("mlAdmissionConfig")
-                && let Some(m) = ml.as_object()
-            {
-                check_keys(m, &[ML_KEYS], &[], &format!("{p}.mlAdmissionConfig"), notes)?;
-            }
-            let rf = Fields { obj: o, place: p };
-            let serialization = match rf.string("replaySerializationMode", "strict")?.as_str() {
-                "strict" => Serialization::Strict,
-                "relaxed" | "none" => Serialization::Random,
-                m => {
-                    return Err(format!(
-                        "{}.replaySerializationMode: Unsupported request serialization mode: {m} \
-                         (as upstream; expected strict, relaxed or none)",
-                        rf.place
-                    ));
-                }
-            };
-            let factor = |k: &str| -> Result<u32, String> {
-                let f = rf.u64(k, 1)?;
-                u32::try_from(f)
-                    .ok()
-                    .filter(|f| *f >= 1)
-                    .ok_or_else(|| format!("{}.{k} is {f}: expected 1 to {}", rf.place, u32::MAX))
-            };
-            ReplayConfig {
-                amp_factor: factor("ampFactor")?,
-                amp_size_factor: factor("ampSizeFactor")?,
-                binary_file_name: match rf.string("binaryFileName", "")?.as_str() {
-                    "" => None,
-                    b => Some(in_config_dir(&config_path, b)),
-                },
-                fast_forward_count: rf.u64("fastForwardCount", 0)?,
-                serialization,
-                aggregation_fields: u32::try_from(rf.u64("numAggregationFields", 0)?)
-                    .map_err(|_| format!("{}.numAggregationFields: too large", rf.place))?,
-                extra_fields: u32::try_from(rf.u64("numExtraFields", 0)?)
-                    .map_err(|_| format!("{}.numExtraFields: too large", rf.place))?,
-                stats_per_field: match rf.object("statsPerAggField")? {
-                    None => Vec::new(),
-                    Some(m) => {
-                        let mut out = Vec::new();
-                        for (k, v) in m {
-                            let idx: u32 = k.parse().map_err(|_| {
-                                format!(
-                                    "{}.statsPerAggField: key '{k}': expected an aggregation \
-                                     field index (0, 1, ...)",
-                                    rf.place
-                                )
-                            })?;
-                            let vals = v
-                                .as_array()
-                                .and_then(|a| {
-                                    a.iter()
-                                        .map(|x| x.as_str().map(str::to_string))
-                                        .collect::<Option<Vec<String>>>()
-                                })
-                                .ok_or_else(|| {
-                                    format!(
-                                        "{}.statsPerAggField.{k}: expected a list of strings, got {v}",
-                                        rf.place
-                                    )
-                                })?;
-                            out.push((idx, vals));
-                        }
-                        out
-                    }
-                },
-                block_size_kb: rf.u64("blockSizeKB", 16 * 1024)?,
-                chunk_size_kb: rf.u64("chunkSizeKB", 128)?,
-            }
-        }
+        Some(o) => replay_config(o, &tp, &config_path, notes)?,
     };
-    if replay.binary_file_name.is_some() && generator != "replay" {
-        notes.warn(format!(
-            "{tp}.replayGeneratorConfig: 'binaryFileName' has no effect with the {generator} \
-             generator, as upstream (only the replay generator writes a binary trace)"
-        ));
-    }
-    if replay.amp_size_factor != 1
-        && !(generator == "binary-replay" || replay.binary_file_name.is_some())
-    {
-        notes.warn(format!(
-            "{tp}.replayGeneratorConfig: 'ampSizeFactor' has no effect with the {generator} \
-             generator, as upstream (only binary traces use it)"
-        ));
-    }
+    warn_replay_keys(&replay, &tp, &generator, notes);
     let check_consistency = tf.bool("checkConsistency", false)?;
     if replaying && check_consistency {
         return Err(format!(
@@ -1648,32 +1420,7 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
              ('Cannot replay traces with consistency checking enabled')"
         ));
     }
-    let nvm_warmup_check = if tf.bool("checkNvmCacheWarmUp", false)? {
-        Some(match tf.object("nvmCacheWarmupCheckPolicy")? {
-            // Upstream's default policy: warm after the first NVM eviction.
-            None => WarmupCheck {
-                eviction_count_threshold: 1,
-                request_timestamp_threshold: 0,
-            },
-            Some(o) => {
-                let p = format!("{tp}.nvmCacheWarmupCheckPolicy");
-                check_keys(o, &[WARMUP_KEYS], &[], &p, notes)?;
-                let wf = Fields { obj: o, place: p };
-                WarmupCheck {
-                    eviction_count_threshold: wf.u64("evictionCountThreshold", 0)?,
-                    request_timestamp_threshold: wf.u64("requestTimestampThreshold", 0)?,
-                }
-            }
-        })
-    } else {
-        if t.contains_key("nvmCacheWarmupCheckPolicy") {
-            notes.warn(format!(
-                "{tp}: 'nvmCacheWarmupCheckPolicy' has no effect, as upstream: \
-                 checkNvmCacheWarmUp is off"
-            ));
-        }
-        None
-    };
+    let nvm_warmup_check = warmup_check(&tf, notes)?;
     let timestamp_factor = tf.u64("timestampFactor", 1000)?;
     if timestamp_factor == 0 {
         return Err(format!(
@@ -1715,6 +1462,334 @@ fn instance(v: &Value, place: &str, dir: &Path, notes: &mut Notes) -> Result<Ben
         test,
         raw: v.clone(),
     })
+}
+
+/// test_config.name: upstream's other stressors are refused by name.
+fn check_stressor_name(tf: &Fields) -> Result<(), String> {
+    let tp = &tf.place;
+    let name = tf.string("name", "")?;
+    if let Some((n, what)) = STRESSOR_NAMES.iter().find(|(n, _)| *n == name) {
+        return Err(format!(
+            "{tp}.name '{n}': {what} is not supported by rackbench (it runs upstream's default \
+             cache stressor, which upstream runs for an empty name or any name not its own)"
+        ));
+    }
+    Ok(())
+}
+
+/// test_config.generator, "workload" when empty (upstream's default).
+fn generator_name(tf: &Fields) -> Result<String, String> {
+    let tp = &tf.place;
+    Ok(match tf.string("generator", "")?.as_str() {
+        // Upstream runs its workload generator for "" (its default).
+        "" => "workload".to_string(),
+        g if GENERATORS.contains(&g) => g.to_string(),
+        g => {
+            return Err(match REFUSED_GENERATORS.iter().find(|(n, _)| *n == g) {
+                Some((n, what)) => format!(
+                    "{tp}.generator '{n}': {what} is not supported by rackbench (supported: {})",
+                    GENERATORS.join(", ")
+                ),
+                None => format!(
+                    "{tp}.generator '{g}': unsupported generator (upstream's words: 'Invalid \
+                     config: unsupported generator {g}'; rackbench runs {})",
+                    GENERATORS.join(", ")
+                ),
+            });
+        }
+    })
+}
+
+/// DRAM iterator sweeps (off by default): only "disabled" is run.
+fn check_dram_iterator(tf: &Fields, notes: &mut Notes) -> Result<(), String> {
+    let (t, tp) = (tf.obj, &tf.place);
+    let mode = tf.string("dramIteratorMode", "disabled")?;
+    match mode.as_str() {
+        "disabled" => {
+            for k in [
+                "dramIteratorIntervalMs",
+                "dramIteratorSleepMs",
+                "dramIteratorWorkMs",
+            ] {
+                if t.contains_key(k) {
+                    notes.warn(format!(
+                        "{tp}: '{k}' has no effect, as upstream: dramIteratorMode is 'disabled'"
+                    ));
+                }
+            }
+        }
+        "regular" | "lock_group" => {
+            return Err(format!(
+                "{tp}.dramIteratorMode '{mode}': DRAM iterator sweeps in the background are not \
+                 supported; remove the key (or set it to \"disabled\")"
+            ));
+        }
+        m => {
+            return Err(format!(
+                "{tp}.dramIteratorMode: Unsupported dramIteratorMode: {m} (as upstream)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// test_config.poolDistributions: each pool's own distribution.
+fn pool_distributions(
+    tf: &Fields,
+    config_path: &Path,
+    replaying: bool,
+    notes: &mut Notes,
+) -> Result<Vec<DistributionConfig>, String> {
+    let (t, tp) = (tf.obj, &tf.place);
+    let mut pool_distributions = Vec::new();
+    if let Some(pd) = t.get("poolDistributions") {
+        let Value::Array(list) = pd else {
+            return Err(tf.err("poolDistributions", "a list of distribution objects", pd));
+        };
+        for k in t.keys() {
+            if find_key(DISTRIBUTION_KEYS, k).is_some() && !replaying {
+                notes.warn(format!(
+                    "{tp}: '{k}' has no effect, as upstream: with poolDistributions each pool's \
+                     distribution is read from its entry alone"
+                ));
+            }
+        }
+        for (i, d) in list.iter().enumerate() {
+            let p = format!("{tp}.poolDistributions[{i}]");
+            let o = object(d, &p)?;
+            check_keys(o, &[DISTRIBUTION_KEYS], &[], &p, notes)?;
+            pool_distributions.push(self::distribution(
+                &Fields { obj: o, place: p },
+                config_path,
+            )?);
+        }
+    }
+    Ok(pool_distributions)
+}
+
+/// What one kind of generator reads and the other ignores (upstream too).
+fn warn_generator_keys(
+    tf: &Fields,
+    generator: &str,
+    replaying: bool,
+    pool_distributions: &[DistributionConfig],
+    notes: &mut Notes,
+) {
+    let (t, tp) = (tf.obj, &tf.place);
+    for k in t.keys() {
+        let synthetic_only =
+            SYNTHETIC_ONLY.contains(&k.as_str()) || find_key(DISTRIBUTION_KEYS, k).is_some();
+        if replaying && synthetic_only {
+            notes.warn(format!(
+                "{tp}: '{k}' has no effect with the {generator} generator, as upstream (the trace \
+                 gives the keys, sizes and operations)"
+            ));
+        } else if !replaying && REPLAY_ONLY.contains(&k.as_str()) {
+            notes.warn(format!(
+                "{tp}: '{k}' has no effect with the {generator} generator, as upstream (only the \
+                 replay generators read it)"
+            ));
+        } else if generator == "online" && (k == "ttlSecsRange" || k == "ttlSecsRangeProbability") {
+            notes.warn(format!(
+                "{tp}: '{k}' has no effect with the online generator, as upstream (only the \
+                 workload generator draws TTLs)"
+            ));
+        }
+    }
+    if generator == "online"
+        && pool_distributions
+            .iter()
+            .any(|d| !d.ttl_secs_range.is_empty() || !d.ttl_secs_range_probability.is_empty())
+    {
+        notes.warn(format!(
+            "{tp}.poolDistributions: ttlSecsRange has no effect with the online generator, as \
+             upstream (only the workload generator draws TTLs)"
+        ));
+    }
+}
+
+/// keyPoolDistribution and opPoolDistribution, checked against numPools.
+fn pool_shares(tf: &Fields, num_pools: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let (t, tp) = (tf.obj, &tf.place);
+    // Upstream's defaults are [1.0]: all keys and operations in pool 0.
+    let pool_dist = |key: &str| -> Result<Vec<f64>, String> {
+        if t.contains_key(key) {
+            tf.f64s(key)
+        } else {
+            Ok(vec![1.0])
+        }
+    };
+    let key_pool_distribution = pool_dist("keyPoolDistribution")?;
+    let op_pool_distribution = pool_dist("opPoolDistribution")?;
+    // As upstream's CacheStressor: every pool gets its share of the keys;
+    // operations may leave the last pools out.
+    if key_pool_distribution.len() != num_pools {
+        return Err(format!(
+            "{tp}.keyPoolDistribution has {} entries but numPools is {num_pools}; \
+             expected one per pool (upstream's default is [1.0], for one pool)",
+            key_pool_distribution.len()
+        ));
+    }
+    if op_pool_distribution.len() > num_pools {
+        return Err(format!(
+            "{tp}.opPoolDistribution has {} entries but numPools is {num_pools}; \
+             expected at most one per pool",
+            op_pool_distribution.len()
+        ));
+    }
+    Ok((key_pool_distribution, op_pool_distribution))
+}
+
+/// traceFileName or traceFileNames, in configPath.
+fn trace_files(tf: &Fields, config_path: &Path) -> Result<Vec<PathBuf>, String> {
+    let tp = &tf.place;
+    let trace_name = tf.string("traceFileName", "")?;
+    let trace_names = tf.strings("traceFileNames")?;
+    if !trace_name.is_empty() && !trace_names.is_empty() {
+        return Err(format!(
+            "{tp}: set only one of traceFileName or traceFileNames (as upstream)"
+        ));
+    }
+    Ok(if trace_name.is_empty() {
+        trace_names
+            .iter()
+            .map(|s| in_config_dir(config_path, s))
+            .collect()
+    } else {
+        vec![in_config_dir(config_path, &trace_name)]
+    })
+}
+
+/// test_config.replayGeneratorConfig, when given.
+fn replay_config(
+    o: &Map<String, Value>,
+    tp: &str,
+    config_path: &Path,
+    notes: &mut Notes,
+) -> Result<ReplayConfig, String> {
+    let p = format!("{tp}.replayGeneratorConfig");
+    check_keys(o, &[REPLAY_KEYS], &[], &p, notes)?;
+    if let Some(ml) = o.get("mlAdmissionConfig")
+        && let Some(m) = ml.as_object()
+    {
+        check_keys(m, &[ML_KEYS], &[], &format!("{p}.mlAdmissionConfig"), notes)?;
+    }
+    let rf = Fields { obj: o, place: p };
+    let serialization = match rf.string("replaySerializationMode", "strict")?.as_str() {
+        "strict" => Serialization::Strict,
+        "relaxed" | "none" => Serialization::Random,
+        m => {
+            return Err(format!(
+                "{}.replaySerializationMode: Unsupported request serialization mode: {m} \
+                 (as upstream; expected strict, relaxed or none)",
+                rf.place
+            ));
+        }
+    };
+    let factor = |k: &str| -> Result<u32, String> {
+        let f = rf.u64(k, 1)?;
+        u32::try_from(f)
+            .ok()
+            .filter(|f| *f >= 1)
+            .ok_or_else(|| format!("{}.{k} is {f}: expected 1 to {}", rf.place, u32::MAX))
+    };
+    Ok(ReplayConfig {
+        amp_factor: factor("ampFactor")?,
+        amp_size_factor: factor("ampSizeFactor")?,
+        binary_file_name: match rf.string("binaryFileName", "")?.as_str() {
+            "" => None,
+            b => Some(in_config_dir(config_path, b)),
+        },
+        fast_forward_count: rf.u64("fastForwardCount", 0)?,
+        serialization,
+        aggregation_fields: u32::try_from(rf.u64("numAggregationFields", 0)?)
+            .map_err(|_| format!("{}.numAggregationFields: too large", rf.place))?,
+        extra_fields: u32::try_from(rf.u64("numExtraFields", 0)?)
+            .map_err(|_| format!("{}.numExtraFields: too large", rf.place))?,
+        stats_per_field: stats_per_field(&rf)?,
+        block_size_kb: rf.u64("blockSizeKB", 16 * 1024)?,
+        chunk_size_kb: rf.u64("chunkSizeKB", 128)?,
+    })
+}
+
+/// replayGeneratorConfig.statsPerAggField: field index -> values.
+fn stats_per_field(rf: &Fields) -> Result<Vec<(u32, Vec<String>)>, String> {
+    let Some(m) = rf.object("statsPerAggField")? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (k, v) in m {
+        let idx: u32 = k.parse().map_err(|_| {
+            format!(
+                "{}.statsPerAggField: key '{k}': expected an aggregation \
+                 field index (0, 1, ...)",
+                rf.place
+            )
+        })?;
+        let vals = v
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|x| x.as_str().map(str::to_string))
+                    .collect::<Option<Vec<String>>>()
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}.statsPerAggField.{k}: expected a list of strings, got {v}",
+                    rf.place
+                )
+            })?;
+        out.push((idx, vals));
+    }
+    Ok(out)
+}
+
+/// replayGeneratorConfig keys the generator ignores (upstream too).
+fn warn_replay_keys(replay: &ReplayConfig, tp: &str, generator: &str, notes: &mut Notes) {
+    if replay.binary_file_name.is_some() && generator != "replay" {
+        notes.warn(format!(
+            "{tp}.replayGeneratorConfig: 'binaryFileName' has no effect with the {generator} \
+             generator, as upstream (only the replay generator writes a binary trace)"
+        ));
+    }
+    if replay.amp_size_factor != 1
+        && !(generator == "binary-replay" || replay.binary_file_name.is_some())
+    {
+        notes.warn(format!(
+            "{tp}.replayGeneratorConfig: 'ampSizeFactor' has no effect with the {generator} \
+             generator, as upstream (only binary traces use it)"
+        ));
+    }
+}
+
+/// checkNvmCacheWarmUp with its nvmCacheWarmupCheckPolicy.
+fn warmup_check(tf: &Fields, notes: &mut Notes) -> Result<Option<WarmupCheck>, String> {
+    let (t, tp) = (tf.obj, &tf.place);
+    if !tf.bool("checkNvmCacheWarmUp", false)? {
+        if t.contains_key("nvmCacheWarmupCheckPolicy") {
+            notes.warn(format!(
+                "{tp}: 'nvmCacheWarmupCheckPolicy' has no effect, as upstream: \
+                 checkNvmCacheWarmUp is off"
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(match tf.object("nvmCacheWarmupCheckPolicy")? {
+        // Upstream's default policy: warm after the first NVM eviction.
+        None => WarmupCheck {
+            eviction_count_threshold: 1,
+            request_timestamp_threshold: 0,
+        },
+        Some(o) => {
+            let p = format!("{tp}.nvmCacheWarmupCheckPolicy");
+            check_keys(o, &[WARMUP_KEYS], &[], &p, notes)?;
+            let wf = Fields { obj: o, place: p };
+            WarmupCheck {
+                eviction_count_threshold: wf.u64("evictionCountThreshold", 0)?,
+                request_timestamp_threshold: wf.u64("requestTimestampThreshold", 0)?,
+            }
+        }
+    }))
 }
 
 fn nvm_keys(cf: &Fields) -> Result<NvmKeys, String> {

@@ -34,6 +34,7 @@
 //!   last letters (the key's index in base 26) where the length allows,
 //!   where upstream removes duplicates after drawing.
 
+use crate::error::Error;
 use rand::distr::weighted::WeightedIndex;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -378,6 +379,36 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Upstream's generateFirstKeyIndexForPool: each pool's first key index
+/// (and the end), from the pools' key shares `kp` (summing to `kp_sum`).
+fn first_keys(num_keys: u64, kp: &[f64], kp_sum: f64) -> Vec<u64> {
+    let mut firsts = vec![0u64];
+    let mut acc = 0.0;
+    for p in kp {
+        acc += p;
+        let at = (num_keys as f64 * acc / kp_sum.max(f64::MIN_POSITIVE)) as u64;
+        firsts.push(at.min(num_keys));
+    }
+    firsts
+}
+
+impl PoolGen {
+    /// `online`: upstream's tables: key lengths (at least the index's 8
+    /// bytes), then value sizes with their chains.
+    fn fill_online_tables(&mut self, rng: &mut SmallRng) {
+        self.key_lengths = (0..ONLINE_TABLE)
+            .map(|_| self.key_sizes.draw(rng).clamp(8, u32::from(u16::MAX)) as u16)
+            .collect();
+        for _ in 0..ONLINE_TABLE {
+            self.sizes.push(self.vals.draw(rng));
+            self.chains.push(match &self.chain {
+                Some((len, vals)) => (0..len.draw(rng)).map(|_| vals.draw(rng)).collect(),
+                None => Vec::new(),
+            });
+        }
+    }
+}
+
 /// The generator for draw `what` of item `index` (a key's attributes, or a
 /// pool's sampled access): independent streams per (seed, what, index).
 fn derived(seed: u64, what: u64, index: u64) -> SmallRng {
@@ -393,8 +424,8 @@ const SAMPLE: u64 = 16;
 
 impl Generator {
     /// The `online` generator (upstream's `OnlineGenerator`).
-    pub fn new(spec: &Spec, seed: u64) -> Result<Generator, String> {
-        Generator::build(spec, seed, None)
+    pub fn new(spec: &Spec, seed: u64) -> Result<Generator, Error> {
+        Generator::build(spec, seed, None).map_err(Error::Input)
     }
 
     /// The `workload` generator (upstream's `WorkloadGenerator`): keys,
@@ -407,16 +438,16 @@ impl Generator {
         seed: u64,
         accesses: u64,
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Generator, String> {
+    ) -> Result<Generator, Error> {
         if spec.num_keys > WORKLOAD_MAX_KEYS {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Too many keys specified: {}. Maximum allowed is 4 Billion. (upstream's words: the \
                  workload generator takes at most {WORKLOAD_MAX_KEYS} keys; the online generator \
                  takes more)",
                 spec.num_keys
-            ));
+            )));
         }
-        let g = Generator::build(spec, seed, Some(accesses))?;
+        let g = Generator::build(spec, seed, Some(accesses)).map_err(Error::Input)?;
         for p in &g.pools {
             progress(p.accesses);
         }
@@ -439,13 +470,7 @@ impl Generator {
         };
         let kp_sum: f64 = kp.iter().sum();
         // Upstream's generateFirstKeyIndexForPool.
-        let mut firsts = vec![0u64];
-        let mut acc = 0.0;
-        for p in &kp {
-            acc += p;
-            let at = (spec.num_keys as f64 * acc / kp_sum.max(f64::MIN_POSITIVE)) as u64;
-            firsts.push(at.min(spec.num_keys));
-        }
+        let mut firsts = first_keys(spec.num_keys, &kp, kp_sum);
         let mut digits = 1;
         while 26f64.powi(digits as i32) < spec.num_keys as f64 {
             digits += 1;
@@ -456,40 +481,7 @@ impl Generator {
         // bounds move with what was removed).
         let mut names = None;
         if accesses.is_some() && (0..n_pools).any(|p| shortest_key(mix(p)) < digits) {
-            let mut table = KeyTable {
-                bytes: Vec::new(),
-                offsets: vec![0],
-            };
-            let mut kept = vec![0u64];
-            let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-            for p in 0..n_pools {
-                let m = mix(p);
-                let sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
-                let mut keys: Vec<Vec<u8>> = (firsts[p]..firsts[p + 1].max(firsts[p]))
-                    .map(|i| {
-                        let mut rng = derived(seed, KEY_NAME, i);
-                        let len = sizes.draw(&mut rng).max(1);
-                        (0..len)
-                            .map(|_| b'a' + (rng.next_u64() % 26) as u8)
-                            .collect()
-                    })
-                    .collect();
-                keys.sort_unstable();
-                keys.dedup();
-                // A name an earlier pool has stays that pool's (the
-                // consistency checker follows a key by its index).
-                if p > 0 {
-                    keys.retain(|k| !seen.contains(k));
-                }
-                if p + 1 < n_pools {
-                    seen.extend(keys.iter().cloned());
-                }
-                for k in keys {
-                    table.bytes.extend_from_slice(&k);
-                    table.offsets.push(table.bytes.len() as u64);
-                }
-                kept.push(table.offsets.len() as u64 - 1);
-            }
+            let (kept, table) = Self::key_names(spec, seed, &firsts)?;
             firsts = kept;
             names = Some(table);
         }
@@ -510,72 +502,9 @@ impl Generator {
                     .chain(std::iter::once(m.add_chained)),
             )
             .map_err(|e| format!("operation ratios {:?}: {e}", m.op_weights))?;
-            let chain = match (&m.chain, m.add_chained > 0.0) {
-                (_, false) => None,
-                (None, true) => {
-                    return Err(
-                        "addChainedRatio needs chainedItemLengthRange and chainedItemValSizeRange"
-                            .into(),
-                    );
-                }
-                (Some(c), true) => {
-                    let vals = Sizes::new(
-                        &c.val_size_range,
-                        &c.val_size_probability,
-                        "chainedItemValSizeRange",
-                    )?;
-                    max_value = max_value.max(vals.max());
-                    Some((
-                        Sizes::new(
-                            &c.length_range,
-                            &c.length_probability,
-                            "chainedItemLengthRange",
-                        )?,
-                        vals,
-                    ))
-                }
-            };
+            let chain = Self::chain(m, &mut max_value)?;
             let (left, right) = (first_key, end.saturating_sub(1).max(first_key));
-            let popularity = match &m.popularity {
-                Some((buckets, weights)) => {
-                    if buckets.len() != weights.len() || buckets.is_empty() {
-                        return Err(format!(
-                            "popularityBuckets has {} entries and popularityWeights {}: expected the same, non-zero",
-                            buckets.len(),
-                            weights.len()
-                        ));
-                    }
-                    if weights.iter().any(|w| !w.is_finite() || *w < 0.0)
-                        || weights.iter().sum::<f64>() <= 0.0
-                    {
-                        return Err(format!(
-                            "popularityWeights: expected non-negative weights with a positive sum, got {} entries",
-                            weights.len()
-                        ));
-                    }
-                    Popularity::Discrete(FastDiscrete::new(
-                        left,
-                        right,
-                        buckets,
-                        weights,
-                        m.legacy_key_gen,
-                    ))
-                }
-                None => {
-                    let mu = (left + right) as f64 * 0.5;
-                    let sigma = (right - left) as f64 * 0.5 / 2.0;
-                    if sigma <= 0.0 {
-                        // One key: every draw is it.
-                        Popularity::Discrete(FastDiscrete::new(left, right, &[1], &[1.0], false))
-                    } else {
-                        Popularity::Normal(
-                            Normal::new(mu, sigma).map_err(|e| format!("popularity: {e}"))?,
-                            left,
-                            right,
-                        )
-                    }
-                }
-            };
+            let popularity = Self::popularity(m, left, right)?;
             let ttl = match &m.ttl {
                 Some((range, prob)) if !range.is_empty() || !prob.is_empty() => {
                     Some(Ttls::new(range, prob)?)
@@ -604,22 +533,7 @@ impl Generator {
                 Some(a) => {
                     pool.accesses = ((a as f64 * op_share) as u64).clamp(1, u64::from(u32::MAX));
                 }
-                None => {
-                    // Upstream's tables: key lengths (at least the index's
-                    // 8 bytes), then value sizes with their chains.
-                    pool.key_lengths = (0..ONLINE_TABLE)
-                        .map(|_| pool.key_sizes.draw(&mut rng).clamp(8, u32::from(u16::MAX)) as u16)
-                        .collect();
-                    for _ in 0..ONLINE_TABLE {
-                        pool.sizes.push(pool.vals.draw(&mut rng));
-                        pool.chains.push(match &pool.chain {
-                            Some((len, vals)) => (0..len.draw(&mut rng))
-                                .map(|_| vals.draw(&mut rng))
-                                .collect(),
-                            None => Vec::new(),
-                        });
-                    }
-                }
+                None => pool.fill_online_tables(&mut rng),
             }
             pools.push(pool);
         }
@@ -638,6 +552,124 @@ impl Generator {
             pregenerated: accesses.is_some(),
             digits,
             names,
+        })
+    }
+
+    /// `workload` keys drawn by name, sorted and without duplicates per
+    /// pool, as upstream's generateKeys: the pools' new bounds and the
+    /// names.
+    fn key_names(spec: &Spec, seed: u64, firsts: &[u64]) -> Result<(Vec<u64>, KeyTable), String> {
+        let n_pools = spec.key_pool_distribution.len().max(1);
+        let mix = |p: usize| &spec.mixes[p.min(spec.mixes.len() - 1)];
+        let mut table = KeyTable {
+            bytes: Vec::new(),
+            offsets: vec![0],
+        };
+        let mut kept = vec![0u64];
+        let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        for p in 0..n_pools {
+            let m = mix(p);
+            let sizes = Sizes::new(&m.key_size_range, &m.key_size_probability, "keySizeRange")?;
+            let mut keys: Vec<Vec<u8>> = (firsts[p]..firsts[p + 1].max(firsts[p]))
+                .map(|i| {
+                    let mut rng = derived(seed, KEY_NAME, i);
+                    let len = sizes.draw(&mut rng).max(1);
+                    (0..len)
+                        .map(|_| b'a' + (rng.next_u64() % 26) as u8)
+                        .collect()
+                })
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            // A name an earlier pool has stays that pool's (the
+            // consistency checker follows a key by its index).
+            if p > 0 {
+                keys.retain(|k| !seen.contains(k));
+            }
+            if p + 1 < n_pools {
+                seen.extend(keys.iter().cloned());
+            }
+            for k in keys {
+                table.bytes.extend_from_slice(&k);
+                table.offsets.push(table.bytes.len() as u64);
+            }
+            kept.push(table.offsets.len() as u64 - 1);
+        }
+        Ok((kept, table))
+    }
+
+    /// A pool's chained items (with addChainedRatio): their lengths and
+    /// value sizes; `max_value` grows to the largest chained value.
+    fn chain(m: &PoolMix, max_value: &mut u32) -> Result<Option<(Sizes, Sizes)>, String> {
+        Ok(match (&m.chain, m.add_chained > 0.0) {
+            (_, false) => None,
+            (None, true) => {
+                return Err(
+                    "addChainedRatio needs chainedItemLengthRange and chainedItemValSizeRange"
+                        .into(),
+                );
+            }
+            (Some(c), true) => {
+                let vals = Sizes::new(
+                    &c.val_size_range,
+                    &c.val_size_probability,
+                    "chainedItemValSizeRange",
+                )?;
+                *max_value = (*max_value).max(vals.max());
+                Some((
+                    Sizes::new(
+                        &c.length_range,
+                        &c.length_probability,
+                        "chainedItemLengthRange",
+                    )?,
+                    vals,
+                ))
+            }
+        })
+    }
+
+    /// How a pool's keys in [left, right] are drawn: the popularity
+    /// buckets, or a normal distribution over the range.
+    fn popularity(m: &PoolMix, left: u64, right: u64) -> Result<Popularity, String> {
+        Ok(match &m.popularity {
+            Some((buckets, weights)) => {
+                if buckets.len() != weights.len() || buckets.is_empty() {
+                    return Err(format!(
+                        "popularityBuckets has {} entries and popularityWeights {}: expected the same, non-zero",
+                        buckets.len(),
+                        weights.len()
+                    ));
+                }
+                if weights.iter().any(|w| !w.is_finite() || *w < 0.0)
+                    || weights.iter().sum::<f64>() <= 0.0
+                {
+                    return Err(format!(
+                        "popularityWeights: expected non-negative weights with a positive sum, got {} entries",
+                        weights.len()
+                    ));
+                }
+                Popularity::Discrete(FastDiscrete::new(
+                    left,
+                    right,
+                    buckets,
+                    weights,
+                    m.legacy_key_gen,
+                ))
+            }
+            None => {
+                let mu = (left + right) as f64 * 0.5;
+                let sigma = (right - left) as f64 * 0.5 / 2.0;
+                if sigma <= 0.0 {
+                    // One key: every draw is it.
+                    Popularity::Discrete(FastDiscrete::new(left, right, &[1], &[1.0], false))
+                } else {
+                    Popularity::Normal(
+                        Normal::new(mu, sigma).map_err(|e| format!("popularity: {e}"))?,
+                        left,
+                        right,
+                    )
+                }
+            }
         })
     }
 
@@ -919,7 +951,7 @@ mod tests {
         let mut m = mix([1.0; 7]);
         m.val_size_range = vec![1, 2, 3, 4];
         m.val_size_probability = vec![0.5, 0.5];
-        let err = Generator::new(&spec(10, m), 1).err().unwrap();
+        let err = Generator::new(&spec(10, m), 1).err().unwrap().to_string();
         assert!(err.contains("valSizeRange has 4 values"), "{err}");
         // One-letter keys: at most 26 distinct, as upstream's sorted and
         // deduplicated names.
@@ -934,7 +966,8 @@ mod tests {
         assert_eq!(names.len() as u64, g.num_keys());
         let err = Generator::pregenerated(&spec(5_000_000_000, mix([1.0; 7])), 1, 1, &mut |_| {})
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("Maximum allowed is 4 Billion"), "{err}");
     }
 
@@ -1085,7 +1118,7 @@ mod tests {
         let g = Generator::new(&s, 1).unwrap();
         assert_eq!(g.next(&mut rng).ttl_secs, 0);
         m.ttl = Some((vec![10.0, 20.0, 30.0], vec![0.5]));
-        let e = Generator::new(&spec(5000, m), 1).err().unwrap();
+        let e = Generator::new(&spec(5000, m), 1).err().unwrap().to_string();
         assert!(e.contains("do not match up"), "{e}");
     }
 

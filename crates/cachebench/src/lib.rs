@@ -16,6 +16,7 @@ mod command;
 pub mod config;
 pub mod counters;
 pub mod directions;
+pub mod error;
 pub mod generator;
 pub mod latency;
 pub mod metrics;
@@ -29,6 +30,7 @@ pub mod stats;
 pub mod stressor;
 
 pub use command::CacheBench;
+pub use error::Error;
 pub use record::{CacheBenchRecord, GeneratorStats, InstanceRecord};
 
 /// The config-to-engine mapping the command uses, for benchmarks.

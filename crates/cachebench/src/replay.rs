@@ -28,6 +28,7 @@
 //! requests the way upstream's threads take them.
 
 use crate::config::Serialization;
+use crate::error::Error;
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -369,13 +370,15 @@ pub struct TraceReader {
 
 impl TraceReader {
     /// Checks that every file can be opened; reads nothing yet.
-    pub fn new(spec: TraceSpec) -> Result<TraceReader, String> {
+    pub fn new(spec: TraceSpec) -> Result<TraceReader, Error> {
         if spec.files.is_empty() {
-            return Err("no trace file (traceFileName or traceFileNames)".into());
+            return Err(Error::Input(
+                "no trace file (traceFileName or traceFileNames)".into(),
+            ));
         }
         for f in &spec.files {
             std::fs::File::open(f)
-                .map_err(|e| format!("cannot read trace {}: {e}", f.display()))?;
+                .map_err(|e| Error::Input(format!("cannot read trace {}: {e}", f.display())))?;
         }
         Ok(TraceReader {
             skip: spec.fast_forward,
@@ -457,15 +460,16 @@ impl TraceReader {
 
     /// The next request the trace's lines give (None at its end); bad
     /// lines are counted and skipped.
-    pub fn next_request(&mut self) -> Result<Option<Request>, String> {
+    pub fn next_request(&mut self) -> Result<Option<Request>, Error> {
+        // raw_line's errors are reads of the trace files failing.
         while self.skip > 0 {
-            if !self.raw_line()? {
+            if !self.raw_line().map_err(Error::Host)? {
                 return Ok(None);
             }
             self.skip -= 1;
         }
         loop {
-            if !self.raw_line()? {
+            if !self.raw_line().map_err(Error::Host)? {
                 return Ok(None);
             }
             let Some(f) = self.cur.as_ref() else {
@@ -532,7 +536,7 @@ pub fn thread_of(key: &[u8], threads: usize) -> usize {
 
 /// Reads the trace files into memory, split over the threads (tests, the
 /// fuzz target and benchmarks; the command streams with [`feed`]).
-pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, String> {
+pub fn load(files: &[impl AsRef<Path>], opts: &ReplayOptions) -> Result<Trace, Error> {
     let mut reader = TraceReader::new(TraceSpec {
         files: files.iter().map(|f| f.as_ref().to_path_buf()).collect(),
         honour_op_count: opts.repeat_op_count,
@@ -649,7 +653,7 @@ pub fn feed(
     senders: Vec<SyncSender<Vec<Request>>>,
     stop: &AtomicBool,
     stats: &FeedStats,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     use rand::{Rng, SeedableRng};
     let threads = senders.len().max(1);
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x7e11);
@@ -816,7 +820,7 @@ pub fn write_binary(
     amp: u32,
     amp_size: u32,
     out: &Path,
-) -> Result<BinaryWritten, String> {
+) -> Result<BinaryWritten, Error> {
     let spec = TraceSpec {
         repeat: false,
         ..spec.clone()
@@ -833,7 +837,7 @@ pub fn write_binary(
     while let Some(r) = reader.next_request()? {
         requests += (0..amp).filter(|c| fits(&r, *c, &mut key)).count() as u64;
     }
-    let err = |e: std::io::Error| format!("cannot write {}: {e}", out.display());
+    let err = |e: std::io::Error| Error::Host(format!("cannot write {}: {e}", out.display()));
     let file = std::fs::File::create(out).map_err(err)?;
     let keys_path = out.with_extension("keys.tmp");
     let keys_file = std::fs::File::create(&keys_path).map_err(err)?;
@@ -850,10 +854,10 @@ pub fn write_binary(
                 continue;
             }
             if i == requests {
-                return Err(format!(
+                return Err(Error::Host(format!(
                     "{}: the trace changed while it was converted",
                     out.display()
-                ));
+                )));
             }
             let offset = (requests - i) * BINARY_REQUEST as u64 + key_bytes;
             let mut rec = [0u8; BINARY_REQUEST];
@@ -870,10 +874,10 @@ pub fn write_binary(
         }
     }
     if i != requests {
-        return Err(format!(
+        return Err(Error::Host(format!(
             "{}: the trace changed while it was converted",
             out.display()
-        ));
+        )));
     }
     kw.flush().map_err(err)?;
     drop(kw);
@@ -908,18 +912,19 @@ unsafe impl Sync for BinaryTrace {}
 
 impl BinaryTrace {
     /// Maps `path` and checks its header against its size.
-    pub fn open(path: &Path) -> Result<BinaryTrace, String> {
-        let f = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read binary trace {}: {e}", path.display()))?;
+    pub fn open(path: &Path) -> Result<BinaryTrace, Error> {
+        let f = std::fs::File::open(path).map_err(|e| {
+            Error::Input(format!("cannot read binary trace {}: {e}", path.display()))
+        })?;
         let len = f
             .metadata()
-            .map_err(|e| format!("cannot read binary trace {}: {e}", path.display()))?
+            .map_err(|e| Error::Input(format!("cannot read binary trace {}: {e}", path.display())))?
             .len() as usize;
         if len < 8 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: not a binary trace (shorter than its 8-byte request count)",
                 path.display()
-            ));
+            )));
         }
         use std::os::fd::AsRawFd;
         // SAFETY: a fresh read-only private mapping of a whole open file;
@@ -936,11 +941,11 @@ impl BinaryTrace {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(format!(
+            return Err(Error::Host(format!(
                 "cannot map binary trace {}: {}",
                 path.display(),
                 std::io::Error::last_os_error()
-            ));
+            )));
         }
         let mut t = BinaryTrace {
             ptr: p as *const u8,
@@ -953,10 +958,10 @@ impl BinaryTrace {
             .checked_mul(BINARY_REQUEST as u64)
             .and_then(|b| b.checked_add(8));
         if need.is_none_or(|n| n > len as u64) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: not a binary trace (it says {requests} requests, more than its {len} bytes hold)",
                 path.display()
-            ));
+            )));
         }
         t.requests = requests;
         Ok(t)
@@ -1219,6 +1224,7 @@ mod tests {
         assert!(
             load(&[d.path().join("none.csv")], &opts(1, 1))
                 .unwrap_err()
+                .to_string()
                 .contains("cannot read trace")
         );
     }
@@ -1370,7 +1376,10 @@ mod tests {
         }
         // Not a binary trace: named.
         std::fs::write(d.path().join("x.bin"), [9u8; 16]).unwrap();
-        let e = BinaryTrace::open(&d.path().join("x.bin")).err().unwrap();
+        let e = BinaryTrace::open(&d.path().join("x.bin"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("not a binary trace"), "{e}");
     }
 

@@ -5,7 +5,7 @@
 
 use crate::cache::{AllocError, Cache};
 use crate::config::Serialization;
-use crate::generator::{Generator, Op};
+use crate::generator::{Generator, Op, Request};
 use crate::replay::{
     BinaryShard, BinaryTrace, FeedStats, QueueShard, Shard, TraceReader, VecShard,
 };
@@ -260,15 +260,26 @@ fn worker(
     progress: &Progress,
     versions: Option<&Versions>,
 ) -> Throughput {
-    let mut stamped = Vec::new();
-    let mut read = Vec::new();
-    let timed = cache.api_latency_enabled();
+    let mut ops = Ops {
+        cache,
+        opts,
+        value,
+        progress,
+        versions,
+        timed: cache.api_latency_enabled(),
+        stamped: Vec::new(),
+        read: Vec::new(),
+        in_update: false,
+    };
     let mut rng = SmallRng::seed_from_u64(opts.seed.wrapping_add(thread as u64 * 0x9e37_79b9));
     let mut tp = Throughput::default();
-    let mut lone = 0u64;
-    let mut lone_key = Vec::with_capacity(32);
-    let mut chain_sizes = Vec::new();
-    let mut key_buf = Vec::with_capacity(64);
+    let mut scratch = Scratch {
+        thread,
+        lone: 0,
+        lone_key: Vec::with_capacity(32),
+        chain_sizes: Vec::new(),
+        key_buf: Vec::with_capacity(64),
+    };
     let mut published = Throughput::default();
     let mut bucket = (opts.rate_per_sec > 0).then(|| {
         let rate = opts.rate_per_sec as f64 / opts.threads.max(1) as f64;
@@ -279,46 +290,263 @@ fn worker(
         };
         Bucket::new(rate, burst)
     });
-    // `k`: the key's index, for the consistency checker's stamps; `ttl`:
-    // the key's TTL (seconds, 0: none). Returns whether the set stored the
-    // value.
-    // Set while an update writes its new version: not a set in the counters
-    // or the API latencies (upstream changes the item in place).
-    let in_update = std::cell::Cell::new(false);
-    let mut set =
-        |key: &[u8], k: Option<u64>, pool: usize, size: u32, ttl: u32, tp: &mut Throughput| {
-            let counted = !in_update.get();
-            if counted {
-                tp.sets += 1;
+    for i in 0..opts.ops_per_thread {
+        if !ops.may_go(i, bucket.as_mut(), stop) {
+            break;
+        }
+        if i == 0 {
+            progress.first_op.get_or_init(Instant::now);
+        }
+        let r = generator.next(&mut rng);
+        tp.ops += 1;
+        if !ops.op(generator, &r, &mut scratch, &mut tp) {
+            continue;
+        }
+        if tp.ops - published.ops >= 1024 {
+            progress.publish(thread, &tp, &mut published);
+        }
+    }
+    progress.publish(thread, &tp, &mut published);
+    tp
+}
+
+/// One stressor thread's buffers for keys (kept apart from [`Ops`], whose
+/// methods take the keys they fill).
+struct Scratch {
+    thread: usize,
+    /// Lone keys issued so far.
+    lone: u64,
+    lone_key: Vec<u8>,
+    chain_sizes: Vec<u32>,
+    key_buf: Vec<u8>,
+}
+
+/// One stressor thread's gets and sets against the cache, and what they
+/// share: the value bytes, the consistency checker and its buffers.
+struct Ops<'a> {
+    cache: &'a Cache,
+    opts: &'a Options,
+    value: &'a [u8],
+    progress: &'a Progress,
+    versions: Option<&'a Versions>,
+    /// Time every find (`--report_api_latency`).
+    timed: bool,
+    stamped: Vec<u8>,
+    read: Vec<u8>,
+    /// Set while an update writes its new version: not a set in the
+    /// counters or the API latencies (upstream changes the item in place).
+    in_update: bool,
+}
+
+impl Ops<'_> {
+    /// Whether operation `i` may go: false once `stop` is raised, the
+    /// inconsistencies reached their limit, or a pause was cut short.
+    #[inline]
+    fn may_go(&self, i: u64, bucket: Option<&mut Bucket>, stop: &AtomicBool) -> bool {
+        let opts = self.opts;
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        // As upstream: the threads stop once maxInconsistencyCount
+        // inconsistencies were found.
+        if self.versions.is_some()
+            && opts.max_inconsistencies > 0
+            && self.progress.inconsistencies.load(Ordering::Relaxed) >= opts.max_inconsistencies
+        {
+            return false;
+        }
+        if let Some(b) = bucket
+            && !b.take(stop)
+        {
+            return false;
+        }
+        if opts.delay_batch > 0
+            && i > 0
+            && i.is_multiple_of(opts.delay_batch)
+            && !pause(opts.delay, stop)
+        {
+            return false;
+        }
+        true
+    }
+
+    /// Issues one drawn operation; false when it ends early (upstream's
+    /// `continue`: no progress publication after it).
+    #[inline]
+    fn op(
+        &mut self,
+        generator: &Generator,
+        r: &Request,
+        sc: &mut Scratch,
+        tp: &mut Throughput,
+    ) -> bool {
+        match r.op {
+            Op::Get => {
+                tp.gets += 1;
+                let key = generator.key(r.key, &mut sc.key_buf);
+                if self.get(key, r.key, tp, false).is_none() {
+                    tp.get_misses += 1;
+                    if self.opts.lookaside {
+                        let _ = self.set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, tp);
+                    }
+                }
             }
-            let size = (size as usize).min(value.len());
-            let Some((vs, k)) = versions.zip(k) else {
-                let ok = cache.set(pool, key, &value[..size], ttl).is_ok();
-                if !ok && counted {
+            Op::Set => {
+                let key = generator.key(r.key, &mut sc.key_buf);
+                if self.opts.only_set_if_miss && self.get(key, r.key, tp, false).is_some() {
+                    return false;
+                }
+                let _ = self.set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, tp);
+            }
+            Op::Del => {
+                tp.dels += 1;
+                if !self.cache.remove(generator.key(r.key, &mut sc.key_buf)) {
+                    tp.del_not_found += 1;
+                }
+            }
+            Op::LoneGet | Op::LoneSet => self.lone(r, sc, tp),
+            Op::Update => self.update(generator.key(r.key, &mut sc.key_buf), r, tp),
+            Op::AddChained => return self.add_chained(generator, r, sc, tp),
+            Op::CouldExist => {
+                tp.could_exist += 1;
+                if self
+                    .cache
+                    .get(generator.key(r.key, &mut sc.key_buf), None)
+                    .is_none()
+                {
+                    tp.could_exist_false += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// A get or set of a key outside the key set, unique per thread.
+    #[inline]
+    fn lone(&mut self, r: &Request, sc: &mut Scratch, tp: &mut Throughput) {
+        sc.lone += 1;
+        sc.lone_key.clear();
+        sc.lone_key
+            .extend_from_slice(format!("lone-{}-{}", sc.thread, sc.lone).as_bytes());
+        if r.op == Op::LoneGet {
+            tp.gets += 1;
+            let t0 = self.timed.then(Instant::now);
+            let found = self.cache.get(&sc.lone_key, None);
+            if let Some(t0) = t0 {
+                self.cache.record_find(t0);
+            }
+            if found.is_none() {
+                tp.get_misses += 1;
+            }
+        } else {
+            let _ = self.set(&sc.lone_key, None, r.pool, r.value_size, r.ttl_secs, tp);
+        }
+    }
+
+    /// As upstream's stressor: an update is counted as a get and an
+    /// update; the item is looked up to be written (promoted only under
+    /// lruUpdateOnWrite) and changed in place, so nothing is allocated and
+    /// no set is counted. With the consistency checker the change is a new
+    /// version of the value (upstream's updateItemRecordVersion), stored
+    /// here by writing the stamped value.
+    #[inline]
+    fn update(&mut self, key: &[u8], r: &Request, tp: &mut Throughput) {
+        tp.gets += 1;
+        tp.updates += 1;
+        match self.get(key, r.key, tp, true) {
+            None => {
+                tp.get_misses += 1;
+                tp.update_misses += 1;
+            }
+            Some(len) if self.versions.is_some() => {
+                self.in_update = true;
+                let _ = self.set(key, Some(r.key), r.pool, len as u32, r.ttl_secs, tp);
+                self.in_update = false;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// As upstream: the parent is looked up (a get), stored when missing
+    /// (a set), then each chained item is added; the lookup is a find to
+    /// write. False when the parent could not be stored.
+    #[inline]
+    fn add_chained(
+        &mut self,
+        generator: &Generator,
+        r: &Request,
+        sc: &mut Scratch,
+        tp: &mut Throughput,
+    ) -> bool {
+        tp.gets += 1;
+        let key = generator.key(r.key, &mut sc.key_buf);
+        if self.get(key, r.key, tp, true).is_none() {
+            tp.get_misses += 1;
+            if !self.set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, tp) {
+                return false;
+            }
+        }
+        sc.chain_sizes.clear();
+        generator.chain_sizes(r.pool, r.key, &mut sc.chain_sizes);
+        for &size in &sc.chain_sizes {
+            tp.add_chained += 1;
+            let size = (size as usize).min(self.value.len());
+            if self.cache.add_chained(key, &self.value[..size]).is_err() {
+                tp.add_chained_failures += 1;
+            }
+        }
+        true
+    }
+
+    /// A set. `k`: the key's index, for the consistency checker's stamps;
+    /// `ttl`: the key's TTL (seconds, 0: none). Returns whether the set
+    /// stored the value.
+    #[inline]
+    fn set(
+        &mut self,
+        key: &[u8],
+        k: Option<u64>,
+        pool: usize,
+        size: u32,
+        ttl: u32,
+        tp: &mut Throughput,
+    ) -> bool {
+        let counted = !self.in_update;
+        if counted {
+            tp.sets += 1;
+        }
+        let value = self.value;
+        let size = (size as usize).min(value.len());
+        let Some((vs, k)) = self.versions.zip(k) else {
+            let ok = self.cache.set(pool, key, &value[..size], ttl).is_ok();
+            if !ok && counted {
+                tp.set_failures += 1;
+            }
+            return ok;
+        };
+        let _serial = vs.lock(k);
+        let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
+        Versions::stamp(&mut self.stamped, k, v, size, value);
+        let result = self.cache.set(pool, key, &self.stamped, ttl);
+        match result {
+            Ok(()) => {
+                vs.completed[k as usize].store(v, Ordering::Release);
+                true
+            }
+            Err(AllocError::TooLarge | AllocError::NoMemory | AllocError::NoParent) => {
+                if counted {
                     tp.set_failures += 1;
                 }
-                return ok;
-            };
-            let _serial = vs.lock(k);
-            let v = vs.issued[k as usize].fetch_add(1, Ordering::AcqRel) + 1;
-            Versions::stamp(&mut stamped, k, v, size, value);
-            let result = cache.set(pool, key, &stamped, ttl);
-            match result {
-                Ok(()) => {
-                    vs.completed[k as usize].store(v, Ordering::Release);
-                    true
-                }
-                Err(AllocError::TooLarge | AllocError::NoMemory | AllocError::NoParent) => {
-                    if counted {
-                        tp.set_failures += 1;
-                    }
-                    false
-                }
+                false
             }
-        };
-    // A get (`write`: a find to write, as upstream's update and
-    // add-chained ops); with the checker, the value read is checked.
-    let mut get = |key: &[u8], k: u64, tp: &mut Throughput, write: bool| -> Option<usize> {
+        }
+    }
+
+    /// A get (`write`: a find to write, as upstream's update and
+    /// add-chained ops); with the checker, the value read is checked.
+    #[inline]
+    fn get(&mut self, key: &[u8], k: u64, tp: &mut Throughput, write: bool) -> Option<usize> {
+        let cache = self.cache;
         let look = |out: Option<&mut Vec<u8>>| {
             if write {
                 cache.find_to_write(key, out)
@@ -326,22 +554,24 @@ fn worker(
                 cache.get(key, out)
             }
         };
-        let t0 = timed.then(Instant::now);
-        let result = match versions {
+        let t0 = self.timed.then(Instant::now);
+        let result = match self.versions {
             // touchValue: the value is read (copied out) on every hit.
-            None if opts.touch_value && !write => look(Some(&mut read)),
+            None if self.opts.touch_value && !write => look(Some(&mut self.read)),
             None => look(None),
             Some(vs) => {
                 let before = vs.completed[k as usize].load(Ordering::Acquire);
-                let len = look(Some(&mut read));
+                let len = look(Some(&mut self.read));
                 if let Some(t0) = t0 {
                     cache.record_find(t0);
                 }
                 let len = len?;
                 tp.consistency_checks += 1;
-                if !vs.check(k, &read, before) {
+                if !vs.check(k, &self.read, before) {
                     tp.inconsistencies += 1;
-                    progress.inconsistencies.fetch_add(1, Ordering::Relaxed);
+                    self.progress
+                        .inconsistencies
+                        .fetch_add(1, Ordering::Relaxed);
                 }
                 return Some(len);
             }
@@ -350,137 +580,7 @@ fn worker(
             cache.record_find(t0);
         }
         result
-    };
-    for i in 0..opts.ops_per_thread {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        // As upstream: the threads stop once maxInconsistencyCount
-        // inconsistencies were found.
-        if versions.is_some()
-            && opts.max_inconsistencies > 0
-            && progress.inconsistencies.load(Ordering::Relaxed) >= opts.max_inconsistencies
-        {
-            break;
-        }
-        if let Some(b) = bucket.as_mut()
-            && !b.take(stop)
-        {
-            break;
-        }
-        if opts.delay_batch > 0 && i > 0 && i % opts.delay_batch == 0 && !pause(opts.delay, stop) {
-            break;
-        }
-        if i == 0 {
-            progress.first_op.get_or_init(Instant::now);
-        }
-        let r = generator.next(&mut rng);
-        tp.ops += 1;
-        match r.op {
-            Op::Get => {
-                tp.gets += 1;
-                let key = generator.key(r.key, &mut key_buf);
-                if get(key, r.key, &mut tp, false).is_none() {
-                    tp.get_misses += 1;
-                    if opts.lookaside {
-                        let _ = set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, &mut tp);
-                    }
-                }
-            }
-            Op::Set => {
-                let key = generator.key(r.key, &mut key_buf);
-                if opts.only_set_if_miss && get(key, r.key, &mut tp, false).is_some() {
-                    continue;
-                }
-                let _ = set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, &mut tp);
-            }
-            Op::Del => {
-                tp.dels += 1;
-                if !cache.remove(generator.key(r.key, &mut key_buf)) {
-                    tp.del_not_found += 1;
-                }
-            }
-            Op::LoneGet | Op::LoneSet => {
-                // Keys outside the key set, unique per thread.
-                lone += 1;
-                lone_key.clear();
-                lone_key.extend_from_slice(format!("lone-{thread}-{lone}").as_bytes());
-                if r.op == Op::LoneGet {
-                    tp.gets += 1;
-                    let t0 = timed.then(Instant::now);
-                    let found = cache.get(&lone_key, None);
-                    if let Some(t0) = t0 {
-                        cache.record_find(t0);
-                    }
-                    if found.is_none() {
-                        tp.get_misses += 1;
-                    }
-                } else {
-                    let _ = set(&lone_key, None, r.pool, r.value_size, r.ttl_secs, &mut tp);
-                }
-            }
-            Op::Update => {
-                // As upstream's stressor: an update is counted as a get and
-                // an update; the item is looked up to be written (promoted
-                // only under lruUpdateOnWrite) and changed in place, so
-                // nothing is allocated and no set is counted. With the
-                // consistency checker the change is a new version of the
-                // value (upstream's updateItemRecordVersion), stored here by
-                // writing the stamped value.
-                tp.gets += 1;
-                tp.updates += 1;
-                let key = generator.key(r.key, &mut key_buf);
-                match get(key, r.key, &mut tp, true) {
-                    None => {
-                        tp.get_misses += 1;
-                        tp.update_misses += 1;
-                    }
-                    Some(len) if versions.is_some() => {
-                        in_update.set(true);
-                        let _ = set(key, Some(r.key), r.pool, len as u32, r.ttl_secs, &mut tp);
-                        in_update.set(false);
-                    }
-                    Some(_) => {}
-                }
-            }
-            Op::AddChained => {
-                // As upstream: the parent is looked up (a get), stored when
-                // missing (a set), then each chained item is added; the
-                // lookup is a find to write.
-                tp.gets += 1;
-                let key = generator.key(r.key, &mut key_buf);
-                if get(key, r.key, &mut tp, true).is_none() {
-                    tp.get_misses += 1;
-                    if !set(key, Some(r.key), r.pool, r.value_size, r.ttl_secs, &mut tp) {
-                        continue;
-                    }
-                }
-                chain_sizes.clear();
-                generator.chain_sizes(r.pool, r.key, &mut chain_sizes);
-                for &size in &chain_sizes {
-                    tp.add_chained += 1;
-                    let size = (size as usize).min(value.len());
-                    if cache.add_chained(key, &value[..size]).is_err() {
-                        tp.add_chained_failures += 1;
-                    }
-                }
-            }
-            Op::CouldExist => {
-                tp.could_exist += 1;
-                if cache
-                    .get(generator.key(r.key, &mut key_buf), None)
-                    .is_none()
-                {
-                    tp.could_exist_false += 1;
-                }
-            }
-        }
-        if tp.ops - published.ops >= 1024 {
-            progress.publish(thread, &tp, &mut published);
-        }
     }
-    progress.publish(thread, &tp, &mut published);
-    tp
 }
 
 /// What a replay's reader counted: upstream's `Total Processed Samples`
@@ -701,7 +801,7 @@ pub fn run_replay_stream(
         total = join_all(handles);
         error = match feeder.join() {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("the trace reader failed (see the panic message above)".into()),
         };
     });
@@ -905,7 +1005,7 @@ pub fn run_chunked(
         total = join_all(handles);
         error = match feeder.join() {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("the trace reader failed (see the panic message above)".into()),
         };
     });

@@ -328,34 +328,7 @@ impl Layout {
         let has_data = bounds.is_some();
 
         // Top: title, then the y label, then the plot.
-        let mut top = PAD;
-        let title = chart.title.trim();
-        let mut title_text = None;
-        let mut title_rect = None;
-        if !title.is_empty() {
-            let text = font::fit(title, (w - 2 * PAD) as u32, 2);
-            let tw = font::text_width(&text, 2) as i64;
-            let x = ((w - tw) / 2).max(0);
-            title_rect = Some(Rect {
-                left: x as u32,
-                top: top as u32,
-                right: (x + tw - 1).max(x) as u32,
-                bottom: (top + font::text_height(2) as i64 - 1) as u32,
-            });
-            title_text = Some(Placed { text, x, y: top });
-            top += font::text_height(2) as i64 + 10;
-        }
-        let mut y_label = None;
-        let y_label_text = chart.y_label.trim();
-        if !y_label_text.is_empty() {
-            let text = font::fit(y_label_text, (w - 2 * PAD) as u32, 1);
-            y_label = Some(Placed {
-                text,
-                x: PAD,
-                y: top,
-            });
-            top += text_h + 8;
-        }
+        let (mut top, title_text, title_rect, y_label) = top_texts(chart, w);
         // Room for the top tick label, centred on the top edge.
         top += text_h / 2 + 1;
 
@@ -386,35 +359,7 @@ impl Layout {
         let left = (PAD + y_label_w + LABEL_GAP + TICK).min(w / 3);
 
         // Right: the legend, sized to the longest (shortened) name.
-        let mut legend_rows = Vec::new();
-        let mut legend_more = 0;
-        let mut legend_w = 0;
-        if !chart.series.is_empty() {
-            let fixed = 3 * LEGEND_PAD + SWATCH;
-            let max_text = ((w * 3 / 10) - fixed).max(font::CELL_W as i64 * 3);
-            let max_rows = ((bottom - top + 1 - 2 * LEGEND_PAD) / LEGEND_ROW).max(1) as usize;
-            let shown = if chart.series.len() > max_rows {
-                max_rows.saturating_sub(1)
-            } else {
-                chart.series.len()
-            };
-            legend_more = chart.series.len() - shown;
-            for (i, s) in chart.series.iter().take(shown).enumerate() {
-                legend_rows.push((i, font::fit(s.name.trim(), max_text as u32, 1)));
-            }
-            let more_w = if legend_more > 0 {
-                font::text_width(&format!("+{legend_more} more"), 1) as i64 - SWATCH - LEGEND_PAD
-            } else {
-                0
-            };
-            let text_w = legend_rows
-                .iter()
-                .map(|(_, n)| font::text_width(n, 1) as i64)
-                .max()
-                .unwrap_or(0)
-                .max(more_w);
-            legend_w = fixed + text_w;
-        }
+        let (mut legend_rows, mut legend_more, legend_w) = legend_rows(chart, w, top, bottom);
         let mut right = w
             - 1
             - PAD
@@ -433,25 +378,7 @@ impl Layout {
         // The x axis, twice: the last tick label, centred on its tick, may
         // need the right edge pulled in.
         let x_data = bounds.map(|(x0, x1, _, _)| (x0, x1));
-        let mut x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, 2);
-        for _ in 0..2 {
-            let wanted = ((right - left) / 90 + 1).clamp(2, 12) as usize;
-            x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, wanted);
-            let half_last = x_axis
-                .labels
-                .last()
-                .map(|l| font::text_width(l, 1) as i64 / 2 + 1)
-                .unwrap_or(0);
-            let room = if legend {
-                LEGEND_GAP - 2
-            } else {
-                w - 1 - right
-            };
-            if half_last <= room {
-                break;
-            }
-            right -= half_last - room;
-        }
+        let x_axis = x_axis(chart, x_data, left, &mut right, legend, w);
         let right = right.max(left + MIN_PLOT).min(w - 1);
         let bottom = bottom.min(h - 1);
 
@@ -510,6 +437,108 @@ impl Layout {
             legend_more,
         }
     }
+}
+
+/// The texts above the plot: the title, then the y label; where the next
+/// thing goes, and the title's placement and box.
+fn top_texts(chart: &Chart, w: i64) -> (i64, Option<Placed>, Option<Rect>, Option<Placed>) {
+    let text_h = font::text_height(1) as i64;
+    let mut top = PAD;
+    let title = chart.title.trim();
+    let mut title_text = None;
+    let mut title_rect = None;
+    if !title.is_empty() {
+        let text = font::fit(title, (w - 2 * PAD) as u32, 2);
+        let tw = font::text_width(&text, 2) as i64;
+        let x = ((w - tw) / 2).max(0);
+        title_rect = Some(Rect {
+            left: x as u32,
+            top: top as u32,
+            right: (x + tw - 1).max(x) as u32,
+            bottom: (top + font::text_height(2) as i64 - 1) as u32,
+        });
+        title_text = Some(Placed { text, x, y: top });
+        top += font::text_height(2) as i64 + 10;
+    }
+    let mut y_label = None;
+    let y_label_text = chart.y_label.trim();
+    if !y_label_text.is_empty() {
+        let text = font::fit(y_label_text, (w - 2 * PAD) as u32, 1);
+        y_label = Some(Placed {
+            text,
+            x: PAD,
+            y: top,
+        });
+        top += text_h + 8;
+    }
+    (top, title_text, title_rect, y_label)
+}
+
+/// The legend's rows (series index, shortened name), how many series it
+/// has no room for, and its width (0: no legend).
+fn legend_rows(chart: &Chart, w: i64, top: i64, bottom: i64) -> (Vec<(usize, String)>, usize, i64) {
+    let mut legend_rows = Vec::new();
+    let mut legend_more = 0;
+    let mut legend_w = 0;
+    if !chart.series.is_empty() {
+        let fixed = 3 * LEGEND_PAD + SWATCH;
+        let max_text = ((w * 3 / 10) - fixed).max(font::CELL_W as i64 * 3);
+        let max_rows = ((bottom - top + 1 - 2 * LEGEND_PAD) / LEGEND_ROW).max(1) as usize;
+        let shown = if chart.series.len() > max_rows {
+            max_rows.saturating_sub(1)
+        } else {
+            chart.series.len()
+        };
+        legend_more = chart.series.len() - shown;
+        for (i, s) in chart.series.iter().take(shown).enumerate() {
+            legend_rows.push((i, font::fit(s.name.trim(), max_text as u32, 1)));
+        }
+        let more_w = if legend_more > 0 {
+            font::text_width(&format!("+{legend_more} more"), 1) as i64 - SWATCH - LEGEND_PAD
+        } else {
+            0
+        };
+        let text_w = legend_rows
+            .iter()
+            .map(|(_, n)| font::text_width(n, 1) as i64)
+            .max()
+            .unwrap_or(0)
+            .max(more_w);
+        legend_w = fixed + text_w;
+    }
+    (legend_rows, legend_more, legend_w)
+}
+
+/// The x axis, twice: the last tick label, centred on its tick, may need
+/// the plot's `right` edge pulled in.
+fn x_axis(
+    chart: &Chart,
+    x_data: Option<(f64, f64)>,
+    left: i64,
+    right: &mut i64,
+    legend: bool,
+    w: i64,
+) -> Axis {
+    let mut x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, 2);
+    for _ in 0..2 {
+        let wanted = ((*right - left) / 90 + 1).clamp(2, 12) as usize;
+        x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, wanted);
+        let half_last = x_axis
+            .labels
+            .last()
+            .map(|l| font::text_width(l, 1) as i64 / 2 + 1)
+            .unwrap_or(0);
+        let room = if legend {
+            LEGEND_GAP - 2
+        } else {
+            w - 1 - *right
+        };
+        if half_last <= room {
+            break;
+        }
+        *right -= half_last - room;
+    }
+    x_axis
 }
 
 #[cfg(test)]

@@ -76,6 +76,76 @@ fn num(v: f64) -> String {
     }
 }
 
+/// The background's grid, the plot's frame, the ticks and their labels
+/// (crisp edges).
+fn axes(l: &Layout, out: &mut String) {
+    let p = l.plot;
+    let (pl, pt, pr, pb) = (p.left as i64, p.top as i64, p.right as i64, p.bottom as i64);
+    let text_h = font::text_height(1) as i64;
+    let _ = writeln!(out, r#"<g shape-rendering="crispEdges">"#);
+    fill(out, 0, 0, l.width as i64 - 1, l.height as i64 - 1, WHITE);
+    for &v in &l.y.minor {
+        if let Some(y) = l.row(v) {
+            fill(out, pl, y, pr, y, GRID_MINOR);
+        }
+    }
+    for &v in &l.y.major {
+        if let Some(y) = l.row(v) {
+            fill(out, pl, y, pr, y, GRID);
+        }
+    }
+    for &v in &l.x.major {
+        if let Some(x) = l.column(v) {
+            fill(out, x, pt, x, pb, GRID);
+        }
+    }
+    outline(out, p, FRAME);
+    for &v in &l.y.minor {
+        if let Some(y) = l.row(v) {
+            fill(out, pl - layout::TICK / 2 - 1, y, pl - 1, y, FRAME);
+        }
+    }
+    let mut last_label_top = i64::MAX;
+    for (v, label) in l.y.major.iter().zip(&l.y.labels) {
+        let Some(y) = l.row(*v) else { continue };
+        fill(out, pl - layout::TICK, y, pl - 1, y, FRAME);
+        let top = y - text_h / 2;
+        if top + text_h + 2 > last_label_top {
+            continue;
+        }
+        let tw = font::text_width(label, 1) as i64;
+        text(
+            out,
+            pl - layout::TICK - layout::LABEL_GAP - tw,
+            top,
+            label,
+            1,
+            TEXT,
+        );
+        last_label_top = top;
+    }
+    let mut last_label_right = i64::MIN;
+    for (v, label) in l.x.major.iter().zip(&l.x.labels) {
+        let Some(x) = l.column(*v) else { continue };
+        fill(out, x, pb + 1, x, pb + layout::TICK, FRAME);
+        let tw = font::text_width(label, 1) as i64;
+        let left = (x - tw / 2).max(0);
+        if left < last_label_right + 8 || left + tw > l.width as i64 {
+            continue;
+        }
+        text(
+            out,
+            left,
+            pb + layout::TICK + layout::LABEL_GAP,
+            label,
+            1,
+            TEXT,
+        );
+        last_label_right = left + tw;
+    }
+    let _ = writeln!(out, "</g>");
+}
+
 impl Chart {
     /// The chart as an SVG document (UTF-8 text) with the layout of
     /// [`Chart::render`]: same plot area, ticks, labels, legend and colours.
@@ -98,75 +168,7 @@ impl Chart {
             "<title>{}</title>",
             html_escape::encode_text(self.title.trim())
         );
-        let _ = writeln!(out, r#"<g shape-rendering="crispEdges">"#);
-        fill(
-            &mut out,
-            0,
-            0,
-            l.width as i64 - 1,
-            l.height as i64 - 1,
-            WHITE,
-        );
-        for &v in &l.y.minor {
-            if let Some(y) = l.row(v) {
-                fill(&mut out, pl, y, pr, y, GRID_MINOR);
-            }
-        }
-        for &v in &l.y.major {
-            if let Some(y) = l.row(v) {
-                fill(&mut out, pl, y, pr, y, GRID);
-            }
-        }
-        for &v in &l.x.major {
-            if let Some(x) = l.column(v) {
-                fill(&mut out, x, pt, x, pb, GRID);
-            }
-        }
-        outline(&mut out, p, FRAME);
-        for &v in &l.y.minor {
-            if let Some(y) = l.row(v) {
-                fill(&mut out, pl - layout::TICK / 2 - 1, y, pl - 1, y, FRAME);
-            }
-        }
-        let mut last_label_top = i64::MAX;
-        for (v, label) in l.y.major.iter().zip(&l.y.labels) {
-            let Some(y) = l.row(*v) else { continue };
-            fill(&mut out, pl - layout::TICK, y, pl - 1, y, FRAME);
-            let top = y - text_h / 2;
-            if top + text_h + 2 > last_label_top {
-                continue;
-            }
-            let tw = font::text_width(label, 1) as i64;
-            text(
-                &mut out,
-                pl - layout::TICK - layout::LABEL_GAP - tw,
-                top,
-                label,
-                1,
-                TEXT,
-            );
-            last_label_top = top;
-        }
-        let mut last_label_right = i64::MIN;
-        for (v, label) in l.x.major.iter().zip(&l.x.labels) {
-            let Some(x) = l.column(*v) else { continue };
-            fill(&mut out, x, pb + 1, x, pb + layout::TICK, FRAME);
-            let tw = font::text_width(label, 1) as i64;
-            let left = (x - tw / 2).max(0);
-            if left < last_label_right + 8 || left + tw > l.width as i64 {
-                continue;
-            }
-            text(
-                &mut out,
-                left,
-                pb + layout::TICK + layout::LABEL_GAP,
-                label,
-                1,
-                TEXT,
-            );
-            last_label_right = left + tw;
-        }
-        let _ = writeln!(out, "</g>");
+        axes(&l, &mut out);
         if let Some(t) = &l.title_text {
             text(&mut out, t.x, t.y, &t.text, 2, TITLE);
         }
@@ -174,8 +176,28 @@ impl Chart {
             text(&mut out, t.x, t.y, &t.text, 1, TEXT);
         }
 
-        // The series, clipped to the plot area by a nested viewport in the
-        // same coordinates.
+        self.series_svg(&l, &mut out);
+
+        if !l.has_data {
+            let note = "no data";
+            let tw = font::text_width(note, 1) as i64;
+            let (x, y) = ((pl + pr - tw) / 2, (pt + pb - text_h) / 2);
+            fill(&mut out, x - 4, y - 3, x + tw + 3, y + text_h + 2, WHITE);
+            text(&mut out, x, y, note, 1, NOTE);
+        }
+
+        if let Some(r) = l.legend {
+            self.legend_svg(&l, r, &mut out);
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+
+    /// The series, clipped to the plot area by a nested viewport in the
+    /// same coordinates.
+    fn series_svg(&self, l: &Layout, out: &mut String) {
+        let p = l.plot;
+        let (pl, pt, pr, pb) = (p.left as i64, p.top as i64, p.right as i64, p.bottom as i64);
         let _ = writeln!(
             out,
             r#"<svg x="{pl}" y="{pt}" width="{}" height="{}" viewBox="{pl} {pt} {} {}" overflow="hidden">"#,
@@ -232,51 +254,43 @@ impl Chart {
             let _ = writeln!(out, r#"{marks}</g>"#);
         }
         let _ = writeln!(out, "</svg>");
+    }
 
-        if !l.has_data {
-            let note = "no data";
-            let tw = font::text_width(note, 1) as i64;
-            let (x, y) = ((pl + pr - tw) / 2, (pt + pb - text_h) / 2);
-            fill(&mut out, x - 4, y - 3, x + tw + 3, y + text_h + 2, WHITE);
-            text(&mut out, x, y, note, 1, NOTE);
-        }
-
-        if let Some(r) = l.legend {
-            fill(
-                &mut out,
-                r.left as i64,
-                r.top as i64,
-                r.right as i64,
-                r.bottom as i64,
-                WHITE,
+    /// The legend in its box `r`: a swatch and a name per row, then how
+    /// many more series it had no room for.
+    fn legend_svg(&self, l: &Layout, r: Rect, out: &mut String) {
+        fill(
+            out,
+            r.left as i64,
+            r.top as i64,
+            r.right as i64,
+            r.bottom as i64,
+            WHITE,
+        );
+        outline(out, r, LEGEND_FRAME);
+        let x = r.left as i64 + layout::LEGEND_PAD;
+        let mut y = r.top as i64 + layout::LEGEND_PAD;
+        for (i, name) in &l.legend_rows {
+            let color = PALETTE[i % PALETTE.len()];
+            if self.series.get(*i).map(|s| s.style) == Some(Style::Points) {
+                let c = x + layout::SWATCH / 2;
+                fill(out, c - 3, y, c + 3, y + 6, color);
+            } else {
+                fill(out, x, y + 2, x + layout::SWATCH - 1, y + 4, color);
+            }
+            text(
+                out,
+                x + layout::SWATCH + layout::LEGEND_PAD,
+                y,
+                name,
+                1,
+                TEXT,
             );
-            outline(&mut out, r, LEGEND_FRAME);
-            let x = r.left as i64 + layout::LEGEND_PAD;
-            let mut y = r.top as i64 + layout::LEGEND_PAD;
-            for (i, name) in &l.legend_rows {
-                let color = PALETTE[i % PALETTE.len()];
-                if self.series.get(*i).map(|s| s.style) == Some(Style::Points) {
-                    let c = x + layout::SWATCH / 2;
-                    fill(&mut out, c - 3, y, c + 3, y + 6, color);
-                } else {
-                    fill(&mut out, x, y + 2, x + layout::SWATCH - 1, y + 4, color);
-                }
-                text(
-                    &mut out,
-                    x + layout::SWATCH + layout::LEGEND_PAD,
-                    y,
-                    name,
-                    1,
-                    TEXT,
-                );
-                y += layout::LEGEND_ROW;
-            }
-            if l.legend_more > 0 {
-                text(&mut out, x, y, &format!("+{} more", l.legend_more), 1, NOTE);
-            }
+            y += layout::LEGEND_ROW;
         }
-        out.push_str("</svg>\n");
-        out
+        if l.legend_more > 0 {
+            text(out, x, y, &format!("+{} more", l.legend_more), 1, NOTE);
+        }
     }
 }
 

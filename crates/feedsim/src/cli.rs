@@ -254,7 +254,7 @@ pub struct DriverArgs {
 /// host has the memory.
 fn graph_scale(s: &str) -> Result<u32, String> {
     match int(s)? {
-        n if (1..=40).contains(&n) => fit(n),
+        n if (1..=40).contains(&n) => Ok(fit(n)?),
         _ => Err("must be from 1 to 40".into()),
     }
 }

@@ -1069,7 +1069,9 @@ async fn search_or_fixed<P: Prober>(
                 let (gate, stop) = (rv.before_final.clone(), stop.clone());
                 search.before_final(move || {
                     gate.arrive(id, (), &stop).map(|_| ()).map_err(|_| {
-                        "interrupted while waiting for the other instances".to_string()
+                        load::Error::Stopped(
+                            "interrupted while waiting for the other instances".to_string(),
+                        )
                     })
                 })
             }

@@ -181,7 +181,7 @@ fn cachebench_trace(data: &[u8]) {
             fast_forward: 1,
         };
         if let Err(e) = cachebench::replay::load(&[&path], &opts) {
-            names(&e, &path);
+            names(&e.to_string(), &path);
         }
     }
 }

@@ -529,34 +529,7 @@ fn job(
         ));
     }
     let ctx = |m: String| format!("job '{name}': {m}");
-    for (k, _) in fields {
-        let key = string(path, k, "a key")?;
-        if !benchpress_job_key(&key) {
-            return Err(at(
-                path,
-                k.line,
-                ctx(format!(
-                    "unknown key '{key}'; a job's keys are: {}",
-                    JOB_KEYS.join(", ")
-                )),
-            ));
-        }
-    }
-    let dups = fields.iter().enumerate().find(|(i, (k, _))| {
-        fields[..*i]
-            .iter()
-            .any(|(p, _)| p.node.text() == k.node.text())
-    });
-    if let Some((_, (k, _))) = dups {
-        return Err(at(
-            path,
-            k.line,
-            ctx(format!(
-                "key '{}' is given twice",
-                k.node.text().unwrap_or("")
-            )),
-        ));
-    }
+    check_job_keys(path, fields, &ctx)?;
     let Some((_, bench_v)) = get("benchmark") else {
         return Err(at(path, item.line, ctx("no 'benchmark'".into())));
     };
@@ -590,18 +563,6 @@ fn job(
     let runnable = workload_and_translation(&bench_name, workloads);
     let (Some(bench), Some((workload, translate))) = (bench, runnable) else {
         // A job rackbench cannot run: listed, refused when run.
-        let defined = bench
-            .map(|b| format!(" (defined at {})", b.defined_at))
-            .unwrap_or_default();
-        let close = implemented(workloads)
-            .into_iter()
-            .filter(|w| strsim::levenshtein(w, &bench_name) <= 2)
-            .collect::<Vec<_>>();
-        let hint = if close.is_empty() {
-            String::new()
-        } else {
-            format!(" (did you mean {}?)", close.join(", "))
-        };
         let scope = bench.map(|b| b.scope.clone()).unwrap_or_default();
         let component = bench.map(|b| b.component.clone()).unwrap_or_default();
         return Ok(Loaded::Unrunnable(Unrunnable {
@@ -609,23 +570,11 @@ fn job(
             benchmark: bench_name.clone(),
             description,
             tags: flat_tags((scope, component), job_tags),
-            why: format!(
-                "its benchmark '{bench_name}'{defined} is not one rackbench implements{hint}; it implements: {}",
-                implemented(workloads).join(", ")
-            ),
+            why: unrunnable_why(bench, &bench_name, workloads),
             at: format!("{}:{}", path.display(), item.line),
         }));
     };
-    for (k, _) in fields {
-        let key = k.node.text().unwrap_or_default();
-        if let Some((_, why)) = UNSUPPORTED_JOB_KEYS.iter().find(|(u, _)| *u == key) {
-            return Err(at(
-                path,
-                k.line,
-                ctx(format!("key '{key}' is not supported by rackbench ({why})")),
-            ));
-        }
-    }
+    check_unsupported_keys(path, fields, &ctx)?;
     let args = match get("args") {
         Some((_, v)) => arg_templates(path, v, &ctx("args".into()))?,
         None => vec![],
@@ -634,74 +583,17 @@ fn job(
         Some((_, v)) => var_decls(path, v, &ctx("vars".into()))?,
         None => vec![],
     };
-    let mut roles = Vec::new();
-    if let Some((rk, rv)) = get("roles") {
-        if get("args").is_some() || get("vars").is_some() {
-            return Err(at(path, rk.line, ctx(
-                "has roles and job-level args/vars: benchpress runs a role's own args and vars only, so give them under each role".into(),
-            )));
-        }
-        let Node::Map(rs) = &rv.node else {
-            return Err(at(
-                path,
-                rv.line,
-                ctx(format!(
-                    "roles: expected a mapping of role names to {{args, vars}}, found {}",
-                    rv.node.kind()
-                )),
-            ));
-        };
-        for (rk, rv) in rs {
-            let role = string(path, rk, "a role's name")?;
-            let rctx = |m: &str| ctx(format!("role '{role}': {m}"));
-            let mut r = Role {
-                name: role.clone(),
-                args: vec![],
-                vars: vec![],
-                hooks: vec![],
-            };
-            match &rv.node {
-                Node::Map(rf) => {
-                    for (k, v) in rf {
-                        match string(path, k, "a key")?.as_str() {
-                            "args" => r.args = arg_templates(path, v, &rctx("args"))?,
-                            "vars" => r.vars = var_decls(path, v, &rctx("vars"))?,
-                            other => {
-                                return Err(at(
-                                    path,
-                                    k.line,
-                                    rctx(&format!(
-                                        "unknown key '{other}'; a role's keys are: args, vars"
-                                    )),
-                                ));
-                            }
-                        }
-                    }
-                }
-                Node::Scalar { text, .. } if text.is_empty() => {}
-                other => {
-                    return Err(at(
-                        path,
-                        rv.line,
-                        rctx(&format!(
-                            "expected a mapping with args and vars, found {}",
-                            other.kind()
-                        )),
-                    ));
-                }
+    let roles = match get("roles") {
+        Some((rk, rv)) => {
+            if get("args").is_some() || get("vars").is_some() {
+                return Err(at(path, rk.line, ctx(
+                    "has roles and job-level args/vars: benchpress runs a role's own args and vars only, so give them under each role".into(),
+                )));
             }
-            if roles.iter().any(|x: &Role| x.name == role) {
-                return Err(at(
-                    path,
-                    rk.line,
-                    ctx(format!("role '{role}' is defined twice")),
-                ));
-            }
-            r.args = translate_args(translate, r.args);
-            check_placeholders(path, rv.line, &r.args, &r.vars, &rctx("arg"))?;
-            roles.push(r);
+            roles(path, rv, translate, &ctx)?
         }
-    }
+        None => Vec::new(),
+    };
     let args = if roles.is_empty() {
         translate_args(translate, args)
     } else {
@@ -715,21 +607,7 @@ fn job(
     let flat = flat_tags((bench.scope.clone(), bench.component.clone()), job_tags);
     let timeout = match get("timeout") {
         None => None,
-        Some((_, v)) => match scalar_json(v) {
-            Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => {
-                n.as_u64().map(std::time::Duration::from_secs)
-            }
-            _ => {
-                return Err(at(
-                    path,
-                    v.line,
-                    ctx(format!(
-                        "timeout must be a positive whole number of seconds, got '{}'",
-                        v.node.text().unwrap_or("(not a number)")
-                    )),
-                ));
-            }
-        },
+        Some((_, v)) => Some(timeout(path, v, &ctx)?),
     };
     Ok(Loaded::Job(Box::new(Job {
         name,
@@ -744,6 +622,185 @@ fn job(
         baseline: None::<Baseline>,
         source: path.into(),
     })))
+}
+
+/// A job's keys: each one benchpress knows, none twice.
+fn check_job_keys(
+    path: &Path,
+    fields: &[(Marked, Marked)],
+    ctx: &dyn Fn(String) -> String,
+) -> Result<(), Error> {
+    for (k, _) in fields {
+        let key = string(path, k, "a key")?;
+        if !benchpress_job_key(&key) {
+            return Err(at(
+                path,
+                k.line,
+                ctx(format!(
+                    "unknown key '{key}'; a job's keys are: {}",
+                    JOB_KEYS.join(", ")
+                )),
+            ));
+        }
+    }
+    let dups = fields.iter().enumerate().find(|(i, (k, _))| {
+        fields[..*i]
+            .iter()
+            .any(|(p, _)| p.node.text() == k.node.text())
+    });
+    if let Some((_, (k, _))) = dups {
+        return Err(at(
+            path,
+            k.line,
+            ctx(format!(
+                "key '{}' is given twice",
+                k.node.text().unwrap_or("")
+            )),
+        ));
+    }
+    Ok(())
+}
+
+/// Why a job's benchmark cannot be run, with the close names.
+fn unrunnable_why(bench: Option<&Benchmark>, bench_name: &str, workloads: &[&str]) -> String {
+    let defined = bench
+        .map(|b| format!(" (defined at {})", b.defined_at))
+        .unwrap_or_default();
+    let close = implemented(workloads)
+        .into_iter()
+        .filter(|w| strsim::levenshtein(w, bench_name) <= 2)
+        .collect::<Vec<_>>();
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(", "))
+    };
+    format!(
+        "its benchmark '{bench_name}'{defined} is not one rackbench implements{hint}; it implements: {}",
+        implemented(workloads).join(", ")
+    )
+}
+
+/// The benchpress job keys rackbench refuses on a job it runs.
+fn check_unsupported_keys(
+    path: &Path,
+    fields: &[(Marked, Marked)],
+    ctx: &dyn Fn(String) -> String,
+) -> Result<(), Error> {
+    for (k, _) in fields {
+        let key = k.node.text().unwrap_or_default();
+        if let Some((_, why)) = UNSUPPORTED_JOB_KEYS.iter().find(|(u, _)| *u == key) {
+            return Err(at(
+                path,
+                k.line,
+                ctx(format!("key '{key}' is not supported by rackbench ({why})")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A job's `roles`: each role's args (translated) and vars.
+fn roles(
+    path: &Path,
+    rv: &Marked,
+    translate: Translate,
+    ctx: &dyn Fn(String) -> String,
+) -> Result<Vec<Role>, Error> {
+    let mut roles = Vec::new();
+    let Node::Map(rs) = &rv.node else {
+        return Err(at(
+            path,
+            rv.line,
+            ctx(format!(
+                "roles: expected a mapping of role names to {{args, vars}}, found {}",
+                rv.node.kind()
+            )),
+        ));
+    };
+    for (rk, rv) in rs {
+        let role = string(path, rk, "a role's name")?;
+        let rctx = |m: &str| ctx(format!("role '{role}': {m}"));
+        let mut r = role_body(path, &role, rv, &rctx)?;
+        if roles.iter().any(|x: &Role| x.name == role) {
+            return Err(at(
+                path,
+                rk.line,
+                ctx(format!("role '{role}' is defined twice")),
+            ));
+        }
+        r.args = translate_args(translate, r.args);
+        check_placeholders(path, rv.line, &r.args, &r.vars, &rctx("arg"))?;
+        roles.push(r);
+    }
+    Ok(roles)
+}
+
+/// One role's args and vars (an empty role has none).
+fn role_body(
+    path: &Path,
+    role: &str,
+    rv: &Marked,
+    rctx: &dyn Fn(&str) -> String,
+) -> Result<Role, Error> {
+    let mut r = Role {
+        name: role.to_string(),
+        args: vec![],
+        vars: vec![],
+        hooks: vec![],
+    };
+    match &rv.node {
+        Node::Map(rf) => {
+            for (k, v) in rf {
+                match string(path, k, "a key")?.as_str() {
+                    "args" => r.args = arg_templates(path, v, &rctx("args"))?,
+                    "vars" => r.vars = var_decls(path, v, &rctx("vars"))?,
+                    other => {
+                        return Err(at(
+                            path,
+                            k.line,
+                            rctx(&format!(
+                                "unknown key '{other}'; a role's keys are: args, vars"
+                            )),
+                        ));
+                    }
+                }
+            }
+        }
+        Node::Scalar { text, .. } if text.is_empty() => {}
+        other => {
+            return Err(at(
+                path,
+                rv.line,
+                rctx(&format!(
+                    "expected a mapping with args and vars, found {}",
+                    other.kind()
+                )),
+            ));
+        }
+    }
+    Ok(r)
+}
+
+/// A job's `timeout`: a positive whole number of seconds.
+fn timeout(
+    path: &Path,
+    v: &Marked,
+    ctx: &dyn Fn(String) -> String,
+) -> Result<std::time::Duration, Error> {
+    match scalar_json(v) {
+        Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|s| s > 0) => Ok(
+            std::time::Duration::from_secs(n.as_u64().unwrap_or_default()),
+        ),
+        _ => Err(at(
+            path,
+            v.line,
+            ctx(format!(
+                "timeout must be a positive whole number of seconds, got '{}'",
+                v.node.text().unwrap_or("(not a number)")
+            )),
+        )),
+    }
 }
 
 /// benchpress' tags of a job: its benchmark's scope and component tags

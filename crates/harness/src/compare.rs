@@ -236,7 +236,7 @@ pub fn jobs_needing_history(a: &[RunRow], b: &[RunRow]) -> Vec<String> {
 /// `YYYY-MM-DD` (midnight UTC), `YYYY-MM-DD HH:MM[:SS]` or
 /// `YYYY-MM-DDTHH:MM[:SS]` (UTC, as `results list` prints times), or an
 /// RFC 3339 time with its offset.
-pub fn parse_when(text: &str) -> Result<u64, String> {
+pub fn parse_when(text: &str) -> Result<u64, crate::Error> {
     let t = text.trim();
     let utc = jiff::tz::TimeZone::UTC;
     let ts = if let Ok(ts) = t.parse::<jiff::Timestamp>() {
@@ -250,10 +250,12 @@ pub fn parse_when(text: &str) -> Result<u64, String> {
     };
     match ts.map(|ts| ts.as_second()) {
         Some(s) if s >= 0 => Ok(s as u64),
-        Some(_) => Err(format!("'{text}' is before 1970, when no run was recorded")),
-        None => Err(format!(
+        Some(_) => Err(crate::Error::Input(format!(
+            "'{text}' is before 1970, when no run was recorded"
+        ))),
+        None => Err(crate::Error::Input(format!(
             "'{text}' is not a date or time: use YYYY-MM-DD, 'YYYY-MM-DD HH:MM[:SS]' (UTC) or an RFC 3339 time such as 2026-05-01T12:00:00+02:00"
-        )),
+        ))),
     }
 }
 
@@ -1166,7 +1168,7 @@ mod tests {
         assert_eq!(parse_when("2023-11-14 22:13:20"), Ok(1_700_000_000));
         assert_eq!(parse_when("2023-11-14T22:13"), Ok(1_699_999_980));
         assert_eq!(parse_when("2023-11-15T00:13:20+02:00"), Ok(1_700_000_000));
-        let e = parse_when("yesterday").unwrap_err();
+        let e = parse_when("yesterday").unwrap_err().to_string();
         assert!(
             e.contains("'yesterday' is not a date") && e.contains("YYYY-MM-DD"),
             "{e}"
@@ -1174,6 +1176,7 @@ mod tests {
         assert!(
             parse_when("1969-12-31")
                 .unwrap_err()
+                .to_string()
                 .contains("before 1970")
         );
     }

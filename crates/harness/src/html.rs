@@ -717,6 +717,151 @@ fn comparisons_html(
     }
 }
 
+/// The filters over the runs: job, host and date range.
+fn filters(out: &mut String, rows: &[&RunRow]) {
+    let jobs: BTreeSet<&str> = rows.iter().map(|r| r.job.as_str()).collect();
+    let hosts: BTreeSet<&str> = rows.iter().map(|r| r.hostname.as_str()).collect();
+    out.push_str("<div id=\"filters\">");
+    options(out, "f-job", "Job", &jobs);
+    options(out, "f-host", "Host", &hosts);
+    let (first, last) = (
+        rows.last().map(|r| day(r.timestamp)).unwrap_or_default(),
+        rows.first().map(|r| day(r.timestamp)).unwrap_or_default(),
+    );
+    let _ = write!(
+        out,
+        r#"<label>From <input type="date" id="f-since" min="{first}" max="{last}"></label><label>to <input type="date" id="f-until" min="{first}" max="{last}"></label><button type="button" id="f-reset">all</button> <span id="shown">{}</span> runs shown</div>"#,
+        rows.len()
+    );
+    out.push('\n');
+}
+
+/// The runs table, newest first.
+fn runs_table(out: &mut String, rows: &[&RunRow]) {
+    out.push_str("<h2 id=\"runs-heading\">Runs</h2>\n<table id=\"runs\"><thead><tr><th>run</th><th>job</th><th>role</th><th>iter</th><th>when</th><th>host</th><th>result</th></tr></thead><tbody>\n");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            r##"<tr{}><td><a href="#run-{}">{}</a></td><td>{}</td><td>{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"##,
+            filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp)),
+            r.id,
+            esc(&r.run_id),
+            esc(&r.job),
+            esc(r.role.as_deref().unwrap_or("")),
+            r.iteration,
+            when(r.timestamp),
+            esc(&r.hostname),
+            result_class(r),
+            crate::marks::result_text(r.success, &r.metrics),
+        );
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Each job's charts across its runs.
+fn across_runs(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
+    let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    for r in rows {
+        by_job.entry(r.job.as_str()).or_default().push(r);
+    }
+    let job_figs: Vec<(&str, Vec<PageChart>)> = by_job
+        .iter()
+        .map(|(j, rs)| (*j, job_charts(j, rs, workloads)))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    if !job_figs.is_empty() {
+        out.push_str("<h2 id=\"jobs\">Across runs</h2>\n");
+        for (job, charts) in &job_figs {
+            let _ = writeln!(out, "<div{}>", filter_attrs(Some(job), None, None));
+            for c in charts {
+                figure(out, c);
+            }
+            out.push_str("</div>\n");
+        }
+    }
+}
+
+/// One run's section: its heading, marks, args, charts, metrics, hook
+/// outputs and machine.
+fn run_details(out: &mut String, r: &RunRow, workloads: &Registry) {
+    let _ = writeln!(
+        out,
+        r#"<section id="run-{}"{}>"#,
+        r.id,
+        filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp))
+            .replace(r#"class="f""#, r#"class="run f""#)
+    );
+    let _ = writeln!(
+        out,
+        r#"<h3>{} &middot; run {} iteration {}{} &middot; {} &middot; {} &middot; <span class="{}">{}</span></h3>"#,
+        esc(&r.job),
+        esc(&r.run_id),
+        r.iteration,
+        r.role
+            .as_deref()
+            .map(|x| format!(" role {}", esc(x)))
+            .unwrap_or_default(),
+        esc(&r.hostname),
+        when(r.timestamp),
+        result_class(r),
+        crate::marks::result_text(r.success, &r.metrics),
+    );
+    let marks = crate::marks::of(&r.metrics);
+    if !marks.is_empty() {
+        out.push_str("<ul class=\"marks\">");
+        for m in &marks {
+            let _ = write!(out, "<li>marked: {}</li>", esc(m));
+        }
+        out.push_str("</ul>\n");
+    }
+    let args = shell_words::join(&r.args);
+    let _ = writeln!(
+        out,
+        "<p>{} <code class=\"args\">{}</code></p>",
+        esc(&r.benchmark),
+        esc(&args)
+    );
+    for c in run_charts(r, workloads) {
+        figure(out, &c);
+    }
+    // The hooks' outputs (`metrics.hooks`, by hook name) apart from the
+    // workload's metrics.
+    let mut workload = r.metrics.clone();
+    let hooks = workload
+        .as_object_mut()
+        .and_then(|m| m.remove("hooks"))
+        .filter(|h| h.as_object().is_some_and(|o| !o.is_empty()));
+    let metrics = flatten(&workload);
+    let _ = writeln!(
+        out,
+        "<details class=\"metrics\"><summary>Metrics ({} values)</summary>",
+        metrics.len()
+    );
+    kv_table(out, &metrics);
+    out.push_str("</details>\n");
+    if let Some(h) = hooks {
+        let names: Vec<&str> = h
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "<details class=\"hooks\"><summary>Hook outputs ({})</summary>",
+            esc(&names.join(", "))
+        );
+        kv_table(out, &flatten(&h));
+        out.push_str("</details>\n");
+    }
+    let machine = flatten(&r.machine);
+    let _ = writeln!(
+        out,
+        "<details class=\"machine\"><summary>Machine ({} values)</summary>",
+        machine.len()
+    );
+    kv_table(out, &machine);
+    out.push_str("</details>\n</section>\n");
+}
+
 /// The page over `rows` (any order; shown newest first).
 pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String {
     let mut rows: Vec<&RunRow> = rows.iter().collect();
@@ -755,141 +900,17 @@ pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String
         }
     );
 
-    let jobs: BTreeSet<&str> = rows.iter().map(|r| r.job.as_str()).collect();
-    let hosts: BTreeSet<&str> = rows.iter().map(|r| r.hostname.as_str()).collect();
-    out.push_str("<div id=\"filters\">");
-    options(&mut out, "f-job", "Job", &jobs);
-    options(&mut out, "f-host", "Host", &hosts);
-    let (first, last) = (
-        rows.last().map(|r| day(r.timestamp)).unwrap_or_default(),
-        rows.first().map(|r| day(r.timestamp)).unwrap_or_default(),
-    );
-    let _ = write!(
-        out,
-        r#"<label>From <input type="date" id="f-since" min="{first}" max="{last}"></label><label>to <input type="date" id="f-until" min="{first}" max="{last}"></label><button type="button" id="f-reset">all</button> <span id="shown">{}</span> runs shown</div>"#,
-        rows.len()
-    );
-    out.push('\n');
+    filters(&mut out, &rows);
 
-    out.push_str("<h2 id=\"runs-heading\">Runs</h2>\n<table id=\"runs\"><thead><tr><th>run</th><th>job</th><th>role</th><th>iter</th><th>when</th><th>host</th><th>result</th></tr></thead><tbody>\n");
-    for r in &rows {
-        let _ = writeln!(
-            out,
-            r##"<tr{}><td><a href="#run-{}">{}</a></td><td>{}</td><td>{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"##,
-            filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp)),
-            r.id,
-            esc(&r.run_id),
-            esc(&r.job),
-            esc(r.role.as_deref().unwrap_or("")),
-            r.iteration,
-            when(r.timestamp),
-            esc(&r.hostname),
-            result_class(r),
-            crate::marks::result_text(r.success, &r.metrics),
-        );
-    }
-    out.push_str("</tbody></table>\n");
+    runs_table(&mut out, &rows);
 
     comparisons_html(&mut out, &rows, opts.requested.as_ref(), workloads);
 
-    let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
-    for r in &rows {
-        by_job.entry(r.job.as_str()).or_default().push(r);
-    }
-    let job_figs: Vec<(&str, Vec<PageChart>)> = by_job
-        .iter()
-        .map(|(j, rs)| (*j, job_charts(j, rs, workloads)))
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
-    if !job_figs.is_empty() {
-        out.push_str("<h2 id=\"jobs\">Across runs</h2>\n");
-        for (job, charts) in &job_figs {
-            let _ = writeln!(out, "<div{}>", filter_attrs(Some(job), None, None));
-            for c in charts {
-                figure(&mut out, c);
-            }
-            out.push_str("</div>\n");
-        }
-    }
+    across_runs(&mut out, &rows, workloads);
 
     out.push_str("<h2 id=\"details\">Run details</h2>\n");
     for r in &rows {
-        let _ = writeln!(
-            out,
-            r#"<section id="run-{}"{}>"#,
-            r.id,
-            filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp))
-                .replace(r#"class="f""#, r#"class="run f""#)
-        );
-        let _ = writeln!(
-            out,
-            r#"<h3>{} &middot; run {} iteration {}{} &middot; {} &middot; {} &middot; <span class="{}">{}</span></h3>"#,
-            esc(&r.job),
-            esc(&r.run_id),
-            r.iteration,
-            r.role
-                .as_deref()
-                .map(|x| format!(" role {}", esc(x)))
-                .unwrap_or_default(),
-            esc(&r.hostname),
-            when(r.timestamp),
-            result_class(r),
-            crate::marks::result_text(r.success, &r.metrics),
-        );
-        let marks = crate::marks::of(&r.metrics);
-        if !marks.is_empty() {
-            out.push_str("<ul class=\"marks\">");
-            for m in &marks {
-                let _ = write!(out, "<li>marked: {}</li>", esc(m));
-            }
-            out.push_str("</ul>\n");
-        }
-        let args = shell_words::join(&r.args);
-        let _ = writeln!(
-            out,
-            "<p>{} <code class=\"args\">{}</code></p>",
-            esc(&r.benchmark),
-            esc(&args)
-        );
-        for c in run_charts(r, workloads) {
-            figure(&mut out, &c);
-        }
-        // The hooks' outputs (`metrics.hooks`, by hook name) apart from the
-        // workload's metrics.
-        let mut workload = r.metrics.clone();
-        let hooks = workload
-            .as_object_mut()
-            .and_then(|m| m.remove("hooks"))
-            .filter(|h| h.as_object().is_some_and(|o| !o.is_empty()));
-        let metrics = flatten(&workload);
-        let _ = writeln!(
-            out,
-            "<details class=\"metrics\"><summary>Metrics ({} values)</summary>",
-            metrics.len()
-        );
-        kv_table(&mut out, &metrics);
-        out.push_str("</details>\n");
-        if let Some(h) = hooks {
-            let names: Vec<&str> = h
-                .as_object()
-                .map(|o| o.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "<details class=\"hooks\"><summary>Hook outputs ({})</summary>",
-                esc(&names.join(", "))
-            );
-            kv_table(&mut out, &flatten(&h));
-            out.push_str("</details>\n");
-        }
-        let machine = flatten(&r.machine);
-        let _ = writeln!(
-            out,
-            "<details class=\"machine\"><summary>Machine ({} values)</summary>",
-            machine.len()
-        );
-        kv_table(&mut out, &machine);
-        out.push_str("</details>\n</section>\n");
+        run_details(&mut out, r, workloads);
     }
     let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
     out

@@ -124,15 +124,16 @@ pub struct HookSpec {
 
 impl HookSpec {
     /// Parses the command-line form `NAME` or `NAME:{json options}`.
-    pub fn parse_cli(s: &str) -> Result<Self, String> {
+    pub fn parse_cli(s: &str) -> Result<Self, crate::Error> {
         let (name, opts) = match s.split_once(':') {
             Some((n, o)) => (n.trim(), Some(o)),
             None => (s.trim(), None),
         };
         let options = match opts {
             None => serde_json::Value::Null,
-            Some(o) => serde_json::from_str::<serde_json::Value>(o)
-                .map_err(|e| format!("hook '{name}': options are not valid JSON ({e})"))?,
+            Some(o) => serde_json::from_str::<serde_json::Value>(o).map_err(|e| {
+                crate::Error::Input(format!("hook '{name}': options are not valid JSON ({e})"))
+            })?,
         };
         Ok(HookSpec {
             hook: name.to_string(),
@@ -364,23 +365,23 @@ pub fn parse_file(path: &Path, text: &str) -> Result<Vec<Job>, JobError> {
 
 /// benchpress' `-o 'JOB: ARGS'`: the job and its new args (split as a
 /// shell would, each word quoted so the resolver keeps it whole).
-pub fn parse_override(text: &str) -> Result<(String, Vec<String>), String> {
+pub fn parse_override(text: &str) -> Result<(String, Vec<String>), crate::Error> {
     let Some((job, args)) = text.split_once(':') else {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "-o/--override_job_args '{text}' is not 'JOB: ARGS', e.g. 'feedsim_default: -q 100 -d 60'"
-        ));
+        )));
     };
     let job = job.trim();
     if job.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "-o/--override_job_args '{text}' names no job before ':'"
-        ));
+        )));
     }
     let words = shell_words::split(args.trim()).map_err(|e| {
-        format!(
+        crate::Error::Input(format!(
             "-o/--override_job_args: cannot split '{}': {e}",
             args.trim()
-        )
+        ))
     })?;
     Ok((
         job.to_string(),
@@ -719,11 +720,13 @@ role = "server"
         assert!(
             crate::hooks::validate(&h)
                 .unwrap_err()
+                .to_string()
                 .contains("JSON object")
         );
         assert!(
             HookSpec::parse_cli("perf:{")
                 .unwrap_err()
+                .to_string()
                 .contains("not valid JSON")
         );
         assert!(HookSpec::parse_cli("cpu-mpstat").unwrap().options.is_null());

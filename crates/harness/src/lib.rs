@@ -15,6 +15,7 @@ pub mod argcheck;
 pub mod benchpress_yaml;
 pub mod cancel;
 pub mod compare;
+pub mod error;
 pub use ::direction;
 pub mod fsutil;
 pub mod hooks;
@@ -37,6 +38,7 @@ pub mod tls;
 pub mod vars;
 
 pub use cancel::Cancel;
+pub use error::Error;
 pub use job::{Catalogue, Job};
 pub use progress::Progress;
 pub use record::Record;

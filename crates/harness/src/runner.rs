@@ -376,10 +376,10 @@ fn plan<'a>(
         let mut resolved = resolve(job, inv.role.as_deref(), &inv.input)?;
         resolved.hooks.extend(inv.extra_hooks.iter().cloned());
         for h in &resolved.hooks {
-            hooks::validate(h).map_err(|message| PlanError::Hook {
+            hooks::validate(h).map_err(|e| PlanError::Hook {
                 job: job.name.clone(),
                 file: job.source.display().to_string(),
-                message,
+                message: e.to_string(),
             })?;
         }
         let workload = reg
@@ -431,16 +431,7 @@ pub fn execute(
         }
     }
     if inv.dry_run {
-        for p in &planned {
-            println!("job {} (benchmark {}):", p.job.name, p.job.benchmark);
-            println!("  argv: {}", shell_words::join(&p.resolved.argv));
-            for h in &p.resolved.hooks {
-                println!("  hook: {}", h.describe());
-            }
-            if let Some(t) = p.job.timeout {
-                println!("  timeout: {}s", t.as_secs());
-            }
-        }
+        print_dry_run(&planned);
         return Ok(Summary {
             run_id: None,
             out_dir: None,
@@ -461,19 +452,7 @@ pub fn execute(
         path: out_dir.clone(),
         message: e.to_string(),
     })?;
-    let store = match &inv.store {
-        None => None,
-        Some(p) => match Store::open(p) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!(
-                    "warning: {e}; reports are still written to {}",
-                    out_dir.display()
-                );
-                None
-            }
-        },
-    };
+    let store = open_store(inv, &out_dir);
     let machine = MachineInfo::collect();
     let metadata = machine::cache_metadata();
     // benchpress writes its system specs next to each job's metrics.
@@ -522,19 +501,13 @@ pub fn execute(
             if iteration == 1 {
                 // `<job>_system_specs_<ts>.json`, the timestamp of the job's
                 // first metrics file, as benchpress pairs them.
-                let mut specs = system_specs.clone();
-                specs.insert("run_id".into(), json!(run_id));
-                specs.insert("timestamp".into(), json!(report.timestamp));
-                let f = out_dir.join(format!(
-                    "{}_system_specs_{}.json",
-                    p.job.name.replace(' ', "_"),
-                    report.timestamp
-                ));
-                let text =
-                    serde_json::to_string_pretty(&Value::Object(specs)).expect("json") + "\n";
-                if let Err(e) = write_atomic(&f, text.as_bytes()) {
-                    eprintln!("warning: cannot write {}: {e}", f.display());
-                }
+                write_system_specs(
+                    &out_dir,
+                    &p.job.name,
+                    &system_specs,
+                    &run_id,
+                    report.timestamp,
+                );
             }
             let label = match &inv.iteration_label {
                 Some(l) => l.clone(),
@@ -587,6 +560,61 @@ pub fn execute(
         }
     }
     Ok(summary)
+}
+
+/// `--dry-run`: each planned job's argv, hooks and timeout.
+fn print_dry_run(planned: &[Planned]) {
+    for p in planned {
+        println!("job {} (benchmark {}):", p.job.name, p.job.benchmark);
+        println!("  argv: {}", shell_words::join(&p.resolved.argv));
+        for h in &p.resolved.hooks {
+            println!("  hook: {}", h.describe());
+        }
+        if let Some(t) = p.job.timeout {
+            println!("  timeout: {}s", t.as_secs());
+        }
+    }
+}
+
+/// The results store, if the invocation has one that opens (one that does
+/// not is said, and the reports are still written).
+fn open_store(inv: &Invocation, out_dir: &Path) -> Option<Store> {
+    match &inv.store {
+        None => None,
+        Some(p) => match Store::open(p) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!(
+                    "warning: {e}; reports are still written to {}",
+                    out_dir.display()
+                );
+                None
+            }
+        },
+    }
+}
+
+/// `<job>_system_specs_<ts>.json`, the timestamp of the job's first
+/// metrics file, as benchpress pairs them.
+fn write_system_specs(
+    out_dir: &Path,
+    job: &str,
+    system_specs: &Map<String, Value>,
+    run_id: &str,
+    timestamp: u64,
+) {
+    let mut specs = system_specs.clone();
+    specs.insert("run_id".into(), json!(run_id));
+    specs.insert("timestamp".into(), json!(timestamp));
+    let f = out_dir.join(format!(
+        "{}_system_specs_{}.json",
+        job.replace(' ', "_"),
+        timestamp
+    ));
+    let text = serde_json::to_string_pretty(&Value::Object(specs)).expect("json") + "\n";
+    if let Err(e) = write_atomic(&f, text.as_bytes()) {
+        eprintln!("warning: cannot write {}: {e}", f.display());
+    }
 }
 
 /// benchpress' per-run link beside the metrics folder:
@@ -720,7 +748,8 @@ fn run_one(
         &p.resolved.hooks
     };
     for spec in run_hooks {
-        match hooks::build(spec).and_then(|mut h| h.before(&hctx).map(|_| h)) {
+        let built = hooks::build(spec).map_err(String::from);
+        match built.and_then(|mut h| h.before(&hctx).map(|_| h)) {
             Ok(h) => started.push((spec.hook.clone(), h)),
             Err(e) => {
                 failure = Some(format!("hook '{}' before the job: {e}", spec.hook));

@@ -847,7 +847,7 @@ mod tls {
         /// Takes `sslmode` and `sslrootcert` out of `url` (the client's
         /// parser knows neither `verify-*` nor `sslrootcert`): the URL left
         /// and the settings. An unknown `sslmode` is an error naming it.
-        pub fn from_url(url: &str) -> Result<(String, TlsSettings), String> {
+        pub(crate) fn from_url(url: &str) -> Result<(String, TlsSettings), String> {
             let mut settings = TlsSettings {
                 mode: Mode::Disable,
                 sslmode: "disable".into(),
@@ -954,7 +954,10 @@ mod tls {
         }
 
         /// Connects as the settings say. Errors say whether TLS was used.
-        pub fn connect(&self, config: &mut postgres::Config) -> Result<postgres::Client, String> {
+        pub(crate) fn connect(
+            &self,
+            config: &mut postgres::Config,
+        ) -> Result<postgres::Client, String> {
             if self.mode == Mode::Disable {
                 config.ssl_mode(SslMode::Disable);
                 return config

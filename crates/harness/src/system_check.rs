@@ -451,10 +451,11 @@ pub struct Cgroups {
 }
 
 /// Reads cgroup mounts from /proc/mounts and v1 controllers from
-/// /proc/cgroups (hierarchy id not 0 and enabled).
-pub fn parse_cgroups(mounts: &str, proc_cgroups: Option<&str>) -> Result<Cgroups, String> {
+/// /proc/cgroups (hierarchy id not 0 and enabled). Text these files do
+/// not hold as the kernel writes them is the host's error.
+pub fn parse_cgroups(mounts: &str, proc_cgroups: Option<&str>) -> Result<Cgroups, crate::Error> {
     let entries = Vec::<procfs_core::MountEntry>::from_buf_read(mounts.as_bytes())
-        .map_err(|e| format!("/proc/mounts: {e}"))?;
+        .map_err(|e| crate::Error::Host(format!("/proc/mounts: {e}")))?;
     let mut c = Cgroups {
         v2: entries
             .iter()
@@ -466,7 +467,7 @@ pub fn parse_cgroups(mounts: &str, proc_cgroups: Option<&str>) -> Result<Cgroups
     let v1_mounted = entries.iter().any(|m| m.fs_vfstype == "cgroup");
     if let (true, Some(t)) = (v1_mounted, proc_cgroups) {
         let ctl = procfs_core::CGroupControllers::from_buf_read(t.as_bytes())
-            .map_err(|e| format!("/proc/cgroups: {e}"))?;
+            .map_err(|e| crate::Error::Host(format!("/proc/cgroups: {e}")))?;
         c.v1_controllers = ctl
             .0
             .into_iter()

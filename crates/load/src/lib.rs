@@ -16,6 +16,7 @@ pub mod arrival;
 pub mod csv;
 pub mod directions;
 pub mod driver;
+pub mod error;
 pub mod gate;
 pub mod hostspeed;
 pub mod pacer;
@@ -27,6 +28,7 @@ pub mod wire;
 
 pub use arrival::Arrival;
 pub use driver::{Mode, RunConfig, RunResult, run};
+pub use error::Error;
 pub use prober::ServiceProber;
 pub use recorder::{Exceedance, LatencySummary, Percentile, Recorder};
 pub use search::{Interval, ProbeRecord, Prober, SearchConfig, SearchOutcome, SloTarget};

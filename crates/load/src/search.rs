@@ -507,7 +507,7 @@ pub struct Search<'a, P> {
     cfg: SearchConfig,
     prober: P,
     on_event: &'a mut dyn FnMut(Event<'_>),
-    before_final: Option<Box<dyn FnMut() -> Result<(), String> + 'a>>,
+    before_final: Option<Box<dyn FnMut() -> Result<(), crate::Error> + 'a>>,
     out: SearchOutcome,
 }
 
@@ -527,7 +527,7 @@ impl<'a, P: Prober> Search<'a, P> {
 
     /// Calls `f` once the bisection has settled, just before the final run
     /// (parallel searches line up there); an `Err` ends the search.
-    pub fn before_final(mut self, f: impl FnMut() -> Result<(), String> + 'a) -> Self {
+    pub fn before_final(mut self, f: impl FnMut() -> Result<(), crate::Error> + 'a) -> Self {
         self.before_final = Some(Box::new(f));
         self
     }
@@ -865,7 +865,7 @@ impl<'a, P: Prober> Search<'a, P> {
         }
 
         if let Some(f) = self.before_final.as_mut() {
-            f().map_err(Halt)?;
+            f().map_err(|e| Halt(e.to_string()))?;
         }
         // Confirmation: never report a rate whose final run failed. After a
         // failed final, the next one runs at the highest rate a shorter

@@ -523,7 +523,11 @@ async fn before_final_runs_once_between_bisection_and_final_and_can_stop_it() {
     // An error from the hook ends the search without a final run.
     let mut model = Model::new(300.0, 1000.0);
     let out = Search::new(cfg(), &mut model, &mut on)
-        .before_final(|| Err("the other instances were stopped".into()))
+        .before_final(|| {
+            Err(load::Error::Stopped(
+                "the other instances were stopped".into(),
+            ))
+        })
         .run()
         .await;
     assert!(!out.success);

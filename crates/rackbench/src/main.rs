@@ -1032,7 +1032,7 @@ fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
     cli_db.clone().unwrap_or_else(Store::default_path)
 }
 
-fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
+fn run(mut cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
     let names = reg.names();
     let override_args = cli
         .override_job_args
@@ -1040,6 +1040,9 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
         .map(harness::job::parse_override)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    // The command, taken out so that its arms can lend the other flags.
+    let cmd = std::mem::replace(&mut cli.cmd, Cmd::Workload(Vec::new()));
+    let cli = &cli;
     let catalogue = || -> anyhow::Result<Catalogue> {
         let mut cat = harness::benchpress_yaml::catalogue(
             EMBEDDED_JOBS,
@@ -1057,14 +1060,8 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
     if cli.jobs_file.is_some() || cli.benchmarks.is_some() || override_args.is_some() {
         catalogue()?;
     }
-    if let Some(u) = &cli.uuid
-        && (u.is_empty() || u.contains(['/', '\0']) || u == "." || u == "..")
-    {
-        anyhow::bail!(
-            "-u/--uuid '{u}' names the folder benchmark_metrics_<run_id>: it must be a non-empty name without '/'"
-        );
-    }
-    match cli.cmd {
+    check_uuid(cli)?;
+    match cmd {
         Cmd::List { tags } => print!("{}", present::list(&catalogue()?, &tags)),
         Cmd::Install {
             jobs,
@@ -1072,11 +1069,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             toolchain: _,
         } => {
             let cat = catalogue()?;
-            let jobs = if jobs.is_empty() {
-                cat.all_names()
-            } else {
-                cat.select(&jobs)?
-            };
+            let jobs = selected(&cat, &jobs)?;
             let ok = harness::setup::install(&cat, &reg, &jobs, &mut std::io::stdout().lock())?;
             return Ok(if ok {
                 ExitCode::SUCCESS
@@ -1086,11 +1079,7 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
         }
         Cmd::Clean { jobs } => {
             let cat = catalogue()?;
-            let jobs = if jobs.is_empty() {
-                cat.all_names()
-            } else {
-                cat.select(&jobs)?
-            };
+            let jobs = selected(&cat, &jobs)?;
             harness::setup::clean(
                 &cat,
                 &reg,
@@ -1114,44 +1103,9 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             iterations,
         } => {
             let cat = catalogue()?;
-            let input = match input {
-                None => serde_json::Map::new(),
-                Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    Ok(_) => anyhow::bail!(
-                        "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
-                    ),
-                    Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
-                },
-            };
-            let mut extra_hooks = hooks
-                .iter()
-                .map(|h| HookSpec::parse_cli(h))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(anyhow::Error::msg)?;
-            if let Some(text) = hook_args {
-                apply_hook_args(&mut extra_hooks, &text)?;
-            }
-            // benchpress' -s/-d: the user-script hook on every job, after
-            // the job's own and -k's.
-            if let Some(path) = &cli.hook_path {
-                let duration = cli.hook_bg_duration.clone().unwrap_or_else(|| "60".into());
-                extra_hooks.push(HookSpec {
-                    hook: "user-script".into(),
-                    options: serde_json::json!({
-                        "hook_path": path,
-                        "background_mode": {"duration": duration},
-                    }),
-                });
-            }
-            if iterations == 0 {
-                anyhow::bail!("-n/--iterations must be at least 1");
-            }
-            if cli.iteration_num.is_some() && iterations > 1 {
-                anyhow::bail!(
-                    "-i/--iteration_num names the one iteration a run writes (benchpress' _iter_N); with -n {iterations} each iteration is numbered: give one of them"
-                );
-            }
+            let input = role_input(input)?;
+            let extra_hooks = extra_hooks(cli, &hooks, hook_args)?;
+            check_iterations(cli, iterations)?;
             let inv = Invocation {
                 jobs: cat.select(&jobs)?,
                 role,
@@ -1189,277 +1143,418 @@ fn run(cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
         } => {
             let cat = catalogue()?;
             let store = Store::open(&store_path(&cli.db))?;
-            let names: Vec<String> = if jobs.is_empty() {
-                cat.iter()
-                    .filter(|j| j.baseline.is_some() && j.benchmark != "calibrate")
-                    .map(|j| j.name.clone())
-                    .collect()
-            } else {
-                jobs
-            };
             // benchpress scores the latest run in its history (or every one
             // with --all), and its history holds successful runs only: a
             // failed run is never stored, so the latest successful run
             // keeps being scored.
             let newest = if all { None } else { Some(last.unwrap_or(1)) };
-            let mut scores = Vec::new();
-            let mut missing = Vec::new();
-            for n in &names {
-                let job = cat.get(n)?;
-                let Some(b) = &job.baseline else {
-                    missing.push(format!(
-                        "{n}: the job defines no baseline, so it has no score"
-                    ));
-                    continue;
-                };
-                let mut runs = store.select(&harness::store::RunFilter {
-                    jobs: vec![n.clone()],
-                    ..Default::default()
-                })?;
-                runs.reverse();
-                runs.retain(|r| r.success);
-                if let Some(k) = newest {
-                    runs.truncate(k);
-                }
-                // Calibrate measures the instrument: its scores stay in their
-                // own pool, which never counts in the DCPerf score.
-                if job.benchmark == "calibrate" && b.pool.is_some() {
-                    anyhow::bail!(
-                        "job '{n}' ({}): a calibrate job's baseline cannot name a pool; its scores never count in a benchmark's",
-                        job.source.display()
-                    );
-                }
-                let pool = b.pool.as_deref().unwrap_or(&job.benchmark);
-                match score::score_job(n, pool, &b.metric, b.value, &runs) {
-                    Some(s) => scores.push(s),
-                    None => missing.push(format!(
-                        "{n}: no successful run with metric '{}' recorded",
-                        b.metric
-                    )),
-                }
-            }
-            let pools = score::pool(&scores, &["calibrate"]);
-            let overall = score::overall(&pools);
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "benchmarks": pools, "jobs": scores, "unscored": missing, "overall": overall })
-                );
-            } else {
-                print!(
-                    "{}",
-                    present::scores(&scores, &pools, &missing, overall.as_ref())
-                );
-            }
+            report_score(&cat, &store, jobs, newest, json)?;
         }
         Cmd::Report {
             what: ReportCmd::Stdout { jobs, all },
         } => {
-            use std::io::{IsTerminal, Write};
             let store = Store::open(&store_path(&cli.db))?;
-            let tty = std::io::stdout().is_terminal();
-            let mut out = std::io::stdout().lock();
-            for (_, v) in historical_metrics(&catalogue()?, &store, &jobs, all)? {
-                // benchpress: pretty and key-sorted on a terminal, one line
-                // otherwise (serde_json's maps keep keys sorted).
-                let text = if tty {
-                    serde_json::to_string_pretty(&v)?
-                } else {
-                    serde_json::to_string(&v)?
-                };
-                if let Err(e) = writeln!(out, "{text}")
-                    && e.kind() != std::io::ErrorKind::BrokenPipe
-                {
-                    return Err(e).context("cannot write the report");
-                }
-            }
+            report_stdout(&historical_metrics(&catalogue()?, &store, &jobs, all)?)?;
         }
         Cmd::Report {
             what: ReportCmd::JsonFile { jobs, all },
         } => {
             let store = Store::open(&store_path(&cli.db))?;
-            for (row, v) in historical_metrics(&catalogue()?, &store, &jobs, all)? {
-                // benchpress names the file `_metrics_..._iter_N` only when
-                // the object has a `metrics` key, which a run's own metrics
-                // do not: its history report is a `_system_specs_` file.
-                let dir = cli
-                    .output_dir
-                    .join(format!("benchmark_metrics_{}", row.run_id));
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-                let name = row.job.replace(' ', "_");
-                let file = if v.get("metrics").is_some() {
-                    dir.join(format!(
-                        "{name}_metrics_{}_iter_{}.json",
-                        row.timestamp, row.iteration
-                    ))
-                } else {
-                    dir.join(format!("{name}_system_specs_{}.json", row.timestamp))
-                };
-                // `run` wrote the job's system specs under that name, which
-                // benchpress' json_file would overwrite: they are kept and
-                // the metrics go beside them.
-                let holds_specs = std::fs::read(&file)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                    .is_some_and(|old| old.get("cpu_topology").is_some());
-                let file = if holds_specs {
-                    let beside = dir.join(format!("{name}_history_metrics_{}.json", row.timestamp));
-                    eprintln!(
-                        "note: {} holds the run's system specs (benchpress would overwrite them); the metrics go to {}",
-                        file.display(),
-                        beside.display()
-                    );
-                    beside
-                } else {
-                    file
-                };
-                let text = serde_json::to_string_pretty(&v)? + "\n";
-                let mut f = atomic_write_file::AtomicWriteFile::open(&file)
-                    .with_context(|| format!("cannot write {}", file.display()))?;
-                std::io::Write::write_all(&mut f, text.as_bytes())
-                    .and_then(|()| f.commit())
-                    .with_context(|| format!("cannot write {}", file.display()))?;
-                println!("{}", file.display());
-            }
+            let runs = historical_metrics(&catalogue()?, &store, &jobs, all)?;
+            report_json_files(&cli.output_dir, runs)?;
         }
         Cmd::Report {
             what: ReportCmd::Html { out, sel },
         } => {
             let store = Store::open(&store_path(&cli.db))?;
-            let page = html_page(&store, &sel, None)?;
-            let mut f = atomic_write_file::AtomicWriteFile::open(&out)
-                .with_context(|| format!("cannot write {}", out.display()))?;
-            std::io::Write::write_all(&mut f, page.as_bytes())
-                .and_then(|()| f.commit())
-                .with_context(|| format!("cannot write {}", out.display()))?;
-            println!("{}", out.display());
+            write_html(&store, &out, &sel)?;
         }
         Cmd::Serve { port, bind, sel } => {
             return serve::serve(&store_path(&cli.db), &bind, port, &sel);
         }
-        Cmd::Results { what } => {
-            let store = Store::open(&store_path(&cli.db))?;
-            match what {
-                ResultsCmd::List { limit } => print!("{}", present::runs(&store.recent(limit)?)),
-                ResultsCmd::Show { run_id, text } => {
-                    let rows = store.by_run_id(&run_id)?;
-                    if rows.is_empty() {
-                        anyhow::bail!(
-                            "no run with id '{run_id}' in {}; `rackbench results list` shows the recorded runs",
-                            store.path().display()
-                        );
-                    }
-                    if text {
-                        show_text(&reg, &rows)?;
-                    } else {
-                        println!("{}", serde_json::to_string_pretty(&rows)?);
-                    }
-                }
-                ResultsCmd::Compare(c) => compare_cmd(&store, *c)?,
-                ResultsCmd::Push { to } => {
-                    let target = Store::open(&to)?;
-                    let n = store.push_to(&target)?;
-                    println!(
-                        "pushed {} runs, skipped {} already there",
-                        n.pushed, n.skipped
-                    );
-                }
-            }
-        }
-        Cmd::Completions { shell } => {
-            // Into a buffer first: clap_complete panics when its writer
-            // fails (e.g. `| head` closing the pipe).
-            let mut script = Vec::new();
-            let mut cmd = completion_command(&reg, &catalogue()?);
-            clap_complete::generate(shell, &mut cmd, "rackbench", &mut script);
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(&script).and_then(|_| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e).context("cannot write the completion script");
-            }
-        }
-        Cmd::SystemCheck { json, root } => {
-            anyhow::ensure!(root.is_dir(), "--root {}: not a folder", root.display());
-            let checks = harness::system_check::run(&root);
-            let text = if json {
-                let warnings = checks
-                    .iter()
-                    .filter(|c| c.status == harness::system_check::Status::Warn)
-                    .count();
-                let v = serde_json::json!({"checks": checks, "warnings": warnings});
-                format!("{}\n", serde_json::to_string_pretty(&v)?)
-            } else {
-                checks.iter().map(|c| c.line() + "\n").collect()
-            };
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e).context("cannot write the system check");
-            }
-        }
-        Cmd::Man { dir: None } => {
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = clap_mangen::Man::new(cli_command(&reg)).render(&mut out)
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e).context("cannot write the man page");
-            }
-        }
-        Cmd::Man { dir: Some(dir) } => {
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            clap_mangen::generate_to(cli_command(&reg), &dir)
-                .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
-            eprintln!("man pages written to {}", dir.display());
-        }
-        Cmd::Workload(mut argv) => {
-            argv.retain(|a| a != NO_ARGS);
-            let (name, args) = argv.split_first().context("no command given")?;
-            let Some(w) = reg.get(name) else {
-                return Err(unknown_command(name, &cli_command(&reg), &reg));
-            };
-            if args.iter().any(|a| a == "-h" || a == "--help") {
-                print!("{}", w.subcommand_help(args).unwrap_or_else(|| w.help()));
-                return Ok(ExitCode::SUCCESS);
-            }
-            let helper = w.is_helper(args);
-            if cli.report && helper {
-                eprintln!(
-                    "rackbench: '{name} {}' is a helper command: it measures nothing, so --report writes no report and no store row",
-                    args.join(" ")
-                );
-            }
-            if !cli.report || helper {
-                return Ok(
-                    match harness::runner::execute_direct(w, args, &Cancel::global())? {
-                        harness::runner::DirectEnd::Succeeded => ExitCode::SUCCESS,
-                        harness::runner::DirectEnd::Failed => ExitCode::from(1),
-                        harness::runner::DirectEnd::Interrupted => ExitCode::from(130),
-                    },
-                );
-            }
-            let cat = Catalogue::adhoc(w.name(), w.description(), args);
-            let inv = Invocation {
-                jobs: vec![w.name().to_string()],
-                iterations: 1,
-                out_root: cli.output_dir.clone(),
-                store: (!cli.no_store).then(|| store_path(&cli.db)),
-                ..Default::default()
-            };
-            return finish(harness::runner::execute(
-                &cat,
-                &reg,
-                &inv,
-                &Cancel::global(),
-            )?);
-        }
+        Cmd::Results { what } => results_cmd(&reg, &cli.db, what)?,
+        Cmd::Completions { shell } => write_completions(&reg, &catalogue()?, shell)?,
+        Cmd::SystemCheck { json, root } => system_check(json, &root)?,
+        Cmd::Man { dir } => write_man(&reg, dir.as_deref())?,
+        Cmd::Workload(argv) => return workload_cmd(cli, &reg, argv),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The jobs a command names (none: every job).
+fn selected(cat: &Catalogue, jobs: &[String]) -> anyhow::Result<Vec<String>> {
+    Ok(if jobs.is_empty() {
+        cat.all_names()
+    } else {
+        cat.select(jobs)?
+    })
+}
+
+/// `-u/--uuid` names a folder.
+fn check_uuid(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(u) = &cli.uuid
+        && (u.is_empty() || u.contains(['/', '\0']) || u == "." || u == "..")
+    {
+        anyhow::bail!(
+            "-u/--uuid '{u}' names the folder benchmark_metrics_<run_id>: it must be a non-empty name without '/'"
+        );
+    }
+    Ok(())
+}
+
+/// `report html`: the page over the selected runs, written atomically.
+fn write_html(store: &Store, out: &std::path::Path, sel: &HtmlSelection) -> anyhow::Result<()> {
+    let page = html_page(store, sel, None)?;
+    let mut f = atomic_write_file::AtomicWriteFile::open(out)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    std::io::Write::write_all(&mut f, page.as_bytes())
+        .and_then(|()| f.commit())
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+/// `man [DIR]`: rackbench(1) on stdout, or every page into DIR.
+fn write_man(reg: &Registry, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(dir) = dir else {
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = clap_mangen::Man::new(cli_command(reg)).render(&mut out)
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            return Err(e).context("cannot write the man page");
+        }
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(cli_command(reg), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+    eprintln!("man pages written to {}", dir.display());
+    Ok(())
+}
+
+/// `run -i/--role-input`: a JSON object (none: empty).
+fn role_input(input: Option<String>) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    Ok(match input {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => anyhow::bail!(
+                "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
+            ),
+            Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
+        },
+    })
+}
+
+/// The hooks `run` adds to every job: `-k`'s (with `-a`'s arguments),
+/// then benchpress' `-s/-d` user script.
+fn extra_hooks(
+    cli: &Cli,
+    hooks: &[String],
+    hook_args: Option<String>,
+) -> anyhow::Result<Vec<HookSpec>> {
+    let mut extra_hooks = hooks
+        .iter()
+        .map(|h| HookSpec::parse_cli(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    if let Some(text) = hook_args {
+        apply_hook_args(&mut extra_hooks, &text)?;
+    }
+    // benchpress' -s/-d: the user-script hook on every job, after
+    // the job's own and -k's.
+    if let Some(path) = &cli.hook_path {
+        let duration = cli.hook_bg_duration.clone().unwrap_or_else(|| "60".into());
+        extra_hooks.push(HookSpec {
+            hook: "user-script".into(),
+            options: serde_json::json!({
+                "hook_path": path,
+                "background_mode": {"duration": duration},
+            }),
+        });
+    }
+    Ok(extra_hooks)
+}
+
+/// `run -n` with `-i/--iteration_num`.
+fn check_iterations(cli: &Cli, iterations: u32) -> anyhow::Result<()> {
+    if iterations == 0 {
+        anyhow::bail!("-n/--iterations must be at least 1");
+    }
+    if cli.iteration_num.is_some() && iterations > 1 {
+        anyhow::bail!(
+            "-i/--iteration_num names the one iteration a run writes (benchpress' _iter_N); with -n {iterations} each iteration is numbered: give one of them"
+        );
+    }
+    Ok(())
+}
+
+/// `report score`: the jobs' scores over their newest `newest` successful
+/// runs (None: all), by pool, and overall.
+fn report_score(
+    cat: &Catalogue,
+    store: &Store,
+    jobs: Vec<String>,
+    newest: Option<usize>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let names: Vec<String> = if jobs.is_empty() {
+        cat.iter()
+            .filter(|j| j.baseline.is_some() && j.benchmark != "calibrate")
+            .map(|j| j.name.clone())
+            .collect()
+    } else {
+        jobs
+    };
+    let mut scores = Vec::new();
+    let mut missing = Vec::new();
+    for n in &names {
+        let job = cat.get(n)?;
+        let Some(b) = &job.baseline else {
+            missing.push(format!(
+                "{n}: the job defines no baseline, so it has no score"
+            ));
+            continue;
+        };
+        let mut runs = store.select(&harness::store::RunFilter {
+            jobs: vec![n.clone()],
+            ..Default::default()
+        })?;
+        runs.reverse();
+        runs.retain(|r| r.success);
+        if let Some(k) = newest {
+            runs.truncate(k);
+        }
+        // Calibrate measures the instrument: its scores stay in their
+        // own pool, which never counts in the DCPerf score.
+        if job.benchmark == "calibrate" && b.pool.is_some() {
+            anyhow::bail!(
+                "job '{n}' ({}): a calibrate job's baseline cannot name a pool; its scores never count in a benchmark's",
+                job.source.display()
+            );
+        }
+        let pool = b.pool.as_deref().unwrap_or(&job.benchmark);
+        match score::score_job(n, pool, &b.metric, b.value, &runs) {
+            Some(s) => scores.push(s),
+            None => missing.push(format!(
+                "{n}: no successful run with metric '{}' recorded",
+                b.metric
+            )),
+        }
+    }
+    let pools = score::pool(&scores, &["calibrate"]);
+    let overall = score::overall(&pools);
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "benchmarks": pools, "jobs": scores, "unscored": missing, "overall": overall })
+        );
+    } else {
+        print!(
+            "{}",
+            present::scores(&scores, &pools, &missing, overall.as_ref())
+        );
+    }
+    Ok(())
+}
+
+/// `report stdout`: each run's metrics as benchpress prints them: pretty
+/// and key-sorted on a terminal, one line otherwise (serde_json's maps
+/// keep keys sorted).
+fn report_stdout(runs: &[(harness::store::RunRow, serde_json::Value)]) -> anyhow::Result<()> {
+    use std::io::{IsTerminal, Write};
+    let tty = std::io::stdout().is_terminal();
+    let mut out = std::io::stdout().lock();
+    for (_, v) in runs {
+        let text = if tty {
+            serde_json::to_string_pretty(v)?
+        } else {
+            serde_json::to_string(v)?
+        };
+        if let Err(e) = writeln!(out, "{text}")
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            return Err(e).context("cannot write the report");
+        }
+    }
+    Ok(())
+}
+
+/// `report json_file`: each run's metrics in a file under
+/// benchmark_metrics_<run_id>/, named as benchpress names it; prints the
+/// paths.
+fn report_json_files(
+    output_dir: &std::path::Path,
+    runs: Vec<(harness::store::RunRow, serde_json::Value)>,
+) -> anyhow::Result<()> {
+    for (row, v) in runs {
+        // benchpress names the file `_metrics_..._iter_N` only when
+        // the object has a `metrics` key, which a run's own metrics
+        // do not: its history report is a `_system_specs_` file.
+        let dir = output_dir.join(format!("benchmark_metrics_{}", row.run_id));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let name = row.job.replace(' ', "_");
+        let file = if v.get("metrics").is_some() {
+            dir.join(format!(
+                "{name}_metrics_{}_iter_{}.json",
+                row.timestamp, row.iteration
+            ))
+        } else {
+            dir.join(format!("{name}_system_specs_{}.json", row.timestamp))
+        };
+        // `run` wrote the job's system specs under that name, which
+        // benchpress' json_file would overwrite: they are kept and
+        // the metrics go beside them.
+        let holds_specs = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|old| old.get("cpu_topology").is_some());
+        let file = if holds_specs {
+            let beside = dir.join(format!("{name}_history_metrics_{}.json", row.timestamp));
+            eprintln!(
+                "note: {} holds the run's system specs (benchpress would overwrite them); the metrics go to {}",
+                file.display(),
+                beside.display()
+            );
+            beside
+        } else {
+            file
+        };
+        let text = serde_json::to_string_pretty(&v)? + "\n";
+        let mut f = atomic_write_file::AtomicWriteFile::open(&file)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        std::io::Write::write_all(&mut f, text.as_bytes())
+            .and_then(|()| f.commit())
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        println!("{}", file.display());
+    }
+    Ok(())
+}
+
+/// `results list|show|compare|push` over the store.
+fn results_cmd(reg: &Registry, db: &Option<PathBuf>, what: ResultsCmd) -> anyhow::Result<()> {
+    let store = Store::open(&store_path(db))?;
+    match what {
+        ResultsCmd::List { limit } => print!("{}", present::runs(&store.recent(limit)?)),
+        ResultsCmd::Show { run_id, text } => {
+            let rows = store.by_run_id(&run_id)?;
+            if rows.is_empty() {
+                anyhow::bail!(
+                    "no run with id '{run_id}' in {}; `rackbench results list` shows the recorded runs",
+                    store.path().display()
+                );
+            }
+            if text {
+                show_text(reg, &rows)?;
+            } else {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            }
+        }
+        ResultsCmd::Compare(c) => compare_cmd(&store, *c)?,
+        ResultsCmd::Push { to } => {
+            let target = Store::open(&to)?;
+            let n = store.push_to(&target)?;
+            println!(
+                "pushed {} runs, skipped {} already there",
+                n.pushed, n.skipped
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `completions SHELL`: the shell's completion script on stdout.
+fn write_completions(
+    reg: &Registry,
+    cat: &Catalogue,
+    shell: clap_complete::Shell,
+) -> anyhow::Result<()> {
+    // Into a buffer first: clap_complete panics when its writer
+    // fails (e.g. `| head` closing the pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut completion_command(reg, cat),
+        "rackbench",
+        &mut script,
+    );
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(&script).and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write the completion script");
+    }
+    Ok(())
+}
+
+/// `system-check`: the host's checks, as lines or JSON.
+fn system_check(json: bool, root: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(root.is_dir(), "--root {}: not a folder", root.display());
+    let checks = harness::system_check::run(root);
+    let text = if json {
+        let warnings = checks
+            .iter()
+            .filter(|c| c.status == harness::system_check::Status::Warn)
+            .count();
+        let v = serde_json::json!({"checks": checks, "warnings": warnings});
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        checks.iter().map(|c| c.line() + "\n").collect()
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write the system check");
+    }
+    Ok(())
+}
+
+/// `rackbench BENCHMARK ARGS...`: the upstream tool's command, direct, or
+/// with `--report` as an ad-hoc job.
+fn workload_cmd(cli: &Cli, reg: &Registry, mut argv: Vec<String>) -> anyhow::Result<ExitCode> {
+    argv.retain(|a| a != NO_ARGS);
+    let (name, args) = argv.split_first().context("no command given")?;
+    let Some(w) = reg.get(name) else {
+        return Err(unknown_command(name, &cli_command(reg), reg));
+    };
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{}", w.subcommand_help(args).unwrap_or_else(|| w.help()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let helper = w.is_helper(args);
+    if cli.report && helper {
+        eprintln!(
+            "rackbench: '{name} {}' is a helper command: it measures nothing, so --report writes no report and no store row",
+            args.join(" ")
+        );
+    }
+    if !cli.report || helper {
+        return Ok(
+            match harness::runner::execute_direct(w, args, &Cancel::global())? {
+                harness::runner::DirectEnd::Succeeded => ExitCode::SUCCESS,
+                harness::runner::DirectEnd::Failed => ExitCode::from(1),
+                harness::runner::DirectEnd::Interrupted => ExitCode::from(130),
+            },
+        );
+    }
+    let cat = Catalogue::adhoc(w.name(), w.description(), args);
+    let inv = Invocation {
+        jobs: vec![w.name().to_string()],
+        iterations: 1,
+        out_root: cli.output_dir.clone(),
+        store: (!cli.no_store).then(|| store_path(&cli.db)),
+        ..Default::default()
+    };
+    finish(harness::runner::execute(
+        &cat,
+        reg,
+        &inv,
+        &Cancel::global(),
+    )?)
 }
 
 fn finish(s: harness::runner::Summary) -> anyhow::Result<ExitCode> {

@@ -7,6 +7,8 @@
 //! the smallest class that holds it with CacheLib's item header (see
 //! [`item_size`]), so a slab holds as many items as CacheLib's would.
 
+use crate::error::Error;
+
 /// Slab size: memory is handed to allocation classes 4 MiB at a time.
 pub const SLAB_SIZE: usize = 4 << 20;
 
@@ -63,31 +65,35 @@ impl AllocClasses {
     /// raised to the largest aligned size with that many slots per slab;
     /// sizes stop below `max` (or when a slab would hold a single slot),
     /// and `max`, aligned up, is always the last class.
-    pub fn geometric(min: u32, max: u32, factor: f64) -> Result<AllocClasses, String> {
+    pub fn geometric(min: u32, max: u32, factor: f64) -> Result<AllocClasses, Error> {
         if min < 8 {
-            return Err(format!("minAllocSize must be at least 8 bytes, got {min}"));
+            return Err(Error::Input(format!(
+                "minAllocSize must be at least 8 bytes, got {min}"
+            )));
         }
         if max as usize > SLAB_SIZE {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "maxAllocSize ({max}) is larger than a slab ({SLAB_SIZE} bytes)"
-            ));
+            )));
         }
         if factor.is_nan() || factor <= 1.0 {
-            return Err(format!("allocFactor must be greater than 1, got {factor}"));
+            return Err(Error::Input(format!(
+                "allocFactor must be greater than 1, got {factor}"
+            )));
         }
         let slab = SLAB_SIZE as u32;
         // The next size: grown until the slots per slab change, then the
         // largest aligned size with as many slots.
-        let next = |prev: u32| -> Result<u32, String> {
+        let next = |prev: u32| -> Result<u32, Error> {
             let mut size = prev;
             loop {
                 let before = size;
                 size = align_up((f64::from(size) * factor) as u32);
                 if size == before {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "allocFactor {factor} does not grow the allocation size {size} \
                          (CacheLib refuses it too): expected a larger allocFactor"
-                    ));
+                    )));
                 }
                 if size > slab {
                     return Ok(size);
@@ -117,29 +123,29 @@ impl AllocClasses {
 
     /// An explicit list (`allocSizes`), taken as a set (sorted, duplicates
     /// dropped), as CacheLib; each within a slab.
-    pub fn explicit(mut sizes: Vec<u32>) -> Result<AllocClasses, String> {
+    pub fn explicit(mut sizes: Vec<u32>) -> Result<AllocClasses, Error> {
         sizes.sort_unstable();
         sizes.dedup();
         if sizes.is_empty() {
-            return Err("allocSizes is empty".into());
+            return Err(Error::Input("allocSizes is empty".into()));
         }
         if sizes.len() > MAX_CLASSES {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{} allocation classes; at most {MAX_CLASSES} (as CacheLib): expected fewer allocSizes \
                  or a larger allocFactor",
                 sizes.len()
-            ));
+            )));
         }
         if sizes[0] < 8 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "allocSizes: {} bytes is below the 8-byte minimum",
                 sizes[0]
-            ));
+            )));
         }
         if let Some(&last) = sizes.last().filter(|&&l| l as usize > SLAB_SIZE) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "allocSizes: {last} bytes does not fit in a {SLAB_SIZE}-byte slab"
-            ));
+            )));
         }
         Ok(AllocClasses { sizes })
     }
@@ -228,16 +234,19 @@ mod tests {
         assert!(
             AllocClasses::geometric(64, 1024, 1.0)
                 .unwrap_err()
+                .to_string()
                 .contains("allocFactor")
         );
         assert!(
             AllocClasses::geometric(64, 1 << 20, 1.01)
                 .unwrap_err()
+                .to_string()
                 .contains("does not grow")
         );
         assert!(
             AllocClasses::geometric(64, 8 << 20, 1.5)
                 .unwrap_err()
+                .to_string()
                 .contains("slab")
         );
         // allocSizes is a set, as upstream's.
@@ -254,6 +263,7 @@ mod tests {
         assert!(
             AllocClasses::explicit((1..=200).map(|i| i * 64).collect())
                 .unwrap_err()
+                .to_string()
                 .contains("at most 128")
         );
     }

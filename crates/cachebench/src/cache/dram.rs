@@ -22,6 +22,7 @@
 //! pinned items and rebalancing skips slabs with pinned slots.
 
 use super::classes::{AllocClasses, SLAB_SIZE};
+use crate::error::Error;
 
 /// CacheLib's LruTailAgeStrategy moves a slab only when the victim's tail
 /// is this many seconds older than the receiver's (its
@@ -461,40 +462,40 @@ impl DramCache {
     }
 
     /// Builds the cache (no memory is touched until items are stored).
-    pub fn new(cfg: &DramConfig) -> Result<DramCache, String> {
+    pub fn new(cfg: &DramConfig) -> Result<DramCache, Error> {
         // As CacheLib's slab allocator: the memory's first slab holds the
         // slabs' headers (7 bytes each, so one slab for up to 599,186 of
         // them); the rest is for items.
         let slabs_in_memory = (cfg.size_bytes / SLAB_SIZE as u64) as usize;
         let header_slabs = (slabs_in_memory * 7).div_ceil(SLAB_SIZE);
         if slabs_in_memory <= header_slabs {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "cacheSizeMB: {} bytes leaves no slab for items: expected at least two {} MiB slabs \
                  (CacheLib keeps the first for the slab headers)",
                 cfg.size_bytes,
                 SLAB_SIZE >> 20
-            ));
+            )));
         }
         let total_slabs = slabs_in_memory - header_slabs;
         if total_slabs > 0xffff {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "cacheSizeMB: {} slabs of 4 MiB; at most 65535 (256 GiB)",
                 total_slabs
-            ));
+            )));
         }
         let sum: f64 = cfg.pool_sizes.iter().sum();
         if cfg.pool_sizes.is_empty() || sum > 1.0 + 1e-9 || cfg.pool_sizes.iter().any(|f| *f < 0.0)
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "poolSizes {:?}: need at least one pool and fractions summing to at most 1",
                 cfg.pool_sizes
-            ));
+            )));
         }
         if !(1..=30).contains(&cfg.ht_bucket_power) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "htBucketPower must be 1 to 30, got {}",
                 cfg.ht_bucket_power
-            ));
+            )));
         }
         let pools = cfg
             .pool_sizes
@@ -1580,7 +1581,8 @@ mod tests {
             ht_bucket_power: 10,
         })
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
         assert!(e.contains("leaves no slab for items"), "{e}");
         // 10 slabs, 9 for items: 0.3 x 36 MiB = 10.8 MiB holds 2 slabs,
         // 0.7 x 36 MiB = 25.2 MiB 6.

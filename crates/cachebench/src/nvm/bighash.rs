@@ -59,6 +59,7 @@
 //! - Lookups take the bucket lock too: simple, and they never see a bucket
 //!   half way through a rewrite.
 
+use crate::error::Error;
 use std::io;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -207,31 +208,34 @@ impl BigHash {
     /// ignored). Fails if the bucket size is not a multiple of the block
     /// size, is too small for one entry, or the device is smaller than one
     /// bucket.
-    pub fn new(io: Arc<dyn BlockIo>, cfg: &BigHashConfig) -> Result<BigHash, String> {
+    pub fn new(io: Arc<dyn BlockIo>, cfg: &BigHashConfig) -> Result<BigHash, Error> {
         let block = io.block_size();
         let bs = cfg.bucket_size;
         if block == 0 {
-            return Err("device block size is 0".into());
+            return Err(Error::Input("device block size is 0".into()));
         }
         if bs == 0 || !bs.is_multiple_of(block) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "bigHash bucket size {bs} is not a multiple of the device block size {block}"
-            ));
+            )));
         }
         if (bs as usize) < BUCKET_HEADER_SIZE + ENTRY_HEADER_SIZE + 1 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "bigHash bucket size {bs} is too small for an entry"
-            ));
+            )));
         }
         let num_buckets = io.size() / u64::from(bs);
         if num_buckets == 0 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "bigHash device of {} bytes is smaller than one {bs}-byte bucket",
                 io.size()
-            ));
+            )));
         }
-        let num_filters = usize::try_from(num_buckets)
-            .map_err(|_| format!("bigHash: {num_buckets} buckets do not fit in memory"))?;
+        let num_filters = usize::try_from(num_buckets).map_err(|_| {
+            Error::Host(format!(
+                "bigHash: {num_buckets} buckets do not fit in memory"
+            ))
+        })?;
         let stripes = num_filters.min(MAX_STRIPES);
         Ok(BigHash {
             io,
@@ -709,11 +713,17 @@ mod tests {
     #[test]
     fn config_errors() {
         let mem: Arc<dyn BlockIo> = Arc::new(MemIo::new(16384, 4096));
-        let e = BigHash::new(mem.clone(), &cfg(2048, 8, true)).unwrap_err();
+        let e = BigHash::new(mem.clone(), &cfg(2048, 8, true))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("multiple"), "{e}");
-        let e = BigHash::new(mem.clone(), &cfg(0, 8, true)).unwrap_err();
+        let e = BigHash::new(mem.clone(), &cfg(0, 8, true))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("multiple"), "{e}");
-        let e = BigHash::new(mem.clone(), &cfg(32768, 8, true)).unwrap_err();
+        let e = BigHash::new(mem.clone(), &cfg(32768, 8, true))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("smaller than one"), "{e}");
         let bh = BigHash::new(mem, &cfg(8192, 8, true)).unwrap();
         assert_eq!(bh.num_buckets(), 2);

@@ -189,6 +189,28 @@ pub enum DeviceError {
     },
 }
 
+impl From<DeviceError> for crate::Error {
+    /// A failed or too small device, missing memory or O_DIRECT are the
+    /// host's; a path or size the config names wrongly is the user's.
+    fn from(e: DeviceError) -> Self {
+        match e {
+            DeviceError::OutOfMemory { .. }
+            | DeviceError::Io { .. }
+            | DeviceError::DirectUnsupported { .. }
+            | DeviceError::NoSpace { .. }
+            | DeviceError::BlockDeviceTooSmall { .. } => crate::Error::Host(e.to_string()),
+            DeviceError::NoPaths
+            | DeviceError::BlockSize { .. }
+            | DeviceError::StripeSize { .. }
+            | DeviceError::SizeTooSmall { .. }
+            | DeviceError::MissingParent { .. }
+            | DeviceError::UnsupportedType { .. }
+            | DeviceError::Duplicate { .. }
+            | DeviceError::LogicalBlock { .. } => crate::Error::Input(e.to_string()),
+        }
+    }
+}
+
 /// A snapshot of the device's activity.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceStats {

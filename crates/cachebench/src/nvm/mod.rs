@@ -15,6 +15,7 @@ pub mod device;
 pub mod io;
 pub mod region;
 
+use crate::error::Error;
 use bighash::{BigHash, BigHashConfig, BigHashStats, InsertResult};
 use device::{Device, DeviceOptions, DeviceStats, DirectIo};
 use io::{BlockIo, Window};
@@ -375,7 +376,7 @@ pub use bighash::key_hash;
 impl Navy {
     /// Opens the device and builds the engines; returns warnings to print
     /// (e.g. a fall-back from O_DIRECT).
-    pub fn open(cfg: &NvmConfig) -> Result<(Navy, Vec<String>), String> {
+    pub fn open(cfg: &NvmConfig) -> Result<(Navy, Vec<String>), Error> {
         let opts = DeviceOptions {
             size: cfg.size,
             block_size: cfg.block_size,
@@ -383,12 +384,9 @@ impl Navy {
             direct_io: cfg.direct_io,
         };
         let (device, warnings) = if cfg.paths.is_empty() {
-            (
-                Device::memory(&opts).map_err(|e| e.to_string())?,
-                Vec::new(),
-            )
+            (Device::memory(&opts)?, Vec::new())
         } else {
-            Device::open(&cfg.paths, &opts).map_err(|e| e.to_string())?
+            Device::open(&cfg.paths, &opts)?
         };
         let device = Arc::new(device);
         let navy = Navy::with_device(device, cfg)?;
@@ -396,13 +394,13 @@ impl Navy {
     }
 
     /// Builds the engines over an opened device.
-    pub fn with_device(device: Arc<Device>, cfg: &NvmConfig) -> Result<Navy, String> {
+    pub fn with_device(device: Arc<Device>, cfg: &NvmConfig) -> Result<Navy, Error> {
         let total = device.size();
         if cfg.bighash_pct > 100 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "navyBigHashSizePct is {}: expected 0 to 100",
                 cfg.bighash_pct
-            ));
+            )));
         }
         let bucket = u64::from(cfg.bucket_size.max(1));
         let small_bytes = if cfg.bighash_pct == 0 {
@@ -415,11 +413,11 @@ impl Navy {
         // the device's end (here at its start: the order changes nothing).
         let metadata = cfg.metadata_size;
         if metadata + small_bytes >= total && cfg.bighash_pct < 100 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "nvmCacheMetadataSizeMB: {} MiB of metadata leave no room on a {} MiB device",
                 metadata >> 20,
                 total >> 20
-            ));
+            )));
         }
         let large_bytes = total.saturating_sub(small_bytes + metadata) / region * region;
         let dev: Arc<dyn BlockIo> = device.clone();
@@ -438,18 +436,18 @@ impl Navy {
                         checksum: cfg.checksum,
                     },
                 )
-                .map_err(|e| format!("navyBigHash: {e}"))?,
+                .map_err(|e| e.prefixed("navyBigHash: "))?,
             )
         } else {
             None
         };
         let large = if cfg.bighash_pct < 100 {
             if large_bytes == 0 {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "nvmCacheSizeMB: {} MiB left for large items is less than one {} MiB region (navyRegionSizeMB)",
                     total.saturating_sub(small_bytes + metadata) >> 20,
                     region >> 20
-                ));
+                )));
             }
             let w: Arc<dyn BlockIo> = Arc::new(Window {
                 dev: dev.clone(),

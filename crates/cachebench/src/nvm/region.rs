@@ -29,6 +29,7 @@
 //! in `lookup_races`).
 
 use super::io::{AlignedBuf, BlockIo};
+use crate::error::Error;
 use rand::SeedableRng;
 use std::collections::HashMap;
 use std::io;
@@ -344,26 +345,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl RegionEngine {
     /// Builds the engine over `io` (its whole range) and starts its flusher
     /// and reclaimer threads.
-    pub fn new(io: Arc<dyn BlockIo>, cfg: RegionConfig) -> Result<RegionEngine, String> {
+    pub fn new(io: Arc<dyn BlockIo>, cfg: RegionConfig) -> Result<RegionEngine, Error> {
         let block = io.block_size() as usize;
         let rs = cfg.region_size as usize;
         if rs == 0 || !rs.is_multiple_of(block) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "navyRegionSizeMB: a region of {rs} bytes is not a multiple of the {block}-byte block"
-            ));
+            )));
         }
         if cfg.write_chunk == 0 || !(cfg.write_chunk as usize).is_multiple_of(block) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "device write size {} is not a multiple of the {block}-byte block",
                 cfg.write_chunk
-            ));
+            )));
         }
         if let Eviction::SegmentedFifo(r) = &cfg.eviction
             && (r.is_empty() || r.len() > 8 || r.contains(&0))
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "navySegmentedFifoSegmentRatio {r:?}: expected 1 to 8 positive ratios"
-            ));
+            )));
         }
         let priorities = match &cfg.eviction {
             Eviction::SegmentedFifo(r) => r.len(),
@@ -374,15 +375,15 @@ impl RegionEngine {
         let clean = (cfg.clean_regions as usize).max(1);
         let need = priorities + clean + reserve + 2;
         if n < need {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "the region engine has room for {n} region(s) of {} MiB; it needs at least {need} \
                  ({priorities} open, {clean} clean, {reserve} reserved for reinsertion, 2 to evict from): \
                  raise nvmCacheSizeMB or lower navyRegionSizeMB",
                 rs >> 20
-            ));
+            )));
         }
         if n >= NIL as usize {
-            return Err(format!("{n} regions: too many"));
+            return Err(Error::Input(format!("{n} regions: too many")));
         }
         let buffers = (cfg.buffers as usize).max(priorities + 1);
         let (tx, rx) = mpsc::channel::<u32>();
@@ -429,14 +430,14 @@ impl RegionEngine {
                         s.flush(r);
                     }
                 })
-                .map_err(|e| format!("starting the region flusher: {e}"))?,
+                .map_err(|e| Error::Host(format!("starting the region flusher: {e}")))?,
         );
         let s = shared.clone();
         threads.push(
             std::thread::Builder::new()
                 .name("navy-reclaim".into())
                 .spawn(move || s.reclaim_loop())
-                .map_err(|e| format!("starting the region reclaimer: {e}"))?,
+                .map_err(|e| Error::Host(format!("starting the region reclaimer: {e}")))?,
         );
         Ok(RegionEngine {
             shared,
@@ -1231,13 +1232,14 @@ mod tests {
         let io = Arc::new(MemIo::new(3 * u64::from(RS), 512));
         let err = RegionEngine::new(io.clone(), cfg(Eviction::Fifo, Reinsertion::None))
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("room for 3 region(s)"), "{err}");
         let mut c = cfg(Eviction::Fifo, Reinsertion::None);
         c.region_size = 1000;
         assert!(RegionEngine::new(io.clone(), c).is_err());
         let c = cfg(Eviction::SegmentedFifo(vec![1, 0]), Reinsertion::None);
-        let err = RegionEngine::new(io, c).err().unwrap();
+        let err = RegionEngine::new(io, c).err().unwrap().to_string();
         assert!(err.contains("navySegmentedFifoSegmentRatio"), "{err}");
     }
 

@@ -17,7 +17,7 @@ pub struct CopyMove {
 }
 
 impl CopyMove {
-    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn new(o: &Map<String, Value>) -> Result<Self, String> {
         let before = strings(o, "before")?;
         let after = strings(o, "after")?;
         for g in before.iter().chain(&after) {

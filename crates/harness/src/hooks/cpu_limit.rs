@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 /// The CPUs a mask selects, lowest first.
-pub fn mask(o: &Value) -> Result<(String, Vec<usize>), String> {
+pub(crate) fn mask(o: &Value) -> Result<(String, Vec<usize>), String> {
     let text = match o {
         Value::String(s) => s.trim().to_string(),
         Value::Number(n) if n.is_u64() => n.to_string(),
@@ -57,7 +57,7 @@ pub struct CpuLimit {
 }
 
 impl CpuLimit {
-    pub fn new(o: &Value) -> Result<Self, String> {
+    pub(crate) fn new(o: &Value) -> Result<Self, String> {
         let (text, cpus) = mask(o)?;
         Ok(CpuLimit {
             text,

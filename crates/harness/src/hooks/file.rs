@@ -17,7 +17,7 @@ pub enum Kind {
 }
 
 /// The listed entries.
-pub fn entries(o: &Value) -> Result<Vec<(Kind, PathBuf)>, String> {
+pub(crate) fn entries(o: &Value) -> Result<Vec<(Kind, PathBuf)>, String> {
     let Value::Array(a) = o else {
         return Err(format!(
             "the options must be a list of {{\"type\": \"file\"|\"dir\", \"path\": ...}}, got {o}"
@@ -63,7 +63,7 @@ pub struct FileHook {
 }
 
 impl FileHook {
-    pub fn new(o: &Value) -> Result<Self, String> {
+    pub(crate) fn new(o: &Value) -> Result<Self, String> {
         Ok(FileHook {
             entries: entries(o)?,
             created: Vec::new(),

@@ -12,6 +12,7 @@ mod result;
 mod shell;
 mod user_script;
 
+use crate::error::Error;
 use crate::job::HookSpec;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -91,8 +92,13 @@ pub(crate) fn object<'a>(
     }
 }
 
-/// Checks a spec's name and option keys, naming what is wrong.
-pub fn validate(spec: &HookSpec) -> Result<(), String> {
+/// Checks a spec's name and option keys, naming what is wrong (every
+/// error is the user's).
+pub fn validate(spec: &HookSpec) -> Result<(), Error> {
+    check(spec).map_err(Error::Input)
+}
+
+fn check(spec: &HookSpec) -> Result<(), String> {
     let Some((_, opts, _)) = KNOWN.iter().find(|(n, _, _)| *n == spec.hook) else {
         let names: Vec<&str> = KNOWN.iter().map(|k| k.0).collect();
         return Err(format!(
@@ -128,10 +134,12 @@ pub fn validate(spec: &HookSpec) -> Result<(), String> {
     }
 }
 
-/// Builds a hook from a validated spec.
-pub fn build(spec: &HookSpec) -> Result<Box<dyn Hook>, String> {
+/// Builds a hook from a validated spec. Its options were checked first,
+/// so what a hook's constructor still refuses is the host's (a CPU
+/// affinity that cannot be read, say).
+pub fn build(spec: &HookSpec) -> Result<Box<dyn Hook>, Error> {
     validate(spec)?;
-    let wrap = |e: String| format!("hook '{}': {e}", spec.hook);
+    let wrap = |e: String| Error::Host(format!("hook '{}': {e}", spec.hook));
     match spec.hook.as_str() {
         "cpu-limit" => {
             return Ok(Box::new(
@@ -146,14 +154,18 @@ pub fn build(spec: &HookSpec) -> Result<Box<dyn Hook>, String> {
         "file" => return Ok(Box::new(file::FileHook::new(&spec.options).map_err(wrap)?)),
         _ => {}
     }
-    let o = object(&spec.hook, &spec.options)?;
+    let o = object(&spec.hook, &spec.options).map_err(Error::Input)?;
     Ok(match spec.hook.as_str() {
         "cpu-mpstat" => Box::new(mpstat::Mpstat::new(&o).map_err(wrap)?),
         "copymove" => Box::new(copymove::CopyMove::new(&o).map_err(wrap)?),
         "perf" => Box::new(perf::Perf::new(&o).map_err(wrap)?),
         "shell" => Box::new(shell::Shell::new(&o).map_err(wrap)?),
         "user-script" => Box::new(user_script::UserScript::new(&o).map_err(wrap)?),
-        other => return Err(format!("hook '{other}' has no builder (a rackbench bug)")),
+        other => {
+            return Err(Error::Input(format!(
+                "hook '{other}' has no builder (a rackbench bug)"
+            )));
+        }
     })
 }
 
@@ -191,19 +203,24 @@ mod tests {
 
     #[test]
     fn unknown_hooks_and_options_are_named() {
-        let e = validate(&HookSpec::parse_cli("mpstat").unwrap()).unwrap_err();
+        let e = validate(&HookSpec::parse_cli("mpstat").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("unknown hook 'mpstat'") && e.contains("cpu-mpstat"),
             "{e}"
         );
-        let e = validate(&HookSpec::parse_cli("copymove:{\"befor\": []}").unwrap()).unwrap_err();
+        let e = validate(&HookSpec::parse_cli("copymove:{\"befor\": []}").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no option 'befor'") && e.contains("before"),
             "{e}"
         );
         let e = build(&HookSpec::parse_cli("cpu-mpstat:{\"interval_secs\": -1}").unwrap())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("positive"), "{e}");
     }
 
@@ -213,14 +230,17 @@ mod tests {
             "cpu-mpstat:{\"interval_secs\": 0}",
             "cpu-mpstat:{\"interval_secs\": -2.5}",
         ] {
-            let e = validate(&HookSpec::parse_cli(spec).unwrap()).unwrap_err();
+            let e = validate(&HookSpec::parse_cli(spec).unwrap())
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains("hook 'cpu-mpstat'") && e.contains("option 'interval_secs'"),
                 "{spec}: {e}"
             );
         }
         let e = validate(&HookSpec::parse_cli("cpu-mpstat:{\"args\": [\"-A\", \"1\"]}").unwrap())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hook 'cpu-mpstat'") && e.contains("'-A'"), "{e}");
         validate(&HookSpec::parse_cli("cpu-mpstat:{\"args\": [\"-u\", \"1\"]}").unwrap()).unwrap();
     }

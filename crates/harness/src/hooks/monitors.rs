@@ -45,7 +45,7 @@ pub const TOPDOWN_OPTIONS: &[&str] = &[
 pub const TOPDOWN_NOT_COLLECTED: &str = "not collected: upstream's topdown monitor runs vendor tools (Intel PerfSpect, AMD's and ARM's topdown scripts over perf) that rackbench does not run; this hook's perf stat totals are its counters";
 
 /// Checks the `topdown` options as upstream's monitors take them.
-pub fn topdown_options(o: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn topdown_options(o: &Map<String, Value>) -> Result<(), String> {
     let opts = match o.get("topdown") {
         None => return Ok(()),
         Some(Value::Object(m)) => m,
@@ -129,7 +129,7 @@ fn names(o: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
 
 /// The monitors and their settings from the hook's options: each of
 /// [`NAMES`] runs with its defaults unless its options say otherwise.
-pub fn specs(o: &Map<String, Value>) -> Result<Vec<Spec>, String> {
+pub(crate) fn specs(o: &Map<String, Value>) -> Result<Vec<Spec>, String> {
     topdown_options(o)?;
     let mut out = Vec::new();
     for &name in NAMES {

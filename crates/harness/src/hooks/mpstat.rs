@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const OPTIONS: &[&str] = &["interval_secs", "args"];
 
 /// The sampling interval the options ask for (1 s when neither is given).
-pub fn interval(o: &Map<String, Value>) -> Result<Duration, String> {
+pub(crate) fn interval(o: &Map<String, Value>) -> Result<Duration, String> {
     match (o.get("interval_secs"), o.get("args")) {
         (Some(_), Some(_)) => Err(
             "options 'interval_secs' and 'args' both given; use one (args is benchpress' mpstat argv, e.g. [\"-u\", \"1\"])"
@@ -134,7 +134,7 @@ pub struct Mpstat {
 }
 
 impl Mpstat {
-    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn new(o: &Map<String, Value>) -> Result<Self, String> {
         let interval = interval(o)?;
         Ok(Mpstat {
             interval,

@@ -47,7 +47,7 @@ pub struct Perf {
 }
 
 impl Perf {
-    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn new(o: &Map<String, Value>) -> Result<Self, String> {
         let mut events = strings(o, "events")?;
         if events.is_empty() {
             events = DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// The listed paths.
-pub fn paths(o: &Value) -> Result<Vec<String>, String> {
+pub(crate) fn paths(o: &Value) -> Result<Vec<String>, String> {
     let Value::Array(a) = o else {
         return Err(format!(
             "the options must be a list of file paths, e.g. result:[\"/tmp/out.log\"]; got {o}"
@@ -28,7 +28,7 @@ pub struct ResultHook {
 }
 
 impl ResultHook {
-    pub fn new(o: &Value) -> Result<Self, String> {
+    pub(crate) fn new(o: &Value) -> Result<Self, String> {
         Ok(ResultHook { paths: paths(o)? })
     }
 }

@@ -16,7 +16,7 @@ pub struct Shell {
 }
 
 impl Shell {
-    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn new(o: &Map<String, Value>) -> Result<Self, String> {
         Ok(Shell {
             before: strings(o, "before")?,
             after: strings(o, "after")?,

@@ -29,7 +29,7 @@ pub struct UserScript {
 }
 
 impl UserScript {
-    pub fn new(o: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn new(o: &Map<String, Value>) -> Result<Self, String> {
         let hook_path = match o.get("hook_path") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             _ => return Err("option 'hook_path' (the script to run) is required".into()),
