@@ -13,7 +13,7 @@
 //! ends, atomically; an interrupted or failed job keeps what it recorded,
 //! without a result, so the next run redoes it.
 
-use super::common::now_secs;
+use super::common::{Bench, now_secs};
 pub use super::common::{Ctx, FormatArgs, Options, Outcome};
 use super::knobs::{
     DFL_MEM_PROFILE, EnforceConfig, HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport,
@@ -795,6 +795,71 @@ pub fn cmd_run(
         .result
         .as_ref()
         .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")?;
+    let specs = run_specs(specs)?;
+    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    opts_dir_check(opts)?;
+    note_unused_flags(opts);
+    let mut pending = pending_jobs(&journal, specs, result, printed)?;
+    if pending.is_empty() {
+        return Ok(true);
+    }
+    add_nested_jobs(&journal, &mut pending, opts)?;
+    let reqs = job_reqs(&pending)?;
+    // What each job lets the check change (upstream's rd-agent decides
+    // per job from its passive controls). With more than one kind among
+    // the jobs, each kind is checked and undone first, so that every job's
+    // hard requirements are judged before anything runs.
+    let fixes: Vec<Fix> = pending.iter().map(job_fix).collect();
+    let mut statuses_by_fix: Vec<(Fix, BTreeMap<SysReq, Status>)> = Vec::new();
+    if fixes.iter().any(|f| *f != fixes[0]) {
+        for f in &fixes {
+            if statuses_by_fix.iter().all(|(g, _)| g != f) {
+                let h = probe(opts, &reqs, *f)?;
+                statuses_by_fix.push((*f, h.statuses));
+                h.restore.restore_quietly();
+            }
+        }
+    }
+    let mut host = probe(opts, &reqs, fixes[0])?;
+    if statuses_by_fix.is_empty() {
+        statuses_by_fix.push((fixes[0], host.statuses.clone()));
+    }
+    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    let sys_iocost = check_iocost_flags(opts, &host, &journal, &pending)?;
+    check_hard_reqs(opts, &pending, &fixes, &statuses_by_fix)?;
+    announce_fixes(&host);
+    let mem = memory(opts, &host.sysinfo)?;
+    // A --hashd-size that cannot fit is refused before anything runs.
+    override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
+    print_memory(opts, &mem);
+    // Applied after the requirement checks (which may raise swappiness to
+    // 60), restored before them on the way out.
+    // `--swappiness` joins the host's undo record, so it is written back
+    // (first, being the latest change) with the sysreq fixes on exit.
+    apply_swappiness(opts, &mut host)?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let mut runner = JobRunner {
+        opts,
+        cancel,
+        result,
+        reqs,
+        host_fix: fixes[0],
+        host,
+        sys_iocost,
+        mem,
+        exe,
+    };
+    for (s, fix) in pending.into_iter().zip(fixes) {
+        if cancel.is_stopped() || !runner.run(&mut journal, s, fix, printed)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The job specs of `run`, parsed; a kind that can never run is refused
+/// before anything changes.
+fn run_specs(specs: &[String]) -> Result<Vec<JobSpec>, String> {
     if specs.is_empty() {
         return Err("run: no job spec: expected KIND[:k=v,...]... (see `doc`)".into());
     }
@@ -802,14 +867,16 @@ pub fn cmd_run(
         .iter()
         .map(|s| parse_spec(s))
         .collect::<Result<_, _>>()?;
-    // A kind that can never run is refused before anything changes.
     for s in &specs {
         if let Some(why) = bench(&s.kind)?.refuse_run() {
             return Err(format!("{s}: {why}"));
         }
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
-    opts_dir_check(opts)?;
+    Ok(specs)
+}
+
+/// Notes for upstream's flags that change nothing here.
+fn note_unused_flags(opts: &Options) {
     if opts.linux_tar.is_some() {
         eprintln!(
             "note: -l/--linux: no bench uses a kernel tarball (upstream hands it to rd-agent \
@@ -828,7 +895,16 @@ pub fn cmd_run(
              units; it changes nothing"
         );
     }
+}
 
+/// The jobs still to run: those the journal holds completed with the
+/// same properties are skipped (their summaries printed).
+fn pending_jobs(
+    journal: &Journal,
+    specs: Vec<JobSpec>,
+    result: &Path,
+    printed: &mut Vec<JobData>,
+) -> Result<Vec<JobSpec>, String> {
     let mut pending = Vec::new();
     let mut seen = BTreeSet::new();
     for s in specs {
@@ -853,11 +929,17 @@ pub fn cmd_run(
             }
         }
     }
-    if pending.is_empty() {
-        return Ok(true);
-    }
-    let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some();
-    let have_model = latest::<IoCostKnobs>(&journal, "iocost-params").is_some();
+    Ok(pending)
+}
+
+/// Adds the jobs the pending ones need first (and says so).
+fn add_nested_jobs(
+    journal: &Journal,
+    pending: &mut Vec<JobSpec>,
+    opts: &Options,
+) -> Result<(), String> {
+    let have_knobs = latest::<HashdKnobs>(journal, "hashd-params").is_some();
+    let have_model = latest::<IoCostKnobs>(journal, "iocost-params").is_some();
     let have_qos = journal
         .jobs
         .iter()
@@ -867,7 +949,7 @@ pub fn cmd_run(
         .and_then(|c| c.v2_root().map(|r| r.join("io.cost.qos").exists()))
         .unwrap_or(false);
     for line in add_nested(
-        &mut pending,
+        pending,
         have_knobs,
         have_model,
         have_qos,
@@ -877,8 +959,13 @@ pub fn cmd_run(
     )? {
         eprintln!("{line}");
     }
+    Ok(())
+}
+
+/// The system requirements checked for the pending jobs.
+fn job_reqs(pending: &[JobSpec]) -> Result<Vec<SysReq>, String> {
     let mut reqs = BTreeSet::new();
-    for s in &pending {
+    for s in pending {
         let b = bench(&s.kind)?;
         reqs.extend(b.hard().iter().chain(b.soft()).copied());
     }
@@ -887,38 +974,20 @@ pub fn cmd_run(
     // wbt, and swappiness. Checked for every job; only the bench's own
     // requirements count as missed in its result.
     reqs.extend([SysReq::IoSched, SysReq::NoWbt, SysReq::Swap]);
-    let reqs: Vec<SysReq> = reqs.into_iter().collect();
-    // What each job lets the check change (upstream's rd-agent decides
-    // per job from its passive controls). With more than one kind among
-    // the jobs, each kind is checked and undone first, so that every job's
-    // hard requirements are judged before anything runs.
-    let fixes: Vec<Fix> = pending.iter().map(job_fix).collect();
-    let mut statuses_by_fix: Vec<(Fix, BTreeMap<SysReq, Status>)> = Vec::new();
-    if fixes.iter().any(|f| *f != fixes[0]) {
-        for f in &fixes {
-            if statuses_by_fix.iter().all(|(g, _)| g != f) {
-                let h = probe(opts, &reqs, *f)?;
-                statuses_by_fix.push((*f, h.statuses));
-                h.restore.restore_quietly();
-            }
-        }
-    }
-    let mut host = probe(opts, &reqs, fixes[0])?;
-    if statuses_by_fix.is_empty() {
-        statuses_by_fix.push((fixes[0], host.statuses.clone()));
-    }
-    let statuses_of = |f: Fix| {
-        statuses_by_fix
-            .iter()
-            .find(|(g, _)| *g == f)
-            .map(|(_, st)| st.clone())
-            .unwrap_or_default()
-    };
-    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    Ok(reqs.into_iter().collect())
+}
+
+/// --iocost-from-sys / --iocost-qos: refused where iocost cannot be
+/// configured; the model and QoS they give reach protection, the bench
+/// that enables iocost. The model read from the host, with
+/// --iocost-from-sys.
+fn check_iocost_flags(
+    opts: &Options,
+    host: &Host,
+    journal: &Journal,
+    pending: &[JobSpec],
+) -> Result<Option<IoCostKnobs>, String> {
     let runs_protection = pending.iter().any(|s| s.kind == "protection");
-    // --iocost-from-sys / --iocost-qos: refused where iocost cannot be
-    // configured; the model and QoS they give reach protection, the bench
-    // that enables iocost.
     let sys_iocost = if opts.iocost_from_sys {
         let root = iocost_root(&host.cgroups, "--iocost-from-sys")?;
         let read = |name: &str| {
@@ -941,7 +1010,7 @@ pub fn cmd_run(
     if let Some(o) = &opts.iocost_qos {
         iocost_root(&host.cgroups, "--iocost-qos")?;
         let have_model = sys_iocost.is_some()
-            || latest::<IoCostKnobs>(&journal, "iocost-params").is_some()
+            || latest::<IoCostKnobs>(journal, "iocost-params").is_some()
             || pending.iter().any(|s| s.kind == "iocost-params");
         if !have_model {
             return Err(
@@ -964,8 +1033,25 @@ pub fn cmd_run(
              (hashd-params searches them, storage sizes hashd itself); no pending job uses them"
         );
     }
+    Ok(sys_iocost)
+}
+
+/// Refuses (without --force) jobs whose hard requirements are missed.
+fn check_hard_reqs(
+    opts: &Options,
+    pending: &[JobSpec],
+    fixes: &[Fix],
+    statuses_by_fix: &[(Fix, BTreeMap<SysReq, Status>)],
+) -> Result<(), String> {
+    let statuses_of = |f: Fix| {
+        statuses_by_fix
+            .iter()
+            .find(|(g, _)| *g == f)
+            .map(|(_, st)| st.clone())
+            .unwrap_or_default()
+    };
     let mut hard_missed = Vec::new();
-    for (s, f) in pending.iter().zip(&fixes) {
+    for (s, f) in pending.iter().zip(fixes) {
         let job_missed = missed(&statuses_of(*f));
         for r in bench(&s.kind)?.hard() {
             if let Some(m) = job_missed.get(r) {
@@ -983,10 +1069,11 @@ pub fn cmd_run(
         }
         eprintln!("warning: running without these requirements (--force):\n  {list}");
     }
-    announce_fixes(&host);
-    let mem = memory(opts, &host.sysinfo)?;
-    // A --hashd-size that cannot fit is refused before anything runs.
-    override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
+    Ok(())
+}
+
+/// The memory profile, with -v.
+fn print_memory(opts: &Options, mem: &MemInfo) {
     if opts.verbose > 0 {
         eprintln!(
             "memory: profile {} avail {} share {} target {}{}",
@@ -1004,125 +1091,46 @@ pub fn cmd_run(
             }
         );
     }
-    // Applied after the requirement checks (which may raise swappiness to
-    // 60), restored before them on the way out.
-    // `--swappiness` joins the host's undo record, so it is written back
-    // (first, being the latest change) with the sysreq fixes on exit.
-    apply_swappiness(opts, &mut host)?;
-    let mut host_fix = fixes[0];
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+}
 
-    let mut ok = true;
-    for (s, fix) in pending.into_iter().zip(fixes) {
-        if cancel.is_stopped() {
-            ok = false;
-            break;
-        }
-        if fix != host_fix {
+/// Runs the pending jobs one by one, on the host as checked for each.
+struct JobRunner<'a> {
+    opts: &'a Options,
+    cancel: &'a Cancel,
+    result: &'a Path,
+    reqs: Vec<SysReq>,
+    host: Host,
+    /// What `host`'s check was allowed to change.
+    host_fix: Fix,
+    sys_iocost: Option<IoCostKnobs>,
+    mem: MemInfo,
+    exe: PathBuf,
+}
+
+impl JobRunner<'_> {
+    /// Runs one job and records it; false when it failed or stopped (the
+    /// run ends there).
+    fn run(
+        &mut self,
+        journal: &mut Journal,
+        s: JobSpec,
+        fix: Fix,
+        printed: &mut Vec<JobData>,
+    ) -> Result<bool, String> {
+        let (opts, result) = (self.opts, self.result);
+        if fix != self.host_fix {
             // The previous job's changes are undone and this job's made.
-            std::mem::take(&mut host.restore).restore();
-            host = probe(opts, &reqs, fix)?;
-            host_fix = fix;
+            std::mem::take(&mut self.host.restore).restore();
+            self.host = probe(opts, &self.reqs, fix)?;
+            self.host_fix = fix;
             eprintln!("{s}: system requirements checked again for its passive controls");
-            announce_fixes(&host);
-            apply_swappiness(opts, &mut host)?;
+            announce_fixes(&self.host);
+            apply_swappiness(opts, &mut self.host)?;
         }
         let b = bench(&s.kind)?;
-        let job_missed: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
-            .iter()
-            .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
-            .map(|(r, m)| (*r, m.clone()))
-            .collect();
-        let soft_missed: Vec<&str> = job_missed
-            .keys()
-            .filter(|r| b.soft().contains(r))
-            .map(|r| r.name())
-            .collect();
-        let mut degraded = Vec::new();
-        if !soft_missed.is_empty() {
-            degraded.push(format!(
-                "ran without {} of its {} sysreqs (missed above)",
-                soft_missed.len(),
-                b.hard().len() + b.soft().len()
-            ));
-        }
-        if s.kind == "protection" {
-            degraded.extend(host.cgroups.limitations());
-        }
-        degraded.extend(mem_profile_note(opts, &mem));
-        let mut hashd: Option<HashdKnobs> = latest(&journal, "hashd-params");
-        if let Some(k) = hashd.as_mut() {
-            override_hashd(k, opts, mem.share)?;
-        }
-        let mut iocost: Option<IoCostKnobs> = match &sys_iocost {
-            Some(k) => Some(k.clone()),
-            None => latest(&journal, "iocost-params"),
-        };
-        if let (Some(o), Some(k)) = (&opts.iocost_qos, iocost.as_mut()) {
-            k.qos = o.apply(&k.qos);
-        }
-        let mut ctx = Ctx {
-            opts,
-            cancel,
-            sysinfo: &host.sysinfo,
-            cgroups: &host.cgroups,
-            mem,
-            hashd,
-            iocost,
-            exe: exe.clone(),
-            used_hashd: None,
-            // Only iocost-tune solves on it; a ladder's job is large.
-            qos: (s.kind == "iocost-tune")
-                .then(|| {
-                    journal
-                        .jobs
-                        .iter()
-                        .rev()
-                        .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
-                        .cloned()
-                })
-                .flatten(),
-            forward_sysinfo: None,
-            prev: None,
-            checkpoint: None,
-            iocost_managed: None,
-        };
-        let mut si = JobSysInfo {
-            bench_version: env!("CARGO_PKG_VERSION").to_string(),
-            sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
-            sysreqs_missed: job_missed,
-            sysreqs_report: Some(SysReqsReport {
-                // Upstream requires it: what the job enforced.
-                enforce: Some(EnforceConfig::from_passive(
-                    s.passive
-                        .as_deref()
-                        .and_then(|p| spec::Passive::parse(p).ok())
-                        .as_ref(),
-                )),
-                ..sysreqs_report(&host)
-            }),
-            iocost: None,
-            hashd: None,
-            mem,
-            swappiness: opts.swappiness.unwrap_or(host.sysinfo.swappiness),
-            zswap_enabled: host.sysinfo.zswap_enabled,
-            cgroup_backend: Some(host.cgroups.kind()),
-            degraded,
-            fixed: host
-                .statuses
-                .iter()
-                .filter_map(|(r, st)| match st {
-                    Status::Fixed(w) => Some(format!("{}: {w}", r.name())),
-                    _ => None,
-                })
-                .collect(),
-            passive: s
-                .passive
-                .as_deref()
-                .and_then(|p| spec::Passive::parse(p).ok())
-                .map(|p| p.to_passive_string())
-                .unwrap_or_default(),
-        };
+        let host = &self.host;
+        let mut ctx = self.job_ctx(journal, &s)?;
+        let mut si = self.job_sysinfo(&s, b)?;
         let start = now_secs();
         // This job's latest earlier entry (incomplete, or completed with
         // other properties): a resumable bench picks up its record, and an
@@ -1180,38 +1188,157 @@ pub fn cmd_run(
             Some(v) => v,
             None => serde_json::to_value(&si).map_err(|e| e.to_string())?,
         };
-        match outcome {
-            Ok(Outcome::Done(record, result)) => {
-                data.spec = b.spec_as_run(&data.spec, &record);
-                data.record = Some(record);
-                data.result = Some(result);
-                journal.upsert(data.clone());
-                journal.save().map_err(|e| e.to_string())?;
-                print_summary(&data, printed);
+        record_outcome(journal, data, outcome, b, result, printed)
+    }
+
+    /// The bench's context for job `s`: the host, the memory profile and
+    /// the journal's knobs with the flags' overrides.
+    fn job_ctx(&self, journal: &Journal, s: &JobSpec) -> Result<Ctx<'_>, String> {
+        let (opts, host) = (self.opts, &self.host);
+        let mut hashd: Option<HashdKnobs> = latest(journal, "hashd-params");
+        if let Some(k) = hashd.as_mut() {
+            override_hashd(k, opts, self.mem.share)?;
+        }
+        let mut iocost: Option<IoCostKnobs> = match &self.sys_iocost {
+            Some(k) => Some(k.clone()),
+            None => latest(journal, "iocost-params"),
+        };
+        if let (Some(o), Some(k)) = (&opts.iocost_qos, iocost.as_mut()) {
+            k.qos = o.apply(&k.qos);
+        }
+        Ok(Ctx {
+            opts,
+            cancel: self.cancel,
+            sysinfo: &host.sysinfo,
+            cgroups: &host.cgroups,
+            mem: self.mem,
+            hashd,
+            iocost,
+            exe: self.exe.clone(),
+            used_hashd: None,
+            // Only iocost-tune solves on it; a ladder's job is large.
+            qos: (s.kind == "iocost-tune")
+                .then(|| {
+                    journal
+                        .jobs
+                        .iter()
+                        .rev()
+                        .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
+                        .cloned()
+                })
+                .flatten(),
+            forward_sysinfo: None,
+            prev: None,
+            checkpoint: None,
+            iocost_managed: None,
+        })
+    }
+
+    /// Job `s`'s sysinfo: the requirements it missed, what the check
+    /// fixed, and what ran degraded.
+    fn job_sysinfo(&self, s: &JobSpec, b: &dyn Bench) -> Result<JobSysInfo, String> {
+        let (opts, host, mem) = (self.opts, &self.host, self.mem);
+        let job_missed: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
+            .iter()
+            .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
+            .map(|(r, m)| (*r, m.clone()))
+            .collect();
+        let soft_missed: Vec<&str> = job_missed
+            .keys()
+            .filter(|r| b.soft().contains(r))
+            .map(|r| r.name())
+            .collect();
+        let mut degraded = Vec::new();
+        if !soft_missed.is_empty() {
+            degraded.push(format!(
+                "ran without {} of its {} sysreqs (missed above)",
+                soft_missed.len(),
+                b.hard().len() + b.soft().len()
+            ));
+        }
+        if s.kind == "protection" {
+            degraded.extend(host.cgroups.limitations());
+        }
+        degraded.extend(mem_profile_note(opts, &mem));
+        Ok(JobSysInfo {
+            bench_version: env!("CARGO_PKG_VERSION").to_string(),
+            sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
+            sysreqs_missed: job_missed,
+            sysreqs_report: Some(SysReqsReport {
+                // Upstream requires it: what the job enforced.
+                enforce: Some(EnforceConfig::from_passive(
+                    s.passive
+                        .as_deref()
+                        .and_then(|p| spec::Passive::parse(p).ok())
+                        .as_ref(),
+                )),
+                ..sysreqs_report(host)
+            }),
+            iocost: None,
+            hashd: None,
+            mem,
+            swappiness: opts.swappiness.unwrap_or(host.sysinfo.swappiness),
+            zswap_enabled: host.sysinfo.zswap_enabled,
+            cgroup_backend: Some(host.cgroups.kind()),
+            degraded,
+            fixed: host
+                .statuses
+                .iter()
+                .filter_map(|(r, st)| match st {
+                    Status::Fixed(w) => Some(format!("{}: {w}", r.name())),
+                    _ => None,
+                })
+                .collect(),
+            passive: s
+                .passive
+                .as_deref()
+                .and_then(|p| spec::Passive::parse(p).ok())
+                .map(|p| p.to_passive_string())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// Records a job's outcome in the journal; false when it failed or
+/// stopped.
+fn record_outcome(
+    journal: &mut Journal,
+    mut data: JobData,
+    outcome: Result<Outcome, String>,
+    b: &dyn Bench,
+    result: &Path,
+    printed: &mut Vec<JobData>,
+) -> Result<bool, String> {
+    let s = data.spec.clone();
+    match outcome {
+        Ok(Outcome::Done(record, result)) => {
+            data.spec = b.spec_as_run(&data.spec, &record);
+            data.record = Some(record);
+            data.result = Some(result);
+            journal.upsert(data.clone());
+            journal.save().map_err(|e| e.to_string())?;
+            print_summary(&data, printed);
+            Ok(true)
+        }
+        Ok(Outcome::Partial(record, why)) => {
+            if record.is_some() {
+                data.record = record;
             }
-            Ok(Outcome::Partial(record, why)) => {
-                if record.is_some() {
-                    data.record = record;
-                }
-                journal.upsert(data);
-                journal.save().map_err(|e| e.to_string())?;
-                eprintln!(
-                    "{s}: stopped: {why}; what it recorded is kept in {} (incomplete; a re-run redoes it)",
-                    result.display()
-                );
-                ok = false;
-                break;
-            }
-            Err(e) => {
-                journal.upsert(data);
-                journal.save().map_err(|e| e.to_string())?;
-                eprintln!("{s}: failed: {e}");
-                ok = false;
-                break;
-            }
+            journal.upsert(data);
+            journal.save().map_err(|e| e.to_string())?;
+            eprintln!(
+                "{s}: stopped: {why}; what it recorded is kept in {} (incomplete; a re-run redoes it)",
+                result.display()
+            );
+            Ok(false)
+        }
+        Err(e) => {
+            journal.upsert(data);
+            journal.save().map_err(|e| e.to_string())?;
+            eprintln!("{s}: failed: {e}");
+            Ok(false)
         }
     }
-    Ok(ok)
 }
 
 /// `format`/`summary [SPEC...]`: every completed job, or those matching
