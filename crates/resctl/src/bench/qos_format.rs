@@ -15,6 +15,7 @@ use super::iocost_qos::QosProps;
 use super::knobs::{IoCostQos, QosOvr, round2_as_printed};
 use super::protection::format::{IoLat, format_iolat_rw};
 use super::protection::run::{ProtectionResult, format_with_prefix};
+use super::protection::study::MemHogResult;
 use super::storage::{
     UpstreamStorageJob, UpstreamStorageRecord, UpstreamStorageResult, format_upstream_header,
     format_upstream_result, reports_missing,
@@ -249,6 +250,51 @@ pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
 /// (`sub_full`).
 pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
     let p = QosProps::parse(&d.spec)?;
+    let (rec, res) = read_job(d, &p)?;
+    let (base_rec, base_res) = match (rec.runs.first(), res.runs.first()) {
+        (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
+        _ => return Err("iocost-qos: failed to format due to missing baseline".into()),
+    };
+    let sjob = stor_job(&p)?;
+    // Each run's final mem-hog-tune probe, read once for the run's section
+    // and the summary: where the run has an aMOF.
+    let mut hogs = Vec::with_capacity(res.runs.len());
+    for (i, r) in res.runs.iter().enumerate() {
+        hogs.push(match r {
+            Some(r) if r.adjusted_mem_offload_factor.is_some() => Some(final_probe(&r.prot, i)?),
+            _ => None,
+        });
+    }
+    let mut o = String::new();
+    format_upstream_header(&mut o, &sjob, &base_rec.stor, false);
+
+    if full {
+        let f = RunFmt {
+            d,
+            p: &p,
+            sjob: &sjob,
+            rec: &rec,
+            base_mof: base_res.stor.mem_offload_factor,
+            sub_full,
+            rstat,
+        };
+        for (i, (recr, resr)) in rec.runs.iter().zip(&res.runs).enumerate() {
+            let (Some(recr), Some(resr)) = (recr, resr) else {
+                continue;
+            };
+            f.run(&mut o, i, recr, resr, hogs[i].as_ref())?;
+        }
+        let _ = write!(o, "\n\n{}\n", custom_underline("Summary", '='));
+    } else {
+        o.push('\n');
+    }
+    format_summary(&mut o, &p, &rec, &res, &hogs);
+    format_lat_tables(&mut o, &res);
+    Ok(o)
+}
+
+/// The job's record and result, read and checked to match.
+fn read_job(d: &JobData, p: &QosProps) -> Result<(QosRecord, QosResult), String> {
     let Some(record) = d.record.as_ref().filter(|r| !r.is_null()) else {
         return Err(
             "this iocost-qos job has no record: it stopped before its first QoS run finished; \
@@ -285,110 +331,139 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             res.runs.len()
         ));
     }
-    let (base_rec, base_res) = match (rec.runs.first(), res.runs.first()) {
-        (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
-        _ => return Err("iocost-qos: failed to format due to missing baseline".into()),
-    };
-    let sjob = stor_job(&p)?;
-    let base_mof = base_res.stor.mem_offload_factor;
-    // Each run's final mem-hog-tune probe, read once for the run's section
-    // and the summary: where the run has an aMOF.
-    let mut hogs = Vec::with_capacity(res.runs.len());
-    for (i, r) in res.runs.iter().enumerate() {
-        hogs.push(match r {
-            Some(r) if r.adjusted_mem_offload_factor.is_some() => Some(final_probe(&r.prot, i)?),
-            _ => None,
-        });
-    }
-    let mut o = String::new();
-    format_upstream_header(&mut o, &sjob, &base_rec.stor, false);
+    Ok((rec, res))
+}
 
-    if full {
-        for (i, (recr, resr)) in rec.runs.iter().zip(&res.runs).enumerate() {
-            let (Some(recr), Some(resr)) = (recr, resr) else {
-                continue;
-            };
-            let _ = write!(
-                o,
-                "\n\n{}\nQoS: {}\n\n",
-                custom_underline(&format!("RUN {i:02}"), '='),
-                format_qos_cfg(&rec.base_qos, &recr.ovr)
-            );
-            o.push_str(&custom_underline(&format!("RUN {i:02} - Storage"), '-'));
+/// What every run's full section needs.
+struct RunFmt<'a> {
+    d: &'a JobData,
+    p: &'a QosProps,
+    sjob: &'a UpstreamStorageJob,
+    rec: &'a QosRecord,
+    /// The baseline run's memory offload factor.
+    base_mof: f64,
+    sub_full: bool,
+    rstat: u8,
+}
+
+impl RunFmt<'_> {
+    /// Run `i`'s section: its storage and protection parts and result.
+    fn run(
+        &self,
+        o: &mut String,
+        i: usize,
+        recr: &QosRecordRun,
+        resr: &QosResultRun,
+        hog: Option<&MemHogResult>,
+    ) -> Result<(), String> {
+        let (d, p) = (self.d, self.p);
+        let _ = write!(
+            o,
+            "\n\n{}\nQoS: {}\n\n",
+            custom_underline(&format!("RUN {i:02}"), '='),
+            format_qos_cfg(&self.rec.base_qos, &recr.ovr)
+        );
+        o.push_str(&custom_underline(&format!("RUN {i:02} - Storage"), '-'));
+        o.push('\n');
+        format_upstream_result(
+            o,
+            self.sjob,
+            &recr.stor,
+            &resr.stor,
+            false,
+            self.sub_full,
+            self.rstat,
+        );
+        let pd = JobData {
+            spec: prot_spec(&d.spec, p, &recr.stor, resr.stor.mem_size),
+            period: recr.period,
+            sysinfo: Value::Null,
+            record: Some(recr.prot.clone()),
+            result: Some(resr.prot.clone()),
+        };
+        let prot = format_with_prefix(&pd, self.sub_full, 0, &format!("RUN {i:02} - Protection "))
+            .map_err(|e| format!("run {i:02}: {e}"))?;
+        // Nothing at all for a run without protection scenarios (the
+        // baseline run), as upstream.
+        let prot = prot.trim_end_matches('\n');
+        if !prot.is_empty() {
+            o.push_str(prot);
             o.push('\n');
-            format_upstream_result(
-                &mut o, &sjob, &recr.stor, &resr.stor, false, sub_full, rstat,
-            );
-            let pd = JobData {
-                spec: prot_spec(&d.spec, &p, &recr.stor, resr.stor.mem_size),
-                period: recr.period,
-                sysinfo: Value::Null,
-                record: Some(recr.prot.clone()),
-                result: Some(resr.prot.clone()),
-            };
-            let prot = format_with_prefix(&pd, sub_full, 0, &format!("RUN {i:02} - Protection "))
-                .map_err(|e| format!("run {i:02}: {e}"))?;
-            // Nothing at all for a run without protection scenarios (the
-            // baseline run), as upstream.
-            let prot = prot.trim_end_matches('\n');
-            if !prot.is_empty() {
-                o.push_str(prot);
-                o.push('\n');
-            }
-            let _ = write!(
-                o,
-                "\n{}\n",
-                custom_underline(&format!("RUN {i:02} - Result"), '-')
-            );
-            format_iolat_rw(&mut o, &resr.iolat, true);
-            if recr.qos.is_some() {
-                o.push_str("\nvrate:");
-                for (n, pct) in VRATE_PCTS.iter().enumerate() {
-                    let v = resr.vrate.get(*pct).ok_or_else(|| {
-                        format!("run {i:02}: the result's vrate has no {pct:?} percentile")
-                    })?;
-                    let _ = write!(o, " p{pct}={v:.2}");
-                    if (n + 1) % 7 == 0 {
-                        o.push_str("\n      ");
-                    }
-                }
-                o.push_str("\n\n");
-                let _ = writeln!(
-                    o,
-                    "QoS result: MOF={:.3}@{}({:.3}x) vrate={:.2}:{:.2} missing={}%",
-                    resr.stor.mem_offload_factor,
-                    recr.stor.mem.profile,
-                    resr.stor.mem_offload_factor / base_mof,
-                    pct_of(&resr.vrate, "mean"),
-                    pct_of(&resr.vrate, "stdev"),
-                    format_pct(reports_missing(resr.nr_reports))
-                );
-                match (resr.adjusted_mem_offload_factor, &hogs[i]) {
-                    (Some(amof), Some(hog)) => {
-                        let _ = writeln!(
-                            o,
-                            "            aMOF={:.3}@{}({:.3}x) isol-{}={}% lat_imp={}%:{} work_csv={}%",
-                            amof,
-                            recr.stor.mem.profile,
-                            amof / base_mof,
-                            p.isol_pct,
-                            format_pct(pct_of(&hog.isol, &p.isol_pct)),
-                            format_pct(pct_of(&hog.lat_imp, "mean")),
-                            format_pct(pct_of(&hog.lat_imp, "stdev")),
-                            format_pct(hog.work_csv)
-                        );
-                    }
-                    _ => {
-                        o.push_str("            aMOF=FAIL isol=FAIL lat_imp=FAIL work_csv=FAIL\n");
-                    }
-                }
+        }
+        let _ = write!(
+            o,
+            "\n{}\n",
+            custom_underline(&format!("RUN {i:02} - Result"), '-')
+        );
+        format_iolat_rw(o, &resr.iolat, true);
+        if recr.qos.is_some() {
+            self.qos_result(o, i, recr, resr, hog)?;
+        }
+        Ok(())
+    }
+
+    /// A QoS run's vrate percentiles and its QoS result lines.
+    fn qos_result(
+        &self,
+        o: &mut String,
+        i: usize,
+        recr: &QosRecordRun,
+        resr: &QosResultRun,
+        hog: Option<&MemHogResult>,
+    ) -> Result<(), String> {
+        let (p, base_mof) = (self.p, self.base_mof);
+        o.push_str("\nvrate:");
+        for (n, pct) in VRATE_PCTS.iter().enumerate() {
+            let v = resr.vrate.get(*pct).ok_or_else(|| {
+                format!("run {i:02}: the result's vrate has no {pct:?} percentile")
+            })?;
+            let _ = write!(o, " p{pct}={v:.2}");
+            if (n + 1) % 7 == 0 {
+                o.push_str("\n      ");
             }
         }
-        let _ = write!(o, "\n\n{}\n", custom_underline("Summary", '='));
-    } else {
-        o.push('\n');
+        o.push_str("\n\n");
+        let _ = writeln!(
+            o,
+            "QoS result: MOF={:.3}@{}({:.3}x) vrate={:.2}:{:.2} missing={}%",
+            resr.stor.mem_offload_factor,
+            recr.stor.mem.profile,
+            resr.stor.mem_offload_factor / base_mof,
+            pct_of(&resr.vrate, "mean"),
+            pct_of(&resr.vrate, "stdev"),
+            format_pct(reports_missing(resr.nr_reports))
+        );
+        match (resr.adjusted_mem_offload_factor, hog) {
+            (Some(amof), Some(hog)) => {
+                let _ = writeln!(
+                    o,
+                    "            aMOF={:.3}@{}({:.3}x) isol-{}={}% lat_imp={}%:{} work_csv={}%",
+                    amof,
+                    recr.stor.mem.profile,
+                    amof / base_mof,
+                    p.isol_pct,
+                    format_pct(pct_of(&hog.isol, &p.isol_pct)),
+                    format_pct(pct_of(&hog.lat_imp, "mean")),
+                    format_pct(pct_of(&hog.lat_imp, "stdev")),
+                    format_pct(hog.work_csv)
+                );
+            }
+            _ => {
+                o.push_str("            aMOF=FAIL isol=FAIL lat_imp=FAIL work_csv=FAIL\n");
+            }
+        }
+        Ok(())
     }
+}
 
+/// The ladder's QoS settings and the MOF/aMOF table.
+fn format_summary(
+    o: &mut String,
+    p: &QosProps,
+    rec: &QosRecord,
+    res: &QosResult,
+    hogs: &[Option<MemHogResult>],
+) {
     // The QoS settings of the spec's ladder (upstream's job runs, with the
     // dither the record kept).
     let offset = match p.dither {
@@ -439,6 +514,10 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             }
         }
     }
+}
+
+/// The read and write latency tables, a row per run.
+fn format_lat_tables(o: &mut String, res: &QosResult) {
     for (dir, title) in [(0, "RLAT"), (1, "WLAT")] {
         o.push('\n');
         let _ = writeln!(
@@ -472,7 +551,6 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             o.push('\n');
         }
     }
-    Ok(o)
 }
 
 #[cfg(test)]
