@@ -544,11 +544,10 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
     })))
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let p = props(spec)?;
-    let si = ctx.sysinfo;
-    if si.total_swap == 0 {
+/// Refuses a host the bench cannot measure: no swap, no memory cgroup,
+/// or less memory available than the profile's share.
+fn check_host(ctx: &Ctx) -> Result<(), String> {
+    if ctx.sysinfo.total_swap == 0 {
         return Err(
             "storage measures how much of hashd's footprint swap can offload, and this host has no swap: \
              add swap on the scratch device (e.g. a swap file: fallocate, mkswap, swapon) and run again"
@@ -570,6 +569,102 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             format_size(ctx.mem.avail as f64)
         ));
     }
+    Ok(())
+}
+
+/// The record before its loops.
+fn new_record(p: &Props, ctx: &Ctx) -> StorageRecord {
+    let (si, share) = (ctx.sysinfo, ctx.mem.share);
+    StorageRecord {
+        rps_max: p.rps_max,
+        hash_size: p.hash_size,
+        chunk_pages: p.chunk_pages,
+        log_bps: p.log_bps,
+        loops: p.loops,
+        mem_profile: ctx.mem.profile,
+        mem_avail: ctx.mem.avail,
+        mem_share: share,
+        mem_size: 4 * share,
+        swap_total: si.total_swap,
+        nr_cpus: si.nr_cpus,
+        started: now_secs(),
+        ..StorageRecord::default()
+    }
+}
+
+/// hashd's cgroup, held to the memory profile's share.
+fn limit_hashd(ctx: &Ctx, rec: &mut StorageRecord) -> Result<Cgroup, String> {
+    let share = ctx.mem.share;
+    let cg = ctx
+        .cgroups
+        .create(&format!("rackbench-{}/workload.slice", std::process::id()))?;
+    match cg.set_mem_max(share) {
+        Applied::Done => rec.controls.push(format!(
+            "hashd memory limit {} ({})",
+            format_size(share as f64),
+            ctx.cgroups.kind().name()
+        )),
+        Applied::Degraded(w) | Applied::Unsupported(w) => {
+            return Err(format!(
+                "cannot hold hashd to {}: {w}",
+                format_size(share as f64)
+            ));
+        }
+    }
+    Ok(cg)
+}
+
+/// Refuses a loop whose rate the CPU, not the storage, limited (kept in
+/// the record); with --test, a missed rate is noted only.
+fn check_rate(
+    ctx: &Ctx,
+    p: &Props,
+    rec: &mut StorageRecord,
+    l: LoopRecord,
+    label: &str,
+) -> Result<LoopRecord, String> {
+    let share = ctx.mem.share;
+    let best = l
+        .probes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["rps"].as_f64())
+        .fold(0.0f64, f64::max);
+    // --test probes (10 s, one per stage) are too short to tell a
+    // CPU-bound rate from a ramping one: noted, not judged.
+    let rate_missed = best < 0.9 * f64::from(p.rps_max);
+    if rate_missed && ctx.opts.test {
+        rec.notes.push(format!(
+            "{label}: best rate {best:.0} of rps_max {} (--test probes are too short to judge it)",
+            p.rps_max
+        ));
+    } else if rate_missed {
+        rec.runs.push(l);
+        return Err(format!(
+            "hashd never served rps_max {} at any footprint it tried (best {best:.0} rps): \
+             the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
+            p.rps_max
+        ));
+    }
+    if l.size < share && !ctx.opts.test {
+        rec.runs.push(l.clone());
+        return Err(format!(
+            "hashd sustained rps_max {} only with a {} footprint, smaller than its {} of memory: \
+             the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
+            p.rps_max,
+            format_size(l.size as f64),
+            format_size(share as f64)
+        ));
+    }
+    Ok(l)
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let p = props(spec)?;
+    check_host(ctx)?;
+    let share = ctx.mem.share;
     let knobs = HashdKnobs {
         hash_size: p.hash_size,
         rps_max: p.rps_max,
@@ -589,37 +684,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         fake_cpu_load: true,
         ..Params::default()
     };
-    let mut rec = StorageRecord {
-        rps_max: p.rps_max,
-        hash_size: p.hash_size,
-        chunk_pages: p.chunk_pages,
-        log_bps: p.log_bps,
-        loops: p.loops,
-        mem_profile: ctx.mem.profile,
-        mem_avail: ctx.mem.avail,
-        mem_share: share,
-        mem_size: 4 * share,
-        swap_total: si.total_swap,
-        nr_cpus: si.nr_cpus,
-        started: now_secs(),
-        ..StorageRecord::default()
-    };
-    let cg = ctx
-        .cgroups
-        .create(&format!("rackbench-{}/workload.slice", std::process::id()))?;
-    match cg.set_mem_max(share) {
-        Applied::Done => rec.controls.push(format!(
-            "hashd memory limit {} ({})",
-            format_size(share as f64),
-            ctx.cgroups.kind().name()
-        )),
-        Applied::Degraded(w) | Applied::Unsupported(w) => {
-            return Err(format!(
-                "cannot hold hashd to {}: {w}",
-                format_size(share as f64)
-            ));
-        }
-    }
+    let mut rec = new_record(&p, ctx);
+    let cg = limit_hashd(ctx, &mut rec)?;
     eprintln!(
         "storage: memory profile {} (share {}, avail {}), rps_max {} with fake CPU load, {} loops",
         ctx.mem.profile,
@@ -636,7 +702,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         let label = format!("loop {}/{}", kept + 1, p.loops);
         let end = run_loop(ctx, &files, &cg, &label);
         rec.ended = now_secs();
-        let mut l = match end {
+        let l = match end {
             Ok(LoopEnd::Done(l)) => *l,
             Ok(LoopEnd::Interrupted) => {
                 return Ok(Outcome::Partial(
@@ -646,39 +712,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             }
             Err(e) => return Err(e),
         };
-        let best = l
-            .probes
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["rps"].as_f64())
-            .fold(0.0f64, f64::max);
-        // --test probes (10 s, one per stage) are too short to tell a
-        // CPU-bound rate from a ramping one: noted, not judged.
-        let rate_missed = best < 0.9 * f64::from(p.rps_max);
-        if rate_missed && ctx.opts.test {
-            rec.notes.push(format!(
-                "{label}: best rate {best:.0} of rps_max {} (--test probes are too short to judge it)",
-                p.rps_max
-            ));
-        } else if rate_missed {
-            rec.runs.push(l);
-            return Err(format!(
-                "hashd never served rps_max {} at any footprint it tried (best {best:.0} rps): \
-                 the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
-                p.rps_max
-            ));
-        }
-        if l.size < share && !ctx.opts.test {
-            rec.runs.push(l.clone());
-            return Err(format!(
-                "hashd sustained rps_max {} only with a {} footprint, smaller than its {} of memory: \
-                 the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
-                p.rps_max,
-                format_size(l.size as f64),
-                format_size(share as f64)
-            ));
-        }
+        let mut l = check_rate(ctx, &p, &mut rec, l, &label)?;
         // As upstream: --test runs do not judge the usage error (their
         // short probes seldom fill the share).
         if ctx.opts.test && l.usage_err.abs() > p.err_max {
