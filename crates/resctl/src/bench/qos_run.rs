@@ -675,24 +675,9 @@ fn run_one(
     })))
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let p = QosProps::parse(spec)?;
-    let root = ctx
-        .cgroups
-        .v2_root()
-        .filter(|r| r.join("io.cost.qos").exists())
-        .ok_or(
-            "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
-             iocost-qos cannot run without io.cost, even with --force",
-        )?
-        .to_path_buf();
-    let k = ctx.iocost.clone().ok_or(
-        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
-    )?;
-    // What the device had, written back when the job ends.
-    let _restore = IoCostRestore::capture(&root, &k.devnr);
-
+/// The record to start from: the earlier incomplete one when it matches
+/// the current configuration, else a new one; with its dither.
+fn resume_record(ctx: &Ctx, p: &QosProps, k: &IoCostKnobs) -> Record {
     let prev: Option<Record> = ctx
         .prev
         .as_ref()
@@ -700,7 +685,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         .and_then(|r| serde_json::from_value(r).ok());
     let mem_profile = ctx.mem.profile;
     let matches = match &prev {
-        Some(pr) => prev_matches(pr, &k, mem_profile).map_err(|why| {
+        Some(pr) => prev_matches(pr, k, mem_profile).map_err(|why| {
             eprintln!(
                 "iocost-qos: Existing result doesn't match the current configuration ({why})"
             );
@@ -731,9 +716,15 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         },
     };
     rec.dither_dist = dither;
+    rec
+}
+
+/// The ladder's rungs (skipped, or with the minimum adjusted), each
+/// listed with whether it still has to run.
+fn plan_rungs(p: &QosProps, k: &IoCostKnobs, rec: &Record) -> Vec<Rung> {
     let abs_min = abs_min_vrate(&k.model);
     let rungs: Vec<Rung> = p
-        .ladder(dither.unwrap_or(0.0))
+        .ladder(rec.dither_dist.unwrap_or(0.0))
         .iter()
         .map(|o| {
             if p.ignore_min_perf {
@@ -745,7 +736,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         .collect();
     let mut nr_to_run = 0;
     for (i, r) in rungs.iter().enumerate() {
-        let new = !r.skip && find_run(&r.ovr, &rec).is_none();
+        let new = !r.skip && find_run(&r.ovr, rec).is_none();
         nr_to_run += usize::from(new);
         eprintln!(
             "iocost-qos[{i:02}]: {}{} {}",
@@ -774,6 +765,30 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             "iocost-qos: rungs marked s are below {abs_min:.2}% of the model, the least the device may be throttled to (ignore-min-perf runs them)"
         );
     }
+    rungs
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let p = QosProps::parse(spec)?;
+    let root = ctx
+        .cgroups
+        .v2_root()
+        .filter(|r| r.join("io.cost.qos").exists())
+        .ok_or(
+            "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
+             iocost-qos cannot run without io.cost, even with --force",
+        )?
+        .to_path_buf();
+    let k = ctx.iocost.clone().ok_or(
+        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
+    )?;
+    // What the device had, written back when the job ends.
+    let _restore = IoCostRestore::capture(&root, &k.devnr);
+
+    let mem_profile = ctx.mem.profile;
+    let mut rec = resume_record(ctx, &p, &k);
+    let rungs = plan_rungs(&p, &k, &rec);
 
     let mut runs: Vec<Option<RecordRun>> = Vec::with_capacity(rungs.len());
     for (i, r) in rungs.iter().enumerate() {
