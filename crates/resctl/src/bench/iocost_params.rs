@@ -157,21 +157,9 @@ fn fio(
     parse_fio(&String::from_utf8_lossy(&out.stdout), dir)
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let apply = props(spec)?;
-    let si = ctx.sysinfo;
-    let rot = si.scr_dev_rotational;
-    let (size, secs): (u64, u32) = if ctx.opts.test {
-        (256 << 20, 3)
-    } else {
-        (16 << 30, 60)
-    };
-    let jobs = if rot { 1 } else { 8 };
-    let pct = if rot { 50.0 } else { 95.0 };
-    let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
-    let mut model = IoCostModel::default();
-    let plan: [(&str, FioJob); 6] = [
+/// The fio runs that measure the model's six figures, in order.
+fn model_plan() -> [(&'static str, FioJob<'static>); 6] {
+    [
         (
             "wbps",
             FioJob {
@@ -226,7 +214,24 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 rate_iops: None,
             },
         ),
-    ];
+    ]
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    let apply = props(spec)?;
+    let si = ctx.sysinfo;
+    let rot = si.scr_dev_rotational;
+    let (size, secs): (u64, u32) = if ctx.opts.test {
+        (256 << 20, 3)
+    } else {
+        (16 << 30, 60)
+    };
+    let jobs = if rot { 1 } else { 8 };
+    let pct = if rot { 50.0 } else { 95.0 };
+    let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
+    let mut model = IoCostModel::default();
+    let plan = model_plan();
     let total = plan.len() + 2;
     for (i, (name, job)) in plan.iter().enumerate() {
         if ctx.cancel.is_stopped() {
