@@ -20,6 +20,7 @@ fn tune_result(d: &JobData) -> Result<TuneResult, String> {
         "iocost-tune",
         "result",
     )
+    .map_err(String::from)
 }
 
 /// Why `run` cannot go on, on this host: io.cost missing names the
@@ -84,29 +85,33 @@ impl Bench for IoCostQosBench {
         SOFT
     }
     fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        QosProps::parse(spec).map(|_| ())
+        QosProps::parse(spec).map(|_| ()).map_err(String::from)
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        super::qos_run::run(spec, ctx)
+        super::qos_run::run(spec, ctx).map_err(String::from)
     }
     fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
-        Some(super::qos_run::restudy(d))
+        Some(super::qos_run::restudy(d).map_err(String::from))
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        super::qos_format::format(d, full, 0)
+        super::qos_format::format(d, full, 0).map_err(String::from)
     }
     fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
-        super::qos_format::format(d, full, rstat)
+        super::qos_format::format(d, full, rstat).map_err(String::from)
     }
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
-        super::qos_format::sub_full(spec).map(|_| ())
+        super::qos_format::sub_full(spec)
+            .map(|_| ())
+            .map_err(String::from)
     }
     fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
         let sub = super::qos_format::sub_full(&JobSpec {
             props: a.props.to_vec(),
             ..d.spec.clone()
         })?;
-        super::qos_format::format_sub(d, a.full, a.rstat, sub).map(|t| (t, false))
+        super::qos_format::format_sub(d, a.full, a.rstat, sub)
+            .map(|t| (t, false))
+            .map_err(String::from)
     }
     fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
 }
@@ -131,7 +136,7 @@ impl Bench for IoCostTuneBench {
         SOFT
     }
     fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        tune_rules(spec).map(|_| ())
+        tune_rules(spec).map(|_| ()).map_err(String::from)
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         let mut job = TuneJob::parse(spec)?;
@@ -197,7 +202,7 @@ impl Bench for IoCostTuneBench {
         })())
     }
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
-        tune::format_props(spec).map(|_| ())
+        tune::format_props(spec).map(|_| ()).map_err(String::from)
     }
     fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
         let f = tune::format_props(&JobSpec {

@@ -32,20 +32,31 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Parses and checks a spec, naming it in the error.
-pub fn parse_spec(text: &str) -> Result<JobSpec, String> {
-    let s = spec::parse(text).map_err(|e| e.to_string())?;
-    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
-    b.check(&s).map_err(|e| format!("job spec {text:?}: {e}"))?;
+pub fn parse_spec(text: &str) -> Result<JobSpec, crate::Error> {
+    let s = spec::parse(text)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
+    let b = bench(&s.kind)
+        .map_err(|e| format!("job spec {text:?}: {e}"))
+        .map_err(crate::Error::Input)?;
+    b.check(&s)
+        .map_err(|e| format!("job spec {text:?}: {e}"))
+        .map_err(crate::Error::Input)?;
     Ok(s)
 }
 
 /// Parses a `format`/`summary` spec: its properties are the bench's
 /// format properties where it has them ([`Bench::check_format_props`]).
-pub fn parse_format_spec(text: &str) -> Result<JobSpec, String> {
-    let s = spec::parse(text).map_err(|e| e.to_string())?;
-    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
+pub fn parse_format_spec(text: &str) -> Result<JobSpec, crate::Error> {
+    let s = spec::parse(text)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
+    let b = bench(&s.kind)
+        .map_err(|e| format!("job spec {text:?}: {e}"))
+        .map_err(crate::Error::Input)?;
     b.check_format_props(&s)
-        .map_err(|e| format!("job spec {text:?}: {e}"))?;
+        .map_err(|e| format!("job spec {text:?}: {e}"))
+        .map_err(crate::Error::Input)?;
     Ok(s)
 }
 
@@ -91,7 +102,7 @@ pub fn format_job_props(
     rstat: u8,
     props: &[BTreeMap<String, String>],
     result: &Path,
-) -> Result<(), String> {
+) -> Result<(), crate::Error> {
     let mut head = "=".repeat(90);
     head.push_str("\n\n");
     let sysinfo_err = match JobSysInfo::from_json(&d.sysinfo) {
@@ -113,7 +124,8 @@ pub fn format_job_props(
         result,
         head: &head,
     };
-    let body = bench(&d.spec.kind).and_then(|b| b.format_props(d, &args));
+    let body =
+        bench(&d.spec.kind).and_then(|b| b.format_props(d, &args).map_err(crate::Error::Input));
     match body {
         Ok((text, true)) => {
             out.push_str(&text);
@@ -123,7 +135,7 @@ pub fn format_job_props(
             return Ok(());
         }
         Err(e) if props.iter().any(|p| !p.is_empty()) => {
-            return Err(format!("{}: {e}", d.spec.kind));
+            return Err(crate::Error::Input(format!("{}: {e}", d.spec.kind)));
         }
         _ => {}
     }
@@ -436,14 +448,14 @@ pub fn mem_profile_note(opts: &Options, m: &MemInfo) -> Option<String> {
 /// `--mem-profile` (refused, as upstream, when its share is more than
 /// the available memory), 1 with `--test`, else upstream's 16, or the
 /// largest that fits when 16 does not ([`mem_profile_note`] says so).
-pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, String> {
+pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, crate::Error> {
     let avail = match opts.mem_avail {
         Some(a) if total > 0 && a > total => {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "-m/--mem-avail {}: more than the host's memory ({})",
                 crate::fmt::format_size(a as f64),
                 crate::fmt::format_size(total as f64)
-            ));
+            )));
         }
         Some(a) => a,
         None => probed.unwrap_or(total),
@@ -452,13 +464,13 @@ pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemIn
         (Some(p), _) => {
             let m = MemInfo::parse(p, avail, total)?;
             if m.profile > 0 && m.share > avail {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "-M/--mem-profile {}: the available memory {} is too small for its share {}; \
                      use a lower mem-profile (or -m/--mem-avail)",
                     m.profile,
                     crate::fmt::format_size(avail as f64),
                     crate::fmt::format_size(m.share as f64)
-                ));
+                )));
             }
             Ok(m)
         }
@@ -478,16 +490,16 @@ pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemIn
 /// runs hashd with (upstream overrides its bench file's knobs the same
 /// way). hashd's size at mem_frac 1.0 is 4 x the share here, so the
 /// footprint is set through mem_frac and a size above it is refused.
-pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<(), String> {
+pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<(), crate::Error> {
     if let Some(size) = opts.hashd_size {
         let mem_size = share.saturating_mul(4);
         if size > mem_size {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "--hashd-size {}: more than hashd's size at this memory profile ({}, 4 x the share): \
                  pick a larger --mem-profile or a smaller size",
                 crate::fmt::format_size(size as f64),
                 crate::fmt::format_size(mem_size as f64)
-            ));
+            )));
         }
         k.mem_size = mem_size;
         k.mem_frac = size as f64 / mem_size as f64;
@@ -501,7 +513,7 @@ pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<
 /// `-D/--dev`: rackbench's scratch device is the disk holding `--dir`
 /// (its test files and fio's go there), so the option is accepted only
 /// when it names that disk or one of its partitions.
-pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), String> {
+pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), crate::Error> {
     let Some(d) = dev else {
         return Ok(());
     };
@@ -512,7 +524,7 @@ pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), Str
     if want == scr_dev || is_part {
         return Ok(());
     }
-    Err(format!(
+    Err(crate::Error::Input(format!(
         "-D/--dev {d}: the scratch device is the disk holding --dir {} ({}); rackbench cannot \
          bench another device: pass a --dir on {want} instead",
         dir.display(),
@@ -521,7 +533,7 @@ pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), Str
         } else {
             scr_dev
         }
-    ))
+    )))
 }
 
 /// The cgroup2 root with io.cost, or why `what` cannot be honoured.
@@ -560,17 +572,22 @@ fn iocost_line(text: &str, devnr: &str) -> Option<BTreeMap<String, String>> {
 /// `--iocost-from-sys`: the scratch device's model and QoS as the
 /// kernel has them (`model` and `qos`: the io.cost.model and io.cost.qos
 /// texts); refused when iocost is off for the device.
-pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCostKnobs, String> {
+pub fn iocost_knobs_from_sys(
+    model: &str,
+    qos: &str,
+    devnr: &str,
+) -> Result<IoCostKnobs, crate::Error> {
     let what = "--iocost-from-sys";
-    let m = iocost_line(model, devnr).ok_or_else(|| {
-        format!("{what}: io.cost.model has no line for the scratch device {devnr}")
-    })?;
+    let m = iocost_line(model, devnr)
+        .ok_or_else(|| format!("{what}: io.cost.model has no line for the scratch device {devnr}"))
+        .map_err(crate::Error::Host)?;
     let q = iocost_line(qos, devnr)
-        .ok_or_else(|| format!("{what}: io.cost.qos has no line for the scratch device {devnr}"))?;
+        .ok_or_else(|| format!("{what}: io.cost.qos has no line for the scratch device {devnr}"))
+        .map_err(crate::Error::Host)?;
     if q.get("enable").map(String::as_str) != Some("1") {
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
-        ));
+        )));
     }
     // Every figure must be there: a missing one is not read as 0.
     const MODEL_KEYS: [&str; 6] = [
@@ -584,9 +601,9 @@ pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCo
     const QOS_KEYS: [&str; 6] = ["rpct", "rlat", "wpct", "wlat", "min", "max"];
     for (map, keys) in [(&m, MODEL_KEYS), (&q, QOS_KEYS)] {
         if let Some(k) = keys.iter().find(|k| figure(map, k).is_none()) {
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"
-            ));
+            )));
         }
     }
     Ok(IoCostKnobs {
@@ -790,21 +807,24 @@ pub fn cmd_run(
     specs: &[String],
     cancel: &Cancel,
     printed: &mut Vec<JobData>,
-) -> Result<bool, String> {
+) -> Result<bool, crate::Error> {
     let result = opts
         .result
         .as_ref()
-        .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")?;
-    let specs = run_specs(specs)?;
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
-    opts_dir_check(opts)?;
+        .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")
+        .map_err(|e| crate::Error::Input(e.into()))?;
+    let specs = run_specs(specs).map_err(crate::Error::Input)?;
+    let mut journal = Journal::open(result)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
+    opts_dir_check(opts).map_err(crate::Error::Input)?;
     note_unused_flags(opts);
-    let mut pending = pending_jobs(&journal, specs, result, printed)?;
+    let mut pending = pending_jobs(&journal, specs, result, printed).map_err(crate::Error::Input)?;
     if pending.is_empty() {
         return Ok(true);
     }
-    add_nested_jobs(&journal, &mut pending, opts)?;
-    let reqs = job_reqs(&pending)?;
+    add_nested_jobs(&journal, &mut pending, opts).map_err(crate::Error::Input)?;
+    let reqs = job_reqs(&pending).map_err(crate::Error::Input)?;
     // What each job lets the check change (upstream's rd-agent decides
     // per job from its passive controls). With more than one kind among
     // the jobs, each kind is checked and undone first, so that every job's
@@ -814,21 +834,22 @@ pub fn cmd_run(
     if fixes.iter().any(|f| *f != fixes[0]) {
         for f in &fixes {
             if statuses_by_fix.iter().all(|(g, _)| g != f) {
-                let h = probe(opts, &reqs, *f)?;
+                let h = probe(opts, &reqs, *f).map_err(crate::Error::Host)?;
                 statuses_by_fix.push((*f, h.statuses));
                 h.restore.restore_quietly();
             }
         }
     }
-    let mut host = probe(opts, &reqs, fixes[0])?;
+    let mut host = probe(opts, &reqs, fixes[0]).map_err(crate::Error::Host)?;
     if statuses_by_fix.is_empty() {
         statuses_by_fix.push((fixes[0], host.statuses.clone()));
     }
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
-    let sys_iocost = check_iocost_flags(opts, &host, &journal, &pending)?;
-    check_hard_reqs(opts, &pending, &fixes, &statuses_by_fix)?;
+    let sys_iocost =
+        check_iocost_flags(opts, &host, &journal, &pending).map_err(crate::Error::Host)?;
+    check_hard_reqs(opts, &pending, &fixes, &statuses_by_fix).map_err(crate::Error::Host)?;
     announce_fixes(&host);
-    let mem = memory(opts, &host.sysinfo)?;
+    let mem = memory(opts, &host.sysinfo).map_err(crate::Error::Host)?;
     // A --hashd-size that cannot fit is refused before anything runs.
     override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
     print_memory(opts, &mem);
@@ -836,8 +857,10 @@ pub fn cmd_run(
     // 60), restored before them on the way out.
     // `--swappiness` joins the host's undo record, so it is written back
     // (first, being the latest change) with the sysreq fixes on exit.
-    apply_swappiness(opts, &mut host)?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    apply_swappiness(opts, &mut host).map_err(crate::Error::Host)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this binary: {e}"))
+        .map_err(crate::Error::Host)?;
     let mut runner = JobRunner {
         opts,
         cancel,
@@ -850,7 +873,11 @@ pub fn cmd_run(
         exe,
     };
     for (s, fix) in pending.into_iter().zip(fixes) {
-        if cancel.is_stopped() || !runner.run(&mut journal, s, fix, printed)? {
+        if cancel.is_stopped()
+            || !runner
+                .run(&mut journal, s, fix, printed)
+                .map_err(crate::Error::Host)?
+        {
             return Ok(false);
         }
     }
@@ -1343,15 +1370,21 @@ fn record_outcome(
 
 /// `format`/`summary [SPEC...]`: every completed job, or those matching
 /// the specs' kind and id.
-pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String, String> {
+pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String, crate::Error> {
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")?;
+        .ok_or("no result file: expected -r/--result FILE")
+        .map_err(|e| crate::Error::Input(e.into()))?;
     if !result.exists() {
-        return Err(format!("result file {} does not exist", result.display()));
+        return Err(crate::Error::Input(format!(
+            "result file {} does not exist",
+            result.display()
+        )));
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
     // The numbers as upstream reads them, so that every printed figure
     // rounds as upstream's does (a value one unit in the last place off can
     // print 99.82 for 99.81); nothing is written back.
@@ -1374,7 +1407,8 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
             .jobs
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))?;
+            .ok_or_else(|| format!("No matching result for {text}"))
+            .map_err(crate::Error::Input)?;
         format_job_props(&mut out, d, full, opts.rstat, &s.props, result)?;
     }
     Ok(out)
@@ -1387,21 +1421,27 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
 /// (`solve`) is the same with the solve step only: iocost-tune's fits and
 /// solutions made again from its result's data; other kinds have no solve
 /// step and are kept as they are.
-pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String, String> {
+pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String, crate::Error> {
     let verb = if solve { "solve" } else { "study" };
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")?;
+        .ok_or("no result file: expected -r/--result FILE")
+        .map_err(|e| crate::Error::Input(e.into()))?;
     if specs.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "{verb}: no job spec: expected KIND[:id=ID]... (as upstream, {verb} needs the jobs named)"
-        ));
+        )));
     }
     if !result.exists() {
-        return Err(format!("result file {} does not exist", result.display()));
+        return Err(crate::Error::Input(format!(
+            "result file {} does not exist",
+            result.display()
+        )));
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
     let mut out = String::new();
     let mut changed = false;
     for text in specs {
@@ -1410,13 +1450,14 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
             .jobs
             .iter()
             .position(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))?;
+            .ok_or_else(|| format!("No matching result for {text}"))
+            .map_err(crate::Error::Input)?;
         let d = &journal.jobs[i];
         if !d.is_completed() {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "{}: not complete; {verb} needs completed jobs (run it first)",
                 d.spec
-            ));
+            )));
         }
         let b = bench(&s.kind)?;
         let (again, how) = if solve {
@@ -1437,7 +1478,9 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
                 d.spec
             ),
             Some(r) => {
-                let (res, rec) = r.map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))?;
+                let (res, rec) = r
+                    .map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))
+                    .map_err(crate::Error::Input)?;
                 let rec_changed = rec.is_some() && rec.as_ref() != d.record.as_ref();
                 if Some(&res) != d.result.as_ref() || rec_changed {
                     eprintln!("{}: result {how}: changed", d.spec);
@@ -1454,15 +1497,18 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
         out.push_str(&summary_text(std::slice::from_ref(&journal.jobs[i])));
     }
     if changed {
-        journal.save().map_err(|e| e.to_string())?;
+        journal
+            .save()
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Input)?;
     }
     Ok(out)
 }
 
 /// `deps`: every requirement, satisfied or missed, on this host.
-pub fn cmd_deps(opts: &Options) -> Result<String, String> {
-    opts_dir_check(opts)?;
-    let host = probe(opts, &SysReq::ALL, Fix::NONE)?;
+pub fn cmd_deps(opts: &Options) -> Result<String, crate::Error> {
+    opts_dir_check(opts).map_err(crate::Error::Input)?;
+    let host = probe(opts, &SysReq::ALL, Fix::NONE).map_err(crate::Error::Input)?;
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     // As upstream: every requirement but DepsLinuxBuild (no bench needs a
     // kernel build), satisfied ones on the first line, then the missed ones
@@ -1624,16 +1670,19 @@ mod tests {
         assert!(
             cmd_study(&opts, &["iocost-params".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("not complete")
         );
         assert!(
             cmd_study(&opts, &["protection".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("No matching result")
         );
         assert!(
             cmd_study(&opts, &[], false)
                 .unwrap_err()
+                .to_string()
                 .contains("no job spec")
         );
     }

@@ -82,14 +82,16 @@ pub fn read<T: serde::de::DeserializeOwned>(
     v: &Value,
     kind: &str,
     what: &str,
-) -> Result<T, String> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        format!(
-            "the {what} is not upstream's {kind} {what}: {what}.{}: {}",
-            e.path(),
-            e.inner()
-        )
-    })
+) -> Result<T, crate::Error> {
+    serde_path_to_error::deserialize(v)
+        .map_err(|e| {
+            format!(
+                "the {what} is not upstream's {kind} {what}: {what}.{}: {}",
+                e.path(),
+                e.inner()
+            )
+        })
+        .map_err(crate::Error::Input)
 }
 
 /// The vrate percentiles upstream prints, in its order.
@@ -186,7 +188,7 @@ fn final_probe(prot: &Value, i: usize) -> Result<super::protection::study::MemHo
 /// when the tune recorded none (no protected size was found).
 pub fn final_probe_of(
     prot: &Value,
-) -> Result<Option<super::protection::study::MemHogResult>, String> {
+) -> Result<Option<super::protection::study::MemHogResult>, crate::Error> {
     let first = prot.get("scenarios").and_then(|s| s.get(0));
     let Some(first) = first else {
         return Ok(None);
@@ -197,8 +199,9 @@ pub fn final_probe_of(
     {
         return Ok(None);
     }
-    let r: ProtectionResult =
-        serde_json::from_value(prot.clone()).map_err(|e| format!("the protection result: {e}"))?;
+    let r: ProtectionResult = serde_json::from_value(prot.clone())
+        .map_err(|e| format!("the protection result: {e}"))
+        .map_err(crate::Error::Input)?;
     Ok(r.scenarios.into_iter().next())
 }
 
@@ -219,27 +222,27 @@ fn pct_of(m: &BTreeMap<String, f64>, k: &str) -> f64 {
 /// The text of an iocost-qos job made upstream, as upstream's `format`
 /// prints it; `full` adds each run's sections (`format`), `rstat` the
 /// storage runs' extra stat tables (`format -R`).
-pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     format_sub(d, full, rstat, false)
 }
 
 /// `format iocost-qos:sub-full`: upstream's format property for the runs'
 /// storage and protection parts printed in full.
-pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
+pub fn sub_full(spec: &JobSpec) -> Result<bool, crate::Error> {
     let mut on = false;
     for (k, v) in spec.props.iter().flatten() {
         match (k.as_str(), v.as_str()) {
             ("sub-full", "" | "true") => on = true,
             ("sub-full", "false") => on = false,
             ("sub-full", v) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "format property sub-full={v:?}: expected true or false"
-                ));
+                )));
             }
             (k, _) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "unknown format property {k:?}: iocost-qos takes sub-full"
-                ));
+                )));
             }
         }
     }
@@ -248,20 +251,31 @@ pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
 
 /// [`format`] with the runs' storage and protection parts full
 /// (`sub_full`).
-pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
+pub fn format_sub(
+    d: &JobData,
+    full: bool,
+    rstat: u8,
+    sub_full: bool,
+) -> Result<String, crate::Error> {
     let p = QosProps::parse(&d.spec)?;
-    let (rec, res) = read_job(d, &p)?;
+    let (rec, res) = read_job(d, &p).map_err(crate::Error::Input)?;
     let (base_rec, base_res) = match (rec.runs.first(), res.runs.first()) {
         (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
-        _ => return Err("iocost-qos: failed to format due to missing baseline".into()),
+        _ => {
+            return Err(crate::Error::Input(
+                "iocost-qos: failed to format due to missing baseline".into(),
+            ));
+        }
     };
-    let sjob = stor_job(&p)?;
+    let sjob = stor_job(&p).map_err(crate::Error::Input)?;
     // Each run's final mem-hog-tune probe, read once for the run's section
     // and the summary: where the run has an aMOF.
     let mut hogs = Vec::with_capacity(res.runs.len());
     for (i, r) in res.runs.iter().enumerate() {
         hogs.push(match r {
-            Some(r) if r.adjusted_mem_offload_factor.is_some() => Some(final_probe(&r.prot, i)?),
+            Some(r) if r.adjusted_mem_offload_factor.is_some() => {
+                Some(final_probe(&r.prot, i).map_err(crate::Error::Input)?)
+            }
             _ => None,
         });
     }
@@ -282,7 +296,8 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             let (Some(recr), Some(resr)) = (recr, resr) else {
                 continue;
             };
-            f.run(&mut o, i, recr, resr, hogs[i].as_ref())?;
+            f.run(&mut o, i, recr, resr, hogs[i].as_ref())
+                .map_err(crate::Error::Input)?;
         }
         let _ = write!(o, "\n\n{}\n", custom_underline("Summary", '='));
     } else {
@@ -746,36 +761,46 @@ WLAT               p50                p90                p99                max
         let e = format(&d, false, 0).unwrap_err();
         // A job that stopped says how far it got and that `run` resumes it.
         assert!(
-            e.contains("job is incomplete") && e.contains("run it again to resume"),
+            e.to_string().contains("job is incomplete")
+                && e.to_string().contains("run it again to resume"),
             "{e}"
         );
         let mut d = journal_entry();
         d.record.as_mut().unwrap()["runs"][0] = Value::Null;
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("missing baseline"), "{e}");
+        assert!(e.to_string().contains("missing baseline"), "{e}");
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"]
             .as_array_mut()
             .unwrap()
             .pop();
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("the record has 3 runs and the result 2"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the record has 3 runs and the result 2"),
+            "{e}"
+        );
         let mut d = journal_entry();
         d.record.as_mut().unwrap()["base_qos"]["rlat"] = json!("x");
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("record.base_qos.rlat: invalid type"), "{e}");
+        assert!(
+            e.to_string().contains("record.base_qos.rlat: invalid type"),
+            "{e}"
+        );
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"][1]["stor"]["mem_usage"] = json!(-1);
         let e = format(&d, false, 0).unwrap_err();
         assert!(
-            e.contains("result.runs[1].stor.mem_usage: invalid value"),
+            e.to_string()
+                .contains("result.runs[1].stor.mem_usage: invalid value"),
             "{e}"
         );
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"][1]["vrate"] = json!({});
         let e = format(&d, true, 0).unwrap_err();
         assert!(
-            e.contains("run 01: the result's vrate has no \"00\""),
+            e.to_string()
+                .contains("run 01: the result's vrate has no \"00\""),
             "{e}"
         );
     }

@@ -267,7 +267,9 @@ fn apply_rung(ctx: &Ctx, k: &IoCostKnobs, qos: Option<&IoCostQos>) -> Result<(),
         .ok_or("iocost-qos: no cgroup2 hierarchy with the io controller")?;
     let (mf, qf) = (root.join("io.cost.model"), root.join("io.cost.qos"));
     match qos {
-        None => crate::sys::write_existing(&qf, &format!("{} enable=0", k.devnr)),
+        None => {
+            crate::sys::write_existing(&qf, &format!("{} enable=0", k.devnr)).map_err(String::from)
+        }
         Some(q) => {
             let m = &k.model;
             crate::sys::write_existing(
@@ -283,7 +285,7 @@ fn apply_rung(ctx: &Ctx, k: &IoCostKnobs, qos: Option<&IoCostQos>) -> Result<(),
                     "{} enable=1 ctrl=user rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
                     k.devnr, q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
                 ),
-            )
+            ).map_err(String::from)
         }
     }
 }
@@ -438,12 +440,13 @@ fn within(s: &[RunSample], (a, b): (f64, f64)) -> Vec<[BTreeMap<String, f64>; 2]
 }
 
 /// Studies one run of the record into upstream's `IoCostQoSResultRun`.
-pub fn study_run(r: &RecordRun) -> Result<Value, String> {
-    let srec: super::storage::StorageRecord =
-        serde_json::from_value(r.stor.clone()).map_err(|e| format!("the storage record: {e}"))?;
+pub fn study_run(r: &RecordRun) -> Result<Value, crate::Error> {
+    let srec: super::storage::StorageRecord = serde_json::from_value(r.stor.clone())
+        .map_err(|e| format!("the storage record: {e}"))
+        .map_err(crate::Error::Input)?;
     let stor_iolat = within(&r.samples, (srec.started as f64, srec.ended as f64));
     let stor = stor_result(&srec, &stor_iolat);
-    let prot = prot_result(&r.prot)?;
+    let prot = prot_result(&r.prot).map_err(crate::Error::Input)?;
     let final_size = r.prot["scenarios"][0]["MemHogTune"]["final_size"].as_u64();
     let mof = stor["mem_offload_factor"].as_f64().unwrap_or(0.0);
     let usage = stor["mem_usage"].as_f64().unwrap_or(0.0);
@@ -474,11 +477,13 @@ pub fn study_run(r: &RecordRun) -> Result<Value, String> {
 }
 
 /// Studies the record into upstream's `IoCostQoSResult`.
-pub fn study(rec: &Record) -> Result<Value, String> {
+pub fn study(rec: &Record) -> Result<Value, crate::Error> {
     let mut runs = Vec::with_capacity(rec.runs.len());
     for (i, r) in rec.runs.iter().enumerate() {
         runs.push(match r {
-            Some(r) => study_run(r).map_err(|e| format!("run {i:02}: {e}"))?,
+            Some(r) => study_run(r)
+                .map_err(|e| format!("run {i:02}: {e}"))
+                .map_err(crate::Error::Input)?,
             None => Value::Null,
         });
     }
@@ -487,19 +492,20 @@ pub fn study(rec: &Record) -> Result<Value, String> {
 
 /// `study` of a stored iocost-qos job made by rackbench (upstream's records
 /// have no samples: refused, naming why).
-pub fn restudy(d: &JobData) -> Result<Value, String> {
+pub fn restudy(d: &JobData) -> Result<Value, crate::Error> {
     let rec: Record = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the iocost-qos record: {e}"))?;
+        .map_err(|e| format!("the iocost-qos record: {e}"))
+        .map_err(crate::Error::Input)?;
     if rec
         .runs
         .iter()
         .flatten()
         .any(|r| r.stor.get("runs").is_none())
     {
-        return Err(
+        return Err(crate::Error::Input(
             "this iocost-qos record was made by upstream's resctl-bench: its per-second data is in rd-agent's report files, which rackbench does not read"
                 .into(),
-        );
+        ));
     }
     study(&rec)
 }
@@ -769,7 +775,7 @@ fn plan_rungs(p: &QosProps, k: &IoCostKnobs, rec: &Record) -> Vec<Rung> {
 }
 
 /// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let p = QosProps::parse(spec)?;
     let root = ctx
         .cgroups
@@ -778,11 +784,11 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         .ok_or(
             "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
              iocost-qos cannot run without io.cost, even with --force",
-        )?
+        ).map_err(|e| crate::Error::Host(e.into()))?
         .to_path_buf();
     let k = ctx.iocost.clone().ok_or(
         "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
-    )?;
+    ).map_err(|e| crate::Error::Host(e.into()))?;
     // What the device had, written back when the job ends.
     let _restore = IoCostRestore::capture(&root, &k.devnr);
 
@@ -801,7 +807,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             continue;
         }
         if ctx.cancel.is_stopped() {
-            let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+            let v = serde_json::to_value(&rec)
+                .map_err(|e| e.to_string())
+                .map_err(crate::Error::Host)?;
             return Ok(Outcome::Partial(Some(v), "interrupted".into()));
         }
         let label = format!("iocost-qos[{i:02}]");
@@ -829,13 +837,19 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 }
                 rec.inc_runs.push((*run).clone());
                 if let Some(cp) = ctx.checkpoint {
-                    let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
-                    cp(&v).map_err(|e| format!("cannot save the finished run: {e}"))?;
+                    let v = serde_json::to_value(&rec)
+                        .map_err(|e| e.to_string())
+                        .map_err(crate::Error::Host)?;
+                    cp(&v)
+                        .map_err(|e| format!("cannot save the finished run: {e}"))
+                        .map_err(crate::Error::Host)?;
                 }
                 runs.push(Some(*run));
             }
             Ok(RunEnd::Interrupted(why)) => {
-                let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+                let v = serde_json::to_value(&rec)
+                    .map_err(|e| e.to_string())
+                    .map_err(crate::Error::Host)?;
                 return Ok(Outcome::Partial(Some(v), why));
             }
             Err(e) if p.allow_fail && !ctx.cancel.is_stopped() => {
@@ -844,7 +858,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             }
             Err(e) => {
                 eprintln!("{label}: Failed ({e}), giving up...");
-                return Err(format!("{label}: {e}"));
+                return Err(crate::Error::Host(format!("{label}: {e}")));
             }
         }
     }
@@ -853,7 +867,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     rec.mem_profile = mem_profile;
     let result = study(&rec)?;
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
         result,
     ))
 }

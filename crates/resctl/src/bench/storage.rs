@@ -101,10 +101,14 @@ impl Default for Props {
 }
 
 /// Parses the first property group.
-pub fn props(spec: &JobSpec) -> Result<Props, String> {
-    check_keys(spec, 0, KEYS).map_err(|e| e.to_string())?;
+pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
+    check_keys(spec, 0, KEYS)
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
     if spec.props.len() > 1 {
-        return Err("multiple property sets not supported".into());
+        return Err(crate::Error::Input(
+            "multiple property sets not supported".into(),
+        ));
     }
     let mut p = Props::default();
     let positive = |k: &str, v: &str, what: &str| -> Result<u64, String> {
@@ -115,30 +119,47 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
     };
     for (k, v) in spec.props.first().into_iter().flatten() {
         match k.as_str() {
-            "loops" => p.loops = positive(k, v, "a loop count > 0")? as u32,
-            "rps-max" => p.rps_max = positive(k, v, "a request rate > 0")? as u32,
-            "chunk-pages" => p.chunk_pages = positive(k, v, "a page count > 0")? as usize,
+            "loops" => {
+                p.loops = positive(k, v, "a loop count > 0").map_err(crate::Error::Input)? as u32
+            }
+            "rps-max" => {
+                p.rps_max =
+                    positive(k, v, "a request rate > 0").map_err(crate::Error::Input)? as u32
+            }
+            "chunk-pages" => {
+                p.chunk_pages =
+                    positive(k, v, "a page count > 0").map_err(crate::Error::Input)? as usize
+            }
             "hash-size" => {
-                p.hash_size = parse_size(v).map_err(|e| format!("property {k}: {e}"))?;
+                p.hash_size = parse_size(v)
+                    .map_err(|e| format!("property {k}: {e}"))
+                    .map_err(crate::Error::Input)?;
                 if p.hash_size < 4096 {
-                    return Err(format!("property {k}={v:?}: expected at least 4K"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected at least 4K"
+                    )));
                 }
             }
-            "log-bps" => p.log_bps = parse_size(v).map_err(|e| format!("property {k}: {e}"))?,
+            "log-bps" => {
+                p.log_bps = parse_size(v)
+                    .map_err(|e| format!("property {k}: {e}"))
+                    .map_err(crate::Error::Input)?
+            }
             "mem-avail-err-max" => {
                 p.err_max = match v.parse::<f64>() {
                     Ok(f) if f > 0.0 && f < 1.0 => f,
                     _ => {
-                        return Err(format!(
+                        return Err(crate::Error::Input(format!(
                             "property {k}={v:?}: expected a fraction between 0 and 1 such as 0.1"
-                        ));
+                        )));
                     }
                 }
             }
             "mem-avail-inner-retries" | "mem-avail-outer-retries" => {
                 let n = v
                     .parse::<u32>()
-                    .map_err(|_| format!("property {k}={v:?}: expected a retry count"))?;
+                    .map_err(|_| format!("property {k}={v:?}: expected a retry count"))
+                    .map_err(crate::Error::Input)?;
                 if k == "mem-avail-inner-retries" {
                     p.inner_retries = n;
                 } else {
@@ -147,7 +168,9 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
             }
             _ => {
                 if !matches!(v.as_str(), "" | "true" | "false" | "1" | "0") {
-                    return Err(format!("property {k}={v:?}: expected true or false"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected true or false"
+                    )));
                 }
             }
         }
@@ -156,7 +179,7 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
 }
 
 /// Checks a spec.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
     props(spec).map(|_| ())
 }
 
@@ -661,9 +684,9 @@ fn check_rate(
 }
 
 /// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let p = props(spec)?;
-    check_host(ctx)?;
+    check_host(ctx).map_err(crate::Error::Host)?;
     let share = ctx.mem.share;
     let knobs = HashdKnobs {
         hash_size: p.hash_size,
@@ -685,7 +708,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         ..Params::default()
     };
     let mut rec = new_record(&p, ctx);
-    let cg = limit_hashd(ctx, &mut rec)?;
+    let cg = limit_hashd(ctx, &mut rec).map_err(crate::Error::Host)?;
     eprintln!(
         "storage: memory profile {} (share {}, avail {}), rps_max {} with fake CPU load, {} loops",
         ctx.mem.profile,
@@ -706,13 +729,17 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             Ok(LoopEnd::Done(l)) => *l,
             Ok(LoopEnd::Interrupted) => {
                 return Ok(Outcome::Partial(
-                    Some(serde_json::to_value(&rec).map_err(|e| e.to_string())?),
+                    Some(
+                        serde_json::to_value(&rec)
+                            .map_err(|e| e.to_string())
+                            .map_err(crate::Error::Host)?,
+                    ),
                     "interrupted".into(),
                 ));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(crate::Error::Host(e)),
         };
-        let mut l = check_rate(ctx, &p, &mut rec, l, &label)?;
+        let mut l = check_rate(ctx, &p, &mut rec, l, &label).map_err(crate::Error::Host)?;
         // As upstream: --test runs do not judge the usage error (their
         // short probes seldom fill the share).
         if ctx.opts.test && l.usage_err.abs() > p.err_max {
@@ -749,9 +776,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 eprintln!("storage: {note}: out of retries, starting the loops over");
                 continue;
             }
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "{note}, and the retries are spent: keep the host idle while the bench runs"
-            ));
+            )));
         }
         l.used = true;
         eprintln!(
@@ -778,8 +805,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         ..knobs
     });
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
-        serde_json::to_value(&res).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&res)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
     ))
 }
 
@@ -788,17 +819,18 @@ fn lat(v: Option<f64>) -> String {
 }
 
 /// Params, IO, the loops (with `full`) and the `Memory offloading:` line.
-pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     format_rstat(d, full, 0)
 }
 
 /// [`format`] with `format -R`'s extra tables after the resource stats.
-pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     if is_upstream_record(d.record.as_ref()) {
-        return format_upstream(d, full, rstat);
+        return format_upstream(d, full, rstat).map_err(crate::Error::Input);
     }
     let rec: StorageRecord = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
-        .map_err(|e| format!("the record is not a storage record: {e}"))?;
+        .map_err(|e| format!("the record is not a storage record: {e}"))
+        .map_err(crate::Error::Input)?;
     let mut o = format!(
         "Params: hash_size={} rps_max={} log_bps={} loops={}\n        mem_profile={} mem_avail={} mem_share={}\n",
         format_size(rec.hash_size as f64),
@@ -813,7 +845,9 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String
         o.push_str(&format!("        {c}\n"));
     }
     let res: StorageResult = match d.result.clone() {
-        Some(r) if d.is_completed() => serde_json::from_value(r).map_err(|e| e.to_string())?,
+        Some(r) if d.is_completed() => serde_json::from_value(r)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Input)?,
         _ => {
             let s = study(&rec);
             o.push_str(&format!(
@@ -968,7 +1002,7 @@ pub struct UpstreamStorageJob {
 
 impl UpstreamStorageJob {
     /// From a storage spec (properties checked as `run` checks them).
-    pub fn from_spec(spec: &JobSpec) -> Result<UpstreamStorageJob, String> {
+    pub fn from_spec(spec: &JobSpec) -> Result<UpstreamStorageJob, crate::Error> {
         Ok(UpstreamStorageJob {
             props: props(spec)?,
             rps_given: spec
@@ -1110,13 +1144,13 @@ impl Bench for StorageBench {
         ]
     }
     fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        check_spec(spec)
+        check_spec(spec).map_err(String::from)
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        run(spec, ctx)
+        run(spec, ctx).map_err(String::from)
     }
     fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
-        format_rstat(d, full, rstat)
+        format_rstat(d, full, rstat).map_err(String::from)
     }
     fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
         Some(
@@ -1126,7 +1160,7 @@ impl Bench for StorageBench {
         )
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        format(d, full)
+        format(d, full).map_err(String::from)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(s) = d
@@ -1243,6 +1277,7 @@ mod tests {
         assert!(
             check_spec(&parse("storage:lops=3").unwrap())
                 .unwrap_err()
+                .to_string()
                 .contains("loops")
         );
         for bad in [
@@ -1256,7 +1291,7 @@ mod tests {
         ] {
             let e = check_spec(&parse(bad).unwrap()).unwrap_err();
             let key = bad.split(':').nth(1).unwrap().split('=').next().unwrap();
-            assert!(e.contains(key), "{bad}: {e}");
+            assert!(e.to_string().contains(key), "{bad}: {e}");
         }
     }
 

@@ -566,7 +566,13 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
     if let Some(e) = drive.report_error.take() {
         anyhow::bail!(e);
     }
-    let record = drive.record(&params, hashd.files.size(), result, &prepared, dropped)?;
+    let record = drive.record(
+        &params,
+        hashd.files.size(),
+        result.map_err(String::from),
+        &prepared,
+        dropped,
+    )?;
     let success = record.success();
     Ok(HashdEnd::Measured(record, success))
 }

@@ -177,14 +177,17 @@ const SPEEDS: &[(&str, f64)] = &[
 ];
 
 /// The scenarios of a spec.
-pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
-    check_keys(spec, 0, &[]).map_err(|e| e.to_string())?;
+pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, crate::Error> {
+    check_keys(spec, 0, &[])
+        .map_err(|e| e.to_string())
+        .map_err(crate::Error::Input)?;
     let mut out = Vec::new();
     for (i, g) in spec.props.iter().enumerate().skip(1) {
         match g.get("scenario").map(String::as_str) {
             Some("mem-hog") => {
                 check_keys(spec, i, &["scenario", "loops", "load", "speed"])
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| e.to_string())
+                    .map_err(crate::Error::Input)?;
             }
             Some("mem-hog-tune") => {
                 check_keys(
@@ -195,15 +198,21 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
                         "isol-thr",
                     ],
                 )
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())
+                .map_err(crate::Error::Input)?;
             }
             Some(other) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "group {}: scenario {other:?}: expected mem-hog or mem-hog-tune",
                     i + 1
-                ));
+                )));
             }
-            None => return Err(format!("group {}: \"scenario\" invalid or missing", i + 1)),
+            None => {
+                return Err(crate::Error::Input(format!(
+                    "group {}: \"scenario\" invalid or missing",
+                    i + 1
+                )));
+            }
         }
         let mut s = Scenario {
             loops: 2,
@@ -212,28 +221,31 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
             tune: None,
         };
         if g.get("scenario").map(String::as_str) == Some("mem-hog-tune") {
-            s.tune = Some(tune_props(g, i)?);
+            s.tune = Some(tune_props(g, i).map_err(crate::Error::Input)?);
         }
         if let Some(v) = g.get("loops") {
             s.loops = v
                 .parse()
-                .map_err(|_| format!("group {}: loops={v:?}: expected a count", i + 1))?;
+                .map_err(|_| format!("group {}: loops={v:?}: expected a count", i + 1))
+                .map_err(crate::Error::Input)?;
         }
         if let Some(v) = g.get("load") {
-            s.load = parse_frac(v).map_err(|e| format!("group {}: load: {e}", i + 1))?;
+            s.load = parse_frac(v)
+                .map_err(|e| format!("group {}: load: {e}", i + 1))
+                .map_err(crate::Error::Input)?;
         }
         if s.loops == 0 || s.load == 0.0 {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "group {}: \"loops\" and \"load\" can't be 0",
                 i + 1
-            ));
+            )));
         }
         if let Some(v) = g.get("speed") {
             if !SPEEDS.iter().any(|(k, _)| k == v) {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "group {}: speed={v:?}: expected one of 10%, 25%, 50%, 1x, 2x",
                     i + 1
-                ));
+                )));
             }
             s.speed = v.clone();
         }
@@ -302,7 +314,7 @@ fn tune_props(g: &BTreeMap<String, String>, i: usize) -> Result<Tune, String> {
 }
 
 /// Checks a spec.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
     scenarios(spec).map(|_| ())
 }
 
@@ -645,15 +657,15 @@ fn write_params(
         fake_cpu_load: k.fake_cpu_load,
         ..Params::default()
     };
-    params::save_params(&files.params, &p)
+    params::save_params(&files.params, &p).map_err(String::from)
 }
 
 /// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let scen = scenarios(spec)?;
     let knobs = ctx.hashd.clone().ok_or(
         "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)",
-    )?;
+    ).map_err(|e| crate::Error::Host(e.into()))?;
     ctx.used_hashd = Some(knobs.clone());
     let ctx: &Ctx = ctx;
     let t = Timing::of(ctx.opts.test);
@@ -664,18 +676,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     rec.hog_base_wbps = base;
     rec.hog_base_source = source;
     let passive = match spec.passive.as_deref() {
-        Some(p) => crate::spec::Passive::parse(p).map_err(|e| e.to_string())?,
+        Some(p) => crate::spec::Passive::parse(p)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
         None => crate::spec::Passive::default(),
     };
-    rec.hog_cap = hog_cap(ctx, &passive)?;
-    let (work, sys) = slices(ctx, &passive, &mut rec)?;
+    rec.hog_cap = hog_cap(ctx, &passive).map_err(crate::Error::Host)?;
+    let (work, sys) = slices(ctx, &passive, &mut rec).map_err(crate::Error::Host)?;
     let _iocost = io_control(ctx, &passive, &mut rec);
     let mut trace = start_trace(ctx, &mut rec);
     for c in &rec.controls {
         eprintln!("protection: {c}");
     }
 
-    write_params(&files, ctx, scen[0].load, None)?;
+    write_params(&files, ctx, scen[0].load, None).map_err(crate::Error::Host)?;
     let _ = std::fs::remove_file(&files.report);
     let _ = std::fs::remove_file(&hog_report);
     let mut hashd = HashdChild(spawn_hashd_in(
@@ -710,7 +724,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     };
     let n = scen.len();
     for (si, s) in scen.iter().enumerate() {
-        let sr = drive.scenario(si, n, s)?;
+        let sr = drive.scenario(si, n, s).map_err(crate::Error::Host)?;
         if let Some(tr) = sr.tune {
             rec.tunes.resize(si, None);
             rec.tunes.push(Some(tr));
@@ -719,7 +733,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         rec.samples.push(sr.samples);
         if let Some(why) = sr.stop_why {
             trace_cost(&mut rec, trace.take());
-            let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+            let v = serde_json::to_value(&rec)
+                .map_err(|e| e.to_string())
+                .map_err(crate::Error::Host)?;
             return Ok(Outcome::Partial(Some(v), why));
         }
     }
@@ -727,8 +743,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     trace_cost(&mut rec, trace.take());
     let result = study_record(&rec);
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
-        serde_json::to_value(&result).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&result)
+            .map_err(|e| e.to_string())
+            .map_err(crate::Error::Host)?,
     ))
 }
 
@@ -860,7 +880,7 @@ fn start_trace(ctx: &Ctx, rec: &mut ProtectionRecord) -> Option<crate::sys::iotr
     let traced = if ctx.sysinfo.scr_dev.is_empty() {
         Err("no scratch device".to_string())
     } else {
-        crate::sys::iotrace::IoTrace::start(ctx.sysinfo.scr_devnr)
+        crate::sys::iotrace::IoTrace::start(ctx.sysinfo.scr_devnr).map_err(String::from)
     };
     match traced {
         Ok(t) => {
@@ -1272,7 +1292,7 @@ fn tick(
         return Some("interrupted".into());
     }
     if let Err(e) = hashd.check() {
-        return Some(e);
+        return Some(e.to_string());
     }
     samples.push(sampler.sample(hog));
     None
@@ -1342,12 +1362,12 @@ fn is_tune(rec: &ProtectionRecord, i: usize) -> Option<&TuneRecord> {
 }
 
 /// The text: a blank line, then the scenarios (`full`) and the summary.
-pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     format_with_rstat(d, full, 0)
 }
 
 /// [`format`] with `format -R...`'s extra resource stat tables.
-pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     format_with_prefix(d, full, rstat, "")
 }
 
@@ -1359,9 +1379,10 @@ pub fn format_with_prefix(
     full: bool,
     rstat: u8,
     prefix: &str,
-) -> Result<String, String> {
+) -> Result<String, crate::Error> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the record is not a protection record: {e}"))?;
+        .map_err(|e| format!("the record is not a protection record: {e}"))
+        .map_err(crate::Error::Input)?;
     // Upstream's record leaves the scenario parameters to the spec.
     let scns = scenarios(&d.spec).unwrap_or_default();
     for (r, s) in rec.scenarios.iter_mut().zip(&scns) {
@@ -1373,7 +1394,8 @@ pub fn format_with_prefix(
     }
     let res: ProtectionResult = match &d.result {
         Some(r) if !r.is_null() => serde_json::from_value(r.clone())
-            .map_err(|e| format!("the result is not a protection result: {e}"))?,
+            .map_err(|e| format!("the result is not a protection result: {e}"))
+            .map_err(crate::Error::Input)?,
         // An interrupted run: study what it recorded.
         _ => study_record(&rec),
     };
@@ -1470,10 +1492,10 @@ impl Bench for ProtectionBench {
         SysReq::ALL.split_at(SysReq::ALL.len() - 4).0
     }
     fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        check_spec(spec)
+        check_spec(spec).map_err(String::from)
     }
     fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        run(spec, ctx)
+        run(spec, ctx).map_err(String::from)
     }
     /// A mem-hog-tune scenario run without `size-min`/`size-max` (ours:
     /// they default to hashd's footprint and half of it) gets the sizes it
@@ -1498,10 +1520,10 @@ impl Bench for ProtectionBench {
         out
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        format(d, full)
+        format(d, full).map_err(String::from)
     }
     fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
-        format_with_rstat(d, full, rstat)
+        format_with_rstat(d, full, rstat).map_err(String::from)
     }
     fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
         Some(restudy(d))
@@ -1832,12 +1854,32 @@ mod tests {
             }]
         );
         let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
-        assert!(bad("protection::loops=1").contains("\"scenario\" invalid or missing"));
-        assert!(bad("protection::scenario=cpu-hog").contains("cpu-hog"));
-        assert!(bad("protection::scenario=mem-hog,loops=0").contains("can't be 0"));
-        assert!(bad("protection::scenario=mem-hog,speed=3x").contains("3x"));
-        assert!(bad("protection::scenario=mem-hog,lod=1").contains("load"));
-        assert!(bad("protection:x=1").contains("x"));
+        assert!(
+            bad("protection::loops=1")
+                .to_string()
+                .contains("\"scenario\" invalid or missing")
+        );
+        assert!(
+            bad("protection::scenario=cpu-hog")
+                .to_string()
+                .contains("cpu-hog")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,loops=0")
+                .to_string()
+                .contains("can't be 0")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,speed=3x")
+                .to_string()
+                .contains("3x")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,lod=1")
+                .to_string()
+                .contains("load")
+        );
+        assert!(bad("protection:x=1").to_string().contains("x"));
     }
 
     #[test]
@@ -1866,11 +1908,24 @@ mod tests {
         assert_eq!(d.sizes(g, 2 * g, false).len(), 10);
 
         let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
-        assert!(bad("protection::scenario=mem-hog-tune,loops=2").contains("loops"));
-        assert!(bad("protection::scenario=mem-hog-tune,intvs=0").contains("intvs"));
-        assert!(bad("protection::scenario=mem-hog-tune,isol-pct=7").contains("isol-pct"));
+        assert!(
+            bad("protection::scenario=mem-hog-tune,loops=2")
+                .to_string()
+                .contains("loops")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog-tune,intvs=0")
+                .to_string()
+                .contains("intvs")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog-tune,isol-pct=7")
+                .to_string()
+                .contains("isol-pct")
+        );
         assert!(
             bad("protection::scenario=mem-hog-tune,size-min=2G,size-max=1G")
+                .to_string()
                 .contains("above size-max")
         );
 
