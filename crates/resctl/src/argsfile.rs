@@ -155,9 +155,14 @@ fn float(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
 
 /// An args file's text: upstream's `Args` JSON.
 pub fn parse(text: &str) -> Result<FileArgs, crate::Error> {
-    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
-        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))
-        .map_err(crate::Error::Input)?;
+    let v: Value =
+        serde_json::from_str(&crate::hashd::params::strip_comments(text)).map_err(|e| {
+            crate::Error::Input(format!(
+                "not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
     let Value::Object(o) = v else {
         return Err(crate::Error::Input(
             "expected a JSON object (upstream's args file)".into(),
@@ -340,8 +345,7 @@ impl Save {
                 .map_err(crate::Error::Host)?;
         }
         crate::hashd::params::write_atomic(&self.path, self.text.as_bytes())
-            .map_err(|e| format!("-a/--args: {e}"))
-            .map_err(crate::Error::Host)
+            .map_err(|e| crate::Error::Host(format!("-a/--args: {e}")))
     }
 }
 
@@ -397,9 +401,8 @@ pub fn render(m: &Merged<'_>) -> Result<String, crate::Error> {
         swappiness_ovr: o.swappiness,
         job_specs: specs,
     };
-    let mut text = serde_json::to_string_pretty(&saved)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    let mut text =
+        serde_json::to_string_pretty(&saved).map_err(|e| crate::Error::Input(e.to_string()))?;
     text.push('\n');
     Ok(text)
 }

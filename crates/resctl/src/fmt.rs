@@ -455,8 +455,7 @@ pub fn parse_frac(s: &str) -> Result<f64, crate::Error> {
     }
     let v = num
         .parse::<f64>()
-        .map_err(|e| format!("invalid fraction {given:?}: {e}; {EXPECTED}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("invalid fraction {given:?}: {e}; {EXPECTED}")))?;
     Ok(v / div)
 }
 

@@ -67,11 +67,8 @@ pub fn expand(words: Vec<String>) -> Result<Vec<String>, crate::Error> {
 pub fn load(path: &Path) -> Result<Vec<String>, crate::Error> {
     let name = path.display();
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("-f/--file {name}: cannot read: {e}"))
-        .map_err(crate::Error::Input)?;
-    parse(&text)
-        .map_err(|e| format!("-f/--file {name}: {e}"))
-        .map_err(crate::Error::Input)
+        .map_err(|e| crate::Error::Input(format!("-f/--file {name}: cannot read: {e}")))?;
+    parse(&text).map_err(|e| crate::Error::Input(format!("-f/--file {name}: {e}")))
 }
 
 /// An unknown key of `what`, with the closest known one.
@@ -115,9 +112,14 @@ pub(crate) fn specs_of(top: &serde_json::Map<String, Value>) -> Result<Vec<Strin
 
 /// The job specs of a job file's text, as spec text.
 pub fn parse(text: &str) -> Result<Vec<String>, crate::Error> {
-    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
-        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))
-        .map_err(crate::Error::Input)?;
+    let v: Value =
+        serde_json::from_str(&crate::hashd::params::strip_comments(text)).map_err(|e| {
+            crate::Error::Input(format!(
+                "not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
     let Value::Object(top) = v else {
         return Err(crate::Error::Input(
             "expected a JSON object with \"job_specs\" (upstream's args file)".into(),

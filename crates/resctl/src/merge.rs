@@ -322,16 +322,15 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
                 path.display()
             )));
         }
-        let journal = Journal::open(path)
-            .map_err(|e| format!("merge: {e}"))
-            .map_err(crate::Error::Input)?;
+        let journal =
+            Journal::open(path).map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
         for d in journal.jobs {
             if !MERGEABLE.contains(&d.spec.kind.as_str()) {
                 continue;
             }
-            let sysinfo = JobSysInfo::from_json(&d.sysinfo)
-                .map_err(|e| format!("merge: {}: {}: {e}", path.display(), d.spec))
-                .map_err(crate::Error::Input)?;
+            let sysinfo = JobSysInfo::from_json(&d.sysinfo).map_err(|e| {
+                crate::Error::Input(format!("merge: {}: {}: {e}", path.display(), d.spec))
+            })?;
             let mut rejected = None;
             if !d.is_completed() {
                 rejected = Some("incomplete".to_string());
@@ -424,25 +423,18 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
             swappiness: 60,
             ..JobSysInfo::default()
         })
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?,
-        record: Some(
-            serde_json::to_value(&info)
-                .map_err(|e| e.to_string())
-                .map_err(crate::Error::Input)?,
-        ),
+        .map_err(|e| crate::Error::Input(e.to_string()))?,
+        record: Some(serde_json::to_value(&info).map_err(|e| crate::Error::Input(e.to_string()))?),
         result: Some(serde_json::Value::Bool(true)),
     };
     jobs.insert(0, info_job);
     // As upstream, the result file holds the merge alone.
-    let mut journal = Journal::open(result)
-        .map_err(|e| format!("merge: {e}"))
-        .map_err(crate::Error::Input)?;
+    let mut journal =
+        Journal::open(result).map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
     journal.jobs = jobs;
     journal
         .save()
-        .map_err(|e| format!("merge: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
     let mut out = String::new();
     crate::bench::job::format_job(&mut out, &journal.jobs[0], true);
     Ok(out)

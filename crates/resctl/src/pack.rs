@@ -24,8 +24,7 @@ pub struct Packed {
 pub fn tarball_name(result: &Path) -> Result<String, crate::Error> {
     let fname = result
         .file_name()
-        .ok_or_else(|| format!("{}: not a file name", result.display()))
-        .map_err(crate::Error::Input)?
+        .ok_or_else(|| crate::Error::Input(format!("{}: not a file name", result.display())))?
         .to_string_lossy()
         .to_string();
     let stem = fname.trim_end_matches(".gz").trim_end_matches(".json");
@@ -59,15 +58,13 @@ pub fn format_period(p: (u64, u64)) -> String {
 /// Packs `result` into `dir/STEM.tar.gz`.
 pub fn pack(result: &Path, dir: &Path) -> Result<Packed, crate::Error> {
     if !result.exists() {
-        return Err(crate::Error::Host(format!(
+        return Err(crate::Error::Input(format!(
             "result file {} does not exist",
             result.display()
         )));
     }
     // Refuses a file that is not a journal, as format does.
-    let journal = Journal::open(result)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Host)?;
+    let journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     let periods = merged_periods(journal.jobs.iter().map(|j| j.period).collect());
     let name = tarball_name(result)?;
     let tarball = dir.join(&name);
@@ -77,8 +74,7 @@ pub fn pack(result: &Path, dir: &Path) -> Result<Packed, crate::Error> {
     }
     let fname = result
         .file_name()
-        .ok_or_else(|| format!("{}: not a file name", result.display()))
-        .map_err(crate::Error::Host)?;
+        .ok_or_else(|| crate::Error::Input(format!("{}: not a file name", result.display())))?;
     let err = |e: std::io::Error| format!("{}: {e}", tarball.display());
     let f = atomic_write_file::AtomicWriteFile::open(&tarball)
         .map_err(err)
@@ -88,8 +84,7 @@ pub fn pack(result: &Path, dir: &Path) -> Result<Packed, crate::Error> {
         flate2::Compression::default(),
     ));
     tgz.append_path_with_name(result, fname)
-        .map_err(|e| format!("packing {}: {e}", result.display()))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("packing {}: {e}", result.display())))?;
     let gz = tgz.into_inner().map_err(err).map_err(crate::Error::Host)?;
     let mut f = gz.finish().map_err(err).map_err(crate::Error::Host)?;
     f.flush().map_err(err).map_err(crate::Error::Host)?;

@@ -66,9 +66,7 @@ fn num<T: std::str::FromStr>(k: &str, v: &str, what: &str) -> Result<T, String> 
 
 /// Parses the first property group.
 pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
-    check_keys(spec, 0, KEYS)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    check_keys(spec, 0, KEYS).map_err(|e| crate::Error::Input(e.to_string()))?;
     if spec.props.len() > 1 {
         return Err(crate::Error::Input(
             "multiple property sets not supported".into(),
@@ -90,9 +88,8 @@ pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
                 p.rps_max = Some(r);
             }
             "hash-size" => {
-                let s = parse_size(v)
-                    .map_err(|e| format!("property {k}: {e}"))
-                    .map_err(crate::Error::Input)?;
+                let s =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?;
                 if s < 4096 {
                     return Err(crate::Error::Input(format!(
                         "property {k}={v:?}: expected at least 4K"
@@ -110,9 +107,8 @@ pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
                 p.chunk_pages = Some(n);
             }
             "log-bps" => {
-                p.log_bps = parse_size(v)
-                    .map_err(|e| format!("property {k}: {e}"))
-                    .map_err(crate::Error::Input)?
+                p.log_bps =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?
             }
             "fake-cpu-load" => p.fake_cpu_load = flag(k, v).map_err(crate::Error::Input)?,
             _ => {
@@ -150,8 +146,7 @@ impl HashdFiles {
     pub fn new(scratch: &Path) -> Result<HashdFiles, crate::Error> {
         let dir = scratch.join("hashd");
         std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-            .map_err(crate::Error::Host)?;
+            .map_err(|e| crate::Error::Host(format!("cannot create {}: {e}", dir.display())))?;
         Ok(HashdFiles {
             testfiles: dir.join("testfiles"),
             params: dir.join("params.json"),
@@ -196,8 +191,7 @@ pub fn spawn_hashd_in(
             Stdio::null()
         });
     super::common::spawn_in(cmd, cg)
-        .map_err(|e| format!("cannot start hashd ({}): {e}", ctx.exe.display()))
-        .map_err(crate::Error::Host)
+        .map_err(|e| crate::Error::Host(format!("cannot start hashd ({}): {e}", ctx.exe.display())))
 }
 
 /// hashd as a child: dies with the bench.
@@ -282,8 +276,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let mut child = spawn_hashd_in(ctx, &files, share, &extra, cg.as_ref(), false)?;
     let status = child
         .wait()
-        .map_err(|e| format!("waiting for hashd: {e}"))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("waiting for hashd: {e}")))?;
     if ctx.cancel.is_stopped() {
         return Ok(Outcome::Partial(None, "interrupted".into()));
     }
@@ -315,9 +308,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         chunk_pages: saved.chunk_pages,
         fake_cpu_load: saved.fake_cpu_load,
     };
-    let record = serde_json::to_value(&knobs)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Host)?;
+    let record = serde_json::to_value(&knobs).map_err(|e| crate::Error::Host(e.to_string()))?;
     Ok(Outcome::Done(record, json!(true)))
 }
 
@@ -391,8 +382,7 @@ fn limit_for(mem: &MemInfo, total_swap: u64) -> (u64, &'static str) {
 /// (2.0's `Params: log_bps=` line is gone; the spec keeps `log-bps`).
 pub fn format(d: &JobData, _full: bool) -> Result<String, crate::Error> {
     let knobs: HashdKnobs = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
-        .map_err(|e| format!("the record is not hashd knobs: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the record is not hashd knobs: {e}")))?;
     Ok(format!("\nResult: {knobs}\n"))
 }
 

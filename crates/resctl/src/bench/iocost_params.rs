@@ -82,15 +82,12 @@ pub fn parse_fio(text: &str, dir: &str) -> Result<(f64, Vec<(f64, f64)>), crate:
     // fio may print warnings before the JSON.
     let start = text
         .find('{')
-        .ok_or("fio printed no JSON output")
-        .map_err(|e| crate::Error::Host(e.into()))?;
+        .ok_or_else(|| crate::Error::Host("fio printed no JSON output".into()))?;
     let v: Value = serde_json::from_str(&text[start..])
-        .map_err(|e| format!("fio's JSON output: {e}"))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("fio's JSON output: {e}")))?;
     let jobs = v["jobs"]
         .as_array()
-        .ok_or("fio's JSON output has no jobs")
-        .map_err(|e| crate::Error::Host(e.into()))?;
+        .ok_or_else(|| crate::Error::Host("fio's JSON output has no jobs".into()))?;
     let mut bw = 0.0;
     for j in jobs {
         bw += j["read"]["bw_bytes"].as_f64().unwrap_or(0.0)
@@ -224,7 +221,7 @@ fn model_plan() -> [(&'static str, FioJob<'static>); 6] {
 
 /// Runs the bench.
 pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
-    let apply = props(spec).map_err(crate::Error::Host)?;
+    let apply = props(spec).map_err(crate::Error::Input)?;
     let si = ctx.sysinfo;
     let rot = si.scr_dev_rotational;
     let (size, secs): (u64, u32) = if ctx.opts.test {
@@ -289,9 +286,11 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
             rate_iops: Some(rate),
         };
         let (_, pcts) = fio(&file, size, secs, jobs, &job).map_err(crate::Error::Host)?;
-        let ns = nearest_pct(&pcts, pct)
-            .ok_or_else(|| format!("fio {rw}: no completion latency percentiles in its output"))
-            .map_err(crate::Error::Host)?;
+        let ns = nearest_pct(&pcts, pct).ok_or_else(|| {
+            crate::Error::Host(format!(
+                "fio {rw}: no completion latency percentiles in its output"
+            ))
+        })?;
         lat[i] = (ns / 1000.0 * 1.5).round() as u64;
     }
     let _ = std::fs::remove_file(&file);
@@ -322,9 +321,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         applied: Some(applied),
     };
     Ok(Outcome::Done(
-        serde_json::to_value(&rec)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
         json!(true),
     ))
 }
@@ -414,8 +411,7 @@ fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
 /// The model and QoS lines (and, in full, whether they were applied).
 pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     let rec: IoCostRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the record is not an iocost record: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the record is not an iocost record: {e}")))?;
     let k = IoCostKnobs {
         devnr: rec.devnr.clone(),
         model: rec.model,

@@ -321,8 +321,7 @@ impl QosProps {
                 }
                 "isol-thr" => {
                     p.isol_thr = parse_frac(v)
-                        .map_err(|e| format!("group 1: isol-thr: {e}"))
-                        .map_err(crate::Error::Input)?
+                        .map_err(|e| crate::Error::Input(format!("group 1: isol-thr: {e}")))?
                 }
                 "retries" => p.retries = num(g, k, v, "a count").map_err(crate::Error::Input)?,
                 "allow-fail" => p.allow_fail = boolean(g, k, v).map_err(crate::Error::Input)?,

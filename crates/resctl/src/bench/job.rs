@@ -33,30 +33,20 @@ use std::time::UNIX_EPOCH;
 
 /// Parses and checks a spec, naming it in the error.
 pub fn parse_spec(text: &str) -> Result<JobSpec, crate::Error> {
-    let s = spec::parse(text)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
-    let b = bench(&s.kind)
-        .map_err(|e| format!("job spec {text:?}: {e}"))
-        .map_err(crate::Error::Input)?;
+    let s = spec::parse(text).map_err(|e| crate::Error::Input(e.to_string()))?;
+    let b = bench(&s.kind).map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     b.check(&s)
-        .map_err(|e| format!("job spec {text:?}: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     Ok(s)
 }
 
 /// Parses a `format`/`summary` spec: its properties are the bench's
 /// format properties where it has them ([`Bench::check_format_props`]).
 pub fn parse_format_spec(text: &str) -> Result<JobSpec, crate::Error> {
-    let s = spec::parse(text)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
-    let b = bench(&s.kind)
-        .map_err(|e| format!("job spec {text:?}: {e}"))
-        .map_err(crate::Error::Input)?;
+    let s = spec::parse(text).map_err(|e| crate::Error::Input(e.to_string()))?;
+    let b = bench(&s.kind).map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     b.check_format_props(&s)
-        .map_err(|e| format!("job spec {text:?}: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     Ok(s)
 }
 
@@ -578,12 +568,16 @@ pub fn iocost_knobs_from_sys(
     devnr: &str,
 ) -> Result<IoCostKnobs, crate::Error> {
     let what = "--iocost-from-sys";
-    let m = iocost_line(model, devnr)
-        .ok_or_else(|| format!("{what}: io.cost.model has no line for the scratch device {devnr}"))
-        .map_err(crate::Error::Host)?;
-    let q = iocost_line(qos, devnr)
-        .ok_or_else(|| format!("{what}: io.cost.qos has no line for the scratch device {devnr}"))
-        .map_err(crate::Error::Host)?;
+    let m = iocost_line(model, devnr).ok_or_else(|| {
+        crate::Error::Host(format!(
+            "{what}: io.cost.model has no line for the scratch device {devnr}"
+        ))
+    })?;
+    let q = iocost_line(qos, devnr).ok_or_else(|| {
+        crate::Error::Host(format!(
+            "{what}: io.cost.qos has no line for the scratch device {devnr}"
+        ))
+    })?;
     if q.get("enable").map(String::as_str) != Some("1") {
         return Err(crate::Error::Host(format!(
             "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
@@ -808,18 +802,17 @@ pub fn cmd_run(
     cancel: &Cancel,
     printed: &mut Vec<JobData>,
 ) -> Result<bool, crate::Error> {
-    let result = opts
-        .result
-        .as_ref()
-        .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")
-        .map_err(|e| crate::Error::Input(e.into()))?;
+    let result = opts.result.as_ref().ok_or_else(|| {
+        crate::Error::Input(
+            "run: no result file: expected -r/--result FILE (JSON, or .json.gz)".into(),
+        )
+    })?;
     let specs = run_specs(specs).map_err(crate::Error::Input)?;
-    let mut journal = Journal::open(result)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     opts_dir_check(opts).map_err(crate::Error::Input)?;
     note_unused_flags(opts);
-    let mut pending = pending_jobs(&journal, specs, result, printed).map_err(crate::Error::Input)?;
+    let mut pending =
+        pending_jobs(&journal, specs, result, printed).map_err(crate::Error::Input)?;
     if pending.is_empty() {
         return Ok(true);
     }
@@ -859,8 +852,7 @@ pub fn cmd_run(
     // (first, being the latest change) with the sysreq fixes on exit.
     apply_swappiness(opts, &mut host).map_err(crate::Error::Host)?;
     let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find this binary: {e}"))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("cannot find this binary: {e}")))?;
     let mut runner = JobRunner {
         opts,
         cancel,
@@ -1374,17 +1366,14 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")
-        .map_err(|e| crate::Error::Input(e.into()))?;
+        .ok_or_else(|| crate::Error::Input("no result file: expected -r/--result FILE".into()))?;
     if !result.exists() {
         return Err(crate::Error::Input(format!(
             "result file {} does not exist",
             result.display()
         )));
     }
-    let mut journal = Journal::open(result)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     // The numbers as upstream reads them, so that every printed figure
     // rounds as upstream's does (a value one unit in the last place off can
     // print 99.82 for 99.81); nothing is written back.
@@ -1407,8 +1396,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
             .jobs
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))
-            .map_err(crate::Error::Input)?;
+            .ok_or_else(|| crate::Error::Input(format!("No matching result for {text}")))?;
         format_job_props(&mut out, d, full, opts.rstat, &s.props, result)?;
     }
     Ok(out)
@@ -1426,8 +1414,7 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")
-        .map_err(|e| crate::Error::Input(e.into()))?;
+        .ok_or_else(|| crate::Error::Input("no result file: expected -r/--result FILE".into()))?;
     if specs.is_empty() {
         return Err(crate::Error::Input(format!(
             "{verb}: no job spec: expected KIND[:id=ID]... (as upstream, {verb} needs the jobs named)"
@@ -1439,9 +1426,7 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
             result.display()
         )));
     }
-    let mut journal = Journal::open(result)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     let mut out = String::new();
     let mut changed = false;
     for text in specs {
@@ -1450,8 +1435,7 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
             .jobs
             .iter()
             .position(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))
-            .map_err(crate::Error::Input)?;
+            .ok_or_else(|| crate::Error::Input(format!("No matching result for {text}")))?;
         let d = &journal.jobs[i];
         if !d.is_completed() {
             return Err(crate::Error::Input(format!(
@@ -1478,9 +1462,8 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
                 d.spec
             ),
             Some(r) => {
-                let (res, rec) = r
-                    .map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))
-                    .map_err(crate::Error::Input)?;
+                let (res, rec) =
+                    r.map_err(|e| crate::Error::Input(format!("{}: cannot {verb}: {e}", d.spec)))?;
                 let rec_changed = rec.is_some() && rec.as_ref() != d.record.as_ref();
                 if Some(&res) != d.result.as_ref() || rec_changed {
                     eprintln!("{}: result {how}: changed", d.spec);
@@ -1499,8 +1482,7 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
     if changed {
         journal
             .save()
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Input)?;
+            .map_err(|e| crate::Error::Input(e.to_string()))?;
     }
     Ok(out)
 }

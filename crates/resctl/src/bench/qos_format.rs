@@ -200,8 +200,7 @@ pub fn final_probe_of(
         return Ok(None);
     }
     let r: ProtectionResult = serde_json::from_value(prot.clone())
-        .map_err(|e| format!("the protection result: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the protection result: {e}")))?;
     Ok(r.scenarios.into_iter().next())
 }
 

@@ -442,8 +442,7 @@ fn within(s: &[RunSample], (a, b): (f64, f64)) -> Vec<[BTreeMap<String, f64>; 2]
 /// Studies one run of the record into upstream's `IoCostQoSResultRun`.
 pub fn study_run(r: &RecordRun) -> Result<Value, crate::Error> {
     let srec: super::storage::StorageRecord = serde_json::from_value(r.stor.clone())
-        .map_err(|e| format!("the storage record: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the storage record: {e}")))?;
     let stor_iolat = within(&r.samples, (srec.started as f64, srec.ended as f64));
     let stor = stor_result(&srec, &stor_iolat);
     let prot = prot_result(&r.prot).map_err(crate::Error::Input)?;
@@ -481,9 +480,7 @@ pub fn study(rec: &Record) -> Result<Value, crate::Error> {
     let mut runs = Vec::with_capacity(rec.runs.len());
     for (i, r) in rec.runs.iter().enumerate() {
         runs.push(match r {
-            Some(r) => study_run(r)
-                .map_err(|e| format!("run {i:02}: {e}"))
-                .map_err(crate::Error::Input)?,
+            Some(r) => study_run(r).map_err(|e| crate::Error::Input(format!("run {i:02}: {e}")))?,
             None => Value::Null,
         });
     }
@@ -494,8 +491,7 @@ pub fn study(rec: &Record) -> Result<Value, crate::Error> {
 /// have no samples: refused, naming why).
 pub fn restudy(d: &JobData) -> Result<Value, crate::Error> {
     let rec: Record = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the iocost-qos record: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the iocost-qos record: {e}")))?;
     if rec
         .runs
         .iter()
@@ -786,9 +782,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
              iocost-qos cannot run without io.cost, even with --force",
         ).map_err(|e| crate::Error::Host(e.into()))?
         .to_path_buf();
-    let k = ctx.iocost.clone().ok_or(
-        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
-    ).map_err(|e| crate::Error::Host(e.into()))?;
+    let k = ctx.iocost.clone().ok_or_else(||
+        crate::Error::Input("iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)".into()),
+    )?;
     // What the device had, written back when the job ends.
     let _restore = IoCostRestore::capture(&root, &k.devnr);
 
@@ -807,9 +803,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
             continue;
         }
         if ctx.cancel.is_stopped() {
-            let v = serde_json::to_value(&rec)
-                .map_err(|e| e.to_string())
-                .map_err(crate::Error::Host)?;
+            let v = serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
             return Ok(Outcome::Partial(Some(v), "interrupted".into()));
         }
         let label = format!("iocost-qos[{i:02}]");
@@ -838,18 +832,16 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
                 rec.inc_runs.push((*run).clone());
                 if let Some(cp) = ctx.checkpoint {
                     let v = serde_json::to_value(&rec)
-                        .map_err(|e| e.to_string())
-                        .map_err(crate::Error::Host)?;
-                    cp(&v)
-                        .map_err(|e| format!("cannot save the finished run: {e}"))
-                        .map_err(crate::Error::Host)?;
+                        .map_err(|e| crate::Error::Host(e.to_string()))?;
+                    cp(&v).map_err(|e| {
+                        crate::Error::Host(format!("cannot save the finished run: {e}"))
+                    })?;
                 }
                 runs.push(Some(*run));
             }
             Ok(RunEnd::Interrupted(why)) => {
-                let v = serde_json::to_value(&rec)
-                    .map_err(|e| e.to_string())
-                    .map_err(crate::Error::Host)?;
+                let v =
+                    serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
                 return Ok(Outcome::Partial(Some(v), why));
             }
             Err(e) if p.allow_fail && !ctx.cancel.is_stopped() => {
@@ -867,9 +859,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     rec.mem_profile = mem_profile;
     let result = study(&rec)?;
     Ok(Outcome::Done(
-        serde_json::to_value(&rec)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
         result,
     ))
 }

@@ -102,9 +102,7 @@ impl Default for Props {
 
 /// Parses the first property group.
 pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
-    check_keys(spec, 0, KEYS)
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    check_keys(spec, 0, KEYS).map_err(|e| crate::Error::Input(e.to_string()))?;
     if spec.props.len() > 1 {
         return Err(crate::Error::Input(
             "multiple property sets not supported".into(),
@@ -131,9 +129,8 @@ pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
                     positive(k, v, "a page count > 0").map_err(crate::Error::Input)? as usize
             }
             "hash-size" => {
-                p.hash_size = parse_size(v)
-                    .map_err(|e| format!("property {k}: {e}"))
-                    .map_err(crate::Error::Input)?;
+                p.hash_size =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?;
                 if p.hash_size < 4096 {
                     return Err(crate::Error::Input(format!(
                         "property {k}={v:?}: expected at least 4K"
@@ -141,9 +138,8 @@ pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
                 }
             }
             "log-bps" => {
-                p.log_bps = parse_size(v)
-                    .map_err(|e| format!("property {k}: {e}"))
-                    .map_err(crate::Error::Input)?
+                p.log_bps =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?
             }
             "mem-avail-err-max" => {
                 p.err_max = match v.parse::<f64>() {
@@ -156,10 +152,9 @@ pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
                 }
             }
             "mem-avail-inner-retries" | "mem-avail-outer-retries" => {
-                let n = v
-                    .parse::<u32>()
-                    .map_err(|_| format!("property {k}={v:?}: expected a retry count"))
-                    .map_err(crate::Error::Input)?;
+                let n = v.parse::<u32>().map_err(|_| {
+                    crate::Error::Input(format!("property {k}={v:?}: expected a retry count"))
+                })?;
                 if k == "mem-avail-inner-retries" {
                     p.inner_retries = n;
                 } else {
@@ -731,8 +726,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
                 return Ok(Outcome::Partial(
                     Some(
                         serde_json::to_value(&rec)
-                            .map_err(|e| e.to_string())
-                            .map_err(crate::Error::Host)?,
+                            .map_err(|e| crate::Error::Host(e.to_string()))?,
                     ),
                     "interrupted".into(),
                 ));
@@ -805,12 +799,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         ..knobs
     });
     Ok(Outcome::Done(
-        serde_json::to_value(&rec)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
-        serde_json::to_value(&res)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
+        serde_json::to_value(&res).map_err(|e| crate::Error::Host(e.to_string()))?,
     ))
 }
 
@@ -829,8 +819,7 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate:
         return format_upstream(d, full, rstat).map_err(crate::Error::Input);
     }
     let rec: StorageRecord = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
-        .map_err(|e| format!("the record is not a storage record: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the record is not a storage record: {e}")))?;
     let mut o = format!(
         "Params: hash_size={} rps_max={} log_bps={} loops={}\n        mem_profile={} mem_avail={} mem_share={}\n",
         format_size(rec.hash_size as f64),
@@ -845,9 +834,9 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate:
         o.push_str(&format!("        {c}\n"));
     }
     let res: StorageResult = match d.result.clone() {
-        Some(r) if d.is_completed() => serde_json::from_value(r)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Input)?,
+        Some(r) if d.is_completed() => {
+            serde_json::from_value(r).map_err(|e| crate::Error::Input(e.to_string()))?
+        }
         _ => {
             let s = study(&rec);
             o.push_str(&format!(

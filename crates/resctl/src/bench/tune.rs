@@ -940,23 +940,18 @@ impl TuneJob {
             match k.as_str() {
                 // 2.1's, kept for its results (2.2 refuses it).
                 "gran" => {
-                    gran = v
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|g| *g > 0.0)
-                        .ok_or_else(|| format!("group 1: gran={v:?}: expected a step > 0"))
-                        .map_err(crate::Error::Input)?
+                    gran = v.parse::<f64>().ok().filter(|g| *g > 0.0).ok_or_else(|| {
+                        crate::Error::Input(format!("group 1: gran={v:?}: expected a step > 0"))
+                    })?
                 }
                 "scale-min" => {
                     scale.0 = parse_frac(v)
-                        .map_err(|e| format!("group 1: scale-min: {e}"))
-                        .map_err(crate::Error::Input)?
+                        .map_err(|e| crate::Error::Input(format!("group 1: scale-min: {e}")))?
                         * 100.0
                 }
                 "scale-max" => {
                     scale.1 = parse_frac(v)
-                        .map_err(|e| format!("group 1: scale-max: {e}"))
-                        .map_err(crate::Error::Input)?
+                        .map_err(|e| crate::Error::Input(format!("group 1: scale-max: {e}")))?
                         * 100.0
                 }
                 k => {
@@ -986,14 +981,12 @@ impl TuneJob {
         let mut rules = Vec::new();
         for (i, g) in spec.props.iter().enumerate().skip(1) {
             let mut g = g.clone();
-            let name = g
-                .remove("name")
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| format!("group {}: each rule needs name=NAME", i + 1))
-                .map_err(crate::Error::Input)?;
-            let target = QosTarget::parse(g)
-                .map_err(|e| format!("group {} (rule {name:?}): {e}", i + 1))
-                .map_err(crate::Error::Input)?;
+            let name = g.remove("name").filter(|n| !n.is_empty()).ok_or_else(|| {
+                crate::Error::Input(format!("group {}: each rule needs name=NAME", i + 1))
+            })?;
+            let target = QosTarget::parse(g).map_err(|e| {
+                crate::Error::Input(format!("group {} (rule {name:?}): {e}", i + 1))
+            })?;
             rules.push(QosRule { name, target });
         }
         if rules.is_empty() {
@@ -1084,8 +1077,7 @@ fn run_vrate(recr: &QosRecordRun) -> Option<f64> {
 /// the runs' protection's.
 pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResult, crate::Error> {
     let base_model: IoCostModel = serde_json::from_value(rec.base_model.clone())
-        .map_err(|e| format!("the iocost-qos record's base_model: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the iocost-qos record's base_model: {e}")))?;
     let (isol_pct, isol_thr) = rec
         .runs
         .first()
@@ -1101,8 +1093,7 @@ pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResu
     for ((i, recr), resr) in recs.zip(res.runs.iter().flatten()) {
         let Some(x) = run_vrate(recr) else { continue };
         let hog = final_probe_of(&resr.prot)
-            .map_err(|e| format!("run {i:02}: {e}"))
-            .map_err(crate::Error::Input)?;
+            .map_err(|e| crate::Error::Input(format!("run {i:02}: {e}")))?;
         for sel in &job.sels {
             if let Some(y) = sel.select(i, resr, hog.as_ref(), &isol_pct)? {
                 points

@@ -331,8 +331,7 @@ pub fn write_pdf(
     let tmp = tempfile::Builder::new()
         .prefix("rackbench-iocost-tune-")
         .tempdir()
-        .map_err(|e| format!("pdf: cannot make a temporary directory: {e}"))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("pdf: cannot make a temporary directory: {e}")))?;
     let src = if keep {
         PathBuf::from(".")
     } else {
@@ -403,8 +402,7 @@ pub fn write_pdf(
                 .map_err(crate::Error::Host)?,
         ))
         .spawn()
-        .map_err(|e| format!("pdf: cannot start {}: {e}", browser.display()))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("pdf: cannot start {}: {e}", browser.display())))?;
     let t0 = Instant::now();
     let status = loop {
         match child.try_wait() {

@@ -34,9 +34,12 @@ impl HashLog {
         keep_bytes: u64,
         padding: usize,
     ) -> Result<HashLog, crate::Error> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("{}: cannot create the log directory: {e}", dir.display()))
-            .map_err(crate::Error::Host)?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            crate::Error::Host(format!(
+                "{}: cannot create the log directory: {e}",
+                dir.display()
+            ))
+        })?;
         let w = Writer::open(dir, unit, keep_bytes).map_err(crate::Error::Host)?;
         let (tx, rx) = sync_channel(1 << 16);
         let pad = Arc::new(AtomicUsize::new(padding));
@@ -44,8 +47,7 @@ impl HashLog {
         let thread = std::thread::Builder::new()
             .name("hashd-log".into())
             .spawn(move || w.run(rx, p))
-            .map_err(|e| format!("cannot start the log thread: {e}"))
-            .map_err(crate::Error::Host)?;
+            .map_err(|e| crate::Error::Host(format!("cannot start the log thread: {e}")))?;
         Ok(HashLog {
             tx: Some(tx),
             padding: pad,

@@ -271,19 +271,22 @@ pub fn strip_comments(text: &str) -> String {
 /// column.
 pub fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, crate::Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))
-        .map_err(crate::Error::Input)?;
-    serde_json::from_str(&strip_comments(&text))
-        .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))
-        .map_err(crate::Error::Input)
+        .map_err(|e| crate::Error::Input(format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&strip_comments(&text)).map_err(|e| {
+        crate::Error::Input(format!(
+            "{}:{}:{}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 /// Writes `bytes` to `path` atomically (the harness's staging file and
 /// rename), errors naming the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), crate::Error> {
     harness::fsutil::write_atomic(path, bytes)
-        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
-        .map_err(crate::Error::Host)
+        .map_err(|e| crate::Error::Host(format!("{}: cannot write: {e}", path.display())))
 }
 
 fn save<T: Serialize>(path: &Path, preamble: &str, v: &T) -> Result<(), String> {
@@ -307,8 +310,7 @@ pub fn save_params(path: &Path, p: &Params) -> Result<(), crate::Error> {
 pub fn load_params(path: &Path) -> Result<Params, crate::Error> {
     let p: Params = load(path)?;
     p.validate()
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("{}: {e}", path.display())))?;
     Ok(p)
 }
 

@@ -95,13 +95,13 @@ impl TestFiles {
             } else {
                 if i % PER_DIR == 0 || !path.parent().is_some_and(|p| p.exists()) {
                     let parent = path.parent().expect("a file in a folder");
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("{}: cannot create: {e}", parent.display()))
-                        .map_err(crate::Error::Host)?;
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        crate::Error::Host(format!("{}: cannot create: {e}", parent.display()))
+                    })?;
                 }
-                self.create(&path, &mut rng, &mut buf)
-                    .map_err(|e| format!("{}: cannot write a test file: {e}", path.display()))
-                    .map_err(crate::Error::Host)?;
+                self.create(&path, &mut rng, &mut buf).map_err(|e| {
+                    crate::Error::Host(format!("{}: cannot write a test file: {e}", path.display()))
+                })?;
                 out.created += 1;
             }
             progress((i + 1) * TESTFILE_UNIT, self.size());

@@ -365,15 +365,13 @@ impl IoTrace {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(t.instance.join("trace_pipe"))
-            .map_err(|e| format!("cannot open trace_pipe: {e}"))
-            .map_err(crate::Error::Host)?;
+            .map_err(|e| crate::Error::Host(format!("cannot open trace_pipe: {e}")))?;
         let (stop, state) = (t.stop.clone(), t.state.clone());
         t.reader = Some(
             std::thread::Builder::new()
                 .name("iolat-trace".into())
                 .spawn(move || read_loop(pipe, &stop, &state, kdev, &filters))
-                .map_err(|e| format!("cannot start the trace reader: {e}"))
-                .map_err(crate::Error::Host)?,
+                .map_err(|e| crate::Error::Host(format!("cannot start the trace reader: {e}")))?,
         );
         Ok(t)
     }

@@ -147,8 +147,7 @@ pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
 /// Reads a whole file as text; the error names the file.
 pub fn read_string(path: &Path) -> Result<String, crate::Error> {
     fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
-        .map_err(crate::Error::Host)
+        .map_err(|e| crate::Error::Host(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Reads a file holding one unsigned integer; the error names the file and
@@ -175,11 +174,12 @@ pub fn write_existing(path: &Path, value: &str) -> Result<(), crate::Error> {
         .write(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| format!("cannot open {} for writing: {e}", path.display()))
-        .map_err(crate::Error::Host)?;
-    f.write_all(value.as_bytes())
-        .map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
-        .map_err(crate::Error::Host)
+        .map_err(|e| {
+            crate::Error::Host(format!("cannot open {} for writing: {e}", path.display()))
+        })?;
+    f.write_all(value.as_bytes()).map_err(|e| {
+        crate::Error::Host(format!("cannot write {value:?} to {}: {e}", path.display()))
+    })
 }
 
 /// Cumulative counters of one disk from `/proc/diskstats`.

@@ -66,9 +66,9 @@ pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, crat
             .ok_or_else(|| format!("/proc/meminfo: expected a {k} line"))
     };
     let swappiness_path = Path::new("/proc/sys/vm/swappiness");
-    let swappiness = u32::try_from(read_u64(swappiness_path)?)
-        .map_err(|_| format!("{}: value out of range", swappiness_path.display()))
-        .map_err(crate::Error::Host)?;
+    let swappiness = u32::try_from(read_u64(swappiness_path)?).map_err(|_| {
+        crate::Error::Host(format!("{}: value out of range", swappiness_path.display()))
+    })?;
     let mut si = SysInfo {
         kernel_version: harness::machine::kernel_release(),
         nr_cpus: harness::machine::usable_cpus(),
@@ -143,15 +143,13 @@ pub fn whole_disk(devnr: (u32, u32)) -> Option<Disk> {
 /// source in `/proc/self/mountinfo`.
 pub fn block_dev_of(path: &Path) -> Result<Option<Disk>, crate::Error> {
     let md = fs::metadata(path)
-        .map_err(|e| format!("cannot stat {}: {e}", path.display()))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("cannot stat {}: {e}", path.display())))?;
     let devnr = dev_numbers(md.dev());
     if devnr.0 != 0 {
         return Ok(whole_disk(devnr));
     }
     let canon = fs::canonicalize(path)
-        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))
-        .map_err(crate::Error::Host)?;
+        .map_err(|e| crate::Error::Host(format!("cannot resolve {}: {e}", path.display())))?;
     let mounts = read_mounts()?;
     let Some(m) = mount_of(&mounts, &canon) else {
         return Ok(None);

@@ -264,8 +264,7 @@ impl Restore {
     /// Returns the old value; `what` names the setting in the restore line.
     pub fn write(&mut self, path: &Path, value: &str, what: &str) -> Result<String, crate::Error> {
         let old = fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .map_err(crate::Error::Host)?
+            .map_err(|e| crate::Error::Host(format!("cannot read {}: {e}", path.display())))?
             .trim()
             .to_string();
         write_existing(path, value)?;

@@ -178,16 +178,13 @@ const SPEEDS: &[(&str, f64)] = &[
 
 /// The scenarios of a spec.
 pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, crate::Error> {
-    check_keys(spec, 0, &[])
-        .map_err(|e| e.to_string())
-        .map_err(crate::Error::Input)?;
+    check_keys(spec, 0, &[]).map_err(|e| crate::Error::Input(e.to_string()))?;
     let mut out = Vec::new();
     for (i, g) in spec.props.iter().enumerate().skip(1) {
         match g.get("scenario").map(String::as_str) {
             Some("mem-hog") => {
                 check_keys(spec, i, &["scenario", "loops", "load", "speed"])
-                    .map_err(|e| e.to_string())
-                    .map_err(crate::Error::Input)?;
+                    .map_err(|e| crate::Error::Input(e.to_string()))?;
             }
             Some("mem-hog-tune") => {
                 check_keys(
@@ -198,8 +195,7 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, crate::Error> {
                         "isol-thr",
                     ],
                 )
-                .map_err(|e| e.to_string())
-                .map_err(crate::Error::Input)?;
+                .map_err(|e| crate::Error::Input(e.to_string()))?;
             }
             Some(other) => {
                 return Err(crate::Error::Input(format!(
@@ -224,15 +220,13 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, crate::Error> {
             s.tune = Some(tune_props(g, i).map_err(crate::Error::Input)?);
         }
         if let Some(v) = g.get("loops") {
-            s.loops = v
-                .parse()
-                .map_err(|_| format!("group {}: loops={v:?}: expected a count", i + 1))
-                .map_err(crate::Error::Input)?;
+            s.loops = v.parse().map_err(|_| {
+                crate::Error::Input(format!("group {}: loops={v:?}: expected a count", i + 1))
+            })?;
         }
         if let Some(v) = g.get("load") {
             s.load = parse_frac(v)
-                .map_err(|e| format!("group {}: load: {e}", i + 1))
-                .map_err(crate::Error::Input)?;
+                .map_err(|e| crate::Error::Input(format!("group {}: load: {e}", i + 1)))?;
         }
         if s.loops == 0 || s.load == 0.0 {
             return Err(crate::Error::Input(format!(
@@ -663,9 +657,9 @@ fn write_params(
 /// Runs the bench.
 pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let scen = scenarios(spec)?;
-    let knobs = ctx.hashd.clone().ok_or(
-        "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)",
-    ).map_err(|e| crate::Error::Host(e.into()))?;
+    let knobs = ctx.hashd.clone().ok_or_else(||
+        crate::Error::Input("protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)".into()),
+    )?;
     ctx.used_hashd = Some(knobs.clone());
     let ctx: &Ctx = ctx;
     let t = Timing::of(ctx.opts.test);
@@ -676,12 +670,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     rec.hog_base_wbps = base;
     rec.hog_base_source = source;
     let passive = match spec.passive.as_deref() {
-        Some(p) => crate::spec::Passive::parse(p)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
+        Some(p) => {
+            crate::spec::Passive::parse(p).map_err(|e| crate::Error::Input(e.to_string()))?
+        }
         None => crate::spec::Passive::default(),
     };
-    rec.hog_cap = hog_cap(ctx, &passive).map_err(crate::Error::Host)?;
+    rec.hog_cap = hog_cap(ctx, &passive).map_err(crate::Error::Input)?;
     let (work, sys) = slices(ctx, &passive, &mut rec).map_err(crate::Error::Host)?;
     let _iocost = io_control(ctx, &passive, &mut rec);
     let mut trace = start_trace(ctx, &mut rec);
@@ -733,9 +727,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         rec.samples.push(sr.samples);
         if let Some(why) = sr.stop_why {
             trace_cost(&mut rec, trace.take());
-            let v = serde_json::to_value(&rec)
-                .map_err(|e| e.to_string())
-                .map_err(crate::Error::Host)?;
+            let v = serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
             return Ok(Outcome::Partial(Some(v), why));
         }
     }
@@ -743,12 +735,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     trace_cost(&mut rec, trace.take());
     let result = study_record(&rec);
     Ok(Outcome::Done(
-        serde_json::to_value(&rec)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
-        serde_json::to_value(&result)
-            .map_err(|e| e.to_string())
-            .map_err(crate::Error::Host)?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
+        serde_json::to_value(&result).map_err(|e| crate::Error::Host(e.to_string()))?,
     ))
 }
 
@@ -1381,8 +1369,7 @@ pub fn format_with_prefix(
     prefix: &str,
 ) -> Result<String, crate::Error> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the record is not a protection record: {e}"))
-        .map_err(crate::Error::Input)?;
+        .map_err(|e| crate::Error::Input(format!("the record is not a protection record: {e}")))?;
     // Upstream's record leaves the scenario parameters to the spec.
     let scns = scenarios(&d.spec).unwrap_or_default();
     for (r, s) in rec.scenarios.iter_mut().zip(&scns) {
@@ -1393,9 +1380,9 @@ pub fn format_with_prefix(
         }
     }
     let res: ProtectionResult = match &d.result {
-        Some(r) if !r.is_null() => serde_json::from_value(r.clone())
-            .map_err(|e| format!("the result is not a protection result: {e}"))
-            .map_err(crate::Error::Input)?,
+        Some(r) if !r.is_null() => serde_json::from_value(r.clone()).map_err(|e| {
+            crate::Error::Input(format!("the result is not a protection result: {e}"))
+        })?,
         // An interrupted run: study what it recorded.
         _ => study_record(&rec),
     };
