@@ -443,14 +443,14 @@ impl Bench for IoCostParamsBench {
     fn soft(&self) -> &'static [SysReq] {
         &[SysReq::IoCost]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        check_spec(spec).map_err(String::from)
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
+        check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        run(spec, ctx).map_err(String::from)
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+        run(spec, ctx)
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        format(d, full).map_err(String::from)
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
+        format(d, full)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(k) = d

@@ -64,7 +64,7 @@ fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> 
 }
 
 fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    bench(&spec.kind)?.run(spec, ctx)
+    bench(&spec.kind)?.run(spec, ctx).map_err(String::from)
 }
 
 /// Formats one job (a header and the bench's text), as `format` (`full`)
@@ -114,8 +114,7 @@ pub fn format_job_props(
         result,
         head: &head,
     };
-    let body =
-        bench(&d.spec.kind).and_then(|b| b.format_props(d, &args).map_err(crate::Error::Input));
+    let body = bench(&d.spec.kind).and_then(|b| b.format_props(d, &args));
     match body {
         Ok((text, true)) => {
             out.push_str(&text);

@@ -1132,24 +1132,25 @@ impl Bench for StorageBench {
             SysReq::HostCriticalServices,
         ]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        check_spec(spec).map_err(String::from)
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
+        check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        run(spec, ctx).map_err(String::from)
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+        run(spec, ctx)
     }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
-        format_rstat(d, full, rstat).map_err(String::from)
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
+        format_rstat(d, full, rstat)
     }
-    fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
+    fn restudy(&self, d: &JobData) -> Option<Result<Value, crate::Error>> {
         Some(
             serde_json::from_value::<StorageRecord>(d.record.clone().unwrap_or(Value::Null))
                 .map_err(|e| format!("the record is not a storage record: {e}"))
-                .and_then(|rec| serde_json::to_value(study(&rec)).map_err(|e| e.to_string())),
+                .and_then(|rec| serde_json::to_value(study(&rec)).map_err(|e| e.to_string()))
+                .map_err(crate::Error::Input),
         )
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        format(d, full).map_err(String::from)
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
+        format(d, full)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
         let Some(s) = d

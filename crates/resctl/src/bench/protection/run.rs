@@ -1478,11 +1478,11 @@ impl Bench for ProtectionBench {
         // the hog is built in and nothing is compiled.
         SysReq::ALL.split_at(SysReq::ALL.len() - 4).0
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
-        check_spec(spec).map_err(String::from)
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
+        check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-        run(spec, ctx).map_err(String::from)
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+        run(spec, ctx)
     }
     /// A mem-hog-tune scenario run without `size-min`/`size-max` (ours:
     /// they default to hashd's footprint and half of it) gets the sizes it
@@ -1506,14 +1506,14 @@ impl Bench for ProtectionBench {
         }
         out
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
-        format(d, full).map_err(String::from)
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
+        format(d, full)
     }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
-        format_with_rstat(d, full, rstat).map_err(String::from)
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
+        format_with_rstat(d, full, rstat)
     }
-    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
-        Some(restudy(d))
+    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, crate::Error>> {
+        Some(restudy(d).map_err(crate::Error::Input))
     }
     fn metrics(&self, d: &JobData, m: &mut crate::bench::common::JobMetrics) {
         let Some(p) = d
