@@ -206,6 +206,12 @@ mod tests {
              [-] iocost-tune\n  bench-version: 2.1\n  agent-version: 2.2\n  hashd-version: 2.0\n  memory-profile: 8\n  fwver: F1\n  classifier: big\n  sources:\n    + d.json\n"
         );
         let spec = crate::spec::parse("merge-info:x=1").unwrap();
-        assert!(MergeInfoBench.check(&spec).unwrap_err().to_string().contains("\"x\""));
+        assert!(
+            MergeInfoBench
+                .check(&spec)
+                .unwrap_err()
+                .to_string()
+                .contains("\"x\"")
+        );
     }
 }

@@ -777,14 +777,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         .cgroups
         .v2_root()
         .filter(|r| r.join("io.cost.qos").exists())
-        .ok_or(
-            "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
-             iocost-qos cannot run without io.cost, even with --force",
-        ).map_err(|e| crate::Error::Host(e.into()))?
+        .ok_or_else(|| {
+            crate::Error::Host(
+                "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
+                 iocost-qos cannot run without io.cost, even with --force"
+                    .into(),
+            )
+        })?
         .to_path_buf();
-    let k = ctx.iocost.clone().ok_or_else(||
-        crate::Error::Input("iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)".into()),
-    )?;
+    let k = ctx.iocost.clone().ok_or_else(|| {
+        crate::Error::Input(
+            "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)"
+                .into(),
+        )
+    })?;
     // What the device had, written back when the job ends.
     let _restore = IoCostRestore::capture(&root, &k.devnr);
 

@@ -657,9 +657,12 @@ fn write_params(
 /// Runs the bench.
 pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let scen = scenarios(spec)?;
-    let knobs = ctx.hashd.clone().ok_or_else(||
-        crate::Error::Input("protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)".into()),
-    )?;
+    let knobs = ctx.hashd.clone().ok_or_else(|| {
+        crate::Error::Input(
+            "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)"
+                .into(),
+        )
+    })?;
     ctx.used_hashd = Some(knobs.clone());
     let ctx: &Ctx = ctx;
     let t = Timing::of(ctx.opts.test);
