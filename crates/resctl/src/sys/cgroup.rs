@@ -213,7 +213,7 @@ impl Cgroups {
                 "none" => Some(BackendKind::None),
                 "" => None,
                 other => {
-                    return Err(crate::Error::Host(format!(
+                    return Err(crate::Error::Input(format!(
                         "{BACKEND_ENV}={other:?}: expected cgroup2, cgroup1 or none"
                     )));
                 }
@@ -382,7 +382,7 @@ impl Cgroups {
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !valid {
-            return Err(crate::Error::Host(format!(
+            return Err(crate::Error::Input(format!(
                 "cgroup path {rel:?}: expected a relative path like \"rackbench-1/workload\" without \"..\""
             )));
         }
