@@ -280,7 +280,7 @@ fn resctl_journal(data: &[u8]) {
     };
     for full in [true, false] {
         if let Err(e) = resctl::bench::job::cmd_format(&opts, &[], full) {
-            names(&e, &path);
+            names(&e.to_string(), &path);
         }
     }
 }
@@ -292,12 +292,12 @@ fn hashd_params(data: &[u8]) {
         Ok(p) => {
             let _ = p.log_padding();
         }
-        Err(e) => names(&e, &path),
+        Err(e) => names(&e.to_string(), &path),
     }
     match params::load::<params::Args>(&path) {
         Ok(a) => {
             let _ = a.file_max_size();
         }
-        Err(e) => names(&e, &path),
+        Err(e) => names(&e.to_string(), &path),
     }
 }

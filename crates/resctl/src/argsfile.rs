@@ -97,12 +97,14 @@ fn err(path: &Path, what: impl std::fmt::Display) -> String {
 
 /// Loads `path`; a missing file is upstream's defaults (it is created when
 /// the command saves).
-pub fn load(path: &Path) -> Result<ArgsFile, String> {
+pub fn load(path: &Path) -> Result<ArgsFile, crate::Error> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(ArgsFile {
             path: path.to_path_buf(),
             existed: true,
-            args: parse(&text).map_err(|e| err(path, e))?,
+            args: parse(&text)
+                .map_err(|e| err(path, e))
+                .map_err(crate::Error::Input)?,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ArgsFile {
             path: path.to_path_buf(),
@@ -112,7 +114,7 @@ pub fn load(path: &Path) -> Result<ArgsFile, String> {
                 ..FileArgs::default()
             },
         }),
-        Err(e) => Err(err(path, format!("cannot read: {e}"))),
+        Err(e) => Err(crate::Error::Input(err(path, format!("cannot read: {e}")))),
     }
 }
 
@@ -152,34 +154,46 @@ fn float(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
 }
 
 /// An args file's text: upstream's `Args` JSON.
-pub fn parse(text: &str) -> Result<FileArgs, String> {
-    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
-        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))?;
+pub fn parse(text: &str) -> Result<FileArgs, crate::Error> {
+    let v: Value =
+        serde_json::from_str(&crate::hashd::params::strip_comments(text)).map_err(|e| {
+            crate::Error::Input(format!(
+                "not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
     let Value::Object(o) = v else {
-        return Err("expected a JSON object (upstream's args file)".into());
+        return Err(crate::Error::Input(
+            "expected a JSON object (upstream's args file)".into(),
+        ));
     };
-    crate::jobfile::check_top_keys(&o)?;
+    crate::jobfile::check_top_keys(&o).map_err(crate::Error::Input)?;
     let mut a = FileArgs {
-        dir: string(&o, "dir")?,
-        dev: string(&o, "dev")?,
-        linux_tar: string(&o, "linux_tar")?,
+        dir: string(&o, "dir").map_err(crate::Error::Input)?,
+        dev: string(&o, "dev").map_err(crate::Error::Input)?,
+        linux_tar: string(&o, "linux_tar").map_err(crate::Error::Input)?,
         ..FileArgs::default()
     };
-    a.rep_retention = uint(&o, "rep_retention")?
+    a.rep_retention = uint(&o, "rep_retention")
+        .map_err(crate::Error::Input)?
         .filter(|&s| s != DFL_REP_RETENTION)
         .map(|s| s.to_string());
-    a.systemd_timeout = float(&o, "systemd_timeout")?
+    a.systemd_timeout = float(&o, "systemd_timeout")
+        .map_err(crate::Error::Input)?
         .filter(|&s| s != DFL_SYSTEMD_TIMEOUT)
         .map(|s| s.to_string());
-    a.hashd_size = uint(&o, "hashd_size")?.map(|s| s.to_string());
+    a.hashd_size = uint(&o, "hashd_size")
+        .map_err(crate::Error::Input)?
+        .map(|s| s.to_string());
     a.hashd_cpu_load = match field(&o, "hashd_fake_cpu_load") {
         None => None,
         Some(Value::Bool(true)) => Some("fake".into()),
         Some(Value::Bool(false)) => Some("real".into()),
         Some(v) => {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "\"hashd_fake_cpu_load\": expected true (fake), false (real) or null (keep), got {v}"
-            ));
+            )));
         }
     };
     a.mem_profile = match o.get("mem_profile") {
@@ -189,32 +203,38 @@ pub fn parse(text: &str) -> Result<FileArgs, String> {
             v.as_u64()
                 .ok_or_else(|| {
                     format!("\"mem_profile\": expected a profile in GiB or null (off), got {v}")
-                })?
+                })
+                .map_err(crate::Error::Input)?
                 .to_string(),
         ),
     };
     // 0 is upstream's "measure it".
-    a.mem_avail = uint(&o, "mem_avail")?
+    a.mem_avail = uint(&o, "mem_avail")
+        .map_err(crate::Error::Input)?
         .filter(|&m| m > 0)
         .map(|m| m.to_string());
-    a.mem_margin = float(&o, "mem_margin")?.map(|m| m.to_string());
+    a.mem_margin = float(&o, "mem_margin")
+        .map_err(crate::Error::Input)?
+        .map(|m| m.to_string());
     a.iocost_qos = match field(&o, "iocost_qos_ovr") {
         None => None,
-        Some(v) => Some(qos_text(v)?).filter(|t| !t.is_empty()),
+        Some(v) => Some(qos_text(v).map_err(crate::Error::Input)?).filter(|t| !t.is_empty()),
     };
-    a.swappiness = uint(&o, "swappiness_ovr")?.map(|s| s.to_string());
+    a.swappiness = uint(&o, "swappiness_ovr")
+        .map_err(crate::Error::Input)?
+        .map(|s| s.to_string());
     a.mode = match field(&o, "mode") {
         None => None,
         Some(Value::String(m)) if MODES.iter().any(|(_, n)| n == m) => Some(m.clone()),
         Some(v) => {
             let names: Vec<&str> = MODES.iter().map(|(_, n)| *n).collect();
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "\"mode\": expected one of {}, got {v}",
                 names.join(", ")
-            ));
+            )));
         }
     };
-    a.job_specs = crate::jobfile::specs_of(&o)?;
+    a.job_specs = crate::jobfile::specs_of(&o).map_err(crate::Error::Input)?;
     Ok(a)
 }
 
@@ -318,13 +338,14 @@ pub struct Save {
 
 impl Save {
     /// Writes the file atomically (its folder created as upstream does).
-    pub fn write(&self) -> Result<(), String> {
+    pub fn write(&self) -> Result<(), crate::Error> {
         if let Some(d) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(d)
-                .map_err(|e| err(&self.path, format!("cannot create {}: {e}", d.display())))?;
+                .map_err(|e| err(&self.path, format!("cannot create {}: {e}", d.display())))
+                .map_err(crate::Error::Host)?;
         }
         crate::hashd::params::write_atomic(&self.path, self.text.as_bytes())
-            .map_err(|e| format!("-a/--args: {e}"))
+            .map_err(|e| crate::Error::Host(format!("-a/--args: {e}")))
     }
 }
 
@@ -336,21 +357,26 @@ pub struct Merged<'a> {
 }
 
 /// The file's text for `m`.
-pub fn render(m: &Merged<'_>) -> Result<String, String> {
+pub fn render(m: &Merged<'_>) -> Result<String, crate::Error> {
     let o = m.opts;
     let mem_profile = match o.mem_profile.as_deref() {
         None => None,
         Some("off") => Some(None),
-        Some(p) => Some(Some(p.parse::<u32>().map_err(|_| {
-            format!("-M/--mem-profile {p:?}: expected a power of two (GiB) or off")
-        })?)),
+        Some(p) => Some(Some(
+            p.parse::<u32>()
+                .map_err(|_| {
+                    format!("-M/--mem-profile {p:?}: expected a power of two (GiB) or off")
+                })
+                .map_err(crate::Error::Input)?,
+        )),
     };
     let q = o.iocost_qos.clone().unwrap_or_default();
     let specs = m
         .specs
         .iter()
         .map(|s| crate::spec::parse(s).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(crate::Error::Input)?;
     let saved = Saved {
         dir: o.dir.display().to_string(),
         dev: o.dev.clone(),
@@ -375,7 +401,8 @@ pub fn render(m: &Merged<'_>) -> Result<String, String> {
         swappiness_ovr: o.swappiness,
         job_specs: specs,
     };
-    let mut text = serde_json::to_string_pretty(&saved).map_err(|e| e.to_string())?;
+    let mut text =
+        serde_json::to_string_pretty(&saved).map_err(|e| crate::Error::Input(e.to_string()))?;
     text.push('\n');
     Ok(text)
 }
@@ -483,7 +510,7 @@ mod tests {
             ("{\n  \"dir\": \"a\",\n  oops\n}", "line 3"),
         ] {
             let e = parse(text).unwrap_err();
-            assert!(e.contains(want), "{text}: {e}");
+            assert!(e.to_string().contains(want), "{text}: {e}");
         }
     }
 

@@ -1630,7 +1630,10 @@ mod tests {
             128 * G,
         )
         .unwrap_err();
-        assert!(e.contains("too small for its share 12.0G"), "{e}");
+        assert!(
+            e.to_string().contains("too small for its share 12.0G"),
+            "{e}"
+        );
         let t = Options {
             test: true,
             ..o.clone()
@@ -1645,7 +1648,7 @@ mod tests {
             MemInfo::for_profile(4, 8 * G)
         );
         let e = job::mem_info(&o, None, 4 * G).unwrap_err();
-        assert!(e.contains("-m/--mem-avail 8.0G"), "{e}");
+        assert!(e.to_string().contains("-m/--mem-avail 8.0G"), "{e}");
         // Without it: MemAvailable, else the total.
         let d = Options::default();
         assert_eq!(job::mem_info(&d, Some(3 * G), 16 * G).unwrap().avail, 3 * G);
@@ -1681,7 +1684,7 @@ mod tests {
         // Larger than hashd's size at this profile: refused.
         let (o, ..) = parsed(&["--hashd-size", "5G", "run", "x"]).unwrap();
         let e = job::override_hashd(&mut saved.clone(), &o, G).unwrap_err();
-        assert!(e.starts_with("--hashd-size 5.0G"), "{e}");
+        assert!(e.to_string().starts_with("--hashd-size 5.0G"), "{e}");
     }
 
     #[test]
@@ -1691,10 +1694,13 @@ mod tests {
         assert!(job::check_dev(Some("sda"), dir, "sda").is_ok());
         assert!(job::check_dev(Some("/dev/sda"), dir, "sda").is_ok());
         let e = job::check_dev(Some("nvme9n9"), dir, "sda").unwrap_err();
-        assert!(e.starts_with("-D/--dev nvme9n9: "), "{e}");
-        assert!(e.contains("(sda)") && e.contains("--dir on nvme9n9"), "{e}");
+        assert!(e.to_string().starts_with("-D/--dev nvme9n9: "), "{e}");
+        assert!(
+            e.to_string().contains("(sda)") && e.to_string().contains("--dir on nvme9n9"),
+            "{e}"
+        );
         let e = job::check_dev(Some("sda"), dir, "").unwrap_err();
-        assert!(e.contains("(unknown)"), "{e}");
+        assert!(e.to_string().contains("(unknown)"), "{e}");
     }
 
     #[test]
@@ -1720,11 +1726,16 @@ mod tests {
         );
         let e = job::iocost_knobs_from_sys(model, qos, "8:0").unwrap_err();
         assert!(
-            e.starts_with("--iocost-from-sys: iocost is disabled"),
+            e.to_string()
+                .starts_with("--iocost-from-sys: iocost is disabled"),
             "{e}"
         );
         let e = job::iocost_knobs_from_sys(model, qos, "259:0").unwrap_err();
-        assert!(e.contains("no line for the scratch device 259:0"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("no line for the scratch device 259:0"),
+            "{e}"
+        );
         // --iocost-qos replaces only the keys it names.
         let o = QosOvr::parse_overrides("wlat=9000,min=60").unwrap();
         let q = o.apply(&k.qos);

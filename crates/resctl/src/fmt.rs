@@ -302,20 +302,20 @@ const SIZE_EXPECTED: &str = "expected a byte count such as 4096, a number with a
 /// assert_eq!(parse_size("1.5k"), Ok(1536));
 /// assert_eq!(parse_size("2G_16.5M"), Ok(2164785152));
 /// ```
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, crate::Error> {
     let given = s;
     let s = s.trim();
     if s.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "invalid size {given:?}: it is empty; {SIZE_EXPECTED}"
-        ));
+        )));
     }
     let mut total: u128 = 0;
     for term in s.split('_') {
         if term.is_empty() {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid size {given:?}: empty term around '_'; {SIZE_EXPECTED}"
-            ));
+            )));
         }
         let (num, unit) = split_number(term);
         let shift = match unit.to_ascii_lowercase().as_str() {
@@ -327,20 +327,24 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             "p" => 50,
             "e" => 60,
             _ => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "invalid size {given:?}: unknown unit {unit:?} in {term:?}; {SIZE_EXPECTED}"
-                ));
+                )));
             }
         };
         if !is_plain_decimal(num) {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid size {given:?}: {num:?} in {term:?} is not a number; {SIZE_EXPECTED}"
-            ));
+            )));
         }
         let value: u128 = if num.contains('.') {
-            let v = num.parse::<f64>().map_err(|e| {
-                format!("invalid size {given:?}: {num:?} in {term:?}: {e}; {SIZE_EXPECTED}")
-            })? * (1u128 << shift) as f64;
+            let v = num
+                .parse::<f64>()
+                .map_err(|e| {
+                    format!("invalid size {given:?}: {num:?} in {term:?}: {e}; {SIZE_EXPECTED}")
+                })
+                .map_err(crate::Error::Input)?
+                * (1u128 << shift) as f64;
             if v > u64::MAX as f64 {
                 u128::MAX
             } else {
@@ -354,10 +358,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         };
         total = total.saturating_add(value);
         if total > u64::MAX as u128 {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid size {given:?}: larger than the maximum of {} bytes (16E)",
                 u64::MAX
-            ));
+            )));
         }
     }
     Ok(total as u64)
@@ -380,20 +384,20 @@ const DURATION_EXPECTED: &str = "expected seconds such as 1.5, a number with a u
 /// assert_eq!(parse_duration("150m"), Ok(0.15));
 /// assert_eq!(parse_duration("1M_30s"), Ok(90.0));
 /// ```
-pub fn parse_duration(s: &str) -> Result<f64, String> {
+pub fn parse_duration(s: &str) -> Result<f64, crate::Error> {
     let given = s;
     let s = s.trim();
     if s.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "invalid duration {given:?}: it is empty; {DURATION_EXPECTED}"
-        ));
+        )));
     }
     let mut total = 0.0;
     for term in s.split('_') {
         if term.is_empty() {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid duration {given:?}: empty term around '_'; {DURATION_EXPECTED}"
-            ));
+            )));
         }
         let (num, unit) = split_number(term);
         let (mult, div) = match unit {
@@ -407,23 +411,28 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
             "D" => (86400.0, 1.0),
             "Y" => (31536000.0, 1.0),
             _ => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "invalid duration {given:?}: unknown unit {unit:?} in {term:?}; {DURATION_EXPECTED}"
-                ));
+                )));
             }
         };
         if !is_plain_decimal(num) {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid duration {given:?}: {num:?} in {term:?} is not a number; {DURATION_EXPECTED}"
-            ));
+            )));
         }
-        let v = num.parse::<f64>().map_err(|e| {
-            format!("invalid duration {given:?}: {num:?} in {term:?}: {e}; {DURATION_EXPECTED}")
-        })?;
+        let v = num
+            .parse::<f64>()
+            .map_err(|e| {
+                format!("invalid duration {given:?}: {num:?} in {term:?}: {e}; {DURATION_EXPECTED}")
+            })
+            .map_err(crate::Error::Input)?;
         total += v * mult / div;
     }
     if !total.is_finite() {
-        return Err(format!("invalid duration {given:?}: too large"));
+        return Err(crate::Error::Input(format!(
+            "invalid duration {given:?}: too large"
+        )));
     }
     Ok(total)
 }
@@ -431,7 +440,7 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
 /// Parses a fraction: a plain number (`0.8`) or a percentage with a
 /// trailing `%` (`80%` → 0.8). Negative values are rejected; values above 1
 /// (`150%`) are accepted, callers clamp where they need to.
-pub fn parse_frac(s: &str) -> Result<f64, String> {
+pub fn parse_frac(s: &str) -> Result<f64, crate::Error> {
     const EXPECTED: &str = "expected a non-negative number such as 0.8 or a percentage such as 80%";
     let given = s;
     let s = s.trim();
@@ -440,11 +449,13 @@ pub fn parse_frac(s: &str) -> Result<f64, String> {
         None => (s, 1.0),
     };
     if !is_plain_decimal(num) {
-        return Err(format!("invalid fraction {given:?}: {EXPECTED}"));
+        return Err(crate::Error::Input(format!(
+            "invalid fraction {given:?}: {EXPECTED}"
+        )));
     }
     let v = num
         .parse::<f64>()
-        .map_err(|e| format!("invalid fraction {given:?}: {e}; {EXPECTED}"))?;
+        .map_err(|e| crate::Error::Input(format!("invalid fraction {given:?}: {e}; {EXPECTED}")))?;
     Ok(v / div)
 }
 
@@ -684,24 +695,30 @@ mod tests {
     #[test]
     fn parse_size_errors() {
         let e = parse_size("").unwrap_err();
-        assert!(e.contains("\"\"") && e.contains("empty") && e.contains("expected"));
+        assert!(
+            e.to_string().contains("\"\"")
+                && e.to_string().contains("empty")
+                && e.to_string().contains("expected")
+        );
         let e = parse_size("16X").unwrap_err();
         assert!(
-            e.contains("\"16X\"") && e.contains("\"X\"") && e.contains("expected"),
+            e.to_string().contains("\"16X\"")
+                && e.to_string().contains("\"X\"")
+                && e.to_string().contains("expected"),
             "{e}"
         );
         let e = parse_size("16GB").unwrap_err();
-        assert!(e.contains("\"GB\""), "{e}");
+        assert!(e.to_string().contains("\"GB\""), "{e}");
         let e = parse_size("2G__1M").unwrap_err();
-        assert!(e.contains("empty term"), "{e}");
+        assert!(e.to_string().contains("empty term"), "{e}");
         let e = parse_size("G").unwrap_err();
-        assert!(e.contains("not a number"), "{e}");
+        assert!(e.to_string().contains("not a number"), "{e}");
         assert!(parse_size("-1K").is_err());
         assert!(parse_size("1e3").is_err());
         assert!(parse_size("1.2.3K").is_err());
         assert!(parse_size("inf").is_err());
         let e = parse_size("16E").unwrap_err();
-        assert!(e.contains("larger than"), "{e}");
+        assert!(e.to_string().contains("larger than"), "{e}");
         assert!(parse_size("99999999999999999999999").is_err());
         assert!(parse_size("15E_1E").is_err());
     }
@@ -733,16 +750,33 @@ mod tests {
     fn parse_duration_errors() {
         let e = parse_duration("100ms").unwrap_err();
         assert!(
-            e.contains("\"100ms\"") && e.contains("\"ms\"") && e.contains("expected"),
+            e.to_string().contains("\"100ms\"")
+                && e.to_string().contains("\"ms\"")
+                && e.to_string().contains("expected"),
             "{e}"
         );
         // Units are case sensitive: there is no "S" or "h".
         assert!(parse_duration("5S").is_err());
         assert!(parse_duration("1h").is_err());
-        assert!(parse_duration("").unwrap_err().contains("empty"));
-        assert!(parse_duration("1M_").unwrap_err().contains("empty term"));
+        assert!(
+            parse_duration("")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
+        assert!(
+            parse_duration("1M_")
+                .unwrap_err()
+                .to_string()
+                .contains("empty term")
+        );
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("s").unwrap_err().contains("not a number"));
+        assert!(
+            parse_duration("s")
+                .unwrap_err()
+                .to_string()
+                .contains("not a number")
+        );
     }
 
     #[test]
@@ -760,8 +794,8 @@ mod tests {
     fn parse_frac_errors() {
         for bad in ["", "%", "abc", "-0.5", "80%%", "1e-1", "nan", "0.8x"] {
             let e = parse_frac(bad).unwrap_err();
-            assert!(e.contains(&format!("{bad:?}")), "{e}");
-            assert!(e.contains("expected"), "{e}");
+            assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
+            assert!(e.to_string().contains("expected"), "{e}");
         }
     }
 

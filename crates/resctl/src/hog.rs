@@ -92,10 +92,12 @@ pub fn help() -> String {
     Cli::command().render_long_help().to_string()
 }
 
-pub fn parse(args: &[String]) -> Result<HogArgs, String> {
+pub fn parse(args: &[String]) -> Result<HogArgs, crate::Error> {
     use clap::Parser;
     let argv = std::iter::once("mem-hog".to_string()).chain(args.iter().cloned());
-    let c = Cli::try_parse_from(argv).map_err(|e| e.render().to_string())?;
+    let c = Cli::try_parse_from(argv)
+        .map_err(|e| e.render().to_string())
+        .map_err(crate::Error::Input)?;
     Ok(HogArgs {
         wbps: c.wbps,
         report: c.report,
@@ -189,7 +191,7 @@ fn save(path: &Path, r: &HogReport) -> Result<(), String> {
 }
 
 /// Runs the hog until killed, `--duration` or `stop` returns true.
-pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, String> {
+pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, crate::Error> {
     let bps = a.wbps as f64;
     let max_pages = a.max.map(|m| (m as usize).div_ceil(PAGE));
     let mut hoard = Hoard::new();
@@ -216,7 +218,7 @@ pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, String> {
             rep.wdebt = debt.max(0.0) as u64;
             rep.mem_bytes = (hoard.len * PAGE) as u64;
             if let Some(p) = &a.report {
-                save(p, &rep)?;
+                save(p, &rep).map_err(crate::Error::Host)?;
             }
             last_report = now;
         }
@@ -234,11 +236,11 @@ pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, String> {
             match max_pages {
                 Some(m) if hoard.len >= m => {
                     // Full: keep the pages in use.
-                    hoard.fill(rewrite % m.max(1))?;
+                    hoard.fill(rewrite % m.max(1)).map_err(crate::Error::Host)?;
                     rewrite += 1;
                 }
                 _ => {
-                    hoard.fill(hoard.len)?;
+                    hoard.fill(hoard.len).map_err(crate::Error::Host)?;
                     hoard.len += 1;
                 }
             }
@@ -280,21 +282,25 @@ mod tests {
         assert!(
             parse(&args(&["--max", "1G"]))
                 .unwrap_err()
+                .to_string()
                 .contains("--wbps <RATE>")
         );
         assert!(
             parse(&args(&["--wbps", "fast"]))
                 .unwrap_err()
+                .to_string()
                 .contains("--wbps")
         );
         assert!(
             parse(&args(&["--wpbs", "1M"]))
                 .unwrap_err()
+                .to_string()
                 .contains("unexpected argument '--wpbs'")
         );
         assert!(
             parse(&args(&["--wbps"]))
                 .unwrap_err()
+                .to_string()
                 .contains("a value is required for '--wbps <RATE>'")
         );
     }

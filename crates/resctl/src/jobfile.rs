@@ -52,7 +52,7 @@ pub fn marked(path: &str) -> String {
 
 /// Replaces each marked word in `words` by the specs of its file, in place
 /// (spec words are kept as they are).
-pub fn expand(words: Vec<String>) -> Result<Vec<String>, String> {
+pub fn expand(words: Vec<String>) -> Result<Vec<String>, crate::Error> {
     let mut out = Vec::with_capacity(words.len());
     for w in words {
         match w.strip_prefix(MARK) {
@@ -64,11 +64,11 @@ pub fn expand(words: Vec<String>) -> Result<Vec<String>, String> {
 }
 
 /// The job specs of `path`, as spec text.
-pub fn load(path: &Path) -> Result<Vec<String>, String> {
+pub fn load(path: &Path) -> Result<Vec<String>, crate::Error> {
     let name = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("-f/--file {name}: cannot read: {e}"))?;
-    parse(&text).map_err(|e| format!("-f/--file {name}: {e}"))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::Error::Input(format!("-f/--file {name}: cannot read: {e}")))?;
+    parse(&text).map_err(|e| crate::Error::Input(format!("-f/--file {name}: {e}")))
 }
 
 /// An unknown key of `what`, with the closest known one.
@@ -111,17 +111,27 @@ pub(crate) fn specs_of(top: &serde_json::Map<String, Value>) -> Result<Vec<Strin
 }
 
 /// The job specs of a job file's text, as spec text.
-pub fn parse(text: &str) -> Result<Vec<String>, String> {
-    let v: Value = serde_json::from_str(&crate::hashd::params::strip_comments(text))
-        .map_err(|e| format!("not JSON: {e} (line {}, column {})", e.line(), e.column()))?;
+pub fn parse(text: &str) -> Result<Vec<String>, crate::Error> {
+    let v: Value =
+        serde_json::from_str(&crate::hashd::params::strip_comments(text)).map_err(|e| {
+            crate::Error::Input(format!(
+                "not JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
     let Value::Object(top) = v else {
-        return Err("expected a JSON object with \"job_specs\" (upstream's args file)".into());
+        return Err(crate::Error::Input(
+            "expected a JSON object with \"job_specs\" (upstream's args file)".into(),
+        ));
     };
-    check_top_keys(&top)?;
+    check_top_keys(&top).map_err(crate::Error::Input)?;
     if matches!(top.get("job_specs"), None | Some(Value::Null)) {
-        return Err("no \"job_specs\": expected a list of job specs".into());
+        return Err(crate::Error::Input(
+            "no \"job_specs\": expected a list of job specs".into(),
+        ));
     }
-    specs_of(&top)
+    specs_of(&top).map_err(crate::Error::Input)
 }
 
 /// A value of a spec, which must not hold the spec syntax's separators.
@@ -246,27 +256,35 @@ mod tests {
     #[test]
     fn bad_job_files_are_refused_naming_the_place() {
         let e = parse("{\n  \"job_specs\": [\n  {\"kind\": }\n]}").unwrap_err();
-        assert!(e.contains("line 3"), "{e}");
+        assert!(e.to_string().contains("line 3"), "{e}");
         let e = parse(r#"{"job_spec": []}"#).unwrap_err();
         assert!(
-            e.contains("\"job_spec\"") && e.contains("\"job_specs\""),
+            e.to_string().contains("\"job_spec\"") && e.to_string().contains("\"job_specs\""),
             "{e}"
         );
         let e = parse(r#"{"job_specs": [{"knd": "storage"}]}"#).unwrap_err();
-        assert!(e.contains("job_specs[0]") && e.contains("\"kind\""), "{e}");
+        assert!(
+            e.to_string().contains("job_specs[0]") && e.to_string().contains("\"kind\""),
+            "{e}"
+        );
         let e =
             parse(r#"{"job_specs": [{"kind": "storage", "props": [{"loops": 2}]}]}"#).unwrap_err();
-        assert!(e.contains("job_specs[0].props[0].loops"), "{e}");
+        assert!(e.to_string().contains("job_specs[0].props[0].loops"), "{e}");
         let e = parse(r#"{"job_specs": [{"kind": "no-such-bench"}]}"#).unwrap_err();
         assert!(
-            e.contains("job_specs[0]") && e.contains("no-such-bench"),
+            e.to_string().contains("job_specs[0]") && e.to_string().contains("no-such-bench"),
             "{e}"
         );
         let e =
             parse(r#"{"job_specs": [{"kind": "storage", "props": [{"a": "x,y"}]}]}"#).unwrap_err();
-        assert!(e.contains("','"), "{e}");
-        assert!(parse("{}").unwrap_err().contains("no \"job_specs\""));
-        assert!(parse("[]").unwrap_err().contains("JSON object"));
+        assert!(e.to_string().contains("','"), "{e}");
+        assert!(
+            parse("{}")
+                .unwrap_err()
+                .to_string()
+                .contains("no \"job_specs\"")
+        );
+        assert!(parse("[]").unwrap_err().to_string().contains("JSON object"));
     }
 
     #[test]
@@ -284,6 +302,9 @@ mod tests {
             vec!["hashd-params", "storage", "protection"]
         );
         let e = expand(vec![marked("/nonexistent/jobs.json")]).unwrap_err();
-        assert!(e.contains("-f/--file /nonexistent/jobs.json"), "{e}");
+        assert!(
+            e.to_string().contains("-f/--file /nonexistent/jobs.json"),
+            "{e}"
+        );
     }
 }

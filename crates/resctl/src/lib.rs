@@ -46,6 +46,7 @@ pub mod charts;
 pub mod clock;
 mod command;
 pub mod directions;
+pub mod error;
 pub mod fmt;
 pub mod hashd;
 pub mod hog;
@@ -57,6 +58,7 @@ pub mod spec;
 pub mod sys;
 
 pub use command::{CHILD_CMD, Resctl, child_main};
+pub use error::{Error, Result};
 
 /// The version `--version` prints, in upstream's form: the package
 /// version, the target triple, and `/debug` in a debug build

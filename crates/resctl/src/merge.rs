@@ -308,25 +308,29 @@ fn entry(mid: &MergeId, srcs: &[Src]) -> MergeEntry {
 
 /// Merges `sources` into `result` (written atomically); returns the
 /// merge-info job's text.
-pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<String, String> {
+pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<String, crate::Error> {
     if sources.is_empty() {
-        return Err("merge: no source file: expected merge SOURCEFILE...".into());
+        return Err(crate::Error::Input(
+            "merge: no source file: expected merge SOURCEFILE...".into(),
+        ));
     }
     let mut groups: BTreeMap<MergeId, Vec<Src>> = BTreeMap::new();
     for path in sources {
         if !path.exists() {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "merge: source file {} does not exist",
                 path.display()
-            ));
+            )));
         }
-        let journal = Journal::open(path).map_err(|e| format!("merge: {e}"))?;
+        let journal =
+            Journal::open(path).map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
         for d in journal.jobs {
             if !MERGEABLE.contains(&d.spec.kind.as_str()) {
                 continue;
             }
-            let sysinfo = JobSysInfo::from_json(&d.sysinfo)
-                .map_err(|e| format!("merge: {}: {}: {e}", path.display(), d.spec))?;
+            let sysinfo = JobSysInfo::from_json(&d.sysinfo).map_err(|e| {
+                crate::Error::Input(format!("merge: {}: {}: {e}", path.display(), d.spec))
+            })?;
             let mut rejected = None;
             if !d.is_completed() {
                 rejected = Some("incomplete".to_string());
@@ -343,23 +347,25 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
         }
     }
     if groups.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "merge: no mergeable job ({}) in the source files",
             MERGEABLE.join(", ")
-        ));
+        )));
     }
     let mut merged: BTreeMap<MergeId, JobData> = BTreeMap::new();
     for (mid, srcs) in groups.iter_mut() {
-        let d = merge_group(srcs, f.fit).map_err(|e| {
-            format!(
-                "merge: {}{}: {e}",
-                mid.kind,
-                mid.id
-                    .as_deref()
-                    .map(|i| format!("[{i}]"))
-                    .unwrap_or_default()
-            )
-        })?;
+        let d = merge_group(srcs, f.fit)
+            .map_err(|e| {
+                format!(
+                    "merge: {}{}: {e}",
+                    mid.kind,
+                    mid.id
+                        .as_deref()
+                        .map(|i| format!("[{i}]"))
+                        .unwrap_or_default()
+                )
+            })
+            .map_err(crate::Error::Input)?;
         merged.insert(mid.clone(), d);
     }
     // Without --multiple, the group with the most accepted sources wins
@@ -417,15 +423,18 @@ pub fn merge(result: &Path, sources: &[PathBuf], f: &MergeFlags) -> Result<Strin
             swappiness: 60,
             ..JobSysInfo::default()
         })
-        .map_err(|e| e.to_string())?,
-        record: Some(serde_json::to_value(&info).map_err(|e| e.to_string())?),
+        .map_err(|e| crate::Error::Input(e.to_string()))?,
+        record: Some(serde_json::to_value(&info).map_err(|e| crate::Error::Input(e.to_string()))?),
         result: Some(serde_json::Value::Bool(true)),
     };
     jobs.insert(0, info_job);
     // As upstream, the result file holds the merge alone.
-    let mut journal = Journal::open(result).map_err(|e| format!("merge: {e}"))?;
+    let mut journal =
+        Journal::open(result).map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
     journal.jobs = jobs;
-    journal.save().map_err(|e| format!("merge: {e}"))?;
+    journal
+        .save()
+        .map_err(|e| crate::Error::Input(format!("merge: {e}")))?;
     let mut out = String::new();
     crate::bench::job::format_job(&mut out, &journal.jobs[0], true);
     Ok(out)

@@ -21,10 +21,10 @@ pub struct Packed {
 }
 
 /// `STEM.tar.gz` for `result`, as upstream names it.
-pub fn tarball_name(result: &Path) -> Result<String, String> {
+pub fn tarball_name(result: &Path) -> Result<String, crate::Error> {
     let fname = result
         .file_name()
-        .ok_or_else(|| format!("{}: not a file name", result.display()))?
+        .ok_or_else(|| crate::Error::Input(format!("{}: not a file name", result.display())))?
         .to_string_lossy()
         .to_string();
     let stem = fname.trim_end_matches(".gz").trim_end_matches(".json");
@@ -56,12 +56,15 @@ pub fn format_period(p: (u64, u64)) -> String {
 }
 
 /// Packs `result` into `dir/STEM.tar.gz`.
-pub fn pack(result: &Path, dir: &Path) -> Result<Packed, String> {
+pub fn pack(result: &Path, dir: &Path) -> Result<Packed, crate::Error> {
     if !result.exists() {
-        return Err(format!("result file {} does not exist", result.display()));
+        return Err(crate::Error::Input(format!(
+            "result file {} does not exist",
+            result.display()
+        )));
     }
     // Refuses a file that is not a journal, as format does.
-    let journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     let periods = merged_periods(journal.jobs.iter().map(|j| j.period).collect());
     let name = tarball_name(result)?;
     let tarball = dir.join(&name);
@@ -71,19 +74,21 @@ pub fn pack(result: &Path, dir: &Path) -> Result<Packed, String> {
     }
     let fname = result
         .file_name()
-        .ok_or_else(|| format!("{}: not a file name", result.display()))?;
+        .ok_or_else(|| crate::Error::Input(format!("{}: not a file name", result.display())))?;
     let err = |e: std::io::Error| format!("{}: {e}", tarball.display());
-    let f = atomic_write_file::AtomicWriteFile::open(&tarball).map_err(err)?;
+    let f = atomic_write_file::AtomicWriteFile::open(&tarball)
+        .map_err(err)
+        .map_err(crate::Error::Host)?;
     let mut tgz = tar::Builder::new(flate2::write::GzEncoder::new(
         f,
         flate2::Compression::default(),
     ));
     tgz.append_path_with_name(result, fname)
-        .map_err(|e| format!("packing {}: {e}", result.display()))?;
-    let gz = tgz.into_inner().map_err(err)?;
-    let mut f = gz.finish().map_err(err)?;
-    f.flush().map_err(err)?;
-    f.commit().map_err(err)?;
+        .map_err(|e| crate::Error::Host(format!("packing {}: {e}", result.display())))?;
+    let gz = tgz.into_inner().map_err(err).map_err(crate::Error::Host)?;
+    let mut f = gz.finish().map_err(err).map_err(crate::Error::Host)?;
+    f.flush().map_err(err).map_err(crate::Error::Host)?;
+    f.commit().map_err(err).map_err(crate::Error::Host)?;
     eprintln!(
         "Packed 0/0 reports: rackbench keeps no per-second report files (each job's \
          samples are in its record in {})",
@@ -145,6 +150,7 @@ mod tests {
         assert!(
             pack(&d.path().join("none.json"), &out)
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist")
         );
     }

@@ -41,34 +41,34 @@ pub trait Bench: Sync {
     /// Requirements it checks and can run without, degraded.
     fn soft(&self) -> &'static [SysReq];
     /// Checks a spec's properties before anything runs.
-    fn check(&self, spec: &JobSpec) -> Result<(), String>;
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error>;
     /// Why a job of this kind can never be run (merge-info, which only
     /// `merge` writes): checked before the host or the journal is touched.
     fn refuse_run(&self) -> Option<&'static str> {
         None
     }
     /// Runs the job: records, then studies the record into the result.
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String>;
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error>;
     /// The job's text below the header (`full` for `format`, else
     /// `summary`).
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String>;
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error>;
     /// `format -R...`: the text with `rstat` levels of extra resource
     /// stats. Benches without resource stat tables print [`Bench::format`].
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
         let _ = rstat;
         self.format(d, full)
     }
     /// Checks the spec words of `format`/`summary`: by default the run
     /// properties (benches with format properties of their own check
     /// those instead).
-    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         self.check(spec)
     }
     /// The text with the spec's format properties (`props`), and whether
     /// it stands alone, without the separator and header (upstream's
     /// undecorated output: iocost-tune's `hwdb` and `high-level`). By
     /// default the properties only select the job.
-    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), crate::Error> {
         self.format_rstat(d, a.full, a.rstat).map(|t| (t, false))
     }
     /// The key figures of a completed job for the harness's metrics: the
@@ -77,7 +77,7 @@ pub trait Bench: Sync {
     /// `study`: the job's result studied again from its record (after the
     /// study code changed, say). `None` when the bench's result is not
     /// studied from a record (its record is the result).
-    fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
+    fn restudy(&self, d: &JobData) -> Option<Result<Value, crate::Error>> {
         let _ = d;
         None
     }
@@ -97,7 +97,7 @@ pub trait Bench: Sync {
         &self,
         d: &JobData,
         opts: &Options,
-    ) -> Option<Result<(Value, Option<Value>), String>> {
+    ) -> Option<Result<(Value, Option<Value>), crate::Error>> {
         let _ = (d, opts);
         None
     }

@@ -65,10 +65,12 @@ fn num<T: std::str::FromStr>(k: &str, v: &str, what: &str) -> Result<T, String> 
 }
 
 /// Parses the first property group.
-pub fn props(spec: &JobSpec) -> Result<Props, String> {
-    check_keys(spec, 0, KEYS).map_err(|e| e.to_string())?;
+pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
+    check_keys(spec, 0, KEYS).map_err(|e| crate::Error::Input(e.to_string()))?;
     if spec.props.len() > 1 {
-        return Err("multiple property sets not supported".into());
+        return Err(crate::Error::Input(
+            "multiple property sets not supported".into(),
+        ));
     }
     let mut p = Props {
         log_bps: Params::default().log_bps,
@@ -77,30 +79,40 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
     for (k, v) in spec.props.first().into_iter().flatten() {
         match k.as_str() {
             "rps-max" => {
-                let r = num::<u32>(k, v, "a request rate > 0")?;
+                let r = num::<u32>(k, v, "a request rate > 0").map_err(crate::Error::Input)?;
                 if r == 0 {
-                    return Err(format!("property {k}={v:?}: expected a request rate > 0"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected a request rate > 0"
+                    )));
                 }
                 p.rps_max = Some(r);
             }
             "hash-size" => {
-                let s = parse_size(v).map_err(|e| format!("property {k}: {e}"))?;
+                let s =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?;
                 if s < 4096 {
-                    return Err(format!("property {k}={v:?}: expected at least 4K"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected at least 4K"
+                    )));
                 }
                 p.hash_size = Some(s);
             }
             "chunk-pages" => {
-                let n = num::<usize>(k, v, "a page count > 0")?;
+                let n = num::<usize>(k, v, "a page count > 0").map_err(crate::Error::Input)?;
                 if n == 0 {
-                    return Err(format!("property {k}={v:?}: expected a page count > 0"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected a page count > 0"
+                    )));
                 }
                 p.chunk_pages = Some(n);
             }
-            "log-bps" => p.log_bps = parse_size(v).map_err(|e| format!("property {k}: {e}"))?,
-            "fake-cpu-load" => p.fake_cpu_load = flag(k, v)?,
+            "log-bps" => {
+                p.log_bps =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?
+            }
+            "fake-cpu-load" => p.fake_cpu_load = flag(k, v).map_err(crate::Error::Input)?,
             _ => {
-                flag(k, v)?;
+                flag(k, v).map_err(crate::Error::Input)?;
             }
         }
     }
@@ -117,7 +129,7 @@ fn flag(k: &str, v: &str) -> Result<bool, String> {
 }
 
 /// Checks a spec.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
     props(spec).map(|_| ())
 }
 
@@ -131,10 +143,10 @@ pub struct HashdFiles {
 }
 
 impl HashdFiles {
-    pub fn new(scratch: &Path) -> Result<HashdFiles, String> {
+    pub fn new(scratch: &Path) -> Result<HashdFiles, crate::Error> {
         let dir = scratch.join("hashd");
         std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| crate::Error::Host(format!("cannot create {}: {e}", dir.display())))?;
         Ok(HashdFiles {
             testfiles: dir.join("testfiles"),
             params: dir.join("params.json"),
@@ -156,7 +168,7 @@ pub fn spawn_hashd_in(
     extra: &[&str],
     cg: Option<&Cgroup>,
     capture: bool,
-) -> Result<Child, String> {
+) -> Result<Child, crate::Error> {
     let mut cmd = Command::new(&ctx.exe);
     cmd.arg(crate::CHILD_CMD)
         .arg("hashd")
@@ -179,18 +191,18 @@ pub fn spawn_hashd_in(
             Stdio::null()
         });
     super::common::spawn_in(cmd, cg)
-        .map_err(|e| format!("cannot start hashd ({}): {e}", ctx.exe.display()))
+        .map_err(|e| crate::Error::Host(format!("cannot start hashd ({}): {e}", ctx.exe.display())))
 }
 
 /// hashd as a child: dies with the bench.
 pub struct HashdChild(pub Child);
 
 impl HashdChild {
-    pub fn check(&mut self) -> Result<(), String> {
+    pub fn check(&mut self) -> Result<(), crate::Error> {
         match self.0.try_wait() {
-            Ok(Some(st)) => Err(format!("hashd exited ({st})")),
+            Ok(Some(st)) => Err(crate::Error::Input(format!("hashd exited ({st})"))),
             Ok(None) => Ok(()),
-            Err(e) => Err(format!("hashd: {e}")),
+            Err(e) => Err(crate::Error::Input(format!("hashd: {e}"))),
         }
     }
 }
@@ -226,7 +238,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
 }
 
 /// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let p = props(spec)?;
     let files = HashdFiles::new(&ctx.opts.dir)?;
     let mut params = Params {
@@ -260,33 +272,33 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         format_size(share as f64),
         format_size(4.0 * share as f64)
     );
-    let cg = confine(ctx)?;
+    let cg = confine(ctx).map_err(crate::Error::Host)?;
     let mut child = spawn_hashd_in(ctx, &files, share, &extra, cg.as_ref(), false)?;
     let status = child
         .wait()
-        .map_err(|e| format!("waiting for hashd: {e}"))?;
+        .map_err(|e| crate::Error::Host(format!("waiting for hashd: {e}")))?;
     if ctx.cancel.is_stopped() {
         return Ok(Outcome::Partial(None, "interrupted".into()));
     }
     if !status.success() {
         let oom = cg.as_ref().and_then(Cgroup::oom_kills).unwrap_or(0);
         if oom > 0 {
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "hashd {bench} was killed by the kernel's OOM killer in its cgroup ({oom} kill(s)) \
                  under its memory limit (above): its memory search needs more memory or swap \
                  on the scratch device"
-            ));
+            )));
         }
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "hashd {bench} failed ({status}); its messages are above"
-        ));
+        )));
     }
     let saved = params::load_params(&files.params)?;
     if saved.rps_max == 0 {
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "hashd {bench} left rps_max 0 in {}",
             files.params.display()
-        ));
+        )));
     }
     let knobs = HashdKnobs {
         hash_size: saved.file_size_mean as u64,
@@ -296,7 +308,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         chunk_pages: saved.chunk_pages,
         fake_cpu_load: saved.fake_cpu_load,
     };
-    let record = serde_json::to_value(&knobs).map_err(|e| e.to_string())?;
+    let record = serde_json::to_value(&knobs).map_err(|e| crate::Error::Host(e.to_string()))?;
     Ok(Outcome::Done(record, json!(true)))
 }
 
@@ -368,9 +380,9 @@ fn limit_for(mem: &MemInfo, total_swap: u64) -> (u64, &'static str) {
 
 /// A blank line and `Result: KNOBS`, as upstream 2.1 and later print it
 /// (2.0's `Params: log_bps=` line is gone; the spec keeps `log-bps`).
-pub fn format(d: &JobData, _full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, _full: bool) -> Result<String, crate::Error> {
     let knobs: HashdKnobs = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
-        .map_err(|e| format!("the record is not hashd knobs: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the record is not hashd knobs: {e}")))?;
     Ok(format!("\nResult: {knobs}\n"))
 }
 
@@ -399,13 +411,13 @@ impl Bench for HashdParamsBench {
             SysReq::HostCriticalServices,
         ]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         run(spec, ctx)
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         format(d, full)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
@@ -453,13 +465,16 @@ mod tests {
         assert_eq!(p.hash_size, Some(1 << 20));
         assert_eq!(p.log_bps, 2 << 20);
         let e = props(&parse("hashd-params:rps-mx=9").unwrap()).unwrap_err();
-        assert!(e.contains("rps-mx") && e.contains("rps-max"), "{e}");
+        assert!(
+            e.to_string().contains("rps-mx") && e.to_string().contains("rps-max"),
+            "{e}"
+        );
         let e = props(&parse("hashd-params:rps-max=lots").unwrap()).unwrap_err();
-        assert!(e.contains("rps-max=\"lots\""), "{e}");
+        assert!(e.to_string().contains("rps-max=\"lots\""), "{e}");
         let e = props(&parse("hashd-params:chunk-pages=0").unwrap()).unwrap_err();
-        assert!(e.contains("chunk-pages"), "{e}");
+        assert!(e.to_string().contains("chunk-pages"), "{e}");
         let e = props(&parse("hashd-params:fake-cpu-load=maybe").unwrap()).unwrap_err();
-        assert!(e.contains("true or false"), "{e}");
+        assert!(e.to_string().contains("true or false"), "{e}");
         assert!(props(&parse("hashd-params::x=1").unwrap()).is_err());
     }
 

@@ -20,6 +20,7 @@ fn tune_result(d: &JobData) -> Result<TuneResult, String> {
         "iocost-tune",
         "result",
     )
+    .map_err(String::from)
 }
 
 /// Why `run` cannot go on, on this host: io.cost missing names the
@@ -83,25 +84,25 @@ impl Bench for IoCostQosBench {
     fn soft(&self) -> &'static [SysReq] {
         SOFT
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         QosProps::parse(spec).map(|_| ())
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         super::qos_run::run(spec, ctx)
     }
-    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
+    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, crate::Error>> {
         Some(super::qos_run::restudy(d))
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         super::qos_format::format(d, full, 0)
     }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
         super::qos_format::format(d, full, rstat)
     }
-    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         super::qos_format::sub_full(spec).map(|_| ())
     }
-    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), crate::Error> {
         let sub = super::qos_format::sub_full(&JobSpec {
             props: a.props.to_vec(),
             ..d.spec.clone()
@@ -130,24 +131,24 @@ impl Bench for IoCostTuneBench {
     fn soft(&self) -> &'static [SysReq] {
         SOFT
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         tune_rules(spec).map(|_| ())
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         let mut job = TuneJob::parse(spec)?;
         job.fit = ctx.opts.tune_fit.unwrap_or_default();
         // As upstream: the journal's latest iocost-qos result, or else a
         // nested iocost-qos run, which needs io.cost.
         let Some(qos) = ctx.qos.as_ref() else {
             let names: Vec<&str> = job.rules.iter().map(|r| r.name.as_str()).collect();
-            return Err(refuse(
+            return Err(crate::Error::Input(refuse(
                 "iocost-tune",
                 &format!(
                     "iocost-qos (the journal has no iocost-qos result to solve on) and solving its rules ({})",
                     names.join(", ")
                 ),
                 ctx,
-            ));
+            )));
         };
         eprintln!(
             "iocost-tune: solving on the journal's iocost-qos result ({})",
@@ -159,15 +160,19 @@ impl Bench for IoCostTuneBench {
             eprintln!("iocost-tune: {n}");
         }
         Ok(Outcome::Done(
-            serde_json::to_value(&rec).map_err(|e| e.to_string())?,
-            serde_json::to_value(&res).map_err(|e| e.to_string())?,
+            serde_json::to_value(&rec)
+                .map_err(|e| e.to_string())
+                .map_err(|e| crate::Error::Input(e.to_string()))?,
+            serde_json::to_value(&res)
+                .map_err(|e| e.to_string())
+                .map_err(|e| crate::Error::Input(e.to_string()))?,
         ))
     }
     fn resolve(
         &self,
         d: &JobData,
         opts: &super::common::Options,
-    ) -> Option<Result<(serde_json::Value, Option<serde_json::Value>), String>> {
+    ) -> Option<Result<(serde_json::Value, Option<serde_json::Value>), crate::Error>> {
         Some((|| {
             let mut job = TuneJob::parse(&d.spec)?;
             // The fit asked for, else the one the result was solved with.
@@ -180,33 +185,40 @@ impl Bench for IoCostTuneBench {
                 .tune_fit
                 .or_else(|| rec.as_ref().map(|r| r.fit))
                 .unwrap_or_default();
-            let mut res: TuneResult = tune_result(d)?;
+            let mut res: TuneResult =
+                tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
             for n in tune::solve(&job, &mut res)? {
                 eprintln!("iocost-tune: {n}");
             }
             res.remarks = tune::remarks(&job, &res);
-            let res = serde_json::to_value(&res).map_err(|e| e.to_string())?;
+            let res = serde_json::to_value(&res)
+                .map_err(|e| e.to_string())
+                .map_err(|e| crate::Error::Input(e.to_string()))?;
             let rec = match rec.as_mut() {
                 Some(r) if r.fit != job.fit => {
                     r.fit = job.fit;
-                    Some(serde_json::to_value(&*r).map_err(|e| e.to_string())?)
+                    Some(
+                        serde_json::to_value(&*r)
+                            .map_err(|e| e.to_string())
+                            .map_err(|e| crate::Error::Input(e.to_string()))?,
+                    )
                 }
                 _ => None,
             };
             Ok((res, rec))
         })())
     }
-    fn check_format_props(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check_format_props(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         tune::format_props(spec).map(|_| ())
     }
-    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), String> {
+    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), crate::Error> {
         let f = tune::format_props(&JobSpec {
             props: a.props.to_vec(),
             ..d.spec.clone()
         })?;
         let job = TuneJob::parse(&d.spec)?;
         if let Some(pdf) = &f.pdf {
-            let res: TuneResult = tune_result(d)?;
+            let res: TuneResult = tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
             let path = super::tune_graph::pdf_path(pdf, a.result)?;
             let cover = format!("{}{}", a.head, tune::format(&job, &res));
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
@@ -220,7 +232,7 @@ impl Bench for IoCostTuneBench {
         if !(f.high_level || f.hwdb || f.hwdb_fwrev) {
             return self.format(d, a.full).map(|t| (t, false));
         }
-        let res: TuneResult = tune_result(d)?;
+        let res: TuneResult = tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
         if f.hwdb || f.hwdb_fwrev {
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
             let rep = si.sysreqs_report.unwrap_or_default();
@@ -229,9 +241,9 @@ impl Bench for IoCostTuneBench {
         }
         Ok((tune::format_high_level(&job, &res), true))
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         let job = TuneJob::parse(&d.spec)?;
-        let res: TuneResult = tune_result(d)?;
+        let res: TuneResult = tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
         // Upstream draws the graphs in text under `format`.
         let mut out = if full {
             super::tune_graph::format_text(&res)

@@ -33,8 +33,8 @@ rate is wbps).
 ";
 
 /// Checks a spec: `apply` and `commit`, booleans.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
-    props(spec).map(|_| ())
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
+    props(spec).map(|_| ()).map_err(crate::Error::Input)
 }
 
 fn props(spec: &JobSpec) -> Result<bool, String> {
@@ -78,14 +78,16 @@ struct FioJob<'a> {
 
 /// Sum over fio's jobs of read + write bytes/s, and the first job's
 /// completion latency percentiles (ns) of the `rw` direction.
-pub fn parse_fio(text: &str, dir: &str) -> Result<(f64, Vec<(f64, f64)>), String> {
+pub fn parse_fio(text: &str, dir: &str) -> Result<(f64, Vec<(f64, f64)>), crate::Error> {
     // fio may print warnings before the JSON.
-    let start = text.find('{').ok_or("fio printed no JSON output")?;
-    let v: Value =
-        serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON output: {e}"))?;
+    let start = text
+        .find('{')
+        .ok_or_else(|| crate::Error::Host("fio printed no JSON output".into()))?;
+    let v: Value = serde_json::from_str(&text[start..])
+        .map_err(|e| crate::Error::Host(format!("fio's JSON output: {e}")))?;
     let jobs = v["jobs"]
         .as_array()
-        .ok_or("fio's JSON output has no jobs")?;
+        .ok_or_else(|| crate::Error::Host("fio's JSON output has no jobs".into()))?;
     let mut bw = 0.0;
     for j in jobs {
         bw += j["read"]["bw_bytes"].as_f64().unwrap_or(0.0)
@@ -154,24 +156,12 @@ fn fio(
     } else {
         "read"
     };
-    parse_fio(&String::from_utf8_lossy(&out.stdout), dir)
+    parse_fio(&String::from_utf8_lossy(&out.stdout), dir).map_err(String::from)
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let apply = props(spec)?;
-    let si = ctx.sysinfo;
-    let rot = si.scr_dev_rotational;
-    let (size, secs): (u64, u32) = if ctx.opts.test {
-        (256 << 20, 3)
-    } else {
-        (16 << 30, 60)
-    };
-    let jobs = if rot { 1 } else { 8 };
-    let pct = if rot { 50.0 } else { 95.0 };
-    let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
-    let mut model = IoCostModel::default();
-    let plan: [(&str, FioJob); 6] = [
+/// The fio runs that measure the model's six figures, in order.
+fn model_plan() -> [(&'static str, FioJob<'static>); 6] {
+    [
         (
             "wbps",
             FioJob {
@@ -226,7 +216,24 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 rate_iops: None,
             },
         ),
-    ];
+    ]
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+    let apply = props(spec).map_err(crate::Error::Input)?;
+    let si = ctx.sysinfo;
+    let rot = si.scr_dev_rotational;
+    let (size, secs): (u64, u32) = if ctx.opts.test {
+        (256 << 20, 3)
+    } else {
+        (16 << 30, 60)
+    };
+    let jobs = if rot { 1 } else { 8 };
+    let pct = if rot { 50.0 } else { 95.0 };
+    let file = ctx.opts.dir.join("iocost-coef-fio.testfile");
+    let mut model = IoCostModel::default();
+    let plan = model_plan();
     let total = plan.len() + 2;
     for (i, (name, job)) in plan.iter().enumerate() {
         if ctx.cancel.is_stopped() {
@@ -238,7 +245,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             i + 1,
             job.rw
         );
-        let (bw, _) = fio(&file, size, secs, jobs, job)?;
+        let (bw, _) = fio(&file, size, secs, jobs, job).map_err(crate::Error::Host)?;
         let v = if name.ends_with("bps") {
             bw
         } else {
@@ -278,9 +285,12 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             bs: "4k",
             rate_iops: Some(rate),
         };
-        let (_, pcts) = fio(&file, size, secs, jobs, &job)?;
-        let ns = nearest_pct(&pcts, pct)
-            .ok_or_else(|| format!("fio {rw}: no completion latency percentiles in its output"))?;
+        let (_, pcts) = fio(&file, size, secs, jobs, &job).map_err(crate::Error::Host)?;
+        let ns = nearest_pct(&pcts, pct).ok_or_else(|| {
+            crate::Error::Host(format!(
+                "fio {rw}: no completion latency percentiles in its output"
+            ))
+        })?;
         lat[i] = (ns / 1000.0 * 1.5).round() as u64;
     }
     let _ = std::fs::remove_file(&file);
@@ -311,7 +321,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         applied: Some(applied),
     };
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
         json!(true),
     ))
 }
@@ -399,9 +409,9 @@ fn apply_knobs(ctx: &Ctx, k: &IoCostKnobs) -> String {
 }
 
 /// The model and QoS lines (and, in full, whether they were applied).
-pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     let rec: IoCostRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the record is not an iocost record: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the record is not an iocost record: {e}")))?;
     let k = IoCostKnobs {
         devnr: rec.devnr.clone(),
         model: rec.model,
@@ -433,13 +443,13 @@ impl Bench for IoCostParamsBench {
     fn soft(&self) -> &'static [SysReq] {
         &[SysReq::IoCost]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         run(spec, ctx)
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         format(d, full)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
@@ -528,6 +538,7 @@ mod tests {
         assert!(
             parse_fio("fio: bad option", "read")
                 .unwrap_err()
+                .to_string()
                 .contains("no JSON")
         );
     }

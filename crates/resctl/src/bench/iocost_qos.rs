@@ -259,7 +259,7 @@ pub struct QosProps {
 
 impl QosProps {
     /// Checks every property of `spec`.
-    pub fn parse(spec: &JobSpec) -> Result<QosProps, String> {
+    pub fn parse(spec: &JobSpec) -> Result<QosProps, crate::Error> {
         let mut p = QosProps {
             vrate_min: 0.0,
             vrate_max: 100.0,
@@ -285,69 +285,92 @@ impl QosProps {
         for (k, v) in spec.props.first().into_iter().flatten() {
             let g = 0;
             match k.as_str() {
-                "vrate-min" => p.vrate_min = num(g, k, v, "a number (percent)")?,
-                "vrate-max" => p.vrate_max = num(g, k, v, "a number (percent)")?,
-                "vrate-intvs" => p.vrate_intvs = num(g, k, v, "a count")?,
+                "vrate-min" => {
+                    p.vrate_min = num(g, k, v, "a number (percent)").map_err(crate::Error::Input)?
+                }
+                "vrate-max" => {
+                    p.vrate_max = num(g, k, v, "a number (percent)").map_err(crate::Error::Input)?
+                }
+                "vrate-intvs" => {
+                    p.vrate_intvs = num(g, k, v, "a count").map_err(crate::Error::Input)?
+                }
                 "dither" => {
                     p.dither = Some(if v.is_empty() {
                         None
                     } else {
-                        Some(num(g, k, v, "a distance in percent, or no value")?)
+                        Some(
+                            num(g, k, v, "a distance in percent, or no value")
+                                .map_err(crate::Error::Input)?,
+                        )
                     })
                 }
-                "storage-base-loops" => p.storage_base_loops = num(g, k, v, "a count")?,
-                "storage-loops" => p.storage_loops = num(g, k, v, "a count")?,
+                "storage-base-loops" => {
+                    p.storage_base_loops = num(g, k, v, "a count").map_err(crate::Error::Input)?
+                }
+                "storage-loops" => {
+                    p.storage_loops = num(g, k, v, "a count").map_err(crate::Error::Input)?
+                }
                 "isol-pct" => {
                     if !ISOL_PCTS.contains(&v.as_str()) {
-                        return Err(format!(
+                        return Err(crate::Error::Input(format!(
                             "group 1: isol-pct={v:?}: expected one of {}",
                             ISOL_PCTS.join(" ")
-                        ));
+                        )));
                     }
                     p.isol_pct = v.clone();
                 }
                 "isol-thr" => {
-                    p.isol_thr = parse_frac(v).map_err(|e| format!("group 1: isol-thr: {e}"))?
+                    p.isol_thr = parse_frac(v)
+                        .map_err(|e| crate::Error::Input(format!("group 1: isol-thr: {e}")))?
                 }
-                "retries" => p.retries = num(g, k, v, "a count")?,
-                "allow-fail" => p.allow_fail = boolean(g, k, v)?,
-                "ignore-min-perf" => p.ignore_min_perf = boolean(g, k, v)?,
+                "retries" => p.retries = num(g, k, v, "a count").map_err(crate::Error::Input)?,
+                "allow-fail" => p.allow_fail = boolean(g, k, v).map_err(crate::Error::Input)?,
+                "ignore-min-perf" => {
+                    p.ignore_min_perf = boolean(g, k, v).map_err(crate::Error::Input)?
+                }
                 k if storage_keys.iter().any(|s| s == k) => {
                     p.storage
                         .insert(k.trim_start_matches("storage-").to_string(), v.clone());
                 }
-                k => return Err(unknown_key(spec, 0, k, &allowed)),
+                k => return Err(crate::Error::Input(unknown_key(spec, 0, k, &allowed))),
             }
         }
         let finite = |x: f64| x.is_finite() && x >= 0.0;
         if !finite(p.vrate_min) || !finite(p.vrate_max) || p.vrate_min >= p.vrate_max {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "invalid vrate range [{}, {}]: expected 0 <= vrate-min < vrate-max",
                 p.vrate_min, p.vrate_max
-            ));
+            )));
         }
         if p.vrate_min > 0.0 && p.vrate_intvs == 1 {
-            return Err(
+            return Err(crate::Error::Input(
                 "vrate-intvs=1 with vrate-min > 0: expected at least 2 intervals to span [vrate-min, vrate-max]"
                     .into(),
-            );
+            ));
         }
         for (i, g) in spec.props.iter().enumerate().skip(1) {
             let mut o = QosOvr::default();
             for (k, v) in g {
                 match o.set_key(k, v) {
                     Ok(true) => {}
-                    Ok(false) => return Err(unknown_key(spec, i, k, QOS_OVR_KEYS)),
-                    Err(e) => return Err(format!("group {}: {k}={v:?}: {e}", i + 1)),
+                    Ok(false) => {
+                        return Err(crate::Error::Input(unknown_key(spec, i, k, QOS_OVR_KEYS)));
+                    }
+                    Err(e) => {
+                        return Err(crate::Error::Input(format!(
+                            "group {}: {k}={v:?}: {e}",
+                            i + 1
+                        )));
+                    }
                 }
             }
             if let (Some(a), Some(b)) = (o.min, o.max)
                 && a > b
             {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "group {}: min={a} is above max={b}: expected min <= max",
                     i + 1
-                ));
+                )));
             }
             p.groups.push(o);
         }
@@ -507,21 +530,54 @@ mod tests {
         assert_eq!(p.storage.get("rps-max").map(String::as_str), Some("500"));
 
         let e = |s: &str| QosProps::parse(&parse(s).unwrap()).unwrap_err();
-        assert!(e("iocost-qos:base-loops=1").contains("did you mean \"storage-base-loops\""));
-        assert!(e("iocost-qos:loops=1").contains("did you mean \"storage-loops\""));
-        assert!(e("iocost-qos:vrate-mx=50").contains("did you mean \"vrate-max\""));
+        assert!(
+            e("iocost-qos:base-loops=1")
+                .to_string()
+                .contains("did you mean \"storage-base-loops\"")
+        );
+        assert!(
+            e("iocost-qos:loops=1")
+                .to_string()
+                .contains("did you mean \"storage-loops\"")
+        );
+        assert!(
+            e("iocost-qos:vrate-mx=50")
+                .to_string()
+                .contains("did you mean \"vrate-max\"")
+        );
         let m = e("iocost-qos:mem-profile-ladder=1");
         assert!(
-            m.contains("unknown property key \"mem-profile-ladder\""),
+            m.to_string()
+                .contains("unknown property key \"mem-profile-ladder\""),
             "{m}"
         );
-        assert!(m.contains("expected one of vrate-min"), "{m}");
-        assert!(e("iocost-qos:vrate-min=50,vrate-max=40").contains("invalid vrate range"));
-        assert!(e("iocost-qos:isol-pct=3").contains("isol-pct"));
-        assert!(e("iocost-qos:storage-bogus=1").contains("\"storage-bogus\""));
-        assert!(e("iocost-qos::rlatt=5").contains("did you mean \"rlat\""));
-        assert!(e("iocost-qos::min=80,max=60").contains("min=80 is above max=60"));
-        assert!(e("iocost-qos:vrate-intvs=x").contains("vrate-intvs=\"x\": expected a count"));
+        assert!(m.to_string().contains("expected one of vrate-min"), "{m}");
+        assert!(
+            e("iocost-qos:vrate-min=50,vrate-max=40")
+                .to_string()
+                .contains("invalid vrate range")
+        );
+        assert!(e("iocost-qos:isol-pct=3").to_string().contains("isol-pct"));
+        assert!(
+            e("iocost-qos:storage-bogus=1")
+                .to_string()
+                .contains("\"storage-bogus\"")
+        );
+        assert!(
+            e("iocost-qos::rlatt=5")
+                .to_string()
+                .contains("did you mean \"rlat\"")
+        );
+        assert!(
+            e("iocost-qos::min=80,max=60")
+                .to_string()
+                .contains("min=80 is above max=60")
+        );
+        assert!(
+            e("iocost-qos:vrate-intvs=x")
+                .to_string()
+                .contains("vrate-intvs=\"x\": expected a count")
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! ends, atomically; an interrupted or failed job keeps what it recorded,
 //! without a result, so the next run redoes it.
 
-use super::common::now_secs;
+use super::common::{Bench, now_secs};
 pub use super::common::{Ctx, FormatArgs, Options, Outcome};
 use super::knobs::{
     DFL_MEM_PROFILE, EnforceConfig, HashdKnobs, IoCostKnobs, IoCostModel, IoCostModelReport,
@@ -32,20 +32,21 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Parses and checks a spec, naming it in the error.
-pub fn parse_spec(text: &str) -> Result<JobSpec, String> {
-    let s = spec::parse(text).map_err(|e| e.to_string())?;
-    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
-    b.check(&s).map_err(|e| format!("job spec {text:?}: {e}"))?;
+pub fn parse_spec(text: &str) -> Result<JobSpec, crate::Error> {
+    let s = spec::parse(text).map_err(|e| crate::Error::Input(e.to_string()))?;
+    let b = bench(&s.kind).map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
+    b.check(&s)
+        .map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     Ok(s)
 }
 
 /// Parses a `format`/`summary` spec: its properties are the bench's
 /// format properties where it has them ([`Bench::check_format_props`]).
-pub fn parse_format_spec(text: &str) -> Result<JobSpec, String> {
-    let s = spec::parse(text).map_err(|e| e.to_string())?;
-    let b = bench(&s.kind).map_err(|e| format!("job spec {text:?}: {e}"))?;
+pub fn parse_format_spec(text: &str) -> Result<JobSpec, crate::Error> {
+    let s = spec::parse(text).map_err(|e| crate::Error::Input(e.to_string()))?;
+    let b = bench(&s.kind).map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     b.check_format_props(&s)
-        .map_err(|e| format!("job spec {text:?}: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("job spec {text:?}: {e}")))?;
     Ok(s)
 }
 
@@ -63,7 +64,7 @@ fn latest<T: serde::de::DeserializeOwned>(j: &Journal, kind: &str) -> Option<T> 
 }
 
 fn run_job(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    bench(&spec.kind)?.run(spec, ctx)
+    bench(&spec.kind)?.run(spec, ctx).map_err(String::from)
 }
 
 /// Formats one job (a header and the bench's text), as `format` (`full`)
@@ -91,7 +92,7 @@ pub fn format_job_props(
     rstat: u8,
     props: &[BTreeMap<String, String>],
     result: &Path,
-) -> Result<(), String> {
+) -> Result<(), crate::Error> {
     let mut head = "=".repeat(90);
     head.push_str("\n\n");
     let sysinfo_err = match JobSysInfo::from_json(&d.sysinfo) {
@@ -123,7 +124,7 @@ pub fn format_job_props(
             return Ok(());
         }
         Err(e) if props.iter().any(|p| !p.is_empty()) => {
-            return Err(format!("{}: {e}", d.spec.kind));
+            return Err(crate::Error::Input(format!("{}: {e}", d.spec.kind)));
         }
         _ => {}
     }
@@ -436,14 +437,14 @@ pub fn mem_profile_note(opts: &Options, m: &MemInfo) -> Option<String> {
 /// `--mem-profile` (refused, as upstream, when its share is more than
 /// the available memory), 1 with `--test`, else upstream's 16, or the
 /// largest that fits when 16 does not ([`mem_profile_note`] says so).
-pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, String> {
+pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemInfo, crate::Error> {
     let avail = match opts.mem_avail {
         Some(a) if total > 0 && a > total => {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "-m/--mem-avail {}: more than the host's memory ({})",
                 crate::fmt::format_size(a as f64),
                 crate::fmt::format_size(total as f64)
-            ));
+            )));
         }
         Some(a) => a,
         None => probed.unwrap_or(total),
@@ -452,13 +453,13 @@ pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemIn
         (Some(p), _) => {
             let m = MemInfo::parse(p, avail, total)?;
             if m.profile > 0 && m.share > avail {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "-M/--mem-profile {}: the available memory {} is too small for its share {}; \
                      use a lower mem-profile (or -m/--mem-avail)",
                     m.profile,
                     crate::fmt::format_size(avail as f64),
                     crate::fmt::format_size(m.share as f64)
-                ));
+                )));
             }
             Ok(m)
         }
@@ -478,16 +479,16 @@ pub fn mem_info(opts: &Options, probed: Option<u64>, total: u64) -> Result<MemIn
 /// runs hashd with (upstream overrides its bench file's knobs the same
 /// way). hashd's size at mem_frac 1.0 is 4 x the share here, so the
 /// footprint is set through mem_frac and a size above it is refused.
-pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<(), String> {
+pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<(), crate::Error> {
     if let Some(size) = opts.hashd_size {
         let mem_size = share.saturating_mul(4);
         if size > mem_size {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "--hashd-size {}: more than hashd's size at this memory profile ({}, 4 x the share): \
                  pick a larger --mem-profile or a smaller size",
                 crate::fmt::format_size(size as f64),
                 crate::fmt::format_size(mem_size as f64)
-            ));
+            )));
         }
         k.mem_size = mem_size;
         k.mem_frac = size as f64 / mem_size as f64;
@@ -501,7 +502,7 @@ pub fn override_hashd(k: &mut HashdKnobs, opts: &Options, share: u64) -> Result<
 /// `-D/--dev`: rackbench's scratch device is the disk holding `--dir`
 /// (its test files and fio's go there), so the option is accepted only
 /// when it names that disk or one of its partitions.
-pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), String> {
+pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), crate::Error> {
     let Some(d) = dev else {
         return Ok(());
     };
@@ -512,7 +513,7 @@ pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), Str
     if want == scr_dev || is_part {
         return Ok(());
     }
-    Err(format!(
+    Err(crate::Error::Input(format!(
         "-D/--dev {d}: the scratch device is the disk holding --dir {} ({}); rackbench cannot \
          bench another device: pass a --dir on {want} instead",
         dir.display(),
@@ -521,7 +522,7 @@ pub fn check_dev(dev: Option<&str>, dir: &Path, scr_dev: &str) -> Result<(), Str
         } else {
             scr_dev
         }
-    ))
+    )))
 }
 
 /// The cgroup2 root with io.cost, or why `what` cannot be honoured.
@@ -560,17 +561,26 @@ fn iocost_line(text: &str, devnr: &str) -> Option<BTreeMap<String, String>> {
 /// `--iocost-from-sys`: the scratch device's model and QoS as the
 /// kernel has them (`model` and `qos`: the io.cost.model and io.cost.qos
 /// texts); refused when iocost is off for the device.
-pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCostKnobs, String> {
+pub fn iocost_knobs_from_sys(
+    model: &str,
+    qos: &str,
+    devnr: &str,
+) -> Result<IoCostKnobs, crate::Error> {
     let what = "--iocost-from-sys";
     let m = iocost_line(model, devnr).ok_or_else(|| {
-        format!("{what}: io.cost.model has no line for the scratch device {devnr}")
+        crate::Error::Host(format!(
+            "{what}: io.cost.model has no line for the scratch device {devnr}"
+        ))
     })?;
-    let q = iocost_line(qos, devnr)
-        .ok_or_else(|| format!("{what}: io.cost.qos has no line for the scratch device {devnr}"))?;
+    let q = iocost_line(qos, devnr).ok_or_else(|| {
+        crate::Error::Host(format!(
+            "{what}: io.cost.qos has no line for the scratch device {devnr}"
+        ))
+    })?;
     if q.get("enable").map(String::as_str) != Some("1") {
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
-        ));
+        )));
     }
     // Every figure must be there: a missing one is not read as 0.
     const MODEL_KEYS: [&str; 6] = [
@@ -584,9 +594,9 @@ pub fn iocost_knobs_from_sys(model: &str, qos: &str, devnr: &str) -> Result<IoCo
     const QOS_KEYS: [&str; 6] = ["rpct", "rlat", "wpct", "wlat", "min", "max"];
     for (map, keys) in [(&m, MODEL_KEYS), (&q, QOS_KEYS)] {
         if let Some(k) = keys.iter().find(|k| figure(map, k).is_none()) {
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"
-            ));
+            )));
         }
     }
     Ok(IoCostKnobs {
@@ -790,11 +800,84 @@ pub fn cmd_run(
     specs: &[String],
     cancel: &Cancel,
     printed: &mut Vec<JobData>,
-) -> Result<bool, String> {
-    let result = opts
-        .result
-        .as_ref()
-        .ok_or("run: no result file: expected -r/--result FILE (JSON, or .json.gz)")?;
+) -> Result<bool, crate::Error> {
+    let result = opts.result.as_ref().ok_or_else(|| {
+        crate::Error::Input(
+            "run: no result file: expected -r/--result FILE (JSON, or .json.gz)".into(),
+        )
+    })?;
+    let specs = run_specs(specs).map_err(crate::Error::Input)?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
+    opts_dir_check(opts).map_err(crate::Error::Input)?;
+    note_unused_flags(opts);
+    let mut pending =
+        pending_jobs(&journal, specs, result, printed).map_err(crate::Error::Input)?;
+    if pending.is_empty() {
+        return Ok(true);
+    }
+    add_nested_jobs(&journal, &mut pending, opts).map_err(crate::Error::Input)?;
+    let reqs = job_reqs(&pending).map_err(crate::Error::Input)?;
+    // What each job lets the check change (upstream's rd-agent decides
+    // per job from its passive controls). With more than one kind among
+    // the jobs, each kind is checked and undone first, so that every job's
+    // hard requirements are judged before anything runs.
+    let fixes: Vec<Fix> = pending.iter().map(job_fix).collect();
+    let mut statuses_by_fix: Vec<(Fix, BTreeMap<SysReq, Status>)> = Vec::new();
+    if fixes.iter().any(|f| *f != fixes[0]) {
+        for f in &fixes {
+            if statuses_by_fix.iter().all(|(g, _)| g != f) {
+                let h = probe(opts, &reqs, *f).map_err(crate::Error::Host)?;
+                statuses_by_fix.push((*f, h.statuses));
+                h.restore.restore_quietly();
+            }
+        }
+    }
+    let mut host = probe(opts, &reqs, fixes[0]).map_err(crate::Error::Host)?;
+    if statuses_by_fix.is_empty() {
+        statuses_by_fix.push((fixes[0], host.statuses.clone()));
+    }
+    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    let sys_iocost =
+        check_iocost_flags(opts, &host, &journal, &pending).map_err(crate::Error::Host)?;
+    check_hard_reqs(opts, &pending, &fixes, &statuses_by_fix).map_err(crate::Error::Host)?;
+    announce_fixes(&host);
+    let mem = memory(opts, &host.sysinfo).map_err(crate::Error::Host)?;
+    // A --hashd-size that cannot fit is refused before anything runs.
+    override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
+    print_memory(opts, &mem);
+    // Applied after the requirement checks (which may raise swappiness to
+    // 60), restored before them on the way out.
+    // `--swappiness` joins the host's undo record, so it is written back
+    // (first, being the latest change) with the sysreq fixes on exit.
+    apply_swappiness(opts, &mut host).map_err(crate::Error::Host)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::Error::Host(format!("cannot find this binary: {e}")))?;
+    let mut runner = JobRunner {
+        opts,
+        cancel,
+        result,
+        reqs,
+        host_fix: fixes[0],
+        host,
+        sys_iocost,
+        mem,
+        exe,
+    };
+    for (s, fix) in pending.into_iter().zip(fixes) {
+        if cancel.is_stopped()
+            || !runner
+                .run(&mut journal, s, fix, printed)
+                .map_err(crate::Error::Host)?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The job specs of `run`, parsed; a kind that can never run is refused
+/// before anything changes.
+fn run_specs(specs: &[String]) -> Result<Vec<JobSpec>, String> {
     if specs.is_empty() {
         return Err("run: no job spec: expected KIND[:k=v,...]... (see `doc`)".into());
     }
@@ -802,14 +885,16 @@ pub fn cmd_run(
         .iter()
         .map(|s| parse_spec(s))
         .collect::<Result<_, _>>()?;
-    // A kind that can never run is refused before anything changes.
     for s in &specs {
         if let Some(why) = bench(&s.kind)?.refuse_run() {
             return Err(format!("{s}: {why}"));
         }
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
-    opts_dir_check(opts)?;
+    Ok(specs)
+}
+
+/// Notes for upstream's flags that change nothing here.
+fn note_unused_flags(opts: &Options) {
     if opts.linux_tar.is_some() {
         eprintln!(
             "note: -l/--linux: no bench uses a kernel tarball (upstream hands it to rd-agent \
@@ -828,7 +913,16 @@ pub fn cmd_run(
              units; it changes nothing"
         );
     }
+}
 
+/// The jobs still to run: those the journal holds completed with the
+/// same properties are skipped (their summaries printed).
+fn pending_jobs(
+    journal: &Journal,
+    specs: Vec<JobSpec>,
+    result: &Path,
+    printed: &mut Vec<JobData>,
+) -> Result<Vec<JobSpec>, String> {
     let mut pending = Vec::new();
     let mut seen = BTreeSet::new();
     for s in specs {
@@ -853,11 +947,17 @@ pub fn cmd_run(
             }
         }
     }
-    if pending.is_empty() {
-        return Ok(true);
-    }
-    let have_knobs = latest::<HashdKnobs>(&journal, "hashd-params").is_some();
-    let have_model = latest::<IoCostKnobs>(&journal, "iocost-params").is_some();
+    Ok(pending)
+}
+
+/// Adds the jobs the pending ones need first (and says so).
+fn add_nested_jobs(
+    journal: &Journal,
+    pending: &mut Vec<JobSpec>,
+    opts: &Options,
+) -> Result<(), String> {
+    let have_knobs = latest::<HashdKnobs>(journal, "hashd-params").is_some();
+    let have_model = latest::<IoCostKnobs>(journal, "iocost-params").is_some();
     let have_qos = journal
         .jobs
         .iter()
@@ -867,7 +967,7 @@ pub fn cmd_run(
         .and_then(|c| c.v2_root().map(|r| r.join("io.cost.qos").exists()))
         .unwrap_or(false);
     for line in add_nested(
-        &mut pending,
+        pending,
         have_knobs,
         have_model,
         have_qos,
@@ -877,8 +977,13 @@ pub fn cmd_run(
     )? {
         eprintln!("{line}");
     }
+    Ok(())
+}
+
+/// The system requirements checked for the pending jobs.
+fn job_reqs(pending: &[JobSpec]) -> Result<Vec<SysReq>, String> {
     let mut reqs = BTreeSet::new();
-    for s in &pending {
+    for s in pending {
         let b = bench(&s.kind)?;
         reqs.extend(b.hard().iter().chain(b.soft()).copied());
     }
@@ -887,38 +992,20 @@ pub fn cmd_run(
     // wbt, and swappiness. Checked for every job; only the bench's own
     // requirements count as missed in its result.
     reqs.extend([SysReq::IoSched, SysReq::NoWbt, SysReq::Swap]);
-    let reqs: Vec<SysReq> = reqs.into_iter().collect();
-    // What each job lets the check change (upstream's rd-agent decides
-    // per job from its passive controls). With more than one kind among
-    // the jobs, each kind is checked and undone first, so that every job's
-    // hard requirements are judged before anything runs.
-    let fixes: Vec<Fix> = pending.iter().map(job_fix).collect();
-    let mut statuses_by_fix: Vec<(Fix, BTreeMap<SysReq, Status>)> = Vec::new();
-    if fixes.iter().any(|f| *f != fixes[0]) {
-        for f in &fixes {
-            if statuses_by_fix.iter().all(|(g, _)| g != f) {
-                let h = probe(opts, &reqs, *f)?;
-                statuses_by_fix.push((*f, h.statuses));
-                h.restore.restore_quietly();
-            }
-        }
-    }
-    let mut host = probe(opts, &reqs, fixes[0])?;
-    if statuses_by_fix.is_empty() {
-        statuses_by_fix.push((fixes[0], host.statuses.clone()));
-    }
-    let statuses_of = |f: Fix| {
-        statuses_by_fix
-            .iter()
-            .find(|(g, _)| *g == f)
-            .map(|(_, st)| st.clone())
-            .unwrap_or_default()
-    };
-    check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
+    Ok(reqs.into_iter().collect())
+}
+
+/// --iocost-from-sys / --iocost-qos: refused where iocost cannot be
+/// configured; the model and QoS they give reach protection, the bench
+/// that enables iocost. The model read from the host, with
+/// --iocost-from-sys.
+fn check_iocost_flags(
+    opts: &Options,
+    host: &Host,
+    journal: &Journal,
+    pending: &[JobSpec],
+) -> Result<Option<IoCostKnobs>, String> {
     let runs_protection = pending.iter().any(|s| s.kind == "protection");
-    // --iocost-from-sys / --iocost-qos: refused where iocost cannot be
-    // configured; the model and QoS they give reach protection, the bench
-    // that enables iocost.
     let sys_iocost = if opts.iocost_from_sys {
         let root = iocost_root(&host.cgroups, "--iocost-from-sys")?;
         let read = |name: &str| {
@@ -941,7 +1028,7 @@ pub fn cmd_run(
     if let Some(o) = &opts.iocost_qos {
         iocost_root(&host.cgroups, "--iocost-qos")?;
         let have_model = sys_iocost.is_some()
-            || latest::<IoCostKnobs>(&journal, "iocost-params").is_some()
+            || latest::<IoCostKnobs>(journal, "iocost-params").is_some()
             || pending.iter().any(|s| s.kind == "iocost-params");
         if !have_model {
             return Err(
@@ -964,8 +1051,25 @@ pub fn cmd_run(
              (hashd-params searches them, storage sizes hashd itself); no pending job uses them"
         );
     }
+    Ok(sys_iocost)
+}
+
+/// Refuses (without --force) jobs whose hard requirements are missed.
+fn check_hard_reqs(
+    opts: &Options,
+    pending: &[JobSpec],
+    fixes: &[Fix],
+    statuses_by_fix: &[(Fix, BTreeMap<SysReq, Status>)],
+) -> Result<(), String> {
+    let statuses_of = |f: Fix| {
+        statuses_by_fix
+            .iter()
+            .find(|(g, _)| *g == f)
+            .map(|(_, st)| st.clone())
+            .unwrap_or_default()
+    };
     let mut hard_missed = Vec::new();
-    for (s, f) in pending.iter().zip(&fixes) {
+    for (s, f) in pending.iter().zip(fixes) {
         let job_missed = missed(&statuses_of(*f));
         for r in bench(&s.kind)?.hard() {
             if let Some(m) = job_missed.get(r) {
@@ -983,10 +1087,11 @@ pub fn cmd_run(
         }
         eprintln!("warning: running without these requirements (--force):\n  {list}");
     }
-    announce_fixes(&host);
-    let mem = memory(opts, &host.sysinfo)?;
-    // A --hashd-size that cannot fit is refused before anything runs.
-    override_hashd(&mut HashdKnobs::default(), opts, mem.share)?;
+    Ok(())
+}
+
+/// The memory profile, with -v.
+fn print_memory(opts: &Options, mem: &MemInfo) {
     if opts.verbose > 0 {
         eprintln!(
             "memory: profile {} avail {} share {} target {}{}",
@@ -1004,125 +1109,46 @@ pub fn cmd_run(
             }
         );
     }
-    // Applied after the requirement checks (which may raise swappiness to
-    // 60), restored before them on the way out.
-    // `--swappiness` joins the host's undo record, so it is written back
-    // (first, being the latest change) with the sysreq fixes on exit.
-    apply_swappiness(opts, &mut host)?;
-    let mut host_fix = fixes[0];
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+}
 
-    let mut ok = true;
-    for (s, fix) in pending.into_iter().zip(fixes) {
-        if cancel.is_stopped() {
-            ok = false;
-            break;
-        }
-        if fix != host_fix {
+/// Runs the pending jobs one by one, on the host as checked for each.
+struct JobRunner<'a> {
+    opts: &'a Options,
+    cancel: &'a Cancel,
+    result: &'a Path,
+    reqs: Vec<SysReq>,
+    host: Host,
+    /// What `host`'s check was allowed to change.
+    host_fix: Fix,
+    sys_iocost: Option<IoCostKnobs>,
+    mem: MemInfo,
+    exe: PathBuf,
+}
+
+impl JobRunner<'_> {
+    /// Runs one job and records it; false when it failed or stopped (the
+    /// run ends there).
+    fn run(
+        &mut self,
+        journal: &mut Journal,
+        s: JobSpec,
+        fix: Fix,
+        printed: &mut Vec<JobData>,
+    ) -> Result<bool, String> {
+        let (opts, result) = (self.opts, self.result);
+        if fix != self.host_fix {
             // The previous job's changes are undone and this job's made.
-            std::mem::take(&mut host.restore).restore();
-            host = probe(opts, &reqs, fix)?;
-            host_fix = fix;
+            std::mem::take(&mut self.host.restore).restore();
+            self.host = probe(opts, &self.reqs, fix)?;
+            self.host_fix = fix;
             eprintln!("{s}: system requirements checked again for its passive controls");
-            announce_fixes(&host);
-            apply_swappiness(opts, &mut host)?;
+            announce_fixes(&self.host);
+            apply_swappiness(opts, &mut self.host)?;
         }
         let b = bench(&s.kind)?;
-        let job_missed: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
-            .iter()
-            .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
-            .map(|(r, m)| (*r, m.clone()))
-            .collect();
-        let soft_missed: Vec<&str> = job_missed
-            .keys()
-            .filter(|r| b.soft().contains(r))
-            .map(|r| r.name())
-            .collect();
-        let mut degraded = Vec::new();
-        if !soft_missed.is_empty() {
-            degraded.push(format!(
-                "ran without {} of its {} sysreqs (missed above)",
-                soft_missed.len(),
-                b.hard().len() + b.soft().len()
-            ));
-        }
-        if s.kind == "protection" {
-            degraded.extend(host.cgroups.limitations());
-        }
-        degraded.extend(mem_profile_note(opts, &mem));
-        let mut hashd: Option<HashdKnobs> = latest(&journal, "hashd-params");
-        if let Some(k) = hashd.as_mut() {
-            override_hashd(k, opts, mem.share)?;
-        }
-        let mut iocost: Option<IoCostKnobs> = match &sys_iocost {
-            Some(k) => Some(k.clone()),
-            None => latest(&journal, "iocost-params"),
-        };
-        if let (Some(o), Some(k)) = (&opts.iocost_qos, iocost.as_mut()) {
-            k.qos = o.apply(&k.qos);
-        }
-        let mut ctx = Ctx {
-            opts,
-            cancel,
-            sysinfo: &host.sysinfo,
-            cgroups: &host.cgroups,
-            mem,
-            hashd,
-            iocost,
-            exe: exe.clone(),
-            used_hashd: None,
-            // Only iocost-tune solves on it; a ladder's job is large.
-            qos: (s.kind == "iocost-tune")
-                .then(|| {
-                    journal
-                        .jobs
-                        .iter()
-                        .rev()
-                        .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
-                        .cloned()
-                })
-                .flatten(),
-            forward_sysinfo: None,
-            prev: None,
-            checkpoint: None,
-            iocost_managed: None,
-        };
-        let mut si = JobSysInfo {
-            bench_version: env!("CARGO_PKG_VERSION").to_string(),
-            sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
-            sysreqs_missed: job_missed,
-            sysreqs_report: Some(SysReqsReport {
-                // Upstream requires it: what the job enforced.
-                enforce: Some(EnforceConfig::from_passive(
-                    s.passive
-                        .as_deref()
-                        .and_then(|p| spec::Passive::parse(p).ok())
-                        .as_ref(),
-                )),
-                ..sysreqs_report(&host)
-            }),
-            iocost: None,
-            hashd: None,
-            mem,
-            swappiness: opts.swappiness.unwrap_or(host.sysinfo.swappiness),
-            zswap_enabled: host.sysinfo.zswap_enabled,
-            cgroup_backend: Some(host.cgroups.kind()),
-            degraded,
-            fixed: host
-                .statuses
-                .iter()
-                .filter_map(|(r, st)| match st {
-                    Status::Fixed(w) => Some(format!("{}: {w}", r.name())),
-                    _ => None,
-                })
-                .collect(),
-            passive: s
-                .passive
-                .as_deref()
-                .and_then(|p| spec::Passive::parse(p).ok())
-                .map(|p| p.to_passive_string())
-                .unwrap_or_default(),
-        };
+        let host = &self.host;
+        let mut ctx = self.job_ctx(journal, &s)?;
+        let mut si = self.job_sysinfo(&s, b)?;
         let start = now_secs();
         // This job's latest earlier entry (incomplete, or completed with
         // other properties): a resumable bench picks up its record, and an
@@ -1180,51 +1206,173 @@ pub fn cmd_run(
             Some(v) => v,
             None => serde_json::to_value(&si).map_err(|e| e.to_string())?,
         };
-        match outcome {
-            Ok(Outcome::Done(record, result)) => {
-                data.spec = b.spec_as_run(&data.spec, &record);
-                data.record = Some(record);
-                data.result = Some(result);
-                journal.upsert(data.clone());
-                journal.save().map_err(|e| e.to_string())?;
-                print_summary(&data, printed);
+        record_outcome(journal, data, outcome, b, result, printed)
+    }
+
+    /// The bench's context for job `s`: the host, the memory profile and
+    /// the journal's knobs with the flags' overrides.
+    fn job_ctx(&self, journal: &Journal, s: &JobSpec) -> Result<Ctx<'_>, String> {
+        let (opts, host) = (self.opts, &self.host);
+        let mut hashd: Option<HashdKnobs> = latest(journal, "hashd-params");
+        if let Some(k) = hashd.as_mut() {
+            override_hashd(k, opts, self.mem.share)?;
+        }
+        let mut iocost: Option<IoCostKnobs> = match &self.sys_iocost {
+            Some(k) => Some(k.clone()),
+            None => latest(journal, "iocost-params"),
+        };
+        if let (Some(o), Some(k)) = (&opts.iocost_qos, iocost.as_mut()) {
+            k.qos = o.apply(&k.qos);
+        }
+        Ok(Ctx {
+            opts,
+            cancel: self.cancel,
+            sysinfo: &host.sysinfo,
+            cgroups: &host.cgroups,
+            mem: self.mem,
+            hashd,
+            iocost,
+            exe: self.exe.clone(),
+            used_hashd: None,
+            // Only iocost-tune solves on it; a ladder's job is large.
+            qos: (s.kind == "iocost-tune")
+                .then(|| {
+                    journal
+                        .jobs
+                        .iter()
+                        .rev()
+                        .find(|d| d.spec.kind == "iocost-qos" && d.is_completed())
+                        .cloned()
+                })
+                .flatten(),
+            forward_sysinfo: None,
+            prev: None,
+            checkpoint: None,
+            iocost_managed: None,
+        })
+    }
+
+    /// Job `s`'s sysinfo: the requirements it missed, what the check
+    /// fixed, and what ran degraded.
+    fn job_sysinfo(&self, s: &JobSpec, b: &dyn Bench) -> Result<JobSysInfo, String> {
+        let (opts, host, mem) = (self.opts, &self.host, self.mem);
+        let job_missed: BTreeMap<SysReq, Vec<String>> = missed(&host.statuses)
+            .iter()
+            .filter(|(r, _)| b.hard().contains(r) || b.soft().contains(r))
+            .map(|(r, m)| (*r, m.clone()))
+            .collect();
+        let soft_missed: Vec<&str> = job_missed
+            .keys()
+            .filter(|r| b.soft().contains(r))
+            .map(|r| r.name())
+            .collect();
+        let mut degraded = Vec::new();
+        if !soft_missed.is_empty() {
+            degraded.push(format!(
+                "ran without {} of its {} sysreqs (missed above)",
+                soft_missed.len(),
+                b.hard().len() + b.soft().len()
+            ));
+        }
+        if s.kind == "protection" {
+            degraded.extend(host.cgroups.limitations());
+        }
+        degraded.extend(mem_profile_note(opts, &mem));
+        Ok(JobSysInfo {
+            bench_version: env!("CARGO_PKG_VERSION").to_string(),
+            sysreqs: b.hard().iter().chain(b.soft()).copied().collect(),
+            sysreqs_missed: job_missed,
+            sysreqs_report: Some(SysReqsReport {
+                // Upstream requires it: what the job enforced.
+                enforce: Some(EnforceConfig::from_passive(
+                    s.passive
+                        .as_deref()
+                        .and_then(|p| spec::Passive::parse(p).ok())
+                        .as_ref(),
+                )),
+                ..sysreqs_report(host)
+            }),
+            iocost: None,
+            hashd: None,
+            mem,
+            swappiness: opts.swappiness.unwrap_or(host.sysinfo.swappiness),
+            zswap_enabled: host.sysinfo.zswap_enabled,
+            cgroup_backend: Some(host.cgroups.kind()),
+            degraded,
+            fixed: host
+                .statuses
+                .iter()
+                .filter_map(|(r, st)| match st {
+                    Status::Fixed(w) => Some(format!("{}: {w}", r.name())),
+                    _ => None,
+                })
+                .collect(),
+            passive: s
+                .passive
+                .as_deref()
+                .and_then(|p| spec::Passive::parse(p).ok())
+                .map(|p| p.to_passive_string())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// Records a job's outcome in the journal; false when it failed or
+/// stopped.
+fn record_outcome(
+    journal: &mut Journal,
+    mut data: JobData,
+    outcome: Result<Outcome, String>,
+    b: &dyn Bench,
+    result: &Path,
+    printed: &mut Vec<JobData>,
+) -> Result<bool, String> {
+    let s = data.spec.clone();
+    match outcome {
+        Ok(Outcome::Done(record, result)) => {
+            data.spec = b.spec_as_run(&data.spec, &record);
+            data.record = Some(record);
+            data.result = Some(result);
+            journal.upsert(data.clone());
+            journal.save().map_err(|e| e.to_string())?;
+            print_summary(&data, printed);
+            Ok(true)
+        }
+        Ok(Outcome::Partial(record, why)) => {
+            if record.is_some() {
+                data.record = record;
             }
-            Ok(Outcome::Partial(record, why)) => {
-                if record.is_some() {
-                    data.record = record;
-                }
-                journal.upsert(data);
-                journal.save().map_err(|e| e.to_string())?;
-                eprintln!(
-                    "{s}: stopped: {why}; what it recorded is kept in {} (incomplete; a re-run redoes it)",
-                    result.display()
-                );
-                ok = false;
-                break;
-            }
-            Err(e) => {
-                journal.upsert(data);
-                journal.save().map_err(|e| e.to_string())?;
-                eprintln!("{s}: failed: {e}");
-                ok = false;
-                break;
-            }
+            journal.upsert(data);
+            journal.save().map_err(|e| e.to_string())?;
+            eprintln!(
+                "{s}: stopped: {why}; what it recorded is kept in {} (incomplete; a re-run redoes it)",
+                result.display()
+            );
+            Ok(false)
+        }
+        Err(e) => {
+            journal.upsert(data);
+            journal.save().map_err(|e| e.to_string())?;
+            eprintln!("{s}: failed: {e}");
+            Ok(false)
         }
     }
-    Ok(ok)
 }
 
 /// `format`/`summary [SPEC...]`: every completed job, or those matching
 /// the specs' kind and id.
-pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String, String> {
+pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String, crate::Error> {
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")?;
+        .ok_or_else(|| crate::Error::Input("no result file: expected -r/--result FILE".into()))?;
     if !result.exists() {
-        return Err(format!("result file {} does not exist", result.display()));
+        return Err(crate::Error::Input(format!(
+            "result file {} does not exist",
+            result.display()
+        )));
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     // The numbers as upstream reads them, so that every printed figure
     // rounds as upstream's does (a value one unit in the last place off can
     // print 99.82 for 99.81); nothing is written back.
@@ -1247,7 +1395,7 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
             .jobs
             .iter()
             .find(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))?;
+            .ok_or_else(|| crate::Error::Input(format!("No matching result for {text}")))?;
         format_job_props(&mut out, d, full, opts.rstat, &s.props, result)?;
     }
     Ok(out)
@@ -1260,21 +1408,24 @@ pub fn cmd_format(opts: &Options, specs: &[String], full: bool) -> Result<String
 /// (`solve`) is the same with the solve step only: iocost-tune's fits and
 /// solutions made again from its result's data; other kinds have no solve
 /// step and are kept as they are.
-pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String, String> {
+pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String, crate::Error> {
     let verb = if solve { "solve" } else { "study" };
     let result = opts
         .result
         .as_ref()
-        .ok_or("no result file: expected -r/--result FILE")?;
+        .ok_or_else(|| crate::Error::Input("no result file: expected -r/--result FILE".into()))?;
     if specs.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::Input(format!(
             "{verb}: no job spec: expected KIND[:id=ID]... (as upstream, {verb} needs the jobs named)"
-        ));
+        )));
     }
     if !result.exists() {
-        return Err(format!("result file {} does not exist", result.display()));
+        return Err(crate::Error::Input(format!(
+            "result file {} does not exist",
+            result.display()
+        )));
     }
-    let mut journal = Journal::open(result).map_err(|e| e.to_string())?;
+    let mut journal = Journal::open(result).map_err(|e| crate::Error::Input(e.to_string()))?;
     let mut out = String::new();
     let mut changed = false;
     for text in specs {
@@ -1283,13 +1434,13 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
             .jobs
             .iter()
             .position(|d| d.spec.kind == s.kind && d.spec.id == s.id)
-            .ok_or_else(|| format!("No matching result for {text}"))?;
+            .ok_or_else(|| crate::Error::Input(format!("No matching result for {text}")))?;
         let d = &journal.jobs[i];
         if !d.is_completed() {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "{}: not complete; {verb} needs completed jobs (run it first)",
                 d.spec
-            ));
+            )));
         }
         let b = bench(&s.kind)?;
         let (again, how) = if solve {
@@ -1310,7 +1461,8 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
                 d.spec
             ),
             Some(r) => {
-                let (res, rec) = r.map_err(|e| format!("{}: cannot {verb}: {e}", d.spec))?;
+                let (res, rec) =
+                    r.map_err(|e| crate::Error::Input(format!("{}: cannot {verb}: {e}", d.spec)))?;
                 let rec_changed = rec.is_some() && rec.as_ref() != d.record.as_ref();
                 if Some(&res) != d.result.as_ref() || rec_changed {
                     eprintln!("{}: result {how}: changed", d.spec);
@@ -1327,15 +1479,17 @@ pub fn cmd_study(opts: &Options, specs: &[String], solve: bool) -> Result<String
         out.push_str(&summary_text(std::slice::from_ref(&journal.jobs[i])));
     }
     if changed {
-        journal.save().map_err(|e| e.to_string())?;
+        journal
+            .save()
+            .map_err(|e| crate::Error::Input(e.to_string()))?;
     }
     Ok(out)
 }
 
 /// `deps`: every requirement, satisfied or missed, on this host.
-pub fn cmd_deps(opts: &Options) -> Result<String, String> {
-    opts_dir_check(opts)?;
-    let host = probe(opts, &SysReq::ALL, Fix::NONE)?;
+pub fn cmd_deps(opts: &Options) -> Result<String, crate::Error> {
+    opts_dir_check(opts).map_err(crate::Error::Input)?;
+    let host = probe(opts, &SysReq::ALL, Fix::NONE).map_err(crate::Error::Input)?;
     check_dev(opts.dev.as_deref(), &opts.dir, &host.sysinfo.scr_dev)?;
     // As upstream: every requirement but DepsLinuxBuild (no bench needs a
     // kernel build), satisfied ones on the first line, then the missed ones
@@ -1497,16 +1651,19 @@ mod tests {
         assert!(
             cmd_study(&opts, &["iocost-params".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("not complete")
         );
         assert!(
             cmd_study(&opts, &["protection".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("No matching result")
         );
         assert!(
             cmd_study(&opts, &[], false)
                 .unwrap_err()
+                .to_string()
                 .contains("no job spec")
         );
     }

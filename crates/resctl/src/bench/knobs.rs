@@ -266,7 +266,7 @@ impl MemInfo {
 
     /// Parses `--mem-profile`: a power of two, or `off` (the whole memory
     /// is the share).
-    pub fn parse(s: &str, avail: u64, total: u64) -> Result<MemInfo, String> {
+    pub fn parse(s: &str, avail: u64, total: u64) -> Result<MemInfo, crate::Error> {
         if s == "off" {
             return Ok(MemInfo {
                 profile: 0,
@@ -277,9 +277,9 @@ impl MemInfo {
         }
         match s.parse::<u32>() {
             Ok(p) if p.is_power_of_two() && p <= 1 << 16 => Ok(MemInfo::for_profile(p, avail)),
-            _ => Err(format!(
+            _ => Err(crate::Error::Input(format!(
                 "--mem-profile {s:?}: expected a power of two (GiB) such as 16, or `off`"
-            )),
+            ))),
         }
     }
 }
@@ -340,14 +340,16 @@ impl JobSysInfo {
     /// Reads a job's `sysinfo`: upstream's layout, ours, or JSON `null`
     /// (nothing recorded). Anything else is an error naming the field that
     /// does not fit (`sysinfo.iocost.qos.enable: invalid type: ...`).
-    pub fn from_json(v: &serde_json::Value) -> Result<JobSysInfo, String> {
+    pub fn from_json(v: &serde_json::Value) -> Result<JobSysInfo, crate::Error> {
         if v.is_null() {
             return Ok(JobSysInfo::default());
         }
-        serde_json::from_value(v.clone()).map_err(|e| match locate_bad_field(v, &|x| x) {
-            Some((path, msg)) => format!("sysinfo.{path}: {msg}"),
-            None => format!("sysinfo: {e}"),
-        })
+        serde_json::from_value(v.clone())
+            .map_err(|e| match locate_bad_field(v, &|x| x) {
+                Some((path, msg)) => format!("sysinfo.{path}: {msg}"),
+                None => format!("sysinfo: {e}"),
+            })
+            .map_err(crate::Error::Input)
     }
 }
 
@@ -407,7 +409,7 @@ impl QosOvr {
     /// or vrate for both min and max) from `v`: percentages rounded to two
     /// decimals as io.cost.qos takes them, latencies in µs. `Ok(false)`
     /// when `k` is not one of them; the error says what was expected.
-    pub fn set_key(&mut self, k: &str, v: &str) -> Result<bool, String> {
+    pub fn set_key(&mut self, k: &str, v: &str) -> Result<bool, crate::Error> {
         let pct = || {
             v.trim()
                 .parse::<f64>()
@@ -422,14 +424,14 @@ impl QosOvr {
                 .map_err(|_| "expected a latency in µs".to_string())
         };
         match k {
-            "rpct" => self.rpct = Some(pct()?),
-            "wpct" => self.wpct = Some(pct()?),
-            "rlat" => self.rlat = Some(lat()?),
-            "wlat" => self.wlat = Some(lat()?),
-            "min" => self.min = Some(pct()?),
-            "max" => self.max = Some(pct()?),
+            "rpct" => self.rpct = Some(pct().map_err(crate::Error::Input)?),
+            "wpct" => self.wpct = Some(pct().map_err(crate::Error::Input)?),
+            "rlat" => self.rlat = Some(lat().map_err(crate::Error::Input)?),
+            "wlat" => self.wlat = Some(lat().map_err(crate::Error::Input)?),
+            "min" => self.min = Some(pct().map_err(crate::Error::Input)?),
+            "max" => self.max = Some(pct().map_err(crate::Error::Input)?),
             "vrate" => {
-                let x = pct()?;
+                let x = pct().map_err(crate::Error::Input)?;
                 self.min = Some(x);
                 self.max = Some(x);
             }
@@ -440,19 +442,19 @@ impl QosOvr {
 
     /// `--iocost-qos K=V,...` (upstream's global override; unknown keys,
     /// which upstream skips, are refused).
-    pub fn parse_overrides(text: &str) -> Result<QosOvr, String> {
+    pub fn parse_overrides(text: &str) -> Result<QosOvr, crate::Error> {
         let mut o = QosOvr::default();
         for tok in text.split(',').filter(|t| !t.is_empty()) {
             let (k, v) = tok.split_once('=').unwrap_or((tok, ""));
             match o.set_key(k, v) {
                 Ok(true) => {}
                 Ok(false) => {
-                    return Err(format!(
+                    return Err(crate::Error::Input(format!(
                         "--iocost-qos: unknown key {k:?}: expected {}",
                         QOS_OVR_KEYS.join(", ")
-                    ));
+                    )));
                 }
-                Err(e) => return Err(format!("--iocost-qos {k}={v:?}: {e}")),
+                Err(e) => return Err(crate::Error::Input(format!("--iocost-qos {k}={v:?}: {e}"))),
             }
         }
         Ok(o)
@@ -584,13 +586,18 @@ mod tests {
         bad["iocost"]["qos"]["enable"] = serde_json::json!("yes");
         let e = JobSysInfo::from_json(&bad).unwrap_err();
         assert!(
-            e.starts_with("sysinfo.iocost.qos.enable: invalid type"),
+            e.to_string()
+                .starts_with("sysinfo.iocost.qos.enable: invalid type"),
             "{e}"
         );
         let mut bad = v;
         bad["swappiness"] = serde_json::json!([60]);
         let e = JobSysInfo::from_json(&bad).unwrap_err();
-        assert!(e.starts_with("sysinfo.swappiness: invalid type"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("sysinfo.swappiness: invalid type"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -621,6 +628,7 @@ mod tests {
         assert!(
             MemInfo::parse("12", 0, 0)
                 .unwrap_err()
+                .to_string()
                 .contains("power of two")
         );
         assert_eq!(MemInfo::parse("off", 5, 9).unwrap().share, 9);

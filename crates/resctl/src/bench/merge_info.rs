@@ -144,9 +144,11 @@ impl Bench for MergeInfoBench {
     fn soft(&self) -> &'static [SysReq] {
         &[]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         match spec.props.iter().flat_map(|g| g.keys()).next() {
-            Some(k) => Err(format!("merge-info takes no property (got {k:?})")),
+            Some(k) => Err(crate::Error::Input(format!(
+                "merge-info takes no property (got {k:?})"
+            ))),
             None => Ok(()),
         }
     }
@@ -156,13 +158,19 @@ impl Bench for MergeInfoBench {
              with `format merge-info`",
         )
     }
-    fn run(&self, _spec: &JobSpec, _ctx: &mut Ctx) -> Result<Outcome, String> {
-        Err(self.refuse_run().unwrap_or_default().into())
+    fn run(&self, _spec: &JobSpec, _ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+        Err(crate::Error::Input(
+            self.refuse_run().unwrap_or_default().into(),
+        ))
     }
-    fn format(&self, d: &JobData, _full: bool) -> Result<String, String> {
-        let rec = d.record.clone().ok_or("no merge-info record")?;
-        let info: MergeInfo =
-            serde_json::from_value(rec).map_err(|e| format!("merge-info record: {e}"))?;
+    fn format(&self, d: &JobData, _full: bool) -> Result<String, crate::Error> {
+        let rec = d
+            .record
+            .clone()
+            .ok_or_else(|| crate::Error::Input("no merge-info record".into()))?;
+        let info: MergeInfo = serde_json::from_value(rec)
+            .map_err(|e| format!("merge-info record: {e}"))
+            .map_err(|e| crate::Error::Input(e.to_string()))?;
         Ok(format_info(&info))
     }
     fn metrics(&self, _d: &JobData, _m: &mut JobMetrics) {}
@@ -198,6 +206,12 @@ mod tests {
              [-] iocost-tune\n  bench-version: 2.1\n  agent-version: 2.2\n  hashd-version: 2.0\n  memory-profile: 8\n  fwver: F1\n  classifier: big\n  sources:\n    + d.json\n"
         );
         let spec = crate::spec::parse("merge-info:x=1").unwrap();
-        assert!(MergeInfoBench.check(&spec).unwrap_err().contains("\"x\""));
+        assert!(
+            MergeInfoBench
+                .check(&spec)
+                .unwrap_err()
+                .to_string()
+                .contains("\"x\"")
+        );
     }
 }

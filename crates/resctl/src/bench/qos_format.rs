@@ -15,6 +15,7 @@ use super::iocost_qos::QosProps;
 use super::knobs::{IoCostQos, QosOvr, round2_as_printed};
 use super::protection::format::{IoLat, format_iolat_rw};
 use super::protection::run::{ProtectionResult, format_with_prefix};
+use super::protection::study::MemHogResult;
 use super::storage::{
     UpstreamStorageJob, UpstreamStorageRecord, UpstreamStorageResult, format_upstream_header,
     format_upstream_result, reports_missing,
@@ -81,14 +82,16 @@ pub fn read<T: serde::de::DeserializeOwned>(
     v: &Value,
     kind: &str,
     what: &str,
-) -> Result<T, String> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        format!(
-            "the {what} is not upstream's {kind} {what}: {what}.{}: {}",
-            e.path(),
-            e.inner()
-        )
-    })
+) -> Result<T, crate::Error> {
+    serde_path_to_error::deserialize(v)
+        .map_err(|e| {
+            format!(
+                "the {what} is not upstream's {kind} {what}: {what}.{}: {}",
+                e.path(),
+                e.inner()
+            )
+        })
+        .map_err(crate::Error::Input)
 }
 
 /// The vrate percentiles upstream prints, in its order.
@@ -185,7 +188,7 @@ fn final_probe(prot: &Value, i: usize) -> Result<super::protection::study::MemHo
 /// when the tune recorded none (no protected size was found).
 pub fn final_probe_of(
     prot: &Value,
-) -> Result<Option<super::protection::study::MemHogResult>, String> {
+) -> Result<Option<super::protection::study::MemHogResult>, crate::Error> {
     let first = prot.get("scenarios").and_then(|s| s.get(0));
     let Some(first) = first else {
         return Ok(None);
@@ -196,8 +199,8 @@ pub fn final_probe_of(
     {
         return Ok(None);
     }
-    let r: ProtectionResult =
-        serde_json::from_value(prot.clone()).map_err(|e| format!("the protection result: {e}"))?;
+    let r: ProtectionResult = serde_json::from_value(prot.clone())
+        .map_err(|e| crate::Error::Input(format!("the protection result: {e}")))?;
     Ok(r.scenarios.into_iter().next())
 }
 
@@ -218,27 +221,27 @@ fn pct_of(m: &BTreeMap<String, f64>, k: &str) -> f64 {
 /// The text of an iocost-qos job made upstream, as upstream's `format`
 /// prints it; `full` adds each run's sections (`format`), `rstat` the
 /// storage runs' extra stat tables (`format -R`).
-pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     format_sub(d, full, rstat, false)
 }
 
 /// `format iocost-qos:sub-full`: upstream's format property for the runs'
 /// storage and protection parts printed in full.
-pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
+pub fn sub_full(spec: &JobSpec) -> Result<bool, crate::Error> {
     let mut on = false;
     for (k, v) in spec.props.iter().flatten() {
         match (k.as_str(), v.as_str()) {
             ("sub-full", "" | "true") => on = true,
             ("sub-full", "false") => on = false,
             ("sub-full", v) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "format property sub-full={v:?}: expected true or false"
-                ));
+                )));
             }
             (k, _) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "unknown format property {k:?}: iocost-qos takes sub-full"
-                ));
+                )));
             }
         }
     }
@@ -247,8 +250,65 @@ pub fn sub_full(spec: &JobSpec) -> Result<bool, String> {
 
 /// [`format`] with the runs' storage and protection parts full
 /// (`sub_full`).
-pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<String, String> {
+pub fn format_sub(
+    d: &JobData,
+    full: bool,
+    rstat: u8,
+    sub_full: bool,
+) -> Result<String, crate::Error> {
     let p = QosProps::parse(&d.spec)?;
+    let (rec, res) = read_job(d, &p).map_err(crate::Error::Input)?;
+    let (base_rec, base_res) = match (rec.runs.first(), res.runs.first()) {
+        (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
+        _ => {
+            return Err(crate::Error::Input(
+                "iocost-qos: failed to format due to missing baseline".into(),
+            ));
+        }
+    };
+    let sjob = stor_job(&p).map_err(crate::Error::Input)?;
+    // Each run's final mem-hog-tune probe, read once for the run's section
+    // and the summary: where the run has an aMOF.
+    let mut hogs = Vec::with_capacity(res.runs.len());
+    for (i, r) in res.runs.iter().enumerate() {
+        hogs.push(match r {
+            Some(r) if r.adjusted_mem_offload_factor.is_some() => {
+                Some(final_probe(&r.prot, i).map_err(crate::Error::Input)?)
+            }
+            _ => None,
+        });
+    }
+    let mut o = String::new();
+    format_upstream_header(&mut o, &sjob, &base_rec.stor, false);
+
+    if full {
+        let f = RunFmt {
+            d,
+            p: &p,
+            sjob: &sjob,
+            rec: &rec,
+            base_mof: base_res.stor.mem_offload_factor,
+            sub_full,
+            rstat,
+        };
+        for (i, (recr, resr)) in rec.runs.iter().zip(&res.runs).enumerate() {
+            let (Some(recr), Some(resr)) = (recr, resr) else {
+                continue;
+            };
+            f.run(&mut o, i, recr, resr, hogs[i].as_ref())
+                .map_err(crate::Error::Input)?;
+        }
+        let _ = write!(o, "\n\n{}\n", custom_underline("Summary", '='));
+    } else {
+        o.push('\n');
+    }
+    format_summary(&mut o, &p, &rec, &res, &hogs);
+    format_lat_tables(&mut o, &res);
+    Ok(o)
+}
+
+/// The job's record and result, read and checked to match.
+fn read_job(d: &JobData, p: &QosProps) -> Result<(QosRecord, QosResult), String> {
     let Some(record) = d.record.as_ref().filter(|r| !r.is_null()) else {
         return Err(
             "this iocost-qos job has no record: it stopped before its first QoS run finished; \
@@ -285,110 +345,139 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             res.runs.len()
         ));
     }
-    let (base_rec, base_res) = match (rec.runs.first(), res.runs.first()) {
-        (Some(Some(a)), Some(Some(b))) if a.qos.is_none() => (a, b),
-        _ => return Err("iocost-qos: failed to format due to missing baseline".into()),
-    };
-    let sjob = stor_job(&p)?;
-    let base_mof = base_res.stor.mem_offload_factor;
-    // Each run's final mem-hog-tune probe, read once for the run's section
-    // and the summary: where the run has an aMOF.
-    let mut hogs = Vec::with_capacity(res.runs.len());
-    for (i, r) in res.runs.iter().enumerate() {
-        hogs.push(match r {
-            Some(r) if r.adjusted_mem_offload_factor.is_some() => Some(final_probe(&r.prot, i)?),
-            _ => None,
-        });
-    }
-    let mut o = String::new();
-    format_upstream_header(&mut o, &sjob, &base_rec.stor, false);
+    Ok((rec, res))
+}
 
-    if full {
-        for (i, (recr, resr)) in rec.runs.iter().zip(&res.runs).enumerate() {
-            let (Some(recr), Some(resr)) = (recr, resr) else {
-                continue;
-            };
-            let _ = write!(
-                o,
-                "\n\n{}\nQoS: {}\n\n",
-                custom_underline(&format!("RUN {i:02}"), '='),
-                format_qos_cfg(&rec.base_qos, &recr.ovr)
-            );
-            o.push_str(&custom_underline(&format!("RUN {i:02} - Storage"), '-'));
+/// What every run's full section needs.
+struct RunFmt<'a> {
+    d: &'a JobData,
+    p: &'a QosProps,
+    sjob: &'a UpstreamStorageJob,
+    rec: &'a QosRecord,
+    /// The baseline run's memory offload factor.
+    base_mof: f64,
+    sub_full: bool,
+    rstat: u8,
+}
+
+impl RunFmt<'_> {
+    /// Run `i`'s section: its storage and protection parts and result.
+    fn run(
+        &self,
+        o: &mut String,
+        i: usize,
+        recr: &QosRecordRun,
+        resr: &QosResultRun,
+        hog: Option<&MemHogResult>,
+    ) -> Result<(), String> {
+        let (d, p) = (self.d, self.p);
+        let _ = write!(
+            o,
+            "\n\n{}\nQoS: {}\n\n",
+            custom_underline(&format!("RUN {i:02}"), '='),
+            format_qos_cfg(&self.rec.base_qos, &recr.ovr)
+        );
+        o.push_str(&custom_underline(&format!("RUN {i:02} - Storage"), '-'));
+        o.push('\n');
+        format_upstream_result(
+            o,
+            self.sjob,
+            &recr.stor,
+            &resr.stor,
+            false,
+            self.sub_full,
+            self.rstat,
+        );
+        let pd = JobData {
+            spec: prot_spec(&d.spec, p, &recr.stor, resr.stor.mem_size),
+            period: recr.period,
+            sysinfo: Value::Null,
+            record: Some(recr.prot.clone()),
+            result: Some(resr.prot.clone()),
+        };
+        let prot = format_with_prefix(&pd, self.sub_full, 0, &format!("RUN {i:02} - Protection "))
+            .map_err(|e| format!("run {i:02}: {e}"))?;
+        // Nothing at all for a run without protection scenarios (the
+        // baseline run), as upstream.
+        let prot = prot.trim_end_matches('\n');
+        if !prot.is_empty() {
+            o.push_str(prot);
             o.push('\n');
-            format_upstream_result(
-                &mut o, &sjob, &recr.stor, &resr.stor, false, sub_full, rstat,
-            );
-            let pd = JobData {
-                spec: prot_spec(&d.spec, &p, &recr.stor, resr.stor.mem_size),
-                period: recr.period,
-                sysinfo: Value::Null,
-                record: Some(recr.prot.clone()),
-                result: Some(resr.prot.clone()),
-            };
-            let prot = format_with_prefix(&pd, sub_full, 0, &format!("RUN {i:02} - Protection "))
-                .map_err(|e| format!("run {i:02}: {e}"))?;
-            // Nothing at all for a run without protection scenarios (the
-            // baseline run), as upstream.
-            let prot = prot.trim_end_matches('\n');
-            if !prot.is_empty() {
-                o.push_str(prot);
-                o.push('\n');
-            }
-            let _ = write!(
-                o,
-                "\n{}\n",
-                custom_underline(&format!("RUN {i:02} - Result"), '-')
-            );
-            format_iolat_rw(&mut o, &resr.iolat, true);
-            if recr.qos.is_some() {
-                o.push_str("\nvrate:");
-                for (n, pct) in VRATE_PCTS.iter().enumerate() {
-                    let v = resr.vrate.get(*pct).ok_or_else(|| {
-                        format!("run {i:02}: the result's vrate has no {pct:?} percentile")
-                    })?;
-                    let _ = write!(o, " p{pct}={v:.2}");
-                    if (n + 1) % 7 == 0 {
-                        o.push_str("\n      ");
-                    }
-                }
-                o.push_str("\n\n");
-                let _ = writeln!(
-                    o,
-                    "QoS result: MOF={:.3}@{}({:.3}x) vrate={:.2}:{:.2} missing={}%",
-                    resr.stor.mem_offload_factor,
-                    recr.stor.mem.profile,
-                    resr.stor.mem_offload_factor / base_mof,
-                    pct_of(&resr.vrate, "mean"),
-                    pct_of(&resr.vrate, "stdev"),
-                    format_pct(reports_missing(resr.nr_reports))
-                );
-                match (resr.adjusted_mem_offload_factor, &hogs[i]) {
-                    (Some(amof), Some(hog)) => {
-                        let _ = writeln!(
-                            o,
-                            "            aMOF={:.3}@{}({:.3}x) isol-{}={}% lat_imp={}%:{} work_csv={}%",
-                            amof,
-                            recr.stor.mem.profile,
-                            amof / base_mof,
-                            p.isol_pct,
-                            format_pct(pct_of(&hog.isol, &p.isol_pct)),
-                            format_pct(pct_of(&hog.lat_imp, "mean")),
-                            format_pct(pct_of(&hog.lat_imp, "stdev")),
-                            format_pct(hog.work_csv)
-                        );
-                    }
-                    _ => {
-                        o.push_str("            aMOF=FAIL isol=FAIL lat_imp=FAIL work_csv=FAIL\n");
-                    }
-                }
+        }
+        let _ = write!(
+            o,
+            "\n{}\n",
+            custom_underline(&format!("RUN {i:02} - Result"), '-')
+        );
+        format_iolat_rw(o, &resr.iolat, true);
+        if recr.qos.is_some() {
+            self.qos_result(o, i, recr, resr, hog)?;
+        }
+        Ok(())
+    }
+
+    /// A QoS run's vrate percentiles and its QoS result lines.
+    fn qos_result(
+        &self,
+        o: &mut String,
+        i: usize,
+        recr: &QosRecordRun,
+        resr: &QosResultRun,
+        hog: Option<&MemHogResult>,
+    ) -> Result<(), String> {
+        let (p, base_mof) = (self.p, self.base_mof);
+        o.push_str("\nvrate:");
+        for (n, pct) in VRATE_PCTS.iter().enumerate() {
+            let v = resr.vrate.get(*pct).ok_or_else(|| {
+                format!("run {i:02}: the result's vrate has no {pct:?} percentile")
+            })?;
+            let _ = write!(o, " p{pct}={v:.2}");
+            if (n + 1) % 7 == 0 {
+                o.push_str("\n      ");
             }
         }
-        let _ = write!(o, "\n\n{}\n", custom_underline("Summary", '='));
-    } else {
-        o.push('\n');
+        o.push_str("\n\n");
+        let _ = writeln!(
+            o,
+            "QoS result: MOF={:.3}@{}({:.3}x) vrate={:.2}:{:.2} missing={}%",
+            resr.stor.mem_offload_factor,
+            recr.stor.mem.profile,
+            resr.stor.mem_offload_factor / base_mof,
+            pct_of(&resr.vrate, "mean"),
+            pct_of(&resr.vrate, "stdev"),
+            format_pct(reports_missing(resr.nr_reports))
+        );
+        match (resr.adjusted_mem_offload_factor, hog) {
+            (Some(amof), Some(hog)) => {
+                let _ = writeln!(
+                    o,
+                    "            aMOF={:.3}@{}({:.3}x) isol-{}={}% lat_imp={}%:{} work_csv={}%",
+                    amof,
+                    recr.stor.mem.profile,
+                    amof / base_mof,
+                    p.isol_pct,
+                    format_pct(pct_of(&hog.isol, &p.isol_pct)),
+                    format_pct(pct_of(&hog.lat_imp, "mean")),
+                    format_pct(pct_of(&hog.lat_imp, "stdev")),
+                    format_pct(hog.work_csv)
+                );
+            }
+            _ => {
+                o.push_str("            aMOF=FAIL isol=FAIL lat_imp=FAIL work_csv=FAIL\n");
+            }
+        }
+        Ok(())
     }
+}
 
+/// The ladder's QoS settings and the MOF/aMOF table.
+fn format_summary(
+    o: &mut String,
+    p: &QosProps,
+    rec: &QosRecord,
+    res: &QosResult,
+    hogs: &[Option<MemHogResult>],
+) {
     // The QoS settings of the spec's ladder (upstream's job runs, with the
     // dither the record kept).
     let offset = match p.dither {
@@ -439,6 +528,10 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             }
         }
     }
+}
+
+/// The read and write latency tables, a row per run.
+fn format_lat_tables(o: &mut String, res: &QosResult) {
     for (dir, title) in [(0, "RLAT"), (1, "WLAT")] {
         o.push('\n');
         let _ = writeln!(
@@ -472,7 +565,6 @@ pub fn format_sub(d: &JobData, full: bool, rstat: u8, sub_full: bool) -> Result<
             o.push('\n');
         }
     }
-    Ok(o)
 }
 
 #[cfg(test)]
@@ -668,36 +760,46 @@ WLAT               p50                p90                p99                max
         let e = format(&d, false, 0).unwrap_err();
         // A job that stopped says how far it got and that `run` resumes it.
         assert!(
-            e.contains("job is incomplete") && e.contains("run it again to resume"),
+            e.to_string().contains("job is incomplete")
+                && e.to_string().contains("run it again to resume"),
             "{e}"
         );
         let mut d = journal_entry();
         d.record.as_mut().unwrap()["runs"][0] = Value::Null;
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("missing baseline"), "{e}");
+        assert!(e.to_string().contains("missing baseline"), "{e}");
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"]
             .as_array_mut()
             .unwrap()
             .pop();
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("the record has 3 runs and the result 2"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the record has 3 runs and the result 2"),
+            "{e}"
+        );
         let mut d = journal_entry();
         d.record.as_mut().unwrap()["base_qos"]["rlat"] = json!("x");
         let e = format(&d, false, 0).unwrap_err();
-        assert!(e.contains("record.base_qos.rlat: invalid type"), "{e}");
+        assert!(
+            e.to_string().contains("record.base_qos.rlat: invalid type"),
+            "{e}"
+        );
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"][1]["stor"]["mem_usage"] = json!(-1);
         let e = format(&d, false, 0).unwrap_err();
         assert!(
-            e.contains("result.runs[1].stor.mem_usage: invalid value"),
+            e.to_string()
+                .contains("result.runs[1].stor.mem_usage: invalid value"),
             "{e}"
         );
         let mut d = journal_entry();
         d.result.as_mut().unwrap()["runs"][1]["vrate"] = json!({});
         let e = format(&d, true, 0).unwrap_err();
         assert!(
-            e.contains("run 01: the result's vrate has no \"00\""),
+            e.to_string()
+                .contains("run 01: the result's vrate has no \"00\""),
             "{e}"
         );
     }

@@ -267,7 +267,9 @@ fn apply_rung(ctx: &Ctx, k: &IoCostKnobs, qos: Option<&IoCostQos>) -> Result<(),
         .ok_or("iocost-qos: no cgroup2 hierarchy with the io controller")?;
     let (mf, qf) = (root.join("io.cost.model"), root.join("io.cost.qos"));
     match qos {
-        None => crate::sys::write_existing(&qf, &format!("{} enable=0", k.devnr)),
+        None => {
+            crate::sys::write_existing(&qf, &format!("{} enable=0", k.devnr)).map_err(String::from)
+        }
         Some(q) => {
             let m = &k.model;
             crate::sys::write_existing(
@@ -283,7 +285,7 @@ fn apply_rung(ctx: &Ctx, k: &IoCostKnobs, qos: Option<&IoCostQos>) -> Result<(),
                     "{} enable=1 ctrl=user rpct={:.2} rlat={} wpct={:.2} wlat={} min={:.2} max={:.2}",
                     k.devnr, q.rpct, q.rlat, q.wpct, q.wlat, q.min, q.max
                 ),
-            )
+            ).map_err(String::from)
         }
     }
 }
@@ -438,12 +440,12 @@ fn within(s: &[RunSample], (a, b): (f64, f64)) -> Vec<[BTreeMap<String, f64>; 2]
 }
 
 /// Studies one run of the record into upstream's `IoCostQoSResultRun`.
-pub fn study_run(r: &RecordRun) -> Result<Value, String> {
-    let srec: super::storage::StorageRecord =
-        serde_json::from_value(r.stor.clone()).map_err(|e| format!("the storage record: {e}"))?;
+pub fn study_run(r: &RecordRun) -> Result<Value, crate::Error> {
+    let srec: super::storage::StorageRecord = serde_json::from_value(r.stor.clone())
+        .map_err(|e| crate::Error::Input(format!("the storage record: {e}")))?;
     let stor_iolat = within(&r.samples, (srec.started as f64, srec.ended as f64));
     let stor = stor_result(&srec, &stor_iolat);
-    let prot = prot_result(&r.prot)?;
+    let prot = prot_result(&r.prot).map_err(crate::Error::Input)?;
     let final_size = r.prot["scenarios"][0]["MemHogTune"]["final_size"].as_u64();
     let mof = stor["mem_offload_factor"].as_f64().unwrap_or(0.0);
     let usage = stor["mem_usage"].as_f64().unwrap_or(0.0);
@@ -474,11 +476,11 @@ pub fn study_run(r: &RecordRun) -> Result<Value, String> {
 }
 
 /// Studies the record into upstream's `IoCostQoSResult`.
-pub fn study(rec: &Record) -> Result<Value, String> {
+pub fn study(rec: &Record) -> Result<Value, crate::Error> {
     let mut runs = Vec::with_capacity(rec.runs.len());
     for (i, r) in rec.runs.iter().enumerate() {
         runs.push(match r {
-            Some(r) => study_run(r).map_err(|e| format!("run {i:02}: {e}"))?,
+            Some(r) => study_run(r).map_err(|e| crate::Error::Input(format!("run {i:02}: {e}")))?,
             None => Value::Null,
         });
     }
@@ -487,19 +489,19 @@ pub fn study(rec: &Record) -> Result<Value, String> {
 
 /// `study` of a stored iocost-qos job made by rackbench (upstream's records
 /// have no samples: refused, naming why).
-pub fn restudy(d: &JobData) -> Result<Value, String> {
+pub fn restudy(d: &JobData) -> Result<Value, crate::Error> {
     let rec: Record = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the iocost-qos record: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the iocost-qos record: {e}")))?;
     if rec
         .runs
         .iter()
         .flatten()
         .any(|r| r.stor.get("runs").is_none())
     {
-        return Err(
+        return Err(crate::Error::Input(
             "this iocost-qos record was made by upstream's resctl-bench: its per-second data is in rd-agent's report files, which rackbench does not read"
                 .into(),
-        );
+        ));
     }
     study(&rec)
 }
@@ -675,24 +677,9 @@ fn run_one(
     })))
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let p = QosProps::parse(spec)?;
-    let root = ctx
-        .cgroups
-        .v2_root()
-        .filter(|r| r.join("io.cost.qos").exists())
-        .ok_or(
-            "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
-             iocost-qos cannot run without io.cost, even with --force",
-        )?
-        .to_path_buf();
-    let k = ctx.iocost.clone().ok_or(
-        "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)",
-    )?;
-    // What the device had, written back when the job ends.
-    let _restore = IoCostRestore::capture(&root, &k.devnr);
-
+/// The record to start from: the earlier incomplete one when it matches
+/// the current configuration, else a new one; with its dither.
+fn resume_record(ctx: &Ctx, p: &QosProps, k: &IoCostKnobs) -> Record {
     let prev: Option<Record> = ctx
         .prev
         .as_ref()
@@ -700,7 +687,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         .and_then(|r| serde_json::from_value(r).ok());
     let mem_profile = ctx.mem.profile;
     let matches = match &prev {
-        Some(pr) => prev_matches(pr, &k, mem_profile).map_err(|why| {
+        Some(pr) => prev_matches(pr, k, mem_profile).map_err(|why| {
             eprintln!(
                 "iocost-qos: Existing result doesn't match the current configuration ({why})"
             );
@@ -731,9 +718,15 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         },
     };
     rec.dither_dist = dither;
+    rec
+}
+
+/// The ladder's rungs (skipped, or with the minimum adjusted), each
+/// listed with whether it still has to run.
+fn plan_rungs(p: &QosProps, k: &IoCostKnobs, rec: &Record) -> Vec<Rung> {
     let abs_min = abs_min_vrate(&k.model);
     let rungs: Vec<Rung> = p
-        .ladder(dither.unwrap_or(0.0))
+        .ladder(rec.dither_dist.unwrap_or(0.0))
         .iter()
         .map(|o| {
             if p.ignore_min_perf {
@@ -745,7 +738,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         .collect();
     let mut nr_to_run = 0;
     for (i, r) in rungs.iter().enumerate() {
-        let new = !r.skip && find_run(&r.ovr, &rec).is_none();
+        let new = !r.skip && find_run(&r.ovr, rec).is_none();
         nr_to_run += usize::from(new);
         eprintln!(
             "iocost-qos[{i:02}]: {}{} {}",
@@ -774,6 +767,36 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             "iocost-qos: rungs marked s are below {abs_min:.2}% of the model, the least the device may be throttled to (ignore-min-perf runs them)"
         );
     }
+    rungs
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+    let p = QosProps::parse(spec)?;
+    let root = ctx
+        .cgroups
+        .v2_root()
+        .filter(|r| r.join("io.cost.qos").exists())
+        .ok_or_else(|| {
+            crate::Error::Host(
+                "iocost-qos: sysreq IoCost missed (no io.cost.qos in a cgroup2 root with the io controller): \
+                 iocost-qos cannot run without io.cost, even with --force"
+                    .into(),
+            )
+        })?
+        .to_path_buf();
+    let k = ctx.iocost.clone().ok_or_else(|| {
+        crate::Error::Input(
+            "iocost-qos needs the scratch device's IO cost model: run iocost-params first (`run iocost-params iocost-qos`)"
+                .into(),
+        )
+    })?;
+    // What the device had, written back when the job ends.
+    let _restore = IoCostRestore::capture(&root, &k.devnr);
+
+    let mem_profile = ctx.mem.profile;
+    let mut rec = resume_record(ctx, &p, &k);
+    let rungs = plan_rungs(&p, &k, &rec);
 
     let mut runs: Vec<Option<RecordRun>> = Vec::with_capacity(rungs.len());
     for (i, r) in rungs.iter().enumerate() {
@@ -786,7 +809,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             continue;
         }
         if ctx.cancel.is_stopped() {
-            let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+            let v = serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
             return Ok(Outcome::Partial(Some(v), "interrupted".into()));
         }
         let label = format!("iocost-qos[{i:02}]");
@@ -814,13 +837,17 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 }
                 rec.inc_runs.push((*run).clone());
                 if let Some(cp) = ctx.checkpoint {
-                    let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
-                    cp(&v).map_err(|e| format!("cannot save the finished run: {e}"))?;
+                    let v = serde_json::to_value(&rec)
+                        .map_err(|e| crate::Error::Host(e.to_string()))?;
+                    cp(&v).map_err(|e| {
+                        crate::Error::Host(format!("cannot save the finished run: {e}"))
+                    })?;
                 }
                 runs.push(Some(*run));
             }
             Ok(RunEnd::Interrupted(why)) => {
-                let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+                let v =
+                    serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
                 return Ok(Outcome::Partial(Some(v), why));
             }
             Err(e) if p.allow_fail && !ctx.cancel.is_stopped() => {
@@ -829,7 +856,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             }
             Err(e) => {
                 eprintln!("{label}: Failed ({e}), giving up...");
-                return Err(format!("{label}: {e}"));
+                return Err(crate::Error::Host(format!("{label}: {e}")));
             }
         }
     }
@@ -838,7 +865,7 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     rec.mem_profile = mem_profile;
     let result = study(&rec)?;
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
         result,
     ))
 }

@@ -21,7 +21,7 @@ pub const BENCHES: &[&dyn Bench] = &[
 ];
 
 /// The bench of `kind`, or an error listing the kinds.
-pub fn bench(kind: &str) -> Result<&'static dyn Bench, String> {
+pub fn bench(kind: &str) -> Result<&'static dyn Bench, crate::Error> {
     BENCHES
         .iter()
         .copied()
@@ -32,6 +32,7 @@ pub fn bench(kind: &str) -> Result<&'static dyn Bench, String> {
                 listed().map(|b| b.kind()).collect::<Vec<_>>().join(", ")
             )
         })
+        .map_err(crate::Error::Input)
 }
 
 /// The benches the lists show: all but those with an empty `about`.

@@ -101,10 +101,12 @@ impl Default for Props {
 }
 
 /// Parses the first property group.
-pub fn props(spec: &JobSpec) -> Result<Props, String> {
-    check_keys(spec, 0, KEYS).map_err(|e| e.to_string())?;
+pub fn props(spec: &JobSpec) -> Result<Props, crate::Error> {
+    check_keys(spec, 0, KEYS).map_err(|e| crate::Error::Input(e.to_string()))?;
     if spec.props.len() > 1 {
-        return Err("multiple property sets not supported".into());
+        return Err(crate::Error::Input(
+            "multiple property sets not supported".into(),
+        ));
     }
     let mut p = Props::default();
     let positive = |k: &str, v: &str, what: &str| -> Result<u64, String> {
@@ -115,30 +117,44 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
     };
     for (k, v) in spec.props.first().into_iter().flatten() {
         match k.as_str() {
-            "loops" => p.loops = positive(k, v, "a loop count > 0")? as u32,
-            "rps-max" => p.rps_max = positive(k, v, "a request rate > 0")? as u32,
-            "chunk-pages" => p.chunk_pages = positive(k, v, "a page count > 0")? as usize,
+            "loops" => {
+                p.loops = positive(k, v, "a loop count > 0").map_err(crate::Error::Input)? as u32
+            }
+            "rps-max" => {
+                p.rps_max =
+                    positive(k, v, "a request rate > 0").map_err(crate::Error::Input)? as u32
+            }
+            "chunk-pages" => {
+                p.chunk_pages =
+                    positive(k, v, "a page count > 0").map_err(crate::Error::Input)? as usize
+            }
             "hash-size" => {
-                p.hash_size = parse_size(v).map_err(|e| format!("property {k}: {e}"))?;
+                p.hash_size =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?;
                 if p.hash_size < 4096 {
-                    return Err(format!("property {k}={v:?}: expected at least 4K"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected at least 4K"
+                    )));
                 }
             }
-            "log-bps" => p.log_bps = parse_size(v).map_err(|e| format!("property {k}: {e}"))?,
+            "log-bps" => {
+                p.log_bps =
+                    parse_size(v).map_err(|e| crate::Error::Input(format!("property {k}: {e}")))?
+            }
             "mem-avail-err-max" => {
                 p.err_max = match v.parse::<f64>() {
                     Ok(f) if f > 0.0 && f < 1.0 => f,
                     _ => {
-                        return Err(format!(
+                        return Err(crate::Error::Input(format!(
                             "property {k}={v:?}: expected a fraction between 0 and 1 such as 0.1"
-                        ));
+                        )));
                     }
                 }
             }
             "mem-avail-inner-retries" | "mem-avail-outer-retries" => {
-                let n = v
-                    .parse::<u32>()
-                    .map_err(|_| format!("property {k}={v:?}: expected a retry count"))?;
+                let n = v.parse::<u32>().map_err(|_| {
+                    crate::Error::Input(format!("property {k}={v:?}: expected a retry count"))
+                })?;
                 if k == "mem-avail-inner-retries" {
                     p.inner_retries = n;
                 } else {
@@ -147,7 +163,9 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
             }
             _ => {
                 if !matches!(v.as_str(), "" | "true" | "false" | "1" | "0") {
-                    return Err(format!("property {k}={v:?}: expected true or false"));
+                    return Err(crate::Error::Input(format!(
+                        "property {k}={v:?}: expected true or false"
+                    )));
                 }
             }
         }
@@ -156,7 +174,7 @@ pub fn props(spec: &JobSpec) -> Result<Props, String> {
 }
 
 /// Checks a spec.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
     props(spec).map(|_| ())
 }
 
@@ -544,11 +562,10 @@ fn run_loop(ctx: &Ctx, files: &HashdFiles, cg: &Cgroup, label: &str) -> Result<L
     })))
 }
 
-/// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
-    let p = props(spec)?;
-    let si = ctx.sysinfo;
-    if si.total_swap == 0 {
+/// Refuses a host the bench cannot measure: no swap, no memory cgroup,
+/// or less memory available than the profile's share.
+fn check_host(ctx: &Ctx) -> Result<(), String> {
+    if ctx.sysinfo.total_swap == 0 {
         return Err(
             "storage measures how much of hashd's footprint swap can offload, and this host has no swap: \
              add swap on the scratch device (e.g. a swap file: fallocate, mkswap, swapon) and run again"
@@ -570,6 +587,102 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             format_size(ctx.mem.avail as f64)
         ));
     }
+    Ok(())
+}
+
+/// The record before its loops.
+fn new_record(p: &Props, ctx: &Ctx) -> StorageRecord {
+    let (si, share) = (ctx.sysinfo, ctx.mem.share);
+    StorageRecord {
+        rps_max: p.rps_max,
+        hash_size: p.hash_size,
+        chunk_pages: p.chunk_pages,
+        log_bps: p.log_bps,
+        loops: p.loops,
+        mem_profile: ctx.mem.profile,
+        mem_avail: ctx.mem.avail,
+        mem_share: share,
+        mem_size: 4 * share,
+        swap_total: si.total_swap,
+        nr_cpus: si.nr_cpus,
+        started: now_secs(),
+        ..StorageRecord::default()
+    }
+}
+
+/// hashd's cgroup, held to the memory profile's share.
+fn limit_hashd(ctx: &Ctx, rec: &mut StorageRecord) -> Result<Cgroup, String> {
+    let share = ctx.mem.share;
+    let cg = ctx
+        .cgroups
+        .create(&format!("rackbench-{}/workload.slice", std::process::id()))?;
+    match cg.set_mem_max(share) {
+        Applied::Done => rec.controls.push(format!(
+            "hashd memory limit {} ({})",
+            format_size(share as f64),
+            ctx.cgroups.kind().name()
+        )),
+        Applied::Degraded(w) | Applied::Unsupported(w) => {
+            return Err(format!(
+                "cannot hold hashd to {}: {w}",
+                format_size(share as f64)
+            ));
+        }
+    }
+    Ok(cg)
+}
+
+/// Refuses a loop whose rate the CPU, not the storage, limited (kept in
+/// the record); with --test, a missed rate is noted only.
+fn check_rate(
+    ctx: &Ctx,
+    p: &Props,
+    rec: &mut StorageRecord,
+    l: LoopRecord,
+    label: &str,
+) -> Result<LoopRecord, String> {
+    let share = ctx.mem.share;
+    let best = l
+        .probes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["rps"].as_f64())
+        .fold(0.0f64, f64::max);
+    // --test probes (10 s, one per stage) are too short to tell a
+    // CPU-bound rate from a ramping one: noted, not judged.
+    let rate_missed = best < 0.9 * f64::from(p.rps_max);
+    if rate_missed && ctx.opts.test {
+        rec.notes.push(format!(
+            "{label}: best rate {best:.0} of rps_max {} (--test probes are too short to judge it)",
+            p.rps_max
+        ));
+    } else if rate_missed {
+        rec.runs.push(l);
+        return Err(format!(
+            "hashd never served rps_max {} at any footprint it tried (best {best:.0} rps): \
+             the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
+            p.rps_max
+        ));
+    }
+    if l.size < share && !ctx.opts.test {
+        rec.runs.push(l.clone());
+        return Err(format!(
+            "hashd sustained rps_max {} only with a {} footprint, smaller than its {} of memory: \
+             the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
+            p.rps_max,
+            format_size(l.size as f64),
+            format_size(share as f64)
+        ));
+    }
+    Ok(l)
+}
+
+/// Runs the bench.
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
+    let p = props(spec)?;
+    check_host(ctx).map_err(crate::Error::Host)?;
+    let share = ctx.mem.share;
     let knobs = HashdKnobs {
         hash_size: p.hash_size,
         rps_max: p.rps_max,
@@ -589,37 +702,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         fake_cpu_load: true,
         ..Params::default()
     };
-    let mut rec = StorageRecord {
-        rps_max: p.rps_max,
-        hash_size: p.hash_size,
-        chunk_pages: p.chunk_pages,
-        log_bps: p.log_bps,
-        loops: p.loops,
-        mem_profile: ctx.mem.profile,
-        mem_avail: ctx.mem.avail,
-        mem_share: share,
-        mem_size: 4 * share,
-        swap_total: si.total_swap,
-        nr_cpus: si.nr_cpus,
-        started: now_secs(),
-        ..StorageRecord::default()
-    };
-    let cg = ctx
-        .cgroups
-        .create(&format!("rackbench-{}/workload.slice", std::process::id()))?;
-    match cg.set_mem_max(share) {
-        Applied::Done => rec.controls.push(format!(
-            "hashd memory limit {} ({})",
-            format_size(share as f64),
-            ctx.cgroups.kind().name()
-        )),
-        Applied::Degraded(w) | Applied::Unsupported(w) => {
-            return Err(format!(
-                "cannot hold hashd to {}: {w}",
-                format_size(share as f64)
-            ));
-        }
-    }
+    let mut rec = new_record(&p, ctx);
+    let cg = limit_hashd(ctx, &mut rec).map_err(crate::Error::Host)?;
     eprintln!(
         "storage: memory profile {} (share {}, avail {}), rps_max {} with fake CPU load, {} loops",
         ctx.mem.profile,
@@ -636,49 +720,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         let label = format!("loop {}/{}", kept + 1, p.loops);
         let end = run_loop(ctx, &files, &cg, &label);
         rec.ended = now_secs();
-        let mut l = match end {
+        let l = match end {
             Ok(LoopEnd::Done(l)) => *l,
             Ok(LoopEnd::Interrupted) => {
                 return Ok(Outcome::Partial(
-                    Some(serde_json::to_value(&rec).map_err(|e| e.to_string())?),
+                    Some(
+                        serde_json::to_value(&rec)
+                            .map_err(|e| crate::Error::Host(e.to_string()))?,
+                    ),
                     "interrupted".into(),
                 ));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(crate::Error::Host(e)),
         };
-        let best = l
-            .probes
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["rps"].as_f64())
-            .fold(0.0f64, f64::max);
-        // --test probes (10 s, one per stage) are too short to tell a
-        // CPU-bound rate from a ramping one: noted, not judged.
-        let rate_missed = best < 0.9 * f64::from(p.rps_max);
-        if rate_missed && ctx.opts.test {
-            rec.notes.push(format!(
-                "{label}: best rate {best:.0} of rps_max {} (--test probes are too short to judge it)",
-                p.rps_max
-            ));
-        } else if rate_missed {
-            rec.runs.push(l);
-            return Err(format!(
-                "hashd never served rps_max {} at any footprint it tried (best {best:.0} rps): \
-                 the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
-                p.rps_max
-            ));
-        }
-        if l.size < share && !ctx.opts.test {
-            rec.runs.push(l.clone());
-            return Err(format!(
-                "hashd sustained rps_max {} only with a {} footprint, smaller than its {} of memory: \
-                 the rate is limited by the CPU, not the storage; lower rps-max (storage:rps-max=N)",
-                p.rps_max,
-                format_size(l.size as f64),
-                format_size(share as f64)
-            ));
-        }
+        let mut l = check_rate(ctx, &p, &mut rec, l, &label).map_err(crate::Error::Host)?;
         // As upstream: --test runs do not judge the usage error (their
         // short probes seldom fill the share).
         if ctx.opts.test && l.usage_err.abs() > p.err_max {
@@ -715,9 +770,9 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 eprintln!("storage: {note}: out of retries, starting the loops over");
                 continue;
             }
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "{note}, and the retries are spent: keep the host idle while the bench runs"
-            ));
+            )));
         }
         l.used = true;
         eprintln!(
@@ -744,8 +799,8 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         ..knobs
     });
     Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
-        serde_json::to_value(&res).map_err(|e| e.to_string())?,
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
+        serde_json::to_value(&res).map_err(|e| crate::Error::Host(e.to_string()))?,
     ))
 }
 
@@ -754,17 +809,17 @@ fn lat(v: Option<f64>) -> String {
 }
 
 /// Params, IO, the loops (with `full`) and the `Memory offloading:` line.
-pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     format_rstat(d, full, 0)
 }
 
 /// [`format`] with `format -R`'s extra tables after the resource stats.
-pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     if is_upstream_record(d.record.as_ref()) {
-        return format_upstream(d, full, rstat);
+        return format_upstream(d, full, rstat).map_err(crate::Error::Input);
     }
     let rec: StorageRecord = serde_json::from_value(d.record.clone().unwrap_or(Value::Null))
-        .map_err(|e| format!("the record is not a storage record: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the record is not a storage record: {e}")))?;
     let mut o = format!(
         "Params: hash_size={} rps_max={} log_bps={} loops={}\n        mem_profile={} mem_avail={} mem_share={}\n",
         format_size(rec.hash_size as f64),
@@ -779,7 +834,9 @@ pub fn format_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String
         o.push_str(&format!("        {c}\n"));
     }
     let res: StorageResult = match d.result.clone() {
-        Some(r) if d.is_completed() => serde_json::from_value(r).map_err(|e| e.to_string())?,
+        Some(r) if d.is_completed() => {
+            serde_json::from_value(r).map_err(|e| crate::Error::Input(e.to_string()))?
+        }
         _ => {
             let s = study(&rec);
             o.push_str(&format!(
@@ -934,7 +991,7 @@ pub struct UpstreamStorageJob {
 
 impl UpstreamStorageJob {
     /// From a storage spec (properties checked as `run` checks them).
-    pub fn from_spec(spec: &JobSpec) -> Result<UpstreamStorageJob, String> {
+    pub fn from_spec(spec: &JobSpec) -> Result<UpstreamStorageJob, crate::Error> {
         Ok(UpstreamStorageJob {
             props: props(spec)?,
             rps_given: spec
@@ -1075,23 +1132,24 @@ impl Bench for StorageBench {
             SysReq::HostCriticalServices,
         ]
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         run(spec, ctx)
     }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
         format_rstat(d, full, rstat)
     }
-    fn restudy(&self, d: &JobData) -> Option<Result<Value, String>> {
+    fn restudy(&self, d: &JobData) -> Option<Result<Value, crate::Error>> {
         Some(
             serde_json::from_value::<StorageRecord>(d.record.clone().unwrap_or(Value::Null))
                 .map_err(|e| format!("the record is not a storage record: {e}"))
-                .and_then(|rec| serde_json::to_value(study(&rec)).map_err(|e| e.to_string())),
+                .and_then(|rec| serde_json::to_value(study(&rec)).map_err(|e| e.to_string()))
+                .map_err(crate::Error::Input),
         )
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         format(d, full)
     }
     fn metrics(&self, d: &JobData, m: &mut super::common::JobMetrics) {
@@ -1209,6 +1267,7 @@ mod tests {
         assert!(
             check_spec(&parse("storage:lops=3").unwrap())
                 .unwrap_err()
+                .to_string()
                 .contains("loops")
         );
         for bad in [
@@ -1222,7 +1281,7 @@ mod tests {
         ] {
             let e = check_spec(&parse(bad).unwrap()).unwrap_err();
             let key = bad.split(':').nth(1).unwrap().split('=').next().unwrap();
-            assert!(e.contains(key), "{bad}: {e}");
+            assert!(e.to_string().contains(key), "{bad}: {e}");
         }
     }
 

@@ -68,7 +68,7 @@ impl DataSel {
     /// (or `isol-max`), `isol-mean`, `lat-imp`, `work-csv`, `missing`,
     /// `rlat-LAT[-TIME]` or `wlat-LAT[-TIME]` (LAT or TIME `max` is 100;
     /// TIME defaults to `mean`). Case does not matter.
-    pub fn parse(sel: &str) -> Result<DataSel, String> {
+    pub fn parse(sel: &str) -> Result<DataSel, crate::Error> {
         let s = sel.to_lowercase();
         match s.as_str() {
             "mof" => return Ok(DataSel::Mof),
@@ -86,40 +86,42 @@ impl DataSel {
             if ISOL_PCTS.contains(&p) {
                 return Ok(DataSel::IsolPct(p.to_string()));
             }
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "isolation percentile {p:?}: expected max or one of {}",
                 ISOL_PCTS.join(" ")
-            ));
+            )));
         }
         let (read, rest) = match (s.strip_prefix("rlat-"), s.strip_prefix("wlat-")) {
             (Some(r), _) => (true, r),
             (_, Some(r)) => (false, r),
             _ => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "unknown data selector {sel:?}: expected {}, isol-PCT, rlat-LAT[-TIME] or wlat-LAT[-TIME]",
                     PLAIN_SELS.join(", ")
-                ));
+                )));
             }
         };
         let mut parts = rest.split('-');
         let lat = parts.next().unwrap_or("");
         let time = parts.next().unwrap_or("mean");
         if parts.next().is_some() {
-            return Err(format!("data selector {sel:?}: expected rlat-LAT[-TIME]"));
+            return Err(crate::Error::Input(format!(
+                "data selector {sel:?}: expected rlat-LAT[-TIME]"
+            )));
         }
         let lat = if lat == "max" { "100" } else { lat };
         if !LAT_PCTS.contains(&lat) {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "latency percentile {lat:?} in {sel:?}: expected max or one of {}",
                 LAT_PCTS.join(" ")
-            ));
+            )));
         }
         let time = if time == "max" { "100" } else { time };
         if !TIME_PCTS.contains(&time) {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "time percentile {time:?} in {sel:?}: expected max or one of {}",
                 TIME_PCTS.join(" ")
-            ));
+            )));
         }
         let (lat, time) = (lat.to_string(), time.to_string());
         Ok(if read {
@@ -178,7 +180,7 @@ impl DataSel {
         resr: &QosResultRun,
         hog: Option<&MemHogResult>,
         isol_pct: &str,
-    ) -> Result<Option<f64>, String> {
+    ) -> Result<Option<f64>, crate::Error> {
         let key = |m: &BTreeMap<String, f64>, k: &str, what: &str| {
             m.get(k)
                 .copied()
@@ -200,19 +202,26 @@ impl DataSel {
             DataSel::Mof => Some(resr.stor.mem_offload_factor),
             DataSel::Amof => resr.adjusted_mem_offload_factor,
             DataSel::AmofDelta => resr.adjusted_mem_offload_delta,
-            DataSel::Isol => hog.map(|h| key(&h.isol, isol_pct, "isol")).transpose()?,
-            DataSel::IsolPct(p) => hog.map(|h| key(&h.isol, p, "isol")).transpose()?,
+            DataSel::Isol => hog
+                .map(|h| key(&h.isol, isol_pct, "isol"))
+                .transpose()
+                .map_err(crate::Error::Input)?,
+            DataSel::IsolPct(p) => hog
+                .map(|h| key(&h.isol, p, "isol"))
+                .transpose()
+                .map_err(crate::Error::Input)?,
             DataSel::IsolMean => Some(match hog {
-                Some(h) => key(&h.isol, "mean", "isol")?,
+                Some(h) => key(&h.isol, "mean", "isol").map_err(crate::Error::Input)?,
                 None => 0.0,
             }),
             DataSel::LatImp => hog
                 .map(|h| key(&h.lat_imp, "mean", "lat_imp"))
-                .transpose()?,
+                .transpose()
+                .map_err(crate::Error::Input)?,
             DataSel::WorkCsv => hog.map(|h| h.work_csv),
             DataSel::Missing => Some(reports_missing(resr.nr_reports)),
-            DataSel::RLat(l, t) => Some(lat(0, l, t)?),
-            DataSel::WLat(l, t) => Some(lat(1, l, t)?),
+            DataSel::RLat(l, t) => Some(lat(0, l, t).map_err(crate::Error::Input)?),
+            DataSel::WLat(l, t) => Some(lat(1, l, t).map_err(crate::Error::Input)?),
         })
     }
 }
@@ -355,7 +364,7 @@ impl QosTarget {
     /// default vrate range 75-100 at p99), `vrate=LO-HI[,rpct=P][,wpct=P]`,
     /// `mof=max`, `amof=max|max-vrate`, `amof-delta=min`,
     /// `isolated-bandwidth`, or `rlat-P=q1..q4|LO-HI` (`wlat-P` alike).
-    pub fn parse(mut props: BTreeMap<String, String>) -> Result<QosTarget, String> {
+    pub fn parse(mut props: BTreeMap<String, String>) -> Result<QosTarget, crate::Error> {
         if props.is_empty() {
             return Ok(QosTarget::default());
         }
@@ -365,9 +374,11 @@ impl QosTarget {
                     .parse::<f64>()
                     .map_err(|_| format!("vrate range {v:?}: {s:?} is not a number"))
             };
-            let (lo, hi) = range_of(&v, "vrate range", num)?;
+            let (lo, hi) = range_of(&v, "vrate range", num).map_err(crate::Error::Input)?;
             if lo <= 0.0 || lo > hi {
-                return Err(format!("vrate range {v:?}: expected 0 < LOW <= HIGH"));
+                return Err(crate::Error::Input(format!(
+                    "vrate range {v:?}: expected 0 < LOW <= HIGH"
+                )));
             }
             // The default target's percentiles, p99 read and write.
             let mut pcts = (Some("99".to_string()), Some("99".to_string()));
@@ -380,20 +391,20 @@ impl QosTarget {
                         let hint = closest(k, &["rpct", "wpct"])
                             .map(|s| format!("; did you mean \"{s}\"?"))
                             .unwrap_or_default();
-                        return Err(format!(
+                        return Err(crate::Error::Input(format!(
                             "vrate target option {k:?}: expected rpct or wpct{hint}"
-                        ));
+                        )));
                     }
                 }
             }
             return Ok(QosTarget::VrateRange((lo, hi), pcts));
         }
         if props.len() != 1 {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "{} targets given ({}): expected exactly one per rule",
                 props.len(),
                 props.keys().cloned().collect::<Vec<_>>().join(", ")
-            ));
+            )));
         }
         let Some((k, v)) = props.into_iter().next() else {
             return Ok(QosTarget::default());
@@ -407,22 +418,22 @@ impl QosTarget {
         match &sel {
             DataSel::Mof => match v.as_str() {
                 "max" => Ok(QosTarget::MofMax),
-                _ => bad("max"),
+                _ => bad("max").map_err(crate::Error::Input),
             },
             DataSel::Amof => match v.as_str() {
                 "max" => Ok(QosTarget::AmofMax),
                 "max-vrate" => Ok(QosTarget::AmofMaxVrate),
-                _ => bad("max or max-vrate"),
+                _ => bad("max or max-vrate").map_err(crate::Error::Input),
             },
             DataSel::AmofDelta => match v.as_str() {
                 "min" => Ok(QosTarget::AmofDeltaMin),
-                _ => bad("min"),
+                _ => bad("min").map_err(crate::Error::Input),
             },
             DataSel::RLat(_, t) | DataSel::WLat(_, t) => {
                 if t != "mean" {
-                    return Err(format!(
+                    return Err(crate::Error::Input(format!(
                         "{k}: a latency target takes the mean over time (rlat-P, not rlat-P-{t})"
-                    ));
+                    )));
                 }
                 let r = match v.as_str() {
                     "q1" => (0.75, 1.0),
@@ -430,18 +441,20 @@ impl QosTarget {
                     "q3" => (0.25, 0.5),
                     "q4" => (0.0, 0.25),
                     _ => {
-                        let r = range_of(&v, &k, parse_frac)?;
+                        let r = range_of(&v, &k, |s| parse_frac(s).map_err(String::from))
+                            .map_err(crate::Error::Input)?;
                         if r.0 < 0.0 || r.0 > r.1 || r.1 > 1.0 {
-                            return bad("q1..q4 or LOW-HIGH fractions with 0 <= LOW <= HIGH <= 1");
+                            return bad("q1..q4 or LOW-HIGH fractions with 0 <= LOW <= HIGH <= 1")
+                                .map_err(crate::Error::Input);
                         }
                         r
                     }
                 };
                 Ok(QosTarget::LatRange(sel.clone(), r))
             }
-            _ => Err(format!(
+            _ => Err(crate::Error::Input(format!(
                 "{k}: not a rule target: expected mof, amof, amof-delta, isolated-bandwidth, rlat-P, wlat-P or vrate"
-            )),
+            ))),
         }
     }
 
@@ -556,7 +569,7 @@ impl QosTarget {
         &self,
         data: &BTreeMap<DataSel, DataSeries>,
         scale: (f64, f64),
-    ) -> Result<Option<(IoCostQos, f64)>, String> {
+    ) -> Result<Option<(IoCostQos, f64)>, crate::Error> {
         let ds = |sel: &DataSel| {
             data.get(sel)
                 .ok_or_else(|| format!("the data series {sel} is missing"))
@@ -564,7 +577,7 @@ impl QosTarget {
         // Near a steep, noisy MOF slope, a solution is moved toward the
         // flat side in proportion to the slope times MOF's relative error
         // (x 800, at most 10%), as upstream.
-        let mof = ds(&DataSel::Mof)?;
+        let mof = ds(&DataSel::Mof).map_err(crate::Error::Input)?;
         let margin = match (
             max_vrate_at_min(mof, mof.lines.range, 0.0),
             min_vrate_at_max(mof, mof.lines.range, 0.0, None),
@@ -575,8 +588,12 @@ impl QosTarget {
             }
             _ => 0.0,
         };
-        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))?.lines;
-        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))?.lines;
+        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))
+            .map_err(crate::Error::Input)?
+            .lines;
+        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))
+            .map_err(crate::Error::Input)?
+            .lines;
         // A fixed vrate: no percentiles steer it, but the latencies set
         // iocost's period.
         let fixed = |v: f64| {
@@ -609,8 +626,8 @@ impl QosTarget {
                         .map_err(|_| format!("percentile {p:?}: expected a number"))?;
                     Ok((pct, usecs(ds(&sel)?.lines.eval(*hi))))
                 };
-                let (rpct, rlat) = at(rp, true)?;
-                let (wpct, wlat) = at(wp, false)?;
+                let (rpct, rlat) = at(rp, true).map_err(crate::Error::Input)?;
+                let (wpct, wlat) = at(wp, false).map_err(crate::Error::Input)?;
                 Some((
                     IoCostQos {
                         rpct,
@@ -631,25 +648,43 @@ impl QosTarget {
                 };
                 // A flat figure: the highest vrate where the latency
                 // impact is lowest.
-                let flat = max_vrate_at_min(ds(&DataSel::LatImp)?, scale, margin);
-                min_vrate_at_max(ds(&sel)?, scale, margin, flat).map(fixed)
+                let flat = max_vrate_at_min(
+                    ds(&DataSel::LatImp).map_err(crate::Error::Input)?,
+                    scale,
+                    margin,
+                );
+                min_vrate_at_max(ds(&sel).map_err(crate::Error::Input)?, scale, margin, flat)
+                    .map(fixed)
             }
-            QosTarget::AmofMaxVrate => clamped_end(&DataSel::Amof)?.map(fixed),
+            QosTarget::AmofMaxVrate => clamped_end(&DataSel::Amof)
+                .map_err(crate::Error::Input)?
+                .map(fixed),
             QosTarget::IsolatedBandwidth => {
                 match (
-                    max_vrate_at_min(ds(&DataSel::AmofDelta)?, scale, margin),
-                    clamped_end(&DataSel::Amof)?,
+                    max_vrate_at_min(
+                        ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?,
+                        scale,
+                        margin,
+                    ),
+                    clamped_end(&DataSel::Amof).map_err(crate::Error::Input)?,
                 ) {
-                    (Some(lo), Some(hi)) => max_vrate_at_max(ds(&DataSel::Amof)?, scale, margin)
-                        .map(|v| fixed(clamp(v, (lo, hi)))),
+                    (Some(lo), Some(hi)) => max_vrate_at_max(
+                        ds(&DataSel::Amof).map_err(crate::Error::Input)?,
+                        scale,
+                        margin,
+                    )
+                    .map(|v| fixed(clamp(v, (lo, hi)))),
                     _ => None,
                 }
             }
-            QosTarget::AmofDeltaMin => {
-                max_vrate_at_min(ds(&DataSel::AmofDelta)?, scale, margin).map(fixed)
-            }
+            QosTarget::AmofDeltaMin => max_vrate_at_min(
+                ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?,
+                scale,
+                margin,
+            )
+            .map(fixed),
             QosTarget::LatRange(sel, (flo, fhi)) => {
-                let s = ds(sel)?;
+                let s = ds(sel).map_err(crate::Error::Input)?;
                 match (
                     max_vrate_at_min(s, scale, 0.0),
                     min_vrate_at_max(s, scale, 0.0, None),
@@ -695,14 +730,14 @@ impl QosTarget {
         &self,
         data: &BTreeMap<DataSel, DataSeries>,
         scale: (f64, f64),
-    ) -> Result<Option<(IoCostQos, f64)>, String> {
+    ) -> Result<Option<(IoCostQos, f64)>, crate::Error> {
         use super::tune_fit21::clamped;
         let ds = |sel: &DataSel| {
             data.get(sel)
                 .ok_or_else(|| format!("the data series {sel} is missing"))
         };
         let hinges = |dl: &DataLines| dl.hinges.unwrap_or_default();
-        let mof = ds(&DataSel::Mof)?;
+        let mof = ds(&DataSel::Mof).map_err(crate::Error::Input)?;
         let margin = {
             let max = hinges(&mof.lines).1.y;
             if max == 0.0 {
@@ -731,8 +766,12 @@ impl QosTarget {
                 }
             })
         };
-        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))?.lines;
-        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))?.lines;
+        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))
+            .map_err(crate::Error::Input)?
+            .lines;
+        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))
+            .map_err(crate::Error::Input)?
+            .lines;
         let fixed = |v: f64| {
             (
                 IoCostQos {
@@ -757,21 +796,31 @@ impl QosTarget {
                 } else {
                     DataSel::Amof
                 };
-                let flat = max_at_min(ds(&DataSel::LatImp)?);
-                min_at_max(ds(&sel)?, flat).map(fixed)
+                let flat = max_at_min(ds(&DataSel::LatImp).map_err(crate::Error::Input)?);
+                min_at_max(ds(&sel).map_err(crate::Error::Input)?, flat).map(fixed)
             }
-            QosTarget::AmofMaxVrate => end(&DataSel::Amof)?.map(fixed),
+            QosTarget::AmofMaxVrate => end(&DataSel::Amof).map_err(crate::Error::Input)?.map(fixed),
             QosTarget::IsolatedBandwidth => {
-                match (max_at_min(ds(&DataSel::AmofDelta)?), end(&DataSel::Amof)?) {
+                match (
+                    max_at_min(ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?),
+                    end(&DataSel::Amof).map_err(crate::Error::Input)?,
+                ) {
                     (Some(lo), Some(hi)) => {
-                        max_at_min(ds(&DataSel::LatImp)?).map(|v| fixed(clamp(v, (lo, hi))))
+                        max_at_min(ds(&DataSel::LatImp).map_err(crate::Error::Input)?)
+                            .map(|v| fixed(clamp(v, (lo, hi))))
                     }
                     _ => None,
                 }
             }
-            QosTarget::AmofDeltaMin => max_at_min(ds(&DataSel::AmofDelta)?).map(fixed),
+            QosTarget::AmofDeltaMin => {
+                max_at_min(ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?).map(fixed)
+            }
             QosTarget::LatRange(sel, (flo, fhi)) => {
-                let Some((dl, l, r)) = clamped(&ds(sel)?.lines, scale.0, scale.1) else {
+                let Some((dl, l, r)) = clamped(
+                    &ds(sel).map_err(crate::Error::Input)?.lines,
+                    scale.0,
+                    scale.1,
+                ) else {
                     return Ok(None);
                 };
                 if l.y == r.y {
@@ -861,7 +910,7 @@ impl TuneJob {
     /// Parses `spec`: the first group's `scale-min`/`scale-max` (fractions)
     /// and extra data selectors (no value), then one rule per group
     /// (`name=NAME` and a [`QosTarget`]); no rule groups, the defaults.
-    pub fn parse(spec: &JobSpec) -> Result<TuneJob, String> {
+    pub fn parse(spec: &JobSpec) -> Result<TuneJob, crate::Error> {
         let mut sels: BTreeSet<DataSel> = [
             "mof",
             "amof",
@@ -891,49 +940,53 @@ impl TuneJob {
             match k.as_str() {
                 // 2.1's, kept for its results (2.2 refuses it).
                 "gran" => {
-                    gran = v
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|g| *g > 0.0)
-                        .ok_or_else(|| format!("group 1: gran={v:?}: expected a step > 0"))?
+                    gran = v.parse::<f64>().ok().filter(|g| *g > 0.0).ok_or_else(|| {
+                        crate::Error::Input(format!("group 1: gran={v:?}: expected a step > 0"))
+                    })?
                 }
                 "scale-min" => {
-                    scale.0 = parse_frac(v).map_err(|e| format!("group 1: scale-min: {e}"))? * 100.0
+                    scale.0 = parse_frac(v)
+                        .map_err(|e| crate::Error::Input(format!("group 1: scale-min: {e}")))?
+                        * 100.0
                 }
                 "scale-max" => {
-                    scale.1 = parse_frac(v).map_err(|e| format!("group 1: scale-max: {e}"))? * 100.0
+                    scale.1 = parse_frac(v)
+                        .map_err(|e| crate::Error::Input(format!("group 1: scale-max: {e}")))?
+                        * 100.0
                 }
                 k => {
-                    let sel = DataSel::parse(k).map_err(|e| {
-                        let mut allowed = vec!["scale-min", "scale-max"];
-                        allowed.extend(PLAIN_SELS);
-                        format!("{}; {e}", unknown_key(spec, 0, k, &allowed))
-                    })?;
+                    let sel = DataSel::parse(k)
+                        .map_err(|e| {
+                            let mut allowed = vec!["scale-min", "scale-max"];
+                            allowed.extend(PLAIN_SELS);
+                            format!("{}; {e}", unknown_key(spec, 0, k, &allowed))
+                        })
+                        .map_err(crate::Error::Input)?;
                     if !v.is_empty() {
-                        return Err(format!(
+                        return Err(crate::Error::Input(format!(
                             "group 1: data selector {k:?} takes no value, given {v:?}"
-                        ));
+                        )));
                     }
                     sels.insert(sel);
                 }
             }
         }
         if scale.0 <= 0.0 || scale.0 >= scale.1 {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "scale-min={} scale-max={}: expected 0 < scale-min < scale-max",
                 scale.0 / 100.0,
                 scale.1 / 100.0
-            ));
+            )));
         }
         let mut rules = Vec::new();
         for (i, g) in spec.props.iter().enumerate().skip(1) {
             let mut g = g.clone();
-            let name = g
-                .remove("name")
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| format!("group {}: each rule needs name=NAME", i + 1))?;
-            let target =
-                QosTarget::parse(g).map_err(|e| format!("group {} (rule {name:?}): {e}", i + 1))?;
+            let name = g.remove("name").filter(|n| !n.is_empty()).ok_or_else(|| {
+                crate::Error::Input(format!("group {}: each rule needs name=NAME", i + 1))
+            })?;
+            let target = QosTarget::parse(g).map_err(|e| {
+                crate::Error::Input(format!("group {} (rule {name:?}): {e}", i + 1))
+            })?;
             rules.push(QosRule { name, target });
         }
         if rules.is_empty() {
@@ -953,7 +1006,7 @@ impl TuneJob {
 }
 
 /// The rule names of an `iocost-tune` spec, checked in full.
-pub fn tune_rules(spec: &JobSpec) -> Result<Vec<String>, String> {
+pub fn tune_rules(spec: &JobSpec) -> Result<Vec<String>, crate::Error> {
     Ok(TuneJob::parse(spec)?
         .rules
         .into_iter()
@@ -1022,9 +1075,9 @@ fn run_vrate(recr: &QosRecordRun) -> Option<f64> {
 /// Collects `job`'s figures from an iocost-qos record and result: one
 /// point per pure-vrate run. The isolation percentile and threshold are
 /// the runs' protection's.
-pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResult, String> {
+pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResult, crate::Error> {
     let base_model: IoCostModel = serde_json::from_value(rec.base_model.clone())
-        .map_err(|e| format!("the iocost-qos record's base_model: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the iocost-qos record's base_model: {e}")))?;
     let (isol_pct, isol_thr) = rec
         .runs
         .first()
@@ -1039,7 +1092,8 @@ pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResu
         .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)));
     for ((i, recr), resr) in recs.zip(res.runs.iter().flatten()) {
         let Some(x) = run_vrate(recr) else { continue };
-        let hog = final_probe_of(&resr.prot).map_err(|e| format!("run {i:02}: {e}"))?;
+        let hog = final_probe_of(&resr.prot)
+            .map_err(|e| crate::Error::Input(format!("run {i:02}: {e}")))?;
         for sel in &job.sels {
             if let Some(y) = sel.select(i, resr, hog.as_ref(), &isol_pct)? {
                 points
@@ -1179,7 +1233,7 @@ fn scale_model(m: &IoCostModel, f: f64) -> IoCostModel {
 /// solved with 2.1's code ([`super::tune_fit21`]), as 2.1 solved it, unless
 /// the fit asked for is [`Fit::Corrected`]: then its series become 2.2's
 /// and are fitted as such.
-pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String> {
+pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, crate::Error> {
     let v21 = res.is_v21() && job.fit.is_upstream();
     for s in res.data.values_mut() {
         s.v21 = v21;
@@ -1189,16 +1243,18 @@ pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, String>
     let mut isol = res.data.remove(&DataSel::Isol);
     if let Some(s) = isol.as_mut() {
         if v21 {
-            solve_series_v21(job, &DataSel::Isol, s, None, 0.0)?;
+            solve_series_v21(job, &DataSel::Isol, s, None, 0.0).map_err(crate::Error::Input)?;
         } else {
-            solve_series(&DataSel::Isol, s, None, 0.0, job.fit)?;
+            solve_series(&DataSel::Isol, s, None, 0.0, job.fit).map_err(crate::Error::Input)?;
         }
     }
     for (sel, s) in res.data.iter_mut() {
         if v21 {
-            solve_series_v21(job, sel, s, isol.as_ref(), res.isol_thr)?;
+            solve_series_v21(job, sel, s, isol.as_ref(), res.isol_thr)
+                .map_err(crate::Error::Input)?;
         } else {
-            solve_series(sel, s, isol.as_ref(), res.isol_thr, job.fit)?;
+            solve_series(sel, s, isol.as_ref(), res.isol_thr, job.fit)
+                .map_err(crate::Error::Input)?;
         }
     }
     if let Some(s) = isol {
@@ -1479,9 +1535,11 @@ pub struct TuneFormat {
 /// Checks a `format`/`summary` spec's properties: upstream's format
 /// properties. `pdf` does not go with `high-level`, `hwdb` or `hwdb-fwrev`
 /// (upstream refuses the first two and ignores `pdf` with the third).
-pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
+pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, crate::Error> {
     if spec.props.len() > 1 {
-        return Err("format takes one group of format properties (no rule groups)".into());
+        return Err(crate::Error::Input(
+            "format takes one group of format properties (no rule groups)".into(),
+        ));
     }
     let mut f = TuneFormat::default();
     for (k, v) in spec.props.first().into_iter().flatten() {
@@ -1492,7 +1550,11 @@ pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
         let on = match v.as_str() {
             "" | "true" => true,
             "false" => false,
-            _ => return Err(format!("format property {k}={v:?}: expected true or false")),
+            _ => {
+                return Err(crate::Error::Input(format!(
+                    "format property {k}={v:?}: expected true or false"
+                )));
+            }
         };
         match k.as_str() {
             "high-level" => f.high_level = on,
@@ -1503,18 +1565,18 @@ pub fn format_props(spec: &JobSpec) -> Result<TuneFormat, String> {
                 let hint = closest(k, FORMAT_KEYS)
                     .map(|s| format!("; did you mean \"{s}\"?"))
                     .unwrap_or_default();
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "unknown format property {k:?}: expected one of {}{hint}",
                     FORMAT_KEYS.join(", ")
-                ));
+                )));
             }
         }
     }
     if f.pdf.is_some() && (f.high_level || f.hwdb || f.hwdb_fwrev) {
-        return Err(
+        return Err(crate::Error::Input(
             "format properties pdf and high-level/hwdb/hwdb-fwrev are incompatible with each other"
                 .into(),
-        );
+        ));
     }
     Ok(f)
 }
@@ -1636,7 +1698,7 @@ pub struct TuneRecord {
 pub fn run_on(
     job: &TuneJob,
     qos: &crate::journal::JobData,
-) -> Result<(TuneRecord, TuneResult, Vec<String>), String> {
+) -> Result<(TuneRecord, TuneResult, Vec<String>), crate::Error> {
     let rec: QosRecord = super::qos_format::read(
         qos.record.as_ref().unwrap_or(&serde_json::Value::Null),
         "iocost-qos",
@@ -1644,10 +1706,16 @@ pub fn run_on(
     )?;
     let res: QosResult = match &qos.result {
         Some(r) if !r.is_null() => super::qos_format::read(r, "iocost-qos", "result")?,
-        _ => return Err("the iocost-qos job has no result".into()),
+        _ => {
+            return Err(crate::Error::Input(
+                "the iocost-qos job has no result".into(),
+            ));
+        }
     };
     if rec.runs.is_empty() {
-        return Err("the iocost-qos result has no runs".into());
+        return Err(crate::Error::Input(
+            "the iocost-qos result has no runs".into(),
+        ));
     }
     let mut tres = study(job, &rec, &res)?;
     let notes = solve(job, &mut tres)?;
@@ -1684,41 +1752,49 @@ mod tests {
         assert!(
             r("iocost-tune::amof=max")
                 .unwrap_err()
+                .to_string()
                 .contains("needs name")
         );
         assert!(
             r("iocost-tune:scale-min=0")
                 .unwrap_err()
+                .to_string()
                 .contains("scale-min")
         );
         assert!(
             r("iocost-tune:amoff")
                 .unwrap_err()
+                .to_string()
                 .contains("did you mean \"amof\"")
         );
         assert!(
             r("iocost-tune:mof=1")
                 .unwrap_err()
+                .to_string()
                 .contains("takes no value")
         );
         assert!(
             r("iocost-tune:rlat-98")
                 .unwrap_err()
+                .to_string()
                 .contains("latency percentile")
         );
         assert!(
             r("iocost-tune::name=a,mof=min")
                 .unwrap_err()
+                .to_string()
                 .contains("expected max")
         );
         assert!(
             r("iocost-tune::name=a,rlat-99-99=q1")
                 .unwrap_err()
+                .to_string()
                 .contains("mean over time")
         );
         assert!(
             r("iocost-tune::name=a,mof=max,amof=max")
                 .unwrap_err()
+                .to_string()
                 .contains("exactly one")
         );
     }
@@ -1747,7 +1823,8 @@ mod tests {
         let job = TuneJob::parse(&parse("iocost-tune:rlat-95-mean").unwrap()).unwrap();
         let e = study(&job, &rec, &res).unwrap_err();
         assert!(
-            e.contains("run 01: the storage result's read latency has no [\"95\"][\"mean\"]"),
+            e.to_string()
+                .contains("run 01: the storage result's read latency has no [\"95\"][\"mean\"]"),
             "{e}"
         );
     }
@@ -1940,11 +2017,11 @@ mod tests {
             "iocost-tune:pdf,hwdb-fwrev",
         ] {
             let e = f(bad).unwrap_err();
-            assert!(e.contains("incompatible"), "{bad}: {e}");
+            assert!(e.to_string().contains("incompatible"), "{bad}: {e}");
         }
         let e = f("iocost-tune:pdf-kep").unwrap_err();
-        assert!(e.contains("did you mean \"pdf-keep\""), "{e}");
+        assert!(e.to_string().contains("did you mean \"pdf-keep\""), "{e}");
         let e = f("iocost-tune:pdf-keep=maybe").unwrap_err();
-        assert!(e.contains("expected true or false"), "{e}");
+        assert!(e.to_string().contains("expected true or false"), "{e}");
     }
 }

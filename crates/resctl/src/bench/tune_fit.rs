@@ -120,16 +120,16 @@ impl<'de> Deserialize<'de> for DataLines {
 
 impl DataLines {
     /// Lines through `points`; an error when x does not strictly increase.
-    pub fn new(points: &[DataPoint]) -> Result<DataLines, String> {
+    pub fn new(points: &[DataPoint]) -> Result<DataLines, crate::Error> {
         // NaN counts as out of order.
         if let Some(w) = points
             .windows(2)
             .find(|w| w[0].x.partial_cmp(&w[1].x) != Some(std::cmp::Ordering::Less))
         {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "line points out of order: x {} then {}",
                 w[0].x, w[1].x
-            ));
+            )));
         }
         Ok(DataLines {
             points: points.to_vec(),
@@ -213,9 +213,12 @@ impl DataLines {
 
     /// The same lines over `range`, which may reach beyond the current one
     /// (the end segments are extended) or cut it short.
-    pub fn with_range(&self, range: (f64, f64)) -> Result<DataLines, String> {
+    pub fn with_range(&self, range: (f64, f64)) -> Result<DataLines, crate::Error> {
         if range.0 > range.1 {
-            return Err(format!("invalid range [{}, {}]", range.0, range.1));
+            return Err(crate::Error::Input(format!(
+                "invalid range [{}, {}]",
+                range.0, range.1
+            )));
         }
         match self.points.len() {
             0 => return DataLines::new(&[]),
@@ -246,7 +249,7 @@ impl DataLines {
 
     /// [`DataLines::with_range`] within the current range only; `None`
     /// when `range` does not overlap it.
-    pub fn clamped(&self, range: (f64, f64)) -> Result<Option<DataLines>, String> {
+    pub fn clamped(&self, range: (f64, f64)) -> Result<Option<DataLines>, crate::Error> {
         let r = (range.0.max(self.range.0), range.1.min(self.range.1));
         if r.0 <= r.1 {
             self.with_range(r).map(Some)
@@ -284,11 +287,14 @@ impl Fit {
     /// The names `--tune-fit` takes.
     pub const NAMES: &'static [&'static str] = &["upstream", "corrected"];
 
-    pub fn parse(s: &str) -> Result<Fit, String> {
+    pub fn parse(s: &str) -> Result<Fit, crate::Error> {
         match s {
             "upstream" => Ok(Fit::Upstream),
             "corrected" => Ok(Fit::Corrected),
-            _ => Err(format!("fit {s:?}: expected {}", Fit::NAMES.join(" or "))),
+            _ => Err(crate::Error::Input(format!(
+                "fit {s:?}: expected {}",
+                Fit::NAMES.join(" or ")
+            ))),
         }
     }
 

@@ -264,13 +264,16 @@ pub fn svg_graph(sel: &DataSel, series: &DataSeries, res: &TuneResult, model: &s
 /// Where `pdf=VALUE` writes: VALUE, or without one the result file's name
 /// with `.pdf` for its extension, in the current directory (upstream's
 /// default).
-pub fn pdf_path(value: &str, result: &Path) -> Result<PathBuf, String> {
+pub fn pdf_path(value: &str, result: &Path) -> Result<PathBuf, crate::Error> {
     if !value.is_empty() {
         return Ok(PathBuf::from(value));
     }
-    let stem = result.file_stem().ok_or_else(|| {
-        format!("pdf: cannot name a pdf after the result file {result:?}: give pdf=PATH")
-    })?;
+    let stem = result
+        .file_stem()
+        .ok_or_else(|| {
+            format!("pdf: cannot name a pdf after the result file {result:?}: give pdf=PATH")
+        })
+        .map_err(crate::Error::Input)?;
     let mut name = stem.to_os_string();
     name.push(".pdf");
     Ok(PathBuf::from(name))
@@ -324,11 +327,11 @@ pub fn write_pdf(
     res: &TuneResult,
     model: &str,
     keep: bool,
-) -> Result<(), String> {
+) -> Result<(), crate::Error> {
     let tmp = tempfile::Builder::new()
         .prefix("rackbench-iocost-tune-")
         .tempdir()
-        .map_err(|e| format!("pdf: cannot make a temporary directory: {e}"))?;
+        .map_err(|e| crate::Error::Host(format!("pdf: cannot make a temporary directory: {e}")))?;
     let src = if keep {
         PathBuf::from(".")
     } else {
@@ -358,19 +361,24 @@ pub fn write_pdf(
             let name = format!("iocost-tune-{sel}.svg");
             let file = src.join(&name);
             std::fs::write(&file, svg_graph(&sel, series, res, model).to_svg())
-                .map_err(|e| io(&file, e))?;
+                .map_err(|e| io(&file, e))
+                .map_err(crate::Error::Host)?;
             html.push_str(&format!("<img src=\"{}\">\n", escape(&name)));
         }
         html.push_str("</div>\n");
     }
     html.push_str("</body></html>\n");
     let page = src.join("iocost-tune-graphs.html");
-    std::fs::write(&page, html).map_err(|e| io(&page, e))?;
-    let page = std::fs::canonicalize(&page).map_err(|e| io(&page, e))?;
+    std::fs::write(&page, html)
+        .map_err(|e| io(&page, e))
+        .map_err(crate::Error::Host)?;
+    let page = std::fs::canonicalize(&page)
+        .map_err(|e| io(&page, e))
+        .map_err(crate::Error::Host)?;
 
     let printed = tmp.path().join("printed.pdf");
     let err_log = tmp.path().join("chromium.err");
-    let browser = chromium()?;
+    let browser = chromium().map_err(crate::Error::Host)?;
     let mut child = Command::new(&browser)
         .args([
             "--headless",
@@ -389,10 +397,12 @@ pub fn write_pdf(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(
-            std::fs::File::create(&err_log).map_err(|e| io(&err_log, e))?,
+            std::fs::File::create(&err_log)
+                .map_err(|e| io(&err_log, e))
+                .map_err(crate::Error::Host)?,
         ))
         .spawn()
-        .map_err(|e| format!("pdf: cannot start {}: {e}", browser.display()))?;
+        .map_err(|e| crate::Error::Host(format!("pdf: cannot start {}: {e}", browser.display())))?;
     let t0 = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -403,13 +413,18 @@ pub fn write_pdf(
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
+                return Err(crate::Error::Host(format!(
                     "pdf: {} did not print within {} s",
                     browser.display(),
                     PRINT_TIMEOUT.as_secs()
-                ));
+                )));
             }
-            Err(e) => return Err(format!("pdf: waiting for {}: {e}", browser.display())),
+            Err(e) => {
+                return Err(crate::Error::Host(format!(
+                    "pdf: waiting for {}: {e}",
+                    browser.display()
+                )));
+            }
         }
     };
     let err = std::fs::read_to_string(&err_log).unwrap_or_default();
@@ -420,15 +435,21 @@ pub fn write_pdf(
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "pdf: {} did not print {} ({status}): {last}",
             browser.display(),
             page.display()
-        ));
+        )));
     }
-    let mut f = atomic_write_file::AtomicWriteFile::open(path).map_err(|e| io(path, e))?;
-    std::io::Write::write_all(&mut f, &bytes).map_err(|e| io(path, e))?;
-    f.commit().map_err(|e| io(path, e))
+    let mut f = atomic_write_file::AtomicWriteFile::open(path)
+        .map_err(|e| io(path, e))
+        .map_err(crate::Error::Host)?;
+    std::io::Write::write_all(&mut f, &bytes)
+        .map_err(|e| io(path, e))
+        .map_err(crate::Error::Host)?;
+    f.commit()
+        .map_err(|e| io(path, e))
+        .map_err(crate::Error::Host)
 }
 
 #[cfg(test)]
@@ -598,7 +619,7 @@ mod tests {
             PathBuf::from("out/g.pdf")
         );
         let e = pdf_path("", Path::new("/")).unwrap_err();
-        assert!(e.contains("give pdf=PATH"), "{e}");
+        assert!(e.to_string().contains("give pdf=PATH"), "{e}");
     }
 
     #[test]

@@ -306,11 +306,14 @@ fn points_face(
 impl TextPlot {
     /// The plot on a face of `width` x `height` cells, as upstream prints
     /// it; an error for an empty range.
-    pub fn render(&self, width: u32, height: u32) -> Result<String, String> {
+    pub fn render(&self, width: u32, height: u32) -> Result<String, crate::Error> {
         for (name, r) in [("x", self.x_range), ("y", self.y_range)] {
             // Also refuses NaN.
             if r.0.partial_cmp(&r.1) != Some(std::cmp::Ordering::Less) {
-                return Err(format!("empty {name} range: {} >= {}", r.0, r.1));
+                return Err(crate::Error::Input(format!(
+                    "empty {name} range: {} >= {}",
+                    r.0, r.1
+                )));
             }
         }
         let (yaxis, ywidth) = y_axis(self.y_range, &self.y_label, height);

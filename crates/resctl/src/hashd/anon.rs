@@ -29,7 +29,7 @@ unsafe impl Sync for AnonArea {}
 impl AnonArea {
     /// Reserves `max` bytes (rounded up to pages, at least one) of which
     /// `size` are in use.
-    pub fn new(max: usize, size: usize, comp: f64) -> Result<AnonArea, String> {
+    pub fn new(max: usize, size: usize, comp: f64) -> Result<AnonArea, crate::Error> {
         let max = max.max(PAGE).div_ceil(PAGE) * PAGE;
         // SAFETY: an anonymous private mapping; checked below.
         let base = unsafe {
@@ -43,10 +43,10 @@ impl AnonArea {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "cannot reserve {max} bytes of anonymous memory: {}",
                 std::io::Error::last_os_error()
-            ));
+            )));
         }
         let a = AnonArea {
             base: base.cast(),

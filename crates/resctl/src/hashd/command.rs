@@ -503,46 +503,392 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
         println!("rd-hashd {}", crate::full_version());
         return Ok(HashdEnd::Helper);
     }
-    let out = Out::open(a.logfile.as_deref(), a.verbose)?;
-    let (args, changed) = effective_args(&a)?;
-    let bo = BenchOpts::of(&a)?;
-    if let Some(s) = &a.total_swap {
-        parse_size(s).map_err(|e| anyhow::anyhow!("--total-swap: {e}"))?;
-    }
-    let nr_cpus = a
-        .nr_cpus
-        .unwrap_or_else(harness::machine::usable_cpus)
-        .max(1);
-    if let (Some(p), true) = (&a.args, changed) {
-        params::save_args(p, &args).map_err(anyhow::Error::msg)?;
-    }
-    let dir = args.testfiles.clone().map(PathBuf::from).ok_or_else(|| {
-        anyhow::anyhow!(
-            "no test file directory: expected -t/--testfiles DIR (or `testfiles` in the args file)"
-        )
-    })?;
-    let (mut params_file, mut params) = match &args.params {
-        Some(p) => {
-            let (f, p) =
-                ParamsFile::open(Path::new(p), &Params::default()).map_err(anyhow::Error::msg)?;
-            (Some(f), p)
-        }
-        None => (None, Params::default()),
+    let (ctx, start) = Ctx::setup(&a)?;
+    let StartParams {
+        file: params_file,
+        params,
+        mut base,
+    } = start;
+    let Some((files, prepared)) = ctx.prepare_files()? else {
+        return Ok(HashdEnd::Helper);
     };
-    if params.file_frac > args.file_max_frac {
-        out.say("--file-max is lower than the params' file_frac, adjusting file_frac");
-        params.file_frac = args.file_max_frac;
+    let single_size = ctx.single_start_size(&files, &mut base)?;
+    let start_params = ctx.start_params(&base, &params, single_size);
+    let mut log = match &ctx.args.log_dir {
+        Some(d) => Some(
+            HashLog::start(
+                Path::new(d),
+                1 << 30,
+                ctx.args.log_size,
+                start_params.log_padding(),
+            )
+            .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
+    let preload_files = files.clone();
+    let mut hashd = Hashd::new(ctx.args.clone(), start_params.clone(), files, ctx.nr_cpus)
+        .map_err(anyhow::Error::msg)?;
+    let (file, anon) = super::engine::footprint(&ctx.args, hashd.files.size(), &start_params);
+    ctx.out.say(&format!(
+        "Starting hasher (maxcon={} lat={:.1}ms rps={} file={} anon={})",
+        start_params.concurrency_max,
+        start_params.lat_target * 1000.0,
+        start_params.rps_target,
+        format_size(file as f64),
+        format_size(anon as f64)
+    ));
+    let mut drive = Drive::new(
+        &ctx,
+        cancel,
+        DriveStart {
+            base,
+            params_file,
+            padding: log.as_ref().map(|l| l.padding_handle()),
+            preload_files,
+            single_size,
+            period: start_params.control_period,
+        },
+        &mut hashd,
+    )?;
+    let result = hashd.run(
+        &mut |c| {
+            if let Some(l) = log.as_mut() {
+                l.log(c.digest, c.latency);
+            }
+        },
+        &mut |s| drive.tick(s),
+    );
+    let dropped = log.as_ref().map(|l| l.dropped).unwrap_or(0);
+    if let Some(l) = log.take() {
+        l.finish().map_err(anyhow::Error::msg)?;
     }
-    let search_single = bo.single && bo.hash_size.is_none();
-    let search_cpu = bo.cpu && bo.rps_max.is_none();
-    let bench = bo.single || bo.cpu || bo.mem;
-    if bo.mem && !bo.cpu && bo.rps_max.is_none() && params.rps_max == 0 {
-        anyhow::bail!(
-            "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, --bench, or give --bench-rps-max)"
-        );
+    if let Some(e) = drive.report_error.take() {
+        anyhow::bail!(e);
     }
-    // What the bench starts from: the params file's, with what was given.
-    let saved_params = params.clone();
+    let record = drive.record(
+        &params,
+        hashd.files.size(),
+        result.map_err(String::from),
+        &prepared,
+        dropped,
+    )?;
+    let success = record.success();
+    Ok(HashdEnd::Measured(record, success))
+}
+
+/// Whether hashd runs in rotational mode, and what was detected.
+#[derive(Debug, Clone, Copy)]
+struct Rotation {
+    on: bool,
+    testfiles: bool,
+    swap: bool,
+}
+
+impl Rotation {
+    /// Rotational mode: detected from the devices unless forced.
+    fn detect(out: &Out, dir: &Path, forced: Option<bool>) -> Rotation {
+        // The device of the test file directory, or of its nearest existing
+        // parent before it is made.
+        let rot_tf = dir
+            .ancestors()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .find(|p| p.exists())
+            .is_some_and(|p| tfiles::is_rotational(p, false));
+        let rot_swap = tfiles::is_swap_rotational();
+        let on = match (forced, rot_tf || rot_swap) {
+            (Some(r), true) => {
+                out.say(&format!(
+                    "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}){}",
+                    if r {
+                        ", enabling rotational mode"
+                    } else {
+                        " but rotational mode is inhibited"
+                    }
+                ));
+                r
+            }
+            (None, true) => {
+                out.say(&format!(
+                    "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}), enabling rotational mode"
+                ));
+                true
+            }
+            (Some(true), false) => {
+                out.say("No hard disk detected but forcing rotational mode");
+                true
+            }
+            (_, false) => false,
+        };
+        Rotation {
+            on,
+            testfiles: rot_tf,
+            swap: rot_swap,
+        }
+    }
+}
+
+/// The params a run starts from.
+struct StartParams {
+    /// The `--params` file, watched for changes.
+    file: Option<ParamsFile>,
+    /// As read (file_frac capped to --file-max): what the bench keeps
+    /// unless it finds a value.
+    params: Params,
+    /// What the bench starts from: the params file's, with what was given.
+    base: Params,
+}
+
+/// What the flags decided before anything runs (setup: flags -> engine).
+struct Ctx<'a> {
+    a: &'a HashdArgs,
+    out: Out,
+    args: Args,
+    bo: BenchOpts,
+    nr_cpus: usize,
+    dir: PathBuf,
+    search_single: bool,
+    search_cpu: bool,
+    bench: bool,
+    rot: Rotation,
+    report_path: Option<PathBuf>,
+}
+
+impl<'a> Ctx<'a> {
+    fn setup(a: &'a HashdArgs) -> anyhow::Result<(Ctx<'a>, StartParams)> {
+        let out = Out::open(a.logfile.as_deref(), a.verbose)?;
+        let (args, changed) = effective_args(a)?;
+        let bo = BenchOpts::of(a)?;
+        if let Some(s) = &a.total_swap {
+            parse_size(s).map_err(|e| anyhow::anyhow!("--total-swap: {e}"))?;
+        }
+        let nr_cpus = a
+            .nr_cpus
+            .unwrap_or_else(harness::machine::usable_cpus)
+            .max(1);
+        if let (Some(p), true) = (&a.args, changed) {
+            params::save_args(p, &args).map_err(anyhow::Error::msg)?;
+        }
+        let dir = args.testfiles.clone().map(PathBuf::from).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no test file directory: expected -t/--testfiles DIR (or `testfiles` in the args file)"
+            )
+        })?;
+        let (file, mut params) = match &args.params {
+            Some(p) => {
+                let (f, p) = ParamsFile::open(Path::new(p), &Params::default())
+                    .map_err(anyhow::Error::msg)?;
+                (Some(f), p)
+            }
+            None => (None, Params::default()),
+        };
+        if params.file_frac > args.file_max_frac {
+            out.say("--file-max is lower than the params' file_frac, adjusting file_frac");
+            params.file_frac = args.file_max_frac;
+        }
+        let search_single = bo.single && bo.hash_size.is_none();
+        let search_cpu = bo.cpu && bo.rps_max.is_none();
+        let bench = bo.single || bo.cpu || bo.mem;
+        if bo.mem && !bo.cpu && bo.rps_max.is_none() && params.rps_max == 0 {
+            anyhow::bail!(
+                "--bench-mem needs rps_max: the params file has rps_max 0 (run --bench-cpu first, --bench, or give --bench-rps-max)"
+            );
+        }
+        let base = bench_base(a, &bo, &params, search_single);
+        let rot = Rotation::detect(&out, &dir, args.rotational);
+        let report_path = args.report.clone().map(PathBuf::from);
+        let ctx = Ctx {
+            a,
+            out,
+            args,
+            bo,
+            nr_cpus,
+            dir,
+            search_single,
+            search_cpu,
+            bench,
+            rot,
+            report_path,
+        };
+        Ok((ctx, StartParams { file, params, base }))
+    }
+
+    /// Writes the `--report` file, when asked for.
+    fn write_report(&self, phase: Phase, stat: Stat, progress: f64) -> anyhow::Result<()> {
+        if let Some(p) = &self.report_path {
+            let mut r = Report::new(phase, stat);
+            r.rotational = self.rot.on;
+            r.rotational_testfiles = self.rot.testfiles;
+            r.rotational_swap = self.rot.swap;
+            r.testfiles_progress = progress;
+            r.save(p).map_err(anyhow::Error::msg)?;
+        }
+        Ok(())
+    }
+
+    /// The phase the report shows while the test files are made.
+    fn first_phase(&self) -> Phase {
+        if self.search_single {
+            Phase::BenchCpuSinglePrep
+        } else if self.search_cpu {
+            Phase::BenchCpuSaturationPrep
+        } else if self.bo.mem {
+            Phase::BenchMemPrep
+        } else {
+            Phase::Prep
+        }
+    }
+
+    /// Clears (when asked) and prepares the test files; None when a helper
+    /// command (`--prepare-config`, `--prepare`) ends there.
+    fn prepare_files(&self) -> anyhow::Result<Option<(Arc<TestFiles>, tfiles::Prepared)>> {
+        let (a, out, dir) = (self.a, &self.out, &self.dir);
+        if a.clear_testfiles {
+            out.say(&format!("Clearing {}", dir.display()));
+            let n = TestFiles::clear(dir)
+                .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
+            out.say(&format!(
+                "removed {n} test file folders from {}",
+                dir.display()
+            ));
+        }
+        if a.prepare_config {
+            return Ok(None);
+        }
+        let files = Arc::new(TestFiles::new(
+            dir,
+            self.args.file_max_size(),
+            self.args.compressibility,
+        ));
+        out.say(&format!(
+            "Populating {} with {} 32M files ({})",
+            dir.display(),
+            files.nr_files(),
+            format_size(files.size() as f64)
+        ));
+        self.write_report(self.first_phase(), Stat::default(), 0.0)?;
+        let t0 = Instant::now();
+        let prepared = files
+            .prepare(&mut out.progress("testfiles"))
+            .map_err(anyhow::Error::msg)?;
+        out.say(&format!(
+            "testfiles: {} created, {} reused in {:.1}s",
+            prepared.created,
+            prepared.reused,
+            t0.elapsed().as_secs_f64()
+        ));
+        if !a.keep_cache {
+            out.say("Dropping page cache for testfiles");
+            files.drop_cache();
+        }
+        if a.prepare {
+            return Ok(None);
+        }
+        Ok(Some((files, prepared)))
+    }
+
+    /// Before the memory bench (not in its short form): warm the page cache
+    /// with the hottest test file pages.
+    fn preload(&self, files: &TestFiles) -> Result<(), String> {
+        if self.a.bench_test {
+            return Ok(());
+        }
+        let size = self.bo.preload.unwrap_or_else(|| {
+            let file_frac = self.bo.file_frac.unwrap_or(Params::default().file_frac);
+            ((self.args.size / 4) as f64 * (file_frac * 2.0).min(1.0)) as u64
+        });
+        self.out.say(&format!(
+            "Preloading {} into cache",
+            format_size(size as f64)
+        ));
+        files
+            .preload(size, &mut self.out.progress("Preloading testfiles"))
+            .map(|_| ())
+            .map_err(|e| format!("preloading the test files: {e}"))
+    }
+
+    /// The single-CPU bench first times the hashing to start near the
+    /// size; the hash size to start from.
+    fn single_start_size(&self, files: &TestFiles, base: &mut Params) -> anyhow::Result<usize> {
+        if !self.search_single {
+            return Ok(base.file_size_mean);
+        }
+        let size = if self.a.bench_test {
+            search::TIME_HASH_SIZE_TEST
+        } else {
+            search::TIME_HASH_SIZE
+        };
+        let mut last_chunk = 1;
+        let mut same = 0;
+        let mut p = base.clone();
+        for _ in 0..10 {
+            let per_byte = time_hash(files, size, p.chunk_pages).map_err(anyhow::Error::msg)?;
+            p.file_size_mean = search::calc_file_size_mean(base, per_byte);
+            p.chunk_pages = search::calc_chunk_pages(&Params {
+                file_size_mean: p.file_size_mean,
+                ..base.clone()
+            });
+            if p.chunk_pages == last_chunk {
+                same += 1;
+                if same >= 2 {
+                    break;
+                }
+            } else {
+                last_chunk = p.chunk_pages;
+                same = 0;
+            }
+        }
+        let single_size = (p.file_size_mean as f64 * 1.05) as usize;
+        if self.bo.chunk_pages.is_none() {
+            base.chunk_pages = p.chunk_pages;
+        }
+        self.out.say(&format!(
+            "time_hash: {} hashed, starting at hash size {} chunk {} pages",
+            format_size(size as f64),
+            format_size(single_size as f64),
+            p.chunk_pages
+        ));
+        Ok(single_size)
+    }
+
+    /// The params the hasher starts with.
+    fn start_params(&self, base: &Params, params: &Params, single_size: usize) -> Params {
+        if self.search_single {
+            single_params(base, single_size)
+        } else if self.search_cpu {
+            cpu_params(base)
+        } else if self.bench {
+            mem_params(base, self.bo.rps_max.unwrap_or(base.rps_max), 1.0)
+        } else {
+            params.clone()
+        }
+    }
+
+    fn new_mem_search(&self, rps_max: u32) -> MemSearch {
+        let mut m = MemSearch::new(rps_max, self.a.bench_grain, self.a.bench_test);
+        m.set_rotational(self.rot.on);
+        m
+    }
+
+    fn new_cpu_search(&self, lat_target: f64) -> CpuSearch {
+        let cfg = if self.a.bench_test {
+            ConvergeCfg::TEST
+        } else {
+            ConvergeCfg::CPU
+        };
+        let rounds = if self.a.bench_test { 2 } else { 5 };
+        CpuSearch::new(cfg, lat_target, rounds)
+    }
+}
+
+/// What the bench starts from: `params` with the `--bench-*` values given.
+fn bench_base(a: &HashdArgs, bo: &BenchOpts, params: &Params, search_single: bool) -> Params {
     let mut base = params.clone();
     if let Some(h) = bo.hash_size {
         base.file_size_mean = h;
@@ -566,455 +912,368 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             base.file_frac = f.max(params::FILE_FRAC_MIN);
         }
     }
+    base
+}
 
-    // Rotational mode: detected from the devices unless forced.
-    // The device of the test file directory, or of its nearest existing
-    // parent before it is made.
-    let rot_tf = dir
-        .ancestors()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                Path::new(".")
+/// The single-CPU bench's result line.
+fn single_line(base: &Params) -> String {
+    format!(
+        "[ Single cpu result: hash size {}, anon access {}, chunk {} pages ]",
+        format_size(base.file_size_mean as f64),
+        format_size(base.file_size_mean as f64 * base.anon_size_ratio),
+        base.chunk_pages
+    )
+}
+
+/// What [`Drive::new`] takes over from the setup.
+struct DriveStart {
+    base: Params,
+    params_file: Option<ParamsFile>,
+    padding: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    preload_files: Arc<TestFiles>,
+    single_size: usize,
+    period: f64,
+}
+
+/// The run between control periods (drive): the search, what it found,
+/// and the status lines.
+struct Drive<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    cancel: &'c Cancel,
+    base: Params,
+    lat_target: f64,
+    params_file: Option<ParamsFile>,
+    padding: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    preload_files: Arc<TestFiles>,
+    start: Instant,
+    period: f64,
+    status: Status,
+    /// Status lines every `interval` seconds of control periods (counting
+    /// periods: timing each from the last print would skip a line whenever
+    /// a period ends a hair under a second after it).
+    periods_since_status: u32,
+    history: Vec<Stat>,
+    report_error: Option<anyhow::Error>,
+    search: Search,
+    phase: Phase,
+    /// rps_max (and whether it met the target) once known.
+    found: Option<(u32, bool)>,
+    found_single: Option<(usize, bool)>,
+    found_mem: Option<f64>,
+    mem_probes: Vec<search::Probe>,
+}
+
+impl<'c, 'a> Drive<'c, 'a> {
+    fn new(
+        ctx: &'c Ctx<'a>,
+        cancel: &'c Cancel,
+        d: DriveStart,
+        hashd: &mut Hashd,
+    ) -> anyhow::Result<Drive<'c, 'a>> {
+        let start = Instant::now();
+        let (a, bo, base) = (ctx.a, &ctx.bo, &d.base);
+        let lat_target = base.lat_target;
+        let search = if ctx.search_single {
+            let cfg = if a.bench_test {
+                ConvergeCfg::SINGLE_TEST
             } else {
-                p
-            }
+                ConvergeCfg::CPU_SINGLE
+            };
+            let s = SingleSearch::new(cfg, if a.bench_test { 2 } else { 10 }, d.single_size);
+            ctx.out.say(&s.header());
+            Search::Single(s)
+        } else if ctx.search_cpu {
+            Search::Cpu(ctx.new_cpu_search(lat_target))
+        } else if bo.mem {
+            let m = ctx.new_mem_search(bo.rps_max.unwrap_or(base.rps_max));
+            ctx.preload(&d.preload_files).map_err(anyhow::Error::msg)?;
+            hashd.set_params(mem_params(
+                base,
+                bo.rps_max.unwrap_or(base.rps_max),
+                m.frac(),
+            ));
+            Search::Mem(m)
+        } else {
+            Search::None
+        };
+        let found = match (bo.rps_max, ctx.search_cpu, ctx.bench) {
+            (Some(r), _, _) => Some((r, true)),
+            (None, false, true) if bo.mem => Some((base.rps_max, true)),
+            _ => None,
+        };
+        let phase = match &search {
+            Search::Single(_) => Phase::BenchCpuSingle,
+            Search::Cpu(_) => Phase::BenchCpuSaturation,
+            Search::Mem(_) => Phase::BenchMemUp,
+            Search::None => Phase::Running,
+        };
+        Ok(Drive {
+            ctx,
+            cancel,
+            base: d.base,
+            lat_target,
+            params_file: d.params_file,
+            padding: d.padding,
+            preload_files: d.preload_files,
+            start,
+            period: d.period,
+            status: Status::default(),
+            periods_since_status: 0,
+            history: Vec::new(),
+            report_error: None,
+            search,
+            phase,
+            found,
+            found_single: None,
+            found_mem: None,
+            mem_probes: Vec::new(),
         })
-        .find(|p| p.exists())
-        .is_some_and(|p| tfiles::is_rotational(p, false));
-    let rot_swap = tfiles::is_swap_rotational();
-    let rotational = match (args.rotational, rot_tf || rot_swap) {
-        (Some(r), true) => {
-            out.say(&format!(
-                "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}){}",
-                if r {
-                    ", enabling rotational mode"
-                } else {
-                    " but rotational mode is inhibited"
-                }
-            ));
-            r
-        }
-        (None, true) => {
-            out.say(&format!(
-                "Hard disk detected (testfiles={rot_tf}, swap={rot_swap}), enabling rotational mode"
-            ));
-            true
-        }
-        (Some(true), false) => {
-            out.say("No hard disk detected but forcing rotational mode");
-            true
-        }
-        (_, false) => false,
-    };
-    let report_path = args.report.clone().map(PathBuf::from);
-    let write_report = |phase: Phase, stat: Stat, progress: f64| -> anyhow::Result<()> {
-        if let Some(p) = &report_path {
-            let mut r = Report::new(phase, stat);
-            r.rotational = rotational;
-            r.rotational_testfiles = rot_tf;
-            r.rotational_swap = rot_swap;
-            r.testfiles_progress = progress;
-            r.save(p).map_err(anyhow::Error::msg)?;
-        }
-        Ok(())
-    };
+    }
 
-    if a.clear_testfiles {
-        out.say(&format!("Clearing {}", dir.display()));
-        let n = TestFiles::clear(&dir)
-            .map_err(|e| anyhow::anyhow!("{}: cannot clear: {e}", dir.display()))?;
-        out.say(&format!(
-            "removed {n} test file folders from {}",
-            dir.display()
-        ));
-    }
-    if a.prepare_config {
-        return Ok(HashdEnd::Helper);
-    }
-    let files = Arc::new(TestFiles::new(
-        &dir,
-        args.file_max_size(),
-        args.compressibility,
-    ));
-    out.say(&format!(
-        "Populating {} with {} 32M files ({})",
-        dir.display(),
-        files.nr_files(),
-        format_size(files.size() as f64)
-    ));
-    let first_phase = if search_single {
-        Phase::BenchCpuSinglePrep
-    } else if search_cpu {
-        Phase::BenchCpuSaturationPrep
-    } else if bo.mem {
-        Phase::BenchMemPrep
-    } else {
-        Phase::Prep
-    };
-    write_report(first_phase, Stat::default(), 0.0)?;
-    let t0 = Instant::now();
-    let prepared = files
-        .prepare(&mut out.progress("testfiles"))
-        .map_err(anyhow::Error::msg)?;
-    out.say(&format!(
-        "testfiles: {} created, {} reused in {:.1}s",
-        prepared.created,
-        prepared.reused,
-        t0.elapsed().as_secs_f64()
-    ));
-    if !a.keep_cache {
-        out.say("Dropping page cache for testfiles");
-        files.drop_cache();
-    }
-    if a.prepare {
-        return Ok(HashdEnd::Helper);
-    }
-    // Before the memory bench (not in its short form): warm the page cache
-    // with the hottest test file pages.
-    let preload = |files: &TestFiles| -> Result<(), String> {
-        if a.bench_test {
-            return Ok(());
+    /// One control period's stat: report, status line, search step, params
+    /// reload.
+    fn tick(&mut self, s: &Stat) -> Tick {
+        self.history.push(s.clone());
+        self.status.add(s);
+        if let Err(e) = self.ctx.write_report(self.phase, s.clone(), 1.0) {
+            self.report_error = Some(e);
+            return Tick::Stop;
         }
-        let size = bo.preload.unwrap_or_else(|| {
-            let file_frac = bo.file_frac.unwrap_or(Params::default().file_frac);
-            ((args.size / 4) as f64 * (file_frac * 2.0).min(1.0)) as u64
+        self.print_status(s);
+        if self.cancel.is_stopped()
+            || self
+                .ctx
+                .a
+                .duration
+                .is_some_and(|d| self.start.elapsed().as_secs_f64() >= d)
+        {
+            return Tick::Stop;
+        }
+        if let Some(t) = self.step(s) {
+            return t;
+        }
+        self.reload_params().unwrap_or(Tick::Continue)
+    }
+
+    fn print_status(&mut self, s: &Stat) {
+        self.periods_since_status += 1;
+        let interval = self.ctx.args.interval;
+        if interval > 0
+            && f64::from(self.periods_since_status) * self.period >= f64::from(interval) - 1e-9
+        {
+            let mut l = self.status.line(s);
+            if self.ctx.a.verbose > 0 {
+                l.push_str(&verbose_detail(s));
+            }
+            println!("{l}");
+            self.ctx.out.log(&l);
+            self.periods_since_status = 0;
+        }
+    }
+
+    /// The search's step for this period; None when nothing is searched.
+    fn step(&mut self, s: &Stat) -> Option<Tick> {
+        let ctx = self.ctx;
+        let mut line = |mut l: String| {
+            if ctx.a.verbose > 0 && l.starts_with('[') && l.contains("] lat:") {
+                l.push_str(&format!(" con:{:.1}", s.concurrency));
+                l.push_str(&verbose_detail(s));
+            }
+            ctx.out.say(&l);
+        };
+        let tick = match &mut self.search {
+            // A bench with every value given: nothing to search.
+            Search::None if ctx.bench => Tick::Stop,
+            Search::None => return None,
+            Search::Single(c) => match c.push(s.lat.ctl, s.rps, &mut line) {
+                SingleStep::Continue => Tick::Continue,
+                SingleStep::Probe(size) => Tick::Params(Box::new(single_params(&self.base, size))),
+                SingleStep::Done(size, met) => self.single_done(size, met),
+            },
+            Search::Cpu(c) => match c.push(s.lat.ctl, s.rps, &mut line) {
+                None => Tick::Continue,
+                Some(r) => self.cpu_done(r),
+            },
+            Search::Mem(m) => {
+                let step = m.push(s.lat.ctl, s.rps, &mut line);
+                self.phase = match m.stage() {
+                    MemStage::Up => Phase::BenchMemUp,
+                    MemStage::Bisect => Phase::BenchMemBisect,
+                    MemStage::Refine => Phase::BenchMemRefine,
+                };
+                match step {
+                    MemStep::Continue => Tick::Continue,
+                    MemStep::Probe(f) => {
+                        let rps_max = self.found.map(|f| f.0).unwrap_or(0);
+                        Tick::Params(Box::new(mem_params(&self.base, rps_max, f)))
+                    }
+                    MemStep::Done(f) => {
+                        self.found_mem = Some(f);
+                        self.mem_probes = m.probes.clone();
+                        Tick::Stop
+                    }
+                }
+            }
+        };
+        Some(tick)
+    }
+
+    fn single_done(&mut self, size: usize, met: bool) -> Tick {
+        let ctx = self.ctx;
+        if !met {
+            ctx.out
+                .say("[ Single cpu bench failed to converge, using the last value ]");
+        }
+        self.found_single = Some((size, met));
+        self.base.file_size_mean = size;
+        if ctx.bo.chunk_pages.is_none() {
+            self.base.chunk_pages = search::calc_chunk_pages(&self.base);
+        }
+        ctx.out.say(&single_line(&self.base));
+        self.after_single()
+    }
+
+    /// Starts the search after the single-CPU bench.
+    fn after_single(&mut self) -> Tick {
+        let ctx = self.ctx;
+        if ctx.search_cpu {
+            self.search = Search::Cpu(ctx.new_cpu_search(self.lat_target));
+            self.phase = Phase::BenchCpuSaturation;
+            return Tick::Params(Box::new(cpu_params(&self.base)));
+        }
+        if ctx.bo.mem {
+            let rps_max = self.found.map(|f| f.0).unwrap_or(self.base.rps_max);
+            let m = ctx.new_mem_search(rps_max);
+            if let Err(e) = ctx.preload(&self.preload_files) {
+                ctx.out.say(&e);
+            }
+            let p = mem_params(&self.base, rps_max, m.frac());
+            self.search = Search::Mem(m);
+            self.phase = Phase::BenchMemUp;
+            return Tick::Params(Box::new(p));
+        }
+        Tick::Stop
+    }
+
+    fn cpu_done(&mut self, r: (u32, bool)) -> Tick {
+        let ctx = self.ctx;
+        self.found = Some(r);
+        ctx.out
+            .say(&format!("[ CPU saturation result: rps {} ]", r.0));
+        if !ctx.bo.mem {
+            return Tick::Stop;
+        }
+        ctx.out
+            .say(&format!("rps_max {}: searching the memory footprint", r.0));
+        let m = ctx.new_mem_search(r.0);
+        let p = mem_params(&self.base, r.0, m.frac());
+        if let Err(e) = ctx.preload(&self.preload_files) {
+            ctx.out.say(&e);
+        }
+        self.search = Search::Mem(m);
+        self.phase = Phase::BenchMemUp;
+        Tick::Params(Box::new(p))
+    }
+
+    /// New params when the params file changed.
+    fn reload_params(&mut self) -> Option<Tick> {
+        let f = self.params_file.as_mut()?;
+        match f.poll() {
+            Some(Ok(p)) => {
+                self.ctx
+                    .out
+                    .say(&format!("Reloaded params file {}", f.path.display()));
+                if let Some(pad) = &self.padding {
+                    pad.store(p.log_padding(), std::sync::atomic::Ordering::Relaxed);
+                }
+                Some(Tick::Params(Box::new(p)))
+            }
+            Some(Err(e)) => {
+                self.ctx
+                    .out
+                    .say(&format!("warning: params not reloaded: {e}"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The record once the run ended. Bench results are kept only when
+    /// each requested search finished.
+    fn record(
+        self,
+        saved_params: &Params,
+        files_size: u64,
+        result: Result<(), String>,
+        prepared: &tfiles::Prepared,
+        dropped: u64,
+    ) -> anyhow::Result<HashdRecord> {
+        let (ctx, bo) = (self.ctx, &self.ctx.bo);
+        let complete = (!ctx.search_single || self.found_single.is_some())
+            && (!ctx.search_cpu || self.found.is_some())
+            && (!bo.mem || self.found_mem.is_some());
+        if !ctx.search_single && bo.single && complete {
+            // The hash size was given: only chunk_pages was derived.
+            ctx.out.say(&single_line(&self.base));
+        }
+        let single = bo.single.then(|| SingleResult {
+            hash_size: self.base.file_size_mean as u64,
+            chunk_pages: self.base.chunk_pages,
+            converged: self.found_single.map(|f| f.1).unwrap_or(!ctx.search_single),
         });
-        out.say(&format!(
-            "Preloading {} into cache",
-            format_size(size as f64)
-        ));
-        files
-            .preload(size, &mut out.progress("Preloading testfiles"))
-            .map(|_| ())
-            .map_err(|e| format!("preloading the test files: {e}"))
-    };
-
-    // The single-CPU bench first times the hashing to start near the size.
-    let mut single_size = base.file_size_mean;
-    if search_single {
-        let size = if a.bench_test {
-            search::TIME_HASH_SIZE_TEST
+        let searched = bo.cpu || bo.mem;
+        let bench_result = if ctx.bench && complete {
+            self.bench_result(saved_params, files_size, searched)?
         } else {
-            search::TIME_HASH_SIZE
+            None
         };
-        let mut last_chunk = 1;
-        let mut same = 0;
-        let mut p = base.clone();
-        for _ in 0..10 {
-            let per_byte = time_hash(&files, size, p.chunk_pages).map_err(anyhow::Error::msg)?;
-            p.file_size_mean = search::calc_file_size_mean(&base, per_byte);
-            p.chunk_pages = search::calc_chunk_pages(&Params {
-                file_size_mean: p.file_size_mean,
-                ..base.clone()
-            });
-            if p.chunk_pages == last_chunk {
-                same += 1;
-                if same >= 2 {
-                    break;
-                }
-            } else {
-                last_chunk = p.chunk_pages;
-                same = 0;
-            }
+        let interrupted = self.cancel.is_stopped();
+        let error = result.err();
+        if let Some(e) = &error {
+            ctx.out.say(&format!("hashd failed: {e}"));
         }
-        single_size = (p.file_size_mean as f64 * 1.05) as usize;
-        if bo.chunk_pages.is_none() {
-            base.chunk_pages = p.chunk_pages;
-        }
-        out.say(&format!(
-            "time_hash: {} hashed, starting at hash size {} chunk {} pages",
-            format_size(size as f64),
-            format_size(single_size as f64),
-            p.chunk_pages
-        ));
+        Ok(HashdRecord {
+            summary: HashdSummary::of(&self.history),
+            bench: ctx.bench.then_some(BenchRecord {
+                result: bench_result,
+                single: if complete { single } else { None },
+                searched,
+            }),
+            elapsed_secs: self.start.elapsed().as_secs_f64(),
+            testfiles_created: prepared.created,
+            testfiles_reused: prepared.reused,
+            log_lines_dropped: dropped,
+            interrupted,
+            error,
+        })
     }
 
-    let start_params = if search_single {
-        single_params(&base, single_size)
-    } else if search_cpu {
-        cpu_params(&base)
-    } else if bench {
-        mem_params(&base, bo.rps_max.unwrap_or(base.rps_max), 1.0)
-    } else {
-        params.clone()
-    };
-    let mut log = match &args.log_dir {
-        Some(d) => Some(
-            HashLog::start(
-                Path::new(d),
-                1 << 30,
-                args.log_size,
-                start_params.log_padding(),
-            )
-            .map_err(anyhow::Error::msg)?,
-        ),
-        None => None,
-    };
-    let preload_files = files.clone();
-    let mut hashd = Hashd::new(args.clone(), start_params.clone(), files, nr_cpus)
-        .map_err(anyhow::Error::msg)?;
-    let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &start_params);
-    out.say(&format!(
-        "Starting hasher (maxcon={} lat={:.1}ms rps={} file={} anon={})",
-        start_params.concurrency_max,
-        start_params.lat_target * 1000.0,
-        start_params.rps_target,
-        format_size(file as f64),
-        format_size(anon as f64)
-    ));
-    let padding = log.as_ref().map(|l| l.padding_handle());
-    let start = Instant::now();
-    let mut status = Status::default();
-    // Status lines every `interval` seconds of control periods (counting
-    // periods: timing each from the last print would skip a line whenever
-    // a period ends a hair under a second after it).
-    let mut periods_since_status = 0u32;
-    let period = start_params.control_period;
-    let mut history: Vec<Stat> = Vec::new();
-    let mut report_error = None;
-    let new_mem_search = |rps_max: u32| {
-        let mut m = MemSearch::new(rps_max, a.bench_grain, a.bench_test);
-        m.set_rotational(rotational);
-        m
-    };
-    let lat_target = base.lat_target;
-    let new_cpu_search = || {
-        let cfg = if a.bench_test {
-            ConvergeCfg::TEST
-        } else {
-            ConvergeCfg::CPU
-        };
-        let rounds = if a.bench_test { 2 } else { 5 };
-        CpuSearch::new(cfg, lat_target, rounds)
-    };
-    let mut search = if search_single {
-        let cfg = if a.bench_test {
-            ConvergeCfg::SINGLE_TEST
-        } else {
-            ConvergeCfg::CPU_SINGLE
-        };
-        let s = SingleSearch::new(cfg, if a.bench_test { 2 } else { 10 }, single_size);
-        out.say(&s.header());
-        Search::Single(s)
-    } else if search_cpu {
-        Search::Cpu(new_cpu_search())
-    } else if bo.mem {
-        let m = new_mem_search(bo.rps_max.unwrap_or(base.rps_max));
-        preload(&preload_files).map_err(anyhow::Error::msg)?;
-        hashd.set_params(mem_params(
-            &base,
-            bo.rps_max.unwrap_or(base.rps_max),
-            m.frac(),
-        ));
-        Search::Mem(m)
-    } else {
-        Search::None
-    };
-    // rps_max (and whether it met the target) once known.
-    let mut found: Option<(u32, bool)> = match (bo.rps_max, search_cpu, bench) {
-        (Some(r), _, _) => Some((r, true)),
-        (None, false, true) if bo.mem => Some((base.rps_max, true)),
-        _ => None,
-    };
-    let mut found_single: Option<(usize, bool)> = None;
-    let mut found_mem: Option<f64> = None;
-    let mut mem_probes = Vec::new();
-    let mut phase = match &search {
-        Search::Single(_) => Phase::BenchCpuSingle,
-        Search::Cpu(_) => Phase::BenchCpuSaturation,
-        Search::Mem(_) => Phase::BenchMemUp,
-        Search::None => Phase::Running,
-    };
-    let single_line = |base: &Params| {
-        format!(
-            "[ Single cpu result: hash size {}, anon access {}, chunk {} pages ]",
-            format_size(base.file_size_mean as f64),
-            format_size(base.file_size_mean as f64 * base.anon_size_ratio),
-            base.chunk_pages
-        )
-    };
-    let result = hashd.run(
-        &mut |c| {
-            if let Some(l) = log.as_mut() {
-                l.log(c.digest, c.latency);
-            }
-        },
-        &mut |s| {
-            history.push(s.clone());
-            status.add(s);
-            if let Err(e) = write_report(phase, s.clone(), 1.0) {
-                report_error = Some(e);
-                return Tick::Stop;
-            }
-            periods_since_status += 1;
-            if args.interval > 0
-                && f64::from(periods_since_status) * period >= f64::from(args.interval) - 1e-9
-            {
-                let mut l = status.line(s);
-                if a.verbose > 0 {
-                    l.push_str(&verbose_detail(s));
-                }
-                println!("{l}");
-                out.log(&l);
-                periods_since_status = 0;
-            }
-            if cancel.is_stopped()
-                || a.duration
-                    .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
-            {
-                return Tick::Stop;
-            }
-            let mut line = |mut l: String| {
-                if a.verbose > 0 && l.starts_with('[') && l.contains("] lat:") {
-                    l.push_str(&format!(" con:{:.1}", s.concurrency));
-                    l.push_str(&verbose_detail(s));
-                }
-                out.say(&l);
-            };
-            // Starts the search after the single-CPU bench.
-            let after_single = |search: &mut Search,
-                                phase: &mut Phase,
-                                base: &Params,
-                                found: Option<(u32, bool)>|
-             -> Tick {
-                if search_cpu {
-                    *search = Search::Cpu(new_cpu_search());
-                    *phase = Phase::BenchCpuSaturation;
-                    return Tick::Params(Box::new(cpu_params(base)));
-                }
-                if bo.mem {
-                    let rps_max = found.map(|f| f.0).unwrap_or(base.rps_max);
-                    let m = new_mem_search(rps_max);
-                    if let Err(e) = preload(&preload_files) {
-                        out.say(&e);
-                    }
-                    let p = mem_params(base, rps_max, m.frac());
-                    *search = Search::Mem(m);
-                    *phase = Phase::BenchMemUp;
-                    return Tick::Params(Box::new(p));
-                }
-                Tick::Stop
-            };
-            match &mut search {
-                // A bench with every value given: nothing to search.
-                Search::None if bench => return Tick::Stop,
-                Search::None => {}
-                Search::Single(c) => match c.push(s.lat.ctl, s.rps, &mut line) {
-                    SingleStep::Continue => return Tick::Continue,
-                    SingleStep::Probe(size) => {
-                        return Tick::Params(Box::new(single_params(&base, size)));
-                    }
-                    SingleStep::Done(size, met) => {
-                        if !met {
-                            out.say(
-                                "[ Single cpu bench failed to converge, using the last value ]",
-                            );
-                        }
-                        found_single = Some((size, met));
-                        base.file_size_mean = size;
-                        if bo.chunk_pages.is_none() {
-                            base.chunk_pages = search::calc_chunk_pages(&base);
-                        }
-                        out.say(&single_line(&base));
-                        return after_single(&mut search, &mut phase, &base, found);
-                    }
-                },
-                Search::Cpu(c) => {
-                    let Some(r) = c.push(s.lat.ctl, s.rps, &mut line) else {
-                        return Tick::Continue;
-                    };
-                    found = Some(r);
-                    out.say(&format!("[ CPU saturation result: rps {} ]", r.0));
-                    if !bo.mem {
-                        return Tick::Stop;
-                    }
-                    out.say(&format!("rps_max {}: searching the memory footprint", r.0));
-                    let m = new_mem_search(r.0);
-                    let p = mem_params(&base, r.0, m.frac());
-                    if let Err(e) = preload(&preload_files) {
-                        out.say(&e);
-                    }
-                    search = Search::Mem(m);
-                    phase = Phase::BenchMemUp;
-                    return Tick::Params(Box::new(p));
-                }
-                Search::Mem(m) => {
-                    let step = m.push(s.lat.ctl, s.rps, &mut line);
-                    phase = match m.stage() {
-                        MemStage::Up => Phase::BenchMemUp,
-                        MemStage::Bisect => Phase::BenchMemBisect,
-                        MemStage::Refine => Phase::BenchMemRefine,
-                    };
-                    match step {
-                        MemStep::Continue => return Tick::Continue,
-                        MemStep::Probe(f) => {
-                            let rps_max = found.map(|f| f.0).unwrap_or(0);
-                            return Tick::Params(Box::new(mem_params(&base, rps_max, f)));
-                        }
-                        MemStep::Done(f) => {
-                            found_mem = Some(f);
-                            mem_probes = m.probes.clone();
-                            return Tick::Stop;
-                        }
-                    }
-                }
-            }
-            if let Some(f) = params_file.as_mut() {
-                match f.poll() {
-                    Some(Ok(p)) => {
-                        out.say(&format!("Reloaded params file {}", f.path.display()));
-                        if let Some(pad) = &padding {
-                            pad.store(p.log_padding(), std::sync::atomic::Ordering::Relaxed);
-                        }
-                        return Tick::Params(Box::new(p));
-                    }
-                    Some(Err(e)) => out.say(&format!("warning: params not reloaded: {e}")),
-                    None => {}
-                }
-            }
-            Tick::Continue
-        },
-    );
-    let dropped = log.as_ref().map(|l| l.dropped).unwrap_or(0);
-    if let Some(l) = log.take() {
-        l.finish().map_err(anyhow::Error::msg)?;
-    }
-    if let Some(e) = report_error {
-        anyhow::bail!(e);
-    }
-    // Bench results are kept only when each requested search finished.
-    let complete = (!search_single || found_single.is_some())
-        && (!search_cpu || found.is_some())
-        && (!bo.mem || found_mem.is_some());
-    if !search_single && bo.single && complete {
-        // The hash size was given: only chunk_pages was derived.
-        out.say(&single_line(&base));
-    }
-    let single = bo.single.then(|| SingleResult {
-        hash_size: base.file_size_mean as u64,
-        chunk_pages: base.chunk_pages,
-        converged: found_single.map(|f| f.1).unwrap_or(!search_single),
-    });
-    let mut bench_result = None;
-    let searched = bo.cpu || bo.mem;
-    if bench && complete {
-        let rps_max = found.map(|f| f.0).unwrap_or(saved_params.rps_max);
-        let mem_frac = found_mem.unwrap_or(saved_params.mem_frac);
+    /// The bench result (when a search ran), saved in the params file.
+    fn bench_result(
+        &self,
+        saved_params: &Params,
+        files_size: u64,
+        searched: bool,
+    ) -> anyhow::Result<Option<BenchResult>> {
+        let (ctx, bo) = (self.ctx, &self.ctx.bo);
+        let rps_max = self.found.map(|f| f.0).unwrap_or(saved_params.rps_max);
+        let mem_frac = self.found_mem.unwrap_or(saved_params.mem_frac);
         let kept = Params {
             rps_max,
             mem_frac,
-            ..base.clone()
+            ..self.base.clone()
         };
-        let (file, anon) = super::engine::footprint(&args, hashd.files.size(), &kept);
+        let (file, anon) = super::engine::footprint(&ctx.args, files_size, &kept);
         let r = BenchResult {
             rps_max,
-            converged: found.is_none_or(|f| f.1),
+            converged: self.found.is_none_or(|f| f.1),
             footprint_bytes: file + anon,
             mem_frac,
             hash_size: kept.file_size_mean as u64,
             mem: bo.mem.then(|| MemResult {
-                mem_size: args.size,
-                probes: mem_probes
+                mem_size: ctx.args.size,
+                probes: self
+                    .mem_probes
                     .iter()
                     .map(|p| ProbeRecord {
                         stage: p.stage.name().to_string(),
@@ -1026,35 +1285,15 @@ pub fn run(argv: &[String], cancel: &Cancel) -> anyhow::Result<HashdEnd> {
             }),
         };
         if searched {
-            out.say(&r.line());
+            ctx.out.say(&r.line());
         }
-        if let Some(f) = &params_file {
+        if let Some(f) = &self.params_file {
             params::save_params(&f.path, &kept).map_err(anyhow::Error::msg)?;
-            out.say(&format!("bench results saved in {}", f.path.display()));
+            ctx.out
+                .say(&format!("bench results saved in {}", f.path.display()));
         }
-        bench_result = searched.then_some(r);
+        Ok(searched.then_some(r))
     }
-    let interrupted = cancel.is_stopped();
-    let error = result.err();
-    if let Some(e) = &error {
-        out.say(&format!("hashd failed: {e}"));
-    }
-    let record = HashdRecord {
-        summary: HashdSummary::of(&history),
-        bench: bench.then_some(BenchRecord {
-            result: bench_result,
-            single: if complete { single } else { None },
-            searched,
-        }),
-        elapsed_secs: start.elapsed().as_secs_f64(),
-        testfiles_created: prepared.created,
-        testfiles_reused: prepared.reused,
-        log_lines_dropped: dropped,
-        interrupted,
-        error,
-    };
-    let success = record.success();
-    Ok(HashdEnd::Measured(record, success))
 }
 
 /// What a hashd run keeps with its stored run; the report's metrics are

@@ -236,7 +236,7 @@ impl Hashd {
         params: Params,
         files: Arc<TestFiles>,
         nr_cpus: usize,
-    ) -> Result<Hashd, String> {
+    ) -> Result<Hashd, crate::Error> {
         params.validate()?;
         // Reserve anonymous memory for the largest footprint (mem_frac 1).
         let max_anon = args.size as usize;
@@ -301,7 +301,7 @@ impl Hashd {
         &mut self,
         on_done: &mut dyn FnMut(&Completion),
         tick: &mut dyn FnMut(&Stat) -> Tick,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::Error> {
         let mut lats: Vec<f64> = Vec::new();
         let mut period_start = Instant::now();
         let mut last_params = Instant::now();
@@ -314,7 +314,7 @@ impl Hashd {
                     self.in_flight -= 1;
                     if let Some(e) = &c.error {
                         self.pool.stop();
-                        return Err(e.clone());
+                        return Err(crate::Error::Host(e.clone()));
                     }
                     self.nr_done += 1;
                     lats.push(c.latency);
@@ -326,7 +326,7 @@ impl Hashd {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err("the hashd workers are gone".into());
+                    return Err(crate::Error::Host("the hashd workers are gone".into()));
                 }
             }
             let dt = period_start.elapsed().as_secs_f64();

@@ -33,17 +33,21 @@ impl HashLog {
         unit: u64,
         keep_bytes: u64,
         padding: usize,
-    ) -> Result<HashLog, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("{}: cannot create the log directory: {e}", dir.display()))?;
-        let w = Writer::open(dir, unit, keep_bytes)?;
+    ) -> Result<HashLog, crate::Error> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            crate::Error::Host(format!(
+                "{}: cannot create the log directory: {e}",
+                dir.display()
+            ))
+        })?;
+        let w = Writer::open(dir, unit, keep_bytes).map_err(crate::Error::Host)?;
         let (tx, rx) = sync_channel(1 << 16);
         let pad = Arc::new(AtomicUsize::new(padding));
         let p = pad.clone();
         let thread = std::thread::Builder::new()
             .name("hashd-log".into())
             .spawn(move || w.run(rx, p))
-            .map_err(|e| format!("cannot start the log thread: {e}"))?;
+            .map_err(|e| crate::Error::Host(format!("cannot start the log thread: {e}")))?;
         Ok(HashLog {
             tx: Some(tx),
             padding: pad,
@@ -67,11 +71,11 @@ impl HashLog {
     }
 
     /// Flushes and stops the writer.
-    pub fn finish(mut self) -> Result<(), String> {
+    pub fn finish(mut self) -> Result<(), crate::Error> {
         self.tx = None;
         match self.thread.take().map(|t| t.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err("the log thread panicked".into()),
+            Some(Ok(r)) => r.map_err(crate::Error::Host),
+            Some(Err(_)) => Err(crate::Error::Host("the log thread panicked".into())),
             None => Ok(()),
         }
     }

@@ -168,7 +168,7 @@ impl Params {
     }
 
     /// Range checks, naming the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::Error> {
         let fracs = [
             ("mem_frac", self.mem_frac),
             ("file_frac", self.file_frac),
@@ -180,7 +180,9 @@ impl Params {
         ];
         for (name, v) in fracs {
             if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{name} is {v}: expected a fraction from 0 to 1"));
+                return Err(crate::Error::Input(format!(
+                    "{name} is {v}: expected a fraction from 0 to 1"
+                )));
             }
         }
         let positive = [
@@ -192,7 +194,9 @@ impl Params {
         ];
         for (name, v) in positive {
             if v.is_nan() || v <= 0.0 {
-                return Err(format!("{name} is {v}: expected more than 0"));
+                return Err(crate::Error::Input(format!(
+                    "{name} is {v}: expected more than 0"
+                )));
             }
         }
         let non_negative = [
@@ -207,7 +211,9 @@ impl Params {
         ];
         for (name, v) in non_negative {
             if v.is_nan() || v < 0.0 {
-                return Err(format!("{name} is {v}: expected 0 or more"));
+                return Err(crate::Error::Input(format!(
+                    "{name} is {v}: expected 0 or more"
+                )));
             }
         }
         Ok(())
@@ -263,42 +269,48 @@ pub fn strip_comments(text: &str) -> String {
 
 /// Reads a commented JSON file into `T`, errors naming the file, line and
 /// column.
-pub fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
+pub fn load<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, crate::Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    serde_json::from_str(&strip_comments(&text))
-        .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))
+        .map_err(|e| crate::Error::Input(format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&strip_comments(&text)).map_err(|e| {
+        crate::Error::Input(format!(
+            "{}:{}:{}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 /// Writes `bytes` to `path` atomically (the harness's staging file and
 /// rename), errors naming the path.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), crate::Error> {
     harness::fsutil::write_atomic(path, bytes)
-        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+        .map_err(|e| crate::Error::Host(format!("{}: cannot write: {e}", path.display())))
 }
 
 fn save<T: Serialize>(path: &Path, preamble: &str, v: &T) -> Result<(), String> {
     let mut text = preamble.to_string();
     text.push_str(&serde_json::to_string_pretty(v).expect("serializable"));
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    write_atomic(path, text.as_bytes()).map_err(String::from)
 }
 
 /// Saves `args.json`.
-pub fn save_args(path: &Path, a: &Args) -> Result<(), String> {
-    save(path, ARGS_PREAMBLE, a)
+pub fn save_args(path: &Path, a: &Args) -> Result<(), crate::Error> {
+    save(path, ARGS_PREAMBLE, a).map_err(crate::Error::Host)
 }
 
 /// Saves `params.json`.
-pub fn save_params(path: &Path, p: &Params) -> Result<(), String> {
-    save(path, PARAMS_PREAMBLE, p)
+pub fn save_params(path: &Path, p: &Params) -> Result<(), crate::Error> {
+    save(path, PARAMS_PREAMBLE, p).map_err(crate::Error::Host)
 }
 
 /// Loads `params.json`, validated.
-pub fn load_params(path: &Path) -> Result<Params, String> {
+pub fn load_params(path: &Path) -> Result<Params, crate::Error> {
     let p: Params = load(path)?;
     p.validate()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| crate::Error::Input(format!("{}: {e}", path.display())))?;
     Ok(p)
 }
 
@@ -312,7 +324,7 @@ pub struct ParamsFile {
 
 impl ParamsFile {
     /// Loads `path`, creating it with `default` when missing.
-    pub fn open(path: &Path, default: &Params) -> Result<(ParamsFile, Params), String> {
+    pub fn open(path: &Path, default: &Params) -> Result<(ParamsFile, Params), crate::Error> {
         if !path.exists() {
             save_params(path, default)?;
         }
@@ -335,7 +347,7 @@ impl ParamsFile {
             return None;
         }
         self.mtime = Some(m);
-        Some(load_params(&self.path))
+        Some(load_params(&self.path).map_err(String::from))
     }
 }
 
@@ -383,11 +395,15 @@ mod tests {
         assert_eq!(params.chunk_pages, 25);
         std::fs::write(&p, "// comment\n{\n  \"rps_maxx\": 500\n}\n").unwrap();
         let e = load_params(&p).unwrap_err();
-        assert!(e.contains("params.json:3:"), "{e}");
-        assert!(e.contains("rps_maxx"), "{e}");
+        assert!(e.to_string().contains("params.json:3:"), "{e}");
+        assert!(e.to_string().contains("rps_maxx"), "{e}");
         std::fs::write(&p, "{\"mem_frac\": 1.5}").unwrap();
         let e = load_params(&p).unwrap_err();
-        assert!(e.contains("mem_frac is 1.5: expected a fraction"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("mem_frac is 1.5: expected a fraction"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl Report {
     }
 
     /// Writes the report atomically.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
+    pub fn save(&self, path: &Path) -> Result<(), crate::Error> {
         let mut text = serde_json::to_string_pretty(self).expect("serializable");
         text.push('\n');
         write_atomic(path, text.as_bytes())

@@ -76,13 +76,15 @@ impl TestFiles {
     /// Creates the files that are missing or do not match (size and
     /// compressibility), reusing the rest; `progress(done, total)` bytes
     /// after each file.
-    pub fn prepare(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<Prepared, String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| {
-            format!(
-                "{}: cannot create the test file directory: {e}",
-                self.dir.display()
-            )
-        })?;
+    pub fn prepare(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<Prepared, crate::Error> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| {
+                format!(
+                    "{}: cannot create the test file directory: {e}",
+                    self.dir.display()
+                )
+            })
+            .map_err(crate::Error::Host)?;
         let mut rng = rand::rngs::SmallRng::from_os_rng();
         let mut buf = vec![0u8; 1 << 20];
         let mut out = Prepared::default();
@@ -93,11 +95,13 @@ impl TestFiles {
             } else {
                 if i % PER_DIR == 0 || !path.parent().is_some_and(|p| p.exists()) {
                     let parent = path.parent().expect("a file in a folder");
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("{}: cannot create: {e}", parent.display()))?;
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        crate::Error::Host(format!("{}: cannot create: {e}", parent.display()))
+                    })?;
                 }
-                self.create(&path, &mut rng, &mut buf)
-                    .map_err(|e| format!("{}: cannot write a test file: {e}", path.display()))?;
+                self.create(&path, &mut rng, &mut buf).map_err(|e| {
+                    crate::Error::Host(format!("{}: cannot write a test file: {e}", path.display()))
+                })?;
                 out.created += 1;
             }
             progress((i + 1) * TESTFILE_UNIT, self.size());

@@ -126,7 +126,7 @@ fn enable_subtree(dir: &Path, ctrls: &[&str]) -> Vec<(String, String)> {
             continue;
         }
         if let Err(e) = write_existing(&dir.join("cgroup.subtree_control"), &format!("+{c}")) {
-            failed.push((c.to_string(), e));
+            failed.push((c.to_string(), e.to_string()));
         }
     }
     failed
@@ -205,7 +205,7 @@ impl Cgroups {
     /// host does not have it). A cgroup2 mount whose cgroups have
     /// `memory.pressure`, even without controllers, is remembered as the PSI
     /// hierarchy.
-    pub fn probe() -> Result<Cgroups, String> {
+    pub fn probe() -> Result<Cgroups, crate::Error> {
         let forced = match std::env::var(BACKEND_ENV) {
             Ok(v) => match v.trim() {
                 "cgroup2" => Some(BackendKind::Cgroup2),
@@ -213,15 +213,15 @@ impl Cgroups {
                 "none" => Some(BackendKind::None),
                 "" => None,
                 other => {
-                    return Err(format!(
+                    return Err(crate::Error::Input(format!(
                         "{BACKEND_ENV}={other:?}: expected cgroup2, cgroup1 or none"
-                    ));
+                    )));
                 }
             },
             Err(_) => None,
         };
         let mounts = read_mounts()?;
-        Self::from_found(scan_mounts(&mounts), forced)
+        Self::from_found(scan_mounts(&mounts), forced).map_err(crate::Error::Host)
     }
 
     fn from_found(found: Found, forced: Option<BackendKind>) -> Result<Cgroups, String> {
@@ -375,16 +375,16 @@ impl Cgroups {
     /// available), the cgroup1 memory, cpu, cpuacct and blkio hierarchies,
     /// and the PSI hierarchy if separate. The handle removes the
     /// directories it created when dropped.
-    pub fn create(&self, rel: &str) -> Result<Cgroup, String> {
+    pub fn create(&self, rel: &str) -> Result<Cgroup, crate::Error> {
         let rel_path = Path::new(rel);
         let valid = !rel.is_empty()
             && rel_path
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !valid {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "cgroup path {rel:?}: expected a relative path like \"rackbench-1/workload\" without \"..\""
-            ));
+            )));
         }
         let mut cg = Cgroup {
             rel: rel.to_string(),
@@ -398,7 +398,7 @@ impl Cgroups {
             return Ok(cg);
         }
         if let Some(root) = &self.v2_root {
-            let dir = make_dirs(root, rel_path, &mut cg.created)?;
+            let dir = make_dirs(root, rel_path, &mut cg.created).map_err(crate::Error::Host)?;
             // Enable controllers from the root down to the leaf's parent.
             let mut parent = root.clone();
             for comp in rel_path.components() {
@@ -406,7 +406,7 @@ impl Cgroups {
                 // Without io the cgroup is still useful (see limitations()).
                 let essential: Vec<_> = failed.into_iter().filter(|(c, _)| c != "io").collect();
                 if !essential.is_empty() {
-                    return Err(join_errors(&essential));
+                    return Err(crate::Error::Host(join_errors(&essential)));
                 }
                 parent.push(comp);
             }
@@ -421,7 +421,8 @@ impl Cgroups {
             let dir = match by_root.get(root) {
                 Some(d) => d.clone(),
                 None => {
-                    let d = make_dirs(root, rel_path, &mut cg.created)?;
+                    let d =
+                        make_dirs(root, rel_path, &mut cg.created).map_err(crate::Error::Host)?;
                     by_root.insert(root.clone(), d.clone());
                     d
                 }
@@ -431,7 +432,7 @@ impl Cgroups {
         if let Some(psi) = &self.psi_root
             && Some(psi) != self.v2_root.as_ref()
         {
-            cg.psi = Some(make_dirs(psi, rel_path, &mut cg.created)?);
+            cg.psi = Some(make_dirs(psi, rel_path, &mut cg.created).map_err(crate::Error::Host)?);
         }
         Ok(cg)
     }
@@ -529,7 +530,7 @@ fn not_in(what: &str) -> Applied {
 fn write_applied(path: &Path, value: &str, ok: Applied) -> Applied {
     match write_existing(path, value) {
         Ok(()) => ok,
-        Err(e) => Applied::Unsupported(e),
+        Err(e) => Applied::Unsupported(e.to_string()),
     }
 }
 
@@ -563,12 +564,12 @@ impl Cgroup {
     }
 
     /// Moves process `pid` into this cgroup in every hierarchy.
-    pub fn add_pid(&self, pid: u32) -> Result<(), String> {
+    pub fn add_pid(&self, pid: u32) -> Result<(), crate::Error> {
         if self.kind == BackendKind::None {
-            return Err(format!(
+            return Err(crate::Error::Host(format!(
                 "no cgroups: cannot move pid {pid} into {}",
                 self.rel
-            ));
+            )));
         }
         for dir in self.dirs() {
             write_existing(&dir.join("cgroup.procs"), &pid.to_string())?;
@@ -1525,7 +1526,7 @@ mod tests {
         }
         let mounts = match super::super::read_mounts() {
             Ok(m) => m,
-            Err(e) => return Some(e),
+            Err(e) => return Some(e.to_string()),
         };
         let found = scan_mounts(&mounts);
         if !found.v1.contains_key("memory") {

@@ -321,8 +321,8 @@ fn release_tracefs() {
 
 impl IoTrace {
     /// Starts tracing the device `major:minor`.
-    pub fn start(dev: (u32, u32)) -> Result<IoTrace, String> {
-        let root = tracefs()?;
+    pub fn start(dev: (u32, u32)) -> Result<IoTrace, crate::Error> {
+        let root = tracefs().map_err(crate::Error::Host)?;
         let instance = root.join("instances").join(format!(
             "rackbench-iolat-{}-{}",
             std::process::id(),
@@ -333,7 +333,10 @@ impl IoTrace {
             && let Err(e) = std::fs::create_dir(&instance)
         {
             release_tracefs();
-            return Err(format!("cannot create {}: {e}", instance.display()));
+            return Err(crate::Error::Host(format!(
+                "cannot create {}: {e}",
+                instance.display()
+            )));
         }
         let mut t = IoTrace {
             instance,
@@ -350,23 +353,25 @@ impl IoTrace {
         for ev in ["block_rq_issue", "block_rq_complete"] {
             let d = t.instance.join("events/block").join(ev);
             if !d.is_dir() {
-                return Err(format!("the kernel has no block:{ev} tracepoint"));
+                return Err(crate::Error::Host(format!(
+                    "the kernel has no block:{ev} tracepoint"
+                )));
             }
-            write(&d.join("filter"), &filter(kdev, 0))?;
-            write(&d.join("enable"), "1")?;
+            write(&d.join("filter"), &filter(kdev, 0)).map_err(crate::Error::Host)?;
+            write(&d.join("enable"), "1").map_err(crate::Error::Host)?;
             filters.push(d.join("filter"));
         }
         let pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(t.instance.join("trace_pipe"))
-            .map_err(|e| format!("cannot open trace_pipe: {e}"))?;
+            .map_err(|e| crate::Error::Host(format!("cannot open trace_pipe: {e}")))?;
         let (stop, state) = (t.stop.clone(), t.state.clone());
         t.reader = Some(
             std::thread::Builder::new()
                 .name("iolat-trace".into())
                 .spawn(move || read_loop(pipe, &stop, &state, kdev, &filters))
-                .map_err(|e| format!("cannot start the trace reader: {e}"))?,
+                .map_err(|e| crate::Error::Host(format!("cannot start the trace reader: {e}")))?,
         );
         Ok(t)
     }

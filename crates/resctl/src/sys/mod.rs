@@ -125,7 +125,7 @@ fn parse_mountinfo_line(line: &str) -> Option<Mount> {
 }
 
 /// Reads and parses [`MOUNTINFO`].
-pub fn read_mounts() -> Result<Vec<Mount>, String> {
+pub fn read_mounts() -> Result<Vec<Mount>, crate::Error> {
     read_string(Path::new(MOUNTINFO)).map(|t| parse_mountinfo(&t))
 }
 
@@ -145,34 +145,41 @@ pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
 }
 
 /// Reads a whole file as text; the error names the file.
-pub fn read_string(path: &Path) -> Result<String, String> {
-    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+pub fn read_string(path: &Path) -> Result<String, crate::Error> {
+    fs::read_to_string(path)
+        .map_err(|e| crate::Error::Host(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Reads a file holding one unsigned integer; the error names the file and
 /// says what was expected.
-pub fn read_u64(path: &Path) -> Result<u64, String> {
+pub fn read_u64(path: &Path) -> Result<u64, crate::Error> {
     let text = read_string(path)?;
-    text.trim().parse().map_err(|_| {
-        format!(
-            "{}: expected an unsigned integer, found {:?}",
-            path.display(),
-            text.trim()
-        )
-    })
+    text.trim()
+        .parse()
+        .map_err(|_| {
+            format!(
+                "{}: expected an unsigned integer, found {:?}",
+                path.display(),
+                text.trim()
+            )
+        })
+        .map_err(crate::Error::Host)
 }
 
 /// Writes `value` to an existing file (sysfs, procfs, cgroupfs) in one
 /// `write(2)`, like `echo -n value > path` but without creating it; the
 /// error names the file and the value.
-pub fn write_existing(path: &Path, value: &str) -> Result<(), String> {
+pub fn write_existing(path: &Path, value: &str) -> Result<(), crate::Error> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| format!("cannot open {} for writing: {e}", path.display()))?;
-    f.write_all(value.as_bytes())
-        .map_err(|e| format!("cannot write {value:?} to {}: {e}", path.display()))
+        .map_err(|e| {
+            crate::Error::Host(format!("cannot open {} for writing: {e}", path.display()))
+        })?;
+    f.write_all(value.as_bytes()).map_err(|e| {
+        crate::Error::Host(format!("cannot write {value:?} to {}: {e}", path.display()))
+    })
 }
 
 /// Cumulative counters of one disk from `/proc/diskstats`.
@@ -319,13 +326,14 @@ garbage line
         fs::write(&p, "abc\n").unwrap();
         let e = read_u64(&p).unwrap_err();
         assert!(
-            e.contains(&p.display().to_string()) && e.contains("unsigned integer"),
+            e.to_string().contains(&p.display().to_string())
+                && e.to_string().contains("unsigned integer"),
             "{e}"
         );
         let e = read_string(&dir.path().join("missing")).unwrap_err();
-        assert!(e.contains("missing"), "{e}");
+        assert!(e.to_string().contains("missing"), "{e}");
         let e = write_existing(&dir.path().join("missing"), "1").unwrap_err();
-        assert!(e.contains("missing"), "{e}");
+        assert!(e.to_string().contains("missing"), "{e}");
         fs::write(&p, "").unwrap();
         write_existing(&p, "42").unwrap();
         assert_eq!(read_u64(&p).unwrap(), 42);

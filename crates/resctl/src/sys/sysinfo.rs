@@ -51,12 +51,12 @@ pub struct SysInfo {
 
 /// Collects [`SysInfo`] for `scratch_dir`; an error names the file that
 /// could not be read (or the scratch dir if it does not exist).
-pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, String> {
+pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, crate::Error> {
     if !scratch_dir.is_dir() {
-        return Err(format!(
+        return Err(crate::Error::Host(format!(
             "scratch directory {} does not exist or is not a directory",
             scratch_dir.display()
-        ));
+        )));
     }
     let meminfo = parse_meminfo(&read_string(Path::new("/proc/meminfo"))?);
     let mem = |k: &str| {
@@ -66,14 +66,15 @@ pub fn collect(scratch_dir: &Path, backend: BackendKind) -> Result<SysInfo, Stri
             .ok_or_else(|| format!("/proc/meminfo: expected a {k} line"))
     };
     let swappiness_path = Path::new("/proc/sys/vm/swappiness");
-    let swappiness = u32::try_from(read_u64(swappiness_path)?)
-        .map_err(|_| format!("{}: value out of range", swappiness_path.display()))?;
+    let swappiness = u32::try_from(read_u64(swappiness_path)?).map_err(|_| {
+        crate::Error::Host(format!("{}: value out of range", swappiness_path.display()))
+    })?;
     let mut si = SysInfo {
         kernel_version: harness::machine::kernel_release(),
         nr_cpus: harness::machine::usable_cpus(),
-        total_memory: mem("MemTotal")?,
-        total_swap: mem("SwapTotal")?,
-        free_swap: mem("SwapFree")?,
+        total_memory: mem("MemTotal").map_err(crate::Error::Host)?,
+        total_swap: mem("SwapTotal").map_err(crate::Error::Host)?,
+        free_swap: mem("SwapFree").map_err(crate::Error::Host)?,
         swappiness,
         zswap_enabled: fs::read_to_string("/sys/module/zswap/parameters/enabled")
             .map(|s| s.trim() == "Y")
@@ -140,14 +141,15 @@ pub fn whole_disk(devnr: (u32, u32)) -> Option<Disk> {
 /// the filesystem has no block device (tmpfs, overlay, ...). Filesystems
 /// with anonymous device numbers (btrfs) are resolved through the mount
 /// source in `/proc/self/mountinfo`.
-pub fn block_dev_of(path: &Path) -> Result<Option<Disk>, String> {
-    let md = fs::metadata(path).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+pub fn block_dev_of(path: &Path) -> Result<Option<Disk>, crate::Error> {
+    let md = fs::metadata(path)
+        .map_err(|e| crate::Error::Host(format!("cannot stat {}: {e}", path.display())))?;
     let devnr = dev_numbers(md.dev());
     if devnr.0 != 0 {
         return Ok(whole_disk(devnr));
     }
-    let canon =
-        fs::canonicalize(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    let canon = fs::canonicalize(path)
+        .map_err(|e| crate::Error::Host(format!("cannot resolve {}: {e}", path.display())))?;
     let mounts = read_mounts()?;
     let Some(m) = mount_of(&mounts, &canon) else {
         return Ok(None);
@@ -225,7 +227,7 @@ mod tests {
     #[test]
     fn collect_names_missing_dir() {
         let e = collect(Path::new("/no/such/scratch"), BackendKind::None).unwrap_err();
-        assert!(e.contains("/no/such/scratch"), "{e}");
+        assert!(e.to_string().contains("/no/such/scratch"), "{e}");
     }
 
     #[test]

@@ -262,9 +262,9 @@ impl Restore {
     /// Writes `value` to the existing file `path` and records its old
     /// (trimmed) content, to be written back with the other changes.
     /// Returns the old value; `what` names the setting in the restore line.
-    pub fn write(&mut self, path: &Path, value: &str, what: &str) -> Result<String, String> {
+    pub fn write(&mut self, path: &Path, value: &str, what: &str) -> Result<String, crate::Error> {
         let old = fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .map_err(|e| crate::Error::Host(format!("cannot read {}: {e}", path.display())))?
             .trim()
             .to_string();
         write_existing(path, value)?;
@@ -1213,7 +1213,7 @@ mod tests {
         let e = restore
             .write(&dir.path().join("nope"), "1", "nope")
             .unwrap_err();
-        assert!(e.contains("nope"), "{e}");
+        assert!(e.to_string().contains("nope"), "{e}");
         assert!(restore.is_empty());
     }
 }

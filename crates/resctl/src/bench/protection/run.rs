@@ -177,14 +177,14 @@ const SPEEDS: &[(&str, f64)] = &[
 ];
 
 /// The scenarios of a spec.
-pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
-    check_keys(spec, 0, &[]).map_err(|e| e.to_string())?;
+pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, crate::Error> {
+    check_keys(spec, 0, &[]).map_err(|e| crate::Error::Input(e.to_string()))?;
     let mut out = Vec::new();
     for (i, g) in spec.props.iter().enumerate().skip(1) {
         match g.get("scenario").map(String::as_str) {
             Some("mem-hog") => {
                 check_keys(spec, i, &["scenario", "loops", "load", "speed"])
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| crate::Error::Input(e.to_string()))?;
             }
             Some("mem-hog-tune") => {
                 check_keys(
@@ -195,15 +195,20 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
                         "isol-thr",
                     ],
                 )
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| crate::Error::Input(e.to_string()))?;
             }
             Some(other) => {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "group {}: scenario {other:?}: expected mem-hog or mem-hog-tune",
                     i + 1
-                ));
+                )));
             }
-            None => return Err(format!("group {}: \"scenario\" invalid or missing", i + 1)),
+            None => {
+                return Err(crate::Error::Input(format!(
+                    "group {}: \"scenario\" invalid or missing",
+                    i + 1
+                )));
+            }
         }
         let mut s = Scenario {
             loops: 2,
@@ -212,28 +217,29 @@ pub fn scenarios(spec: &JobSpec) -> Result<Vec<Scenario>, String> {
             tune: None,
         };
         if g.get("scenario").map(String::as_str) == Some("mem-hog-tune") {
-            s.tune = Some(tune_props(g, i)?);
+            s.tune = Some(tune_props(g, i).map_err(crate::Error::Input)?);
         }
         if let Some(v) = g.get("loops") {
-            s.loops = v
-                .parse()
-                .map_err(|_| format!("group {}: loops={v:?}: expected a count", i + 1))?;
+            s.loops = v.parse().map_err(|_| {
+                crate::Error::Input(format!("group {}: loops={v:?}: expected a count", i + 1))
+            })?;
         }
         if let Some(v) = g.get("load") {
-            s.load = parse_frac(v).map_err(|e| format!("group {}: load: {e}", i + 1))?;
+            s.load = parse_frac(v)
+                .map_err(|e| crate::Error::Input(format!("group {}: load: {e}", i + 1)))?;
         }
         if s.loops == 0 || s.load == 0.0 {
-            return Err(format!(
+            return Err(crate::Error::Input(format!(
                 "group {}: \"loops\" and \"load\" can't be 0",
                 i + 1
-            ));
+            )));
         }
         if let Some(v) = g.get("speed") {
             if !SPEEDS.iter().any(|(k, _)| k == v) {
-                return Err(format!(
+                return Err(crate::Error::Input(format!(
                     "group {}: speed={v:?}: expected one of 10%, 25%, 50%, 1x, 2x",
                     i + 1
-                ));
+                )));
             }
             s.speed = v.clone();
         }
@@ -302,7 +308,7 @@ fn tune_props(g: &BTreeMap<String, String>, i: usize) -> Result<Tune, String> {
 }
 
 /// Checks a spec.
-pub fn check_spec(spec: &JobSpec) -> Result<(), String> {
+pub fn check_spec(spec: &JobSpec) -> Result<(), crate::Error> {
     scenarios(spec).map(|_| ())
 }
 
@@ -480,12 +486,33 @@ where
 }
 
 /// The timings of a run.
+#[derive(Clone, Copy)]
 struct Timing {
     settle_max: f64,
     baseline: f64,
     hog_max: f64,
     /// Rate and trend thresholds of "stable".
     thr: f64,
+}
+
+impl Timing {
+    fn of(test: bool) -> Timing {
+        if test {
+            Timing {
+                settle_max: 30.0,
+                baseline: 5.0,
+                hog_max: 10.0,
+                thr: 1.0,
+            }
+        } else {
+            Timing {
+                settle_max: 300.0,
+                baseline: 15.0,
+                hog_max: 300.0,
+                thr: 0.025,
+            }
+        }
+    }
 }
 
 const DFL_HOG_WBPS: u64 = 512 << 20;
@@ -624,51 +651,114 @@ fn write_params(
         fake_cpu_load: k.fake_cpu_load,
         ..Params::default()
     };
-    params::save_params(&files.params, &p)
+    params::save_params(&files.params, &p).map_err(String::from)
 }
 
 /// Runs the bench.
-pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
     let scen = scenarios(spec)?;
-    let knobs = ctx.hashd.clone().ok_or(
-        "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)",
-    )?;
+    let knobs = ctx.hashd.clone().ok_or_else(|| {
+        crate::Error::Input(
+            "protection needs hashd's knobs: run hashd-params first (`run hashd-params protection`)"
+                .into(),
+        )
+    })?;
     ctx.used_hashd = Some(knobs.clone());
     let ctx: &Ctx = ctx;
-    let t = if ctx.opts.test {
-        Timing {
-            settle_max: 30.0,
-            baseline: 5.0,
-            hog_max: 10.0,
-            thr: 1.0,
-        }
-    } else {
-        Timing {
-            settle_max: 300.0,
-            baseline: 15.0,
-            hog_max: 300.0,
-            thr: 0.025,
-        }
-    };
+    let t = Timing::of(ctx.opts.test);
     let files = HashdFiles::new(&ctx.opts.dir)?;
     let hog_report = ctx.opts.dir.join("mem-hog.json");
     let mut rec = ProtectionRecord::default();
-    let (base, source) = match &ctx.iocost {
+    let (base, source) = hog_base(ctx);
+    rec.hog_base_wbps = base;
+    rec.hog_base_source = source;
+    let passive = match spec.passive.as_deref() {
+        Some(p) => {
+            crate::spec::Passive::parse(p).map_err(|e| crate::Error::Input(e.to_string()))?
+        }
+        None => crate::spec::Passive::default(),
+    };
+    rec.hog_cap = hog_cap(ctx, &passive).map_err(crate::Error::Input)?;
+    let (work, sys) = slices(ctx, &passive, &mut rec).map_err(crate::Error::Host)?;
+    let _iocost = io_control(ctx, &passive, &mut rec);
+    let mut trace = start_trace(ctx, &mut rec);
+    for c in &rec.controls {
+        eprintln!("protection: {c}");
+    }
+
+    write_params(&files, ctx, scen[0].load, None).map_err(crate::Error::Host)?;
+    let _ = std::fs::remove_file(&files.report);
+    let _ = std::fs::remove_file(&hog_report);
+    let mut hashd = HashdChild(spawn_hashd_in(
+        ctx,
+        &files,
+        ctx.mem.share,
+        &[],
+        work.as_ref(),
+        false,
+    )?);
+    let mut drive = Drive {
+        ctx,
+        t,
+        files: &files,
+        knobs: &knobs,
+        hog_base: base,
+        hog_report: &hog_report,
+        hog_cap: rec.hog_cap,
+        sys: sys.as_ref(),
+        hashd: &mut hashd,
+        sampler: Sampler {
+            ctx,
+            work: work.as_ref(),
+            sys: sys.as_ref(),
+            report: files.report.clone(),
+            hog_report: hog_report.clone(),
+            last_hashd: String::new(),
+            last_disk: None,
+            trace: trace.as_ref(),
+            trace_started: false,
+        },
+    };
+    let n = scen.len();
+    for (si, s) in scen.iter().enumerate() {
+        let sr = drive.scenario(si, n, s).map_err(crate::Error::Host)?;
+        if let Some(tr) = sr.tune {
+            rec.tunes.resize(si, None);
+            rec.tunes.push(Some(tr));
+        }
+        rec.scenarios.push(sr.mh);
+        rec.samples.push(sr.samples);
+        if let Some(why) = sr.stop_why {
+            trace_cost(&mut rec, trace.take());
+            let v = serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?;
+            return Ok(Outcome::Partial(Some(v), why));
+        }
+    }
+    drop(hashd);
+    trace_cost(&mut rec, trace.take());
+    let result = study_record(&rec);
+    Ok(Outcome::Done(
+        serde_json::to_value(&rec).map_err(|e| crate::Error::Host(e.to_string()))?,
+        serde_json::to_value(&result).map_err(|e| crate::Error::Host(e.to_string()))?,
+    ))
+}
+
+/// The hog's base write rate and where it came from.
+fn hog_base(ctx: &Ctx) -> (u64, String) {
+    match &ctx.iocost {
         Some(k) if k.model.wbps > 0 => (k.model.wbps, "iocost-params wbps".to_string()),
         _ if ctx.opts.test => (TEST_HOG_WBPS, "assumed (--test)".to_string()),
         _ => (
             DFL_HOG_WBPS,
             "assumed: no iocost-params result in the journal".to_string(),
         ),
-    };
-    rec.hog_base_wbps = base;
-    rec.hog_base_source = source;
-    let passive = match spec.passive.as_deref() {
-        Some(p) => crate::spec::Passive::parse(p).map_err(|e| e.to_string())?,
-        None => crate::spec::Passive::default(),
-    };
+    }
+}
+
+/// The memory cap of the hog's slice.
+fn hog_cap(ctx: &Ctx, passive: &crate::spec::Passive) -> Result<u64, String> {
     let total = ctx.sysinfo.total_memory;
-    rec.hog_cap = if passive.mem {
+    let cap = if passive.mem {
         // No protection for hashd: the hog is held just below the whole
         // memory so that the kernel kills it in its cgroup, not another
         // process of the host.
@@ -680,11 +770,20 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
     // A smaller cap (tests, or to keep the hog from crowding a shared
     // host): the hog is killed sooner.
     if let Ok(v) = std::env::var("RACKBENCH_RESCTL_HOG_CAP") {
-        rec.hog_cap = crate::fmt::parse_size(&v)
+        return Ok(crate::fmt::parse_size(&v)
             .map_err(|e| format!("RACKBENCH_RESCTL_HOG_CAP: {e}"))?
-            .max(1 << 20);
+            .max(1 << 20));
     }
+    Ok(cap)
+}
 
+/// The workload and system slices with their memory, CPU and IO
+/// controls, each control's outcome recorded; None without cgroups.
+fn slices(
+    ctx: &Ctx,
+    passive: &crate::spec::Passive,
+    rec: &mut ProtectionRecord,
+) -> Result<(Option<Cgroup>, Option<Cgroup>), String> {
     let parent = format!("rackbench-{}", std::process::id());
     let backend = ctx.cgroups.kind();
     let (work, sys) = if backend == crate::sys::cgroup::BackendKind::None {
@@ -737,10 +836,18 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                 .push(applied("system.slice io.weight=50", s.set_io_weight(50)));
         }
     }
-    // IO control: iocost with the journal's model and QoS for the length
-    // of the bench (restored after), unless passive=io or a caller
-    // (iocost-qos) holds the device's io.cost settings itself.
-    let _iocost = if let Some(how) = &ctx.iocost_managed {
+    Ok((work, sys))
+}
+
+/// IO control: iocost with the journal's model and QoS for the length
+/// of the bench (restored when the guard drops), unless passive=io or a
+/// caller (iocost-qos) holds the device's io.cost settings itself.
+fn io_control(
+    ctx: &Ctx,
+    passive: &crate::spec::Passive,
+    rec: &mut ProtectionRecord,
+) -> Option<crate::bench::iocost_params::IoCostRestore> {
+    if let Some(how) = &ctx.iocost_managed {
         rec.controls.push(format!("iocost: {how}"));
         None
     } else if passive.io {
@@ -755,15 +862,18 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
         rec.controls
             .push("iocost: not enabled: no iocost-params result in the journal".into());
         None
-    };
-    // IO latency per IO, as upstream's biolatpcts; without block
-    // tracepoints, the per-second mean from /proc/diskstats.
+    }
+}
+
+/// IO latency per IO, as upstream's biolatpcts; without block
+/// tracepoints, the per-second mean from /proc/diskstats.
+fn start_trace(ctx: &Ctx, rec: &mut ProtectionRecord) -> Option<crate::sys::iotrace::IoTrace> {
     let traced = if ctx.sysinfo.scr_dev.is_empty() {
         Err("no scratch device".to_string())
     } else {
-        crate::sys::iotrace::IoTrace::start(ctx.sysinfo.scr_devnr)
+        crate::sys::iotrace::IoTrace::start(ctx.sysinfo.scr_devnr).map_err(String::from)
     };
-    let mut trace = match traced {
+    match traced {
         Ok(t) => {
             let (ma, mi) = ctx.sysinfo.scr_devnr;
             rec.controls.push(format!(
@@ -777,64 +887,73 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             ));
             None
         }
-    };
-    for c in &rec.controls {
-        eprintln!("protection: {c}");
+    }
+}
+
+/// A `mem-hog-tune` scenario's search: the scenario's settings, the
+/// footprints to probe and what was found so far.
+type TuneState<'s> = (&'s Tune, Vec<u64>, TuneRecord);
+
+/// What one scenario gave.
+struct ScenarioRun {
+    mh: MemHogRecord,
+    samples: Vec<Sample>,
+    tune: Option<TuneRecord>,
+    /// Why the bench stopped early, if it did.
+    stop_why: Option<String>,
+}
+
+/// One loop of a scenario, as its messages name it.
+struct LoopAt<'l> {
+    label: &'l str,
+    li: u32,
+    nr_loops: u32,
+    /// The scenario's `loops` (the hog line names it).
+    loops: u32,
+    target_rps: f64,
+    wbps: u64,
+}
+
+/// The scenarios' loop: hashd running, the sampler, and what each
+/// scenario's hog needs.
+struct Drive<'a> {
+    ctx: &'a Ctx<'a>,
+    t: Timing,
+    files: &'a HashdFiles,
+    knobs: &'a crate::bench::knobs::HashdKnobs,
+    hog_base: u64,
+    hog_report: &'a std::path::Path,
+    hog_cap: u64,
+    sys: Option<&'a Cgroup>,
+    hashd: &'a mut HashdChild,
+    sampler: Sampler<'a>,
+}
+
+impl Drive<'_> {
+    fn tick(&mut self, samples: &mut Vec<Sample>, hog: bool) -> Option<String> {
+        tick(self.ctx, self.hashd, &mut self.sampler, samples, hog)
     }
 
-    write_params(&files, ctx, scen[0].load, None)?;
-    let _ = std::fs::remove_file(&files.report);
-    let _ = std::fs::remove_file(&hog_report);
-    let mut hashd = HashdChild(spawn_hashd_in(
-        ctx,
-        &files,
-        ctx.mem.share,
-        &[],
-        work.as_ref(),
-        false,
-    )?);
-    let mut sampler = Sampler {
-        ctx,
-        work: work.as_ref(),
-        sys: sys.as_ref(),
-        report: files.report.clone(),
-        hog_report: hog_report.clone(),
-        last_hashd: String::new(),
-        last_disk: None,
-        trace: trace.as_ref(),
-        trace_started: false,
-    };
-    let n = scen.len();
-    for (si, s) in scen.iter().enumerate() {
+    /// Runs one scenario: per loop, settle, a baseline on the first, the
+    /// hog, and for `mem-hog-tune` the probe's verdict.
+    fn scenario(&mut self, si: usize, n: usize, s: &Scenario) -> Result<ScenarioRun, String> {
+        let ctx = self.ctx;
         let speed = SPEEDS
             .iter()
             .find(|(k, _)| *k == s.speed)
             .map(|x| x.1)
             .unwrap_or(2.0);
-        let wbps = (base as f64 * speed) as u64;
-        let target_rps = f64::from(knobs.rps_max) * s.load;
+        let wbps = (self.hog_base as f64 * speed) as u64;
+        let target_rps = f64::from(self.knobs.rps_max) * s.load;
         // hashd's footprint is its size (4 x the share) x mem_frac.
         let hashd_size = (ctx.mem.share as f64 * 4.0).max(1.0);
-        let mut tune = s.tune.as_ref().map(|t| {
-            let max = t.size_max.unwrap_or((hashd_size * knobs.mem_frac) as u64);
-            let min = t.size_min.unwrap_or(max / 2).min(max);
-            (
-                t,
-                t.sizes(min, max, ctx.opts.test),
-                TuneRecord {
-                    size_min: min,
-                    size_max: max,
-                    intvs: t.sizes(min, max, ctx.opts.test).len() as u32,
-                    isol_pct: t.isol_pct.clone(),
-                    isol_thr: t.isol_thr,
-                    probes: Vec::new(),
-                    final_size: None,
-                },
-            )
-        });
+        let mut tune = s
+            .tune
+            .as_ref()
+            .map(|t| tune_state(t, hashd_size, self.knobs.mem_frac, ctx.opts.test));
         let nr_loops = tune.as_ref().map_or(s.loops, |t| t.1.len() as u32);
         if si > 0 && tune.is_none() {
-            write_params(&files, ctx, s.load, None)?;
+            write_params(self.files, ctx, s.load, None)?;
         }
         let mut mh = MemHogRecord {
             loops: if tune.is_some() { 1 } else { s.loops },
@@ -853,7 +972,15 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
             s.speed
         );
         let mut stop_why: Option<String> = None;
-        'loops: for li in 0..nr_loops {
+        for li in 0..nr_loops {
+            let at = LoopAt {
+                label: &label,
+                li,
+                nr_loops,
+                loops: s.loops,
+                target_rps,
+                wbps,
+            };
             if let Some((_, sizes, _)) = &tune {
                 let size = sizes.get(li as usize).copied().unwrap_or(0);
                 eprintln!(
@@ -862,210 +989,274 @@ pub fn run(spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
                     li + 1
                 );
                 write_params(
-                    &files,
+                    self.files,
                     ctx,
                     s.load,
                     Some((size as f64 / hashd_size).min(1.0)),
                 )?;
             }
-            // Settle.
-            eprintln!(
-                "{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps",
-                li + 1,
-                nr_loops
-            );
-            let t0 = Instant::now();
-            let mut rates: Vec<f64> = Vec::new();
-            loop {
-                if let Some(why) = tick(ctx, &mut hashd, &mut sampler, &mut samples, false) {
-                    stop_why = Some(why);
-                    break 'loops;
-                }
-                if let Some(h) = samples.last().and_then(|x| x.hashd.as_ref()) {
-                    rates.push(h.rps);
-                }
-                let el = t0.elapsed().as_secs_f64();
-                if rates.len() >= 15 {
-                    let w = &rates[rates.len() - 15..];
-                    let mean = w.iter().sum::<f64>() / 15.0;
-                    let (slope, _) = linreg(w);
-                    let off = (mean - target_rps).abs() / target_rps;
-                    if (slope / mean.max(1e-9)).abs() <= t.thr / 10.0 && off <= t.thr {
-                        eprintln!("{label}: settled at {mean:.1} rps after {el:.0}s");
+            if let Some(why) = self.settle(&at, &mut samples) {
+                stop_why = Some(why);
+                break;
+            }
+            if li == 0 {
+                match self.baseline(&label, &mut samples) {
+                    Ok(p) => mh.base_period = p,
+                    Err(why) => {
+                        stop_why = Some(why);
                         break;
                     }
                 }
-                if el >= t.settle_max {
-                    eprintln!("{label}: not settled after {:.0}s, going on", t.settle_max);
-                    break;
-                }
-                if (el as u64) % 10 == 9 {
-                    progress(&label, samples.last(), target_rps, None);
-                }
             }
-            if li == 0 {
-                eprintln!("{label}: baseline for {:.0}s", t.baseline);
-                let b0 = now();
-                let t0 = Instant::now();
-                while t0.elapsed().as_secs_f64() < t.baseline {
-                    if let Some(why) = tick(ctx, &mut hashd, &mut sampler, &mut samples, false) {
-                        stop_why = Some(why);
-                        break 'loops;
-                    }
-                }
-                mh.base_period = (b0, now());
-            }
-            // The hog.
-            let _ = std::fs::remove_file(&hog_report);
-            let mut cmd = Command::new(&ctx.exe);
-            cmd.args([crate::CHILD_CMD, "mem-hog", "--wbps"])
-                .arg(wbps.to_string())
-                .arg("--report")
-                .arg(&hog_report)
-                .arg("--max")
-                // Above the cgroup cap: the kernel's cap acts first where
-                // there is one.
-                .arg((rec.hog_cap + (64 << 20)).to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
-            let oom0 = sys.as_ref().and_then(|c| c.oom_kills());
-            let mut hog = spawn_in(cmd, sys.as_ref())
-                .map_err(|e| format!("cannot start the memory hog: {e}"))?;
-            eprintln!(
-                "{label} loop {}/{}: memory hog at {}/s (cap {})",
-                li + 1,
-                s.loops,
-                format_size(wbps as f64),
-                format_size(rec.hog_cap as f64)
-            );
-            let h0 = Instant::now();
-            let mut first: Option<f64> = None;
-            let mut last = 0.0;
-            let mut mems: Vec<u64> = Vec::new();
-            let mut last_hog = HogSample::default();
-            let mut failed = None;
-            let end = loop {
-                let why = tick(ctx, &mut hashd, &mut sampler, &mut samples, true);
-                let el = h0.elapsed().as_secs_f64();
-                if let Some(h) = samples.last().and_then(|x| x.hog.clone()) {
-                    if h.mem_bytes > 0 && first.is_none() {
-                        first = Some(samples.last().map(|x| x.at).unwrap_or(0.0));
-                    }
-                    last = samples.last().map(|x| x.at).unwrap_or(0.0);
-                    mems.push(h.mem_bytes);
-                    last_hog = h;
-                }
-                if let Some(why) = why {
-                    failed = Some((t.hog_max, el.min(t.hog_max), why.clone()));
-                    stop_child(&mut hog);
-                    stop_why = Some(why);
-                    break "the bench stopped".to_string();
-                }
-                if (el as u64) % 5 == 4 {
-                    progress(&label, samples.last(), target_rps, Some(el));
-                }
-                match hog.try_wait() {
-                    Ok(Some(st)) => {
-                        use std::os::unix::process::ExitStatusExt;
-                        let oom = sys.as_ref().and_then(|c| c.oom_kills());
-                        let by_oom = matches!((oom0, oom), (Some(a), Some(b)) if b > a);
-                        break match st.signal() {
-                            Some(9) if by_oom => {
-                                format!(
-                                    "killed by the kernel (OOM at its memory cap) after {el:.0}s"
-                                )
-                            }
-                            Some(9) => format!(
-                                "killed by SIGKILL (the kernel's OOM killer, most likely) after {el:.0}s"
-                            ),
-                            Some(sig) => format!("killed by signal {sig} after {el:.0}s"),
-                            None => format!("exited ({st}) after {el:.0}s"),
-                        };
-                    }
-                    Ok(None) => {}
-                    Err(e) => break format!("lost track of the hog: {e}"),
-                }
-                if el >= t.hog_max {
-                    stop_child(&mut hog);
-                    break format!("timeout {:.0}s", t.hog_max);
-                }
-            };
-            eprintln!("{label} loop {}/{}: hog {end}", li + 1, nr_loops);
-            let tail = &mems[mems.len().saturating_sub(5)..];
-            let last_mem = if tail.is_empty() {
-                0
-            } else {
-                tail.iter().sum::<u64>() / tail.len() as u64
-            };
-            let start = first.unwrap_or(last);
-            mh.runs.push(MemHogRun {
-                hog_period: (start, last.max(start)),
-                failed,
-                last_hog_mem: last_mem,
-                last_hog_wbytes: last_hog.wbytes,
-                hog_wloss: last_hog.wloss,
-                end,
-                first_hog_rep: None,
-                last_hog_rep: None,
-            });
-            if stop_why.is_some() {
+            let (run, why) = self.hog(&at, &mut samples)?;
+            mh.runs.push(run);
+            if why.is_some() {
+                stop_why = why;
                 break;
             }
-            if let Some((t, sizes, tr)) = tune.as_mut() {
-                // Judge this probe alone; keep only the latest run, as
-                // upstream keeps only the final probe.
-                let last = mh.runs.len().saturating_sub(1);
-                mh.runs.drain(..last);
-                mh.period.1 = now();
-                let res = study::study(&mh, &samples);
-                let isol = if res.isol_samples.is_empty() {
-                    None
-                } else {
-                    res.isol.get(&t.isol_pct).copied()
-                };
-                let size = sizes.get(li as usize).copied().unwrap_or(0);
-                tr.probes.push((size, isol));
-                let ok = isol.is_some_and(|v| v >= t.isol_thr);
-                match isol {
-                    Some(v) => eprintln!(
-                        "{label}: footprint {} {} at isol-{}={:.2}% (threshold {:.2}%)",
-                        format_size(size as f64),
-                        if ok { "protected" } else { "not protected" },
-                        t.isol_pct,
-                        v * 100.0,
-                        t.isol_thr * 100.0
-                    ),
-                    None => eprintln!(
-                        "{label}: footprint {} not judged: the hog ended before a full second under it (a small hog cap?)",
-                        format_size(size as f64)
-                    ),
-                }
-                if ok {
-                    tr.final_size = Some(size);
-                    break;
-                }
+            if let Some(tn) = tune.as_mut()
+                && judge_probe(tn, &mut mh, &samples, li, &label)
+            {
+                break;
             }
         }
         mh.period.1 = now();
-        if let Some((_, _, tr)) = tune {
-            rec.tunes.resize(si, None);
-            rec.tunes.push(Some(tr));
-        }
-        rec.scenarios.push(mh);
-        rec.samples.push(samples);
-        if let Some(why) = stop_why {
-            trace_cost(&mut rec, trace.take());
-            let v = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
-            return Ok(Outcome::Partial(Some(v), why));
+        Ok(ScenarioRun {
+            mh,
+            samples,
+            tune: tune.map(|t| t.2),
+            stop_why,
+        })
+    }
+
+    /// Waits for hashd to settle at the target rate; Some(why) when the
+    /// bench must stop.
+    fn settle(&mut self, at: &LoopAt, samples: &mut Vec<Sample>) -> Option<String> {
+        let (label, target_rps, t) = (at.label, at.target_rps, self.t);
+        eprintln!(
+            "{label} loop {}/{}: waiting for hashd to settle at {target_rps:.0} rps",
+            at.li + 1,
+            at.nr_loops
+        );
+        let t0 = Instant::now();
+        let mut rates: Vec<f64> = Vec::new();
+        loop {
+            if let Some(why) = self.tick(samples, false) {
+                return Some(why);
+            }
+            if let Some(h) = samples.last().and_then(|x| x.hashd.as_ref()) {
+                rates.push(h.rps);
+            }
+            let el = t0.elapsed().as_secs_f64();
+            if rates.len() >= 15 {
+                let w = &rates[rates.len() - 15..];
+                let mean = w.iter().sum::<f64>() / 15.0;
+                let (slope, _) = linreg(w);
+                let off = (mean - target_rps).abs() / target_rps;
+                if (slope / mean.max(1e-9)).abs() <= t.thr / 10.0 && off <= t.thr {
+                    eprintln!("{label}: settled at {mean:.1} rps after {el:.0}s");
+                    return None;
+                }
+            }
+            if el >= t.settle_max {
+                eprintln!("{label}: not settled after {:.0}s, going on", t.settle_max);
+                return None;
+            }
+            if (el as u64) % 10 == 9 {
+                progress(label, samples.last(), target_rps, None);
+            }
         }
     }
-    drop(hashd);
-    trace_cost(&mut rec, trace.take());
-    let result = study_record(&rec);
-    Ok(Outcome::Done(
-        serde_json::to_value(&rec).map_err(|e| e.to_string())?,
-        serde_json::to_value(&result).map_err(|e| e.to_string())?,
-    ))
+
+    /// The baseline period; Err(why) when the bench must stop.
+    fn baseline(&mut self, label: &str, samples: &mut Vec<Sample>) -> Result<(f64, f64), String> {
+        eprintln!("{label}: baseline for {:.0}s", self.t.baseline);
+        let b0 = now();
+        let t0 = Instant::now();
+        while t0.elapsed().as_secs_f64() < self.t.baseline {
+            if let Some(why) = self.tick(samples, false) {
+                return Err(why);
+            }
+        }
+        Ok((b0, now()))
+    }
+
+    /// Runs the memory hog until it ends; its run, and why the bench must
+    /// stop if it must.
+    fn hog(
+        &mut self,
+        at: &LoopAt,
+        samples: &mut Vec<Sample>,
+    ) -> Result<(MemHogRun, Option<String>), String> {
+        let (ctx, label, t) = (self.ctx, at.label, self.t);
+        let _ = std::fs::remove_file(self.hog_report);
+        let mut cmd = Command::new(&ctx.exe);
+        cmd.args([crate::CHILD_CMD, "mem-hog", "--wbps"])
+            .arg(at.wbps.to_string())
+            .arg("--report")
+            .arg(self.hog_report)
+            .arg("--max")
+            // Above the cgroup cap: the kernel's cap acts first where
+            // there is one.
+            .arg((self.hog_cap + (64 << 20)).to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let sys = self.sys;
+        let oom0 = sys.and_then(|c| c.oom_kills());
+        let mut hog =
+            spawn_in(cmd, sys).map_err(|e| format!("cannot start the memory hog: {e}"))?;
+        eprintln!(
+            "{label} loop {}/{}: memory hog at {}/s (cap {})",
+            at.li + 1,
+            at.loops,
+            format_size(at.wbps as f64),
+            format_size(self.hog_cap as f64)
+        );
+        let h0 = Instant::now();
+        let mut first: Option<f64> = None;
+        let mut last = 0.0;
+        let mut mems: Vec<u64> = Vec::new();
+        let mut last_hog = HogSample::default();
+        let mut failed = None;
+        let mut stop_why = None;
+        let end = loop {
+            let why = self.tick(samples, true);
+            let el = h0.elapsed().as_secs_f64();
+            if let Some(h) = samples.last().and_then(|x| x.hog.clone()) {
+                if h.mem_bytes > 0 && first.is_none() {
+                    first = Some(samples.last().map(|x| x.at).unwrap_or(0.0));
+                }
+                last = samples.last().map(|x| x.at).unwrap_or(0.0);
+                mems.push(h.mem_bytes);
+                last_hog = h;
+            }
+            if let Some(why) = why {
+                failed = Some((t.hog_max, el.min(t.hog_max), why.clone()));
+                stop_child(&mut hog);
+                stop_why = Some(why);
+                break "the bench stopped".to_string();
+            }
+            if (el as u64) % 5 == 4 {
+                progress(label, samples.last(), at.target_rps, Some(el));
+            }
+            if let Some(end) = hog_ended(&mut hog, sys, oom0, el) {
+                break end;
+            }
+            if el >= t.hog_max {
+                stop_child(&mut hog);
+                break format!("timeout {:.0}s", t.hog_max);
+            }
+        };
+        eprintln!("{label} loop {}/{}: hog {end}", at.li + 1, at.nr_loops);
+        let tail = &mems[mems.len().saturating_sub(5)..];
+        let last_mem = if tail.is_empty() {
+            0
+        } else {
+            tail.iter().sum::<u64>() / tail.len() as u64
+        };
+        let start = first.unwrap_or(last);
+        let run = MemHogRun {
+            hog_period: (start, last.max(start)),
+            failed,
+            last_hog_mem: last_mem,
+            last_hog_wbytes: last_hog.wbytes,
+            hog_wloss: last_hog.wloss,
+            end,
+            first_hog_rep: None,
+            last_hog_rep: None,
+        };
+        Ok((run, stop_why))
+    }
+}
+
+/// How the hog ended, once it has.
+fn hog_ended(
+    hog: &mut std::process::Child,
+    sys: Option<&Cgroup>,
+    oom0: Option<u64>,
+    el: f64,
+) -> Option<String> {
+    match hog.try_wait() {
+        Ok(Some(st)) => {
+            use std::os::unix::process::ExitStatusExt;
+            let oom = sys.and_then(|c| c.oom_kills());
+            let by_oom = matches!((oom0, oom), (Some(a), Some(b)) if b > a);
+            Some(match st.signal() {
+                Some(9) if by_oom => {
+                    format!("killed by the kernel (OOM at its memory cap) after {el:.0}s")
+                }
+                Some(9) => format!(
+                    "killed by SIGKILL (the kernel's OOM killer, most likely) after {el:.0}s"
+                ),
+                Some(sig) => format!("killed by signal {sig} after {el:.0}s"),
+                None => format!("exited ({st}) after {el:.0}s"),
+            })
+        }
+        Ok(None) => None,
+        Err(e) => Some(format!("lost track of the hog: {e}")),
+    }
+}
+
+/// The footprint search of a `mem-hog-tune` scenario, before its probes.
+fn tune_state(t: &Tune, hashd_size: f64, mem_frac: f64, test: bool) -> TuneState<'_> {
+    let max = t.size_max.unwrap_or((hashd_size * mem_frac) as u64);
+    let min = t.size_min.unwrap_or(max / 2).min(max);
+    (
+        t,
+        t.sizes(min, max, test),
+        TuneRecord {
+            size_min: min,
+            size_max: max,
+            intvs: t.sizes(min, max, test).len() as u32,
+            isol_pct: t.isol_pct.clone(),
+            isol_thr: t.isol_thr,
+            probes: Vec::new(),
+            final_size: None,
+        },
+    )
+}
+
+/// Judges a `mem-hog-tune` probe alone (keeping only its run, as upstream
+/// keeps only the final probe); true when the footprint was protected and
+/// the search ends.
+fn judge_probe(
+    tune: &mut TuneState,
+    mh: &mut MemHogRecord,
+    samples: &[Sample],
+    li: u32,
+    label: &str,
+) -> bool {
+    let (t, sizes, tr) = tune;
+    let last = mh.runs.len().saturating_sub(1);
+    mh.runs.drain(..last);
+    mh.period.1 = now();
+    let res = study::study(mh, samples);
+    let isol = if res.isol_samples.is_empty() {
+        None
+    } else {
+        res.isol.get(&t.isol_pct).copied()
+    };
+    let size = sizes.get(li as usize).copied().unwrap_or(0);
+    tr.probes.push((size, isol));
+    let ok = isol.is_some_and(|v| v >= t.isol_thr);
+    match isol {
+        Some(v) => eprintln!(
+            "{label}: footprint {} {} at isol-{}={:.2}% (threshold {:.2}%)",
+            format_size(size as f64),
+            if ok { "protected" } else { "not protected" },
+            t.isol_pct,
+            v * 100.0,
+            t.isol_thr * 100.0
+        ),
+        None => eprintln!(
+            "{label}: footprint {} not judged: the hog ended before a full second under it (a small hog cap?)",
+            format_size(size as f64)
+        ),
+    }
+    if ok {
+        tr.final_size = Some(size);
+    }
+    ok
 }
 
 /// Stops the IO latency trace and states, with the controls, what it
@@ -1092,7 +1283,7 @@ fn tick(
         return Some("interrupted".into());
     }
     if let Err(e) = hashd.check() {
-        return Some(e);
+        return Some(e.to_string());
     }
     samples.push(sampler.sample(hog));
     None
@@ -1162,12 +1353,12 @@ fn is_tune(rec: &ProtectionRecord, i: usize) -> Option<&TuneRecord> {
 }
 
 /// The text: a blank line, then the scenarios (`full`) and the summary.
-pub fn format(d: &JobData, full: bool) -> Result<String, String> {
+pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
     format_with_rstat(d, full, 0)
 }
 
 /// [`format`] with `format -R...`'s extra resource stat tables.
-pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+pub fn format_with_rstat(d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
     format_with_prefix(d, full, rstat, "")
 }
 
@@ -1179,9 +1370,9 @@ pub fn format_with_prefix(
     full: bool,
     rstat: u8,
     prefix: &str,
-) -> Result<String, String> {
+) -> Result<String, crate::Error> {
     let mut rec: ProtectionRecord = serde_json::from_value(d.record.clone().unwrap_or_default())
-        .map_err(|e| format!("the record is not a protection record: {e}"))?;
+        .map_err(|e| crate::Error::Input(format!("the record is not a protection record: {e}")))?;
     // Upstream's record leaves the scenario parameters to the spec.
     let scns = scenarios(&d.spec).unwrap_or_default();
     for (r, s) in rec.scenarios.iter_mut().zip(&scns) {
@@ -1192,8 +1383,9 @@ pub fn format_with_prefix(
         }
     }
     let res: ProtectionResult = match &d.result {
-        Some(r) if !r.is_null() => serde_json::from_value(r.clone())
-            .map_err(|e| format!("the result is not a protection result: {e}"))?,
+        Some(r) if !r.is_null() => serde_json::from_value(r.clone()).map_err(|e| {
+            crate::Error::Input(format!("the result is not a protection result: {e}"))
+        })?,
         // An interrupted run: study what it recorded.
         _ => study_record(&rec),
     };
@@ -1289,10 +1481,10 @@ impl Bench for ProtectionBench {
         // the hog is built in and nothing is compiled.
         SysReq::ALL.split_at(SysReq::ALL.len() - 4).0
     }
-    fn check(&self, spec: &JobSpec) -> Result<(), String> {
+    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)
     }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, String> {
+    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
         run(spec, ctx)
     }
     /// A mem-hog-tune scenario run without `size-min`/`size-max` (ours:
@@ -1317,14 +1509,14 @@ impl Bench for ProtectionBench {
         }
         out
     }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, String> {
+    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         format(d, full)
     }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, String> {
+    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
         format_with_rstat(d, full, rstat)
     }
-    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, String>> {
-        Some(restudy(d))
+    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, crate::Error>> {
+        Some(restudy(d).map_err(crate::Error::Input))
     }
     fn metrics(&self, d: &JobData, m: &mut crate::bench::common::JobMetrics) {
         let Some(p) = d
@@ -1652,12 +1844,32 @@ mod tests {
             }]
         );
         let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
-        assert!(bad("protection::loops=1").contains("\"scenario\" invalid or missing"));
-        assert!(bad("protection::scenario=cpu-hog").contains("cpu-hog"));
-        assert!(bad("protection::scenario=mem-hog,loops=0").contains("can't be 0"));
-        assert!(bad("protection::scenario=mem-hog,speed=3x").contains("3x"));
-        assert!(bad("protection::scenario=mem-hog,lod=1").contains("load"));
-        assert!(bad("protection:x=1").contains("x"));
+        assert!(
+            bad("protection::loops=1")
+                .to_string()
+                .contains("\"scenario\" invalid or missing")
+        );
+        assert!(
+            bad("protection::scenario=cpu-hog")
+                .to_string()
+                .contains("cpu-hog")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,loops=0")
+                .to_string()
+                .contains("can't be 0")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,speed=3x")
+                .to_string()
+                .contains("3x")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog,lod=1")
+                .to_string()
+                .contains("load")
+        );
+        assert!(bad("protection:x=1").to_string().contains("x"));
     }
 
     #[test]
@@ -1686,11 +1898,24 @@ mod tests {
         assert_eq!(d.sizes(g, 2 * g, false).len(), 10);
 
         let bad = |t: &str| scenarios(&parse(t).unwrap()).unwrap_err();
-        assert!(bad("protection::scenario=mem-hog-tune,loops=2").contains("loops"));
-        assert!(bad("protection::scenario=mem-hog-tune,intvs=0").contains("intvs"));
-        assert!(bad("protection::scenario=mem-hog-tune,isol-pct=7").contains("isol-pct"));
+        assert!(
+            bad("protection::scenario=mem-hog-tune,loops=2")
+                .to_string()
+                .contains("loops")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog-tune,intvs=0")
+                .to_string()
+                .contains("intvs")
+        );
+        assert!(
+            bad("protection::scenario=mem-hog-tune,isol-pct=7")
+                .to_string()
+                .contains("isol-pct")
+        );
         assert!(
             bad("protection::scenario=mem-hog-tune,size-min=2G,size-max=1G")
+                .to_string()
                 .contains("above size-max")
         );
 

@@ -614,37 +614,25 @@ pub fn study_iolat(per_sec: &[BTreeMap<String, f64>]) -> BTreeMap<String, BTreeM
     out
 }
 
-/// Studies one memory-hog scenario from its record and the per-second
-/// samples (sorted by `at`). See the module documentation.
-pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
-    let base_rps = if rec.base_rps.is_finite() {
-        rec.base_rps
-    } else {
-        0.0
-    };
+/// What a scenario's hog periods add up to, second by second.
+#[derive(Default)]
+struct HogSeconds {
+    isol: Vec<f64>,
+    lat_imp: Vec<f64>,
+    /// hashd reports got and missed.
+    got: u64,
+    missed: u64,
+    io_usage: f64,
+    io_unused: f64,
+    hog_io_usage: f64,
+    vrates: Vec<f64>,
+}
 
-    // Baseline latency.
-    let base_lats: Vec<f64> = samples
-        .iter()
-        .filter(|s| in_period(s, rec.base_period))
-        .filter_map(|s| s.hashd.as_ref().map(|h| h.lat_ctl))
-        .filter(|v| v.is_finite())
-        .collect();
-    let (base_lat, base_lat_stdev) = mean_stdev(&base_lats);
-
-    let mut isol = Vec::new();
-    let mut lat_imp = Vec::new();
-    let (mut got, mut missed) = (0u64, 0u64);
-    let (mut io_usage, mut io_unused, mut hog_io_usage) = (0.0, 0.0, 0.0);
-    let mut vrates = Vec::new();
-
-    for run in &rec.runs {
-        let period = run.hog_period;
-        let in_hog: Vec<&Sample> = samples.iter().filter(|s| in_period(s, period)).collect();
-
-        // Isolation and latency impact from hashd's reports.
+impl HogSeconds {
+    /// Isolation and latency impact from hashd's reports.
+    fn add_reports(&mut self, in_hog: &[&Sample], base_rps: f64, base_lat: f64) {
         let mut last: Option<(f64, u64)> = None;
-        for s in &in_hog {
+        for s in in_hog {
             let Some(h) = &s.hashd else { continue };
             if let Some((last_at, last_done)) = last {
                 let dt = s.at - last_at;
@@ -652,21 +640,23 @@ pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
                     continue;
                 }
                 let cnt = slots(dt);
-                missed += cnt as u64 - 1;
+                self.missed += cnt as u64 - 1;
                 let rate = h.nr_done.saturating_sub(last_done) as f64 / dt;
                 let iv = isol_value(rate, base_rps);
                 let li = lat_imp_value(h.lat_ctl, base_lat);
-                isol.extend(std::iter::repeat_n(iv, cnt));
-                lat_imp.extend(std::iter::repeat_n(li, cnt));
+                self.isol.extend(std::iter::repeat_n(iv, cnt));
+                self.lat_imp.extend(std::iter::repeat_n(li, cnt));
             }
-            got += 1;
+            self.got += 1;
             last = Some((s.at, h.nr_done));
         }
+    }
 
-        // Work conservation inputs.
-        for s in &in_hog {
+    /// Work conservation inputs.
+    fn add_io(&mut self, in_hog: &[&Sample]) {
+        for s in in_hog {
             if let Some(v) = s.vrate.filter(|v| v.is_finite()) {
-                vrates.push(v);
+                self.vrates.push(v);
             }
         }
         for pair in in_hog.windows(2) {
@@ -681,20 +671,23 @@ pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
             if let (Some(u0), Some(u1)) = (a.root.io_usage, b.root.io_usage) {
                 let du = u1 - u0;
                 if du.is_finite() {
-                    io_usage += du.max(0.0) * v;
-                    io_unused += (dt - du).max(0.0) * v;
+                    self.io_usage += du.max(0.0) * v;
+                    self.io_unused += (dt - du).max(0.0) * v;
                 }
             }
             if let (Some(h0), Some(h1)) = (a.system.io_usage, b.system.io_usage) {
                 let dh = h1 - h0;
                 if dh.is_finite() {
-                    hog_io_usage += dh.max(0.0) * v;
+                    self.hog_io_usage += dh.max(0.0) * v;
                 }
             }
         }
     }
+}
 
-    // Failed time counts as no isolation and a 100% latency impact.
+/// The failed runs: the failed share of the hogs' target time, the
+/// messages, and how many failed seconds to count.
+fn failures(rec: &MemHogRecord) -> (f64, Vec<String>, usize) {
     let mut fail_time = 0.0;
     let mut target_time = 0.0;
     let mut fail_msgs = Vec::new();
@@ -728,21 +721,18 @@ pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
     } else {
         0
     };
-    isol.extend(std::iter::repeat_n(0.0, nr_fail));
-    lat_imp.extend(std::iter::repeat_n(1.0, nr_fail));
+    (fail_ratio, fail_msgs, nr_fail)
+}
 
-    let hog_bytes = rec.runs.iter().fold(0u64, |acc, r| {
-        acc.saturating_add(r.last_hog_wbytes.saturating_sub(r.last_hog_mem))
-    });
-    let hog_lost_bytes = rec
-        .runs
-        .iter()
-        .fold(0u64, |acc, r| acc.saturating_add(r.hog_wloss));
-    let hog_io_loss = hog_io_loss(hog_lost_bytes, hog_io_usage, hog_bytes);
-    let work_csv = work_csv(io_usage, io_unused, hog_io_loss);
-    let (vrate, vrate_stdev) = mean_stdev(&vrates);
-
-    // Resource stats and IO latency over the whole scenario.
+/// Resource stats and IO latency over the whole scenario.
+#[allow(clippy::type_complexity)]
+fn scenario_samples(
+    rec: &MemHogRecord,
+    samples: &[Sample],
+) -> (
+    [BTreeMap<String, Vec<f64>>; 3],
+    [Vec<BTreeMap<String, f64>>; 2],
+) {
     let mut rstat_samples: [BTreeMap<String, Vec<f64>>; 3] = Default::default();
     let mut iolat_samples: [Vec<BTreeMap<String, f64>>; 2] = Default::default();
     let in_scn: Vec<&Sample> = samples
@@ -772,6 +762,61 @@ pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
             }
         }
     }
+    (rstat_samples, iolat_samples)
+}
+
+/// Studies one memory-hog scenario from its record and the per-second
+/// samples (sorted by `at`). See the module documentation.
+pub fn study(rec: &MemHogRecord, samples: &[Sample]) -> MemHogResult {
+    let base_rps = if rec.base_rps.is_finite() {
+        rec.base_rps
+    } else {
+        0.0
+    };
+
+    // Baseline latency.
+    let base_lats: Vec<f64> = samples
+        .iter()
+        .filter(|s| in_period(s, rec.base_period))
+        .filter_map(|s| s.hashd.as_ref().map(|h| h.lat_ctl))
+        .filter(|v| v.is_finite())
+        .collect();
+    let (base_lat, base_lat_stdev) = mean_stdev(&base_lats);
+
+    let mut hs = HogSeconds::default();
+    for run in &rec.runs {
+        let period = run.hog_period;
+        let in_hog: Vec<&Sample> = samples.iter().filter(|s| in_period(s, period)).collect();
+        hs.add_reports(&in_hog, base_rps, base_lat);
+        hs.add_io(&in_hog);
+    }
+    let HogSeconds {
+        mut isol,
+        mut lat_imp,
+        got,
+        missed,
+        io_usage,
+        io_unused,
+        hog_io_usage,
+        vrates,
+    } = hs;
+
+    // Failed time counts as no isolation and a 100% latency impact.
+    let (fail_ratio, fail_msgs, nr_fail) = failures(rec);
+    isol.extend(std::iter::repeat_n(0.0, nr_fail));
+    lat_imp.extend(std::iter::repeat_n(1.0, nr_fail));
+
+    let hog_bytes = rec.runs.iter().fold(0u64, |acc, r| {
+        acc.saturating_add(r.last_hog_wbytes.saturating_sub(r.last_hog_mem))
+    });
+    let hog_lost_bytes = rec
+        .runs
+        .iter()
+        .fold(0u64, |acc, r| acc.saturating_add(r.hog_wloss));
+    let hog_io_loss = hog_io_loss(hog_lost_bytes, hog_io_usage, hog_bytes);
+    let work_csv = work_csv(io_usage, io_unused, hog_io_loss);
+    let (vrate, vrate_stdev) = mean_stdev(&vrates);
+    let (rstat_samples, iolat_samples) = scenario_samples(rec, samples);
 
     MemHogResult {
         base_rps,
