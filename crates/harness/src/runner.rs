@@ -7,7 +7,7 @@ use crate::hooks::{self, Hook, HookContext};
 use crate::job::{Catalogue, HookSpec, Job};
 use crate::machine::{self, MachineInfo};
 use crate::record::Record;
-use crate::report::{Report, new_run_id};
+use crate::report::{Report, Stamp, new_run_id};
 use crate::store::{RunRow, Store};
 use crate::vars::{Resolved, resolve};
 use serde_json::{Map, Value, json};
@@ -486,18 +486,13 @@ pub fn execute(
             };
             let started = jiff::ZonedDateTime::now();
             let (metrics, success, record, stop_is_end) = run_one(p, &ctx, inv.disable_hooks);
-            let report = Report {
-                benchmark_args: p.resolved.args.clone(),
-                benchmark_desc: p.job.description.clone(),
-                benchmark_hooks: p.resolved.hooks.iter().map(HookSpec::describe).collect(),
-                benchmark_name: p.job.name.clone(),
-                machines: vec![machine.clone()],
-                metadata: metadata.clone(),
-                metrics: Value::Object(metrics),
-                run_id: run_id.clone(),
+            let stamp = Stamp {
+                machine: &machine,
+                metadata: &metadata,
+                run_id: &run_id,
                 timestamp: inv.timestamp.unwrap_or_else(now_secs),
-                success,
             };
+            let report = Report::for_job(p.job, &p.resolved, stamp, metrics, success);
             if iteration == 1 {
                 // `<job>_system_specs_<ts>.json`, the timestamp of the job's
                 // first metrics file, as benchpress pairs them.

@@ -572,12 +572,12 @@ impl QosTarget {
     ) -> Result<Option<(IoCostQos, f64)>, crate::Error> {
         let ds = |sel: &DataSel| {
             data.get(sel)
-                .ok_or_else(|| format!("the data series {sel} is missing"))
+                .ok_or_else(|| crate::Error::Input(format!("the data series {sel} is missing")))
         };
         // Near a steep, noisy MOF slope, a solution is moved toward the
         // flat side in proportion to the slope times MOF's relative error
         // (x 800, at most 10%), as upstream.
-        let mof = ds(&DataSel::Mof).map_err(crate::Error::Input)?;
+        let mof = ds(&DataSel::Mof)?;
         let margin = match (
             max_vrate_at_min(mof, mof.lines.range, 0.0),
             min_vrate_at_max(mof, mof.lines.range, 0.0, None),
@@ -588,12 +588,8 @@ impl QosTarget {
             }
             _ => 0.0,
         };
-        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))
-            .map_err(crate::Error::Input)?
-            .lines;
-        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))
-            .map_err(crate::Error::Input)?
-            .lines;
+        let r99 = &ds(&DataSel::RLat("99".into(), "mean".into()))?.lines;
+        let w99 = &ds(&DataSel::WLat("99".into(), "mean".into()))?.lines;
         // A fixed vrate: no percentiles steer it, but the latencies set
         // iocost's period.
         let fixed = |v: f64| {
@@ -609,25 +605,26 @@ impl QosTarget {
                 v,
             )
         };
-        let clamped_end = |sel: &DataSel| -> Result<Option<f64>, String> {
-            Ok(ds(sel)?.lines.clamped(scale)?.map(|c| c.range.1))
+        let clamped_end = |sel: &DataSel| -> Result<Option<f64>, crate::Error> {
+            let clamped = ds(sel)?.lines.clamped(scale)?;
+            Ok(clamped.map(|c| c.range.1))
         };
         Ok(match self {
             QosTarget::VrateRange((lo, hi), (rp, wp)) => {
-                let at = |p: &Option<String>, read: bool| -> Result<(f64, u64), String> {
+                let at = |p: &Option<String>, read: bool| -> Result<(f64, u64), crate::Error> {
                     let Some(p) = p else { return Ok((0.0, 0)) };
                     let sel = if read {
                         DataSel::RLat(p.clone(), "mean".into())
                     } else {
                         DataSel::WLat(p.clone(), "mean".into())
                     };
-                    let pct = p
-                        .parse::<f64>()
-                        .map_err(|_| format!("percentile {p:?}: expected a number"))?;
+                    let pct = p.parse::<f64>().map_err(|_| {
+                        crate::Error::Input(format!("percentile {p:?}: expected a number"))
+                    })?;
                     Ok((pct, usecs(ds(&sel)?.lines.eval(*hi))))
                 };
-                let (rpct, rlat) = at(rp, true).map_err(crate::Error::Input)?;
-                let (wpct, wlat) = at(wp, false).map_err(crate::Error::Input)?;
+                let (rpct, rlat) = at(rp, true)?;
+                let (wpct, wlat) = at(wp, false)?;
                 Some((
                     IoCostQos {
                         rpct,
@@ -648,43 +645,25 @@ impl QosTarget {
                 };
                 // A flat figure: the highest vrate where the latency
                 // impact is lowest.
-                let flat = max_vrate_at_min(
-                    ds(&DataSel::LatImp).map_err(crate::Error::Input)?,
-                    scale,
-                    margin,
-                );
-                min_vrate_at_max(ds(&sel).map_err(crate::Error::Input)?, scale, margin, flat)
-                    .map(fixed)
+                let flat = max_vrate_at_min(ds(&DataSel::LatImp)?, scale, margin);
+                min_vrate_at_max(ds(&sel)?, scale, margin, flat).map(fixed)
             }
-            QosTarget::AmofMaxVrate => clamped_end(&DataSel::Amof)
-                .map_err(crate::Error::Input)?
-                .map(fixed),
+            QosTarget::AmofMaxVrate => clamped_end(&DataSel::Amof)?.map(fixed),
             QosTarget::IsolatedBandwidth => {
                 match (
-                    max_vrate_at_min(
-                        ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?,
-                        scale,
-                        margin,
-                    ),
-                    clamped_end(&DataSel::Amof).map_err(crate::Error::Input)?,
+                    max_vrate_at_min(ds(&DataSel::AmofDelta)?, scale, margin),
+                    clamped_end(&DataSel::Amof)?,
                 ) {
-                    (Some(lo), Some(hi)) => max_vrate_at_max(
-                        ds(&DataSel::Amof).map_err(crate::Error::Input)?,
-                        scale,
-                        margin,
-                    )
-                    .map(|v| fixed(clamp(v, (lo, hi)))),
+                    (Some(lo), Some(hi)) => max_vrate_at_max(ds(&DataSel::Amof)?, scale, margin)
+                        .map(|v| fixed(clamp(v, (lo, hi)))),
                     _ => None,
                 }
             }
-            QosTarget::AmofDeltaMin => max_vrate_at_min(
-                ds(&DataSel::AmofDelta).map_err(crate::Error::Input)?,
-                scale,
-                margin,
-            )
-            .map(fixed),
+            QosTarget::AmofDeltaMin => {
+                max_vrate_at_min(ds(&DataSel::AmofDelta)?, scale, margin).map(fixed)
+            }
             QosTarget::LatRange(sel, (flo, fhi)) => {
-                let s = ds(sel).map_err(crate::Error::Input)?;
+                let s = ds(sel)?;
                 match (
                     max_vrate_at_min(s, scale, 0.0),
                     min_vrate_at_max(s, scale, 0.0, None),
