@@ -291,7 +291,7 @@ impl LocalCluster {
 pub async fn run_tests(
     addr: &str,
     seq: &TestSequence,
-    mut on_result: impl FnMut(usize, &TestResult) -> Result<(), String>,
+    mut on_result: impl FnMut(usize, &TestResult) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let mut client = sequencer_client(addr).await?;
     if seq.tests.is_empty() {
@@ -339,7 +339,7 @@ pub async fn run_tests(
             .into_inner();
         for r in &results.test_results {
             // The caller's own step (saving the result) failed.
-            on_result(i, r).map_err(Error::Host)?;
+            on_result(i, r)?;
         }
     }
     Ok(())

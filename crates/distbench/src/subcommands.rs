@@ -1078,7 +1078,7 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
             results.test_results.push(r.clone());
             outfile
                 .save_partial(&results, a.binary_output)
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| crate::Error::Host(format!("{e:#}")))?;
             Ok(())
         });
         tokio::pin!(fut);
