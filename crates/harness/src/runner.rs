@@ -331,12 +331,17 @@ fn args_message(e: &anyhow::Error) -> String {
         .to_string()
 }
 
-/// Refuses an input key that no job of the run declares (a typo would
-/// otherwise run every job with its default), naming the closest var.
+/// Refuses an input key that no job of the run declares in any of its
+/// roles (a typo would otherwise run every job with its default), naming
+/// the closest var. A key another role uses (one `-i` for a job's server
+/// and client) stays a warning.
 fn check_input_used(planned: &[Planned<'_>], input: &Map<String, Value>) -> Result<(), PlanError> {
     let used: std::collections::BTreeSet<&str> = planned
         .iter()
-        .flat_map(|p| p.resolved.values.keys().map(String::as_str))
+        .flat_map(|p| {
+            let roles = p.job.roles.iter().flat_map(|r| r.vars.iter());
+            p.job.vars.iter().chain(roles).map(|v| v.name.as_str())
+        })
         .collect();
     let Some(key) = input.keys().find(|k| !used.contains(k.as_str())) else {
         return Ok(());
