@@ -349,7 +349,7 @@ pub fn digest(reply: &[u8], out: &mut BytesMut) {
 }
 
 impl Kernel for RpcClient {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let body = self.body.fire(rq, 0)?.output;
         let calls: Vec<_> = self
             .services
@@ -366,10 +366,13 @@ impl Kernel for RpcClient {
                 )
             })
             .collect();
-        let replies = self.io.run(futures::future::join_all(calls))?;
+        let replies = self
+            .io
+            .run(futures::future::join_all(calls))
+            .map_err(Error::Host)?;
         let mut out = BytesMut::with_capacity(2 * replies.len());
         for r in replies {
-            digest(&r?, &mut out);
+            digest(&r.map_err(Error::Host)?, &mut out);
         }
         self.n.fires.fetch_add(1, Ordering::Relaxed);
         Ok(Fired::output(out.freeze()))
@@ -539,7 +542,7 @@ mod tests {
         assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
         let k = kernel("Client", svc).unwrap();
         let rq = RequestObjs::new(Bytes::from_static(b"x"));
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
     }
 

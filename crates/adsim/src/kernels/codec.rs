@@ -88,7 +88,7 @@ impl Compress {
 }
 
 impl Kernel for Compress {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let held;
         let plain: &[u8] = match &self.shared {
             Some(s) => &s.plain,
@@ -97,7 +97,8 @@ impl Kernel for Compress {
                 &held
             }
         };
-        let data = zstd::bulk::compress(plain, self.level).map_err(|e| format!("Compress: {e}"))?;
+        let data = zstd::bulk::compress(plain, self.level)
+            .map_err(|e| Error::Host(format!("Compress: {e}")))?;
         rq.put(&format!("{}.size_", self.output), data.len());
         rq.put(
             &self.output,
@@ -143,7 +144,7 @@ impl Decompress {
 }
 
 impl Kernel for Decompress {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let out = match &self.shared {
             Some(s) => zstd::bulk::decompress(&s.compressed, s.plain.len()),
             None => {
@@ -151,7 +152,7 @@ impl Kernel for Decompress {
                 zstd::bulk::decompress(&c.data, c.plain_len)
             }
         }
-        .map_err(|e| format!("Decompress: {e}"))?;
+        .map_err(|e| Error::Host(format!("Decompress: {e}")))?;
         rq.put(&self.output, out);
         Ok(Fired::nothing())
     }
@@ -250,7 +251,7 @@ mod tests {
             Rand::new(&h, 0),
         )
         .unwrap();
-        let e = d.fire(&rq, 0).unwrap_err();
+        let e = d.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains("\"Rnone\""), "{e}");
     }
 }

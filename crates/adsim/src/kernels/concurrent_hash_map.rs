@@ -335,7 +335,7 @@ pub fn build_map(keys: usize) -> ShardedMap {
 }
 
 impl Kernel for ConcurrentHashMap {
-    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, Error> {
         let (from, to) = part_range(self.requests_per_run, self.parts, part % self.parts);
         let n = to - from;
         let start = self.cursor.fetch_add(n, Ordering::Relaxed) % self.book.len();
@@ -350,7 +350,9 @@ impl Kernel for ConcurrentHashMap {
         }
         std::hint::black_box(x);
         if missed > 0 {
-            return Err(format!("{missed} lookups of inserted ids missed"));
+            return Err(Error::Host(format!(
+                "{missed} lookups of inserted ids missed"
+            )));
         }
         Ok(Fired::nothing())
     }

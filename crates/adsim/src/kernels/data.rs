@@ -136,7 +136,7 @@ impl HashMapKernel {
 }
 
 impl Kernel for HashMapKernel {
-    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let mut x = 0u8;
         let mut missing = 0usize;
         for _ in 0..self.runs {
@@ -149,9 +149,9 @@ impl Kernel for HashMapKernel {
         }
         std::hint::black_box(x);
         if missing > 0 {
-            return Err(format!(
+            return Err(Error::Host(format!(
                 "HashMap: {missing} lookups of inserted keys missed"
-            ));
+            )));
         }
         Ok(Fired::nothing())
     }
@@ -247,7 +247,7 @@ impl DeepCopy {
 }
 
 impl Kernel for DeepCopy {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let held;
         let src: &[CopyUnit] = match &self.shared {
             Some(v) => v,
@@ -257,7 +257,10 @@ impl Kernel for DeepCopy {
             }
         };
         if src.is_empty() {
-            return Err(format!("DeepCopy: input {:?} holds no units", self.input));
+            return Err(Error::Input(format!(
+                "DeepCopy: input {:?} holds no units",
+                self.input
+            )));
         }
         let start = self.rand.next() as usize;
         let out: Vec<CopyUnit> = (0..self.copy_len)

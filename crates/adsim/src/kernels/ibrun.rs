@@ -293,7 +293,7 @@ impl IbRun {
 }
 
 impl Kernel for IbRun {
-    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         self.calls(self.rounds);
         Ok(Fired::nothing())
     }

@@ -72,7 +72,7 @@ impl FakeIo {
 }
 
 impl Kernel for FakeIo {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let draw = rq.multiplier(|| self.rand.next());
         Ok(Fired::wait(self.latency_for(draw)))
     }
@@ -126,7 +126,7 @@ impl Delay {
 }
 
 impl Kernel for Delay {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let so_far = rq.received.elapsed().as_micros() as u64 + 10;
         let d = self.wait_for(so_far);
         Ok(if d.is_zero() {
@@ -182,7 +182,7 @@ impl Shape {
 }
 
 impl Kernel for Shape {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         Ok(Fired::output(match &self.strings {
             Some(s) => s[self.rand.next() as usize % s.len()].clone(),
             None => rq.request.clone(),

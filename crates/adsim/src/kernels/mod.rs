@@ -194,7 +194,7 @@ pub trait Kernel: Send + Sync {
     /// Runs once for a request. `part` is in `0..self.parts()`: kernels
     /// that split into sub-tasks (GEMM with `nthreads`) are fired once per
     /// part, concurrently on their pool, and the outputs concatenated.
-    fn fire(&self, rq: &RequestObjs, part: usize) -> Result<Fired, String>;
+    fn fire(&self, rq: &RequestObjs, part: usize) -> Result<Fired, Error>;
 
     /// Sub-tasks per request (1 unless the kernel splits).
     fn parts(&self) -> usize {

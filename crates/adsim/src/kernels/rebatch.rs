@@ -285,7 +285,7 @@ fn prefetch_at(base: *const u8, off: usize) {
 }
 
 impl Kernel for Rebatch {
-    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, Error> {
         let b = &self.batches[self.next.fetch_add(1, Ordering::Relaxed) % self.batches.len()];
         let n = b.sizes.len();
         if n == 0 {

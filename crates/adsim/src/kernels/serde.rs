@@ -118,12 +118,12 @@ impl Serialize {
 }
 
 impl Kernel for Serialize {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let mut buf = Vec::new();
         for _ in 0..self.niters {
             let req = &self.corpus.reqs[self.rand.next() as usize % self.corpus.reqs.len()];
             req.encode(&mut buf)
-                .map_err(|e| format!("Serialize: {e}"))?;
+                .map_err(|e| Error::Host(format!("Serialize: {e}")))?;
         }
         rq.put(&self.output, buf);
         Ok(Fired::nothing())
@@ -150,12 +150,14 @@ impl Deserialize {
 }
 
 impl Kernel for Deserialize {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let bytes = &self.corpus.encoded[self.rand.next() as usize % self.corpus.encoded.len()];
         let mut last = None;
         for _ in 0..self.niters {
-            last =
-                Some(SerializableReq::decode(&bytes[..]).map_err(|e| format!("Deserialize: {e}"))?);
+            last = Some(
+                SerializableReq::decode(&bytes[..])
+                    .map_err(|e| Error::Host(format!("Deserialize: {e}")))?,
+            );
         }
         if let Some(r) = last {
             rq.put(&self.output, r);

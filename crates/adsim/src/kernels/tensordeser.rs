@@ -316,7 +316,7 @@ impl TensorDeser {
 }
 
 impl Kernel for TensorDeser {
-    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, part: usize) -> Result<Fired, Error> {
         let (from, to) = part_range(self.requests_per_run, self.parts, part % self.parts);
         let start = self.cursor.fetch_add(to - from, Ordering::Relaxed) % self.book.len();
         std::hint::black_box(self.run(start, from, to));

@@ -86,11 +86,12 @@ pub fn protocol_of(
 
 /// The client side of one connection to one peer instance.
 pub trait Peer: Send + Sync {
-    /// Sends one request; the error is the transport's or the server's.
+    /// Sends one request; the error is the transport's or the server's
+    /// ([`Error::Host`]), or a request too large to send ([`Error::Input`]).
     fn call(
         &self,
         req: GenericRequestResponse,
-    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>>;
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, Error>>;
 }
 
 /// The generic RPC's method path.
@@ -201,23 +202,23 @@ impl Peer for GrpcPeer {
     fn call(
         &self,
         req: GenericRequestResponse,
-    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>> {
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, Error>> {
         let body = rpc::unary::frame_message(&req);
         if body.len() > MAX_MESSAGE_BYTES + rpc::unary::PREFIX {
             let n = body.len() - rpc::unary::PREFIX;
             return Box::pin(async move {
-                Err(format!(
+                Err(Error::Input(format!(
                     "{:?}: request of {n} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
                     tonic::Code::OutOfRange
-                ))
+                )))
             });
         }
         let call = self.client.call(body);
         Box::pin(async move {
-            let reply = call.await.map_err(grpc_error)?;
+            let reply = call.await.map_err(|e| Error::Host(grpc_error(e)))?;
             reply
                 .decode::<GenericRequestResponse>()
-                .map_err(|e| format!("{:?}: bad response: {e}", tonic::Code::Internal))
+                .map_err(|e| Error::Host(format!("{:?}: bad response: {e}", tonic::Code::Internal)))
         })
     }
 }
@@ -258,12 +259,15 @@ impl Peer for TcpPeer {
     fn call(
         &self,
         req: GenericRequestResponse,
-    ) -> BoxFuture<'static, Result<GenericRequestResponse, String>> {
+    ) -> BoxFuture<'static, Result<GenericRequestResponse, Error>> {
         use prost::Message;
         let call = self.client.call(req.encode_to_vec().into());
         Box::pin(async move {
-            let body = call.await.map_err(|e| format!("Unavailable: {e}"))?;
-            GenericRequestResponse::decode(body).map_err(|e| format!("bad response frame: {e}"))
+            let body = call
+                .await
+                .map_err(|e| Error::Host(format!("Unavailable: {e}")))?;
+            GenericRequestResponse::decode(body)
+                .map_err(|e| Error::Host(format!("bad response frame: {e}")))
         })
     }
 }

@@ -517,7 +517,7 @@ impl Engine {
                         self.cancel_traffic(OVERLOAD_PENDING, Duration::ZERO);
                     }
                     tokio::select! {
-                        r = call => r,
+                        r = call => r.map_err(String::from),
                         () = self.cancelled_to(ABORTED) => {
                             Err(format!("{TRAFFIC_CANCELLED}{}", self.reason()))
                         }

@@ -184,17 +184,17 @@ impl DenseFp32 {
 }
 
 impl Kernel for DenseFp32 {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let dims = &self.weights.dims;
         let from = match &self.from {
             None => None,
             Some(key) => {
                 let t = rq.need::<Tensor>(key)?;
                 if (t.rows, t.cols) != (self.batch, dims[0]) {
-                    return Err(format!(
+                    return Err(Error::Input(format!(
                         "DenseFP32: request object {key:?} is {} x {}, expected batch x dims[0] = {} x {}",
                         t.rows, t.cols, self.batch, dims[0]
-                    ));
+                    )));
                 }
                 Some(t)
             }
@@ -364,10 +364,10 @@ mod tests {
             .unwrap();
         assert!(e.contains("params.dims: 0"), "{e}");
         let rq = RequestObjs::new(Bytes::new());
-        let e = a.fire(&rq, 0).unwrap_err();
+        let e = a.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains("\"Rx\""), "{e}");
         rq.put("Rx", Tensor::zeros(2, 5));
-        let e = a.fire(&rq, 0).unwrap_err();
+        let e = a.fire(&rq, 0).unwrap_err().to_string();
         assert!(
             e.contains("\"Rx\" is 2 x 5, expected batch x dims[0] = 2 x 4"),
             "{e}"

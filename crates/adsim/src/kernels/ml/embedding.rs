@@ -826,7 +826,7 @@ impl Embedding {
         cursors: &[AtomicUsize],
         part: usize,
         bufs: &mut Bufs,
-    ) -> Result<Option<Vec<f32>>, String> {
+    ) -> Result<Option<Vec<f32>>, Error> {
         let n = requests.len();
         let (lo, hi) = (part * n / self.parts, (part + 1) * n / self.parts);
         let rpf = self.cfg.requests_per_fire;
@@ -872,7 +872,7 @@ impl Embedding {
                     }
                 }
             };
-            dispatch(self.mode(), job, s)?;
+            dispatch(self.mode(), job, s).map_err(Error::Input)?;
         }
         Ok(block)
     }
@@ -886,26 +886,29 @@ impl Embedding {
         key: &str,
         part: usize,
         bufs: &mut Bufs,
-    ) -> Result<Option<(usize, usize, Vec<f32>)>, String> {
+    ) -> Result<Option<(usize, usize, Vec<f32>)>, Error> {
         let sf = rq.need::<SparseFeatures>(key)?;
         let tables = &self.tables.tables;
         if sf.tables.len() != tables.len() {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "Embedding: request object {key:?} has bags for {} tables, the kernel has {} tables",
                 sf.tables.len(),
                 tables.len()
-            ));
+            )));
         }
         for (t, bags) in sf.tables.iter().enumerate() {
             let what = format!("Embedding: request object {key:?} table {t}");
             let nb = bags.check(&what)?;
             if nb != sf.batch {
-                return Err(format!("{what}: {nb} bags for a batch of {}", sf.batch));
+                return Err(Error::Input(format!(
+                    "{what}: {nb} bags for a batch of {}",
+                    sf.batch
+                )));
             }
             if self.cfg.weighted && bags.weights.is_none() {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "{what}: no weights, and the kernel is weighted (Features needs weighted: true)"
-                ));
+                )));
             }
         }
         let (lo, hi) = (
@@ -951,7 +954,7 @@ impl Embedding {
                 }
             };
             dispatch(self.mode(), job, s)
-                .map_err(|e| format!("{e} (request object {key:?} table {t})"))?;
+                .map_err(|e| Error::Input(format!("{e} (request object {key:?} table {t})")))?;
         }
         Ok(block.map(|b| (sf.batch, lo, b)))
     }
@@ -968,7 +971,7 @@ impl Embedding {
         batch: usize,
         row: usize,
         block: Vec<f32>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let width = self.cfg.width();
         if self.parts == 1 {
             rq.put(key, Tensor::new(batch, width, block)?);
@@ -1015,7 +1018,7 @@ impl Embedding {
 }
 
 impl Kernel for Embedding {
-    fn fire(&self, rq: &RequestObjs, part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, part: usize) -> Result<Fired, Error> {
         let part = part % self.parts;
         let mut bufs = self.scratch.take(|| self.new_bufs());
         let res = match &self.source {
@@ -1421,20 +1424,20 @@ mod tests {
         )
         .unwrap();
         let rq = RequestObjs::new(Bytes::new());
-        assert!(k.fire(&rq, 0).unwrap_err().contains("\"Rs\""));
+        assert!(k.fire(&rq, 0).unwrap_err().to_string().contains("\"Rs\""));
         rq.put("Rs", sparse(3, 4, 10, true));
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(
             e.contains("\"Rs\" has bags for 3 tables, the kernel has 2"),
             "{e}"
         );
         let rq = RequestObjs::new(Bytes::new());
         rq.put("Rs", sparse(2, 4, 10, false));
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains("no weights"), "{e}");
         let rq = RequestObjs::new(Bytes::new());
         rq.put("Rs", sparse(2, 6, 11, true));
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(
             e.contains("index 10 is out of range") && e.contains("\"Rs\" table 0"),
             "{e}"

@@ -178,7 +178,7 @@ impl Features {
 }
 
 impl Kernel for Features {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let (dense, sparse) = self.extract(&rq.request);
         match &self.dense_out {
             Some(k) => rq.put(k, dense),

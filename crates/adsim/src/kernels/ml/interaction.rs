@@ -126,7 +126,7 @@ impl Interaction {
 }
 
 impl Kernel for Interaction {
-    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let x = rq.need::<Tensor>(&self.dense)?;
         let e = rq.need::<Tensor>(&self.embeddings)?;
         let out = self.compute(&x, &e)?;
@@ -207,11 +207,11 @@ mod tests {
         let k = interaction(json!({"dense": "Rx", "embeddings": "Re"})).unwrap();
         assert_eq!(k.work(), Work::default());
         let rq = RequestObjs::new(Bytes::new());
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains("\"Rx\""), "{e}");
         rq.put("Rx", Tensor::zeros(2, 4));
         rq.put("Re", Tensor::zeros(3, 8));
-        let e = k.fire(&rq, 0).unwrap_err();
+        let e = k.fire(&rq, 0).unwrap_err().to_string();
         assert!(e.contains("\"Rx\" and \"Re\" have 2 and 3 rows"), "{e}");
         let e = k
             .compute(&Tensor::zeros(2, 4), &Tensor::zeros(2, 6))

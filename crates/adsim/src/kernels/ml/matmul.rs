@@ -81,7 +81,7 @@ impl Gemm {
 }
 
 impl Kernel for Gemm {
-    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, String> {
+    fn fire(&self, _rq: &RequestObjs, _part: usize) -> Result<Fired, Error> {
         let mut c = self.out.take(|| vec![0.0; self.inputs.m * self.inputs.n]);
         self.run(&mut c);
         self.out.give(c);
