@@ -596,12 +596,12 @@ impl<P: Prober> Prober for DriverProber<P> {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<load::RunResult, String> {
+    ) -> Result<load::RunResult, load::Error> {
         let mode = self.map(mode);
         self.inner.probe(mode, warmup, duration).await
     }
 
-    async fn settle(&mut self) -> Result<Duration, String> {
+    async fn settle(&mut self) -> Result<Duration, load::Error> {
         self.inner.settle().await
     }
 }

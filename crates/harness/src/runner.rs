@@ -748,7 +748,7 @@ fn run_one(
         &p.resolved.hooks
     };
     for spec in run_hooks {
-        let built = hooks::build(spec).map_err(String::from);
+        let built = hooks::build(spec);
         match built.and_then(|mut h| h.before(&hctx).map(|_| h)) {
             Ok(h) => started.push((spec.hook.clone(), h)),
             Err(e) => {
@@ -822,7 +822,7 @@ fn run_one(
             }
             Err(e) => {
                 eprintln!("warning: hook '{name}' after the job: {e}");
-                hook_summaries.insert(name, json!({ "error": e }));
+                hook_summaries.insert(name, json!({ "error": e.to_string() }));
             }
         }
     }

@@ -72,8 +72,8 @@ where
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
-        (self.check)()?;
+    ) -> Result<RunResult, crate::Error> {
+        (self.check)().map_err(crate::Error::Host)?;
         let cfg = RunConfig {
             mode,
             warmup,
@@ -87,16 +87,16 @@ where
         let make = self.make.clone();
         let r = driver::run(self.svc.clone(), move |n| make(n), &cfg, self.stop.clone()).await;
         if r.recorder.ok == 0 && r.recorder.errors > 0 && !r.interrupted {
-            (self.check)()?;
+            (self.check)().map_err(crate::Error::Host)?;
             let why = r.recorder.first_error.clone().unwrap_or_default();
-            return Err(format!("every request failed: {why}"));
+            return Err(crate::Error::Host(format!("every request failed: {why}")));
         }
         Ok(r)
     }
 
-    async fn settle(&mut self) -> Result<Duration, String> {
+    async fn settle(&mut self) -> Result<Duration, crate::Error> {
         match self.settle.as_mut() {
-            Some(f) => f().await,
+            Some(f) => f().await.map_err(crate::Error::Host),
             None => Ok(Duration::ZERO),
         }
     }

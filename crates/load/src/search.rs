@@ -139,18 +139,19 @@ fn unix_ms() -> u64 {
 /// service, wrapped by the workload.
 pub trait Prober {
     /// Runs `mode` for `warmup` (unrecorded) plus `duration`; an `Err` is a
-    /// fault that ends the search (the server died, the client cannot connect).
+    /// fault that ends the search (the server died, the client cannot
+    /// connect: usually [`crate::Error::Host`]).
     fn probe(
         &mut self,
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> impl Future<Output = Result<RunResult, String>>;
+    ) -> impl Future<Output = Result<RunResult, crate::Error>>;
 
     /// Waits until the server has finished (or dropped) the work of earlier
     /// probes, so that no probe inherits the backlog of an overloaded one;
     /// returns how long it waited. The default does not wait.
-    fn settle(&mut self) -> impl Future<Output = Result<Duration, String>> {
+    fn settle(&mut self) -> impl Future<Output = Result<Duration, crate::Error>> {
         async { Ok(Duration::ZERO) }
     }
 }
@@ -543,7 +544,11 @@ impl<'a, P: Prober> Search<'a, P> {
             Mode::Open { rate, .. } | Mode::Capped { rate, .. } => rate,
             Mode::Closed { .. } => 0.0,
         };
-        let settled = self.prober.settle().await.map_err(Halt)?;
+        let settled = self
+            .prober
+            .settle()
+            .await
+            .map_err(|e| Halt(e.to_string()))?;
         (self.on_event)(Event::Start {
             phase,
             requested_qps: requested,
@@ -555,7 +560,7 @@ impl<'a, P: Prober> Search<'a, P> {
             .prober
             .probe(mode, warmup, duration)
             .await
-            .map_err(Halt)?;
+            .map_err(|e| Halt(e.to_string()))?;
         // Close calls of the bracket and bisection are measured longer and
         // judged on the whole window; so are finals that just missed, up to
         // `extended_finals` of them (a final that passed stands: a longer
@@ -598,7 +603,7 @@ impl<'a, P: Prober> Search<'a, P> {
                 .prober
                 .probe(mode, Duration::ZERO, duration)
                 .await
-                .map_err(Halt)?;
+                .map_err(|e| Halt(e.to_string()))?;
             r.append(&more);
         }
         let (passed, mut verdict) = match phase {
@@ -699,7 +704,11 @@ impl<'a, P: Prober> Search<'a, P> {
                 .await?;
             return Ok(());
         }
-        let settled = self.prober.settle().await.map_err(Halt)?;
+        let settled = self
+            .prober
+            .settle()
+            .await
+            .map_err(|e| Halt(e.to_string()))?;
         let start_unix_ms = unix_ms();
         let mut total: Option<RunResult> = None;
         let mut pieces: Vec<f64> = Vec::new();
@@ -716,7 +725,7 @@ impl<'a, P: Prober> Search<'a, P> {
                 .prober
                 .probe(mode, Duration::ZERO, piece)
                 .await
-                .map_err(Halt)?;
+                .map_err(|e| Halt(e.to_string()))?;
             pieces.push(r.achieved_qps());
             let interrupted = r.interrupted;
             let t = match total.as_mut() {
@@ -1009,11 +1018,11 @@ impl<P: Prober> Prober for &mut P {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> impl Future<Output = Result<RunResult, String>> {
+    ) -> impl Future<Output = Result<RunResult, crate::Error>> {
         (**self).probe(mode, warmup, duration)
     }
 
-    fn settle(&mut self) -> impl Future<Output = Result<Duration, String>> {
+    fn settle(&mut self) -> impl Future<Output = Result<Duration, crate::Error>> {
         (**self).settle()
     }
 }

@@ -125,7 +125,7 @@ impl load::Prober for Knee {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, load::Error> {
         let rate = match mode {
             Mode::Open { rate, .. } | Mode::Capped { rate, .. } => rate,
             Mode::Closed { .. } => 2.0 * self.knee,

@@ -45,10 +45,10 @@ impl load::Prober for Model {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, load::Error> {
         self.calls.push((mode, duration));
         if self.fail_after.is_some_and(|n| self.calls.len() > n) {
-            return Err("leaf died".into());
+            return Err(load::Error::Host("leaf died".into()));
         }
         let secs = duration.as_secs_f64();
         let closed_calls = self
@@ -551,7 +551,7 @@ impl load::Prober for CloseCall {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, load::Error> {
         let (rate, first) = match mode {
             Mode::Open { rate, .. } | Mode::Capped { rate, .. } => {
                 let seen = self.windows.entry(rate.to_bits()).or_insert(0);
@@ -643,7 +643,7 @@ impl load::Prober for Rising {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, load::Error> {
         // Unthrottled probes complete twice the sustainable rate and are
         // never slow.
         let (rate, rising) = match mode {
@@ -795,7 +795,7 @@ impl load::Prober for FinalHiccup {
         mode: Mode,
         warmup: Duration,
         duration: Duration,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, load::Error> {
         let rate = match mode {
             Mode::Closed { .. } => 1000.0,
             Mode::Open { rate, .. } | Mode::Capped { rate, .. } => rate,

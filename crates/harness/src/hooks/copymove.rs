@@ -2,7 +2,7 @@
 //! globs into the metrics folder before the job and the `after` globs after
 //! it. A glob matching nothing is reported, not fatal.
 
-use super::{Hook, HookContext, boolean, strings};
+use super::{Error, Hook, HookContext, boolean, strings};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -71,15 +71,15 @@ impl CopyMove {
 }
 
 impl Hook for CopyMove {
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error> {
         let globs = self.before.clone();
-        self.done_before = self.transfer(&globs, &ctx.out_dir)?;
+        self.done_before = self.transfer(&globs, &ctx.out_dir).map_err(Error::Host)?;
         Ok(())
     }
 
-    fn after(&mut self, ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, Error> {
         let globs = self.after.clone();
-        let after = self.transfer(&globs, &ctx.out_dir)?;
+        let after = self.transfer(&globs, &ctx.out_dir).map_err(Error::Host)?;
         Ok(json!({
             "mode": if self.is_move { "move" } else { "copy" },
             "before": self.done_before,

@@ -6,7 +6,7 @@
 //! reads it (its decimal digits as hex). Hooks listed after this one start
 //! their threads under the mask too.
 
-use super::{Hook, HookContext};
+use super::{Error, Hook, HookContext};
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -69,34 +69,39 @@ impl CpuLimit {
 }
 
 impl Hook for CpuLimit {
-    fn before(&mut self, _ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, _ctx: &HookContext) -> Result<(), Error> {
         let current = sched_getaffinity(Pid::from_raw(0))
-            .map_err(|e| format!("cannot read this thread's CPU affinity: {e}"))?;
+            .map_err(|e| Error::Host(format!("cannot read this thread's CPU affinity: {e}")))?;
         let mut set = CpuSet::new();
         let mut applied = Vec::new();
         for &c in &self.cpus {
             if c < CpuSet::count() && current.is_set(c).unwrap_or(false) {
-                set.set(c).map_err(|e| format!("CPU {c}: {e}"))?;
+                set.set(c)
+                    .map_err(|e| Error::Host(format!("CPU {c}: {e}")))?;
                 applied.push(c);
             }
         }
         if applied.is_empty() {
-            return Err(format!(
+            return Err(Error::Host(format!(
                 "the CPU mask '{}' selects CPUs {:?}, none of which this process may run on",
                 self.text, self.cpus
-            ));
+            )));
         }
-        sched_setaffinity(Pid::from_raw(0), &set)
-            .map_err(|e| format!("cannot set the CPU affinity to '{}': {e}", self.text))?;
+        sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| {
+            Error::Host(format!(
+                "cannot set the CPU affinity to '{}': {e}",
+                self.text
+            ))
+        })?;
         self.saved = Some(current);
         self.applied = applied;
         Ok(())
     }
 
-    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, _ctx: &HookContext) -> Result<Value, Error> {
         if let Some(saved) = self.saved.take() {
             sched_setaffinity(Pid::from_raw(0), &saved)
-                .map_err(|e| format!("cannot restore the CPU affinity: {e}"))?;
+                .map_err(|e| Error::Host(format!("cannot restore the CPU affinity: {e}")))?;
         }
         let ignored: Vec<usize> = self
             .cpus
@@ -163,6 +168,11 @@ mod tests {
         assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
         // A mask of CPUs this process cannot use fails the job.
         let mut h = CpuLimit::new(&json!(format!("{:x}", 1u128 << 100))).unwrap();
-        assert!(h.before(&ctx).unwrap_err().contains("none of which"));
+        assert!(
+            h.before(&ctx)
+                .unwrap_err()
+                .to_string()
+                .contains("none of which")
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! directory that existed before the job is not deleted: the hook removes
 //! only what it created.
 
-use super::{Hook, HookContext};
+use super::{Error, Hook, HookContext};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -73,7 +73,7 @@ impl FileHook {
 }
 
 impl Hook for FileHook {
-    fn before(&mut self, _ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, _ctx: &HookContext) -> Result<(), Error> {
         for (kind, path) in &self.entries {
             match kind {
                 Kind::Dir if path.is_dir() => {
@@ -83,14 +83,17 @@ impl Hook for FileHook {
                     );
                     self.kept.push(path.clone());
                 }
-                Kind::Dir => std::fs::create_dir_all(path)
-                    .map_err(|e| format!("cannot create directory {}: {e}", path.display()))?,
+                Kind::Dir => std::fs::create_dir_all(path).map_err(|e| {
+                    Error::Host(format!("cannot create directory {}: {e}", path.display()))
+                })?,
                 Kind::File => {
                     std::fs::OpenOptions::new()
                         .write(true)
                         .create_new(true)
                         .open(path)
-                        .map_err(|e| format!("cannot create file {}: {e}", path.display()))?;
+                        .map_err(|e| {
+                            Error::Host(format!("cannot create file {}: {e}", path.display()))
+                        })?;
                 }
             }
             if !self.kept.contains(path) {
@@ -100,7 +103,7 @@ impl Hook for FileHook {
         Ok(())
     }
 
-    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, _ctx: &HookContext) -> Result<Value, Error> {
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for (kind, path) in self.created.drain(..).rev() {
@@ -114,7 +117,7 @@ impl Hook for FileHook {
             }
         }
         if !errors.is_empty() {
-            return Err(errors.join("; "));
+            return Err(Error::Host(errors.join("; ")));
         }
         let kept: Vec<String> = self.kept.iter().map(|p| p.display().to_string()).collect();
         Ok(json!({ "deleted": deleted, "kept_existing": kept }))
@@ -158,7 +161,12 @@ mod tests {
         // A file that exists is an error, as benchpress' mknod.
         std::fs::write(&f, "").unwrap();
         let mut h = FileHook::new(&json!([{"type": "file", "path": f}])).unwrap();
-        assert!(h.before(&ctx).unwrap_err().contains("cannot create file"));
+        assert!(
+            h.before(&ctx)
+                .unwrap_err()
+                .to_string()
+                .contains("cannot create file")
+        );
     }
 
     #[test]

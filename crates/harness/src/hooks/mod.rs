@@ -29,9 +29,11 @@ pub struct HookContext {
 /// A hook instance for one job run.
 pub trait Hook: Send {
     /// Runs before the job; an error fails the job (the workload is skipped).
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String>;
+    /// Options were checked when the hook was built, so an error here is
+    /// the host's ([`Error::Host`]): a tool, file or process failed.
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error>;
     /// Runs after the job; returns the summary for the report.
-    fn after(&mut self, ctx: &HookContext) -> Result<Value, String>;
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, Error>;
 }
 
 /// The hooks rackbench knows, with their option keys.

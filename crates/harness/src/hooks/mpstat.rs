@@ -6,7 +6,7 @@
 //! Of that argv only what this sampler does is accepted: `-u`, `-P ALL` and
 //! one interval in whole seconds; anything else is refused by name.
 
-use super::{Hook, HookContext};
+use super::{Error, Hook, HookContext};
 use crate::machine::{CpuTicks as Times, parse_proc_stat as parse_stat};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -240,7 +240,7 @@ fn round2(x: f64) -> f64 {
 }
 
 impl Hook for Mpstat {
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error> {
         let path = ctx
             .out_dir
             .join(format!("{}_cpu_mpstat_iter_{}.csv", ctx.job, ctx.iteration));
@@ -251,13 +251,14 @@ impl Hook for Mpstat {
         Ok(())
     }
 
-    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, _ctx: &HookContext) -> Result<Value, Error> {
         self.stop.store(true, Ordering::Relaxed);
         match self.worker.take() {
             Some(h) => h
                 .join()
-                .map_err(|_| "sampler thread panicked".to_string())?,
-            None => Err("not started".into()),
+                .map_err(|_| Error::Host("sampler thread panicked".into()))?
+                .map_err(Error::Host),
+            None => Err(Error::Host("not started".into())),
         }
     }
 }

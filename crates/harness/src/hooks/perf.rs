@@ -10,7 +10,7 @@
 //! countable, the job still runs and the report says the counters were
 //! unavailable and why.
 
-use super::{Hook, HookContext, strings};
+use super::{Error, Hook, HookContext, strings};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -110,7 +110,7 @@ fn probe(events: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
 }
 
 impl Hook for Perf {
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error> {
         self.running = Some(super::monitors::start(&self.monitors));
         match probe(&self.events) {
             Err(why) => self.unavailable = Some(why),
@@ -146,7 +146,7 @@ impl Hook for Perf {
         Ok(())
     }
 
-    fn after(&mut self, ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, Error> {
         let monitors = self
             .running
             .take()
@@ -171,7 +171,7 @@ impl Hook for Perf {
         let _ = child.wait();
         let path = self.output.clone().unwrap_or_default();
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            .map_err(|e| Error::Host(format!("cannot read {}: {e}", path.display())))?;
         let (values, more_unsupported) = parse_csv(&text);
         let mut unsupported = self.unsupported.clone();
         unsupported.extend(more_unsupported);

@@ -3,7 +3,7 @@
 //! options are the list of paths. benchpress skips a missing file without a
 //! word; here the summary lists it under `missing`.
 
-use super::{Hook, HookContext};
+use super::{Error, Hook, HookContext};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -34,11 +34,11 @@ impl ResultHook {
 }
 
 impl Hook for ResultHook {
-    fn before(&mut self, _ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, _ctx: &HookContext) -> Result<(), Error> {
         Ok(())
     }
 
-    fn after(&mut self, ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, Error> {
         let mut copied = Vec::new();
         let mut missing = Vec::new();
         for p in &self.paths {
@@ -49,7 +49,7 @@ impl Hook for ResultHook {
             };
             let to = format!("{}_{}", ctx.job, name.to_string_lossy());
             std::fs::copy(src, ctx.out_dir.join(&to))
-                .map_err(|e| format!("cannot copy {p} to the metrics folder: {e}"))?;
+                .map_err(|e| Error::Host(format!("cannot copy {p} to the metrics folder: {e}")))?;
             copied.push(to);
         }
         Ok(json!({ "copied": copied, "missing": missing }))

@@ -3,7 +3,7 @@
 //! goes to `<job>_shell_hook_iter_<n>.log` in the metrics folder. A failing
 //! `before` command fails the job; a failing `after` command is reported.
 
-use super::{Hook, HookContext, strings};
+use super::{Error, Hook, HookContext, strings};
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::process::Command;
@@ -60,12 +60,14 @@ fn run_all(cmds: &[String], ctx: &HookContext, phase: &str) -> Result<Vec<Value>
 }
 
 impl Hook for Shell {
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
-        run_all(&self.before, ctx, "before").map(|_| ())
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error> {
+        run_all(&self.before, ctx, "before")
+            .map(|_| ())
+            .map_err(Error::Host)
     }
 
-    fn after(&mut self, ctx: &HookContext) -> Result<Value, String> {
-        let after = run_all(&self.after, ctx, "after")?;
+    fn after(&mut self, ctx: &HookContext) -> Result<Value, Error> {
+        let after = run_all(&self.after, ctx, "after").map_err(Error::Host)?;
         Ok(json!({ "before": self.before, "after": after }))
     }
 }
@@ -89,7 +91,7 @@ mod tests {
             std::fs::read_to_string(d.path().join("j.txt")).unwrap(),
             "hi\n"
         );
-        let e = h.after(&ctx).unwrap_err();
+        let e = h.after(&ctx).unwrap_err().to_string();
         assert!(e.contains("`exit 3` exited with 3"), "{e}");
     }
 }

@@ -11,7 +11,7 @@
 //! the path at its first dot, which for `./x.sh` or `dir/x.sh` names a file
 //! in a missing folder).
 
-use super::{Hook, HookContext, object, strings};
+use super::{Error, Hook, HookContext, object, strings};
 use serde_json::{Map, Value, json};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ impl UserScript {
 }
 
 impl Hook for UserScript {
-    fn before(&mut self, ctx: &HookContext) -> Result<(), String> {
+    fn before(&mut self, ctx: &HookContext) -> Result<(), Error> {
         let script = Path::new(&self.hook_path);
         let stem = script
             .file_stem()
@@ -89,12 +89,12 @@ impl Hook for UserScript {
             ))
         });
         let file = std::fs::File::create(&out)
-            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+            .map_err(|e| Error::Host(format!("cannot create {}: {e}", out.display())))?;
         let err = file
             .try_clone()
-            .map_err(|e| format!("cannot open {}: {e}", out.display()))?;
+            .map_err(|e| Error::Host(format!("cannot open {}: {e}", out.display())))?;
         let path = std::env::current_dir()
-            .map_err(|e| format!("no current directory: {e}"))?
+            .map_err(|e| Error::Host(format!("no current directory: {e}")))?
             .join(script);
         let mut argv = self.args.clone();
         argv.extend(["-a".into(), "sleep".into(), self.duration.clone()]);
@@ -110,31 +110,39 @@ impl Hook for UserScript {
             .stderr(err)
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+            .map_err(|e| Error::Host(format!("cannot run {}: {e}", path.display())))?;
         let mut command = vec![path.display().to_string()];
         command.extend(argv);
         self.child = Some((child, out, command));
         Ok(())
     }
 
-    fn after(&mut self, _ctx: &HookContext) -> Result<Value, String> {
+    fn after(&mut self, _ctx: &HookContext) -> Result<Value, Error> {
         let Some((mut child, out, command)) = self.child.take() else {
             return Ok(Value::Null);
         };
         let mut interrupted = false;
-        if child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if child
+            .try_wait()
+            .map_err(|e| Error::Host(e.to_string()))?
+            .is_none()
+        {
             interrupted = true;
             let pg = nix::unistd::Pid::from_raw(-(child.id() as i32));
             let _ = nix::sys::signal::kill(pg, nix::sys::signal::Signal::SIGINT);
             let t0 = Instant::now();
-            while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+            while child
+                .try_wait()
+                .map_err(|e| Error::Host(e.to_string()))?
+                .is_none()
+            {
                 if t0.elapsed() > Duration::from_secs(5) {
                     let _ = nix::sys::signal::kill(pg, nix::sys::signal::Signal::SIGKILL);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let status = child.wait().map_err(|e| e.to_string())?;
+        let status = child.wait().map_err(|e| Error::Host(e.to_string()))?;
         Ok(json!({
             "command": command,
             "stdout_path": out.display().to_string(),
