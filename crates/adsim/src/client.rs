@@ -574,10 +574,9 @@ fn drive(
         move || {
             let mut c = settle_client.clone();
             async move {
-                status(&mut c)
-                    .await
-                    .map(|s| s.in_flight)
-                    .map_err(|e| format!("the server stopped answering: {}", e.message()))
+                status(&mut c).await.map(|s| s.in_flight).map_err(|e| {
+                    load::Error::Host(format!("the server stopped answering: {}", e.message()))
+                })
             }
         },
         Duration::from_secs(60),

@@ -404,7 +404,9 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let client_rt = runtime(a.client_threads, "calib-client")?;
     let alive = running.clone();
     let check: CheckFn = Box::new(move || match &alive {
-        Some(r) if r.is_finished() => Err("the calibration server has stopped".into()),
+        Some(r) if r.is_finished() => Err(load::Error::Host(
+            "the calibration server has stopped".into(),
+        )),
         _ => Ok(()),
     });
     let request = WorkRequest {
@@ -569,7 +571,7 @@ fn planned_duration(a: &Args, cfg: &SearchConfig, overhead: bool) -> Duration {
 /// The Calibrate service's one method, as gRPC names it on the wire.
 const WORK_PATH: &str = "/rackbench.calibrate.Calibrate/Work";
 
-type CheckFn = Box<dyn FnMut() -> Result<(), String> + Send>;
+type CheckFn = Box<dyn FnMut() -> Result<(), load::Error> + Send>;
 
 /// The search's prober over one client (the lean h2 client or tonic's).
 fn prober<S, F>(

@@ -1023,11 +1023,11 @@ fn driver_workers(auto: bool) -> Box<dyn Fn(Mode) -> usize + Send> {
 /// The prober's liveness check: fails once the leaf process exited.
 fn leaf_alive_check(
     leaf: Arc<std::sync::Mutex<Option<LeafProcess>>>,
-) -> Box<dyn FnMut() -> Result<(), String> + Send> {
+) -> Box<dyn FnMut() -> Result<(), load::Error> + Send> {
     Box::new(move || {
         let mut g = leaf.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_mut().and_then(|l| l.exited()) {
-            Some(why) => Err(why),
+            Some(why) => Err(load::Error::Host(why)),
             None => Ok(()),
         }
     })
@@ -1041,10 +1041,9 @@ fn settle_on_idle_leaf(client: LeafClient<tonic::transport::Channel>) -> load::p
         move || {
             let mut c = client.clone();
             async move {
-                status(&mut c)
-                    .await
-                    .map(|s| s.in_flight)
-                    .map_err(|e| format!("the leaf stopped answering its status RPC: {e}"))
+                status(&mut c).await.map(|s| s.in_flight).map_err(|e| {
+                    load::Error::Host(format!("the leaf stopped answering its status RPC: {e}"))
+                })
             }
         },
         SETTLE_LIMIT,

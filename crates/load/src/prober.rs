@@ -24,7 +24,7 @@ pub struct ServiceProber<S, F> {
     pub seed: u64,
     pub stop: Arc<AtomicBool>,
     /// Called before each probe: an `Err` (the server died) ends the search.
-    pub check: Box<dyn FnMut() -> Result<(), String> + Send>,
+    pub check: Box<dyn FnMut() -> Result<(), crate::Error> + Send>,
     /// Waits until the server is idle (see [`Prober::settle`]); `None` does
     /// not wait.
     pub settle: Option<SettleFn>,
@@ -32,7 +32,7 @@ pub struct ServiceProber<S, F> {
 
 /// A server-specific wait for idleness, returning how long it took.
 pub type SettleFn =
-    Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<Duration, String>> + Send>> + Send>;
+    Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Result<Duration, crate::Error>> + Send>> + Send>;
 
 /// A [`SettleFn`] that asks the server how many requests it has in flight
 /// (`in_flight`, e.g. a status RPC) every 50 ms until none are, or until
@@ -41,7 +41,7 @@ pub type SettleFn =
 pub fn until_idle<F, Fut>(in_flight: F, limit: Duration) -> SettleFn
 where
     F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<u64, String>> + Send + 'static,
+    Fut: Future<Output = Result<u64, crate::Error>> + Send + 'static,
 {
     let in_flight = Arc::new(in_flight);
     Box::new(move || {
@@ -73,7 +73,7 @@ where
         warmup: Duration,
         duration: Duration,
     ) -> Result<RunResult, crate::Error> {
-        (self.check)().map_err(crate::Error::Host)?;
+        (self.check)()?;
         let cfg = RunConfig {
             mode,
             warmup,
@@ -87,7 +87,7 @@ where
         let make = self.make.clone();
         let r = driver::run(self.svc.clone(), move |n| make(n), &cfg, self.stop.clone()).await;
         if r.recorder.ok == 0 && r.recorder.errors > 0 && !r.interrupted {
-            (self.check)().map_err(crate::Error::Host)?;
+            (self.check)()?;
             let why = r.recorder.first_error.clone().unwrap_or_default();
             return Err(crate::Error::Host(format!("every request failed: {why}")));
         }
@@ -96,7 +96,7 @@ where
 
     async fn settle(&mut self) -> Result<Duration, crate::Error> {
         match self.settle.as_mut() {
-            Some(f) => f().await.map_err(crate::Error::Host),
+            Some(f) => f().await,
             None => Ok(Duration::ZERO),
         }
     }

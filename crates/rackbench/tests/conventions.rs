@@ -44,7 +44,9 @@ fn sources() -> Vec<(PathBuf, Vec<String>)> {
             let lines: Vec<String> = text.lines().map(str::to_string).collect();
             let end = lines
                 .windows(2)
-                .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+                .position(|w| {
+                    w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests")
+                })
                 .unwrap_or(lines.len());
             (f, lines[..end].to_vec())
         })
@@ -76,7 +78,9 @@ fn long_functions(files: &[(PathBuf, Vec<String>)]) -> Vec<String> {
     let mut out = Vec::new();
     for (f, lines) in files {
         for (i, l) in lines.iter().enumerate() {
-            let Some((indent, name)) = fn_start(l) else { continue };
+            let Some((indent, name)) = fn_start(l) else {
+                continue;
+            };
             let close = format!("{indent}}}");
             if let Some(len) = lines[i + 1..].iter().position(|x| *x == close) {
                 let n = len + 2;
@@ -130,7 +134,9 @@ fn string_errors(files: &[(PathBuf, Vec<String>)]) -> Vec<String> {
                 in_trait = Some(indent.to_string());
                 continue;
             }
-            let Some((_, name)) = fn_start(l) else { continue };
+            let Some((_, name)) = fn_start(l) else {
+                continue;
+            };
             let public = body.starts_with("pub fn ") || body.starts_with("pub async fn ");
             if (public || in_trait.is_some()) && returns_string_error(&signature(lines, i)) {
                 out.push(format!("{}:{} {name}", f.display(), i + 1));
@@ -142,10 +148,11 @@ fn string_errors(files: &[(PathBuf, Vec<String>)]) -> Vec<String> {
 
 #[test]
 fn the_checks_find_what_they_look_for() {
-    let long: Vec<String> = std::iter::once("    pub(crate) async fn big(x: u8) -> u8 {".to_string())
-        .chain((0..MAX_FN_LINES).map(|_| "        x;".to_string()))
-        .chain(std::iter::once("    }".to_string()))
-        .collect();
+    let long: Vec<String> =
+        std::iter::once("    pub(crate) async fn big(x: u8) -> u8 {".to_string())
+            .chain((0..MAX_FN_LINES).map(|_| "        x;".to_string()))
+            .chain(std::iter::once("    }".to_string()))
+            .collect();
     let f = PathBuf::from("t.rs");
     assert_eq!(long_functions(&[(f.clone(), long.clone())]).len(), 1);
     assert!(long_functions(&[(f.clone(), long[..10].to_vec())]).is_empty());

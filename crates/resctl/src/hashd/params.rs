@@ -338,7 +338,7 @@ impl ParamsFile {
 
     /// The new params if the file changed; an error if it changed into
     /// something invalid (the caller keeps the old params).
-    pub fn poll(&mut self) -> Option<Result<Params, String>> {
+    pub fn poll(&mut self) -> Option<Result<Params, crate::Error>> {
         let m = mtime(&self.path)?;
         if Some(m) == self.mtime {
             return None;
@@ -347,7 +347,7 @@ impl ParamsFile {
             return None;
         }
         self.mtime = Some(m);
-        Some(load_params(&self.path).map_err(String::from))
+        Some(load_params(&self.path))
     }
 }
 
