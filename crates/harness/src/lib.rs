@@ -33,6 +33,7 @@ pub mod score;
 pub mod setup;
 pub mod stats;
 pub mod store;
+pub mod suggest;
 pub mod system_check;
 pub mod tls;
 pub mod vars;

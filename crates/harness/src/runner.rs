@@ -346,12 +346,7 @@ fn check_input_used(planned: &[Planned<'_>], input: &Map<String, Value>) -> Resu
     let Some(key) = input.keys().find(|k| !used.contains(k.as_str())) else {
         return Ok(());
     };
-    let closest = used
-        .iter()
-        .map(|v| (strsim::damerau_levenshtein(key, v), *v))
-        .filter(|(d, v)| *d <= 2.min(v.len().max(key.len()) / 2).max(1))
-        .min()
-        .map(|(_, v)| v.to_string());
+    let closest = crate::suggest::closest(key, used.iter().copied()).map(str::to_string);
     Err(PlanError::UnusedInput {
         key: key.clone(),
         jobs: planned

@@ -262,10 +262,6 @@ const EXTERNAL_ARGS: &str = "";
 /// ever taken for it.
 const NO_ARGS: &str = "\0";
 
-/// The parser: the derived commands plus one command per benchmark, so
-/// `rackbench --help`, completions and man pages list the benchmarks. A
-/// benchmark's arguments are passed through untouched (its own parser
-/// checks them); its `--help` prints its own usage.
 /// The error for a word that is neither a command nor a benchmark: the
 /// closest command if one is close, then every command by name.
 fn unknown_command(name: &str, cmd: &clap::Command, reg: &Registry) -> anyhow::Error {
@@ -276,15 +272,10 @@ fn unknown_command(name: &str, cmd: &clap::Command, reg: &Registry) -> anyhow::E
         .map(clap::Command::get_name)
         .filter(|n| *n != "help" && !benchmarks.contains(n))
         .collect();
-    let close = commands
-        .iter()
-        .chain(&benchmarks)
-        .map(|c| (strsim::damerau_levenshtein(name, c), *c))
-        .filter(|(d, c)| *d <= 2.min(c.len() / 2) || (name.len() >= 3 && c.starts_with(name)))
-        .min();
+    let close = harness::suggest::closest(name, commands.iter().chain(&benchmarks).copied());
     anyhow::anyhow!(
         "unknown command '{name}'{}: commands are {}, and the benchmarks {}",
-        close.map_or(String::new(), |(_, c)| format!(" (did you mean '{c}'?)")),
+        close.map_or(String::new(), |c| format!(" (did you mean '{c}'?)")),
         commands.join(", "),
         benchmarks.join(", ")
     )
@@ -321,6 +312,10 @@ fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
     })
 }
 
+/// The parser: the derived commands plus one command per benchmark, so
+/// `rackbench --help`, completions and man pages list the benchmarks. A
+/// benchmark's arguments are passed through untouched (its own parser
+/// checks them); its `--help` prints its own usage.
 fn cli_command(reg: &Registry) -> clap::Command {
     let mut cmd = Cli::command();
     for w in reg.iter() {
