@@ -68,12 +68,17 @@ def run(args, cwd=work):
     return o, time.time() - t
 
 
-def split_report(stdout):
-    """The benchmark's lines and rackbench's report (None in a direct run)."""
-    lines = stdout.rstrip("\n").split("\n")
+def split_report(o):
+    """The benchmark's lines and rackbench's report (None in a direct run).
+    A job (`run`) prints its report alone on stdout and the benchmark's
+    text on stderr; a direct command prints the text on stdout."""
+    lines = o.stdout.rstrip("\n").split("\n")
     try:
         r = json.loads(lines[-1])
         if isinstance(r, dict) and "benchmark_name" in r:
+            if "run" in o.args:
+                assert lines[:-1] == [], f"a job's stdout is its report only: {lines[:3]}"
+                return o.stderr.rstrip("\n").split("\n"), r
             return lines[:-1], r
     except ValueError:
         pass
@@ -113,7 +118,7 @@ def final_of(lines):
 
 def feedsim_case(case, args, via_run=False):
     o, secs = run(args)
-    lines, rep = split_report(o.stdout)
+    lines, rep = split_report(o)
     if o.returncode != 0 or final_of(lines) is None:
         results.append((case, "FeedSimParser", False, f"rackbench exited {o.returncode}: {o.stderr[-800:]}", {}))
         print(f"FAIL {case}: rackbench exited {o.returncode}\n{o.stderr[-800:]}", flush=True)
@@ -124,9 +129,9 @@ def feedsim_case(case, args, via_run=False):
         assert close(m["final_achieved_qps"], fin["achieved"]), (m["final_achieved_qps"], fin)
     check(f"{case} ({secs:.0f} s)", FeedSimParser, lines, feedsim_expect(fin))
     if via_run:
-        # The whole stdout, report line included: the parser's regexes
-        # still find upstream's lines.
-        check(f"{case}, whole stdout", FeedSimParser, o.stdout.splitlines(), feedsim_expect(fin))
+        # The job's whole stderr, rackbench's own lines included: the
+        # parser's regexes still find upstream's lines.
+        check(f"{case}, whole stderr", FeedSimParser, o.stderr.splitlines(), feedsim_expect(fin))
 
 
 p = free_port()
@@ -152,7 +157,7 @@ feedsim_case("rackbench's feedsim_mini job",
 # ---- FeedSim autoscale (parser `feedsim_autoscale`: run-feedsim-multi.sh's output) ----
 def autoscale_case(case, args):
     o, secs = run(args)
-    lines, rep = split_report(o.stdout)
+    lines, rep = split_report(o)
     if o.returncode != 0:
         results.append((case, "FeedSimAutoscaleParser", False, o.stderr[-800:], {}))
         print(f"FAIL {case}: rackbench exited {o.returncode}\n{o.stderr[-800:]}", flush=True)
@@ -214,7 +219,7 @@ def wait_serving(srv):
 
 def adsim_case(case, client_args, expect_success=True):
     o, secs = run(client_args)
-    lines, rep = split_report(o.stdout)
+    lines, rep = split_report(o)
     lines = [l for l in lines if l.strip()]
 
     def expect(m):

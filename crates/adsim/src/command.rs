@@ -42,6 +42,10 @@ fn parse_any(args: &[String]) -> anyhow::Result<Parsed> {
 }
 
 impl Workload for AdSim {
+    fn headlines(&self) -> &'static [direction::Headline] {
+        crate::directions::HEADLINES
+    }
+
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         crate::directions::TABLES
     }

@@ -1032,6 +1032,10 @@ fn instance_stats_file(p: &Path, i: usize) -> PathBuf {
 }
 
 impl Workload for CacheBench {
+    fn headlines(&self) -> &'static [direction::Headline] {
+        crate::directions::HEADLINES
+    }
+
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         crate::directions::TABLES
     }

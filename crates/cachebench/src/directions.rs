@@ -70,6 +70,24 @@ pub static RULES: &[Rule] = &[
 /// CacheBench's tables.
 pub static TABLES: &[&[Rule]] = &[RULES];
 
+/// What a CacheBench run answers, first: throughput, hit ratios and the
+/// NVM device's read latency.
+pub static HEADLINES: &[direction::Headline] = &[
+    direction::headline("ops_per_sec", "throughput", "ops/s"),
+    direction::headline("hit_ratio_pct", "hit ratio", "%"),
+    direction::headline("nvm.hit_ratio_pct", "NVM hit ratio", "%"),
+    direction::headline(
+        "nvm.device_read_latency_us.p50",
+        "NVM device read p50",
+        "us",
+    ),
+    direction::headline(
+        "nvm.device_read_latency_us.p99",
+        "NVM device read p99",
+        "us",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -244,7 +244,20 @@ impl Args {
 /// The workload registered with the harness.
 pub struct Calibrate;
 
+/// What a calibrate run answers, first: the measured max QPS at the
+/// latency target, the M/D/c model's, and their ratio.
+static HEADLINES: &[direction::Headline] = &[
+    direction::headline("final_achieved_qps", "max QPS at the latency target", "QPS"),
+    direction::headline("analytic_max_qps", "M/D/c analytic max QPS", "QPS"),
+    direction::headline("measured_to_analytic_ratio", "measured / analytic", ""),
+    direction::headline("final_latency_msec", "latency (target percentile)", "ms"),
+];
+
 impl Workload for Calibrate {
+    fn headlines(&self) -> &'static [direction::Headline] {
+        HEADLINES
+    }
+
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         // The search's figures are all calibrate measures; the model's
         // values and the settings are neutral.

@@ -67,6 +67,24 @@ pub const fn rule(pattern: &'static str, better: Better, sense: Sense, what: &'s
     }
 }
 
+/// A figure that answers what a run measured, shown first after a run
+/// (the terminal summary of `run`, `results list`): the dotted key of the
+/// flattened metrics it is read from, what it is, and its unit. A workload
+/// states its headlines in the order a person reads them; a key a run's
+/// metrics lack is left out of that run's summary.
+#[derive(Debug, Clone, Copy)]
+pub struct Headline {
+    pub key: &'static str,
+    pub label: &'static str,
+    /// Printed after the value: `QPS`, `ms`, `us`, `%`, `ops/s`, `MiB/s`;
+    /// empty for a plain number.
+    pub unit: &'static str,
+}
+
+pub const fn headline(key: &'static str, label: &'static str, unit: &'static str) -> Headline {
+    Headline { key, label, unit }
+}
+
 /// The first rule of `tables` (in order) that matches `key`.
 pub fn rule_in<'a>(tables: &[&'a [Rule]], key: &str) -> Option<&'a Rule> {
     let segs: Vec<&str> = key.split('.').collect();

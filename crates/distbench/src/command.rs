@@ -142,6 +142,10 @@ fn usage() -> String {
 }
 
 impl Workload for Distbench {
+    fn headlines(&self) -> &'static [direction::Headline] {
+        crate::directions::HEADLINES
+    }
+
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         crate::directions::TABLES
     }

@@ -30,6 +30,17 @@ pub static RULES: &[Rule] = &[
 /// Distbench's tables.
 pub static TABLES: &[&[Rule]] = &[RULES];
 
+/// What a Distbench run answers, first: the rate, latency percentiles and
+/// failures over its tests.
+pub static HEADLINES: &[direction::Headline] = &[
+    direction::headline("kqps", "RPC rate", "kQPS"),
+    direction::headline("p50_latency_us", "latency p50", "us"),
+    direction::headline("p99_latency_us", "latency p99", "us"),
+    direction::headline("response_mib_per_s", "response bandwidth", "MiB/s"),
+    direction::headline("rpcs", "RPCs", ""),
+    direction::headline("failed_rpcs", "failed RPCs", ""),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

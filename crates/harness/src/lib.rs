@@ -11,6 +11,7 @@
 //! [`progress`] and [`cancel`] give long runs a progress display and a
 //! clean Ctrl-C.
 
+pub mod answer;
 pub mod argcheck;
 pub mod benchpress_yaml;
 pub mod cancel;
@@ -27,6 +28,7 @@ pub mod page_chart;
 pub mod present;
 pub mod progress;
 pub mod record;
+pub mod redirect;
 pub mod report;
 pub mod runner;
 pub mod score;

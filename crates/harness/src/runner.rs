@@ -141,6 +141,12 @@ pub trait Workload: Send + Sync {
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         &[]
     }
+    /// The figures that answer what a run of it measured, in the order a
+    /// person reads them (see [`direction::Headline`]): the terminal
+    /// summary after `run` and `results list` show them.
+    fn headlines(&self) -> &'static [direction::Headline] {
+        &[]
+    }
     /// The title of the page's chart of the percentiles found in a run's
     /// metrics.
     fn percentiles_title(&self) -> &'static str {
@@ -226,6 +232,24 @@ pub struct Invocation {
     /// run folder gets benchpress' per-run link; `None` (a direct
     /// command's `--report`) makes neither.
     pub results_dir: Option<PathBuf>,
+    /// What goes on stdout.
+    pub stdout: Stdout,
+}
+
+/// What `execute` prints on stdout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stdout {
+    /// benchpress' report JSON of each job and nothing else (pretty on a
+    /// terminal): `run` when stdout is not a terminal, or with `--json`.
+    /// The jobs' own text goes to stderr ([`crate::redirect`]).
+    #[default]
+    Json,
+    /// Each job's summary ([`crate::answer`]) when it ends: `run` on a
+    /// terminal. The jobs' own text goes to stderr.
+    Summary,
+    /// The workload's own text, then the report JSON: a direct command's
+    /// `--report`, which prints what the upstream tool prints.
+    TextAndJson,
 }
 
 /// A job resolved and checked, ready to run.
@@ -452,109 +476,191 @@ pub fn execute(
         path: out_dir.clone(),
         message: e.to_string(),
     })?;
-    let store = open_store(inv, &out_dir);
-    let machine = MachineInfo::collect();
-    let metadata = machine::cache_metadata();
-    // benchpress writes its system specs next to each job's metrics.
-    let system_specs = machine::benchpress_system_specs(&full_specs);
-    let pretty = std::io::stdout().is_terminal();
-    let mut summary = Summary {
-        run_id: Some(run_id.clone()),
-        out_dir: Some(out_dir.clone()),
-        reports: vec![],
-        all_succeeded: store.is_some() || inv.store.is_none(),
-        interrupted: false,
+    let mut sink = Sink {
+        store: open_store(inv, &out_dir),
+        machine: MachineInfo::collect(),
+        metadata: machine::cache_metadata(),
+        // benchpress writes its system specs next to each job's metrics.
+        system_specs: machine::benchpress_system_specs(&full_specs),
+        pretty: std::io::stdout().is_terminal(),
+        answer: None,
+        summary: Summary {
+            run_id: Some(run_id.clone()),
+            out_dir: Some(out_dir.clone()),
+            reports: vec![],
+            all_succeeded: true,
+            interrupted: false,
+        },
+        run_id,
+        out_dir,
+        inv,
+        reg,
     };
+    sink.summary.all_succeeded = sink.store.is_some() || inv.store.is_none();
     'jobs: for p in &planned {
         // benchpress' link to the run's folder, made by `run` (not by a
         // direct command's --report), as is the history.
         if inv.results_dir.is_some() {
-            link_run(&inv.out_root, &p.job.name, &run_id);
+            link_run(&inv.out_root, &p.job.name, &sink.run_id);
         }
+        sink.job_done();
         for iteration in 1..=inv.iterations.max(1) {
             if cancel.reason() == Some(StopReason::Interrupted) {
-                summary.interrupted = true;
+                sink.summary.interrupted = true;
                 break 'jobs;
             }
             cancel.reset();
             let ctx = RunContext {
-                out_dir: out_dir.clone(),
-                artifacts: Some(out_dir.clone()),
+                out_dir: sink.out_dir.clone(),
+                artifacts: Some(sink.out_dir.clone()),
                 job: p.job.name.clone(),
                 iteration,
                 cancel: cancel.clone(),
             };
             let started = jiff::ZonedDateTime::now();
-            let (metrics, success, record, stop_is_end) = run_one(p, &ctx, inv.disable_hooks);
-            let stamp = Stamp {
-                machine: &machine,
-                metadata: &metadata,
-                run_id: &run_id,
-                timestamp: inv.timestamp.unwrap_or_else(now_secs),
-            };
-            let report = Report::for_job(p.job, &p.resolved, stamp, metrics, success);
-            if iteration == 1 {
-                // `<job>_system_specs_<ts>.json`, the timestamp of the job's
-                // first metrics file, as benchpress pairs them.
-                write_system_specs(
-                    &out_dir,
-                    &p.job.name,
-                    &system_specs,
-                    &run_id,
-                    report.timestamp,
-                );
-            }
-            let label = match &inv.iteration_label {
-                Some(l) => l.clone(),
-                None if inv.iterations > 1 => iteration.to_string(),
-                None => "None".into(),
-            };
-            let path = out_dir.join(report.file_name(&label));
-            if success && let Some(dir) = &inv.results_dir {
-                let config = history_config(p, &run_id, report.timestamp, &label);
-                if let Err(e) = save_history(dir, &p.job.name, &started, &report.metrics, config) {
-                    eprintln!("warning: cannot save the run in the results history: {e}");
-                }
-            }
-            match write_atomic(&path, report.render(true).as_bytes()) {
-                Ok(()) => summary.reports.push(path.clone()),
-                Err(e) => {
-                    eprintln!("error: cannot write the report {}: {e}", path.display());
-                    summary.all_succeeded = false;
-                }
-            }
-            println!("{}", report.render(pretty));
-            if let Some(s) = &store {
-                let row = RunRow {
-                    id: 0,
-                    run_id: run_id.clone(),
-                    job: p.job.name.clone(),
-                    benchmark: p.job.benchmark.clone(),
-                    role: inv.role.clone(),
-                    iteration,
-                    timestamp: report.timestamp,
-                    success,
-                    hostname: machine.hostname.clone(),
-                    args: p.resolved.argv.clone(),
-                    machine: serde_json::to_value(&machine).expect("json"),
-                    metrics: report.metrics.clone(),
-                    report_path: Some(path.display().to_string()),
-                    artifacts_dir: Some(out_dir.display().to_string()),
-                    record,
-                };
-                if let Err(e) = s.record(&row) {
-                    eprintln!("error: {e}; the report is in {}", path.display());
-                    summary.all_succeeded = false;
-                }
-            }
-            summary.all_succeeded &= success;
+            let clock = std::time::Instant::now();
+            let redirect =
+                (inv.stdout != Stdout::TextAndJson).then(crate::redirect::StdoutToStderr::new);
+            let ended = run_one(p, &ctx, inv.disable_hooks);
+            drop(redirect);
+            let stop_is_end = ended.3;
+            sink.iteration(p, iteration, &started, clock.elapsed().as_secs_f64(), ended);
             if cancel.reason() == Some(StopReason::Interrupted) {
-                summary.interrupted |= !stop_is_end;
+                sink.summary.interrupted |= !stop_is_end;
                 break 'jobs;
             }
         }
     }
-    Ok(summary)
+    sink.job_done();
+    Ok(sink.summary)
+}
+
+/// Where the iterations of an invocation go: the report files, stdout
+/// (JSON or the summary), the results history and the store.
+struct Sink<'a> {
+    inv: &'a Invocation,
+    reg: &'a Registry,
+    run_id: String,
+    out_dir: PathBuf,
+    store: Option<Store>,
+    machine: MachineInfo,
+    metadata: std::collections::BTreeMap<String, String>,
+    system_specs: Map<String, Value>,
+    /// Pretty JSON on stdout (a terminal with `--json`).
+    pretty: bool,
+    /// The current job's iterations, for its terminal summary.
+    answer: Option<crate::answer::JobRuns>,
+    summary: Summary,
+}
+
+impl Sink<'_> {
+    /// Writes one iteration's report and store row and prints it (its JSON,
+    /// or keeps it for the job's summary).
+    fn iteration(
+        &mut self,
+        p: &Planned<'_>,
+        iteration: u32,
+        started: &jiff::ZonedDateTime,
+        secs: f64,
+        (metrics, success, record, _): (Map<String, Value>, bool, Option<Record>, bool),
+    ) {
+        let inv = self.inv;
+        let stamp = Stamp {
+            machine: &self.machine,
+            metadata: &self.metadata,
+            run_id: &self.run_id,
+            timestamp: inv.timestamp.unwrap_or_else(now_secs),
+        };
+        let report = Report::for_job(p.job, &p.resolved, stamp, metrics, success);
+        if iteration == 1 {
+            // `<job>_system_specs_<ts>.json`, the timestamp of the job's
+            // first metrics file, as benchpress pairs them.
+            write_system_specs(
+                &self.out_dir,
+                &p.job.name,
+                &self.system_specs,
+                &self.run_id,
+                report.timestamp,
+            );
+        }
+        let label = match &inv.iteration_label {
+            Some(l) => l.clone(),
+            None if inv.iterations > 1 => iteration.to_string(),
+            None => "None".into(),
+        };
+        let path = self.out_dir.join(report.file_name(&label));
+        if success && let Some(dir) = &inv.results_dir {
+            let config = history_config(p, &self.run_id, report.timestamp, &label);
+            if let Err(e) = save_history(dir, &p.job.name, started, &report.metrics, config) {
+                eprintln!("warning: cannot save the run in the results history: {e}");
+            }
+        }
+        let written = match write_atomic(&path, report.render(true).as_bytes()) {
+            Ok(()) => {
+                self.summary.reports.push(path.clone());
+                true
+            }
+            Err(e) => {
+                eprintln!("error: cannot write the report {}: {e}", path.display());
+                self.summary.all_succeeded = false;
+                false
+            }
+        };
+        if inv.stdout == Stdout::Summary {
+            self.answer
+                .get_or_insert_with(|| crate::answer::JobRuns {
+                    job: p.job.name.clone(),
+                    benchmark: p.job.benchmark.clone(),
+                    iterations: Vec::new(),
+                })
+                .iterations
+                .push(crate::answer::Iteration {
+                    metrics: report.metrics.as_object().cloned().unwrap_or_default(),
+                    success,
+                    secs,
+                    report: written.then(|| path.clone()),
+                });
+        } else {
+            println!("{}", report.render(self.pretty));
+        }
+        if let Some(s) = &self.store {
+            let row = RunRow {
+                id: 0,
+                run_id: self.run_id.clone(),
+                job: p.job.name.clone(),
+                benchmark: p.job.benchmark.clone(),
+                role: inv.role.clone(),
+                iteration,
+                timestamp: report.timestamp,
+                success,
+                hostname: self.machine.hostname.clone(),
+                args: p.resolved.argv.clone(),
+                machine: serde_json::to_value(&self.machine).expect("json"),
+                metrics: report.metrics.clone(),
+                report_path: Some(path.display().to_string()),
+                artifacts_dir: Some(self.out_dir.display().to_string()),
+                record,
+            };
+            if let Err(e) = s.record(&row) {
+                eprintln!("error: {e}; the report is in {}", path.display());
+                self.summary.all_succeeded = false;
+            }
+        }
+        self.summary.all_succeeded &= success;
+    }
+
+    /// Prints the summary of the job whose iterations ended, on a terminal.
+    fn job_done(&mut self) {
+        if let Some(done) = self.answer.take()
+            && self.inv.stdout == Stdout::Summary
+        {
+            let headlines = self
+                .reg
+                .get(&done.benchmark)
+                .map_or(&[][..], |w| w.headlines());
+            print!("{}", crate::answer::render(&done, headlines));
+        }
+    }
 }
 
 /// `--dry-run`: each planned job's argv, hooks and timeout.
@@ -735,7 +841,7 @@ fn run_one(
     let mut started: Vec<(String, Box<dyn Hook>)> = Vec::new();
     let mut failure: Option<String> = None;
     if disable_hooks && !p.resolved.hooks.is_empty() {
-        println!("Hooks globally disabled as requested");
+        eprintln!("Hooks globally disabled as requested");
     }
     let run_hooks: &[HookSpec] = if disable_hooks {
         &[]

@@ -123,6 +123,50 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// `rackbench run`'s arguments.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Jobs (names as `rackbench list` prints them) or tags; each runs
+    /// in the order given.
+    #[arg(required = true)]
+    jobs: Vec<String>,
+    /// The role to run, for jobs that have roles.
+    #[arg(short = 'r', long)]
+    role: Option<String>,
+    /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'
+    /// (`--role_input` as benchpress spells it).
+    #[arg(short = 'i', long = "role-input", visible_alias = "role_input")]
+    input: Option<String>,
+    /// Extra hooks: NAME or NAME:{json options}, several after one -k
+    /// (`-k perf cpu-mpstat`, as benchpress) or -k repeated.
+    #[arg(short = 'k', long = "hook", visible_alias = "hooks", num_args = 1.., action = clap::ArgAction::Append)]
+    hooks: Vec<String>,
+    /// Options of the -k hooks by name, as benchpress' -a, e.g.
+    /// '{"perf": {"interval": 5}}'.
+    #[arg(short = 'a', long = "hook-args", value_name = "JSON")]
+    hook_args: Option<String>,
+    /// Run no hook (the job's own and -k's); the report still lists them.
+    #[arg(long)]
+    disable_hooks: bool,
+    /// Print what would run, run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Runs of each job (reports are numbered _iter_<n>).
+    #[arg(
+        short = 'n',
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    iterations: u32,
+    /// Print benchpress' report JSON of each job on stdout (pretty),
+    /// as when stdout is not a terminal, instead of the summary. The
+    /// jobs' own text is on stderr either way.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// List the jobs of the catalogue.
@@ -137,42 +181,7 @@ enum Cmd {
         job: String,
     },
     /// Run jobs; each writes a report to benchmark_metrics_<run_id>/ and the results store.
-    Run {
-        /// Jobs (names as `rackbench list` prints them) or tags; each runs
-        /// in the order given.
-        #[arg(required = true)]
-        jobs: Vec<String>,
-        /// The role to run, for jobs that have roles.
-        #[arg(short = 'r', long)]
-        role: Option<String>,
-        /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'
-        /// (`--role_input` as benchpress spells it).
-        #[arg(short = 'i', long = "role-input", visible_alias = "role_input")]
-        input: Option<String>,
-        /// Extra hooks: NAME or NAME:{json options}, several after one -k
-        /// (`-k perf cpu-mpstat`, as benchpress) or -k repeated.
-        #[arg(short = 'k', long = "hook", visible_alias = "hooks", num_args = 1.., action = clap::ArgAction::Append)]
-        hooks: Vec<String>,
-        /// Options of the -k hooks by name, as benchpress' -a, e.g.
-        /// '{"perf": {"interval": 5}}'.
-        #[arg(short = 'a', long = "hook-args", value_name = "JSON")]
-        hook_args: Option<String>,
-        /// Run no hook (the job's own and -k's); the report still lists them.
-        #[arg(long)]
-        disable_hooks: bool,
-        /// Print what would run, run nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Runs of each job (reports are numbered _iter_<n>).
-        #[arg(
-            short = 'n',
-            long,
-            default_value_t = 1,
-            allow_negative_numbers = true,
-            value_parser = clap::value_parser!(u32).range(1..)
-        )]
-        iterations: u32,
-    },
+    Run(Box<RunArgs>),
     /// benchpress' install: nothing is built (every benchmark is in this
     /// binary); checks and reports, per job, what it needs: its benchmark,
     /// its arguments with the default vars, and its hooks' tools. Exit 1
@@ -1087,46 +1096,7 @@ fn run(mut cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             let cat = catalogue()?;
             print!("{}", present::info(cat.get(&job)?, &reg));
         }
-        Cmd::Run {
-            jobs,
-            role,
-            input,
-            hooks,
-            hook_args,
-            disable_hooks,
-            dry_run,
-            iterations,
-        } => {
-            let cat = catalogue()?;
-            let input = role_input(input)?;
-            let extra_hooks = extra_hooks(cli, &hooks, hook_args)?;
-            check_iterations(cli, iterations)?;
-            let inv = Invocation {
-                jobs: cat.select(&jobs)?,
-                role,
-                input,
-                extra_hooks,
-                disable_hooks,
-                dry_run,
-                iterations,
-                out_root: cli.output_dir.clone(),
-                store: (!cli.no_store).then(|| store_path(&cli.db)),
-                run_id: cli.uuid.clone(),
-                timestamp: cli.timestamp,
-                iteration_label: cli.iteration_num.map(|n| n.to_string()),
-                results_dir: Some(
-                    cli.results
-                        .clone()
-                        .unwrap_or_else(|| cli.output_dir.join("results")),
-                ),
-            };
-            return finish(harness::runner::execute(
-                &cat,
-                &reg,
-                &inv,
-                &Cancel::global(),
-            )?);
-        }
+        Cmd::Run(a) => return run_jobs(cli, &reg, catalogue()?, *a),
         Cmd::Report {
             what:
                 ReportCmd::Score {
@@ -1225,6 +1195,44 @@ fn write_man(reg: &Registry, dir: Option<&std::path::Path>) -> anyhow::Result<()
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
     eprintln!("man pages written to {}", dir.display());
     Ok(())
+}
+
+/// `rackbench run`: the jobs of the invocation, each iteration's report
+/// on stdout as JSON (or the jobs' summaries on a terminal).
+fn run_jobs(cli: &Cli, reg: &Registry, cat: Catalogue, a: RunArgs) -> anyhow::Result<ExitCode> {
+    let input = role_input(a.input)?;
+    let extra_hooks = extra_hooks(cli, &a.hooks, a.hook_args)?;
+    check_iterations(cli, a.iterations)?;
+    let inv = Invocation {
+        jobs: cat.select(&a.jobs)?,
+        role: a.role,
+        input,
+        extra_hooks,
+        disable_hooks: a.disable_hooks,
+        dry_run: a.dry_run,
+        iterations: a.iterations,
+        out_root: cli.output_dir.clone(),
+        store: (!cli.no_store).then(|| store_path(&cli.db)),
+        run_id: cli.uuid.clone(),
+        timestamp: cli.timestamp,
+        iteration_label: cli.iteration_num.map(|n| n.to_string()),
+        results_dir: Some(
+            cli.results
+                .clone()
+                .unwrap_or_else(|| cli.output_dir.join("results")),
+        ),
+        stdout: if a.json || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            harness::runner::Stdout::Json
+        } else {
+            harness::runner::Stdout::Summary
+        },
+    };
+    finish(harness::runner::execute(
+        &cat,
+        reg,
+        &inv,
+        &Cancel::global(),
+    )?)
 }
 
 /// `run -i/--role-input`: a JSON object (none: empty).
@@ -1542,6 +1550,7 @@ fn workload_cmd(cli: &Cli, reg: &Registry, mut argv: Vec<String>) -> anyhow::Res
         iterations: 1,
         out_root: cli.output_dir.clone(),
         store: (!cli.no_store).then(|| store_path(&cli.db)),
+        stdout: harness::runner::Stdout::TextAndJson,
         ..Default::default()
     };
     finish(harness::runner::execute(

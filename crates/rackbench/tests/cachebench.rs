@@ -44,7 +44,11 @@ fn mini_job_prints_upstream_report_and_metrics() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
+    // A job's stdout is its report alone (one JSON line, for `| jq`);
+    // CacheBench's own text is on stderr.
+    let stdout = text(&o.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let out = text(&o.stderr);
     for line in [
         "===JSON Config===",
         "Welcome to OSS version of cachebench",
@@ -328,7 +332,8 @@ fn hybrid_cache_on_a_directory() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
+    // A job's text is on stderr.
+    let out = text(&o.stderr);
     for line in [
         "Items in NVM  : ",
         "RAM Hit Ratio : ",

@@ -943,9 +943,9 @@ fn disable_hooks_runs_none_but_lists_them() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("Hooks globally disabled as requested"),
+        stderr(&o).contains("Hooks globally disabled as requested"),
         "{}",
-        String::from_utf8_lossy(&o.stdout)
+        stderr(&o)
     );
     assert!(!env.path().join("before.txt").exists(), "a hook ran");
     let r = &env.reports()[0];
@@ -1132,4 +1132,63 @@ fn benchpress_cpu_limit_result_file_and_user_script_hooks() {
         stderr(&o)
     );
     no_panic(&o);
+}
+
+/// `run` on a terminal prints a short summary per job (status, headline
+/// figures with their spread over iterations, where the reports are) and
+/// no JSON; the job's own text goes to stderr. stdout is a real terminal:
+/// util-linux's `script` runs the command on a pseudo-terminal.
+#[test]
+fn run_on_a_terminal_prints_a_summary_not_json() {
+    let env = Env::new();
+    if Command::new("script").arg("--version").output().is_err() {
+        testenv::skip(
+            "script",
+            "util-linux's script (a pseudo-terminal) is not installed",
+        );
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_rackbench");
+    let o = Command::new("script")
+        .current_dir(env.path())
+        .env("RACKBENCH_DB", env.path().join("results.db"))
+        .env_remove("RACKBENCH_JOBS_DIR")
+        .args([
+            "-qec",
+            &format!("{bin} run cachebench_mini -n 2 2>stderr.txt"),
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = std::fs::read_to_string(env.path().join("stderr.txt")).unwrap_or_default();
+    assert!(o.status.success(), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout).replace("\r\n", "\n");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("cachebench_mini: 2 ok (2 runs, "),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("  throughput  ") && lines[1].contains(" ops/s ± "),
+        "{out}"
+    );
+    assert!(lines[1].ends_with(", 2 runs)"), "{out}");
+    assert!(
+        lines[2].starts_with("  hit ratio   ") && lines[2].contains("% ± "),
+        "{out}"
+    );
+    assert!(
+        lines[3].starts_with("  reports: ./benchmark_metrics_")
+            && lines[3].ends_with("/cachebench_mini_metrics_*.json (2)"),
+        "{out}"
+    );
+    assert_eq!(lines.len(), 4, "{out}");
+    // The reports the summary points at exist; the text is on stderr.
+    assert_eq!(env.reports().len(), 2);
+    assert!(err.contains("== Test Results =="), "{err}");
+    assert!(
+        err.contains("running job cachebench_mini (iteration 2)"),
+        "{err}"
+    );
 }

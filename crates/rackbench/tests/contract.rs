@@ -311,6 +311,15 @@ fn results_show_text_reprints_a_stored_run() {
         assert_eq!(c.store_rows(), rows, "{argv:?}: one store row per run");
         let (printed, report) = split_report(&text(&o.stdout));
         let run_id = report["run_id"].as_str().unwrap();
+        // A job's text is on stderr (its stdout is the report only), up to
+        // the harness's closing line; a direct command's is on stdout.
+        let printed = if argv[0] == "run" {
+            assert_eq!(printed, "", "a job's stdout is its report only");
+            let err = text(&o.stderr);
+            err[..err.find("reports in ").unwrap()].to_string()
+        } else {
+            printed
+        };
         let from = printed.find("== Test Results ==").unwrap();
         let block = &printed[from..];
         if argv.contains(&"legacy") {
@@ -328,14 +337,17 @@ fn results_show_text_reprints_a_stored_run() {
     assert!(text(&c.run(&["results", "show", "nosuchrun", "--text"]).stderr).contains("no run"));
 }
 
-/// Distbench prints each test's summary on stdout, as upstream's run_tests does; a stored
-/// run prints the same block again.
+/// Distbench prints each test's summary, as upstream's run_tests does (on
+/// stderr in a job, whose stdout is its report); a stored run prints the
+/// same block again.
 #[test]
 fn results_show_text_reprints_distbench_summaries() {
     let c = Clean::new();
     let o = c.run(&["run", "distbench_mini"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let (printed, report) = split_report(&text(&o.stdout));
+    let (before, report) = split_report(&text(&o.stdout));
+    assert_eq!(before, "", "a job's stdout is its report only");
+    let printed = text(&o.stderr);
     let from = printed.find("Test summary:\n").unwrap();
     let len = printed[from..].find("\n\n").unwrap() + 2;
     let block = &printed[from..from + len];

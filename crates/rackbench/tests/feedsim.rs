@@ -70,10 +70,13 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    // Upstream's lines on stdout, as run.sh prints them, then the report.
-    let (out, r) = report(&o);
+    // A job's stdout is its report only; upstream's lines, as run.sh
+    // prints them, are on stderr (after the harness's "running job" line).
+    let (before, r) = report(&o);
+    assert_eq!(before, "", "stdout carries the report only");
+    let out = stderr(&o);
     assert!(
-        out.starts_with("Searching for QPS where 95p latency <= 500 msec\n"),
+        out.contains("\nSearching for QPS where 95p latency <= 500 msec\n"),
         "{out}"
     );
     assert!(
@@ -81,11 +84,6 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
         "{out}"
     );
     assert!(out.contains("final requested_qps = 4.00"), "{out}");
-    assert!(
-        !stderr(&o).contains("final requested_qps"),
-        "{}",
-        stderr(&o)
-    );
     // The stored run prints the search's lines again.
     let text = testenv::results_text(
         Path::new(env!("CARGO_BIN_EXE_rackbench")),
@@ -403,7 +401,10 @@ fn autoscale_runs_pinned_instances_and_sums_them() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("autoscale: 2 instance(s)"), "{err}");
-    let (out, r) = report(&o);
+    // The job's text is on stderr; stdout is the report only.
+    let (before, r) = report(&o);
+    assert_eq!(before, "", "stdout carries the report only");
+    let out = err.clone();
     let text = testenv::results_text(
         Path::new(env!("CARGO_BIN_EXE_rackbench")),
         &d.path().join("results.db"),

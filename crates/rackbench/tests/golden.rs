@@ -200,3 +200,45 @@ fn every_metrics_direction_is_as_recorded() {
         "directions changed (diff the file against the test's output)"
     );
 }
+
+/// Every headline a workload states names a metric that some recorded job
+/// of it reports, with a numeric value; and every job whose record has
+/// any numeric metric shows at least one headline after `run`. A renamed
+/// metric fails here instead of vanishing from the summary.
+#[test]
+fn every_headline_is_a_recorded_metric() {
+    let reg = registry();
+    let fixtures = fixtures();
+    let mut used = std::collections::BTreeSet::new();
+    for (stem, f) in &fixtures {
+        let w = reg
+            .get(&f.record.kind)
+            .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
+        let metrics = w
+            .metrics(&f.record)
+            .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+        let shown: Vec<&str> = w
+            .headlines()
+            .iter()
+            .filter(|h| harness::answer::value_at(&metrics, h.key).is_some())
+            .map(|h| h.key)
+            .collect();
+        let numbers = harness::store::flatten_numbers(&Value::Object(metrics.clone()));
+        if f.success && !numbers.is_empty() {
+            assert!(!shown.is_empty(), "{stem}: no headline among its metrics");
+        }
+        for k in shown {
+            used.insert((f.record.kind.clone(), k));
+        }
+    }
+    for w in reg.iter() {
+        for h in w.headlines() {
+            assert!(
+                used.contains(&(w.name().to_string(), h.key)),
+                "{}: headline {} is in no recorded job's metrics",
+                w.name(),
+                h.key
+            );
+        }
+    }
+}

@@ -693,6 +693,10 @@ fn names(v: &[crate::sys::sysreqs::SysReq]) -> String {
 }
 
 impl Workload for Resctl {
+    fn headlines(&self) -> &'static [direction::Headline] {
+        crate::directions::HEADLINES
+    }
+
     fn directions(&self) -> &'static [&'static [direction::Rule]] {
         crate::directions::TABLES
     }

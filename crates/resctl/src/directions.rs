@@ -70,6 +70,22 @@ pub static RULES: &[Rule] = &[
 /// resctl-bench's tables.
 pub static TABLES: &[&[Rule]] = &[RULES];
 
+/// What a resctl run answers, first, by bench: hashd's rate and latency,
+/// hashd-params' rps_max, protection's scores, iocost-params' model.
+pub static HEADLINES: &[direction::Headline] = &[
+    direction::headline("rps", "hashd rps", ""),
+    direction::headline("lat_p95_ms", "hashd latency p95", "ms"),
+    direction::headline("hashd_rps_max", "hashd rps_max", ""),
+    direction::headline("hashd_mem_actual_bytes", "hashd memory footprint", "B"),
+    direction::headline("protection_isol_pct", "isolation", "%"),
+    direction::headline("protection_lat_imp_pct", "latency impact", "%"),
+    direction::headline("protection_work_csv_pct", "work conservation", "%"),
+    direction::headline("iocost_rbps", "read bytes/s (model)", "B/s"),
+    direction::headline("iocost_wbps", "write bytes/s (model)", "B/s"),
+    direction::headline("iocost_rrandiops", "random read IOPS (model)", ""),
+    direction::headline("iocost_wrandiops", "random write IOPS (model)", ""),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
