@@ -38,8 +38,8 @@ pub static TABLES: &[&[Rule]] = &[RULES, load::directions::SEARCH];
 /// What an AdSim run answers, first: the client's QPS at its latency
 /// target and the latency there; the server's requests and CPU.
 pub static HEADLINES: &[direction::Headline] = &[
-    direction::headline("final_achieved_qps", "QPS at the latency target", "QPS"),
-    direction::headline("final_latency_msec", "latency (target percentile)", "ms"),
+    direction::headline("final_achieved_qps", "QPS at target", "QPS"),
+    direction::headline("final_latency_msec", "latency at target", "ms"),
     direction::headline("requests", "requests served", ""),
     direction::headline("cpu_seconds", "server CPU", "s"),
 ];

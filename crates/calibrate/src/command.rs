@@ -247,10 +247,10 @@ pub struct Calibrate;
 /// What a calibrate run answers, first: the measured max QPS at the
 /// latency target, the M/D/c model's, and their ratio.
 static HEADLINES: &[direction::Headline] = &[
-    direction::headline("final_achieved_qps", "max QPS at the latency target", "QPS"),
-    direction::headline("analytic_max_qps", "M/D/c analytic max QPS", "QPS"),
+    direction::headline("final_achieved_qps", "max QPS at target", "QPS"),
+    direction::headline("analytic_max_qps", "M/D/c max QPS", "QPS"),
     direction::headline("measured_to_analytic_ratio", "measured / analytic", ""),
-    direction::headline("final_latency_msec", "latency (target percentile)", "ms"),
+    direction::headline("final_latency_msec", "latency at target", "ms"),
 ];
 
 impl Workload for Calibrate {

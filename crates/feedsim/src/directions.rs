@@ -48,9 +48,9 @@ pub static TABLES: &[&[Rule]] = &[RULES, load::directions::SEARCH];
 /// What a FeedSim run answers, first: the QPS its search settled on (the
 /// sum over instances for autoscale) and the latency at it.
 pub static HEADLINES: &[direction::Headline] = &[
-    direction::headline("final_achieved_qps", "QPS at the latency target", "QPS"),
+    direction::headline("final_achieved_qps", "QPS at target", "QPS"),
     direction::headline("overall.final_achieved_qps", "QPS, all instances", "QPS"),
-    direction::headline("final_latency_msec", "latency (target percentile)", "ms"),
+    direction::headline("final_latency_msec", "latency at target", "ms"),
     direction::headline(
         "overall.average_latency_msec",
         "mean latency, all instances",

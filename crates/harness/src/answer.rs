@@ -50,6 +50,32 @@ pub fn value_at(metrics: &Map<String, Value>, key: &str) -> Option<f64> {
     v.as_f64()
 }
 
+/// The headlines `metrics` has a number for, in the workload's order.
+pub fn figures<'h>(
+    headlines: &'h [direction::Headline],
+    metrics: &Map<String, Value>,
+) -> Vec<(&'h direction::Headline, f64)> {
+    headlines
+        .iter()
+        .filter_map(|h| value_at(metrics, h.key).map(|v| (h, v)))
+        .collect()
+}
+
+/// A duration as a person reads it: `12.3 s`, `4m05s`, `2h10m`.
+pub fn duration(secs: f64) -> String {
+    if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else if secs < 3600.0 {
+        format!("{}m{:02}s", (secs / 60.0) as u64, (secs % 60.0) as u64)
+    } else {
+        format!(
+            "{}h{:02}m",
+            (secs / 3600.0) as u64,
+            ((secs % 3600.0) / 60.0) as u64
+        )
+    }
+}
+
 /// A number as a person reads it: four significant digits at most, no
 /// exponent below 10^12, thousands not separated (as the upstream tools
 /// print them).
@@ -79,7 +105,8 @@ fn number_like(v: f64, like: f64) -> String {
     format!("{v:.decimals$}")
 }
 
-fn with_unit(v: f64, unit: &str) -> String {
+/// A value with its headline's unit (`4.000 QPS`, `69.36%`, `1.500 GiB`).
+pub fn with_unit(v: f64, unit: &str) -> String {
     match unit {
         "" => number(v),
         "%" => format!("{}%", number(v)),
@@ -140,7 +167,7 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 }
 
 /// `s` cut to `width` characters, an ellipsis marking the cut.
-fn fit(s: &str, width: usize) -> String {
+pub fn fit(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
     }
@@ -317,20 +344,6 @@ fn notes(its: &[Iteration]) -> Vec<String> {
             },
         })
         .collect()
-}
-
-fn duration(secs: f64) -> String {
-    if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else if secs < 3600.0 {
-        format!("{}m{:02}s", (secs / 60.0) as u64, (secs % 60.0) as u64)
-    } else {
-        format!(
-            "{}h{:02}m",
-            (secs / 3600.0) as u64,
-            ((secs % 3600.0) / 60.0) as u64
-        )
-    }
 }
 
 #[cfg(test)]

@@ -793,6 +793,7 @@ mod tests {
             report_path: None,
             artifacts_dir: None,
             record: None,
+            duration_secs: None,
         }
     }
 

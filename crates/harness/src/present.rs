@@ -111,8 +111,25 @@ fn when(ts: u64) -> String {
     }
 }
 
-/// `rackbench results list`.
-pub fn runs(rows: &[RunRow]) -> String {
+/// The first headline figures of a stored run, `label value` each, as
+/// `results list` shows them; empty for a failed run or a benchmark with
+/// no headline in its metrics.
+fn headline_text(r: &RunRow, reg: &Registry) -> String {
+    let Some(metrics) = r.metrics.as_object().filter(|_| r.success) else {
+        return String::new();
+    };
+    let headlines = reg.get(&r.benchmark).map_or(&[][..], |w| w.headlines());
+    let parts: Vec<String> = crate::answer::figures(headlines, metrics)
+        .into_iter()
+        .take(2)
+        .map(|(h, v)| format!("{} {}", h.label, crate::answer::with_unit(v, h.unit)))
+        .collect();
+    crate::answer::fit(&parts.join(", "), 40)
+}
+
+/// `rackbench results list`: per run its result, when it ended, how long it
+/// took and its headline figures.
+pub fn runs(rows: &[RunRow], reg: &Registry) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -120,13 +137,61 @@ pub fn runs(rows: &[RunRow]) -> String {
                 r.run_id.clone(),
                 r.job.clone(),
                 r.iteration.to_string(),
-                when(r.timestamp) + " UTC",
+                when(r.timestamp).chars().take(16).collect(),
+                r.duration_secs.map_or("-".into(), crate::answer::duration),
                 crate::marks::result_text(r.success, &r.metrics),
+                headline_text(r, reg),
                 r.hostname.clone(),
             ]
         })
         .collect();
-    table(&["RUN_ID", "JOB", "ITER", "WHEN", "RESULT", "HOST"], &body)
+    table(
+        &[
+            "RUN_ID",
+            "JOB",
+            "ITER",
+            "ENDED (UTC)",
+            "TOOK",
+            "RESULT",
+            "FIGURES",
+            "HOST",
+        ],
+        &body,
+    )
+}
+
+/// `rackbench results list --json`: the same runs as objects, each
+/// headline figure with its metric key, label, value and unit.
+pub fn runs_json(rows: &[RunRow], reg: &Registry) -> serde_json::Value {
+    let runs: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let headlines = reg.get(&r.benchmark).map_or(&[][..], |w| w.headlines());
+            let figures: Vec<serde_json::Value> = match r.metrics.as_object() {
+                Some(m) if r.success => crate::answer::figures(headlines, m)
+                    .into_iter()
+                    .map(|(h, v)| {
+                        serde_json::json!({"key": h.key, "label": h.label, "value": v, "unit": h.unit})
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            serde_json::json!({
+                "run_id": r.run_id,
+                "job": r.job,
+                "benchmark": r.benchmark,
+                "role": r.role,
+                "iteration": r.iteration,
+                "timestamp": r.timestamp,
+                "duration_secs": r.duration_secs,
+                "success": r.success,
+                "marks": crate::marks::of(&r.metrics),
+                "hostname": r.hostname,
+                "figures": figures,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(runs)
 }
 
 /// `rackbench results compare`: the two sides, a row per metric with each

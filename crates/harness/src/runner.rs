@@ -640,6 +640,7 @@ impl Sink<'_> {
                 report_path: Some(path.display().to_string()),
                 artifacts_dir: Some(self.out_dir.display().to_string()),
                 record,
+                duration_secs: Some(secs),
             };
             if let Err(e) = s.record(&row) {
                 eprintln!("error: {e}; the report is in {}", path.display());

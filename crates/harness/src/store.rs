@@ -41,6 +41,10 @@ pub struct RunRow {
     /// The workload's typed result (None for runs recorded before records
     /// were kept, and for a job that failed before its workload returned).
     pub record: Option<Record>,
+    /// Wall time of the job's iteration, hooks included, in seconds (None
+    /// for runs recorded before durations were kept, and rows built from
+    /// metrics alone). Stored in milliseconds.
+    pub duration_secs: Option<f64>,
 }
 
 impl RunRow {
@@ -64,6 +68,7 @@ impl RunRow {
             report_path: None,
             artifacts_dir: None,
             record: None,
+            duration_secs: None,
         }
     }
 }
@@ -111,6 +116,7 @@ enum Arg {
     Text(String),
     OptText(Option<String>),
     Int(i64),
+    OptInt(Option<i64>),
 }
 
 /// A row as both backends return it, before its JSON is parsed.
@@ -130,6 +136,7 @@ struct RawRow {
     report_path: Option<String>,
     artifacts_dir: Option<String>,
     record: Option<String>,
+    duration_ms: Option<i64>,
 }
 
 /// The table, in SQLite's types; [`postgres_schema`] is the same table in
@@ -150,7 +157,8 @@ CREATE TABLE IF NOT EXISTS runs (
     metrics       TEXT    NOT NULL,
     report_path   TEXT,
     artifacts_dir TEXT,
-    record        TEXT
+    record        TEXT,
+    duration_ms   INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_run_id ON runs(run_id);
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job, timestamp);
@@ -194,6 +202,7 @@ fn identity_migration() -> String {
 fn postgres_migrations() -> String {
     format!(
         "ALTER TABLE runs ADD COLUMN IF NOT EXISTS record TEXT;
+         ALTER TABLE runs ADD COLUMN IF NOT EXISTS duration_ms BIGINT;
          DO $$ BEGIN
            IF to_regclass('runs_identity') IS NULL THEN
              {}
@@ -205,8 +214,8 @@ fn postgres_migrations() -> String {
 
 /// The statement that records a row; [`Store::push_to`] adds `ON CONFLICT
 /// DO NOTHING`.
-const INSERT: &str = "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const INSERT: &str = "INSERT INTO runs (run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record, duration_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /// Rows a push inserts per transaction: one transaction per batch keeps a
 /// big push from holding the target's locks for long.
@@ -279,6 +288,7 @@ fn sqlite_params(args: &[Arg]) -> rusqlite::ParamsFromIter<Vec<rusqlite::types::
                 Arg::Text(s) => Sql::Text(s.clone()),
                 Arg::OptText(o) => o.clone().map_or(Sql::Null, Sql::Text),
                 Arg::Int(i) => Sql::Integer(*i),
+                Arg::OptInt(o) => o.map_or(Sql::Null, Sql::Integer),
             })
             .collect::<Vec<_>>(),
     )
@@ -300,6 +310,7 @@ fn pg_params(args: &[Arg]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
             Arg::Text(s) => s as &(dyn postgres::types::ToSql + Sync),
             Arg::OptText(o) => o,
             Arg::Int(i) => i,
+            Arg::OptInt(o) => o,
         })
         .collect()
 }
@@ -346,21 +357,24 @@ impl Store {
             .map_err(|e| err(format!("not a usable SQLite database ({e})")))?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| err(format!("cannot create the schema: {e}")))?;
-        // Stores made before records were kept lack the column; add it (a
-        // parallel instance may have added it first).
-        let has_record: bool = conn
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'record'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-            .map_err(|e| err(format!("cannot read the schema: {e}")))?;
-        if !has_record
-            && let Err(e) = conn.execute("ALTER TABLE runs ADD COLUMN record TEXT", [])
-            && !e.to_string().contains("duplicate column")
-        {
-            return Err(err(format!("cannot add the record column: {e}")));
+        // Stores made before records (then durations) were kept lack the
+        // columns; add them (a parallel instance may have added one first).
+        for (column, ty) in [("record", "TEXT"), ("duration_ms", "INTEGER")] {
+            let has: bool = conn
+                .query_row(
+                    "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = ?",
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .map_err(|e| err(format!("cannot read the schema: {e}")))?;
+            if !has
+                && let Err(e) =
+                    conn.execute(&format!("ALTER TABLE runs ADD COLUMN {column} {ty}"), [])
+                && !e.to_string().contains("duplicate column")
+            {
+                return Err(err(format!("cannot add the {column} column: {e}")));
+            }
         }
         let index_count = |conn: &Connection| {
             conn.query_row(
@@ -489,7 +503,7 @@ impl Store {
     }
 
     /// The parameters of [`INSERT`] for `r`.
-    fn insert_args(&self, r: &RunRow) -> Result<[Arg; 14], StoreError> {
+    fn insert_args(&self, r: &RunRow) -> Result<[Arg; 15], StoreError> {
         let json = |v: Result<String, serde_json::Error>| {
             v.map_err(|e| self.err(format!("cannot encode run {} as JSON: {e}", r.run_id)))
         };
@@ -512,6 +526,12 @@ impl Store {
                     .as_ref()
                     .map(|rec| json(serde_json::to_string(rec)))
                     .transpose()?,
+            ),
+            // Milliseconds: an integer, exact on both backends.
+            Arg::OptInt(
+                r.duration_secs
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(|s| (s * 1000.0).round() as i64),
             ),
         ];
         Ok(args)
@@ -610,6 +630,7 @@ impl Store {
                     report_path: row.get(12)?,
                     artifacts_dir: row.get(13)?,
                     record: row.get(14)?,
+                    duration_ms: row.get(15)?,
                 })
             },
             |row| {
@@ -629,6 +650,7 @@ impl Store {
                     report_path: row.try_get(12)?,
                     artifacts_dir: row.try_get(13)?,
                     record: row.try_get(14)?,
+                    duration_ms: row.try_get(15)?,
                 })
             },
         )?;
@@ -664,10 +686,11 @@ impl Store {
             report_path: r.report_path,
             artifacts_dir: r.artifacts_dir,
             record: r.record.and_then(|rec| serde_json::from_str(&rec).ok()),
+            duration_secs: r.duration_ms.map(|ms| ms as f64 / 1000.0),
         })
     }
 
-    const COLS: &'static str = "id, run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record";
+    const COLS: &'static str = "id, run_id, job, benchmark, role, iteration, timestamp, success, hostname, args, machine, metrics, report_path, artifacts_dir, record, duration_ms";
 
     /// The most recent `limit` rows, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
@@ -1147,6 +1170,7 @@ pub(crate) mod tests {
             report_path: None,
             artifacts_dir: Some("d".into()),
             record: None,
+            duration_secs: None,
         }
     }
 

@@ -24,6 +24,7 @@ fn row(run_id: &str, job: &str, host: &str, ts: u64, ok: bool) -> RunRow {
         report_path: None,
         artifacts_dir: Some("d".into()),
         record: None,
+        duration_secs: Some(12.345),
     }
 }
 
@@ -306,7 +307,8 @@ fn postgres_concurrent_pushes_copy_each_run_once() {
     concurrent_pushes_copy_once(&source, &pg.create_db("fleet"), 1200);
 }
 
-/// The table as rackbench made it before runs had a unique identity.
+/// The table as rackbench made it before runs had a unique identity (and
+/// before durations were kept).
 const OLD_SCHEMA: &str = "
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, job TEXT NOT NULL,
@@ -355,6 +357,8 @@ fn check_migrated(s: &Store) {
             ("dupdup01", 2, 7.0)
         ]
     );
+    // The column added for durations reads NULL for the old rows.
+    assert!(rows.iter().all(|r| r.duration_secs.is_none()), "{rows:?}");
     let mut again = rows[0].clone();
     again.metrics = json!({"final_achieved_qps": 99.0});
     let e = s.record(&again).err().unwrap().to_string();

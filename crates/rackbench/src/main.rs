@@ -589,6 +589,10 @@ enum ResultsCmd {
     List {
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// The runs as a JSON array (each run's headline figures with their
+        /// metric keys, labels and units).
+        #[arg(long)]
+        json: bool,
     },
     /// The stored rows of one run id (JSON), or with --text the upstream
     /// tool's text of each job, printed again from its stored record.
@@ -1439,7 +1443,17 @@ fn report_json_files(
 fn results_cmd(reg: &Registry, db: &Option<PathBuf>, what: ResultsCmd) -> anyhow::Result<()> {
     let store = Store::open(&store_path(db))?;
     match what {
-        ResultsCmd::List { limit } => print!("{}", present::runs(&store.recent(limit)?)),
+        ResultsCmd::List { limit, json } => {
+            let rows = store.recent(limit)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&present::runs_json(&rows, reg))?
+                );
+            } else {
+                print!("{}", present::runs(&rows, reg));
+            }
+        }
         ResultsCmd::Show { run_id, text } => {
             let rows = store.by_run_id(&run_id)?;
             if rows.is_empty() {

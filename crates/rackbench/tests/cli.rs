@@ -363,6 +363,22 @@ fn reports_store_compare_and_score() {
         3,
         "{text}"
     );
+    // Each run's duration and its headline figure (calibrate's measured
+    // max QPS, which the report has), and the same as JSON.
+    let newest = text.lines().nth(1).unwrap();
+    assert!(newest.contains(" s  ok"), "{text}");
+    let json = env.run(&["results", "list", "--json", "--limit", "1"]);
+    let runs: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let run = &runs[0];
+    assert!(run["duration_secs"].as_f64().unwrap() > 0.5, "{run}");
+    let fig = &run["figures"][0];
+    assert_eq!(fig["key"], "final_achieved_qps", "{run}");
+    assert_eq!(fig["unit"], "QPS", "{run}");
+    assert!(fig["value"].as_f64().unwrap() > 0.0, "{run}");
+    assert!(
+        newest.contains("max QPS at target ") && newest.contains(" QPS"),
+        "{newest}"
+    );
     let ids: Vec<String> = text
         .lines()
         .skip(1)

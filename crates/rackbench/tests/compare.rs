@@ -54,6 +54,7 @@ impl Db {
                     report_path: None,
                     artifacts_dir: None,
                     record: None,
+                    duration_secs: None,
                 })
                 .unwrap();
         }

@@ -52,6 +52,7 @@ fn local(dir: &Path) -> String {
             report_path: None,
             artifacts_dir: None,
             record: None,
+            duration_secs: None,
         })
         .unwrap();
     }
@@ -223,6 +224,7 @@ fn concurrent_pushes_to_postgres_copy_each_run_once() {
             report_path: None,
             artifacts_dir: None,
             record: None,
+            duration_secs: None,
         })
         .unwrap();
     }
