@@ -148,8 +148,22 @@ pub struct Comparison {
     pub b: SideInfo,
     pub level: f64,
     pub metrics: Vec<MetricComparison>,
+    /// The jobs whose runs on the two sides had different arguments: the
+    /// runs are not like for like.
+    pub settings: Vec<SettingsDiff>,
     /// What was left out, and how to read many verdicts at once.
     pub notes: Vec<String>,
+}
+
+/// A job (and role) whose runs' arguments differ between the sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettingsDiff {
+    pub job: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The distinct argument lines of side A's runs (shell-quoted).
+    pub a: Vec<String>,
+    pub b: Vec<String>,
 }
 
 impl Comparison {
@@ -333,6 +347,7 @@ pub fn compare(
     let compared: BTreeSet<i64> = a.rows.iter().chain(&b.rows).map(|r| r.id).collect();
     let (ua, ub) = (by_unit(ok_a), by_unit(ok_b));
     let mut metrics = Vec::new();
+    let mut settings = Vec::new();
     let mut notes = Vec::new();
     for (unit, rows_a) in &ua {
         let Some(rows_b) = ub.get(unit) else {
@@ -342,6 +357,18 @@ pub fn compare(
         let tables = rows_a
             .first()
             .map_or(&[][..], |r| directions.tables(&r.benchmark));
+        let argv = |rows: &[RunRow]| -> BTreeSet<String> {
+            rows.iter().map(|r| shell_words::join(&r.args)).collect()
+        };
+        let (args_a, args_b) = (argv(rows_a), argv(rows_b));
+        if args_a != args_b {
+            settings.push(SettingsDiff {
+                job: unit.0.clone(),
+                role: unit.1.clone(),
+                a: args_a.into_iter().collect(),
+                b: args_b.into_iter().collect(),
+            });
+        }
         for (metric, xa) in &va {
             let Some(xb) = vb.get(metric) else { continue };
             let (Some(sa), Some(sb)) = (Summary::of(xa), Summary::of(xb)) else {
@@ -387,6 +414,7 @@ pub fn compare(
         b: side_info(b, ok_b),
         level: LEVEL,
         metrics,
+        settings,
         notes,
     })
 }

@@ -194,10 +194,144 @@ pub fn runs_json(rows: &[RunRow], reg: &Registry) -> serde_json::Value {
     serde_json::Value::Array(runs)
 }
 
-/// `rackbench results compare`: the two sides, a row per metric with each
-/// side's mean ± stdev (runs), the change and the verdict, then how many
-/// metrics differ and the notes.
+/// The widest metric name `results compare` prints whole.
+const METRIC_WIDTH: usize = 30;
+
+/// `s` cut in the middle to `width` characters (a metric's leaf and its
+/// root both stay readable).
+fn cut_middle(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let chars: Vec<char> = s.chars().collect();
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[n - tail..]);
+    out
+}
+
+/// Whether a compared metric moved beyond its noise (or exactly).
+fn differs(m: &compare::MetricComparison) -> bool {
+    use compare::{Change, Verdict};
+    matches!(
+        m.verdict,
+        Verdict::Significant { .. }
+            | Verdict::NoNoise {
+                change: Change::Higher | Change::Lower,
+                ..
+            }
+    )
+}
+
+/// The verdict column: a word the legend explains.
+fn verdict_word(m: &compare::MetricComparison) -> String {
+    use compare::{Change, Judgement, Verdict};
+    let moved = |change: &Change, judgement: &Option<Judgement>| {
+        let (good, bad) = m.sense.words();
+        match (judgement, change) {
+            (Some(Judgement::Better), _) => good.to_string(),
+            (Some(Judgement::Worse), _) => bad.to_string(),
+            (None, Change::Higher) => "higher".into(),
+            (None, Change::Lower) => "lower".into(),
+            (None, Change::Same) => "identical".into(),
+        }
+    };
+    match &m.verdict {
+        Verdict::Significant { change, judgement } => moved(change, judgement),
+        Verdict::NotSignificant => "within noise".into(),
+        Verdict::NoNoise {
+            change: Change::Same,
+            ..
+        } => "identical".into(),
+        Verdict::NoNoise { change, judgement } => format!("{}, exact", moved(change, judgement)),
+        Verdict::NoiseUnknown { suggestion } => match suggestion.runs_per_side {
+            Some(n) => format!("? ~{n} runs"),
+            None => "? runs".into(),
+        },
+    }
+}
+
+/// A side's value: the mean, and its spread relative to it (two
+/// significant digits).
+fn side_value(m: &stats::Summary) -> String {
+    let mean = compare::fmt_num(m.mean);
+    match m.stdev {
+        Some(0.0) => format!("{mean} ±0"),
+        Some(sd) if m.mean != 0.0 => {
+            let pct = sd / m.mean.abs() * 100.0;
+            let decimals = if pct >= 10.0 {
+                0
+            } else if pct >= 1.0 {
+                1
+            } else {
+                2
+            };
+            format!("{mean} ±{pct:.decimals$}%")
+        }
+        Some(sd) => format!("{mean} ±{}", compare::fmt_num(sd)),
+        None => mean,
+    }
+}
+
+/// A bound of a change's interval: one decimal below 10%, none above.
+fn signed_pct(x: f64) -> String {
+    if x.abs() >= 10.0 {
+        format!("{x:+.0}")
+    } else {
+        format!("{x:+.1}")
+    }
+}
+
+/// `text` wrapped to 100 columns, its continuation lines indented.
+fn wrapped(text: &str) -> String {
+    let opts = textwrap::Options::new(100).subsequent_indent("  ");
+    textwrap::fill(text, opts) + "\n"
+}
+
+/// Rows of one job in reading order: what differs first, by the size of
+/// its change, then what stayed within its noise, then the identical.
+fn ordered(rows: &mut [&compare::MetricComparison]) {
+    use compare::{Change, Verdict};
+    let rank = |m: &compare::MetricComparison| match &m.verdict {
+        _ if differs(m) => 0,
+        Verdict::NoiseUnknown { .. } => 1,
+        Verdict::NotSignificant => 2,
+        Verdict::NoNoise {
+            change: Change::Same,
+            ..
+        }
+        | Verdict::NoNoise { .. }
+        | Verdict::Significant { .. } => 3,
+    };
+    rows.sort_by(|x, y| {
+        rank(x).cmp(&rank(y)).then(
+            y.change_pct
+                .map_or(0.0, f64::abs)
+                .total_cmp(&x.change_pct.map_or(0.0, f64::abs)),
+        )
+    });
+}
+
+const COMPARE_LEGEND: &str = "\
+legend: A, B: the mean over the side's runs ± their standard deviation, relative to
+  the mean. CHANGE: (B - A) / |A|. 95% CI: the interval of that change (Fieller's),
+  from Welch's t-test at 5%. VERDICT: faster, slower, better, worse (by the
+  metric's definition) or higher, lower: a significant difference; within noise:
+  none at this noise; identical: every run gave the same value; exact: no run
+  varied, so the change is exact; ? ~N runs: a side has one run, so the noise is
+  unknown: about N runs a side would resolve a difference this size (? runs: no
+  history tells the noise; run each side at least 5 times).";
+
+/// `rackbench results compare`: whether anything differs, first; then per
+/// job its results (metrics with a better direction), what changed most
+/// first; settings and counts that differ, once, as a warning; the legend;
+/// the notes. Lines fit 100 columns (metric names are cut in the middle);
+/// `--json` has every metric with its verdict sentence.
 pub fn compare(c: &Comparison) -> String {
+    use direction::Better;
     let mut out = String::new();
     for (name, s) in [("A", &c.a), ("B", &c.b)] {
         let failed = if s.failed_runs > 0 {
@@ -214,59 +348,132 @@ pub fn compare(c: &Comparison) -> String {
             s.hosts.join(", ")
         );
     }
-    let side = |m: &stats::Summary| match m.stdev {
-        Some(sd) => format!(
-            "{} ± {} (n={})",
-            compare::fmt_num(m.mean),
-            compare::fmt_num(sd),
-            m.n
-        ),
-        None => format!("{} (n={})", compare::fmt_num(m.mean), m.n),
+    let unit = |m: &compare::MetricComparison| match &m.role {
+        Some(r) => format!("{} (role {r})", m.job),
+        None => m.job.clone(),
     };
-    let body: Vec<Vec<String>> = c
+    let results: Vec<&compare::MetricComparison> = c
         .metrics
         .iter()
-        .map(|m| {
-            vec![
-                match &m.role {
-                    Some(r) => format!("{} (role {r})", m.job),
-                    None => m.job.clone(),
-                },
-                m.metric.clone(),
-                side(&m.a),
-                side(&m.b),
-                m.change_pct
-                    .map(|p| format!("{p:+.2}%"))
-                    .unwrap_or_else(|| "n/a".into()),
-                m.text.clone(),
-            ]
-        })
+        .filter(|m| m.better != Better::Neutral)
         .collect();
-    out.push_str(&table(
-        &[
-            "JOB",
-            "METRIC",
-            "A MEAN ± SD",
-            "B MEAN ± SD",
-            "CHANGE",
-            "VERDICT",
-        ],
-        &body,
-    ));
-    let differing: Vec<&str> = c.differing().map(|m| m.metric.as_str()).collect();
-    let _ = writeln!(
-        out,
-        "differing: {} of {} metrics{}",
-        differing.len(),
-        c.metrics.len(),
-        if differing.is_empty() || differing.len() > 10 {
-            String::new()
-        } else {
-            format!(" ({})", differing.join(", "))
+    let mut moved: Vec<&compare::MetricComparison> =
+        results.iter().copied().filter(|m| differs(m)).collect();
+    ordered(&mut moved);
+    if moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNo result differs between A and B ({} result{} compared at {:.0}% confidence).",
+            results.len(),
+            if results.len() == 1 { "" } else { "s" },
+            c.level * 100.0
+        );
+    } else {
+        let top: Vec<String> = moved
+            .iter()
+            .take(3)
+            .map(|m| {
+                format!(
+                    "{} {} {} ({})",
+                    unit(m),
+                    m.metric,
+                    m.change_pct.map_or("n/a".into(), |p| format!("{p:+.1}%")),
+                    verdict_word(m)
+                )
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&wrapped(&format!(
+            "B differs from A in {} of {} results: {}{}",
+            moved.len(),
+            results.len(),
+            top.join(", "),
+            if moved.len() > 3 { ", ..." } else { "" }
+        )));
+    }
+    let mut units: Vec<String> = Vec::new();
+    for m in &c.metrics {
+        if !units.contains(&unit(m)) {
+            units.push(unit(m));
         }
-    );
+    }
+    let mut hidden = 0;
+    let mut neutral_moved: Vec<String> = Vec::new();
+    for u in &units {
+        let mut rows: Vec<&compare::MetricComparison> =
+            results.iter().copied().filter(|m| unit(m) == *u).collect();
+        for m in c
+            .metrics
+            .iter()
+            .filter(|m| unit(m) == *u && m.better == Better::Neutral)
+        {
+            if differs(m) {
+                neutral_moved.push(format!(
+                    "{u} {} {} -> {}",
+                    m.metric,
+                    compare::fmt_num(m.a.mean),
+                    compare::fmt_num(m.b.mean)
+                ));
+            } else {
+                hidden += 1;
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        ordered(&mut rows);
+        let (na, nb) = (rows[0].a.n, rows[0].b.n);
+        let _ = writeln!(out, "\n{u} ({na} vs {nb} runs)");
+        let body: Vec<Vec<String>> = rows
+            .iter()
+            .map(|m| {
+                vec![
+                    format!("  {}", cut_middle(&m.metric, METRIC_WIDTH)),
+                    side_value(&m.a),
+                    side_value(&m.b),
+                    m.change_pct.map_or("n/a".into(), |p| format!("{p:+.1}%")),
+                    m.welch
+                        .as_ref()
+                        .and_then(|w| w.change_pct_ci)
+                        .map_or(String::new(), |(lo, hi)| {
+                            format!("{}..{}%", signed_pct(lo), signed_pct(hi))
+                        }),
+                    verdict_word(m),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["  METRIC", "A", "B", "CHANGE", "95% CI", "VERDICT"],
+            &body,
+        ));
+    }
+    out.push('\n');
+    for d in &c.settings {
+        let role = d
+            .role
+            .as_ref()
+            .map_or(String::new(), |r| format!(" (role {r})"));
+        out.push_str(&wrapped(&format!(
+            "warning: not like for like: {}{role} ran with other arguments: A `{}`, B `{}`",
+            d.job,
+            d.a.join("`, `"),
+            d.b.join("`, `")
+        )));
+    }
+    if !neutral_moved.is_empty() {
+        out.push_str(&wrapped(&format!(
+            "warning: not like for like: settings or counts differ: {}",
+            neutral_moved.join(", ")
+        )));
+    }
+    if hidden > 0 {
+        out.push_str(&wrapped(&format!(
+            "{hidden} settings and counts (metrics with no better direction) are the same on both sides and not shown; --json has every metric"
+        )));
+    }
+    let _ = writeln!(out, "{COMPARE_LEGEND}");
     for n in &c.notes {
-        let _ = writeln!(out, "note: {n}");
+        out.push_str(&wrapped(&format!("note: {n}")));
     }
     out
 }

@@ -392,6 +392,14 @@ fn reports_store_compare_and_score() {
         ctext.contains("final_requested_qps") && ctext.contains('%'),
         "{ctext}"
     );
+    // The second invocation ran other rates: said once, as a warning.
+    assert!(
+        ctext.contains(
+            "warning: not like for like: fixed ran with other arguments: A `--fixed-qps 50,100"
+        ),
+        "{ctext}"
+    );
+    assert!(ctext.contains("B `--fixed-qps 60"), "{ctext}");
     let show = env.run(&["results", "show", newer]);
     let rows: Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 1);

@@ -42,7 +42,8 @@ impl Db {
                     id: 0,
                     run_id: run_id.into(),
                     job: job.into(),
-                    benchmark: "calibrate".into(),
+                    // The benchmark is the job name up to its first `_`.
+                    benchmark: job.split('_').next().unwrap_or(job).into(),
                     role: None,
                     iteration: i as u32 + 1,
                     timestamp: ts + i as u64,
@@ -99,10 +100,14 @@ fn five(qps: f64, p99_ms: f64, noise: &[f64; 5]) -> Vec<Value> {
         .collect()
 }
 
-/// The table line of `metric`.
+/// The table line of `metric` (the tables start at the first header).
 fn line<'a>(out: &'a str, metric: &str) -> &'a str {
-    out.lines()
-        .find(|l| l.split_whitespace().nth(1) == Some(metric))
+    let tables = &out[out
+        .find("  METRIC ")
+        .unwrap_or_else(|| panic!("no table in:\n{out}"))..];
+    tables
+        .lines()
+        .find(|l| l.starts_with("  ") && l.split_whitespace().next() == Some(metric))
         .unwrap_or_else(|| panic!("no line for {metric} in:\n{out}"))
 }
 
@@ -131,35 +136,39 @@ fn a_known_shift_by_run_ids_with_direction_words_and_json() {
         ),
         "{out}"
     );
-    let qps = line(&out, "final_achieved_qps");
-    assert!(qps.contains("100 ± 0.7969 (n=5)"), "{qps}");
-    assert!(qps.contains("+10.00%"), "{qps}");
+    // Whether anything differs comes first; then per job its results.
     assert!(
-        qps.contains("B is 10.0% higher, faster (95% CI 8.")
-            && qps.ends_with("Welch t-test p<0.001, 5 vs 5 runs)"),
-        "{qps}"
-    );
-    let p99 = line(&out, "final_latency.p99_ms");
-    assert!(p99.contains("B is 10.0% lower, faster (95% CI -"), "{p99}");
-    let threads = line(&out, "threads.serving");
-    assert!(
-        threads.ends_with("no difference: every run gave 2 (5 vs 5 runs)"),
-        "{threads}"
-    );
-    assert!(
-        out.contains("differing: 2 of 3 metrics (final_achieved_qps, final_latency.p99_ms)"),
+        out.contains("\nB differs from A in 2 of 2 results: calibrate final_"),
         "{out}"
     );
+    assert!(out.contains("\ncalibrate (5 vs 5 runs)\n"), "{out}");
+    let qps = line(&out, "final_achieved_qps");
+    // Mean ± relative stdev (0.7969 of 100), the change, its interval.
+    assert!(qps.contains(" 100 ±0.80% "), "{qps}");
+    assert!(qps.contains(" +10.0%  +8."), "{qps}");
+    assert!(qps.ends_with(" faster"), "{qps}");
+    let p99 = line(&out, "final_latency.p99_ms");
+    assert!(p99.contains(" -10.0%  -"), "{p99}");
+    assert!(p99.ends_with(" faster"), "{p99}");
+    // A setting the same on both sides is not a result: counted, not shown.
+    assert!(!out.contains("threads.serving"), "{out}");
+    assert!(
+        out.contains("1 settings and counts (metrics with no better direction) are the same"),
+        "{out}"
+    );
+    // The verdict sentence is in the legend once, not on each row; lines
+    // fit 100 columns.
+    assert_eq!(out.matches("within noise:").count(), 1, "{out}");
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
 
     // Swapped: B slower, latency higher.
     let out = db.ok(&["results", "compare", "bbbb0001", "aaaa0001"]);
+    let qps = line(&out, "final_achieved_qps");
+    assert!(qps.contains(" -9.1% ") && qps.ends_with(" slower"), "{qps}");
+    let p99 = line(&out, "final_latency.p99_ms");
     assert!(
-        line(&out, "final_achieved_qps").contains("B is 9.1% lower, slower (95% CI"),
-        "{out}"
-    );
-    assert!(
-        line(&out, "final_latency.p99_ms").contains("B is 11.1% higher, slower (95% CI"),
-        "{out}"
+        p99.contains(" +11.1% ") && p99.ends_with(" slower"),
+        "{p99}"
     );
 
     // The same comparison as JSON.
@@ -251,8 +260,9 @@ fn equal_means_by_host_and_by_date() {
     );
     // h2 with all its runs is not the same as h1: 110 against 100 on
     // average, but noisier (two groups).
+    let qps = line(&out, "final_achieved_qps");
     assert!(
-        line(&out, "final_achieved_qps").contains("B is 10.0% higher, faster"),
+        qps.contains(" +10.0% ") && qps.ends_with(" faster"),
         "{out}"
     );
     // Up to June only: equal means.
@@ -271,12 +281,14 @@ fn equal_means_by_host_and_by_date() {
         "2026-06-01",
     ]);
     let qps = line(&out, "final_achieved_qps");
+    assert!(qps.ends_with(" within noise"), "{qps}");
+    assert!(out.contains("\ncalibrate (5 vs 5 runs)\n"), "{out}");
     assert!(
-        qps.contains("no significant difference at this noise (") && qps.ends_with("5 vs 5 runs)"),
-        "{qps}"
+        out.contains(
+            "\nNo result differs between A and B (2 results compared at 95% confidence).\n"
+        ),
+        "{out}"
     );
-    assert!(!qps.contains("faster") && !qps.contains("slower"), "{qps}");
-    assert!(out.contains("differing: 0 of 3 metrics"), "{out}");
     assert!(!out.contains("cachebench_mini"), "{out}");
 
     // By date on one host: h2 before June against h2 from June on.
@@ -296,8 +308,9 @@ fn equal_means_by_host_and_by_date() {
         out.contains("A: job calibrate, host h2, until 2026-06-01: 5 run(s)"),
         "{out}"
     );
+    let qps = line(&out, "final_achieved_qps");
     assert!(
-        line(&out, "final_achieved_qps").contains("B is 20.0% higher, faster"),
+        qps.contains(" +20.0% ") && qps.ends_with(" faster"),
         "{out}"
     );
 
@@ -314,14 +327,10 @@ fn equal_means_by_host_and_by_date() {
         "--b-until",
         "2026-06-01",
     ]);
-    assert!(
-        line(&out, "ops_per_sec").contains("noise cannot be judged with 1 vs 1 runs"),
-        "{out}"
-    );
-    assert!(
-        line(&out, "final_achieved_qps").contains("5 vs 5 runs"),
-        "{out}"
-    );
+    // One run a side: the noise is unknown and no history tells it.
+    assert!(out.contains("\ncachebench_mini (1 vs 1 runs)\n"), "{out}");
+    assert!(line(&out, "ops_per_sec").ends_with(" ? runs"), "{out}");
+    assert!(out.contains("\ncalibrate (5 vs 5 runs)\n"), "{out}");
 }
 
 #[test]
@@ -331,13 +340,23 @@ fn one_run_a_side_says_noise_cannot_be_judged_and_suggests_runs() {
     db.add("single01", "calibrate", "h1", JUNE, &one(100.0));
     db.add("single02", "calibrate", "h1", JUNE + 10, &one(104.0));
     let out = db.ok(&["results", "compare", "single01", "single02"]);
+    let qps = line(&out, "final_achieved_qps");
     assert!(
-        line(&out, "final_achieved_qps").ends_with(
-            "noise cannot be judged with 1 vs 1 runs: B is 4.0% higher; no repeated runs of the job on these hosts tell the noise: run each side at least 5 times (`rackbench run calibrate -n 5`)"
-        ),
+        qps.contains(" 100  104  +4.0% ") && qps.ends_with(" ? runs"),
         "{out}"
     );
-    assert!(out.contains("differing: 0 of 1 metrics"), "{out}");
+    assert!(
+        out.contains("No result differs between A and B (1 result compared"),
+        "{out}"
+    );
+    let text = |args: &[&str]| -> String {
+        let j: Value = serde_json::from_str(&db.ok(args)).unwrap();
+        j["metrics"][0]["text"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        text(&["results", "compare", "single01", "single02", "--json"]),
+        "noise cannot be judged with 1 vs 1 runs: B is 4.0% higher; no repeated runs of the job on these hosts tell the noise: run each side at least 5 times (`rackbench run calibrate -n 5`)"
+    );
     // History: an earlier invocation of 2 runs with stdev 4 (96 ± 2.83),
     // and one on another host that does not count.
     let d = 8.0f64.sqrt();
@@ -365,10 +384,12 @@ fn one_run_a_side_says_noise_cannot_be_judged_and_suggests_runs() {
     // A difference of 4 with stdev 4: 17 runs per side (R's power.t.test
     // gives 16.7 for an effect of 1 sd at 5% and 80% power).
     assert!(
-        line(&out, "final_achieved_qps").ends_with(
-            "noise cannot be judged with 1 vs 1 runs: B is 4.0% higher; about 17 runs per side would resolve a difference this size at 95% confidence with 80% power (stdev 4.0% of A's mean, pooled over 2 other runs of the job on these hosts)"
-        ),
+        line(&out, "final_achieved_qps").ends_with(" ? ~17 runs"),
         "{out}"
+    );
+    assert_eq!(
+        text(&["results", "compare", "single01", "single02", "--json"]),
+        "noise cannot be judged with 1 vs 1 runs: B is 4.0% higher; about 17 runs per side would resolve a difference this size at 95% confidence with 80% power (stdev 4.0% of A's mean, pooled over 2 other runs of the job on these hosts)"
     );
     let j: Value =
         serde_json::from_str(&db.ok(&["results", "compare", "single01", "single02", "--json"]))
