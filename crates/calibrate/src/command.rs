@@ -441,7 +441,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let progress = Progress::new("calibrate", planned);
     progress.println(&searching_line(&a.target));
     let println = |l: &str| progress.println(l);
-    let phase = |l: &str| progress.phase(l);
+    let phase = |l: &str, d| progress.phase_for(l, d);
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
     let (overhead, outcome) = match a.client {

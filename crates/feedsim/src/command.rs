@@ -833,6 +833,7 @@ fn drive_instance(
         progress.output(&format!("{label}{l}"))
     };
     let phase = |l: &str| progress.phase(&format!("{label}{l}"));
+    let probe_phase = |l: &str, d| progress.phase_for(&format!("{label}{l}"), d);
     let rt = driver_runtime(inst, rv)?;
     let mut client = rt.block_on(wait_ready(addr, &mut leaf, ctx, &println, &phase))?;
     let compat = a.driver == DriverModel::ClosedCompat;
@@ -880,7 +881,7 @@ fn drive_instance(
         .with_context(|| format!("cannot create {}", csv_path.display()))?;
     let status_before = rt.block_on(status(&mut client)).ok().map(LeafStatus::from);
     let cpu_before = cpu_seconds_self();
-    let reporter = std::cell::RefCell::new(Reporter::new(csv, &output, &phase));
+    let reporter = std::cell::RefCell::new(Reporter::new(csv, &output, &probe_phase));
     let mut perf = crate::perf_record::requested()
         .then(|| crate::perf_record::PerfRecord::new(ctx.out_dir.clone(), a.qps.len() == 1));
     let mut on_event = |e: Event<'_>| {

@@ -92,6 +92,22 @@ impl Progress {
         }
     }
 
+    /// [`Self::phase`] for a phase that runs `remaining` at least: when the
+    /// plan would end before it does (a search that needed more probes
+    /// than planned), the plan grows to its end, so the ETA is never 0
+    /// while work is left.
+    pub fn phase_for(&self, msg: &str, remaining: Duration) {
+        let grown = {
+            let i = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let end = i.start.elapsed() + remaining;
+            (end > i.total).then_some(end)
+        };
+        if let Some(total) = grown {
+            self.set_total(total);
+        }
+        self.phase(msg);
+    }
+
     /// Names the current phase; without a terminal, prints a line with the
     /// percentage and ETA.
     pub fn phase(&self, msg: &str) {
@@ -153,5 +169,31 @@ impl Progress {
         if let Some(b) = &i.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total(p: &Progress) -> Duration {
+        p.inner.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+
+    /// A phase longer than what is left of the plan grows it to the
+    /// phase's end (the ETA stays above 0 while it runs); a shorter one
+    /// leaves the plan alone.
+    #[test]
+    fn a_phase_past_the_plan_grows_it() {
+        let p = Progress::hidden();
+        p.set_total(Duration::from_secs(60));
+        p.phase_for("short", Duration::from_secs(3));
+        assert_eq!(total(&p), Duration::from_secs(60));
+        p.phase_for("long", Duration::from_secs(120));
+        let t = total(&p);
+        assert!(
+            t >= Duration::from_secs(120) && t < Duration::from_secs(125),
+            "{t:?}"
+        );
     }
 }

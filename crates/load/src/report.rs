@@ -130,13 +130,19 @@ pub fn phase_line(
 pub struct Reporter<'a> {
     csv: ProbeCsv,
     line: &'a dyn Fn(&str),
-    phase: &'a dyn Fn(&str),
+    /// The phase's line and how long the probe it starts runs: a progress
+    /// display's estimate never ends before the probe does.
+    phase: &'a dyn Fn(&str, std::time::Duration),
     /// The first error writing the CSV, if any (the search goes on).
     pub csv_error: Option<io::Error>,
 }
 
 impl<'a> Reporter<'a> {
-    pub fn new(csv: ProbeCsv, line: &'a dyn Fn(&str), phase: &'a dyn Fn(&str)) -> Self {
+    pub fn new(
+        csv: ProbeCsv,
+        line: &'a dyn Fn(&str),
+        phase: &'a dyn Fn(&str, std::time::Duration),
+    ) -> Self {
         Reporter {
             csv,
             line,
@@ -152,7 +158,10 @@ impl<'a> Reporter<'a> {
                 requested_qps,
                 duration,
                 extension,
-            } => (self.phase)(&phase_line(phase, requested_qps, duration, extension)),
+            } => (self.phase)(
+                &phase_line(phase, requested_qps, duration, extension),
+                duration,
+            ),
             Event::Done(p) => {
                 (self.line)(&probe_line(p));
                 if let Err(e) = self.csv.append(p) {
