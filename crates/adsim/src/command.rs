@@ -72,6 +72,16 @@ impl Workload for AdSim {
         )
     }
 
+    fn command(&self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(
+            clap::Command::new("adsim")
+                .subcommand(ServerArgs::command().name("server"))
+                .subcommand(ClientArgs::command().name("client"))
+                .subcommand(KernelArgs::command().name("kernel")),
+        )
+    }
+
     fn subcommand_help(&self, args: &[String]) -> Option<String> {
         use clap::CommandFactory;
         Some(match args.first()?.as_str() {

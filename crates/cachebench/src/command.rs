@@ -1069,6 +1069,11 @@ impl Workload for CacheBench {
         Args::command().render_long_help().to_string()
     }
 
+    fn command(&self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(Args::command())
+    }
+
     fn validate(&self, args: &[String]) -> anyhow::Result<()> {
         let a = parse(args)?;
         let loaded = load(&a)?;

@@ -282,6 +282,11 @@ impl Workload for Calibrate {
         Args::command().render_long_help().to_string()
     }
 
+    fn command(&self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(Args::command())
+    }
+
     fn subcommand_help(&self, args: &[String]) -> Option<String> {
         use clap::CommandFactory;
         let name = args.iter().find(|a| !a.starts_with('-'))?;

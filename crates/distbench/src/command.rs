@@ -188,6 +188,24 @@ impl Workload for Distbench {
         format!("{text}\n{}", test_builder::help())
     }
 
+    fn command(&self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        // analyze and test_builder parse their own flags: named, not
+        // completed further.
+        Some(
+            clap::Command::new("distbench")
+                .subcommand(subcommands::LocalhostArgs::command().name("start_localhost"))
+                .subcommand(subcommands::SequencerArgs::command().name("test_sequencer"))
+                .subcommand(subcommands::NodeManagerArgs::command().name("node_manager"))
+                .subcommand(subcommands::RunTestsArgs::command().name("run_tests"))
+                .subcommand(subcommands::TestPreviewArgs::command().name("test_preview"))
+                .subcommand(subcommands::RpcServerArgs::command().name("rpc_server"))
+                .subcommand(CheckTestArgs::command().name("check_test"))
+                .subcommand(clap::Command::new("analyze"))
+                .subcommand(clap::Command::new("test_builder")),
+        )
+    }
+
     fn subcommand_help(&self, args: &[String]) -> Option<String> {
         use clap::CommandFactory;
         Some(match args.first()?.as_str() {

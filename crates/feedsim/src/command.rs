@@ -88,6 +88,11 @@ impl Workload for FeedSim {
         )
     }
 
+    fn command(&self) -> Option<clap::Command> {
+        use clap::CommandFactory;
+        Some(DriverArgs::command().subcommand(LeafArgs::command().name("leaf")))
+    }
+
     fn subcommand_help(&self, args: &[String]) -> Option<String> {
         use clap::CommandFactory;
         (args.first()? == "leaf").then(|| LeafArgs::command().render_long_help().to_string())

@@ -102,6 +102,12 @@ pub trait Workload: Send + Sync {
         let _ = args;
         None
     }
+    /// The tool's arguments as a clap command (its subcommands and flags),
+    /// for shell completions only: the workload parses its arguments
+    /// itself. `None` (the default) completes nothing after its name.
+    fn command(&self) -> Option<clap::Command> {
+        None
+    }
     /// Checks the argv without running (so bad args fail before any hook).
     fn validate(&self, args: &[String]) -> anyhow::Result<()>;
     /// Runs; an `Err` is a failure whose message goes into the report.

@@ -305,6 +305,14 @@ fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
     let hooks: Vec<&str> = harness::hooks::KNOWN.iter().map(|k| k.0).collect();
     let of = |v: &std::collections::BTreeSet<String>| PossibleValuesParser::new(v.iter().cloned());
     let mut cmd = cli_command(reg);
+    // Each benchmark's own flags and subcommands, where it has a parser to
+    // describe them (the parser still gets the words untouched).
+    for w in reg.iter() {
+        if let Some(own) = w.command() {
+            let about = format!("{} (replaces {})", w.description(), w.upstream());
+            cmd = cmd.mut_subcommand(w.name(), |_| own.name(w.name()).about(about));
+        }
+    }
     for (sub, arg) in [
         ("run", "jobs"),
         ("info", "job"),

@@ -854,6 +854,18 @@ fn completions_and_man_pages() {
     assert!(got.lines().any(|l| l == "server"), "{got}");
     let got = complete("rackbench run calibrate -k cpu");
     assert!(got.lines().any(|l| l == "cpu-mpstat"), "{got}");
+    // A benchmark's own flags and subcommands, from its parser.
+    for (words, want) in [
+        ("rackbench cachebench --json_t", "--json_test_config"),
+        ("rackbench distbench test_s", "test_sequencer"),
+        ("rackbench distbench node_manager --p", "--port"),
+        ("rackbench adsim cl", "client"),
+        ("rackbench feedsim --num-i", "--num-instances"),
+        ("rackbench calibrate --fixed", "--fixed-qps"),
+    ] {
+        let got = complete(words);
+        assert!(got.lines().any(|l| l == want), "{words}: {got}");
+    }
     for shell in ["zsh", "fish"] {
         let o = env.run(&["completions", shell]);
         assert!(o.status.success() && !o.stdout.is_empty(), "{shell}");
