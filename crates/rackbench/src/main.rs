@@ -34,10 +34,13 @@ const VERSION: &str = concat!(
     after_help = "Each benchmark command takes the upstream tool's own flags: `rackbench help BENCHMARK` (or `rackbench BENCHMARK --help`) shows them."
 )]
 struct Cli {
-    /// Extra job folders (*.toml); their jobs replace embedded ones of the same name.
+    /// Extra job folders (*.toml).
+    ///
+    /// Their jobs replace embedded ones of the same name.
     #[arg(
         long = "jobs-dir",
         global = true,
+        help_heading = GLOBAL,
         env = "RACKBENCH_JOBS_DIR",
         value_delimiter = ':'
     )]
@@ -50,16 +53,18 @@ struct Cli {
     /// naming a benchmark rackbench lacks is an error). Before the command.
     #[arg(short = 'j', long = "jobs", value_name = "FILE")]
     jobs_file: Option<PathBuf>,
-    /// The results database: a SQLite file, or a PostgreSQL server's
+    /// The results store: a SQLite file or a postgres:// URL.
+    ///
+    /// A SQLite file, or a PostgreSQL server's
     /// postgres://USER@HOST:PORT/DB URL (default: $RACKBENCH_DB or
     /// ~/.local/share/rackbench/results.db).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     db: Option<PathBuf>,
     /// Where benchmark_metrics_<run_id>/ is created.
-    #[arg(long, global = true, default_value = ".")]
+    #[arg(long, global = true, default_value = ".", help_heading = GLOBAL)]
     output_dir: PathBuf,
     /// Do not record runs in the results store.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     no_store: bool,
     /// benchpress' -r: each successful run's result is also saved as
     /// DIR/<job>/<time>.json, benchpress' results history (default:
@@ -114,10 +119,12 @@ struct Cli {
     /// progress and the jobs' command lines on stderr.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Benchmark commands also write a report and a store row.
+    ///
     /// Benchmark commands (`rackbench cachebench ...`) run as the upstream
     /// tool: its output only. With --report they also write the harness's
     /// report (JSON on stdout and under --output-dir) and a store row.
-    #[arg(long, global = true, env = "RACKBENCH_REPORT", value_parser = clap::builder::FalseyValueParser::new())]
+    #[arg(long, global = true, env = "RACKBENCH_REPORT", value_parser = clap::builder::FalseyValueParser::new(), help_heading = GLOBAL)]
     report: bool,
     #[command(subcommand)]
     cmd: Cmd,
@@ -166,6 +173,11 @@ struct RunArgs {
     #[arg(long)]
     json: bool,
 }
+
+/// The heading of the options every command takes: in each command's
+/// help they come last, apart from the command's own, one line each with
+/// `-h` (`--help` gives their details).
+const GLOBAL: &str = "Global options";
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
