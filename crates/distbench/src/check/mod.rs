@@ -155,14 +155,17 @@ pub fn check_sequence(seq: &TestSequence) -> Vec<Problem> {
 
 /// Prints each warning on stderr once per process (a sequence is checked
 /// when a job is validated and again when it runs).
+/// Each warning once per process, whichever check finds it first (a
+/// sequence generated and then run in one process is checked twice: as
+/// the generated tests, then by the sequencer).
 fn print_warnings(label: &str, warnings: &[Problem]) {
     static PRINTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut printed = PRINTED.lock().unwrap_or_else(|e| e.into_inner());
     for w in warnings {
-        let line = format!("{label}: warning: {w}");
-        if !printed.contains(&line) {
-            eprintln!("{line}");
-            printed.push(line);
+        let text = w.to_string();
+        if !printed.contains(&text) {
+            eprintln!("{label}: warning: {text}");
+            printed.push(text);
         }
     }
 }
