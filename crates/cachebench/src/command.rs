@@ -1144,8 +1144,10 @@ impl Workload for CacheBench {
         if instances.len() > 1 {
             write!(out, "{}", output::running_instances(instances.len()))?;
         }
+        let mut total_ops = 0;
         for i in &instances {
             let ops = i.options.threads as u64 * i.options.ops_per_thread;
+            total_ops += ops;
             write!(out, "{}", output::ops_to_be_run(st, ops))?;
         }
         out.flush()?;
@@ -1165,8 +1167,10 @@ impl Workload for CacheBench {
             a: &a,
             st,
             started,
+            eta: Eta::new(total_ops),
         };
         let (results, samples) = drive.run(&mut stats_files);
+        drive.eta.bar.finish();
         let nvm_failure = nvm_failure.into_inner().unwrap_or_else(|e| e.into_inner());
         let timed_out =
             stop.load(Ordering::Relaxed) && !ctx.cancel.is_stopped() && nvm_failure.is_none();
@@ -1423,6 +1427,56 @@ struct Drive<'a> {
     a: &'a Args,
     st: output::Style,
     started: Instant,
+    eta: Eta,
+}
+
+/// rackbench's progress bar with an ETA, on stderr, only when stderr is a
+/// terminal (upstream's stdout and stats files are unchanged): the share
+/// of the run's operations done sets the plan, so the bar's percentage
+/// is the operations' and its ETA the time they take at the rate so far.
+struct Eta {
+    bar: harness::progress::Progress,
+    /// Whether the bar is drawn (a terminal, and a known number of
+    /// operations).
+    on: bool,
+    total_ops: u64,
+}
+
+impl Eta {
+    fn new(total_ops: u64) -> Eta {
+        let on = total_ops > 0
+            && std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("RACKBENCH_PLAIN_PROGRESS").is_none();
+        let bar = if on {
+            harness::progress::Progress::new("cachebench", Duration::from_secs(60))
+        } else {
+            harness::progress::Progress::hidden()
+        };
+        Eta { bar, on, total_ops }
+    }
+
+    /// Plans the rest of the run at the rate so far.
+    fn update(&self, ops: u64, elapsed: Duration) {
+        if !self.on || ops == 0 {
+            return;
+        }
+        let done = (ops as f64 / self.total_ops as f64).min(1.0);
+        self.bar.set_total(elapsed.div_f64(done.max(1e-9)));
+        self.bar.phase(&format!(
+            "{:.2}M of {:.2}M ops",
+            ops as f64 / 1e6,
+            self.total_ops as f64 / 1e6
+        ));
+    }
+
+    /// A line of upstream's stdout, printed around the bar.
+    fn print(&self, line: &str) {
+        if self.on {
+            self.bar.output(line.strip_suffix('\n').unwrap_or(line));
+        } else {
+            print!("{line}");
+        }
+    }
 }
 
 /// The controller's state between progress lines: the counters at the
@@ -1488,8 +1542,18 @@ impl Drive<'_> {
             .map(|i| i.config.test.nvm_warmup_check.is_none())
             .collect();
         let mut next_warm = Instant::now();
+        let mut next_eta = Instant::now();
         while !self.done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(50));
+            if Instant::now() >= next_eta {
+                next_eta += Duration::from_secs(1);
+                let ops = self
+                    .progress
+                    .iter()
+                    .map(|p| p.ops.load(Ordering::Relaxed))
+                    .sum();
+                self.eta.update(ops, self.started.elapsed());
+            }
             if warm.iter().any(|w| !w) && Instant::now() >= next_warm {
                 next_warm += Duration::from_millis(250);
                 self.check_warm(&mut warm);
@@ -1583,14 +1647,14 @@ impl Drive<'_> {
                 output::hit_ratios_since(c, p),
             );
             let Some((_, f)) = stats_files[i].as_mut() else {
-                print!("{line}");
+                self.eta.print(&line);
                 continue;
             };
             // With a stats file the line goes there (and in the legacy
             // layout on stdout too).
             let _ = f.write_all(self.stats_block(i, &line, c, p, t).as_bytes());
             if st.progress_on_stdout_with_stats_file() {
-                print!("{line}");
+                self.eta.print(&line);
             }
         }
         let _ = std::io::stdout().flush();
