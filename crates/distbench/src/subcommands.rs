@@ -542,6 +542,18 @@ pub fn localhost_tests(a: &LocalhostArgs) -> anyhow::Result<TestSequence> {
     Ok(seq)
 }
 
+/// How long a test should take, for the progress display: its longest
+/// action bounded by `iterations.max_duration_us` (0 when none is: such a
+/// test ends with its iteration counts, which say nothing of time).
+fn expected_duration(test: &crate::proto::DistributedSystemDescription) -> std::time::Duration {
+    test.actions
+        .iter()
+        .filter_map(|a| a.iterations.as_ref()?.max_duration_us)
+        .map(|us| std::time::Duration::from_micros(us.max(0) as u64))
+        .max()
+        .unwrap_or_default()
+}
+
 /// Writes the results (atomically, as every results file).
 fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Result<()> {
     let encoding = match Encoding::from_path(path) {
@@ -558,11 +570,21 @@ fn save(path: &Path, results: &TestSequenceResults, binary: bool) -> anyhow::Res
 /// An engine that stopped its traffic early (overload, or told so by an
 /// overloaded peer) is named on stderr: the test still completes with the
 /// results until then, as upstream's does.
-fn print_summary(r: &TestResult) {
+fn print_summary(r: &TestResult, progress: Option<&harness::progress::Progress>) {
     use std::io::Write;
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
+    match progress {
+        // Around the progress bar, line by line.
+        Some(p) => {
+            let mut text = Vec::new();
+            let _ = write_summary(&r.log_summary, &mut text);
+            for line in String::from_utf8_lossy(&text).lines() {
+                p.output(line);
+            }
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = write_summary(&r.log_summary, &mut out).and_then(|_| out.flush());
+        }
     }
     let name = metrics::test_name(r);
     for (instance, message) in metrics::test_figures(r).engine_errors {
@@ -1074,7 +1096,7 @@ pub fn run_tests(a: &RunTestsArgs, ctx: &RunContext) -> anyhow::Result<Outcome> 
     let mut results = TestSequenceResults::default();
     let run = rt.block_on(async {
         let fut = cluster::run_tests(&a.test_sequencer, &seq, |_, r| {
-            print_summary(r);
+            print_summary(r, None);
             results.test_results.push(r.clone());
             outfile
                 .save_partial(&results, a.binary_output)
@@ -1210,18 +1232,18 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
         let mut results = TestSequenceResults::default();
         let mut error = None;
         let mut interrupted = false;
+        let expected: Vec<std::time::Duration> = seq.tests.iter().map(expected_duration).collect();
+        let progress = harness::progress::Progress::new("distbench", expected.iter().sum());
         for (i, test) in seq.tests.iter().enumerate() {
-            eprintln!(
-                "[distbench] test {}/{}: {}",
-                i + 1,
-                seq.tests.len(),
-                test.name()
+            progress.phase_for(
+                &format!("test {}/{}: {}", i + 1, seq.tests.len(), test.name()),
+                expected[i..].iter().sum(),
             );
             let r = run_test_until_stopped(&cluster, test, ctx, &mut interrupted).await;
             match r {
                 Ok(mut r) => {
                     crate::sequencer::apply_tests_setting(&mut r, seq.tests_setting.as_ref());
-                    print_summary(&r);
+                    print_summary(&r, Some(&progress));
                     results.test_results.push(r);
                     save(&outfile, &results, true)?;
                 }
@@ -1235,6 +1257,7 @@ pub fn run_localhost(a: &LocalhostArgs, ctx: &RunContext) -> anyhow::Result<Outc
                 break;
             }
         }
+        progress.finish();
         cluster.stop().await;
         let r = tests_record(
             &results,
