@@ -41,8 +41,14 @@ pub struct PageOptions {
     pub title: String,
     /// How the runs were selected (shown under the title).
     pub selection: String,
-    /// Reload the page every this many seconds (`rackbench serve`).
+    /// Reload the page every this many seconds (`rackbench serve`); with
+    /// `store_version`, check every this many seconds and reload only when
+    /// the store changed.
     pub refresh_secs: Option<u32>,
+    /// The store's [`crate::store::Store::version`] the page was made
+    /// from: the page asks the server's `version` for the current one and
+    /// reloads when it differs.
+    pub store_version: Option<String>,
     /// When the page was made, Unix seconds.
     pub generated_at: u64,
     /// A comparison the caller selected the sides of, shown first.
@@ -875,8 +881,21 @@ pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
     out.push_str(r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#);
     out.push('\n');
-    if let Some(s) = opts.refresh_secs {
-        let _ = writeln!(out, r#"<meta http-equiv="refresh" content="{s}">"#);
+    match (opts.refresh_secs, &opts.store_version) {
+        // A few bytes every s seconds; the page itself only when a run
+        // was recorded.
+        (Some(s), Some(v)) => {
+            let _ = writeln!(
+                out,
+                "<script>setInterval(function(){{fetch('version',{{cache:'no-store'}}).then(function(r){{return r.ok?r.text():null}}).then(function(v){{if(v!==null&&v.trim()!=={v})location.reload()}}).catch(function(){{}})}},{ms});</script>",
+                v = serde_json::to_string(v).unwrap_or_default(),
+                ms = u64::from(s) * 1000
+            );
+        }
+        (Some(s), None) => {
+            let _ = writeln!(out, r#"<meta http-equiv="refresh" content="{s}">"#);
+        }
+        (None, _) => {}
     }
     let _ = writeln!(
         out,
@@ -894,9 +913,11 @@ pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String
             &opts.selection
         }),
         when(opts.generated_at),
-        match opts.refresh_secs {
-            Some(s) => format!(" The page reloads every {s} s."),
-            None => String::new(),
+        match (opts.refresh_secs, &opts.store_version) {
+            (Some(s), Some(_)) =>
+                format!(" The page reloads when a run is recorded (checked every {s} s)."),
+            (Some(s), None) => format!(" The page reloads every {s} s."),
+            (None, _) => String::new(),
         }
     );
 

@@ -773,6 +773,15 @@ impl Store {
         .map(|n| n > 0)
     }
 
+    /// A token that changes whenever a row is recorded or removed: the
+    /// number of rows and the highest row id (`serve` reloads its page,
+    /// and answers `304 Not Modified`, by it).
+    pub fn version(&self) -> Result<String, StoreError> {
+        let count = self.one_int("SELECT COUNT(*) FROM runs", &[])?;
+        let max = self.one_int("SELECT COALESCE(MAX(id), 0) FROM runs", &[])?;
+        Ok(format!("{count}.{max}"))
+    }
+
     /// True when the store has a row of the same run as `r`: the same
     /// [`RUN_IDENTITY`] (its row id and results aside).
     pub fn contains(&self, r: &RunRow) -> Result<bool, StoreError> {

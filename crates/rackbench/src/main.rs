@@ -222,8 +222,8 @@ enum Cmd {
         #[command(subcommand)]
         what: ReportCmd,
     },
-    /// Serves the `report html` page over HTTP, made afresh per request
-    /// (it reloads itself every 10 s). Ctrl-C stops it.
+    /// Serves the `report html` page over HTTP; the page reloads when a run
+    /// is recorded (it checks every 10 s). Ctrl-C stops it.
     Serve {
         /// The TCP port (0: any free port; the chosen one is printed).
         #[arg(long, default_value_t = 8642)]
@@ -596,6 +596,7 @@ fn html_page(store: &Store, sel: &HtmlSelection, refresh: Option<u32>) -> anyhow
                 store.path().display()
             ),
             refresh_secs: refresh,
+            store_version: refresh.map(|_| store.version()).transpose()?,
             generated_at,
             requested: requested_comparison(store, sel)?,
         },

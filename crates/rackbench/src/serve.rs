@@ -96,6 +96,16 @@ fn listen(addrs: &[IpAddr], port: u16) -> anyhow::Result<Vec<(tiny_http::Server,
     )))
 }
 
+fn with_header(
+    mut r: tiny_http::Response<std::io::Cursor<Vec<u8>>>,
+    h: Result<tiny_http::Header, ()>,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    if let Ok(h) = h {
+        r.add_header(h);
+    }
+    r
+}
+
 fn run(server: tiny_http::Server, db: PathBuf, sel: HtmlSelection, cancel: Cancel) {
     while !cancel.is_stopped() {
         let req = match server.recv_timeout(Duration::from_millis(200)) {
@@ -109,14 +119,36 @@ fn run(server: tiny_http::Server, db: PathBuf, sel: HtmlSelection, cancel: Cance
         let path = req.url().split('?').next().unwrap_or("/");
         let html = tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8");
         let text = tiny_http::Header::from_bytes("Content-Type", "text/plain; charset=utf-8");
-        let resp = if path == "/" || path == "/index.html" {
-            match Store::open(&db)
-                .map_err(anyhow::Error::from)
-                .and_then(|s| html_page(&s, &sel, Some(REFRESH_SECS)))
-            {
-                Ok(page) => {
-                    let mut r = tiny_http::Response::from_string(page);
-                    if let Ok(h) = html {
+        let version = || Store::open(&db).and_then(|s| s.version());
+        let resp = if path == "/version" {
+            match version() {
+                Ok(v) => with_header(tiny_http::Response::from_string(v), text),
+                Err(e) => with_header(
+                    tiny_http::Response::from_string(format!("error: {e}\n")).with_status_code(500),
+                    text,
+                ),
+            }
+        } else if path == "/" || path == "/index.html" {
+            // The page is the store's: unchanged store, unchanged page.
+            let etag = version().ok().map(|v| format!("\"{v}\""));
+            let fresh = etag.as_ref().is_some_and(|t| {
+                req.headers()
+                    .iter()
+                    .any(|h| h.field.equiv("If-None-Match") && h.value.as_str() == t)
+            });
+            let page = if fresh {
+                Ok(None)
+            } else {
+                Store::open(&db)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|s| html_page(&s, &sel, Some(REFRESH_SECS)))
+                    .map(Some)
+            };
+            match page {
+                Ok(None) => tiny_http::Response::from_string("").with_status_code(304),
+                Ok(Some(page)) => {
+                    let mut r = with_header(tiny_http::Response::from_string(page), html);
+                    if let Some(Ok(h)) = etag.map(|t| tiny_http::Header::from_bytes("ETag", t)) {
                         r.add_header(h);
                     }
                     r

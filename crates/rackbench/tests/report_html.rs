@@ -242,9 +242,15 @@ fn report_html_is_self_contained_and_renders() {
 }
 
 fn get(addr: &str) -> String {
+    request(addr, "/", "")
+}
+
+/// The whole answer (status, headers, body) to GET `path` with `headers`
+/// (each ending in CRLF).
+fn request(addr: &str, path: &str, headers: &str) -> String {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET / HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n{headers}\r\n").unwrap();
     let mut body = String::new();
     s.read_to_string(&mut body).unwrap();
     body
@@ -279,7 +285,17 @@ fn serve_answers_on_both_loopbacks() {
         let r = get(a);
         assert!(r.starts_with("HTTP/1.") && r.contains(" 200 "), "{r}");
         assert!(r.contains(r#"<table id="runs">"#));
-        assert!(r.contains(r#"http-equiv="refresh""#));
+        // The page asks for the store's version and reloads when it
+        // changes; the same page is not sent twice.
+        assert!(r.contains("fetch('version'"), "{r}");
+        let v = request(a, "/version", "");
+        assert!(v.contains(" 200 "), "{v}");
+        let token = v.rsplit("\r\n\r\n").next().unwrap().to_string();
+        assert_eq!(token, "0.0", "{v}");
+        assert!(r.contains(&format!("ETag: \"{token}\"")), "{r}");
+        let again = request(a, "/", &format!("If-None-Match: \"{token}\"\r\n"));
+        assert!(again.contains(" 304 "), "{again}");
+        assert!(!again.contains("<table"), "{again}");
     }
     // Ctrl-C stops it with 130, as every other command.
     // SAFETY: plain syscall on our own child.

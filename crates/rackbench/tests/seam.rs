@@ -119,6 +119,23 @@ fn page_has_filters_runs_and_a_chart_per_kind() {
         &registry(),
     );
     assert!(served.contains(r#"<meta http-equiv="refresh" content="7">"#));
+    // With the store's version the page polls it instead and reloads only
+    // when it changed.
+    let polled = page(
+        &rows,
+        &PageOptions {
+            refresh_secs: Some(7),
+            store_version: Some("3.9".into()),
+            ..Default::default()
+        },
+        &registry(),
+    );
+    assert!(!polled.contains("http-equiv"));
+    assert!(
+        polled.contains(r#"v.trim()!=="3.9")location.reload()"#),
+        "no poll"
+    );
+    assert!(polled.contains("},7000);</script>"), "no poll");
 }
 
 /// The harness's product code (each file up to its test module), by file.
