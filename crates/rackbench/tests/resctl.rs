@@ -694,12 +694,17 @@ fn resctl_bench_protection_runs_end_to_end() {
         "no scenario in the title"
     );
 
-    // The bench's cgroups are removed.
+    // The bench's cgroups are removed: none is left of a process that has
+    // ended (tests running beside this one have theirs while they run).
     let left: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/memory")
         .map(|r| {
             r.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("rackbench-"))
+                .filter(|n| {
+                    n.strip_prefix("rackbench-")
+                        .and_then(|p| p.parse::<u32>().ok())
+                        .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+                })
                 .collect()
         })
         .unwrap_or_default();

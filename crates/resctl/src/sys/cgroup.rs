@@ -375,6 +375,29 @@ impl Cgroups {
     /// available), the cgroup1 memory, cpu, cpuacct and blkio hierarchies,
     /// and the PSI hierarchy if separate. The handle removes the
     /// directories it created when dropped.
+    /// Removes the `rackbench-<pid>` trees of processes that no longer
+    /// exist (a run killed before it could clean up) under every root. A
+    /// tree whose pid lives (another run, or a process that took the pid)
+    /// is left alone.
+    pub fn remove_stale(&self) {
+        let roots = self.v2_root.iter().chain(self.v1_roots.values());
+        for root in roots {
+            let Ok(rd) = fs::read_dir(root) else { continue };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name
+                    .strip_prefix("rackbench-")
+                    .and_then(|p| p.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    remove_tree(&e.path());
+                }
+            }
+        }
+    }
+
     pub fn create(&self, rel: &str) -> Result<Cgroup, crate::Error> {
         let rel_path = Path::new(rel);
         let valid = !rel.is_empty()
@@ -397,6 +420,7 @@ impl Cgroups {
         if self.kind == BackendKind::None {
             return Ok(cg);
         }
+        self.remove_stale();
         if let Some(root) = &self.v2_root {
             let dir = make_dirs(root, rel_path, &mut cg.created).map_err(crate::Error::Host)?;
             // Enable controllers from the root down to the leaf's parent.
@@ -915,8 +939,9 @@ fn remove_tree(dir: &Path) {
             }
         }
     }
-    // Exiting tasks may keep the cgroup busy for a moment.
-    for _ in 0..25 {
+    // Exiting tasks may keep the cgroup busy for a while (a hashd freeing
+    // gigabytes on a loaded host): up to 5 s.
+    for _ in 0..250 {
         match fs::remove_dir(dir) {
             Ok(()) => return,
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
@@ -1157,6 +1182,30 @@ mod tests {
 
     fn read(dir: &Path, name: &str) -> String {
         fs::read_to_string(dir.join(name)).unwrap()
+    }
+
+    /// The trees of dead runs (`rackbench-<pid>` with no such process) go,
+    /// with what is under them; a live pid's tree and other names stay.
+    #[test]
+    fn stale_run_trees_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mem = tmp.path().join("memory");
+        let dead = mem.join("rackbench-4194305/hashd-params");
+        let live = mem.join(format!("rackbench-{}/w", std::process::id()));
+        let other = mem.join("rackbench-notapid");
+        for d in [&dead, &live, &other] {
+            fs::create_dir_all(d).unwrap();
+        }
+        // 4194305 is above Linux's largest pid_max (2^22): never alive.
+        let cg = Cgroups::with_roots(
+            BackendKind::Cgroup1,
+            None,
+            BTreeMap::from([("memory".to_string(), mem.clone())]),
+            None,
+        );
+        cg.remove_stale();
+        assert!(!mem.join("rackbench-4194305").exists());
+        assert!(live.exists() && other.exists());
     }
 
     /// A fake cgroup2 tree: `root` and `root/t/a` with stat files.
