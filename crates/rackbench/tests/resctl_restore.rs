@@ -102,10 +102,38 @@ fn wait_started(dir: &Path, child: &mut std::process::Child) {
     panic!("the run did not start a job within 120 s");
 }
 
+/// Writeback throttling on (the kernel's default, written as -1) while
+/// the test runs, so that a run has it to turn off even on a host that a
+/// killed run left with it off; the value found is written back on drop.
+struct WbtOn {
+    path: PathBuf,
+    found: String,
+}
+
+impl WbtOn {
+    fn new(q: &Path) -> WbtOn {
+        let path = q.join("wbt_lat_usec");
+        let found = std::fs::read_to_string(&path).unwrap_or_default();
+        if found.trim() == "0" {
+            let _ = std::fs::write(&path, "-1");
+        }
+        WbtOn { path, found }
+    }
+}
+
+impl Drop for WbtOn {
+    fn drop(&mut self) {
+        if !self.found.trim().is_empty() {
+            let _ = std::fs::write(&self.path, self.found.trim());
+        }
+    }
+}
+
 #[test]
 fn settings_are_restored_with_stderr_closed_and_on_sigterm_and_sigint() {
     let d = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
     let Some(q) = host(d.path()) else { return };
+    let _wbt = WbtOn::new(&q);
     let before = settings(&q);
 
     // stderr a closed pipe: the run goes on and restores everything.
