@@ -5,7 +5,11 @@
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("proto");
+    // Read when the script runs, not built in: a target directory moved
+    // to another checkout keeps its build scripts.
+    let root =
+        Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR unset")?)
+            .join("proto");
     let file = root.join("calibrate.proto");
     println!("cargo:rerun-if-changed={}", file.display());
     let fds = protox::compile([&file], [&root])?;

@@ -15,7 +15,11 @@ const FILES: [&str; 4] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("proto");
+    // Read when the script runs, not built in: a target directory moved
+    // to another checkout keeps its build scripts.
+    let root =
+        Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR unset")?)
+            .join("proto");
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     println!("cargo:rerun-if-changed={}", root.display());
     let files: Vec<PathBuf> = FILES.iter().map(|f| root.join(f)).collect();

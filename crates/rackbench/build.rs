@@ -5,13 +5,19 @@
 
 use std::path::Path;
 
+/// The crate's folder, read when the script runs (not when it was built:
+/// a target directory moved to another checkout keeps its build scripts).
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").unwrap().into()
+}
+
 /// The commit the binary is built from (`unknown` outside a git checkout,
 /// e.g. from a source tarball), for `rackbench --version`.
 fn git_commit() {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(manifest_dir())
             .output()
             .ok()
             .filter(|o| o.status.success())
@@ -39,7 +45,7 @@ fn git_commit() {
 
 fn main() {
     git_commit();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../jobs");
+    let dir = manifest_dir().join("../../jobs");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("jobs/ folder")

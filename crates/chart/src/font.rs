@@ -174,6 +174,27 @@ pub fn fit(text: &str, max_width: u32, scale: u32) -> String {
     out
 }
 
+/// Cut `text` so that it fits in `max_width` pixels at `scale`, replacing
+/// its middle by `..` when something had to go: names that differ only at
+/// the end stay apart.
+pub fn fit_middle(text: &str, max_width: u32, scale: u32) -> String {
+    if text_width(text, scale) <= max_width {
+        return text.to_string();
+    }
+    let max_chars = ((max_width / scale.max(1) + 1) / CELL_W) as usize;
+    if max_chars <= 4 {
+        return fit(text, max_width, scale);
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let keep = max_chars - 2;
+    let tail = keep / 2;
+    let head = keep - tail;
+    let mut out: String = chars[..head].iter().collect();
+    out.push_str("..");
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

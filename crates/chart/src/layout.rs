@@ -4,7 +4,7 @@
 use crate::font::{self, CELL_H};
 use crate::image::Rect;
 use crate::ticks;
-use crate::{Chart, MAX_SIZE, MIN_SIZE, Scale};
+use crate::{Chart, MAX_SIZE, MIN_SIZE, Scale, Style};
 
 /// Data values are clamped to +-`LIMIT` (and log values to at least
 /// `1 / LIMIT`), so that spans, steps and pixel positions stay finite.
@@ -75,6 +75,18 @@ impl Axis {
         fixed_hi: Option<f64>,
         max_ticks: usize,
     ) -> Axis {
+        Axis::linear_ticked(data, fixed_lo, fixed_hi, max_ticks, false)
+    }
+
+    /// [`Axis::linear`], with ticks at whole numbers only when `whole`
+    /// (an axis of run or probe numbers never shows `0.5`).
+    pub(crate) fn linear_ticked(
+        data: Option<(f64, f64)>,
+        fixed_lo: Option<f64>,
+        fixed_hi: Option<f64>,
+        max_ticks: usize,
+        whole: bool,
+    ) -> Axis {
         let finite = |v: &f64| v.is_finite();
         let mut fixed_lo = fixed_lo.filter(finite).map(|v| v.clamp(-LIMIT, LIMIT));
         let mut fixed_hi = fixed_hi.filter(finite).map(|v| v.clamp(-LIMIT, LIMIT));
@@ -103,7 +115,10 @@ impl Axis {
                 }
             }
         }
-        let step = ticks::linear(lo, hi, max_ticks).step;
+        let mut step = ticks::linear(lo, hi, max_ticks).step;
+        if whole && step < 1.0 {
+            step = 1.0;
+        }
         if fixed_lo.is_none() {
             let l = (lo / step).floor() * step;
             if l.is_finite() {
@@ -125,6 +140,39 @@ impl Axis {
             major,
             labels,
             minor: Vec::new(),
+        }
+    }
+
+    /// Widen the ends so that a marker of `radius` pixels drawn at any
+    /// value of `data` lies wholly inside an axis `pixels` long (a point at
+    /// the data's edge is otherwise drawn half outside the plot area).
+    /// Ticks stay where they are.
+    pub(crate) fn keep_inside(&mut self, data: Option<(f64, f64)>, pixels: i64, radius: f64) {
+        let Some((dlo, dhi)) = data else { return };
+        let (dlo, dhi) = if self.log {
+            if dlo <= 0.0 || dhi <= 0.0 {
+                return;
+            }
+            (dlo.log10(), dhi.log10())
+        } else {
+            (dlo, dhi)
+        };
+        let room = pixels as f64 - 2.0 * radius;
+        if room <= radius || !(dlo.is_finite() && dhi.is_finite()) {
+            return;
+        }
+        // Data units per pixel once widened: the span grows by 2 radii'
+        // worth of pixels at most.
+        let per_px = (self.hi - self.lo).max(dhi - dlo) / room;
+        let need = radius * per_px;
+        if !need.is_finite() || need <= 0.0 {
+            return;
+        }
+        if dlo - self.lo < need && dlo >= self.lo - need {
+            self.lo = dlo - need;
+        }
+        if self.hi - dhi < need && dhi <= self.hi + need {
+            self.hi = dhi + need;
         }
     }
 
@@ -201,6 +249,24 @@ impl Axis {
             minor,
         }
     }
+}
+
+/// Half a marker's width and a pixel: how far inside the plot area's edge
+/// a marker's centre must be to be drawn whole.
+const MARKER_ROOM: f64 = 5.0;
+
+/// Whether any point is drawn as a marker: a [`Style::Points`] series, or
+/// a line's isolated point.
+fn has_markers(chart: &Chart) -> bool {
+    let log = chart.y_scale == Scale::Log10;
+    chart.series.iter().any(|s| {
+        s.style == Style::Points
+            || s.points
+                .iter()
+                .filter(|p| clean(**p, log).is_some())
+                .count()
+                == 1
+    })
 }
 
 /// The drawable points' (x min, x max, y min, y max), `None` without any.
@@ -378,9 +444,14 @@ impl Layout {
         // The x axis, twice: the last tick label, centred on its tick, may
         // need the right edge pulled in.
         let x_data = bounds.map(|(x0, x1, _, _)| (x0, x1));
-        let x_axis = x_axis(chart, x_data, left, &mut right, legend, w);
+        let mut x_axis = x_axis(chart, x_data, left, &mut right, legend, w);
         let right = right.max(left + MIN_PLOT).min(w - 1);
         let bottom = bottom.min(h - 1);
+        let mut y_axis = y_axis;
+        if has_markers(chart) {
+            x_axis.keep_inside(x_data, right - left, MARKER_ROOM);
+            y_axis.keep_inside(y_data, bottom - top, MARKER_ROOM);
+        }
 
         let plot = Rect {
             left: left.max(0) as u32,
@@ -493,6 +564,15 @@ fn legend_rows(chart: &Chart, w: i64, top: i64, bottom: i64) -> (Vec<(usize, Str
         for (i, s) in chart.series.iter().take(shown).enumerate() {
             legend_rows.push((i, font::fit(s.name.trim(), max_text as u32, 1)));
         }
+        // Names that differ only in their tails would read the same cut
+        // at the end: cut those in the middle instead.
+        let fitted: Vec<String> = legend_rows.iter().map(|(_, n)| n.clone()).collect();
+        for (i, name) in legend_rows.iter_mut() {
+            let original = chart.series[*i].name.trim();
+            if *name != original && fitted.iter().filter(|f| *f == name).count() > 1 {
+                *name = font::fit_middle(original, max_text as u32, 1);
+            }
+        }
         let more_w = if legend_more > 0 {
             font::text_width(&format!("+{legend_more} more"), 1) as i64 - SWATCH - LEGEND_PAD
         } else {
@@ -519,10 +599,11 @@ fn x_axis(
     legend: bool,
     w: i64,
 ) -> Axis {
-    let mut x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, 2);
+    let whole = chart.x_integer;
+    let mut x_axis = Axis::linear_ticked(x_data, chart.x_min, chart.x_max, 2, whole);
     for _ in 0..2 {
         let wanted = ((*right - left) / 90 + 1).clamp(2, 12) as usize;
-        x_axis = Axis::linear(x_data, chart.x_min, chart.x_max, wanted);
+        x_axis = Axis::linear_ticked(x_data, chart.x_min, chart.x_max, wanted, whole);
         let half_last = x_axis
             .labels
             .last()
@@ -624,5 +705,103 @@ mod tests {
         assert_eq!(clean((1.0, -1.0), true), None);
         assert_eq!(clean((1.0, -1.0), false), Some((1.0, -1.0)));
         assert_eq!(clean((f64::MAX, 1.0), false), Some((1e300, 1.0)));
+    }
+
+    /// Every marker's square (its centre +- 3.5 px) inside the plot area.
+    fn markers_inside(c: &Chart) {
+        let l = c.layout();
+        let p = l.plot;
+        for s in &c.series {
+            for &(x, y) in &s.points {
+                let (px, py) = l.to_pixel(x, y).unwrap();
+                assert!(
+                    px - 3.5 >= p.left as f64
+                        && px + 3.5 <= p.right as f64
+                        && py - 3.5 >= p.top as f64
+                        && py + 3.5 <= p.bottom as f64,
+                    "({x}, {y}) at ({px}, {py}) is not inside {p:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn markers_at_the_data_edges_are_drawn_whole() {
+        // Free ends that land on ticks, a fixed 0 the data touches, and a
+        // log axis on whole decades.
+        let c = Chart::new("t", "x", "y")
+            .y_min(0.0)
+            .points("a", vec![(200.0, 0.0), (800.0, 45.0), (500.0, 20.0)]);
+        markers_inside(&c);
+        let l = c.layout();
+        assert!(l.x_tick_labels().contains(&"200".to_string()));
+        let c = Chart::new("t", "x", "y")
+            .log_y()
+            .points("a", vec![(1.0, 10.0), (3.0, 1000.0)]);
+        markers_inside(&c);
+        // A single point of a line is a marker too.
+        markers_inside(&Chart::new("t", "x", "y").series("one", vec![(5.0, 5.0)]));
+        // Lines keep their tick-aligned ends.
+        let l = Chart::new("t", "x", "y")
+            .series("a", vec![(0.0, 0.0), (10.0, 10.0)])
+            .layout();
+        assert_eq!(l.x_range(), (0.0, 10.0));
+    }
+
+    #[test]
+    fn integer_x_axes_tick_whole_numbers() {
+        let pts = vec![(1.0, 3.0), (2.0, 4.0), (3.0, 2.0)];
+        let plain = Chart::new("t", "run #", "y").series("a", pts.clone());
+        assert!(
+            plain
+                .layout()
+                .x_tick_labels()
+                .iter()
+                .any(|t| t.contains('.')),
+            "the test needs fractional ticks by default"
+        );
+        let whole = plain.clone().integer_x().layout();
+        assert!(!whole.x_tick_labels().is_empty());
+        for t in whole.x_tick_labels() {
+            assert!(t.parse::<i64>().is_ok(), "tick {t}");
+        }
+        assert!(
+            Chart::new("t", "run #", "y")
+                .series("a", pts)
+                .integer_x()
+                .to_text(60, 12)
+                .contains('3')
+        );
+    }
+
+    #[test]
+    fn legend_names_cut_alike_are_cut_in_the_middle() {
+        let long = "a_service_with_a_long_name -> another_service_with_a_long_name";
+        let c = Chart::new("t", "x", "y")
+            .size(600, 300)
+            .points(&format!("{long}/0"), vec![(1.0, 1.0)])
+            .points(&format!("{long}/1"), vec![(2.0, 1.0)])
+            .points("short", vec![(3.0, 1.0)]);
+        let l = c.layout();
+        let names: Vec<&str> = l.legend_rows.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(names.len(), 3);
+        assert_ne!(names[0], names[1], "{names:?}");
+        assert!(
+            names[0].ends_with("/0") && names[1].ends_with("/1"),
+            "{names:?}"
+        );
+        assert!(names[0].contains(".."));
+        assert_eq!(names[2], "short");
+    }
+
+    #[test]
+    fn a_series_can_have_its_own_colour() {
+        let c = Chart::new("t", "x", "y")
+            .points("ok", vec![(1.0, 1.0)])
+            .points("failed", vec![(2.0, 1.0)])
+            .color([200, 0, 0]);
+        assert_eq!(c.series_color(0), crate::PALETTE[0]);
+        assert_eq!(c.series_color(1), [200, 0, 0]);
+        assert!(c.to_svg().contains("#c80000"));
     }
 }

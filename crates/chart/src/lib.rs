@@ -64,6 +64,7 @@
 //! crate: half the build time, no C libraries, no font files. Rendering
 //! time decides nothing (under 20 ms a chart either way).
 
+pub mod bars;
 mod font;
 mod image;
 mod layout;
@@ -74,6 +75,7 @@ pub mod ticks;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use bars::{Bar, BarChart, sparkline};
 pub use image::{Image, Rect};
 pub use layout::Layout;
 pub use text::{MAX_TEXT, MIN_TEXT};
@@ -118,6 +120,8 @@ pub struct Series {
     /// The character that marks each point in [`Chart::to_text`] (`None`:
     /// `*` for a line, `o` for points).
     pub mark: Option<char>,
+    /// Its colour (`None`: the [`PALETTE`] colour of its position).
+    pub color: Option<[u8; 3]>,
 }
 
 impl Series {
@@ -127,6 +131,7 @@ impl Series {
             points,
             style: Style::Line,
             mark: None,
+            color: None,
         }
     }
 }
@@ -186,6 +191,9 @@ pub struct Chart {
     pub y_min: Option<f64>,
     /// Fixed high end of the y axis.
     pub y_max: Option<f64>,
+    /// The x values are whole numbers (a run or probe number): ticks only
+    /// at whole numbers.
+    pub x_integer: bool,
 }
 
 impl Chart {
@@ -203,6 +211,7 @@ impl Chart {
             x_max: None,
             y_min: None,
             y_max: None,
+            x_integer: false,
         }
     }
 
@@ -225,6 +234,30 @@ impl Chart {
         if let Some(s) = self.series.last_mut() {
             s.mark = Some(ch);
         }
+        self
+    }
+
+    /// Draw the last added series in `color` instead of its palette colour
+    /// (e.g. red for failures, whatever their position).
+    pub fn color(mut self, color: [u8; 3]) -> Chart {
+        if let Some(s) = self.series.last_mut() {
+            s.color = Some(color);
+        }
+        self
+    }
+
+    /// The colour series `i` is drawn in.
+    pub fn series_color(&self, i: usize) -> [u8; 3] {
+        self.series
+            .get(i)
+            .and_then(|s| s.color)
+            .unwrap_or(PALETTE[i % PALETTE.len()])
+    }
+
+    /// The x values are whole numbers: tick the x axis at whole numbers
+    /// only (never `0.5`).
+    pub fn integer_x(mut self) -> Chart {
+        self.x_integer = true;
         self
     }
 
@@ -346,7 +379,7 @@ impl Chart {
         // The series, clipped to the plot area (frame included).
         let log = self.y_scale == Scale::Log10;
         for (i, s) in self.series.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+            let color = self.series_color(i);
             let pixels: Vec<Option<(f64, f64)>> = s
                 .points
                 .iter()
@@ -392,7 +425,7 @@ impl Chart {
             let x = r.left as i64 + layout::LEGEND_PAD;
             let mut y = r.top as i64 + layout::LEGEND_PAD;
             for (i, name) in &l.legend_rows {
-                let color = PALETTE[i % PALETTE.len()];
+                let color = self.series_color(*i);
                 img.fill(x, y + 2, x + layout::SWATCH - 1, y + 4, color);
                 img.text(x + layout::SWATCH + layout::LEGEND_PAD, y, name, 1, TEXT);
                 y += layout::LEGEND_ROW;

@@ -14,8 +14,7 @@ use std::fmt::Write;
 use crate::font;
 use crate::layout::{self, Layout};
 use crate::{
-    Chart, FRAME, GRID, GRID_MINOR, LEGEND_FRAME, NOTE, PALETTE, Rect, Scale, Style, TEXT, TITLE,
-    WHITE,
+    Chart, FRAME, GRID, GRID_MINOR, LEGEND_FRAME, NOTE, Rect, Scale, Style, TEXT, TITLE, WHITE,
 };
 
 fn rgb(c: [u8; 3]) -> String {
@@ -208,7 +207,7 @@ impl Chart {
         );
         let log = self.y_scale == Scale::Log10;
         for (i, s) in self.series.iter().enumerate() {
-            let color = rgb(PALETTE[i % PALETTE.len()]);
+            let color = rgb(self.series_color(i));
             let pixels: Vec<Option<(f64, f64)>> = s
                 .points
                 .iter()
@@ -271,7 +270,7 @@ impl Chart {
         let x = r.left as i64 + layout::LEGEND_PAD;
         let mut y = r.top as i64 + layout::LEGEND_PAD;
         for (i, name) in &l.legend_rows {
-            let color = PALETTE[i % PALETTE.len()];
+            let color = self.series_color(*i);
             if self.series.get(*i).map(|s| s.style) == Some(Style::Points) {
                 let c = x + layout::SWATCH / 2;
                 fill(out, c - 3, y, c + 3, y + 6, color);

@@ -56,7 +56,13 @@ impl Chart {
         let bounds = data_bounds(self);
         let x_ticks = (cols / 12).clamp(2, 10) as usize;
         let y_ticks = (rows / 4).clamp(2, 8) as usize;
-        let xa = Axis::linear(bounds.map(|b| (b.0, b.1)), self.x_min, self.x_max, x_ticks);
+        let xa = Axis::linear_ticked(
+            bounds.map(|b| (b.0, b.1)),
+            self.x_min,
+            self.x_max,
+            x_ticks,
+            self.x_integer,
+        );
         let y_data = bounds.map(|b| (b.2, b.3));
         let ya = if log {
             Axis::log10(y_data, self.y_min, self.y_max, y_ticks)

@@ -141,7 +141,7 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
 
 /// One headline figure over the successful iterations that report it:
 /// the value for one, `mean ± sd (min … max, n runs)` for several.
-fn figure(h: &direction::Headline, xs: &[f64]) -> String {
+pub fn figure(h: &direction::Headline, xs: &[f64]) -> String {
     if xs.len() == 1 {
         return with_unit(xs[0], h.unit);
     }

@@ -5,12 +5,17 @@
 //! SVG drawn by the `chart` crate) are all in the page, so it works
 //! offline and can be mailed or archived as one file. The page holds:
 //!
+//! - the answer first ([`crate::page_summary`]): a summary table per job
+//!   and host with the headline figures, their spread and trend and the
+//!   trust marks, per job a bar chart across hosts with error bars and the
+//!   change against the reference host, and the geometric mean of each
+//!   host's relative performance over the jobs;
 //! - a runs table, filterable by job, host and date with a few lines of
 //!   inline script (the filter state is kept in the URL's `#...`);
 //! - for each job run on two or more hosts, the comparison of the two hosts
 //!   with the most runs ([`crate::compare`], the verdicts of `rackbench
 //!   results compare`);
-//! - for each run: machine, arguments, every stored metric (the metrics
+//! - for each of the newest [`MAX_DETAILED`] runs: machine, arguments, every stored metric (the metrics
 //!   JSON flattened) and the charts its metrics allow: the SLO search
 //!   ladder (`probes`: each probe's percentile against the target, pass or
 //!   fail, and requested against achieved QPS), the per-second series of
@@ -138,11 +143,22 @@ pub fn run_charts(row: &RunRow, workloads: &Registry) -> Vec<PageChart> {
     if let Some(w) = w {
         out.extend(w.charts(row));
     }
+    out.retain(PageChart::worth_drawing);
     out
 }
 
+/// Colours of the ladder's points: what passed green, what failed red,
+/// the final run dark green or dark red by its own verdict, unthrottled
+/// probes grey.
+const PASS: [u8; 3] = [44, 160, 44];
+const FAIL: [u8; 3] = [214, 39, 40];
+const FINAL_PASS: [u8; 3] = [0, 90, 30];
+const FINAL_FAIL: [u8; 3] = [130, 0, 0];
+const UNTHROTTLED: [u8; 3] = [127, 127, 127];
+
 /// The SLO search: each probe's percentile against the target, and its
-/// requested and achieved QPS.
+/// requested and achieved QPS. Runs at fixed rates (every probe `fixed`
+/// or `final`: nothing was searched) are titled as such.
 fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
     let target = f64_of(m, "target_latency_msec");
     let pct = m
@@ -150,9 +166,11 @@ fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
         .and_then(Value::as_str)
         .unwrap_or("percentile")
         .to_string();
-    let (mut pass, mut fail, mut fin, mut unthrottled) = (vec![], vec![], vec![], vec![]);
+    let (mut pass, mut fail, mut fin_pass, mut fin_fail, mut unthrottled) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let (mut requested, mut achieved) = (vec![], vec![]);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut searched = false;
     for (i, p) in probes.iter().enumerate() {
         let req = f64_of(p, "requested_qps").unwrap_or(0.0);
         let ach = f64_of(p, "achieved_qps").unwrap_or(f64::NAN);
@@ -160,6 +178,7 @@ fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
         let seq = f64_of(p, "seq").unwrap_or(i as f64);
         let phase = p.get("phase").and_then(Value::as_str).unwrap_or("");
         let passed = p.get("passed").and_then(Value::as_bool).unwrap_or(false);
+        searched |= !matches!(phase, "fixed" | "final");
         achieved.push((seq, ach));
         let x = if req > 0.0 {
             requested.push((seq, req));
@@ -172,42 +191,53 @@ fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
             hi = hi.max(x);
         }
         let point = (x, lat);
-        if req <= 0.0 {
-            unthrottled.push(point);
-        } else if phase == "final" {
-            fin.push(point);
-        } else if passed {
-            pass.push(point);
-        } else {
-            fail.push(point);
+        match (req > 0.0, phase == "final", passed) {
+            (false, _, _) => unthrottled.push(point),
+            (true, true, true) => fin_pass.push(point),
+            (true, true, false) => fin_fail.push(point),
+            (true, false, true) => pass.push(point),
+            (true, false, false) => fail.push(point),
         }
     }
+    let what = if searched {
+        "SLO search"
+    } else {
+        "Fixed-rate runs"
+    };
+    let per = if searched { "each probe" } else { "each run" };
     let title = match target {
-        Some(t) => format!(
-            "SLO search: {pct} latency of each probe vs target {} ms",
-            fmt_num(t)
-        ),
-        None => format!("SLO search: {pct} latency of each probe"),
+        Some(t) => format!("{what}: {pct} latency of {per} vs target {} ms", fmt_num(t)),
+        None => format!("{what}: {pct} latency of {per}"),
     };
     let mut c = Chart::new(&title, "QPS (requested; achieved for unthrottled)", "ms")
         .size(CHART_W, CHART_H)
-        .y_min(0.0)
-        .points("pass", pass)
-        .points("fail", fail)
-        .points("final run", fin)
-        .points("unthrottled", unthrottled);
+        .y_min(0.0);
+    for (name, pts, color) in [
+        ("met target", pass, PASS),
+        ("missed target", fail, FAIL),
+        ("final run, met target", fin_pass, FINAL_PASS),
+        ("final run, missed target", fin_fail, FINAL_FAIL),
+        ("unthrottled", unthrottled, UNTHROTTLED),
+    ] {
+        if !pts.is_empty() {
+            c = c.points(name, pts).color(color);
+        }
+    }
     if let Some(t) = target
         && lo.is_finite()
     {
-        c = c.series("target", vec![(lo, t), (hi, t)]);
+        c = c
+            .series("target", vec![(lo, t), (hi, t)])
+            .color([90, 90, 90]);
     }
     let q = Chart::new(
-        "SLO search probes: requested vs achieved QPS",
-        "probe #",
+        &format!("{what}: requested vs achieved QPS"),
+        if searched { "probe #" } else { "run #" },
         "QPS",
     )
     .size(CHART_W, CHART_H)
     .y_min(0.0)
+    .integer_x()
     .points("requested", requested)
     .points("achieved", achieved);
     vec![
@@ -222,8 +252,40 @@ fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
     ]
 }
 
+/// The seconds of a per-second series worth drawing: the first and last
+/// are cut off when they are partial (under half the median's
+/// completions: the run started or ended within them), so that the lines
+/// do not fall to 0 at both edges.
+fn whole_seconds(series: &[Value]) -> (&[Value], bool) {
+    let done: Vec<f64> = series
+        .iter()
+        .map(|s| f64_of(s, "completed").unwrap_or(0.0) + f64_of(s, "errors").unwrap_or(0.0))
+        .collect();
+    if done.len() < 3 {
+        return (series, false);
+    }
+    let mut sorted = done.clone();
+    sorted.sort_by(f64::total_cmp);
+    let half = sorted[sorted.len() / 2] / 2.0;
+    let mut a = 0;
+    let mut b = series.len();
+    if done[0] < half {
+        a = 1;
+    }
+    if done[b - 1] < half {
+        b -= 1;
+    }
+    (&series[a..b], b - a < series.len())
+}
+
 /// The final run's per-second completions and errors, and p50/p99.
 fn per_second(series: &[Value]) -> Vec<PageChart> {
+    let (series, cut) = whole_seconds(series);
+    let x_label = if cut {
+        "s (a partial first or last second is not drawn)"
+    } else {
+        "s"
+    };
     let col = |key: &str| -> Vec<(f64, f64)> {
         series
             .iter()
@@ -238,11 +300,12 @@ fn per_second(series: &[Value]) -> Vec<PageChart> {
         kind: "series_counts",
         chart: Chart::new(
             "Final run, per second: completions and errors",
-            "s",
+            x_label,
             "per second",
         )
         .size(CHART_W, CHART_H)
         .y_min(0.0)
+        .integer_x()
         .series("completed", col("completed"))
         .series("errors", col("errors")),
     }];
@@ -250,9 +313,10 @@ fn per_second(series: &[Value]) -> Vec<PageChart> {
     if !p50.is_empty() || !p99.is_empty() {
         out.push(PageChart {
             kind: "series_latency",
-            chart: Chart::new("Final run, per second: latency", "s", "ms")
+            chart: Chart::new("Final run, per second: latency", x_label, "ms")
                 .size(CHART_W, CHART_H)
                 .y_min(0.0)
+                .integer_x()
                 .series("p50", p50)
                 .series("p99", p99),
         });
@@ -377,7 +441,9 @@ pub fn job_charts(job: &str, rows: &[&RunRow], workloads: &Registry) -> Vec<Page
     let Some(w) = rows.first().and_then(|r| workloads.get(&r.benchmark)) else {
         return Vec::new();
     };
-    w.history_charts(job, rows)
+    let mut out = w.history_charts(job, rows);
+    out.retain(PageChart::worth_drawing);
+    out
 }
 
 /// Hosts per job offered for comparison on the page: the ones with the
@@ -470,6 +536,9 @@ figure.chart svg{max-width:100%;height:auto;border:1px solid #eee}
 code{background:#f6f6f6;padding:1px 3px;word-break:break-all}
 section.run{margin-bottom:2em}
 details{margin:.3em 0}
+td.figures .fig{white-space:nowrap}.fig .label{color:#555}
+td.trend svg{display:block}ul.marks{margin:.2em 0;padding-left:1.2em}
+figure.chart svg.bars{border:1px solid #eee}
 ";
 
 const SCRIPT: &str = r#"
@@ -543,10 +612,9 @@ const SCRIPT: &str = r#"
 fn figure(out: &mut String, c: &PageChart) {
     let _ = writeln!(
         out,
-        r#"<figure class="chart" data-kind="{}">{}<figcaption>{}</figcaption></figure>"#,
+        r#"<figure class="chart" data-kind="{}">{}</figure>"#,
         c.kind,
         c.chart.to_svg(),
-        esc(&c.chart.title)
     );
 }
 
@@ -742,16 +810,25 @@ fn filters(out: &mut String, rows: &[&RunRow]) {
     out.push('\n');
 }
 
-/// The runs table, newest first.
+/// Runs shown in detail (charts, metrics, machine), newest first: a
+/// fleet's store of thousands of runs keeps its summary, table and
+/// comparisons whole, and a page that loads in seconds.
+pub const MAX_DETAILED: usize = 200;
+
+/// The runs table, newest first; runs beyond [`MAX_DETAILED`] are not
+/// linked.
 fn runs_table(out: &mut String, rows: &[&RunRow]) {
     out.push_str("<h2 id=\"runs-heading\">Runs</h2>\n<table id=\"runs\"><thead><tr><th>run</th><th>job</th><th>role</th><th>iter</th><th>when</th><th>host</th><th>result</th></tr></thead><tbody>\n");
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
+        let run = if i < MAX_DETAILED {
+            format!(r##"<a href="#run-{}">{}</a>"##, r.id, esc(&r.run_id))
+        } else {
+            esc(&r.run_id).to_string()
+        };
         let _ = writeln!(
             out,
-            r##"<tr{}><td><a href="#run-{}">{}</a></td><td>{}</td><td>{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"##,
+            r##"<tr{}><td>{run}</td><td>{}</td><td>{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"##,
             filter_attrs(Some(&r.job), Some(&r.hostname), Some(r.timestamp)),
-            r.id,
-            esc(&r.run_id),
             esc(&r.job),
             esc(r.role.as_deref().unwrap_or("")),
             r.iteration,
@@ -923,6 +1000,8 @@ pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String
 
     filters(&mut out, &rows);
 
+    crate::page_summary::summary(&mut out, &rows, workloads);
+
     runs_table(&mut out, &rows);
 
     comparisons_html(&mut out, &rows, opts.requested.as_ref(), workloads);
@@ -930,7 +1009,15 @@ pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String
     across_runs(&mut out, &rows, workloads);
 
     out.push_str("<h2 id=\"details\">Run details</h2>\n");
-    for r in &rows {
+    if rows.len() > MAX_DETAILED {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">The newest {MAX_DETAILED} of {} runs in detail; select fewer \
+             (<code>--job</code>, <code>--host</code>, <code>--since</code>) to see the others'.</p>",
+            rows.len()
+        );
+    }
+    for r in rows.iter().take(MAX_DETAILED) {
         run_details(&mut out, r, workloads);
     }
     let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
@@ -1017,9 +1104,9 @@ mod tests {
                 .points
                 .clone()
         };
-        assert_eq!(series("pass"), vec![(200.0, 15.0)]);
-        assert_eq!(series("fail"), vec![(400.0, 34.0)]);
-        assert_eq!(series("final run"), vec![(250.0, 19.0)]);
+        assert_eq!(series("met target"), vec![(200.0, 15.0)]);
+        assert_eq!(series("missed target"), vec![(400.0, 34.0)]);
+        assert_eq!(series("final run, met target"), vec![(250.0, 19.0)]);
         assert_eq!(series("unthrottled"), vec![(800.0, 45.0)]);
         assert_eq!(series("target"), vec![(200.0, 20.0), (800.0, 20.0)]);
         assert!(

@@ -25,6 +25,7 @@ pub mod job;
 pub mod machine;
 pub mod marks;
 pub mod page_chart;
+pub mod page_summary;
 pub mod present;
 pub mod progress;
 pub mod record;

@@ -20,6 +20,26 @@ pub struct PageChart {
     pub chart: Chart,
 }
 
+impl PageChart {
+    /// Whether the chart shows anything a table could not: drawable
+    /// points at two or more x values (one x is a number or two, not a
+    /// chart).
+    pub fn worth_drawing(&self) -> bool {
+        let log = self.chart.y_scale == chart::Scale::Log10;
+        let mut xs = self
+            .chart
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *y > 0.0))
+            .map(|(x, _)| *x);
+        match xs.next() {
+            Some(first) => xs.any(|x| x != first),
+            None => false,
+        }
+    }
+}
+
 /// The x axis's end for items drawn at x = 1..=n: one past the last, and
 /// at least 6 so that the axis's ticks are whole numbers.
 pub fn index_axis_end(n: usize) -> f64 {
