@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The report page on a store of a few hundred runs: how long `rackbench
-report html` takes, how big the page is, and how long headless Chromium
-takes to load it with its script run (no network: the page fetches nothing).
+"""The report page on a fleet's store (10,000 runs by default): how long
+`rackbench report html` takes and how much memory it needs, how big the
+page is, and how long headless Chromium takes to load it with its script
+run (no network: the page fetches nothing).
 
 It records one feedsim_mini and one cachebench_mini run, then copies their
 rows under RUNS/2 run ids each, spread over three host names, with SQL (the
 harness has no host override), so the page has real metrics and charts.
 
-Usage: python3 bench/report_html_scale.py [--runs 300] [--bin PATH]
+Usage: python3 bench/report_html_scale.py [--runs 10000] [--bin PATH]
 (--bin: an already built rackbench, e.g. target/debug/rackbench; default:
 build and use the release binary). Chromium: apt-get install chromium.
 """
@@ -26,7 +27,7 @@ import common  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--runs", type=int, default=10000)
     ap.add_argument("--bin")
     a = ap.parse_args()
     if a.runs < 2:
@@ -53,10 +54,16 @@ def main():
     n = c.execute("SELECT count(*) FROM runs").fetchone()[0]
     out = os.path.join(d, "report.html")
     t0 = time.monotonic()
-    subprocess.run([binary, "report", "html", "--out", out], env=env, check=True, stdout=subprocess.DEVNULL)
+    p = subprocess.Popen([binary, "report", "html", "--out", out], env=env, stdout=subprocess.DEVNULL)
+    # wait4 gives this one child's peak memory (ru_maxrss, KiB on Linux).
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
     t_report = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"report html exited {p.returncode}")
+    rss = usage.ru_maxrss / 1024
     size = os.path.getsize(out)
-    line = f"report html: {n} runs in {t_report:.2f} s, page {size / 1e6:.1f} MB"
+    line = f"report html: {n} runs in {t_report:.2f} s, max RSS {rss:.0f} MiB, page {size / 1e6:.1f} MB"
     chromium = shutil.which("chromium")
     if chromium:
         t0 = time.monotonic()

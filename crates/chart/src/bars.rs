@@ -53,8 +53,13 @@ const TOP: u32 = 48;
 const PAD: u32 = 8;
 /// Width of the label column (labels are cut to fit).
 pub const LABEL_W: u32 = 170;
-/// Width kept right of the longest bar for its text.
-pub const TEXT_W: u32 = 260;
+/// Width kept right of the longest bar for its text, at least.
+pub const TEXT_W: u32 = 200;
+/// The width of a character of the bars' text, in the viewer's 12 px sans
+/// serif font, rounded up (so that the text is never cut).
+const CHAR_W: f64 = 7.0;
+/// The bars' length when the chart is as narrow as it gets.
+const MIN_BARS: u32 = 240;
 const WHISKER: [u8; 3] = [30, 30, 30];
 
 /// Where a bar and its whisker are drawn, in SVG user units.
@@ -118,11 +123,26 @@ impl BarChart {
         left + (v.clamp(0.0, end) / end) * span
     }
 
+    /// The room kept right of the bars for their text.
+    fn text_room(&self) -> u32 {
+        let longest = self
+            .bars
+            .iter()
+            .map(|b| b.text.trim().chars().count())
+            .max()
+            .unwrap_or(0);
+        ((longest as f64 * CHAR_W) as u32 + 12).max(TEXT_W)
+    }
+
+    /// The chart's width: as asked, or wider where the bars' text needs it.
+    pub fn drawn_width(&self) -> u32 {
+        self.width.max(LABEL_W + PAD + MIN_BARS + self.text_room())
+    }
+
     /// The bars' left edge and the length of the longest.
     fn scale(&self) -> (f64, f64) {
         let left = f64::from(LABEL_W + PAD);
-        let span =
-            (f64::from(self.width.max(LABEL_W + TEXT_W + 100)) - left - f64::from(TEXT_W)).max(1.0);
+        let span = (f64::from(self.drawn_width()) - left - f64::from(self.text_room())).max(1.0);
         (left, span)
     }
 
@@ -145,7 +165,7 @@ impl BarChart {
 
     /// The chart as an SVG document.
     pub fn to_svg(&self) -> String {
-        let (w, h) = (self.width.max(LABEL_W + TEXT_W + 100), self.height());
+        let (w, h) = (self.drawn_width(), self.height());
         let mut out = String::new();
         let _ = writeln!(
             out,

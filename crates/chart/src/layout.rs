@@ -251,9 +251,9 @@ impl Axis {
     }
 }
 
-/// Half a marker's width and a pixel: how far inside the plot area's edge
-/// a marker's centre must be to be drawn whole.
-const MARKER_ROOM: f64 = 5.0;
+/// Half a marker's width and 3 pixels: how far inside the plot area's
+/// edge a marker's centre must be to be drawn whole, clear of the frame.
+const MARKER_ROOM: f64 = 7.0;
 
 /// Whether any point is drawn as a marker: a [`Style::Points`] series, or
 /// a line's isolated point.

@@ -252,10 +252,11 @@ fn ladder(m: &Value, probes: &[Value]) -> Vec<PageChart> {
     ]
 }
 
-/// The seconds of a per-second series worth drawing: the first and last
-/// are cut off when they are partial (under half the median's
-/// completions: the run started or ended within them), so that the lines
-/// do not fall to 0 at both edges.
+/// The seconds of a per-second series worth drawing: the seconds at
+/// either edge with under half the median's replies (over the seconds
+/// with any) are cut off (the run
+/// started, warmed up or ended within them), so that the lines do not fall
+/// to 0 at both edges; and whether any was cut.
 fn whole_seconds(series: &[Value]) -> (&[Value], bool) {
     let done: Vec<f64> = series
         .iter()
@@ -264,16 +265,20 @@ fn whole_seconds(series: &[Value]) -> (&[Value], bool) {
     if done.len() < 3 {
         return (series, false);
     }
-    let mut sorted = done.clone();
+    // The median of the seconds with replies: stalls do not lower it.
+    let mut sorted: Vec<f64> = done.iter().copied().filter(|d| *d > 0.0).collect();
+    if sorted.is_empty() {
+        return (series, false);
+    }
     sorted.sort_by(f64::total_cmp);
     let half = sorted[sorted.len() / 2] / 2.0;
-    let mut a = 0;
-    let mut b = series.len();
-    if done[0] < half {
-        a = 1;
-    }
-    if done[b - 1] < half {
-        b -= 1;
+    let a = done.iter().position(|d| *d >= half).unwrap_or(0);
+    let b = done
+        .iter()
+        .rposition(|d| *d >= half)
+        .map_or(done.len(), |i| i + 1);
+    if a >= b {
+        return (series, false);
     }
     (&series[a..b], b - a < series.len())
 }
@@ -286,13 +291,17 @@ fn per_second(series: &[Value]) -> Vec<PageChart> {
     } else {
         "s"
     };
+    // A second without a successful reply has no latency (its stored 0
+    // is no measurement): the latency lines skip it.
     let col = |key: &str| -> Vec<(f64, f64)> {
         series
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
                 let t = f64_of(s, "second").unwrap_or(i as f64);
-                Some((t, f64_of(s, key)?))
+                let v = f64_of(s, key)?;
+                let unmeasured = key.ends_with("_ms") && f64_of(s, "completed") == Some(0.0);
+                Some((t, if unmeasured { f64::NAN } else { v }))
             })
             .collect()
     };
@@ -537,7 +546,8 @@ code{background:#f6f6f6;padding:1px 3px;word-break:break-all}
 section.run{margin-bottom:2em}
 details{margin:.3em 0}
 td.figures .fig{white-space:nowrap}.fig .label{color:#555}
-td.trend svg{display:block}ul.marks{margin:.2em 0;padding-left:1.2em}
+td.trend svg{display:block}#summary-table td:nth-child(2){white-space:nowrap}
+#summary-table details.marks{max-width:32em}ul.marks{margin:.2em 0;padding-left:1.2em}
 figure.chart svg.bars{border:1px solid #eee}
 ";
 
@@ -1116,6 +1126,66 @@ mod tests {
         );
         // A run without probes or percentiles has no charts.
         assert!(run_charts(&row(2, "x", "x", "h", json!({"ops": 3})), &Registry::new()).is_empty());
+    }
+
+    #[test]
+    fn partial_seconds_at_the_edges_are_not_drawn() {
+        let sec = |i: u64, done: u64, p50: f64| json!({"second": i, "completed": done, "errors": 0, "p50_ms": p50, "p99_ms": p50});
+        let series = vec![
+            sec(0, 0, 0.0),
+            sec(1, 10, 3.0),
+            sec(2, 100, 2.0),
+            sec(3, 0, 0.0),
+            sec(4, 100, 2.0),
+            sec(5, 100, 2.0),
+            sec(6, 30, 2.5),
+        ];
+        let charts = per_second(&series);
+        let counts = &charts[0].chart;
+        let done = &counts.series[0].points;
+        // Seconds 2..=5 drawn: the stall at 3 is real and stays.
+        assert_eq!(
+            done.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![2.0, 3.0, 4.0, 5.0]
+        );
+        assert!(counts.x_label.contains("partial"), "{}", counts.x_label);
+        assert!(counts.x_integer);
+        // No latency where nothing completed.
+        let p50 = &charts[1].chart.series[0].points;
+        assert!(p50[1].1.is_nan() && p50[0].1 == 2.0);
+        // Whole series keep every second and say nothing.
+        let whole = vec![sec(0, 100, 1.0), sec(1, 100, 1.0), sec(2, 90, 1.0)];
+        assert_eq!(per_second(&whole)[0].chart.x_label, "s");
+    }
+
+    #[test]
+    fn fixed_rate_runs_and_failed_finals_are_drawn_as_such() {
+        let m = json!({"target_latency_msec": 20.0, "target_percentile": "99p", "probes": [
+            {"seq": 0, "phase": "fixed", "requested_qps": 100.0, "achieved_qps": 100.0,
+             "target_value_ms": 5.0, "passed": true},
+            {"seq": 1, "phase": "final", "requested_qps": 200.0, "achieved_qps": 150.0,
+             "target_value_ms": 50.0, "passed": false}]});
+        let r = row(1, "c", "calibrate", "h", m);
+        let charts = run_charts(&r, &Registry::new());
+        let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
+        assert!(l.title.starts_with("Fixed-rate runs"), "{}", l.title);
+        let i = l
+            .series
+            .iter()
+            .position(|s| s.name == "final run, missed target")
+            .unwrap();
+        assert_eq!(l.series_color(i), FINAL_FAIL);
+        assert!(l.series.iter().all(|s| s.name != "final run, met target"));
+        let q = &charts
+            .iter()
+            .find(|c| c.kind == "ladder_qps")
+            .unwrap()
+            .chart;
+        assert!(q.x_integer && q.x_label == "run #");
+        // A single probe is one x: no chart at all.
+        let one = json!({"probes": [{"seq": 0, "phase": "fixed", "requested_qps": 100.0,
+            "achieved_qps": 100.0, "target_value_ms": 5.0, "passed": true}]});
+        assert!(run_charts(&row(2, "c", "calibrate", "h", one), &Registry::new()).is_empty());
     }
 
     #[test]

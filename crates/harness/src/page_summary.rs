@@ -183,7 +183,7 @@ fn table_row(out: &mut String, c: &Cell) {
         String::new()
     } else {
         format!(
-            r#"<span class="marked">{} of {} marked</span><ul class="marks">{}</ul>"#,
+            r#"<details class="marks"><summary class="marked">{} of {} marked</summary><ul class="marks">{}</ul></details>"#,
             c.marked,
             c.runs,
             c.marks

@@ -141,7 +141,8 @@ struct RunArgs {
     #[arg(short = 'r', long)]
     role: Option<String>,
     /// Var values as a JSON object, e.g. '{"server_ip": "::1"}'
-    /// (`--role_input` as benchpress spells it).
+    /// (`--role_input` as benchpress spells it), or as NAME=VALUE pairs
+    /// split by commas (`-i server_ip=::1,seed=2`).
     #[arg(short = 'i', long = "role-input", visible_alias = "role_input")]
     input: Option<String>,
     /// Extra hooks: NAME or NAME:{json options}, several after one -k
@@ -303,8 +304,8 @@ fn unknown_command(name: &str, cmd: &clap::Command, reg: &Registry) -> anyhow::E
 }
 
 /// The parser as a completion script sees it: besides the flags, the
-/// catalogue's jobs and tags where a command takes jobs, its roles for -r
-/// and the hooks' names for -k. They are the catalogue's when the script
+/// catalogue's jobs and tags where a command takes jobs, its roles for -r,
+/// the hooks' names for -k and its vars as `NAME=` for -i. They are the catalogue's when the script
 /// is made (a job added later is offered once the script is made again).
 fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
     use clap::builder::PossibleValuesParser;
@@ -315,6 +316,16 @@ fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
         .flat_map(|j| j.roles.iter().map(|r| r.name.clone()))
         .collect();
     let hooks: Vec<&str> = harness::hooks::KNOWN.iter().map(|k| k.0).collect();
+    // -i completes as NAME= (the NAME=VALUE form; the value is the user's).
+    let var_keys: std::collections::BTreeSet<String> = cat
+        .iter()
+        .flat_map(|j| {
+            j.vars
+                .iter()
+                .chain(j.roles.iter().flat_map(|r| r.vars.iter()))
+                .map(|v| format!("{}=", v.name))
+        })
+        .collect();
     let of = |v: &std::collections::BTreeSet<String>| PossibleValuesParser::new(v.iter().cloned());
     let mut cmd = cli_command(reg);
     // Each benchmark's own flags and subcommands, where it has a parser to
@@ -338,6 +349,7 @@ fn completion_command(reg: &Registry, cat: &Catalogue) -> clap::Command {
             .mut_arg("hooks", |a| {
                 a.value_parser(PossibleValuesParser::new(hooks))
             })
+            .mut_arg("input", |a| a.value_parser(of(&var_keys)))
     })
 }
 
@@ -1260,18 +1272,36 @@ fn run_jobs(cli: &Cli, reg: &Registry, cat: Catalogue, a: RunArgs) -> anyhow::Re
     )?)
 }
 
-/// `run -i/--role-input`: a JSON object (none: empty).
+/// `run -i/--role-input`: a JSON object as benchpress takes it, or
+/// `NAME=VALUE[,NAME=VALUE...]` (values are text, as vars are; a value
+/// cannot hold a comma, JSON can) (none: empty).
 fn role_input(input: Option<String>) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    Ok(match input {
-        None => serde_json::Map::new(),
-        Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(serde_json::Value::Object(m)) => m,
+    let Some(text) = input else {
+        return Ok(serde_json::Map::new());
+    };
+    if text.trim_start().starts_with('{') {
+        return match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(m)) => Ok(m),
             Ok(_) => anyhow::bail!(
                 "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
             ),
             Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
-        },
-    })
+        };
+    }
+    let mut m = serde_json::Map::new();
+    for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((k, v)) = pair.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+            anyhow::bail!(
+                "-i/--role-input takes a JSON object or NAME=VALUE pairs split by commas, \
+                 e.g. '{{\"server_ip\": \"::1\"}}' or server_ip=::1; got {pair:?} in: {text}"
+            );
+        };
+        m.insert(
+            k.trim().to_string(),
+            serde_json::Value::String(v.to_string()),
+        );
+    }
+    Ok(m)
 }
 
 /// The hooks `run` adds to every job: `-k`'s (with `-a`'s arguments),

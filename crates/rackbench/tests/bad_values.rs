@@ -161,6 +161,17 @@ const REFUSED: &[(&[&str], &str, &str)] = &[
         "--duration",
         "must be a positive number of seconds",
     ),
+    // The same var as NAME=VALUE.
+    (
+        &["run", "feedsim_mini", "-i", "duration=-5"],
+        "--duration",
+        "must be a positive number of seconds",
+    ),
+    (
+        &["run", "feedsim_mini", "-i", "duration"],
+        "-i/--role-input",
+        "NAME=VALUE pairs",
+    ),
     // calibrate (`--workers 0` is its documented no-op server, so accepted).
     (
         &["calibrate", "--workers", "-1", "--quick"],

@@ -854,6 +854,8 @@ fn completions_and_man_pages() {
     assert!(got.lines().any(|l| l == "server"), "{got}");
     let got = complete("rackbench run calibrate -k cpu");
     assert!(got.lines().any(|l| l == "cpu-mpstat"), "{got}");
+    let got = complete("rackbench run feedsim_mini -i dur");
+    assert!(got.lines().any(|l| l == "duration="), "{got}");
     // A benchmark's own flags and subcommands, from its parser.
     for (words, want) in [
         ("rackbench cachebench --json_t", "--json_test_config"),
