@@ -29,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10000)
     ap.add_argument("--bin")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder (its store) and print it")
     a = ap.parse_args()
     if a.runs < 2:
         ap.error("--runs must be at least 2")
@@ -77,7 +78,10 @@ def main():
         line += "; chromium not installed (apt-get install chromium), load not measured"
     print(f"binary {binary}")
     print(line)
-    shutil.rmtree(d, ignore_errors=True)
+    if a.keep:
+        print(f"kept {d} (store {db})")
+    else:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -346,6 +346,10 @@ pub fn compare(
     }
     let compared: BTreeSet<i64> = a.rows.iter().chain(&b.rows).map(|r| r.id).collect();
     let (ua, ub) = (by_unit(ok_a), by_unit(ok_b));
+    // The history's successful runs, flattened once, when a verdict needs
+    // its noise (a side with one run).
+    let history_flat: std::cell::OnceCell<Vec<(&RunRow, BTreeMap<String, f64>)>> =
+        std::cell::OnceCell::new();
     let mut metrics = Vec::new();
     let mut settings = Vec::new();
     let mut notes = Vec::new();
@@ -374,7 +378,17 @@ pub fn compare(
             let (Some(sa), Some(sb)) = (Summary::of(xa), Summary::of(xb)) else {
                 continue;
             };
-            let noise = || pooled_noise(unit, metric, rows_a, rows_b, history, &compared);
+            let noise = || {
+                let flat = history_flat.get_or_init(|| {
+                    history
+                        .iter()
+                        .filter(|r| r.success)
+                        .map(|r| (r, flatten_numbers(&r.metrics)))
+                        .collect()
+                });
+                let sides = [va.get(metric), vb.get(metric)].map(|v| v.map_or(&[][..], |v| &v[..]));
+                pooled_noise(unit, metric, rows_a, rows_b, sides, flat, &compared)
+            };
             metrics.push(judge(unit, metric, tables, sa, sb, noise));
         }
     }
@@ -432,13 +446,16 @@ fn values(rows: &[RunRow]) -> BTreeMap<String, Vec<f64>> {
 
 /// The pooled within-group standard deviation of `metric`: groups are
 /// the history's other successful runs of the unit on the sides' hosts,
-/// by host and arguments, and each side with 2 or more runs.
+/// by host and arguments, and each side with 2 or more runs (`sides`: the
+/// sides' values of it). `history` is flattened already, successful runs
+/// only.
 fn pooled_noise(
     unit: &Unit,
     metric: &str,
     rows_a: &[RunRow],
     rows_b: &[RunRow],
-    history: &[RunRow],
+    sides: [&[f64]; 2],
+    history: &[(&RunRow, BTreeMap<String, f64>)],
     compared: &BTreeSet<i64>,
 ) -> Option<Noise> {
     let hosts: BTreeSet<&str> = rows_a
@@ -446,11 +463,10 @@ fn pooled_noise(
         .chain(rows_b)
         .map(|r| r.hostname.as_str())
         .collect();
-    let mut groups: BTreeMap<(String, Vec<String>), Vec<f64>> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &[String]), Vec<f64>> = BTreeMap::new();
     let mut seen: BTreeSet<i64> = BTreeSet::new();
-    for r in history {
-        if !r.success
-            || r.job != unit.0
+    for (r, flat) in history {
+        if r.job != unit.0
             || r.role != unit.1
             || !hosts.contains(r.hostname.as_str())
             || compared.contains(&r.id)
@@ -458,9 +474,9 @@ fn pooled_noise(
         {
             continue;
         }
-        if let Some(v) = flatten_numbers(&r.metrics).get(metric) {
+        if let Some(v) = flat.get(metric) {
             groups
-                .entry((r.hostname.clone(), r.args.clone()))
+                .entry((r.hostname.as_str(), &r.args[..]))
                 .or_default()
                 .push(*v);
         }
@@ -469,15 +485,10 @@ fn pooled_noise(
     let mut dof = 0usize;
     let mut runs = 0usize;
     let mut history_runs = 0usize;
-    let side_groups = [rows_a, rows_b].map(|rows| {
-        rows.iter()
-            .filter_map(|r| flatten_numbers(&r.metrics).get(metric).copied())
-            .collect::<Vec<f64>>()
-    });
     for (vals, from_history) in groups
         .values()
-        .map(|v| (v, true))
-        .chain(side_groups.iter().map(|v| (v, false)))
+        .map(|v| (&v[..], true))
+        .chain(sides.iter().map(|v| (*v, false)))
     {
         let Some(s) = Summary::of(vals) else { continue };
         let Some(sd) = s.stdev else { continue };

@@ -460,6 +460,12 @@ pub fn job_charts(job: &str, rows: &[&RunRow], workloads: &Registry) -> Vec<Page
 /// at most), so the page stays small on a big fleet.
 pub const MAX_COMPARED_HOSTS: usize = 6;
 
+/// Runs per side of a host comparison on the page: each host's newest
+/// successful and failed runs of the job, up to this many. More add
+/// nothing a person could see in a verdict (the means' intervals are
+/// already narrow), and a fleet's store holds thousands a host.
+pub const MAX_SIDE_RUNS: usize = 100;
+
 /// One host-against-host comparison of a job.
 #[derive(Debug, Clone)]
 pub struct HostComparison {
@@ -482,11 +488,12 @@ pub struct RequestedComparison {
 
 /// For each job run on two or more hosts: every ordered pair of its
 /// [`MAX_COMPARED_HOSTS`] most-run hosts compared, A against B (the page
-/// lets the reader pick the pair; `default` marks the one shown first).
-pub fn comparisons(rows: &[RunRow], directions: &dyn Directions) -> Vec<HostComparison> {
+/// lets the reader pick the pair; `default` marks the one shown first),
+/// each side the host's newest [`MAX_SIDE_RUNS`] runs of the job.
+pub fn comparisons(rows: &[&RunRow], directions: &dyn Directions) -> Vec<HostComparison> {
     let mut jobs: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
-        jobs.entry(r.job.as_str()).or_default().push(r);
+        jobs.entry(r.job.as_str()).or_default().push(*r);
     }
     let mut out = Vec::new();
     for (job, rs) in jobs {
@@ -500,21 +507,30 @@ pub fn comparisons(rows: &[RunRow], directions: &dyn Directions) -> Vec<HostComp
         let mut hosts: Vec<(&str, usize)> = count.into_iter().collect();
         hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         hosts.truncate(MAX_COMPARED_HOSTS);
-        let side = |host: &str| SideRows {
-            selection: format!("host {host}, job {job}"),
-            rows: rs
-                .iter()
-                .filter(|r| r.hostname == host)
-                .map(|r| (*r).clone())
-                .collect(),
+        let side = |host: &str| {
+            let mut rows: Vec<&RunRow> = rs.iter().filter(|r| r.hostname == host).copied().collect();
+            let all = rows.len();
+            rows.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then(b.id.cmp(&a.id)));
+            rows.truncate(MAX_SIDE_RUNS);
+            SideRows {
+                selection: if all > rows.len() {
+                    format!("host {host}, job {job}, its newest {} of {all} runs", rows.len())
+                } else {
+                    format!("host {host}, job {job}")
+                },
+                rows: rows.into_iter().cloned().collect(),
+            }
         };
-        let history: Vec<RunRow> = rs.iter().map(|r| (*r).clone()).collect();
+        let sides: BTreeMap<&str, SideRows> = hosts.iter().map(|(h, _)| (*h, side(h))).collect();
+        // The noise of a one-run side is pooled from the other runs of
+        // the sides' hosts: their newest runs are enough.
+        let history: Vec<RunRow> = sides.values().flat_map(|s| s.rows.iter().cloned()).collect();
         for (i, (a, _)) in hosts.iter().enumerate() {
             for (j, (b, _)) in hosts.iter().enumerate() {
                 if i == j {
                     continue;
                 }
-                let result = compare::compare(&side(a), &side(b), &history, directions)
+                let result = compare::compare(&sides[a], &sides[b], &history, directions)
                     .map_err(|e| e.to_string());
                 out.push(HostComparison {
                     job: job.to_string(),
@@ -748,8 +764,7 @@ fn comparisons_html(
         comparison_body(out, &r.result);
         out.push_str("</section>\n");
     }
-    let owned: Vec<RunRow> = rows.iter().map(|r| (*r).clone()).collect();
-    let comps = comparisons(&owned, directions);
+    let comps = comparisons(rows, directions);
     out.push_str("<h2 id=\"comparisons\">Host comparisons</h2>\n");
     if comps.is_empty() {
         out.push_str("<p>No job in this selection was run on two hosts.</p>\n");
@@ -1215,7 +1230,8 @@ mod tests {
             json!({"peak_qps": 1.0}),
         ));
         // Three hosts: every ordered pair, the two most-run hosts first.
-        let comps = comparisons(&rows, &Registry::new());
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        let comps = comparisons(&refs, &Registry::new());
         assert_eq!(comps.len(), 6);
         let defaults: Vec<&HostComparison> = comps.iter().filter(|c| c.default).collect();
         assert_eq!(defaults.len(), 1);
@@ -1285,7 +1301,8 @@ mod tests {
                 ));
             }
         }
-        let comps = comparisons(&rows, &Registry::new());
+        let refs: Vec<&RunRow> = rows.iter().collect();
+        let comps = comparisons(&refs, &Registry::new());
         assert_eq!(comps.len(), MAX_COMPARED_HOSTS * (MAX_COMPARED_HOSTS - 1));
         // The most-run hosts are the ones kept.
         assert!(comps.iter().all(|c| c.a_host != "h0" && c.b_host != "h0"));
