@@ -508,13 +508,17 @@ pub fn comparisons(rows: &[&RunRow], directions: &dyn Directions) -> Vec<HostCom
         hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         hosts.truncate(MAX_COMPARED_HOSTS);
         let side = |host: &str| {
-            let mut rows: Vec<&RunRow> = rs.iter().filter(|r| r.hostname == host).copied().collect();
+            let mut rows: Vec<&RunRow> =
+                rs.iter().filter(|r| r.hostname == host).copied().collect();
             let all = rows.len();
             rows.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then(b.id.cmp(&a.id)));
             rows.truncate(MAX_SIDE_RUNS);
             SideRows {
                 selection: if all > rows.len() {
-                    format!("host {host}, job {job}, its newest {} of {all} runs", rows.len())
+                    format!(
+                        "host {host}, job {job}, its newest {} of {all} runs",
+                        rows.len()
+                    )
                 } else {
                     format!("host {host}, job {job}")
                 },
@@ -524,7 +528,10 @@ pub fn comparisons(rows: &[&RunRow], directions: &dyn Directions) -> Vec<HostCom
         let sides: BTreeMap<&str, SideRows> = hosts.iter().map(|(h, _)| (*h, side(h))).collect();
         // The noise of a one-run side is pooled from the other runs of
         // the sides' hosts: their newest runs are enough.
-        let history: Vec<RunRow> = sides.values().flat_map(|s| s.rows.iter().cloned()).collect();
+        let history: Vec<RunRow> = sides
+            .values()
+            .flat_map(|s| s.rows.iter().cloned())
+            .collect();
         for (i, (a, _)) in hosts.iter().enumerate() {
             for (j, (b, _)) in hosts.iter().enumerate() {
                 if i == j {
@@ -607,7 +614,7 @@ const SCRIPT: &str = r#"
         (!host || d.host === undefined || d.host === host) &&
         (d.ts === undefined || (+d.ts >= since && +d.ts < until));
       e.hidden = !ok;
-      if (ok && e.tagName === 'TR') shown++;
+      if (ok && e.tagName === 'TR' && e.closest('#runs')) shown++;
     });
     document.getElementById('shown').textContent = String(shown);
     pairs();
