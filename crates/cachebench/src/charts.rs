@@ -140,6 +140,7 @@ pub fn history(job: &str, rows: &[&RunRow]) -> Vec<PageChart> {
         "%",
     )
     .size(CHART_W, CHART_H)
+    .integer_x()
     .y_range(0.0, 100.0);
     let hosts = by_host.len();
     for (host, series) in by_host {

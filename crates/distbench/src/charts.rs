@@ -85,7 +85,8 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
         )
         .size(CHART_W, CHART_H)
         .y_min(0.0)
-        .x_range(0.0, harness::page_chart::index_axis_end(pairs.len()));
+        .x_range(0.0, harness::page_chart::index_axis_end(pairs.len()))
+        .integer_x();
         let (mut p50, mut p99) = (Vec::new(), Vec::new());
         for (k, p) in pairs.iter().enumerate() {
             let x = k as f64 + 1.0;
@@ -108,6 +109,7 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
                 .size(CHART_W, CHART_H)
                 .y_min(0.0)
                 .x_range(0.0, harness::page_chart::index_axis_end(pairs.len()))
+                .integer_x()
                 .points("p50", p50)
                 .points("p99", p99),
             });

@@ -130,7 +130,8 @@ fn protection(m: &Value) -> Option<PageChart> {
         .x_range(
             0.0,
             harness::page_chart::index_axis_end(scenarios.len().max(1)),
-        );
+        )
+        .integer_x();
     for (name, pts) in series {
         if !pts.is_empty() {
             c = c.points(name, pts);
@@ -180,6 +181,7 @@ fn storage(m: &Value) -> Vec<PageChart> {
         .size(CHART_W, CHART_H)
         .y_min(0.0)
         .x_range(0.0, harness::page_chart::index_axis_end(loops.len()))
+        .integer_x()
         .points("kept loop", used)
         .points("retried loop", retried)
         .series("mean", vec![(0.5, mean), (n + 0.5, mean)]);
