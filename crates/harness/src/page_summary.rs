@@ -194,7 +194,7 @@ fn table_row(out: &mut String, c: &Cell) {
     };
     let _ = writeln!(
         out,
-        r#"<tr class="f" data-job="{}" data-host="{}" data-ts="{}"><th>{}</th><td>{}</td><td class="num">{runs}</td><td class="figures">{}</td><td class="trend">{trend}</td><td>{marks}</td></tr>"#,
+        r#"<tr class="f cell" data-job="{}" data-host="{}" data-ts="{}"><th>{}</th><td>{}</td><td class="num">{runs}</td><td class="figures">{}</td><td class="trend">{trend}</td><td>{marks}</td></tr>"#,
         attr(c.job),
         attr(c.host),
         c.last,
@@ -495,7 +495,7 @@ mod tests {
         let mut out = String::new();
         summary(&mut out, &refs, &registry());
         // The table: one row per job and host, figures over successful runs.
-        assert_eq!(out.matches(r#"<tr class="f" data-job="#).count(), 4);
+        assert_eq!(out.matches(r#"<tr class="f cell" data-job="#).count(), 4);
         assert!(
             out.contains("100.0 QPS ± 1.0  (99.0 … 101.0, 3 runs)"),
             "{out}"

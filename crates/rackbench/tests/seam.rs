@@ -45,6 +45,15 @@ fn page_has_filters_runs_and_a_chart_per_kind() {
             "hooks": {"cpu-mpstat": {"avg_busy_pct": 41.5}},
             "nvm": {"hit_ratio_pct": 30.0, "device_read_latency_us": {"p50": 80, "p90": 120, "p99": 300, "p999": 900, "max": 1000}}}),
         ),
+        // A second CacheBench run: a chart across runs needs two (one
+        // point is a number, and the page does not draw it).
+        row(
+            4,
+            "cachebench_mini",
+            "cachebench",
+            "h1",
+            json!({"hit_ratio_pct": 69.0, "ram_hit_ratio_pct": 69.0}),
+        ),
         row(
             3,
             "distbench_mini",
@@ -82,7 +91,7 @@ fn page_has_filters_runs_and_a_chart_per_kind() {
     ] {
         assert!(html.contains(&format!(r#"<option value="{v}">"#)), "{v}");
     }
-    assert_eq!(html.matches(r#"<tr class="f" data-job"#).count(), 3);
+    assert_eq!(html.matches(r#"<tr class="f" data-job"#).count(), 4);
     // Hook outputs have their own block, not the metrics table.
     assert_eq!(html.matches("Hook outputs (cpu-mpstat)").count(), 1);
     let hooks_at = html.find("Hook outputs").unwrap();

@@ -446,7 +446,9 @@ fn options(
         ..Options::default()
     };
     o.tune_fit = given(c.tune_fit)
-        .map(|v| crate::bench::tune_fit::Fit::parse(&v).map_err(|e| format!("--tune-fit: {e}")))
+        .map(|v| {
+            crate::bench::iocost_tune::fit::Fit::parse(&v).map_err(|e| format!("--tune-fit: {e}"))
+        })
         .transpose()?;
     o.merge.fit = o.tune_fit.unwrap_or_default();
     o.systemd_timeout = given(c.systemd_timeout)

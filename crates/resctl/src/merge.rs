@@ -14,10 +14,10 @@
 //! merged, printed as `format` prints it), then the merged jobs.
 
 pub use crate::bench::common::MergeFlags;
+use crate::bench::iocost_tune::fit::{DataSeries, Fit, chauvenet_keep};
+use crate::bench::iocost_tune::{self, TuneJob, TuneRecord, TuneResult};
 use crate::bench::knobs::{IoCostModel, JobSysInfo};
 use crate::bench::merge_info::{MergeEntry, MergeId, MergeInfo, MergeSrcName};
-use crate::bench::tune::{self, TuneJob, TuneRecord, TuneResult};
-use crate::bench::tune_fit::{DataSeries, Fit, chauvenet_keep};
 use crate::journal::{JobData, Journal};
 use crate::spec::JobSpec;
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,7 +188,7 @@ fn merge_group(srcs: &mut [Src], fit: Fit) -> Result<JobData, String> {
         }
     }
     let mut first: Option<(TuneRecord, TuneResult, usize)> = None;
-    let mut data: BTreeMap<tune::DataSel, DataSeries> = BTreeMap::new();
+    let mut data: BTreeMap<iocost_tune::DataSel, DataSeries> = BTreeMap::new();
     // Sources all written by upstream 2.1 are merged as 2.1 merged them.
     let mut all_v21 = true;
     for (i, s) in srcs
@@ -262,10 +262,10 @@ fn merge_group(srcs: &mut [Src], fit: Fit) -> Result<JobData, String> {
         solutions: BTreeMap::new(),
         ..res
     };
-    for n in tune::solve(&job, &mut merged)? {
+    for n in iocost_tune::solve(&job, &mut merged)? {
         eprintln!("merge: iocost-tune: {n}");
     }
-    merged.remarks = tune::remarks(&job, &merged);
+    merged.remarks = iocost_tune::remarks(&job, &merged);
     let accepted = srcs.iter().filter(|s| s.rejected.is_none());
     let period = accepted.fold((u64::MAX, 0), |(a, b), s| {
         (a.min(s.data.period.0), b.max(s.data.period.1))

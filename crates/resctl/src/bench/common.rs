@@ -28,18 +28,46 @@ pub struct FormatArgs<'a> {
     pub head: &'a str,
 }
 
-/// One bench kind: what `run` checks, runs and formats.
-pub trait Bench: Sync {
+/// What a bench is, as data (upstream's resctl-bench describes its
+/// benches the same way): its kind, its texts and what it needs.
+pub struct BenchInfo {
     /// The spec's kind (`hashd-params`, ...).
-    fn kind(&self) -> &'static str;
-    /// One line for `doc`.
-    fn about(&self) -> &'static str;
+    pub kind: &'static str,
+    /// One line for `doc` (empty: left out of the lists, as merge-info).
+    pub about: &'static str,
     /// `doc KIND`: the spec's properties and what the bench does.
-    fn doc(&self) -> &'static str;
+    pub doc: &'static str,
     /// Requirements the bench cannot do without (refused unless --force).
-    fn hard(&self) -> &'static [SysReq];
+    pub hard: &'static [SysReq],
     /// Requirements it checks and can run without, degraded.
-    fn soft(&self) -> &'static [SysReq];
+    pub soft: &'static [SysReq],
+}
+
+/// One bench kind: what it is ([`BenchInfo`]), and what `run` checks,
+/// runs and formats.
+pub trait Bench: Sync {
+    /// What the bench is.
+    fn info(&self) -> &'static BenchInfo;
+    /// The spec's kind (`hashd-params`, ...).
+    fn kind(&self) -> &'static str {
+        self.info().kind
+    }
+    /// One line for `doc`.
+    fn about(&self) -> &'static str {
+        self.info().about
+    }
+    /// `doc KIND`: the spec's properties and what the bench does.
+    fn doc(&self) -> &'static str {
+        self.info().doc
+    }
+    /// Requirements the bench cannot do without (refused unless --force).
+    fn hard(&self) -> &'static [SysReq] {
+        self.info().hard
+    }
+    /// Requirements it checks and can run without, degraded.
+    fn soft(&self) -> &'static [SysReq] {
+        self.info().soft
+    }
     /// Checks a spec's properties before anything runs.
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error>;
     /// Why a job of this kind can never be run (merge-info, which only
@@ -111,7 +139,7 @@ pub struct MergeFlags {
     pub ignore_sysreqs: bool,
     pub multiple: bool,
     /// `--tune-fit`: the line fits the merged result is solved with.
-    pub fit: super::tune_fit::Fit,
+    pub fit: crate::bench::iocost_tune::fit::Fit,
 }
 
 /// The global options of the resctl-bench commands.
@@ -173,7 +201,7 @@ pub struct Options {
     /// `--tune-fit upstream|corrected`: iocost-tune's line fits for `run`,
     /// `solve` and `merge` (None: upstream's, or for `solve` the fit the
     /// result records).
-    pub tune_fit: Option<super::tune_fit::Fit>,
+    pub tune_fit: Option<crate::bench::iocost_tune::fit::Fit>,
 }
 
 /// Saves a running job's record so far in the journal.

@@ -1,6 +1,6 @@
 //! The `hashd-params` bench; what it does, for users, is [`DOC`].
 
-use super::common::{Bench, Ctx, Outcome};
+use super::common::{Bench, BenchInfo, Ctx, Outcome};
 use super::knobs::{HashdKnobs, MemInfo};
 use crate::bench::metrics::HashdParamsMetrics;
 use crate::fmt::{format_size, parse_size};
@@ -389,27 +389,23 @@ pub fn format(d: &JobData, _full: bool) -> Result<String, crate::Error> {
 /// The hashd-params bench.
 pub struct HashdParamsBench;
 
+static INFO: BenchInfo = BenchInfo {
+    kind: "hashd-params",
+    about: "hashd's rps_max and memory footprint on this host",
+    doc: DOC,
+    hard: &[],
+    soft: &[
+        SysReq::MemShadowInodeProt,
+        SysReq::AnonBalance,
+        SysReq::SwapOnScratch,
+        SysReq::Swap,
+        SysReq::HostCriticalServices,
+    ],
+};
+
 impl Bench for HashdParamsBench {
-    fn kind(&self) -> &'static str {
-        "hashd-params"
-    }
-    fn about(&self) -> &'static str {
-        "hashd's rps_max and memory footprint on this host"
-    }
-    fn doc(&self) -> &'static str {
-        DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        &[]
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        &[
-            SysReq::MemShadowInodeProt,
-            SysReq::AnonBalance,
-            SysReq::SwapOnScratch,
-            SysReq::Swap,
-            SysReq::HostCriticalServices,
-        ]
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)

@@ -1,6 +1,6 @@
 //! The `iocost-params` bench; what it does, for users, is [`DOC`].
 
-use super::common::{Bench, Ctx, Outcome};
+use super::common::{Bench, BenchInfo, Ctx, Outcome};
 use super::knobs::{IoCostKnobs, IoCostModel, IoCostQos};
 use crate::bench::metrics::IoCostParamsMetrics;
 use crate::journal::JobData;
@@ -427,21 +427,17 @@ pub fn format(d: &JobData, full: bool) -> Result<String, crate::Error> {
 /// The iocost-params bench.
 pub struct IoCostParamsBench;
 
+static INFO: BenchInfo = BenchInfo {
+    kind: "iocost-params",
+    about: "the IO cost model and QoS of the scratch device, measured with fio",
+    doc: DOC,
+    hard: &[SysReq::DepsIoCostCoefGen],
+    soft: &[SysReq::IoCost],
+};
+
 impl Bench for IoCostParamsBench {
-    fn kind(&self) -> &'static str {
-        "iocost-params"
-    }
-    fn about(&self) -> &'static str {
-        "the IO cost model and QoS of the scratch device, measured with fio"
-    }
-    fn doc(&self) -> &'static str {
-        DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        &[SysReq::DepsIoCostCoefGen]
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        &[SysReq::IoCost]
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)

@@ -5,10 +5,9 @@
 //! firmware and classifier the sources were grouped by, then each source
 //! file (`+` kept, `-` rejected with why) and the groups that lost to it.
 
-use super::common::{Bench, Ctx, JobMetrics, Outcome};
+use super::common::{Bench, BenchInfo, Ctx, JobMetrics, Outcome};
 use crate::journal::JobData;
 use crate::spec::JobSpec;
-use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -127,23 +126,19 @@ as upstream does.
 /// The `merge-info` pseudo bench.
 pub struct MergeInfoBench;
 
+static INFO: BenchInfo = BenchInfo {
+    kind: "merge-info",
+    about: "",
+    doc: DOC,
+    hard: &[],
+    soft: &[],
+};
+
 impl Bench for MergeInfoBench {
-    fn kind(&self) -> &'static str {
-        "merge-info"
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     /// Empty: left out of the bench lists, as upstream.
-    fn about(&self) -> &'static str {
-        ""
-    }
-    fn doc(&self) -> &'static str {
-        DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        &[]
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        &[]
-    }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         match spec.props.iter().flat_map(|g| g.keys()).next() {
             Some(k) => Err(crate::Error::Input(format!(

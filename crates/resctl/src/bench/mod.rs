@@ -14,21 +14,14 @@
 
 pub mod common;
 pub mod hashd_params;
-pub mod iocost_benches;
 pub mod iocost_params;
 pub mod iocost_qos;
+pub mod iocost_tune;
 pub mod job;
 pub mod knobs;
 pub mod merge_info;
 pub mod metrics;
 pub mod protection;
-pub mod qos_format;
-pub mod qos_run;
 pub mod registry;
 pub mod storage;
 pub mod topics;
-pub mod tune;
-pub mod tune_fit;
-pub mod tune_fit21;
-pub mod tune_graph;
-pub mod tune_textplot;

@@ -2,8 +2,9 @@
 
 use super::common::Bench;
 use super::hashd_params::HashdParamsBench;
-use super::iocost_benches::{IoCostQosBench, IoCostTuneBench};
 use super::iocost_params::IoCostParamsBench;
+use super::iocost_qos::bench::IoCostQosBench;
+use super::iocost_tune::bench::IoCostTuneBench;
 use super::merge_info::MergeInfoBench;
 use super::protection::run::ProtectionBench;
 use super::storage::StorageBench;

@@ -1,6 +1,6 @@
 //! The `storage` bench; what it does, for users, is [`DOC`].
 
-use super::common::{Bench, Ctx, Outcome, now_secs};
+use super::common::{Bench, BenchInfo, Ctx, Outcome, now_secs};
 use super::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in};
 use super::knobs::{HashdKnobs, MemInfo};
 use super::protection::format::{IoLat, format_iolat_rw, format_stat_table};
@@ -1109,28 +1109,24 @@ fn format_upstream(d: &JobData, full: bool, rstat: u8) -> Result<String, String>
 /// The storage bench.
 pub struct StorageBench;
 
+static INFO: BenchInfo = BenchInfo {
+    kind: "storage",
+    about: "memory offloading: how far the workload's footprint can exceed memory",
+    doc: DOC,
+    // Swap's size recommendation is soft: a smaller swap caps the
+    // factor, which the result flags; no swap at all is refused.
+    hard: &[SysReq::SwapOnScratch],
+    soft: &[
+        SysReq::Swap,
+        SysReq::MemShadowInodeProt,
+        SysReq::AnonBalance,
+        SysReq::HostCriticalServices,
+    ],
+};
+
 impl Bench for StorageBench {
-    fn kind(&self) -> &'static str {
-        "storage"
-    }
-    fn about(&self) -> &'static str {
-        "memory offloading: how far the workload's footprint can exceed memory"
-    }
-    fn doc(&self) -> &'static str {
-        DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        // Swap's size recommendation is soft: a smaller swap caps the
-        // factor, which the result flags; no swap at all is refused.
-        &[SysReq::SwapOnScratch]
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        &[
-            SysReq::Swap,
-            SysReq::MemShadowInodeProt,
-            SysReq::AnonBalance,
-            SysReq::HostCriticalServices,
-        ]
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)

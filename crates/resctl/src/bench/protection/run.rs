@@ -5,7 +5,7 @@ use super::study::{
     self, HashdSample, HogSample, MemHogRecord, MemHogResult, MemHogRun, PsiSample, Sample,
     SliceSample,
 };
-use crate::bench::common::{Bench, Ctx, Outcome, spawn_in};
+use crate::bench::common::{Bench, BenchInfo, Ctx, Outcome, spawn_in};
 use crate::bench::hashd_params::{HashdChild, HashdFiles, read_json, spawn_hashd_in, stop_child};
 use crate::bench::metrics::{ProtectionMetrics, ProtectionScenarioMetrics};
 use crate::fmt::{format_size, parse_frac};
@@ -1463,23 +1463,19 @@ pub fn format_with_prefix(
 /// The protection bench.
 pub struct ProtectionBench;
 
+static INFO: BenchInfo = BenchInfo {
+    kind: "protection",
+    about: "how well hashd is protected from a memory hog",
+    doc: DOC,
+    hard: &[],
+    // Every requirement but the tool dependencies (the last four):
+    // the hog is built in and nothing is compiled.
+    soft: SysReq::ALL.split_at(SysReq::ALL.len() - 4).0,
+};
+
 impl Bench for ProtectionBench {
-    fn kind(&self) -> &'static str {
-        "protection"
-    }
-    fn about(&self) -> &'static str {
-        "how well hashd is protected from a memory hog"
-    }
-    fn doc(&self) -> &'static str {
-        DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        &[]
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        // Every requirement but the tool dependencies (the last four):
-        // the hog is built in and nothing is compiled.
-        SysReq::ALL.split_at(SysReq::ALL.len() - 4).0
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         check_spec(spec)

@@ -1,6 +1,6 @@
 //! Upstream's iocost-qos results, read and printed as upstream's
 //! resctl-bench prints them (`format` and `summary`). rackbench cannot run
-//! iocost-qos where cgroup2 has no io.cost (see [`super::iocost_qos`]), but
+//! iocost-qos where cgroup2 has no io.cost (see [`crate::bench::iocost_qos`]), but
 //! a result made upstream, alone or in a merged file, is shown here whole:
 //! the base storage header, with `full` each run's storage, protection and
 //! result sections, then the summary of QoS settings, the MOF/aMOF table
@@ -9,14 +9,14 @@
 //! The shapes are upstream's `IoCostQoSRecord` and `IoCostQoSResult`
 //! (resctl-bench's bench/iocost_qos.rs); a run's storage and protection
 //! parts are upstream's storage and protection shapes, formatted by
-//! [`super::storage`] and [`super::protection`].
+//! [`crate::bench::storage`] and [`crate::bench::protection`].
 
-use super::iocost_qos::QosProps;
-use super::knobs::{IoCostQos, QosOvr, round2_as_printed};
-use super::protection::format::{IoLat, format_iolat_rw};
-use super::protection::run::{ProtectionResult, format_with_prefix};
-use super::protection::study::MemHogResult;
-use super::storage::{
+use crate::bench::iocost_qos::QosProps;
+use crate::bench::knobs::{IoCostQos, QosOvr, round2_as_printed};
+use crate::bench::protection::format::{IoLat, format_iolat_rw};
+use crate::bench::protection::run::{ProtectionResult, format_with_prefix};
+use crate::bench::protection::study::MemHogResult;
+use crate::bench::storage::{
     UpstreamStorageJob, UpstreamStorageRecord, UpstreamStorageResult, format_upstream_header,
     format_upstream_result, reports_missing,
 };
@@ -36,7 +36,7 @@ pub struct QosRecordRun {
     /// The QoS applied; `None` for the baseline (iocost off).
     pub qos: Option<IoCostQos>,
     pub stor: UpstreamStorageRecord,
-    /// Upstream's protection record (read by [`super::protection`]).
+    /// Upstream's protection record (read by [`crate::bench::protection`]).
     pub prot: Value,
 }
 
@@ -59,7 +59,7 @@ pub struct QosRecord {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct QosResultRun {
     pub stor: UpstreamStorageResult,
-    /// Upstream's protection result (read by [`super::protection`]).
+    /// Upstream's protection result (read by [`crate::bench::protection`]).
     pub prot: Value,
     pub adjusted_mem_size: Option<u64>,
     pub adjusted_mem_offload_factor: Option<f64>,
@@ -175,7 +175,10 @@ fn stor_job(p: &QosProps) -> Result<UpstreamStorageJob, String> {
 }
 
 /// A run's final mem-hog-tune probe, from its protection result.
-fn final_probe(prot: &Value, i: usize) -> Result<super::protection::study::MemHogResult, String> {
+fn final_probe(
+    prot: &Value,
+    i: usize,
+) -> Result<crate::bench::protection::study::MemHogResult, String> {
     let r: ProtectionResult = serde_json::from_value(prot.clone())
         .map_err(|e| format!("run {i:02}: the protection result: {e}"))?;
     r.scenarios
@@ -188,7 +191,7 @@ fn final_probe(prot: &Value, i: usize) -> Result<super::protection::study::MemHo
 /// when the tune recorded none (no protected size was found).
 pub fn final_probe_of(
     prot: &Value,
-) -> Result<Option<super::protection::study::MemHogResult>, crate::Error> {
+) -> Result<Option<crate::bench::protection::study::MemHogResult>, crate::Error> {
     let first = prot.get("scenarios").and_then(|s| s.get(0));
     let Some(first) = first else {
         return Ok(None);

@@ -1,7 +1,7 @@
 //! iocost-tune's line fits as upstream resctl-bench 2.1 made them, for the
 //! results 2.1 wrote (their series have `points` and their lines `left`
 //! and `right`): `solve` and `merge` give such a result the solutions 2.1
-//! gave it. 2.2 replaced these fits ([`super::tune_fit`]); the facts here
+//! gave it. 2.2 replaced these fits ([`crate::bench::iocost_tune::fit`]); the facts here
 //! are 2.1's code (v2.1.2).
 //!
 //! A 2.1 fit is at most one slope between two flat parts: a flat line at
@@ -14,7 +14,7 @@
 //! improved it (fewer parts win a near tie). Fits reaching zero or below,
 //! or against the figure's direction (rising, falling), are not taken.
 
-use super::tune_fit::{DataLines, DataPoint, DataSeries, Shape};
+use crate::bench::iocost_tune::fit::{DataLines, DataPoint, DataSeries, Shape};
 
 /// 2.1's default hinge step (vrate points).
 pub const DFL_GRAN: f64 = 0.1;

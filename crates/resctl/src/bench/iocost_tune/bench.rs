@@ -1,21 +1,17 @@
-//! The `iocost-qos` and `iocost-tune` benches: their system requirements
-//! are declared, running iocost-qos is refused with the reason (io.cost
-//! missing names the sysreq), iocost-tune solves on the journal's latest
-//! iocost-qos result ([`super::tune`]), and upstream's iocost-qos results
-//! are formatted by [`super::qos_format`]. Their specs are checked by
-//! [`super::iocost_qos`].
+//! The `iocost-tune` bench: it solves on the journal's latest iocost-qos
+//! result ([`super`]) and needs of the host what iocost-qos does.
 
-use super::common::{Bench, Ctx, FormatArgs, Outcome};
-use super::iocost_qos::{QOS_DOC, QosProps, TUNE_DOC};
-use super::tune::{self, TuneJob, TuneResult, run_on, tune_rules};
+use crate::bench::common::{Bench, BenchInfo, Ctx, FormatArgs, Outcome};
+use crate::bench::iocost_qos::TUNE_DOC;
+use crate::bench::iocost_qos::bench::{HARD, SOFT};
+use crate::bench::iocost_tune::{self, TuneJob, TuneResult, run_on, tune_rules};
 use crate::journal::JobData;
 use crate::spec::JobSpec;
-use crate::sys::sysreqs::SysReq;
 
 /// The iocost-tune result of `d`; an error names the field that does not
 /// fit upstream's.
 fn tune_result(d: &JobData) -> Result<TuneResult, String> {
-    super::qos_format::read(
+    crate::bench::iocost_qos::format::read(
         d.result.as_ref().unwrap_or(&serde_json::Value::Null),
         "iocost-tune",
         "result",
@@ -43,93 +39,20 @@ fn refuse(kind: &str, what: &str, ctx: &Ctx) -> String {
     }
 }
 
-/// What both benches cannot do without: the io controller and io.cost.
-const HARD: &[SysReq] = &[SysReq::Controllers, SysReq::IoCost];
-/// What their sub-benches (storage, protection) would check.
-const SOFT: &[SysReq] = &[
-    SysReq::Freezer,
-    SysReq::MemCgRecursiveProt,
-    SysReq::MemShadowInodeProt,
-    SysReq::IoCostVer,
-    SysReq::NoOtherIoControllers,
-    SysReq::AnonBalance,
-    SysReq::Btrfs,
-    SysReq::BtrfsAsyncDiscard,
-    SysReq::NoCompositeStorage,
-    SysReq::IoSched,
-    SysReq::NoWbt,
-    SysReq::SwapOnScratch,
-    SysReq::Swap,
-    SysReq::Oomd,
-    SysReq::NoSysOomd,
-    SysReq::HostCriticalServices,
-];
-
-/// The `iocost-qos` bench.
-pub struct IoCostQosBench;
-
-impl Bench for IoCostQosBench {
-    fn kind(&self) -> &'static str {
-        "iocost-qos"
-    }
-    fn about(&self) -> &'static str {
-        "MOF and aMOF along a ladder of io.cost QoS settings"
-    }
-    fn doc(&self) -> &'static str {
-        QOS_DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        HARD
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        SOFT
-    }
-    fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
-        QosProps::parse(spec).map(|_| ())
-    }
-    fn run(&self, spec: &JobSpec, ctx: &mut Ctx) -> Result<Outcome, crate::Error> {
-        super::qos_run::run(spec, ctx)
-    }
-    fn restudy(&self, d: &JobData) -> Option<Result<serde_json::Value, crate::Error>> {
-        Some(super::qos_run::restudy(d))
-    }
-    fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
-        super::qos_format::format(d, full, 0)
-    }
-    fn format_rstat(&self, d: &JobData, full: bool, rstat: u8) -> Result<String, crate::Error> {
-        super::qos_format::format(d, full, rstat)
-    }
-    fn check_format_props(&self, spec: &JobSpec) -> Result<(), crate::Error> {
-        super::qos_format::sub_full(spec).map(|_| ())
-    }
-    fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), crate::Error> {
-        let sub = super::qos_format::sub_full(&JobSpec {
-            props: a.props.to_vec(),
-            ..d.spec.clone()
-        })?;
-        super::qos_format::format_sub(d, a.full, a.rstat, sub).map(|t| (t, false))
-    }
-    fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
-}
+static INFO: BenchInfo = BenchInfo {
+    kind: "iocost-tune",
+    about: "io.cost QoS solutions from the journal's iocost-qos result",
+    doc: TUNE_DOC,
+    hard: HARD,
+    soft: SOFT,
+};
 
 /// The `iocost-tune` bench.
 pub struct IoCostTuneBench;
 
 impl Bench for IoCostTuneBench {
-    fn kind(&self) -> &'static str {
-        "iocost-tune"
-    }
-    fn about(&self) -> &'static str {
-        "io.cost QoS solutions from the journal's iocost-qos result"
-    }
-    fn doc(&self) -> &'static str {
-        TUNE_DOC
-    }
-    fn hard(&self) -> &'static [SysReq] {
-        HARD
-    }
-    fn soft(&self) -> &'static [SysReq] {
-        SOFT
+    fn info(&self) -> &'static BenchInfo {
+        &INFO
     }
     fn check(&self, spec: &JobSpec) -> Result<(), crate::Error> {
         tune_rules(spec).map(|_| ())
@@ -171,15 +94,15 @@ impl Bench for IoCostTuneBench {
     fn resolve(
         &self,
         d: &JobData,
-        opts: &super::common::Options,
+        opts: &crate::bench::common::Options,
     ) -> Option<Result<(serde_json::Value, Option<serde_json::Value>), crate::Error>> {
         Some((|| {
             let mut job = TuneJob::parse(&d.spec)?;
             // The fit asked for, else the one the result was solved with.
-            let mut rec: Option<tune::TuneRecord> = d
+            let mut rec: Option<iocost_tune::TuneRecord> = d
                 .record
                 .as_ref()
-                .map(|r| super::qos_format::read(r, "iocost-tune", "record"))
+                .map(|r| crate::bench::iocost_qos::format::read(r, "iocost-tune", "record"))
                 .transpose()?;
             job.fit = opts
                 .tune_fit
@@ -187,10 +110,10 @@ impl Bench for IoCostTuneBench {
                 .unwrap_or_default();
             let mut res: TuneResult =
                 tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
-            for n in tune::solve(&job, &mut res)? {
+            for n in iocost_tune::solve(&job, &mut res)? {
                 eprintln!("iocost-tune: {n}");
             }
-            res.remarks = tune::remarks(&job, &res);
+            res.remarks = iocost_tune::remarks(&job, &res);
             let res = serde_json::to_value(&res)
                 .map_err(|e| e.to_string())
                 .map_err(|e| crate::Error::Input(e.to_string()))?;
@@ -209,21 +132,21 @@ impl Bench for IoCostTuneBench {
         })())
     }
     fn check_format_props(&self, spec: &JobSpec) -> Result<(), crate::Error> {
-        tune::format_props(spec).map(|_| ())
+        iocost_tune::format_props(spec).map(|_| ())
     }
     fn format_props(&self, d: &JobData, a: &FormatArgs) -> Result<(String, bool), crate::Error> {
-        let f = tune::format_props(&JobSpec {
+        let f = iocost_tune::format_props(&JobSpec {
             props: a.props.to_vec(),
             ..d.spec.clone()
         })?;
         let job = TuneJob::parse(&d.spec)?;
         if let Some(pdf) = &f.pdf {
             let res: TuneResult = tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
-            let path = super::tune_graph::pdf_path(pdf, a.result)?;
-            let cover = format!("{}{}", a.head, tune::format(&job, &res));
+            let path = crate::bench::iocost_tune::graph::pdf_path(pdf, a.result)?;
+            let cover = format!("{}{}", a.head, iocost_tune::format(&job, &res));
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
             let model = si.sysreqs_report.unwrap_or_default().scr_dev_model;
-            super::tune_graph::write_pdf(&path, &cover, &res, &model, f.pdf_keep)?;
+            crate::bench::iocost_tune::graph::write_pdf(&path, &cover, &res, &model, f.pdf_keep)?;
             return Ok((
                 format!("Formatted result into {:?}", path.display().to_string()),
                 true,
@@ -237,21 +160,21 @@ impl Bench for IoCostTuneBench {
             let si = crate::bench::knobs::JobSysInfo::from_json(&d.sysinfo)?;
             let rep = si.sysreqs_report.unwrap_or_default();
             let fw = f.hwdb_fwrev.then_some(rep.scr_dev_fwrev.as_str());
-            return Ok((tune::format_hwdb(&res, &rep.scr_dev_model, fw), true));
+            return Ok((iocost_tune::format_hwdb(&res, &rep.scr_dev_model, fw), true));
         }
-        Ok((tune::format_high_level(&job, &res), true))
+        Ok((iocost_tune::format_high_level(&job, &res), true))
     }
     fn format(&self, d: &JobData, full: bool) -> Result<String, crate::Error> {
         let job = TuneJob::parse(&d.spec)?;
         let res: TuneResult = tune_result(d).map_err(|e| crate::Error::Input(e.to_string()))?;
         // Upstream draws the graphs in text under `format`.
         let mut out = if full {
-            super::tune_graph::format_text(&res)
+            crate::bench::iocost_tune::graph::format_text(&res)
         } else {
             String::new()
         };
-        out.push_str(&tune::format(&job, &res));
+        out.push_str(&iocost_tune::format(&job, &res));
         Ok(out)
     }
-    fn metrics(&self, _d: &JobData, _m: &mut super::common::JobMetrics) {}
+    fn metrics(&self, _d: &JobData, _m: &mut crate::bench::common::JobMetrics) {}
 }

@@ -1,18 +1,26 @@
 //! iocost-tune's solving: from an iocost-qos result, each figure as a
 //! function of vrate ([`DataSel`] → [`DataSeries`], fitted by
-//! [`super::tune_fit`]), then the QoS solutions its rules ask for
+//! [`crate::bench::iocost_tune::fit`]), then the QoS solutions its rules ask for
 //! ([`QosTarget`]): the vrate at which MOF stops rising, where aMOF is
 //! largest, where aMOF-delta is smallest, or a quarter of the p99 read
 //! latency's spread, each as an io.cost model scaled to that vrate and a
 //! QoS. The definitions are upstream's (resctl-bench's iocost-tune); the
 //! serialized shapes are too, so that upstream's iocost-tune results read.
 
-use super::iocost_qos::{closest, unknown_key};
-use super::knobs::{IoCostModel, IoCostQos, round2_as_printed};
-use super::protection::study::MemHogResult;
-use super::qos_format::{QosRecord, QosRecordRun, QosResult, QosResultRun, final_probe_of};
-use super::storage::reports_missing;
-use super::tune_fit::{DataLines, DataPoint, DataSeries, Fit, Shape};
+pub mod bench;
+pub mod fit;
+pub mod fit21;
+pub mod graph;
+pub mod textplot;
+
+use crate::bench::iocost_qos::format::{
+    QosRecord, QosRecordRun, QosResult, QosResultRun, final_probe_of,
+};
+use crate::bench::iocost_qos::{closest, unknown_key};
+use crate::bench::iocost_tune::fit::{DataLines, DataPoint, DataSeries, Fit, Shape};
+use crate::bench::knobs::{IoCostModel, IoCostQos, round2_as_printed};
+use crate::bench::protection::study::MemHogResult;
+use crate::bench::storage::reports_missing;
 use crate::fmt::{custom_underline, format_duration, format_pct, parse_frac};
 use crate::spec::JobSpec;
 use serde::{Deserialize, Serialize};
@@ -21,9 +29,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// Latency percentiles of the `rlat-L-T` selectors.
-use super::protection::study::IOLAT_LAT_PCTS as LAT_PCTS;
+use crate::bench::protection::study::IOLAT_LAT_PCTS as LAT_PCTS;
 /// Isolation percentiles a selector may name (the hog result's keys).
-use super::protection::study::PCT_KEYS as ISOL_PCTS;
+use crate::bench::protection::study::PCT_KEYS as ISOL_PCTS;
 /// Time percentiles of the `rlat-L-T` selectors (with `mean` and `stdev`).
 pub const TIME_PCTS: &[&str] = &[
     "00", "01", "05", "10", "25", "50", "75", "90", "95", "99", "99.9", "100", "mean", "stdev",
@@ -710,7 +718,7 @@ impl QosTarget {
         data: &BTreeMap<DataSel, DataSeries>,
         scale: (f64, f64),
     ) -> Result<Option<(IoCostQos, f64)>, crate::Error> {
-        use super::tune_fit21::clamped;
+        use crate::bench::iocost_tune::fit21::clamped;
         let ds = |sel: &DataSel| {
             data.get(sel)
                 .ok_or_else(|| format!("the data series {sel} is missing"))
@@ -914,7 +922,7 @@ impl TuneJob {
         .filter_map(|s| DataSel::parse(s).ok())
         .collect();
         let mut scale = (1.0, 100.0);
-        let mut gran = super::tune_fit21::DFL_GRAN;
+        let mut gran = crate::bench::iocost_tune::fit21::DFL_GRAN;
         for (k, v) in spec.props.first().into_iter().flatten() {
             match k.as_str() {
                 // 2.1's, kept for its results (2.2 refuses it).
@@ -1061,7 +1069,7 @@ pub fn study(job: &TuneJob, rec: &QosRecord, res: &QosResult) -> Result<TuneResu
         .runs
         .first()
         .and_then(Option::as_ref)
-        .and_then(|r| super::qos_format::tune_params(&r.prot))
+        .and_then(|r| crate::bench::iocost_qos::format::tune_params(&r.prot))
         .unwrap_or_else(|| ("05".to_string(), 0.9));
     let mut points: BTreeMap<DataSel, Vec<DataPoint>> = BTreeMap::new();
     let recs = rec
@@ -1177,15 +1185,15 @@ fn solve_series_v21(
             fill_to = Some(x);
         }
     }
-    super::tune_fit21::fit_lines(s, job.gran, shape);
+    crate::bench::iocost_tune::fit21::fit_lines(s, job.gran, shape);
     if let Some(x) = fill_to {
-        super::tune_fit21::fill_vrate_range(s, (s.lines.range.0, x));
+        crate::bench::iocost_tune::fit21::fill_vrate_range(s, (s.lines.range.0, x));
     }
     if outliers {
         s.filter_outliers();
         let range = s.lines.range;
-        super::tune_fit21::fit_lines(s, job.gran, shape);
-        super::tune_fit21::fill_vrate_range(s, range);
+        crate::bench::iocost_tune::fit21::fit_lines(s, job.gran, shape);
+        crate::bench::iocost_tune::fit21::fill_vrate_range(s, range);
     }
     s.error = DataSeries::error_of(s.data.iter().chain(s.outliers.iter()), &s.lines);
     Ok(())
@@ -1209,7 +1217,7 @@ fn scale_model(m: &IoCostModel, f: f64) -> IoCostModel {
 /// the reason in the returned notes; one without an answer is left out.
 ///
 /// A result upstream 2.1 wrote ([`TuneResult::is_v21`]) is fitted and
-/// solved with 2.1's code ([`super::tune_fit21`]), as 2.1 solved it, unless
+/// solved with 2.1's code ([`crate::bench::iocost_tune::fit21`]), as 2.1 solved it, unless
 /// the fit asked for is [`Fit::Corrected`]: then its series become 2.2's
 /// and are fitted as such.
 pub fn solve(job: &TuneJob, res: &mut TuneResult) -> Result<Vec<String>, crate::Error> {
@@ -1331,7 +1339,8 @@ fn remark_on_lat(job: &TuneJob, res: &TuneResult, read: bool) -> Vec<String> {
         .iter()
         .map(|s| {
             if v21 {
-                super::tune_fit21::clamped(&s.lines, job.scale.0, job.scale.1).map(|c| c.0)
+                crate::bench::iocost_tune::fit21::clamped(&s.lines, job.scale.0, job.scale.1)
+                    .map(|c| c.0)
             } else {
                 s.lines.clamped(job.scale).ok()?
             }
@@ -1444,7 +1453,7 @@ fn same_solution(a: &QosSolution, b: &QosSolution) -> bool {
 }
 
 /// The text of an iocost-tune result, as upstream's `format` prints it
-/// without its graphs (tune_graph.rs draws those): `Solutions` (consecutive
+/// without its graphs (graph.rs draws those): `Solutions` (consecutive
 /// rules with the same solution share it, their names padded to the
 /// group's widest; a rule without one says `NO SOLUTION`) and `Remarks`.
 pub fn format(job: &TuneJob, res: &TuneResult) -> String {
@@ -1678,13 +1687,15 @@ pub fn run_on(
     job: &TuneJob,
     qos: &crate::journal::JobData,
 ) -> Result<(TuneRecord, TuneResult, Vec<String>), crate::Error> {
-    let rec: QosRecord = super::qos_format::read(
+    let rec: QosRecord = crate::bench::iocost_qos::format::read(
         qos.record.as_ref().unwrap_or(&serde_json::Value::Null),
         "iocost-qos",
         "record",
     )?;
     let res: QosResult = match &qos.result {
-        Some(r) if !r.is_null() => super::qos_format::read(r, "iocost-qos", "result")?,
+        Some(r) if !r.is_null() => {
+            crate::bench::iocost_qos::format::read(r, "iocost-qos", "result")?
+        }
         _ => {
             return Err(crate::Error::Input(
                 "the iocost-qos job has no result".into(),
@@ -1782,7 +1793,7 @@ mod tests {
     /// points; the baseline (iocost off) and the skipped run do not.
     #[test]
     fn study_collects_one_point_per_vrate_run() {
-        let d = crate::bench::qos_format::tests::journal_entry();
+        let d = crate::bench::iocost_qos::format::tests::journal_entry();
         let rec: QosRecord = serde_json::from_value(d.record.unwrap()).unwrap();
         let res: QosResult = serde_json::from_value(d.result.unwrap()).unwrap();
         let job = TuneJob::parse(&parse("iocost-tune:isol-mean").unwrap()).unwrap();

@@ -3,7 +3,7 @@
 //! io.cost QoS applied to the scratch device, the vrate and per-IO latency
 //! sampled every second over the run, and the record and result in
 //! upstream's `IoCostQoSRecord`/`IoCostQoSResult` shape (the one
-//! [`super::qos_format`] prints and [`super::tune`] solves on).
+//! [`crate::bench::iocost_qos::format`] prints and [`crate::bench::iocost_tune`] solves on).
 //!
 //! As upstream's resctl-bench: run [00] has iocost off and is the baseline;
 //! rungs whose max vrate is below what the device needs to keep hashd
@@ -15,12 +15,14 @@
 //! run that keeps failing. The device's io.cost settings are restored when
 //! the job ends, however it ends.
 
-use super::common::{Ctx, Outcome};
-use super::iocost_params::IoCostRestore;
-use super::iocost_qos::QosProps;
-use super::knobs::{HashdKnobs, IoCostKnobs, IoCostModel, IoCostQos, QosOvr, round2_as_printed};
-use super::protection::study::{dist_map, study_iolat};
-use super::qos_format::format_qos_cfg;
+use crate::bench::common::{Ctx, Outcome};
+use crate::bench::iocost_params::IoCostRestore;
+use crate::bench::iocost_qos::QosProps;
+use crate::bench::iocost_qos::format::format_qos_cfg;
+use crate::bench::knobs::{
+    HashdKnobs, IoCostKnobs, IoCostModel, IoCostQos, QosOvr, round2_as_printed,
+};
+use crate::bench::protection::study::{dist_map, study_iolat};
 use crate::fmt::format_size;
 use crate::journal::JobData;
 use crate::spec::JobSpec;
@@ -327,8 +329,9 @@ fn applied_qos(ctx: &Ctx, devnr: &str) -> Result<Option<IoCostQos>, String> {
 /// the final memory probes, the base hashd knobs, the memory profile, the
 /// kept loops' usages and sizes) merged with rackbench's own storage
 /// record, from which the result is studied again.
-fn stor_record(rec: &super::storage::StorageRecord, knobs: &HashdKnobs, ctx: &Ctx) -> Value {
-    let used: Vec<&super::storage::LoopRecord> = rec.runs.iter().filter(|r| r.used).collect();
+fn stor_record(rec: &crate::bench::storage::StorageRecord, knobs: &HashdKnobs, ctx: &Ctx) -> Value {
+    let used: Vec<&crate::bench::storage::LoopRecord> =
+        rec.runs.iter().filter(|r| r.used).collect();
     let probes: Vec<(u64, u64)> = used
         .iter()
         .filter_map(|r| {
@@ -356,8 +359,11 @@ fn stor_record(rec: &super::storage::StorageRecord, knobs: &HashdKnobs, ctx: &Ct
 
 /// Upstream's `StorageResult` from rackbench's study of the storage
 /// record, with the IO latency of the storage part of the run.
-fn stor_result(rec: &super::storage::StorageRecord, iolat: &[[BTreeMap<String, f64>; 2]]) -> Value {
-    let r = super::storage::study(rec);
+fn stor_result(
+    rec: &crate::bench::storage::StorageRecord,
+    iolat: &[[BTreeMap<String, f64>; 2]],
+) -> Value {
+    let r = crate::bench::storage::study(rec);
     let rd: Vec<BTreeMap<String, f64>> = iolat.iter().map(|x| x[0].clone()).collect();
     let wr: Vec<BTreeMap<String, f64>> = iolat.iter().map(|x| x[1].clone()).collect();
     // The storage bench's own per-IO latency where it traced it, else the
@@ -417,10 +423,10 @@ fn prot_record(mut v: Value) -> Value {
 /// The protection result as upstream's: the tune's final probe as
 /// `{"MemHogTune": {"final_run": ...}}`, no combined mem-hog.
 fn prot_result(prot_rec: &Value) -> Result<Value, String> {
-    let rec: super::protection::run::ProtectionRecord =
+    let rec: crate::bench::protection::run::ProtectionRecord =
         serde_json::from_value(prot_rec.clone()).map_err(|e| format!("protection record: {e}"))?;
     let has_final = prot_rec["scenarios"][0]["MemHogTune"]["final_run"].is_object();
-    let res = super::protection::run::study_record(&rec);
+    let res = crate::bench::protection::run::study_record(&rec);
     let final_run = match res.scenarios.into_iter().next() {
         Some(r) if has_final => serde_json::to_value(r).map_err(|e| e.to_string())?,
         _ => Value::Null,
@@ -441,7 +447,7 @@ fn within(s: &[RunSample], (a, b): (f64, f64)) -> Vec<[BTreeMap<String, f64>; 2]
 
 /// Studies one run of the record into upstream's `IoCostQoSResultRun`.
 pub fn study_run(r: &RecordRun) -> Result<Value, crate::Error> {
-    let srec: super::storage::StorageRecord = serde_json::from_value(r.stor.clone())
+    let srec: crate::bench::storage::StorageRecord = serde_json::from_value(r.stor.clone())
         .map_err(|e| crate::Error::Input(format!("the storage record: {e}")))?;
     let stor_iolat = within(&r.samples, (srec.started as f64, srec.ended as f64));
     let stor = stor_result(&srec, &stor_iolat);
@@ -605,9 +611,9 @@ fn run_one(
         tries += 1;
         apply_rung(ctx, k, target.as_ref())?;
         eprintln!("{label}: storage ({loops} loops)");
-        match super::storage::run(&sspec, ctx) {
+        match crate::bench::storage::run(&sspec, ctx) {
             Ok(Outcome::Done(rec, _)) => {
-                let rec: super::storage::StorageRecord =
+                let rec: crate::bench::storage::StorageRecord =
                     serde_json::from_value(rec).map_err(|e| format!("the storage record: {e}"))?;
                 break (rec, ctx.used_hashd.clone().unwrap_or_default());
             }
@@ -625,7 +631,7 @@ fn run_one(
             }
         }
     };
-    let size = super::storage::study(&srec).mem_size_mean.round() as u64;
+    let size = crate::bench::storage::study(&srec).mem_size_mean.round() as u64;
     // Protection with the hashd knobs storage found, as upstream's storage
     // `apply` hands them on.
     apply_rung(ctx, k, target.as_ref())?;
@@ -636,7 +642,7 @@ fn run_one(
         format_size((srec.mem_share * 4 / 5).min(size) as f64),
         format_size(size as f64)
     );
-    let prot = super::protection::run::run(&pspec, ctx);
+    let prot = crate::bench::protection::run::run(&pspec, ctx);
     ctx.hashd = saved_hashd;
     let prot = match prot {
         Ok(Outcome::Done(rec, _)) => prot_record(rec),
@@ -1035,7 +1041,7 @@ mod tests {
         let w = prot_record(none);
         assert!(w["scenarios"][0]["MemHogTune"]["final_run"].is_null());
         // rackbench's reader takes the wrapped record back, probes kept.
-        let back: super::super::protection::run::ProtectionRecord =
+        let back: crate::bench::protection::run::ProtectionRecord =
             serde_json::from_value(prot_record(json!({
                 "scenarios": [{"period": [1.0, 2.0], "base_period": [1.0, 1.5], "base_rps": 5.0, "runs": []}],
                 "tunes": [{"size_min": 1, "size_max": 2, "intvs": 2, "isol_pct": "05",

@@ -1,11 +1,15 @@
 //! The specs of the `iocost-qos` and `iocost-tune` benches, checked in
 //! full (upstream's properties, values and the vrate ladder), and their
 //! `doc` texts. The benches themselves (system requirements, the refusal
-//! to run, formatting) are in `iocost_benches.rs`. What they
+//! to run, formatting) are in `bench.rs` here and in `iocost_tune/bench.rs`. What they
 //! measure, for users, is [`QOS_DOC`] and [`TUNE_DOC`].
 
-pub use super::knobs::QosOvr;
-use super::knobs::{QOS_OVR_KEYS, round2_as_printed};
+pub mod bench;
+pub mod format;
+pub mod run;
+
+pub use crate::bench::knobs::QosOvr;
+use crate::bench::knobs::{QOS_OVR_KEYS, round2_as_printed};
 use crate::fmt::parse_frac;
 use crate::spec::{JobSpec, SpecError};
 use std::collections::BTreeMap;
@@ -188,7 +192,7 @@ const QOS_KEYS: &[&str] = &[
 ];
 
 /// The isolation percentiles protection's study reports.
-use super::protection::study::PCT_KEYS as ISOL_PCTS;
+use crate::bench::protection::study::PCT_KEYS as ISOL_PCTS;
 
 /// The closest of `allowed` to `key`: within an edit distance of 2, or
 /// else one that contains `key` (or is contained in it), nearest first.
@@ -275,7 +279,7 @@ impl QosProps {
             ignore_min_perf: false,
             groups: Vec::new(),
         };
-        let storage_keys: Vec<String> = super::storage::KEYS
+        let storage_keys: Vec<String> = crate::bench::storage::KEYS
             .iter()
             .filter(|k| !matches!(**k, "apply" | "commit" | "loops"))
             .map(|k| format!("storage-{k}"))

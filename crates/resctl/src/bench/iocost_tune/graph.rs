@@ -10,7 +10,7 @@
 //! `format` draws them in text as upstream does (the fitted line sampled at
 //! 80 points as squares, the rejected points as crosses, the data as
 //! circles, on an 80x24 face), character for character: the layout of
-//! upstream's plotting crate is reproduced by [`super::tune_textplot`].
+//! upstream's plotting crate is reproduced by [`crate::bench::iocost_tune::textplot`].
 //!
 //! `format iocost-tune:pdf[=PATH]` writes upstream's pdf: a cover page
 //! with the header, solutions and remarks in monospace, then the graphs
@@ -21,8 +21,8 @@
 //! Chromium prints one HTML page of the text and the SVG graphs, the same
 //! browser the report pages are checked with.
 
-use super::tune::{DataSel, TuneResult};
-use super::tune_fit::DataSeries;
+use crate::bench::iocost_tune::fit::DataSeries;
+use crate::bench::iocost_tune::{DataSel, TuneResult};
 use chart::Chart;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -119,7 +119,7 @@ pub fn graph(sel: &DataSel, series: &DataSeries, res: &TuneResult, samples: u32)
         .filter(|&v| v >= range.0)
         .map(|v| (v, series.lines.eval(v) * yscale))
         .collect();
-    let scaled = |pts: &[super::tune_fit::DataPoint]| -> Vec<(f64, f64)> {
+    let scaled = |pts: &[crate::bench::iocost_tune::fit::DataPoint]| -> Vec<(f64, f64)> {
         pts.iter().map(|p| (p.x, p.y * yscale)).collect()
     };
     Chart::new("", &x_label(series, yscale), &y_label(sel, res))
@@ -152,10 +152,10 @@ fn escape_xml(s: &str) -> String {
 }
 
 /// `sel`'s text graph as upstream prints it ([`graph`]'s ranges, labels
-/// and points, laid out by [`super::tune_textplot`]).
+/// and points, laid out by [`crate::bench::iocost_tune::textplot`]).
 fn text_graph(sel: &DataSel, series: &DataSeries, res: &TuneResult) -> Result<String, String> {
     let g = graph(sel, series, res, TEXT_SIZE.0);
-    let plot = super::tune_textplot::TextPlot {
+    let plot = crate::bench::iocost_tune::textplot::TextPlot {
         x_range: (g.x_min.unwrap_or(0.0), g.x_max.unwrap_or(0.0)),
         y_range: (g.y_min.unwrap_or(0.0), g.y_max.unwrap_or(0.0)),
         x_label: escape_xml(&g.x_label),
@@ -456,7 +456,7 @@ pub fn write_pdf(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::bench::tune_fit::{DataLines, DataPoint};
+    use crate::bench::iocost_tune::fit::{DataLines, DataPoint};
 
     fn result(sel: DataSel, series: DataSeries) -> TuneResult {
         let mut r: TuneResult = serde_json::from_value(serde_json::json!({
