@@ -155,9 +155,13 @@ fn clique_sync_burst_fires_together() {
         .map(|x| x.start_timestamp_ns() % period)
         .collect();
     offsets.sort_unstable();
+    // Sent at random the offsets would spread over the whole period
+    // (median 10 ms); aligned, they sit near its start. How near depends
+    // on how busy the machine is (3 ms measured under two test suites at
+    // once), so the bound is a quarter of the period, not a latency.
     let median = offsets[offsets.len() / 2];
     assert!(
-        median < 3_000_000,
+        median < period / 4,
         "median offset into the period {median} ns"
     );
 }
