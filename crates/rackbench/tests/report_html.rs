@@ -276,18 +276,24 @@ impl Shot {
     }
 }
 
-/// `page` (a file) drawn by headless Chromium in a `w` x `h` window at one
-/// device pixel per CSS pixel.
+/// Headless Chromium with a `w` x `h` window at one device pixel per CSS
+/// pixel, no scroll bars.
+fn chromium_at(w: u32, h: u32) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+    ])
+    .arg(format!("--window-size={w},{h}"));
+    c
+}
+
+/// `page` (a file) drawn by headless Chromium in a `w` x `h` window.
 fn shoot(page: &Path, png: &Path, w: u32, h: u32) -> Shot {
-    let st = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--force-device-scale-factor=1",
-        ])
-        .arg(format!("--window-size={w},{h}"))
+    let st = chromium_at(w, h)
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", page.display()))
         .stderr(Stdio::null())
@@ -364,16 +370,8 @@ fn summary_is_on_the_first_screen(page: &Path, dir: &Path) {
         ),
     )
     .unwrap();
-    let dom = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--force-device-scale-factor=1",
-            "--window-size=1280,1000",
-            "--dump-dom",
-        ])
+    let dom = chromium_at(1280, 1000)
+        .arg("--dump-dom")
         .arg(format!("file://{}", probe.display()))
         .output()
         .unwrap();
