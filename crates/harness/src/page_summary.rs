@@ -12,6 +12,9 @@
 //!   first headline figure that has a better direction: the mean with a ±
 //!   one standard deviation whisker, and the change against the reference
 //!   host;
+//! - per job, a **trend panel**: its first headline figure with a
+//!   direction over time, one line per host (the fleet's view: which host
+//!   moved, and when);
 //! - with two or more hosts, the **geometric mean** of each host's
 //!   relative performance against the reference host over the jobs both
 //!   ran (each job's ratio oriented so that above 1 is better).
@@ -22,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use chart::BarChart;
+use chart::{BarChart, Chart};
 use direction::{Better, Headline};
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as esc};
 
@@ -326,6 +329,65 @@ fn geomeans(
         .collect()
 }
 
+/// The first of `rows`' timestamps, and how the trend's x axis reads.
+fn time_axis(rows: &[&RunRow]) -> (u64, String, f64) {
+    let first = rows.iter().map(|r| r.timestamp).min().unwrap_or(0);
+    let last = rows.iter().map(|r| r.timestamp).max().unwrap_or(0);
+    let day = jiff::Timestamp::from_second(first as i64)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    // The unit that keeps the axis's numbers readable for the span.
+    let (name, secs) = match last - first {
+        0..=120 => ("seconds", 1.0),
+        121..=7200 => ("minutes", 60.0),
+        7201..=259_200 => ("hours", 3600.0),
+        _ => ("days", 86_400.0),
+    };
+    (first, format!("{name} since {day}"), secs)
+}
+
+/// One job's trend: its leading figure per successful run over time, one
+/// line per host; `None` with fewer than two points in time.
+fn job_trend(
+    job: &str,
+    rows: &[&RunRow],
+    lead: (&'static Headline, Better),
+) -> Option<crate::page_chart::PageChart> {
+    let (h, better) = lead;
+    let (first, x_label, unit) = time_axis(rows);
+    let mut by_host: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.job == job && r.success) {
+        if let Some(v) = r
+            .metrics
+            .as_object()
+            .and_then(|m| answer::value_at(m, h.key))
+        {
+            let x = (r.timestamp.saturating_sub(first)) as f64 / unit;
+            by_host.entry(r.hostname.as_str()).or_default().push((x, v));
+        }
+    }
+    let word = if better == Better::Lower {
+        "lower"
+    } else {
+        "higher"
+    };
+    let mut c = Chart::new(
+        &format!("{job}: {} over time ({word} is better)", h.label),
+        &x_label,
+        h.unit,
+    )
+    .size(crate::page_chart::CHART_W, crate::page_chart::CHART_H);
+    for (host, mut pts) in by_host {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        c = c.series(host, pts);
+    }
+    let pc = crate::page_chart::PageChart {
+        kind: "trend",
+        chart: c,
+    };
+    pc.worth_drawing().then_some(pc)
+}
+
 /// The summary part of the page (see the module documentation).
 pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
     out.push_str("<h2 id=\"summary\">Summary</h2>\n");
@@ -404,6 +466,27 @@ pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
         );
     }
     if any {
+        out.push_str("</div>\n");
+    }
+    let mut trends = Vec::new();
+    for (job, b) in &bench {
+        let Some(lead) = leading(b, workloads) else {
+            continue;
+        };
+        if let Some(t) = job_trend(job, rows, lead) {
+            trends.push((*job, t));
+        }
+    }
+    if !trends.is_empty() {
+        out.push_str("<div id=\"trends\">\n");
+        for (job, t) in trends {
+            let _ = writeln!(
+                out,
+                r#"<figure class="chart f" data-kind="trend" data-job="{}">{}</figure>"#,
+                attr(job),
+                t.chart.to_svg()
+            );
+        }
         out.push_str("</div>\n");
     }
 }
@@ -515,6 +598,14 @@ mod tests {
             j2.contains("higher is better") && j2.contains("-50.0% (worse) vs a"),
             "{j2}"
         );
+        // A trend per job, a line per host.
+        assert_eq!(out.matches(r#"data-kind="trend""#).count(), 2);
+        let t = out
+            .split(r#"data-kind="trend" data-job="j1""#)
+            .nth(1)
+            .unwrap();
+        assert!(t.contains("j1: throughput over time (higher is better)"));
+        assert!(t.contains("seconds since"));
         // The geometric mean: sqrt(1.1 * 0.5) = 0.742.
         let g = out.split(r#"data-kind="geomean""#).nth(1).unwrap();
         assert!(g.contains("0.742 (-25.8% vs a, over 2 jobs)"), "{g}");
@@ -535,6 +626,8 @@ mod tests {
         summary(&mut out, &refs, &registry());
         assert!(out.contains("summary-table"));
         assert!(!out.contains("host_bars") && !out.contains("geomean"));
+        // One host's two runs still trend.
+        assert!(out.contains(r#"data-kind="trend""#));
         let mut out = String::new();
         summary(&mut out, &[], &registry());
         assert!(out.contains("No runs"));
