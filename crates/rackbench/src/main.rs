@@ -1279,14 +1279,15 @@ fn role_input(input: Option<String>) -> anyhow::Result<serde_json::Map<String, s
     let Some(text) = input else {
         return Ok(serde_json::Map::new());
     };
-    if text.trim_start().starts_with('{') {
-        return match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(serde_json::Value::Object(m)) => Ok(m),
-            Ok(_) => anyhow::bail!(
-                "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
-            ),
-            Err(e) => anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}"),
-        };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Object(m)) => return Ok(m),
+        Ok(_) => anyhow::bail!(
+            "-i/--role-input must be a JSON object, e.g. '{{\"server_ip\": \"::1\"}}', got: {text}"
+        ),
+        Err(e) if text.trim_start().starts_with('{') => {
+            anyhow::bail!("-i/--role-input is not valid JSON ({e}): {text}")
+        }
+        Err(_) => {}
     }
     let mut m = serde_json::Map::new();
     for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
