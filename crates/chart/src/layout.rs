@@ -258,15 +258,11 @@ const MARKER_ROOM: f64 = 7.0;
 /// Whether any point is drawn as a marker: a [`Style::Points`] series, or
 /// a line's isolated point.
 fn has_markers(chart: &Chart) -> bool {
-    let log = chart.y_scale == Scale::Log10;
-    chart.series.iter().any(|s| {
-        s.style == Style::Points
-            || s.points
-                .iter()
-                .filter(|p| clean(**p, log).is_some())
-                .count()
-                == 1
-    })
+    chart
+        .series
+        .iter()
+        .enumerate()
+        .any(|(i, s)| s.style == Style::Points || chart.drawable(i).count() == 1)
 }
 
 /// The drawable points' (x min, x max, y min, y max), `None` without any.

@@ -294,6 +294,17 @@ impl Chart {
         self
     }
 
+    /// The points of series `i` as they are drawn: those a chart can show
+    /// (finite, and y > 0 on a log axis), clamped as drawn.
+    pub fn drawable(&self, i: usize) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let log = self.y_scale == Scale::Log10;
+        self.series
+            .get(i)
+            .into_iter()
+            .flat_map(|s| &s.points)
+            .filter_map(move |p| layout::clean(*p, log))
+    }
+
     /// Where [`Chart::render`] puts things.
     pub fn layout(&self) -> Layout {
         Layout::compute(self)

@@ -25,14 +25,9 @@ impl PageChart {
     /// points at two or more x values (one x is a number or two, not a
     /// chart).
     pub fn worth_drawing(&self) -> bool {
-        let log = self.chart.y_scale == chart::Scale::Log10;
-        let mut xs = self
-            .chart
-            .series
-            .iter()
-            .flat_map(|s| &s.points)
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *y > 0.0))
-            .map(|(x, _)| *x);
+        let mut xs = (0..self.chart.series.len())
+            .flat_map(|i| self.chart.drawable(i))
+            .map(|(x, _)| x);
         match xs.next() {
             Some(first) => xs.any(|x| x != first),
             None => false,

@@ -47,9 +47,32 @@ struct Cell<'a> {
     last: u64,
 }
 
-/// The headline used for bars and the geometric mean: the first one with
-/// a better direction.
-fn leading(benchmark: &str, workloads: &Registry) -> Option<(&'static Headline, Better)> {
+/// The headline a job's bars, trend and geometric-mean ratio use: the first
+/// one with a better direction.
+type Lead = (&'static Headline, Better);
+
+/// Which way is better, as a chart's subtitle says it.
+fn better_word(b: Better) -> &'static str {
+    if b == Better::Lower {
+        "lower"
+    } else {
+        "higher"
+    }
+}
+
+/// Each job's [`Lead`], for the jobs whose workload has one.
+fn leads<'a>(rows: &[&'a RunRow], workloads: &Registry) -> BTreeMap<&'a str, Lead> {
+    let bench: BTreeMap<&str, &str> = rows
+        .iter()
+        .map(|r| (r.job.as_str(), r.benchmark.as_str()))
+        .collect();
+    bench
+        .into_iter()
+        .filter_map(|(job, b)| Some((job, leading(b, workloads)?)))
+        .collect()
+}
+
+fn leading(benchmark: &str, workloads: &Registry) -> Option<Lead> {
     let w = workloads.get(benchmark)?;
     w.headlines().iter().find_map(|h| {
         let b = direction::better_in(w.directions(), h.key);
@@ -213,12 +236,7 @@ fn table_row(out: &mut String, c: &Cell) {
 
 /// One job's bars across hosts, best first; `None` under two hosts with
 /// a figure.
-fn job_bars(
-    job: &str,
-    cells: &[&Cell],
-    lead: (&'static Headline, Better),
-    reference: Option<&str>,
-) -> Option<BarChart> {
+fn job_bars(job: &str, cells: &[&Cell], lead: Lead, reference: Option<&str>) -> Option<BarChart> {
     let (h, better) = lead;
     let mut hosts: Vec<(&str, Vec<f64>)> = cells
         .iter()
@@ -245,11 +263,7 @@ fn job_bars(
         .iter()
         .find(|(h, _)| *h == ref_host)
         .map_or(f64::NAN, |(_, xs)| mean(xs));
-    let word = if better == Better::Lower {
-        "lower"
-    } else {
-        "higher"
-    };
+    let word = better_word(better);
     let mut chart = BarChart::new(
         &format!("{job}: {}", h.label),
         &format!(
@@ -296,17 +310,12 @@ fn job_bars(
 /// jobs both ran: (host, geomean, jobs).
 fn geomeans(
     cells: &[Cell],
-    rows: &[&RunRow],
-    workloads: &Registry,
+    leads: &BTreeMap<&str, Lead>,
     reference: &str,
 ) -> Vec<(String, f64, usize)> {
-    let bench: BTreeMap<&str, &str> = rows
-        .iter()
-        .map(|r| (r.job.as_str(), r.benchmark.as_str()))
-        .collect();
     let mut logs: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for c in cells.iter().filter(|c| c.host != reference) {
-        let Some(lead) = bench.get(c.job).and_then(|b| leading(b, workloads)) else {
+        let Some(lead) = leads.get(c.job) else {
             continue;
         };
         let value = |cell: &Cell| {
@@ -346,34 +355,32 @@ fn time_axis(rows: &[&RunRow]) -> (u64, String, f64) {
     (first, format!("{name} since {day}"), secs)
 }
 
-/// One job's trend: its leading figure per successful run over time, one
-/// line per host; `None` with fewer than two points in time.
+/// One job's trend: its leading figure per successful run (of
+/// `job_rows`) over time since `axis`'s start, one line per host; `None`
+/// with fewer than two points in time.
 fn job_trend(
     job: &str,
-    rows: &[&RunRow],
-    lead: (&'static Headline, Better),
+    job_rows: &[&RunRow],
+    axis: &(u64, String, f64),
+    lead: Lead,
 ) -> Option<crate::page_chart::PageChart> {
     let (h, better) = lead;
-    let (first, x_label, unit) = time_axis(rows);
+    let (first, x_label, unit) = axis;
     let mut by_host: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.job == job && r.success) {
+    for r in job_rows.iter().filter(|r| r.success) {
         if let Some(v) = r
             .metrics
             .as_object()
             .and_then(|m| answer::value_at(m, h.key))
         {
-            let x = (r.timestamp.saturating_sub(first)) as f64 / unit;
+            let x = (r.timestamp.saturating_sub(*first)) as f64 / unit;
             by_host.entry(r.hostname.as_str()).or_default().push((x, v));
         }
     }
-    let word = if better == Better::Lower {
-        "lower"
-    } else {
-        "higher"
-    };
+    let word = better_word(better);
     let mut c = Chart::new(
         &format!("{job}: {} over time ({word} is better)", h.label),
-        &x_label,
+        x_label,
         h.unit,
     )
     .size(crate::page_chart::CHART_W, crate::page_chart::CHART_H);
@@ -396,12 +403,13 @@ pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
         return;
     }
     let cells = cells(rows, workloads);
+    let leads = leads(rows, workloads);
     let reference = reference(rows);
     let hosts: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.host).collect();
     if hosts.len() >= 2
         && let Some(r) = reference
     {
-        let g = geomeans(&cells, rows, workloads, r);
+        let g = geomeans(&cells, &leads, r);
         if !g.is_empty() {
             let mut chart = BarChart::new(
                 &format!("Relative performance against {r}, geometric mean over jobs"),
@@ -442,13 +450,9 @@ pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
     for c in &cells {
         jobs.entry(c.job).or_default().push(c);
     }
-    let bench: BTreeMap<&str, &str> = rows
-        .iter()
-        .map(|r| (r.job.as_str(), r.benchmark.as_str()))
-        .collect();
     let mut any = false;
     for (job, cs) in jobs {
-        let Some(lead) = bench.get(job).and_then(|b| leading(b, workloads)) else {
+        let Some(&lead) = leads.get(job) else {
             continue;
         };
         let Some(chart) = job_bars(job, &cs, lead, reference) else {
@@ -468,12 +472,17 @@ pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
     if any {
         out.push_str("</div>\n");
     }
+    let axis = time_axis(rows);
+    let mut job_rows: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    for r in rows {
+        job_rows.entry(r.job.as_str()).or_default().push(*r);
+    }
     let mut trends = Vec::new();
-    for (job, b) in &bench {
-        let Some(lead) = leading(b, workloads) else {
+    for (job, rs) in &job_rows {
+        let Some(&lead) = leads.get(job) else {
             continue;
         };
-        if let Some(t) = job_trend(job, rows, lead) {
+        if let Some(t) = job_trend(job, rs, &axis, lead) {
             trends.push((*job, t));
         }
     }
