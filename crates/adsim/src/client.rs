@@ -488,9 +488,6 @@ pub fn run(a: &ClientArgs, ctx: &RunContext) -> anyhow::Result<ClientRecord> {
     let host = host.finish();
     progress.finish();
     let (outcome, before, after, csv_path, client_cpu) = r?;
-    if outcome.interrupted {
-        progress.println("adsim client: stopped; the probes so far are in the report (partial)");
-    }
     let record = ClientRecord {
         quantile: quantile.to_string(),
         target_latency_ms: latency_ms,

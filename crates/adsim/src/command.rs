@@ -116,6 +116,41 @@ impl Workload for AdSim {
         Ok(())
     }
 
+    /// A server's stopped lines and a stopped client's note (stderr); a
+    /// kernel's figures (stdout with `--json`, stderr otherwise). A
+    /// client's CSV rows came as it ran.
+    fn format_end(
+        &self,
+        record: &Record,
+        out: &mut dyn std::io::Write,
+        diag: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION)? {
+            AdSimRecord::Server(r) => {
+                for l in stopped_lines(&r) {
+                    writeln!(diag, "{l}")?;
+                }
+            }
+            AdSimRecord::Client(r) => {
+                if r.interrupted {
+                    writeln!(
+                        diag,
+                        "adsim client: stopped; the probes so far are in the report (partial)"
+                    )?;
+                }
+            }
+            AdSimRecord::Kernel(r) => {
+                let text = kernel_text(&r);
+                if r.json {
+                    writeln!(out, "{text}")?;
+                } else {
+                    writeln!(diag, "{text}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn metrics(
         &self,
         record: &Record,
@@ -450,9 +485,6 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         cpu_seconds: st.cpu_seconds,
         first_error: engine.first_error().map(str::to_string),
     };
-    for l in stopped_lines(&record) {
-        eprintln!("{l}");
-    }
     // The server runs until it is stopped: Ctrl-C is its normal end.
     Ok(Outcome::measured(
         true,
@@ -490,11 +522,6 @@ fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
         result: r,
         json: a.json,
     };
-    if a.json {
-        println!("{}", kernel_text(&record));
-    } else {
-        eprintln!("{}", kernel_text(&record));
-    }
     Ok(Outcome::measured(
         true,
         Record::of("adsim", RECORD_VERSION, &AdSimRecord::Kernel(record)),

@@ -1104,6 +1104,30 @@ impl Workload for CacheBench {
         Ok(())
     }
 
+    /// Upstream's Runner says "Test aborted." on stderr once per instance
+    /// when the run was stopped; stdout gets the instances' reports (or,
+    /// when they went to their stats files, only what follows them).
+    fn format_end(
+        &self,
+        record: &Record,
+        out: &mut dyn Write,
+        diag: &mut dyn Write,
+    ) -> anyhow::Result<()> {
+        let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
+        if aborted(&r) {
+            for _ in &r.instances {
+                writeln!(diag, "Test aborted.")?;
+            }
+            diag.flush()?;
+        }
+        if r.reports_in_stats_files {
+            write_closing(&r, r.layout.style(r.instances.len()), out)?;
+        } else {
+            write_record(&r, r.layout, out)?;
+        }
+        Ok(())
+    }
+
     fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
         let r: CacheBenchRecord = record.decode(self.name(), RECORD_VERSION)?;
         harness::record::metrics_map(&crate::metrics::of_record(&r))
@@ -1185,9 +1209,10 @@ impl Workload for CacheBench {
             nvm_failure: nvm_failure.clone(),
             layout: a.output_layout,
             first_op_secs: first_op_secs(&progress, began),
+            reports_in_stats_files: instances.len() > 1 && a.progress_stats_file.is_some(),
         };
         add_instances(&mut record, &instances, results);
-        print_end(&record, &a, st, &mut stats_files)?;
+        append_reports(&record, st, &mut stats_files);
         Ok(Outcome::measured(
             record_passed(&record),
             Record::of(self.name(), RECORD_VERSION, &record),
@@ -1837,17 +1862,9 @@ fn instance_failures(r: &RunStats, inst: &Instance) -> Vec<String> {
     failures
 }
 
-/// The end-of-run text, from the record a saved run reprints. Each
-/// instance's report is appended to its stats file, as upstream's Runner
-/// does (in the current layout); with several instances and their own
-/// files it goes there only, and stdout gets the aggregate.
-fn print_end(
-    record: &CacheBenchRecord,
-    a: &Args,
-    st: output::Style,
-    stats_files: &mut [StatsFile],
-) -> anyhow::Result<()> {
-    let own_files = record.instances.len() > 1 && a.progress_stats_file.is_some();
+/// With a stats file, each instance's report is appended to it as
+/// upstream's does (the end of the run on stdout is [`Workload::format_end`]).
+fn append_reports(record: &CacheBenchRecord, st: output::Style, stats_files: &mut [StatsFile]) {
     for (i, inst) in record.instances.iter().enumerate() {
         if let Some((p, f)) = stats_files[i].as_mut()
             && st.results_in_stats_file()
@@ -1859,18 +1876,6 @@ fn print_end(
             );
         }
     }
-    if aborted(record) {
-        // Upstream's Runner, once per instance.
-        for _ in &record.instances {
-            eprintln!("Test aborted.");
-        }
-    }
-    if own_files {
-        write_closing(record, st, &mut std::io::stdout().lock())?;
-    } else {
-        write_record(record, a.output_layout, &mut std::io::stdout().lock())?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -311,6 +311,7 @@ mod tests {
             nvm_failure: None,
             layout: Default::default(),
             first_op_secs: None,
+            reports_in_stats_files: false,
         }
     }
 

@@ -34,6 +34,11 @@ pub struct CacheBenchRecord {
     /// generator, cache and NVM device); none when one never began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_op_secs: Option<f64>,
+    /// Several instances with `--progress_stats_file`: each instance's
+    /// report went to its own stats file, and stdout got only the
+    /// aggregate and the closing line (as upstream's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reports_in_stats_files: bool,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

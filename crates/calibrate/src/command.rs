@@ -310,6 +310,32 @@ impl Workload for Calibrate {
         Ok(())
     }
 
+    /// All on stderr (calibrate is ours; stdout is left to a job's
+    /// report): a search's final line, failure and model lines; what a
+    /// server served.
+    fn format_end(
+        &self,
+        record: &Record,
+        _out: &mut dyn std::io::Write,
+        diag: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        match record.decode::<CalibrateRecord>(self.name(), RECORD_VERSION)? {
+            CalibrateRecord::Search(r) => {
+                if let Some(f) = &r.search.reported {
+                    writeln!(diag, "{}", final_line(f))?;
+                }
+                if let Some(f) = &r.search.failure {
+                    writeln!(diag, "{}", load::report::failure_line(f))?;
+                }
+                for line in model_lines(&r) {
+                    writeln!(diag, "{line}")?;
+                }
+            }
+            CalibrateRecord::Serve(r) => writeln!(diag, "{}", served_line(&r))?,
+        }
+        Ok(())
+    }
+
     fn metrics(
         &self,
         record: &Record,
@@ -382,7 +408,6 @@ fn serve(
         requests_served: served,
         mean_service: mean,
     };
-    eprintln!("{}", served_line(&record));
     Ok(Outcome::measured(
         true,
         Record::of("calibrate", RECORD_VERSION, &CalibrateRecord::Serve(record)),
@@ -490,12 +515,6 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     }
     let (served, mean_service) = stats.snapshot();
     let host = host.finish();
-    if let Some(f) = &outcome.final_probe {
-        progress.println(&final_line(f));
-    }
-    if let Some(f) = &outcome.failure {
-        progress.println(&load::report::failure_line(f));
-    }
     let record = SearchRun {
         search: SearchRecord {
             target: a.target,
@@ -523,9 +542,6 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         overhead,
         host: Some(host),
     };
-    for line in model_lines(&record) {
-        eprintln!("{line}");
-    }
     Ok(Outcome::measured(
         record.success,
         Record::of(

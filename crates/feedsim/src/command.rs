@@ -137,6 +137,34 @@ impl Workload for FeedSim {
         Ok(())
     }
 
+    /// A search's final line (run.sh's last), and our diagnostic of a
+    /// failed one on stderr; autoscale's summary lines. A leaf said it was
+    /// ready when it was.
+    fn format_end(
+        &self,
+        record: &Record,
+        out: &mut dyn std::io::Write,
+        diag: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        match record.decode::<FeedSimRecord>(self.name(), RECORD_VERSION)? {
+            FeedSimRecord::Leaf(_) => {}
+            FeedSimRecord::Search(s) => {
+                if let Some(f) = &s.instance.outcome.final_probe {
+                    writeln!(out, "{}", final_line(f))?;
+                }
+                if let Some(f) = &s.instance.outcome.failure {
+                    writeln!(diag, "{}", failure_line(f))?;
+                }
+            }
+            FeedSimRecord::Autoscale(a) => {
+                for line in a.lines() {
+                    writeln!(out, "{line}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn metrics(&self, record: &Record) -> anyhow::Result<Map<String, Value>> {
         let r: FeedSimRecord = record.decode(self.name(), RECORD_VERSION)?;
         harness::record::metrics_map(&r.metrics())
@@ -1310,13 +1338,6 @@ fn run_driver(a: &DriverArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     if let Some(e) = &run.csv_error {
         eprintln!("warning: could not write every row to {}: {e}", run.csv);
     }
-    if let Some(f) = run.outcome.final_probe.as_ref() {
-        progress.output(&final_line(f));
-    }
-    if let Some(f) = &run.outcome.failure {
-        // Ours, not upstream's: a diagnostic.
-        progress.println(&failure_line(f));
-    }
     let success = run.outcome.success;
     let record = FeedSimRecord::Search(Box::new(SearchRun {
         target,
@@ -1422,9 +1443,6 @@ fn run_autoscale(a: &DriverArgs, ctx: &RunContext, requested: i64) -> anyhow::Re
         stopped,
         fixed_qps: !a.qps.is_empty(),
     };
-    for line in record.lines() {
-        progress.output(&line);
-    }
     let success = record.success();
     Ok(Outcome::measured(
         success,

@@ -130,6 +130,21 @@ pub trait Workload: Send + Sync {
         let _ = (record, out);
         anyhow::bail!("{} keeps no record to print its text from", self.name())
     }
+    /// What a run prints once it is over, from the record its `run`
+    /// returned: the harness prints it right after `run` returns, for
+    /// direct and job runs alike, so `run` prints only what comes while it
+    /// runs (a config's echo, a search's probe lines, progress). `out` is
+    /// the tool's standard output, `diag` its standard error. Nothing by
+    /// default (a tool whose whole text comes while it runs).
+    fn format_end(
+        &self,
+        record: &Record,
+        out: &mut dyn std::io::Write,
+        diag: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        let _ = (record, out, diag);
+        Ok(())
+    }
     /// The report's metrics of a run, derived from the record its `run`
     /// returned: the workload's typed metrics struct, flattened with
     /// [`crate::record::metrics_map`].
@@ -815,6 +830,7 @@ pub fn execute_direct(
         record: Some(r), ..
     }) = &result
     {
+        print_end(w, w.name(), r);
         for m in w.marks(r) {
             eprintln!("{}", crate::marks::line(w.name(), &m));
         }
@@ -830,6 +846,20 @@ pub fn execute_direct(
             DirectEnd::Failed
         }
     })
+}
+
+/// Prints what a run of `w` (named `name` in messages) prints once it is
+/// over ([`Workload::format_end`]) on standard output and error; a failure
+/// to print is a warning (the run and its record stand).
+fn print_end(w: &dyn Workload, name: &str, record: &Record) {
+    let (mut out, mut diag) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let printed = w
+        .format_end(record, &mut out, &mut diag)
+        .and_then(|()| Ok(std::io::Write::flush(&mut out)?));
+    drop((out, diag));
+    if let Err(e) = printed {
+        eprintln!("warning: {name}: cannot print the end of the run's text: {e:#}");
+    }
 }
 
 /// Hooks before, the workload under its timeout, hooks after (reverse order,
@@ -888,6 +918,7 @@ fn run_one(
                 success = o.success;
                 stop_is_end = o.stop_is_end;
                 if let Some(r) = &o.record {
+                    print_end(p.workload, &p.job.name, r);
                     match p.workload.metrics(r) {
                         Ok(m) => metrics.extend(m),
                         Err(e) => {

@@ -320,6 +320,13 @@ fn results_show_text_reprints_a_stored_run() {
         } else {
             printed
         };
+        // The end of the run is printed once, by the harness, from the
+        // record (`Workload::format_end`).
+        assert_eq!(
+            printed.matches("== Test Results ==").count(),
+            1,
+            "{printed}"
+        );
         let from = printed.find("== Test Results ==").unwrap();
         let block = &printed[from..];
         if argv.contains(&"legacy") {

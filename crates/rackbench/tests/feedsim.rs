@@ -83,7 +83,11 @@ fn mini_job_reports_fixed_rates_and_leaf_costs() {
         out.contains("requested_qps = 2.00, measured_qps = 2.00, latency = "),
         "{out}"
     );
-    assert!(out.contains("final requested_qps = 4.00"), "{out}");
+    assert_eq!(
+        out.matches("final requested_qps = 4.00").count(),
+        1,
+        "{out}"
+    );
     // The stored run prints the search's lines again.
     let text = testenv::results_text(
         Path::new(env!("CARGO_BIN_EXE_rackbench")),

@@ -101,7 +101,10 @@ pub fn child_main(args: &[String]) -> i32 {
             println!("{}", serde_json::Value::Object(metrics));
             Ok(ok)
         }),
-        Some("mem-hog") => crate::hog::command(&args[1..], &cancel).map(|_| true),
+        Some("mem-hog") => crate::hog::command(&args[1..], &cancel).map(|r| {
+            eprintln!("{}", crate::hog::end_line(&r));
+            true
+        }),
         _ => Err(anyhow::anyhow!("{CHILD_CMD}: expected hashd or mem-hog")),
     };
     match r {
@@ -841,6 +844,20 @@ impl Workload for Resctl {
             ResctlRecord::MemHog(r) => writeln!(out, "{}", crate::hog::end_line(&r))?,
         }
         out.flush()?;
+        Ok(())
+    }
+
+    /// A memory hog's end line (stderr); a run's job summaries and
+    /// rd-hashd's lines came as it ran.
+    fn format_end(
+        &self,
+        record: &Record,
+        _out: &mut dyn std::io::Write,
+        diag: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        if let ResctlRecord::MemHog(r) = record.decode(self.name(), RECORD_VERSION)? {
+            writeln!(diag, "{}", crate::hog::end_line(&r))?;
+        }
         Ok(())
     }
 

@@ -253,9 +253,7 @@ pub fn run(a: &HogArgs, stop: &dyn Fn() -> bool) -> Result<HogReport, crate::Err
 /// `rackbench resctl mem-hog ...`.
 pub fn command(args: &[String], cancel: &harness::Cancel) -> anyhow::Result<HogReport> {
     let a = parse(args).map_err(anyhow::Error::msg)?;
-    let r = run(&a, &|| cancel.is_stopped()).map_err(anyhow::Error::msg)?;
-    eprintln!("{}", end_line(&r));
-    Ok(r)
+    run(&a, &|| cancel.is_stopped()).map_err(anyhow::Error::msg)
 }
 
 /// The line the hog prints when it ends.
