@@ -242,3 +242,78 @@ fn every_headline_is_a_recorded_metric() {
         }
     }
 }
+
+/// What a chart shows, in a line: its kind, title, and each series' name
+/// and number of points.
+fn chart_line(stem: &str, scope: &str, c: &harness::page_chart::PageChart) -> String {
+    let series: Vec<String> = c
+        .chart
+        .series
+        .iter()
+        .map(|s| format!("{} x{}", s.name, s.points.len()))
+        .collect();
+    format!(
+        "{stem} {scope} {} \"{}\": {}\n",
+        c.kind,
+        c.chart.title,
+        series.join(", ")
+    )
+}
+
+/// The report page's charts of every recorded job, per run and across two
+/// runs of it, as drawn from the metrics its workload derives from the
+/// record: which charts, their titles and how many points each series
+/// has. A metric renamed on one side of the seam (the workload's metrics,
+/// the page's or the workload's charts) changes this list instead of
+/// silently dropping a chart.
+#[test]
+fn every_jobs_page_charts_are_as_recorded() {
+    const PAGES_OWN: [&str; 5] = [
+        "ladder",
+        "ladder_qps",
+        "series_counts",
+        "series_latency",
+        "percentiles",
+    ];
+    let reg = registry();
+    let mut text = String::new();
+    let mut own = std::collections::BTreeSet::new();
+    let fixtures = fixtures();
+    for (stem, f) in &fixtures {
+        let w = reg
+            .get(&f.record.kind)
+            .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
+        let metrics = w
+            .metrics(&f.record)
+            .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+        let mut row =
+            harness::store::RunRow::from_metrics(&f.job, &f.record.kind, Value::Object(metrics));
+        row.success = f.success;
+        row.role = f.role.clone();
+        row.record = Some(f.record.clone());
+        let mut later = row.clone();
+        later.id += 1;
+        later.timestamp += 60;
+        let run = harness::html::run_charts(&row, &reg);
+        let history = harness::html::job_charts(&f.job, &[&row, &later], &reg);
+        for (scope, charts) in [("run", run), ("history", history)] {
+            for c in charts {
+                if !PAGES_OWN.contains(&c.kind) {
+                    own.insert(f.record.kind.as_str());
+                }
+                text.push_str(&chart_line(stem, scope, &c));
+            }
+        }
+    }
+    // Each workload that draws charts of its own draws some from a record.
+    for kind in ["cachebench", "distbench", "resctl"] {
+        assert!(
+            own.contains(kind),
+            "no recorded {kind} job draws a chart of its own"
+        );
+    }
+    assert!(
+        same_as_golden(&data().join("reports/charts.txt"), &text),
+        "the page's charts changed (diff the file against the test's output)"
+    );
+}
