@@ -1,9 +1,6 @@
 //! Report-page charts of CacheBench runs (the report page's): the run over
-//! time, from the `series` the cachebench crate stores in a run's metrics
-//! (one point per progress interval, all instances together, at most 300:
-//! `elapsed_secs`, `ops_per_sec`, `hit_ratio_pct`, `ram_hit_ratio_pct` and,
-//! with an NVM tier, `nvm_hit_ratio_pct`, `nvm_read_p50_us`,
-//! `nvm_read_p99_us`, `nvm_write_p50_us`, `nvm_write_p99_us`; a figure the
+//! time, from the record's [`IntervalPoint`] series (one point per
+//! progress interval, all instances together, at most 300; a figure the
 //! interval did not measure is absent).
 //!
 //! - `cachebench_hit_ratio_time`: the overall hit ratio per interval and,
@@ -26,31 +23,28 @@ use serde_json::Value;
 use harness::page_chart::{CHART_H, CHART_W, PageChart};
 use harness::store::RunRow;
 
+use crate::record::{CacheBenchRecord, IntervalPoint};
+
 /// Points per series name, per host.
 type HostSeries<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(f64, f64)>>>;
 
-/// `(elapsed_secs, key)` of every point that has `key`.
-fn column(series: &[Value], key: &str) -> Vec<(f64, f64)> {
+/// A figure of a progress interval, when it measured it.
+type Figure = fn(&IntervalPoint) -> Option<f64>;
+
+/// `(elapsed_secs, figure)` of every point that has the figure.
+fn column(series: &[IntervalPoint], figure: Figure) -> Vec<(f64, f64)> {
     series
         .iter()
-        .filter_map(|p| {
-            let t = p.get("elapsed_secs")?.as_f64()?;
-            Some((t, p.get(key)?.as_f64()?))
-        })
+        .filter_map(|p| Some((p.elapsed_secs, figure(p)?)))
         .collect()
 }
 
-/// The charts this workload's stored metrics allow.
-pub fn charts(row: &RunRow) -> Vec<PageChart> {
-    if row.benchmark != "cachebench" {
-        return Vec::new();
-    }
-    let Some(series) = row.metrics.get("series").and_then(Value::as_array) else {
-        return Vec::new();
-    };
+/// The charts of a run's record.
+pub fn charts(r: &CacheBenchRecord) -> Vec<PageChart> {
+    let series = &r.series;
     let mut out = Vec::new();
-    let overall = column(series, "hit_ratio_pct");
-    let nvm_hits = column(series, "nvm_hit_ratio_pct");
+    let overall = column(series, |p| p.hit_ratio_pct);
+    let nvm_hits = column(series, |p| p.nvm_hit_ratio_pct);
     if !overall.is_empty() {
         let mut c = Chart::new(
             "CacheBench hit ratio per progress interval",
@@ -63,7 +57,7 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
         // DRAM only, the RAM ratio is the overall one.
         if !nvm_hits.is_empty() {
             c = c
-                .series("RAM", column(series, "ram_hit_ratio_pct"))
+                .series("RAM", column(series, |p| p.ram_hit_ratio_pct))
                 .series("NVM", nvm_hits);
         }
         out.push(PageChart {
@@ -71,22 +65,23 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
             chart: c,
         });
     }
-    let latency: Vec<(&str, Vec<(f64, f64)>)> = [
-        ("read p50", "nvm_read_p50_us"),
-        ("read p99", "nvm_read_p99_us"),
-        ("write p50", "nvm_write_p50_us"),
-        ("write p99", "nvm_write_p99_us"),
-    ]
-    .into_iter()
-    .map(|(name, key)| {
-        let pts = column(series, key)
-            .into_iter()
-            .map(|(t, v)| (t, v.max(1.0)))
-            .collect();
-        (name, pts)
-    })
-    .filter(|(_, pts): &(&str, Vec<(f64, f64)>)| !pts.is_empty())
-    .collect();
+    let figures: [(&str, Figure); 4] = [
+        ("read p50", |p| p.nvm_read_p50_us),
+        ("read p99", |p| p.nvm_read_p99_us),
+        ("write p50", |p| p.nvm_write_p50_us),
+        ("write p99", |p| p.nvm_write_p99_us),
+    ];
+    let latency: Vec<(&str, Vec<(f64, f64)>)> = figures
+        .into_iter()
+        .map(|(name, figure)| {
+            let pts = column(series, figure)
+                .into_iter()
+                .map(|(t, v)| (t, v.max(1.0)))
+                .collect();
+            (name, pts)
+        })
+        .filter(|(_, pts): &(&str, Vec<(f64, f64)>)| !pts.is_empty())
+        .collect();
     if !latency.is_empty() {
         let mut c = Chart::new(
             "CacheBench NVM device latency per progress interval",
@@ -165,15 +160,47 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn row(bench: &str, metrics: Value) -> RunRow {
-        RunRow::from_metrics("cachebench_hybrid_mini", bench, metrics)
+    fn record(series: Vec<IntervalPoint>) -> CacheBenchRecord {
+        CacheBenchRecord {
+            instances: Vec::new(),
+            aggregated: None,
+            charts: Vec::new(),
+            series,
+            interrupted: false,
+            stopped_by_timeout_seconds: None,
+            nvm_failure: None,
+            layout: Default::default(),
+            first_op_secs: None,
+            reports_in_stats_files: false,
+        }
     }
 
-    fn hybrid_point(t: f64) -> Value {
-        json!({"elapsed_secs": t, "ops_per_sec": 30000.0, "hit_ratio_pct": 28.0,
-               "ram_hit_ratio_pct": 11.0, "nvm_hit_ratio_pct": 19.0,
-               "nvm_read_p50_us": 1.0, "nvm_read_p99_us": 6.0,
-               "nvm_write_p50_us": 0.0, "nvm_write_p99_us": 17.0})
+    fn dram_point(t: f64, hit: Option<f64>) -> IntervalPoint {
+        IntervalPoint {
+            elapsed_secs: t,
+            ops_per_sec: 1.0e5,
+            hit_ratio_pct: hit,
+            ram_hit_ratio_pct: hit,
+            nvm_hit_ratio_pct: None,
+            nvm_read_p50_us: None,
+            nvm_read_p99_us: None,
+            nvm_write_p50_us: None,
+            nvm_write_p99_us: None,
+        }
+    }
+
+    fn hybrid_point(t: f64) -> IntervalPoint {
+        IntervalPoint {
+            ops_per_sec: 30000.0,
+            hit_ratio_pct: Some(28.0),
+            ram_hit_ratio_pct: Some(11.0),
+            nvm_hit_ratio_pct: Some(19.0),
+            nvm_read_p50_us: Some(1.0),
+            nvm_read_p99_us: Some(6.0),
+            nvm_write_p50_us: Some(0.0),
+            nvm_write_p99_us: Some(17.0),
+            ..dram_point(t, None)
+        }
     }
 
     fn kinds(c: &[PageChart]) -> Vec<&'static str> {
@@ -182,14 +209,13 @@ mod tests {
 
     #[test]
     fn a_hybrid_series_gives_both_charts() {
-        let mut last = hybrid_point(3.0);
         // An interval without writes: no write points there.
-        let o = last.as_object_mut().unwrap();
-        o.remove("nvm_write_p50_us");
-        o.remove("nvm_write_p99_us");
-        let m = json!({"hit_ratio_pct": 28.0,
-                       "series": [hybrid_point(1.0), hybrid_point(2.0), last]});
-        let c = charts(&row("cachebench", m));
+        let last = IntervalPoint {
+            nvm_write_p50_us: None,
+            nvm_write_p99_us: None,
+            ..hybrid_point(3.0)
+        };
+        let c = charts(&record(vec![hybrid_point(1.0), hybrid_point(2.0), last]));
         assert_eq!(
             kinds(&c),
             ["cachebench_hit_ratio_time", "cachebench_nvm_latency_time"]
@@ -218,11 +244,10 @@ mod tests {
 
     #[test]
     fn dram_only_gives_the_overall_hit_ratio_alone() {
-        let p = |t: f64| {
-            json!({"elapsed_secs": t, "ops_per_sec": 1.0e5,
-                   "hit_ratio_pct": 40.0 + t, "ram_hit_ratio_pct": 40.0 + t})
-        };
-        let c = charts(&row("cachebench", json!({"series": [p(1.0), p(2.0)]})));
+        let c = charts(&record(vec![
+            dram_point(1.0, Some(41.0)),
+            dram_point(2.0, Some(42.0)),
+        ]));
         assert_eq!(kinds(&c), ["cachebench_hit_ratio_time"]);
         let names: Vec<_> = c[0].chart.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["overall"]);
@@ -231,18 +256,10 @@ mod tests {
 
     #[test]
     fn nothing_without_a_series() {
-        for (bench, m) in [
-            // Stored before the series was kept, or --progress 0.
-            ("cachebench", json!({"hit_ratio_pct": 50.0, "nvm": null})),
-            ("cachebench", json!({"series": []})),
-            // Points without figures (or without a time).
-            ("cachebench", json!({"series": [{"elapsed_secs": 1.0}]})),
-            ("cachebench", json!({"series": [{"hit_ratio_pct": 3.0}]})),
-            ("cachebench", json!({"series": "not a list"})),
-            // Another workload's `series`.
-            ("feedsim", json!({"series": [hybrid_point(1.0)]})),
-        ] {
-            assert!(charts(&row(bench, m.clone())).is_empty(), "{bench} {m}");
+        // Stored before the series was kept, or --progress 0; points
+        // without figures (intervals without gets).
+        for series in [vec![], vec![dram_point(1.0, None)]] {
+            assert!(charts(&record(series.clone())).is_empty(), "{series:?}");
         }
     }
 

@@ -1040,8 +1040,11 @@ impl Workload for CacheBench {
         crate::directions::TABLES
     }
 
-    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
-        crate::charts::charts(run)
+    fn charts(&self, record: &Record) -> Vec<harness::page_chart::PageChart> {
+        match record.decode::<CacheBenchRecord>(self.name(), RECORD_VERSION) {
+            Ok(r) => crate::charts::charts(&r),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn history_charts(

@@ -1,8 +1,7 @@
 //! Report-page charts of Distbench runs (the report page's): the traffic
-//! between each pair of services, from the `pairs` the distbench crate
-//! stores per test (`tests[i].pairs`: `from`, `to`, `rpcs`, `failed`,
-//! `request_bytes`, `response_bytes`, `p50_us`, `p99_us`; one entry per
-//! (client service, server service) pair, summed over instances).
+//! between each pair of services, from the [`PairFigures`] the record
+//! keeps per test (one per (client service, server service) pair, summed
+//! over instances).
 //!
 //! Per test with pairs: `distbench_pairs`, the RPCs of each pair (pair k
 //! at x = k, one legend entry per pair, named `client -> server`), and
@@ -11,65 +10,42 @@
 //! more), and the first [`MAX_TESTS`] tests of a run.
 
 use chart::Chart;
-use serde_json::Value;
 
 use harness::page_chart::{CHART_H, CHART_W, PageChart};
-use harness::store::RunRow;
+
+use crate::metrics::PairFigures;
+use crate::subcommands::{DistbenchRecord, TestRecord};
 
 /// Pairs drawn per test (the legend's rows).
 pub const MAX_PAIRS: usize = 12;
 /// Tests of one run drawn.
 pub const MAX_TESTS: usize = 4;
 
-/// One pair as stored.
-struct Pair {
-    from: String,
-    to: String,
-    rpcs: f64,
-    p50: Option<f64>,
-    p99: Option<f64>,
-}
-
-fn pairs_of(test: &Value) -> Vec<Pair> {
-    let Some(list) = test.get("pairs").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|p| {
-            Some(Pair {
-                from: p.get("from")?.as_str()?.to_string(),
-                to: p.get("to")?.as_str()?.to_string(),
-                rpcs: p.get("rpcs")?.as_f64()?,
-                p50: p.get("p50_us").and_then(Value::as_f64),
-                p99: p.get("p99_us").and_then(Value::as_f64),
-            })
-        })
-        .collect()
-}
-
-/// The charts this workload's stored metrics allow.
-pub fn charts(row: &RunRow) -> Vec<PageChart> {
-    if row.benchmark != "distbench" {
-        return Vec::new();
+/// The charts of a run's record: a run of tests draws its pairs.
+pub fn charts(r: &DistbenchRecord) -> Vec<PageChart> {
+    match r {
+        DistbenchRecord::RunTests(t) | DistbenchRecord::Localhost(t) => tests_charts(&t.tests),
+        _ => Vec::new(),
     }
-    let Some(tests) = row.metrics.get("tests").and_then(Value::as_array) else {
-        return Vec::new();
-    };
+}
+
+fn tests_charts(tests: &[TestRecord]) -> Vec<PageChart> {
     let mut out = Vec::new();
     for (i, test) in tests.iter().enumerate().take(MAX_TESTS) {
-        let mut pairs = pairs_of(test);
+        let mut pairs: Vec<&PairFigures> = test.figures.pairs.iter().collect();
         if pairs.is_empty() {
             continue;
         }
-        let name = match test.get("name").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() => format!("test {n}"),
-            _ => format!("test {}", i + 1),
+        let name = if test.name.is_empty() {
+            format!("test {}", i + 1)
+        } else {
+            format!("test {}", test.name)
         };
         let total = pairs.len();
         // The busiest first; by name among equals.
         pairs.sort_by(|a, b| {
             b.rpcs
-                .total_cmp(&a.rpcs)
+                .cmp(&a.rpcs)
                 .then_with(|| (&a.from, &a.to).cmp(&(&b.from, &b.to)))
         });
         pairs.truncate(MAX_PAIRS);
@@ -90,9 +66,12 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
         let (mut p50, mut p99) = (Vec::new(), Vec::new());
         for (k, p) in pairs.iter().enumerate() {
             let x = k as f64 + 1.0;
-            rpcs = rpcs.points(&format!("{x} {} -> {}", p.from, p.to), vec![(x, p.rpcs)]);
-            p50.extend(p.p50.map(|v| (x, v)));
-            p99.extend(p.p99.map(|v| (x, v)));
+            rpcs = rpcs.points(
+                &format!("{x} {} -> {}", p.from, p.to),
+                vec![(x, p.rpcs as f64)],
+            );
+            p50.extend(p.p50_us.map(|v| (x, v)));
+            p99.extend(p.p99_us.map(|v| (x, v)));
         }
         out.push(PageChart {
             kind: "distbench_pairs",
@@ -122,25 +101,50 @@ pub fn charts(row: &RunRow) -> Vec<PageChart> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use serde_json::json;
 
-    fn row(bench: &str, metrics: Value) -> RunRow {
-        RunRow::from_metrics("distbench_mini", bench, metrics)
+    fn run(tests: Vec<(&str, Vec<PairFigures>)>) -> DistbenchRecord {
+        DistbenchRecord::RunTests(crate::subcommands::TestsRecord {
+            tests_planned: tests.len(),
+            tests: tests
+                .into_iter()
+                .map(|(name, pairs)| TestRecord {
+                    name: name.into(),
+                    summary: Vec::new(),
+                    figures: crate::metrics::TestFigures {
+                        pairs,
+                        ..Default::default()
+                    },
+                })
+                .collect(),
+            error: None,
+            interrupted: false,
+            outfile: None,
+            nodes: None,
+        })
     }
 
-    fn pair(from: &str, to: &str, rpcs: u64, p50: Option<f64>) -> Value {
-        json!({"from": from, "to": to, "rpcs": rpcs, "failed": 0,
-               "request_bytes": 196 * rpcs, "response_bytes": 1024 * rpcs,
-               "p50_us": p50, "p99_us": p50.map(|v| v * 3.0)})
+    fn pair(from: &str, to: &str, rpcs: u64, p50: Option<f64>) -> PairFigures {
+        PairFigures {
+            from: from.into(),
+            to: to.into(),
+            rpcs,
+            failed: 0,
+            request_bytes: 196 * rpcs as i64,
+            response_bytes: 1024 * rpcs as i64,
+            p50_us: p50,
+            p99_us: p50.map(|v| v * 3.0),
+        }
     }
 
     #[test]
     fn pairs_are_drawn_per_test() {
-        let m = json!({"tests": [{"name": "client_server", "pairs": [
-            pair("client", "server", 500, Some(80.0)),
-            pair("lb", "root", 900, None),
-        ]}]});
-        let c = charts(&row("distbench", m));
+        let c = charts(&run(vec![(
+            "client_server",
+            vec![
+                pair("client", "server", 500, Some(80.0)),
+                pair("lb", "root", 900, None),
+            ],
+        )]));
         let kinds: Vec<_> = c.iter().map(|c| c.kind).collect();
         assert_eq!(kinds, ["distbench_pairs", "distbench_pair_latency"]);
         let rpcs = &c[0].chart;
@@ -168,13 +172,10 @@ mod tests {
 
     #[test]
     fn big_cliques_are_bounded() {
-        let pairs: Vec<Value> = (0..20)
+        let pairs: Vec<PairFigures> = (0..20)
             .map(|i| pair(&format!("s{i}"), "t", i, Some(1.0)))
             .collect();
-        let c = charts(&row(
-            "distbench",
-            json!({"tests": [{"name": "", "pairs": pairs}]}),
-        ));
+        let c = charts(&run(vec![("", pairs)]));
         assert_eq!(c[0].chart.series.len(), MAX_PAIRS);
         assert!(c[0].chart.title.contains("busiest 12 of 20 pairs"));
         assert!(c[0].chart.title.contains("test 1"));
@@ -183,21 +184,15 @@ mod tests {
 
     #[test]
     fn nothing_without_pairs() {
-        // Records kept before pairs were, servers' runs, other benchmarks.
-        for (bench, m) in [
-            ("distbench", json!({"tests": [{"name": "x", "rpcs": {}}]})),
-            ("distbench", json!({"registered_nodes": 2})),
-            ("distbench", json!({"tests": [{"pairs": [{"from": "a"}]}]})),
-            (
-                "feedsim",
-                json!({"tests": [{"pairs": [pair("a", "b", 1, None)]}]}),
-            ),
-        ] {
-            assert!(charts(&row(bench, m.clone())).is_empty(), "{m}");
-        }
+        // Records kept before pairs were, and servers' runs.
+        assert!(charts(&run(vec![("x", vec![])])).is_empty());
+        let seq = DistbenchRecord::LocalhostServe {
+            address: "127.0.0.1:1".into(),
+            nodes: 2,
+        };
+        assert!(charts(&seq).is_empty());
         // A pair without latency: the RPC chart alone.
-        let m = json!({"tests": [{"pairs": [pair("a", "b", 0, None)]}]});
-        let kinds: Vec<_> = charts(&row("distbench", m))
+        let kinds: Vec<_> = charts(&run(vec![("", vec![pair("a", "b", 0, None)])]))
             .iter()
             .map(|c| c.kind)
             .collect();

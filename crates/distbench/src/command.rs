@@ -154,8 +154,13 @@ impl Workload for Distbench {
         "Distbench latency per RPC (percentiles)"
     }
 
-    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
-        crate::charts::charts(run)
+    fn charts(&self, record: &harness::Record) -> Vec<harness::page_chart::PageChart> {
+        match record
+            .decode::<subcommands::DistbenchRecord>(self.name(), subcommands::RECORD_VERSION)
+        {
+            Ok(r) => crate::charts::charts(&r),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn name(&self) -> &'static str {

@@ -140,8 +140,8 @@ pub fn run_charts(row: &RunRow, workloads: &Registry) -> Vec<PageChart> {
     let w = workloads.get(&row.benchmark);
     let title = w.map_or(DEFAULT_PERCENTILES_TITLE, |w| w.percentiles_title());
     out.extend(percentiles(row, title));
-    if let Some(w) = w {
-        out.extend(w.charts(row));
+    if let (Some(w), Some(r)) = (w, &row.record) {
+        out.extend(w.charts(r));
     }
     out.retain(PageChart::worth_drawing);
     out

@@ -173,10 +173,12 @@ pub trait Workload: Send + Sync {
     fn percentiles_title(&self) -> &'static str {
         "Latency percentiles"
     }
-    /// What the report page draws of a stored run of it, beside the page's
-    /// own charts of the search and the percentiles; none by default.
-    fn charts(&self, run: &crate::store::RunRow) -> Vec<crate::page_chart::PageChart> {
-        let _ = run;
+    /// What the report page draws of a stored run of it, from the record
+    /// its `run` returned, beside the page's own charts of the search and
+    /// the percentiles (a run stored without a record gets those only);
+    /// none by default.
+    fn charts(&self, record: &Record) -> Vec<crate::page_chart::PageChart> {
+        let _ = record;
         Vec::new()
     }
     /// What the report page draws across the stored runs of one of its jobs

@@ -1096,11 +1096,19 @@ fn resctl_storage_metrics_draw_the_storage_charts() {
     let mut jm = JobMetrics::default();
     StorageBench.metrics(&d, &mut jm);
     let metrics = harness::record::metrics_map(&jm).unwrap();
-    let row = harness::store::RunRow::from_metrics(
+    let mut row = harness::store::RunRow::from_metrics(
         "resctl_storage",
         "resctl",
         serde_json::Value::Object(metrics),
     );
+    // The charts come from the stored record of a `run` that completed
+    // the job.
+    row.record = Some(harness::Record {
+        kind: "resctl".into(),
+        version: 2,
+        data: serde_json::json!({"mode": "run", "jobs": [&d], "result_file": null,
+                                 "completed": [&d]}),
+    });
     let mut workloads = harness::Registry::new();
     workloads.register(Box::new(resctl::Resctl));
     let charts = harness::html::run_charts(&row, &workloads);

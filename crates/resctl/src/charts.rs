@@ -1,26 +1,25 @@
 //! Report-page charts of resctl-bench runs (the report page's), from the
-//! figures the resctl crate stores for the latest completed job of each
-//! kind in a run's result file:
+//! typed figures of the latest completed job of each kind in a run's
+//! result file ([`JobMetrics`], as its metrics report them):
 //!
-//! - `resctl_protection`: per memory-hog scenario (`protection_scenarios`:
-//!   `load`, `speed`, `loops`, `isol_pct`, `isol_p05_pct`, `lat_imp_pct`,
-//!   `lat_imp_p95_pct`, `work_csv_pct`, `fail_pct`), scenario k at x = k,
-//!   the isolation, latency impact, work conservation and failed time in
-//!   percent; runs stored before the per-scenario figures were get the
-//!   combined figures (`protection_isol_pct`, ...) alone.
-//! - `resctl_storage`: each loop's memory offloading factor
-//!   (`storage_loops[i].mof`; loops kept in the mean apart from retried
-//!   ones) and the job's (`storage_mof`);
-//! - `resctl_storage_search`: each loop's memory-size search
-//!   (`storage_loops[i].probes`: the rate hashd served at each footprint
-//!   fraction tried), when probes are stored.
+//! - `resctl_protection`: per memory-hog scenario
+//!   ([`ProtectionScenarioMetrics`]), scenario k at x = k, the isolation,
+//!   latency impact, work conservation and failed time in percent; a
+//!   result without per-scenario figures (one upstream wrote) gets the
+//!   combined figures alone.
+//! - `resctl_storage`: each loop's memory offloading factor (loops kept in
+//!   the mean apart from retried ones) and the job's;
+//! - `resctl_storage_search`: each loop's memory-size search (the rate
+//!   hashd served at each footprint fraction tried), when probes are kept.
 
 use chart::Chart;
-use serde_json::Value;
 
 use harness::compare::fmt_num;
 use harness::page_chart::{CHART_H, CHART_W, PageChart};
-use harness::store::RunRow;
+
+use crate::bench::metrics::{
+    JobMetrics, ProtectionMetrics, ProtectionScenarioMetrics, StorageMetrics,
+};
 
 /// Loops whose memory-size search is drawn (one legend row each).
 pub const MAX_SEARCH_LOOPS: usize = 10;
@@ -28,58 +27,51 @@ pub const MAX_SEARCH_LOOPS: usize = 10;
 /// Named point series of a chart.
 type NamedSeries<'a> = Vec<(&'a str, Vec<(f64, f64)>)>;
 
-fn f64_of(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(Value::as_f64)
-}
+/// A figure of a scenario.
+type ScenarioFigure = fn(&ProtectionScenarioMetrics) -> Option<f64>;
 
-/// The charts this workload's stored metrics allow.
-pub fn charts(row: &RunRow) -> Vec<PageChart> {
-    if row.benchmark != "resctl" {
-        return Vec::new();
-    }
+/// The charts of a run's jobs.
+pub fn charts(m: &JobMetrics) -> Vec<PageChart> {
     let mut out = Vec::new();
-    out.extend(protection(&row.metrics));
-    out.extend(storage(&row.metrics));
+    out.extend(m.protection.as_ref().map(protection));
+    out.extend(m.storage.as_ref().map(storage).unwrap_or_default());
     out
 }
 
 /// Isolation, latency impact, work conservation and failed time per
 /// scenario.
-fn protection(m: &Value) -> Option<PageChart> {
-    let scenarios: Vec<&Value> = m
-        .get("protection_scenarios")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    // (name, key in a scenario, key of the combined figure)
-    let figures = [
-        ("isolation mean", "isol_pct", "protection_isol_pct"),
-        ("isolation p05", "isol_p05_pct", "protection_isol_p05_pct"),
+fn protection(m: &ProtectionMetrics) -> PageChart {
+    let scenarios = &m.protection_scenarios;
+    // (name, figure of a scenario, the combined figure)
+    let figures: [(&str, ScenarioFigure, Option<f64>); 6] = [
+        (
+            "isolation mean",
+            |s| s.isol_pct,
+            Some(m.protection_isol_pct),
+        ),
+        (
+            "isolation p05",
+            |s| s.isol_p05_pct,
+            Some(m.protection_isol_p05_pct),
+        ),
         (
             "latency impact mean",
-            "lat_imp_pct",
-            "protection_lat_imp_pct",
+            |s| s.lat_imp_pct,
+            Some(m.protection_lat_imp_pct),
         ),
-        ("latency impact p95", "lat_imp_p95_pct", ""),
+        ("latency impact p95", |s| s.lat_imp_p95_pct, None),
         (
             "work conservation",
-            "work_csv_pct",
-            "protection_work_csv_pct",
+            |s| Some(s.work_csv_pct),
+            Some(m.protection_work_csv_pct),
         ),
-        ("failed time", "fail_pct", ""),
+        ("failed time", |s| Some(s.fail_pct), None),
     ];
     let (title, x_label, series): (String, &str, NamedSeries) = if scenarios.is_empty() {
-        // Only the combined figures are stored.
-        f64_of(m, "protection_isol_pct")?;
+        // Only the combined figures are kept.
         let series = figures
             .iter()
-            .filter(|(_, _, key)| !key.is_empty())
-            .map(|(name, _, key)| {
-                (
-                    *name,
-                    f64_of(m, key).map(|v| (1.0, v)).into_iter().collect(),
-                )
-            })
+            .filter_map(|(name, _, combined)| Some((*name, vec![(1.0, (*combined)?)])))
             .collect();
         (
             "resctl protection: combined scenarios (per-scenario figures not stored)".into(),
@@ -92,32 +84,30 @@ fn protection(m: &Value) -> Option<PageChart> {
             .enumerate()
             .map(|(i, s)| {
                 let mut t = format!("{}", i + 1);
-                if let Some(l) = f64_of(s, "load") {
+                if let Some(l) = s.load {
                     t.push_str(&format!(" load {}", fmt_num(l)));
                 }
-                if let Some(sp) = s.get("speed").and_then(Value::as_str) {
+                if let Some(sp) = &s.speed {
                     t.push_str(&format!(" hog {sp}"));
                 }
-                if let Some(n) = f64_of(s, "loops") {
-                    t.push_str(&format!(" x{}", fmt_num(n)));
+                if let Some(n) = s.loops {
+                    t.push_str(&format!(" x{}", fmt_num(f64::from(n))));
                 }
                 t
             })
             .collect();
-        let mut title = format!(
-            "resctl protection per mem-hog scenario: {}",
-            what.join(", ")
+        let title = format!(
+            "resctl protection per mem-hog scenario: {} (combined isolation {}%)",
+            what.join(", "),
+            fmt_num(m.protection_isol_pct)
         );
-        if let Some(c) = f64_of(m, "protection_isol_pct") {
-            title.push_str(&format!(" (combined isolation {}%)", fmt_num(c)));
-        }
         let series = figures
             .iter()
-            .map(|(name, key, _)| {
+            .map(|(name, figure, _)| {
                 let pts = scenarios
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, s)| Some((i as f64 + 1.0, f64_of(s, key)?)))
+                    .filter_map(|(i, s)| Some((i as f64 + 1.0, figure(s)?)))
                     .collect();
                 (*name, pts)
             })
@@ -137,29 +127,23 @@ fn protection(m: &Value) -> Option<PageChart> {
             c = c.points(name, pts);
         }
     }
-    Some(PageChart {
+    PageChart {
         kind: "resctl_protection",
         chart: c,
-    })
+    }
 }
 
 /// The offloading factor per loop, and each loop's memory-size search.
-fn storage(m: &Value) -> Vec<PageChart> {
-    let Some(mean) = f64_of(m, "storage_mof") else {
-        return Vec::new();
-    };
-    let loops: Vec<&Value> = m
-        .get("storage_loops")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+fn storage(m: &StorageMetrics) -> Vec<PageChart> {
+    let mean = m.storage_mof;
+    let loops = &m.storage_loops;
     let (mut used, mut retried) = (Vec::new(), Vec::new());
     for (i, l) in loops.iter().enumerate() {
-        let Some(mof) = f64_of(l, "mof") else {
+        let Some(mof) = l.mof else {
             continue;
         };
         let p = (i as f64 + 1.0, mof);
-        if l.get("used").and_then(Value::as_bool).unwrap_or(true) {
+        if l.used {
             used.push(p);
         } else {
             retried.push(p);
@@ -198,13 +182,7 @@ fn storage(m: &Value) -> Vec<PageChart> {
     .y_min(0.0);
     let mut any = false;
     for (i, l) in loops.iter().enumerate().take(MAX_SEARCH_LOOPS) {
-        let pts: Vec<(f64, f64)> = l
-            .get("probes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((f64_of(p, "mem_frac")?, f64_of(p, "rps")?)))
-            .collect();
+        let pts: Vec<(f64, f64)> = l.probes.iter().map(|p| (p.mem_frac, p.rps)).collect();
         if !pts.is_empty() {
             any = true;
             search = search.points(&format!("loop {}", i + 1), pts);
@@ -223,28 +201,59 @@ fn storage(m: &Value) -> Vec<PageChart> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use serde_json::json;
-
-    fn row(bench: &str, metrics: Value) -> RunRow {
-        RunRow::from_metrics("resctl_protection", bench, metrics)
-    }
+    use crate::bench::metrics::{StorageLoopMetrics, StorageProbeMetrics};
 
     fn kinds(c: &[PageChart]) -> Vec<&'static str> {
         c.iter().map(|c| c.kind).collect()
     }
 
-    fn scenario(load: f64, isol: f64) -> Value {
-        json!({"load": load, "speed": "2x", "loops": 2, "isol_pct": isol,
-               "isol_p05_pct": isol - 20.0, "lat_imp_pct": 12.5,
-               "lat_imp_p95_pct": 40.0, "work_csv_pct": 100.0, "fail_pct": 0.0})
+    fn scenario(load: f64, isol: f64) -> ProtectionScenarioMetrics {
+        ProtectionScenarioMetrics {
+            load: Some(load),
+            speed: Some("2x".into()),
+            loops: Some(2),
+            isol_pct: Some(isol),
+            isol_p05_pct: Some(isol - 20.0),
+            lat_imp_pct: Some(12.5),
+            lat_imp_p95_pct: Some(40.0),
+            work_csv_pct: 100.0,
+            fail_pct: 0.0,
+        }
+    }
+
+    fn protection_of(scenarios: Vec<ProtectionScenarioMetrics>) -> JobMetrics {
+        JobMetrics {
+            protection: Some(ProtectionMetrics {
+                protection_isol_pct: 85.0,
+                protection_isol_p05_pct: 60.0,
+                protection_lat_imp_pct: 12.5,
+                protection_work_csv_pct: 100.0,
+                protection_scenarios: scenarios,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn storage_of(loops: Vec<StorageLoopMetrics>) -> JobMetrics {
+        JobMetrics {
+            storage: Some(StorageMetrics {
+                storage_mof: 1.5,
+                storage_mem_usage_bytes: 1e9,
+                storage_mem_size_bytes: 1.5e9,
+                storage_rbps_final: 0.0,
+                storage_wbps_final: 0.0,
+                storage_loops: loops,
+            }),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn protection_per_scenario() {
-        let m = json!({"protection_isol_pct": 85.0, "protection_isol_p05_pct": 60.0,
-                       "protection_lat_imp_pct": 12.5, "protection_work_csv_pct": 100.0,
-                       "protection_scenarios": [scenario(1.0, 80.0), scenario(0.8, 90.0)]});
-        let c = charts(&row("resctl", m));
+        let c = charts(&protection_of(vec![
+            scenario(1.0, 80.0),
+            scenario(0.8, 90.0),
+        ]));
         assert_eq!(kinds(&c), ["resctl_protection"]);
         let ch = &c[0].chart;
         assert!(
@@ -279,9 +288,7 @@ mod tests {
 
     #[test]
     fn protection_combined_only() {
-        let m = json!({"protection_isol_pct": 85.0, "protection_isol_p05_pct": 60.0,
-                       "protection_lat_imp_pct": 12.5, "protection_work_csv_pct": 100.0});
-        let c = charts(&row("resctl", m));
+        let c = charts(&protection_of(vec![]));
         assert_eq!(kinds(&c), ["resctl_protection"]);
         let ch = &c[0].chart;
         assert!(ch.title.contains("not stored"));
@@ -291,17 +298,24 @@ mod tests {
 
     #[test]
     fn storage_per_loop_and_search() {
-        let probe = |f: f64, r: f64| json!({"stage": "bisect", "mem_frac": f, "rps": r});
-        let m = json!({"storage_mof": 1.5, "storage_mem_usage_bytes": 1e9,
-        "storage_loops": [
-            {"used": true, "mof": 1.4, "mem_usage_bytes": 10, "mem_size_bytes": 14,
-             "mem_frac": 0.7, "probes": [probe(1.0, 300.0), probe(0.5, 1000.0)]},
-            {"used": false, "mof": 3.0, "mem_usage_bytes": 1, "mem_size_bytes": 3,
-             "mem_frac": 0.3, "probes": []},
-            {"used": true, "mof": 1.6, "mem_usage_bytes": 10, "mem_size_bytes": 16,
-             "mem_frac": 0.8, "probes": [probe(0.8, 990.0)]},
-        ]});
-        let c = charts(&row("resctl", m));
+        let probe = |f: f64, r: f64| StorageProbeMetrics {
+            stage: "bisect".into(),
+            mem_frac: f,
+            rps: r,
+        };
+        let l = |used: bool, mof: f64, probes: Vec<StorageProbeMetrics>| StorageLoopMetrics {
+            used,
+            mof: Some(mof),
+            mem_usage_bytes: 10,
+            mem_size_bytes: 14,
+            mem_frac: 0.7,
+            probes,
+        };
+        let c = charts(&storage_of(vec![
+            l(true, 1.4, vec![probe(1.0, 300.0), probe(0.5, 1000.0)]),
+            l(false, 3.0, vec![]),
+            l(true, 1.6, vec![probe(0.8, 990.0)]),
+        ]));
         assert_eq!(kinds(&c), ["resctl_storage", "resctl_storage_search"]);
         let mof = &c[0].chart;
         assert_eq!(mof.series[0].points, [(1.0, 1.4), (3.0, 1.6)]);
@@ -315,35 +329,34 @@ mod tests {
 
     #[test]
     fn absent_figures_draw_nothing() {
-        // A hashd-params-only run, a hashd run, other benchmarks.
-        for (bench, m) in [
-            (
-                "resctl",
-                json!({"hashd_rps_max": 1000, "hashd_mem_frac": 0.5}),
-            ),
-            ("resctl", json!({"rps": 100.0, "lat_p99_ms": 70.0})),
-            ("resctl", json!({})),
-            (
-                "cachebench",
-                json!({"storage_mof": 1.2, "protection_isol_pct": 80.0}),
-            ),
-        ] {
-            assert!(charts(&row(bench, m.clone())).is_empty(), "{m}");
-        }
-        // A scenario without samples (null figures): only what was measured.
-        let m = json!({"protection_isol_pct": 0.0, "protection_scenarios": [
-            {"load": 1.0, "speed": "2x", "loops": 1, "isol_pct": null, "isol_p05_pct": null,
-             "lat_imp_pct": null, "lat_imp_p95_pct": null, "work_csv_pct": 100.0, "fail_pct": 0.0}]});
-        let c = charts(&row("resctl", m));
+        // A hashd-params-only run.
+        let hashd = JobMetrics {
+            hashd_params: Some(crate::bench::metrics::HashdParamsMetrics {
+                hashd_rps_max: 1000,
+                hashd_mem_frac: 0.5,
+                hashd_mem_actual_bytes: 1,
+            }),
+            ..Default::default()
+        };
+        assert!(charts(&hashd).is_empty());
+        assert!(charts(&JobMetrics::default()).is_empty());
+        // A scenario without samples (no figures): only what was measured.
+        let c = charts(&protection_of(vec![ProtectionScenarioMetrics {
+            isol_pct: None,
+            isol_p05_pct: None,
+            lat_imp_pct: None,
+            lat_imp_p95_pct: None,
+            ..scenario(1.0, 0.0)
+        }]));
         let names: Vec<_> = c[0].chart.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["work conservation", "failed time"]);
         // Storage without loops: the job's factor alone, no search.
-        let c = charts(&row("resctl", json!({"storage_mof": 1.2})));
+        let c = charts(&storage_of(vec![]));
         assert_eq!(kinds(&c), ["resctl_storage"]);
         assert!(
             c[0].chart
                 .title
-                .contains("1.2 (per-loop figures not stored)")
+                .contains("1.5 (per-loop figures not stored)")
         );
     }
 }

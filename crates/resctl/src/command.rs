@@ -706,8 +706,11 @@ impl Workload for Resctl {
         crate::directions::TABLES
     }
 
-    fn charts(&self, run: &harness::store::RunRow) -> Vec<harness::page_chart::PageChart> {
-        crate::charts::charts(run)
+    fn charts(&self, record: &Record) -> Vec<harness::page_chart::PageChart> {
+        match record.decode::<ResctlRecord>(self.name(), RECORD_VERSION) {
+            Ok(ResctlRecord::Run(r)) => crate::charts::charts(&job::metrics(&r.completed)),
+            _ => Vec::new(),
+        }
     }
 
     fn name(&self) -> &'static str {
