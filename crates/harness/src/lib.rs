@@ -22,7 +22,7 @@ pub mod fsutil;
 pub mod hooks;
 pub mod html;
 pub mod job;
-pub mod machine;
+pub use host::machine;
 pub mod marks;
 pub mod page_chart;
 pub mod page_summary;
@@ -37,7 +37,7 @@ pub mod setup;
 pub mod stats;
 pub mod store;
 pub mod suggest;
-pub mod system_check;
+pub use host::system_check;
 pub mod tls;
 pub mod vars;
 

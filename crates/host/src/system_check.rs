@@ -490,7 +490,14 @@ fn cgroups(r: &Root) -> Check {
     };
     let mut c = match parse_cgroups(&mounts, r.read("/proc/cgroups").as_deref()) {
         Ok(c) => c,
-        Err(e) => return Check::new(N, Status::Warn, e, "cannot tell the cgroup setup"),
+        Err(e) => {
+            return Check::new(
+                N,
+                Status::Warn,
+                e.to_string(),
+                "cannot tell the cgroup setup",
+            );
+        }
     };
     if let Some(m) = c.v2.first() {
         c.v2_controllers = r
