@@ -11,34 +11,34 @@
 //! [`progress`] and [`cancel`] give long runs a progress display and a
 //! clean Ctrl-C.
 
-pub mod answer;
+pub use results::answer;
 pub mod argcheck;
 pub mod benchpress_yaml;
 pub mod cancel;
-pub mod compare;
+pub use results::compare;
 pub mod error;
 pub use ::direction;
 pub mod fsutil;
 pub mod hooks;
-pub mod html;
+pub use results::html;
 pub mod job;
 pub use host::machine;
-pub mod marks;
-pub mod page_chart;
-pub mod page_summary;
+pub use results::marks;
+pub use results::page_chart;
+pub use results::page_summary;
 pub mod present;
 pub mod progress;
-pub mod record;
+pub use results::record;
 pub mod redirect;
 pub mod report;
 pub mod runner;
-pub mod score;
+pub use results::score;
 pub mod setup;
-pub mod stats;
-pub mod store;
+pub use results::stats;
+pub use results::store;
 pub mod suggest;
 pub use host::system_check;
-pub mod tls;
+pub use results::tls;
 pub mod vars;
 
 pub use cancel::Cancel;

@@ -171,7 +171,7 @@ pub trait Workload: Send + Sync {
     /// The title of the page's chart of the percentiles found in a run's
     /// metrics.
     fn percentiles_title(&self) -> &'static str {
-        "Latency percentiles"
+        results::shown::DEFAULT_PERCENTILES_TITLE
     }
     /// What the report page draws of a stored run of it, from the record
     /// its `run` returned, beside the page's own charts of the search and
@@ -1012,5 +1012,32 @@ impl Drop for Watchdog {
 impl direction::Directions for Registry {
     fn tables(&self, benchmark: &str) -> &'static [&'static [direction::Rule]] {
         self.get(benchmark).map_or(&[], |w| w.directions())
+    }
+}
+
+/// The results side (the store, comparisons, the page) learns what it
+/// shows of each workload's runs from the workloads here.
+impl results::Shown for Registry {
+    fn headlines(&self, benchmark: &str) -> &'static [direction::Headline] {
+        self.get(benchmark).map_or(&[], |w| w.headlines())
+    }
+    fn percentiles_title(&self, benchmark: &str) -> &'static str {
+        self.get(benchmark)
+            .map_or(results::shown::DEFAULT_PERCENTILES_TITLE, |w| {
+                w.percentiles_title()
+            })
+    }
+    fn charts(&self, benchmark: &str, record: &Record) -> Vec<crate::page_chart::PageChart> {
+        self.get(benchmark)
+            .map_or_else(Vec::new, |w| w.charts(record))
+    }
+    fn history_charts(
+        &self,
+        benchmark: &str,
+        job: &str,
+        runs: &[&RunRow],
+    ) -> Vec<crate::page_chart::PageChart> {
+        self.get(benchmark)
+            .map_or_else(Vec::new, |w| w.history_charts(job, runs))
     }
 }

@@ -28,7 +28,7 @@ fn row(id: i64, job: &str, bench: &str, host: &str, metrics: Value) -> RunRow {
 /// A search's metrics with a ladder of probes and a final series (shared
 /// with the harness's page tests).
 fn ladder_metrics() -> Value {
-    serde_json::from_str(include_str!("../../harness/testdata/ladder_metrics.json"))
+    serde_json::from_str(include_str!("../../results/testdata/ladder_metrics.json"))
         .expect("ladder_metrics.json")
 }
 
@@ -147,7 +147,8 @@ fn page_has_filters_runs_and_a_chart_per_kind() {
     assert!(polled.contains("},7000);</script>"), "no poll");
 }
 
-/// The harness's product code (each file up to its test module), by file.
+/// The harness's product code (each file up to its test module), by file:
+/// the harness and the crates split off it (results, host).
 fn harness_sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
         for e in std::fs::read_dir(dir).expect("harness sources") {
@@ -170,10 +171,15 @@ fn harness_sources() -> Vec<(String, String)> {
         }
     }
     let mut out = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/src"),
-        &mut out,
-    );
+    for krate in ["harness", "results", "host"] {
+        walk(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(krate)
+                .join("src"),
+            &mut out,
+        );
+    }
     assert!(out.len() > 20, "harness sources not found");
     out
 }

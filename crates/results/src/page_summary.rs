@@ -30,7 +30,7 @@ use direction::{Better, Headline};
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as esc};
 
 use crate::answer;
-use crate::runner::Registry;
+use crate::shown::Shown;
 use crate::store::RunRow;
 
 /// One job on one host.
@@ -61,7 +61,7 @@ fn better_word(b: Better) -> &'static str {
 }
 
 /// Each job's [`Lead`], for the jobs whose workload has one.
-fn leads<'a>(rows: &[&'a RunRow], workloads: &Registry) -> BTreeMap<&'a str, Lead> {
+fn leads<'a>(rows: &[&'a RunRow], workloads: &dyn Shown) -> BTreeMap<&'a str, Lead> {
     let bench: BTreeMap<&str, &str> = rows
         .iter()
         .map(|r| (r.job.as_str(), r.benchmark.as_str()))
@@ -72,15 +72,15 @@ fn leads<'a>(rows: &[&'a RunRow], workloads: &Registry) -> BTreeMap<&'a str, Lea
         .collect()
 }
 
-fn leading(benchmark: &str, workloads: &Registry) -> Option<Lead> {
-    let w = workloads.get(benchmark)?;
-    w.headlines().iter().find_map(|h| {
-        let b = direction::better_in(w.directions(), h.key);
+fn leading(benchmark: &str, workloads: &dyn Shown) -> Option<Lead> {
+    let tables = workloads.tables(benchmark);
+    workloads.headlines(benchmark).iter().find_map(|h| {
+        let b = direction::better_in(tables, h.key);
         (b != Better::Neutral).then_some((h, b))
     })
 }
 
-fn cells<'a>(rows: &[&'a RunRow], workloads: &Registry) -> Vec<Cell<'a>> {
+fn cells<'a>(rows: &[&'a RunRow], workloads: &dyn Shown) -> Vec<Cell<'a>> {
     let mut by: BTreeMap<(&str, &str), Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
         by.entry((r.job.as_str(), r.hostname.as_str()))
@@ -92,8 +92,7 @@ fn cells<'a>(rows: &[&'a RunRow], workloads: &Registry) -> Vec<Cell<'a>> {
             rs.sort_by_key(|r| (r.timestamp, r.id));
             let headlines = rs
                 .first()
-                .and_then(|r| workloads.get(&r.benchmark))
-                .map_or(&[][..], |w| w.headlines());
+                .map_or(&[][..], |r| workloads.headlines(&r.benchmark));
             let mut marks: Vec<String> = Vec::new();
             let mut marked = 0;
             for r in &rs {
@@ -396,7 +395,7 @@ fn job_trend(
 }
 
 /// The summary part of the page (see the module documentation).
-pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
+pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &dyn Shown) {
     out.push_str("<h2 id=\"summary\">Summary</h2>\n");
     if rows.is_empty() {
         out.push_str("<p>No runs in this selection.</p>\n");
@@ -504,10 +503,10 @@ pub fn summary(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::page_chart::PageChart;
     use crate::record::Record;
-    use crate::runner::{Outcome, RunContext, Workload};
-    use direction::{Rule, Sense, headline, rule};
-    use serde_json::{Map, Value, json};
+    use direction::{Directions, Rule, Sense, headline, rule};
+    use serde_json::json;
 
     /// A workload with a throughput (higher is better) and a latency
     /// (lower is better) headline.
@@ -523,40 +522,29 @@ mod tests {
         headline("p99_ms", "p99", "ms"),
     ];
 
-    impl Workload for Toy {
-        fn name(&self) -> &'static str {
-            "toy"
-        }
-        fn description(&self) -> &'static str {
-            "a toy"
-        }
-        fn upstream(&self) -> &'static str {
-            "none"
-        }
-        fn help(&self) -> String {
-            String::new()
-        }
-        fn validate(&self, _: &[String]) -> anyhow::Result<()> {
-            Ok(())
-        }
-        fn run(&self, _: &RunContext, _: &[String]) -> anyhow::Result<Outcome> {
-            anyhow::bail!("not run in tests")
-        }
-        fn metrics(&self, _: &Record) -> anyhow::Result<Map<String, Value>> {
-            Ok(Map::new())
-        }
-        fn directions(&self) -> &'static [&'static [Rule]] {
-            TABLES
-        }
-        fn headlines(&self) -> &'static [Headline] {
-            HEADLINES
+    impl Directions for Toy {
+        fn tables(&self, b: &str) -> &'static [&'static [Rule]] {
+            if b == "toy" { TABLES } else { &[] }
         }
     }
 
-    fn registry() -> Registry {
-        let mut r = Registry::new();
-        r.register(Box::new(Toy));
-        r
+    impl Shown for Toy {
+        fn headlines(&self, b: &str) -> &'static [Headline] {
+            if b == "toy" { HEADLINES } else { &[] }
+        }
+        fn percentiles_title(&self, _: &str) -> &'static str {
+            crate::shown::DEFAULT_PERCENTILES_TITLE
+        }
+        fn charts(&self, _: &str, _: &Record) -> Vec<PageChart> {
+            Vec::new()
+        }
+        fn history_charts(&self, _: &str, _: &str, _: &[&RunRow]) -> Vec<PageChart> {
+            Vec::new()
+        }
+    }
+
+    fn registry() -> Toy {
+        Toy
     }
 
     fn row(id: i64, job: &str, host: &str, qps: f64, p99: f64) -> RunRow {

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use crate::compare::{self, Comparison, SideRows, Verdict, fmt_num};
 pub use crate::page_chart::{CHART_H, CHART_W, PageChart};
-use crate::runner::Registry;
+use crate::shown::Shown;
 use crate::store::RunRow;
 use direction::Directions;
 
@@ -120,11 +120,8 @@ fn f64_of(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)
 }
 
-/// The percentile chart's title where the workload names none.
-const DEFAULT_PERCENTILES_TITLE: &str = "Latency percentiles";
-
 /// The charts a run's metrics allow (see the module documentation).
-pub fn run_charts(row: &RunRow, workloads: &Registry) -> Vec<PageChart> {
+pub fn run_charts(row: &RunRow, workloads: &dyn Shown) -> Vec<PageChart> {
     let m = &row.metrics;
     let mut out = Vec::new();
     if let Some(probes) = m.get("probes").and_then(Value::as_array)
@@ -137,11 +134,12 @@ pub fn run_charts(row: &RunRow, workloads: &Registry) -> Vec<PageChart> {
     {
         out.extend(per_second(series));
     }
-    let w = workloads.get(&row.benchmark);
-    let title = w.map_or(DEFAULT_PERCENTILES_TITLE, |w| w.percentiles_title());
-    out.extend(percentiles(row, title));
-    if let (Some(w), Some(r)) = (w, &row.record) {
-        out.extend(w.charts(r));
+    out.extend(percentiles(
+        row,
+        workloads.percentiles_title(&row.benchmark),
+    ));
+    if let Some(r) = &row.record {
+        out.extend(workloads.charts(&row.benchmark, r));
     }
     out.retain(PageChart::worth_drawing);
     out
@@ -446,11 +444,11 @@ fn percentiles(row: &RunRow, title: &str) -> Vec<PageChart> {
 }
 
 /// The charts across a job's runs, drawn by the job's workload.
-pub fn job_charts(job: &str, rows: &[&RunRow], workloads: &Registry) -> Vec<PageChart> {
-    let Some(w) = rows.first().and_then(|r| workloads.get(&r.benchmark)) else {
+pub fn job_charts(job: &str, rows: &[&RunRow], workloads: &dyn Shown) -> Vec<PageChart> {
+    let Some(first) = rows.first() else {
         return Vec::new();
     };
-    let mut out = w.history_charts(job, rows);
+    let mut out = workloads.history_charts(&first.benchmark, job, rows);
     out.retain(PageChart::worth_drawing);
     out
 }
@@ -874,7 +872,7 @@ fn runs_table(out: &mut String, rows: &[&RunRow]) {
 }
 
 /// Each job's charts across its runs.
-fn across_runs(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
+fn across_runs(out: &mut String, rows: &[&RunRow], workloads: &dyn Shown) {
     let mut by_job: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in rows {
         by_job.entry(r.job.as_str()).or_default().push(r);
@@ -898,7 +896,7 @@ fn across_runs(out: &mut String, rows: &[&RunRow], workloads: &Registry) {
 
 /// One run's section: its heading, marks, args, charts, metrics, hook
 /// outputs and machine.
-fn run_details(out: &mut String, r: &RunRow, workloads: &Registry) {
+fn run_details(out: &mut String, r: &RunRow, workloads: &dyn Shown) {
     let _ = writeln!(
         out,
         r#"<section id="run-{}"{}>"#,
@@ -978,7 +976,7 @@ fn run_details(out: &mut String, r: &RunRow, workloads: &Registry) {
 }
 
 /// The page over `rows` (any order; shown newest first).
-pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &Registry) -> String {
+pub fn page(rows: &[RunRow], opts: &PageOptions, workloads: &dyn Shown) -> String {
     let mut rows: Vec<&RunRow> = rows.iter().collect();
     rows.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then(b.id.cmp(&a.id)));
     let title = if opts.title.is_empty() {
@@ -1111,7 +1109,7 @@ mod tests {
             json!({"note": "<b>x</b>", "v": 1.5}),
         );
         r.args.push("<img src=x onerror=alert(2)>".into());
-        let html = page(&[r], &PageOptions::default(), &Registry::new());
+        let html = page(&[r], &PageOptions::default(), &crate::shown::NoWorkloads);
         assert!(!html.contains("<script>alert(1)"), "job name not escaped");
         assert!(html.contains("job&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(!html.contains("<img src=x"), "args not escaped");
@@ -1126,7 +1124,7 @@ mod tests {
     #[test]
     fn ladder_points_are_split_by_outcome() {
         let r = row(1, "c", "calibrate", "h", ladder_metrics());
-        let charts = run_charts(&r, &Registry::new());
+        let charts = run_charts(&r, &crate::shown::NoWorkloads);
         let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
         let series = |n: &str| {
             l.series
@@ -1147,7 +1145,13 @@ mod tests {
             l.title
         );
         // A run without probes or percentiles has no charts.
-        assert!(run_charts(&row(2, "x", "x", "h", json!({"ops": 3})), &Registry::new()).is_empty());
+        assert!(
+            run_charts(
+                &row(2, "x", "x", "h", json!({"ops": 3})),
+                &crate::shown::NoWorkloads
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -1188,7 +1192,7 @@ mod tests {
             {"seq": 1, "phase": "final", "requested_qps": 200.0, "achieved_qps": 150.0,
              "target_value_ms": 50.0, "passed": false}]});
         let r = row(1, "c", "calibrate", "h", m);
-        let charts = run_charts(&r, &Registry::new());
+        let charts = run_charts(&r, &crate::shown::NoWorkloads);
         let l = &charts.iter().find(|c| c.kind == "ladder").unwrap().chart;
         assert!(l.title.starts_with("Fixed-rate runs"), "{}", l.title);
         let i = l
@@ -1207,7 +1211,13 @@ mod tests {
         // A single probe is one x: no chart at all.
         let one = json!({"probes": [{"seq": 0, "phase": "fixed", "requested_qps": 100.0,
             "achieved_qps": 100.0, "target_value_ms": 5.0, "passed": true}]});
-        assert!(run_charts(&row(2, "c", "calibrate", "h", one), &Registry::new()).is_empty());
+        assert!(
+            run_charts(
+                &row(2, "c", "calibrate", "h", one),
+                &crate::shown::NoWorkloads
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -1238,7 +1248,7 @@ mod tests {
         ));
         // Three hosts: every ordered pair, the two most-run hosts first.
         let refs: Vec<&RunRow> = rows.iter().collect();
-        let comps = comparisons(&refs, &Registry::new());
+        let comps = comparisons(&refs, &crate::shown::NoWorkloads);
         assert_eq!(comps.len(), 6);
         let defaults: Vec<&HostComparison> = comps.iter().filter(|c| c.default).collect();
         assert_eq!(defaults.len(), 1);
@@ -1261,7 +1271,7 @@ mod tests {
         assert!(fwd > 0.0 && back < 0.0, "{fwd} {back}");
         // h3 has one run: comparing it cannot judge noise, and says so.
         assert!(comps.iter().any(|c| c.a_host == "h3"));
-        let html = page(&rows, &PageOptions::default(), &Registry::new());
+        let html = page(&rows, &PageOptions::default(), &crate::shown::NoWorkloads);
         assert!(html.contains(r#"<div class="cmpjob f" data-job="calibrate_quick">"#));
         assert!(html.contains(
             r#"<section class="comparison cmp" data-a="h1" data-b="h2" data-default="1">"#
@@ -1284,7 +1294,7 @@ mod tests {
                 }),
                 ..Default::default()
             },
-            &Registry::new(),
+            &crate::shown::NoWorkloads,
         );
         let (req, hosts) = (
             html.find("Requested comparison").unwrap(),
@@ -1309,7 +1319,7 @@ mod tests {
             }
         }
         let refs: Vec<&RunRow> = rows.iter().collect();
-        let comps = comparisons(&refs, &Registry::new());
+        let comps = comparisons(&refs, &crate::shown::NoWorkloads);
         assert_eq!(comps.len(), MAX_COMPARED_HOSTS * (MAX_COMPARED_HOSTS - 1));
         // The most-run hosts are the ones kept.
         assert!(comps.iter().all(|c| c.a_host != "h0" && c.b_host != "h0"));
