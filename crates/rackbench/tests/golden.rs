@@ -173,6 +173,21 @@ fn every_jobs_report_is_byte_identical_from_its_record() {
     }
 }
 
+/// The fixture's workload and the metrics it derives from the record.
+fn derived<'a>(
+    reg: &'a harness::Registry,
+    stem: &str,
+    f: &Fixture,
+) -> (&'a dyn harness::Workload, Map<String, Value>) {
+    let w = reg
+        .get(&f.record.kind)
+        .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
+    let metrics = w
+        .metrics(&f.record)
+        .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+    (w, metrics)
+}
+
 /// Which way is better for every numeric metric of every job's record, as
 /// `results compare` and the report page judge it: the rules may move,
 /// the verdicts may not change.
@@ -182,12 +197,7 @@ fn every_metrics_direction_is_as_recorded() {
     let reg = registry();
     let mut text = String::new();
     for (stem, f) in &fixtures() {
-        let w = reg
-            .get(&f.record.kind)
-            .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
-        let metrics = w
-            .metrics(&f.record)
-            .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+        let (_, metrics) = derived(&reg, stem, f);
         let tables = reg.tables(&f.record.kind);
         for k in harness::store::flatten_numbers(&Value::Object(metrics)).into_keys() {
             let better = direction::better_in(tables, &k);
@@ -211,12 +221,7 @@ fn every_headline_is_a_recorded_metric() {
     let fixtures = fixtures();
     let mut used = std::collections::BTreeSet::new();
     for (stem, f) in &fixtures {
-        let w = reg
-            .get(&f.record.kind)
-            .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
-        let metrics = w
-            .metrics(&f.record)
-            .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+        let (w, metrics) = derived(&reg, stem, f);
         let shown: Vec<&str> = w
             .headlines()
             .iter()
@@ -280,12 +285,7 @@ fn every_jobs_page_charts_are_as_recorded() {
     let mut own = std::collections::BTreeSet::new();
     let fixtures = fixtures();
     for (stem, f) in &fixtures {
-        let w = reg
-            .get(&f.record.kind)
-            .unwrap_or_else(|| panic!("{stem}: no workload {}", f.record.kind));
-        let metrics = w
-            .metrics(&f.record)
-            .unwrap_or_else(|e| panic!("{stem}: metrics: {e:#}"));
+        let (_, metrics) = derived(&reg, stem, f);
         let mut row =
             harness::store::RunRow::from_metrics(&f.job, &f.record.kind, Value::Object(metrics));
         row.success = f.success;
