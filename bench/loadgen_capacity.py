@@ -34,6 +34,12 @@ same round, so the machine's drift and its other tenants cancel out:
    search should lie within 10% of the highest rate the sweep passes.
    Done on the quiet machine and again with a CPU hog alongside (one
    busy-looping process per CPU, normal priority).
+4. The floor of constant arrivals: each round also times a bare timer
+   wake-up at each rate's spacing (a C loop of timerfd and epoll_wait,
+   built with the system's cc), and the summary puts constant arrivals'
+   expected cost beside h2load's: the tick shape's cost per request plus
+   two wake-ups (the request's timer, and its reply, which comes back
+   while the client sleeps).
 
 The rounds' figures are printed as they come; the summary takes the
 median of the rounds. The last line:
@@ -83,10 +89,10 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0):
+def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0, ok=(0,)):
     """Runs cmd (pinned to CPU 0) for about secs seconds and returns
     (CPU seconds, wall seconds) over [skip, secs - tail] of its run, and
-    its stdout."""
+    its stdout; an exit code outside `ok` stops the benchmark."""
     p = subprocess.Popen(common.pinned(cmd, 0), cwd=cwd, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(skip)
@@ -94,7 +100,7 @@ def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0):
     time.sleep(max(0.5, secs - skip - tail))
     c1, t1 = proc_cpu(p.pid), time.time()
     out, err = p.communicate()
-    if p.returncode != 0:
+    if p.returncode not in ok:
         raise SystemExit(f"{cmd[0]} failed ({p.returncode}):\n{out[-1500:]}{err[-1500:]}")
     return c1 - c0, t1 - t0, out
 
@@ -124,6 +130,63 @@ def h2load_closed(h2load, body, secs):
     return h2load_rate(subprocess.run(cmd, capture_output=True, text=True).stdout)
 
 
+WAKE_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <time.h>
+/* One timerfd armed at absolute times every PERIOD ns, slept on in
+   epoll_wait, for SECS seconds: what one precise wake-up costs. */
+int main(int argc, char **argv) {
+    long long period = atoll(argv[1]);
+    double secs = atof(argv[2]);
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+    if (fd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) return 1;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long long at = t.tv_sec * 1000000000LL + t.tv_nsec, end = at + (long long)(secs * 1e9), n = 0;
+    while (at < end) {
+        at += period;
+        struct itimerspec s = {0};
+        s.it_value.tv_sec = at / 1000000000LL;
+        s.it_value.tv_nsec = at % 1000000000LL;
+        timerfd_settime(fd, TFD_TIMER_ABSTIME, &s, NULL);
+        struct epoll_event out;
+        epoll_wait(ep, &out, 1, -1);
+        n++;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    printf("%.3f\n", cpu / n * 1e6);
+    return 0;
+}
+"""
+
+
+def wake_cost(cwd, rate, secs=3.0):
+    """CPU-us of one bare timer wake-up at the rate's spacing on CPU 0 (a
+    C loop: timerfd, epoll_wait, nothing else), or None without a C
+    compiler. Constant arrivals cost at least one per request, and the
+    reply usually a second (it comes back while the client sleeps)."""
+    exe = os.path.join(cwd, "wake_floor")
+    if not os.path.exists(exe):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            return None
+        src = exe + ".c"
+        with open(src, "w") as f:
+            f.write(WAKE_C)
+        if subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True).returncode != 0:
+            return None
+    out = subprocess.run(common.pinned([exe, str(int(1e9 / rate)), str(secs)], 0), capture_output=True, text=True)
+    return float(out.stdout) if out.returncode == 0 else None
+
+
 def calibrate_cmd(binary, extra):
     return [binary, "calibrate", "--server", "127.0.0.1:50051", "--workers", "0", "--service-time-ms", "0",
             "--client-threads", "1", "--connections", str(CONNECTIONS), "--payload-bytes", str(PAYLOAD),
@@ -134,7 +197,9 @@ def rackbench_paced(binary, env, cwd, rate, secs, arrival="constant"):
     # One fixed rate: a 1 s warm-up at the rate, then secs - 1 measured.
     cmd = calibrate_cmd(binary, ["--fixed-qps", str(rate), "--probe-secs", str(secs - 1)])
     cmd[cmd.index("--arrival") + 1] = arrival
-    cpu, span, out = cpu_over_middle(cmd, env, cwd, secs + 0.4)
+    # Exit code 1 is a rate that missed the latency target: measured all
+    # the same (its report says so), and its CPU counts as any other.
+    cpu, span, out = cpu_over_middle(cmd, env, cwd, secs + 0.4, ok=(0, 1))
     p = common.report(out)["metrics"]["probes"][-1]
     achieved = p["achieved_qps"]
     if p["scheduled"] and p["total_queries"] < 0.98 * p["scheduled"]:
@@ -223,6 +288,7 @@ def main():
     tick_ratios = {r: [] for r in rates}
     per_tool = {r: ([], [], []) for r in rates}
     before_ratios = {r: [] for r in rates}
+    wakes = {r: [] for r in rates}
     closed = []
     dists = {}
     try:
@@ -245,6 +311,9 @@ def main():
                 if n % 2 == 0:
                     runs.reverse()
                 got = {name: f() for name, f in runs}
+                wake = wake_cost(cwd, r)
+                if wake is not None:
+                    wakes[r].append(wake)
                 (h, ha, _), (k, ka, _), (t, ta, _) = got["h2load"], got["rackbench"], got["ticks"]
                 ratios[r].append(k / h)
                 tick_ratios[r].append(t / h)
@@ -258,7 +327,8 @@ def main():
                           f" {ba:.0f}/s); ratio {b / h:.2f}", flush=True)
                 print(f"round {n}: {r}/s: h2load {h:.1f} CPU-us/request (achieved {ha:.0f}/s), rackbench constant"
                       f" {k:.1f} (achieved {ka:.0f}/s), rackbench {burst} {t:.1f} (achieved {ta:.0f}/s);"
-                      f" ratios {k / h:.2f} and {t / h:.2f} (load {loadavg()})", flush=True)
+                      f" ratios {k / h:.2f} and {t / h:.2f}; a bare timer wake-up"
+                      f" {'n/a' if wake is None else f'{wake:.1f}'} CPU-us (load {loadavg()})", flush=True)
             if a.no_closed:
                 continue
             before = h2load_closed(h2load, body, 5)
@@ -288,6 +358,14 @@ def main():
               f" (rounds: {', '.join(f'{x:.2f}' for x in ratios[r])}); rackbench in h2load's 10 ms ticks"
               f" {statistics.median(t):.1f}, ratio {statistics.median(tick_ratios[r]):.2f}"
               f" (rounds: {', '.join(f'{x:.2f}' for x in tick_ratios[r])})")
+    for r in rates:
+        if wakes[r]:
+            w, h, t = statistics.median(wakes[r]), statistics.median(per_tool[r][0]), statistics.median(per_tool[r][2])
+            # Constant arrivals: the request's work (as in ticks, where
+            # wake-ups are shared) plus two wake-ups of their own.
+            print(f"{r}/s: a bare timer wake-up costs {w:.1f} CPU-us here; constant arrivals cost about"
+                  f" the tick shape's {t:.1f} + 2 x {w:.1f} = {t + 2 * w:.1f} CPU-us per request,"
+                  f" {(t + 2 * w) / h:.2f}x h2load's {h:.1f} (median of {len(wakes[r])})")
     if a.before:
         for r in rates:
             print(f"{r}/s: the --before binary, constant, against h2load: median"
