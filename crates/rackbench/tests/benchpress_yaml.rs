@@ -536,7 +536,7 @@ fn a_job_naming_a_benchmark_rackbench_lacks_is_listed_and_refused_when_run() {
 }
 
 /// Upstream's own stock files from a DCPerf checkout (RACKBENCH_DCPERF):
-/// `jobs.yml`, `jobs_ai.yml` and `benchmarks.yml` load whole, `list` shows
+/// `jobs.yml`, the other `jobs_*.yml` and their benchmarks files load whole, `list` shows
 /// every job, and a job of a benchmark rackbench lacks exits 2 naming it.
 #[test]
 fn dcperf_stock_job_files_load_whole() {
@@ -558,17 +558,34 @@ fn dcperf_stock_job_files_load_whole() {
             .map(|j| j["name"].as_str().unwrap().to_string())
             .collect()
     };
-    let benchmarks = cfg.join("benchmarks.yml");
-    for (file, with_b) in [
-        ("jobs.yml", true),
-        ("jobs.yml", false),
-        ("jobs_ai.yml", false),
-    ] {
+    // jobs.yml with and without its benchmarks.yml, and every other stock
+    // jobs file the checkout has (jobs_ai.yml, jobs_wdl.yml: they vary by
+    // DCPerf version) with its own benchmarks file where there is one.
+    let mut files: Vec<(String, Option<std::path::PathBuf>)> = vec![
+        ("jobs.yml".into(), Some(cfg.join("benchmarks.yml"))),
+        ("jobs.yml".into(), None),
+    ];
+    let mut others: Vec<String> = std::fs::read_dir(&cfg)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("jobs_") && n.ends_with(".yml"))
+        .collect();
+    others.sort();
+    assert!(
+        !others.is_empty(),
+        "{}: no jobs_*.yml beside jobs.yml",
+        cfg.display()
+    );
+    for n in others {
+        let b = cfg.join(n.replacen("jobs_", "benchmarks_", 1));
+        files.push((n, b.exists().then_some(b)));
+    }
+    for (file, benchmarks) in &files {
         let jobs = cfg.join(file);
         let text_in = std::fs::read_to_string(&jobs).unwrap();
         let mut args = vec!["-j", jobs.to_str().unwrap()];
-        if with_b {
-            args.extend(["-b", benchmarks.to_str().unwrap()]);
+        if let Some(b) = benchmarks {
+            args.extend(["-b", b.to_str().unwrap()]);
         }
         args.push("list");
         let o = rackbench(dir.path(), &args);
@@ -590,8 +607,8 @@ fn dcperf_stock_job_files_load_whole() {
             .unwrap();
         let name = row.split_whitespace().next().unwrap();
         let mut args = vec!["-j", jobs.to_str().unwrap(), "run", name, "--dry-run"];
-        if with_b {
-            args.splice(2..2, ["-b", benchmarks.to_str().unwrap()]);
+        if let Some(b) = benchmarks {
+            args.splice(2..2, ["-b", b.to_str().unwrap()]);
         }
         let e = bad_input(&rackbench(dir.path(), &args));
         assert!(e.contains(&format!("job '{name}'")), "{e}");

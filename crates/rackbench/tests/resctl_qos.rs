@@ -44,7 +44,10 @@ fn iocost_qos_and_tune_are_known_and_refused_with_the_reason() {
         if host_has_iocost() {
             // Requirements met: the job would run the whole ladder here
             // (resctl_guest.rs runs it); the refusal cannot be seen.
-            eprintln!("skipped: this host has io.cost, so {kind} is not refused");
+            testenv::skip(
+                "no_iocost",
+                &format!("this host has io.cost, so {kind} is not refused"),
+            );
             continue;
         } else {
             // Refused before anything runs, naming upstream's sysreqs.
@@ -61,7 +64,10 @@ fn iocost_qos_and_tune_are_known_and_refused_with_the_reason() {
 #[test]
 fn forced_iocost_qos_without_iocost_is_still_refused_not_degraded() {
     if host_has_iocost() {
-        eprintln!("skip: this host has io.cost; the forced refusal is for hosts without it");
+        testenv::skip(
+            "no_iocost",
+            "this host has io.cost; the forced refusal is for hosts without it",
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();
