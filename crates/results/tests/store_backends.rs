@@ -3,8 +3,8 @@
 //! PostgreSQL is not installed).
 #![allow(clippy::unwrap_used)]
 
-use harness::record::Record;
-use harness::store::{RunFilter, RunRow, Store};
+use results::record::Record;
+use results::store::{RunFilter, RunRow, Store};
 use serde_json::json;
 
 fn row(run_id: &str, job: &str, host: &str, ts: u64, ok: bool) -> RunRow {
@@ -231,14 +231,14 @@ fn postgres_errors_name_the_url_without_its_password() {
 
 #[test]
 fn urls_are_redacted() {
-    use harness::store::redact_url;
+    use results::store::redact_url;
     assert_eq!(
         redact_url("postgres://u:p@h:5/db?password=x&sslmode=disable"),
         "postgres://u@h:5/db?sslmode=disable"
     );
     assert_eq!(redact_url("postgresql://h/db"), "postgresql://h/db");
-    assert!(harness::store::is_postgres_url("postgresql://h/db"));
-    assert!(!harness::store::is_postgres_url("/var/lib/postgres://x"));
+    assert!(results::store::is_postgres_url("postgresql://h/db"));
+    assert!(!results::store::is_postgres_url("/var/lib/postgres://x"));
 }
 
 /// `n` distinct runs (two jobs, both roles, several iterations) in a new
