@@ -413,7 +413,7 @@ fn rackbench_sequencer_drives_a_node_manager_with_upstreams_protocol_only() {
             .unwrap()
             .into_inner();
         assert_eq!(config.node_alias(), "node1");
-        // The client runs 2.5 s while the minimal node, done at once, is
+        // The client runs 2 s while the minimal node, done at once, is
         // checked for liveness (every second) with upstream's protocol.
         let test = client_server(
             2,
