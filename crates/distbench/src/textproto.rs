@@ -233,12 +233,7 @@ fn unknown_field(message: &str) -> Option<(&str, &str)> {
 /// The candidate within edit distance 2 (or a third of the length) of `word`.
 fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
     let limit = (word.chars().count() / 3).max(2);
-    candidates
-        .iter()
-        .map(|c| (strsim::levenshtein(word, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.as_str())
+    harness::suggest::nearest(word, candidates.iter().map(String::as_str), limit)
 }
 
 #[cfg(test)]

@@ -6,14 +6,14 @@ use crate::fsutil::write_atomic;
 use crate::hooks::{self, Hook, HookContext};
 use crate::job::{Catalogue, HookSpec, Job};
 use crate::machine::{self, MachineInfo};
-use crate::record::Record;
+use crate::record::{Record, now_secs};
 use crate::report::{Report, Stamp, new_run_id};
 use crate::store::{RunRow, Store};
 use crate::vars::{Resolved, resolve};
 use serde_json::{Map, Value, json};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// What a workload gets to run with.
 pub struct RunContext {
@@ -454,13 +454,6 @@ fn plan<'a>(
     }
     check_input_used(&out, &inv.input)?;
     Ok(out)
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// Runs an invocation. Planning errors return `Err` before anything runs;

@@ -16,9 +16,25 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// The candidate nearest to `word` by Levenshtein distance, when that
+/// distance is at most `limit` (ties go to the first in order). For names
+/// read from files, where a near miss is a typo, not a prefix.
+pub fn nearest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    limit: usize,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::closest;
+    use super::{closest, nearest};
 
     #[test]
     fn near_misses_and_prefixes() {
@@ -28,5 +44,14 @@ mod tests {
         assert_eq!(closest("ser", commands), Some("serve"));
         assert_eq!(closest("frobnicate", commands), None);
         assert_eq!(closest("sed", ["seed", "workers"]), Some("seed"));
+    }
+
+    #[test]
+    fn nearest_keeps_to_its_limit_and_the_first_of_equals() {
+        let keys = ["load", "loops", "lode"];
+        assert_eq!(nearest("lod", keys, 2), Some("load"));
+        assert_eq!(nearest("speedy", keys, 2), None);
+        assert_eq!(nearest("xx", ["ab", "cd"], 2), Some("ab"));
+        assert_eq!(nearest("xx", ["ab", "cd"], 1), None);
     }
 }

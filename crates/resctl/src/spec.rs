@@ -373,12 +373,7 @@ impl Passive {
 /// The entry of `allowed` closest to a misspelled `key`, when one is
 /// within an edit distance of 2 (the first of the nearest).
 pub fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
-    allowed
-        .iter()
-        .map(|a| (strsim::levenshtein(key, a), *a))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, a)| a)
+    harness::suggest::nearest(key, allowed.iter().copied(), 2)
 }
 
 /// Checks that every key of property group `group` (0 = the first group

@@ -81,6 +81,15 @@ impl Record {
     }
 }
 
+/// Now, in whole seconds since the Unix epoch (0 if the clock is before
+/// it): the timestamp records and result journals carry.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 /// A workload's typed metrics as the report's flat JSON object: each
 /// workload defines a `Serialize` struct of its metrics (so tests and
 /// callers read them by type) and its [`crate::Workload::metrics`] derives

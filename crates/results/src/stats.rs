@@ -49,6 +49,11 @@ impl Summary {
     }
 }
 
+/// `x` rounded to two decimals, as reports store percentages and rates.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
 /// The sample variance (n - 1) around `mean`; `None` below 2 values.
 pub fn variance(values: &[f64], mean: f64) -> Option<f64> {
     (values.len() >= 2)

@@ -36,10 +36,13 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// A multi-threaded tokio runtime with `threads` workers (at least one),
 /// timers and IO enabled: what servers and load generators here run on.
+/// Its error says what failed ("cannot start the tokio runtime: ..."), so
+/// callers pass it on as it is.
 pub fn runtime(threads: usize, name: &str) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .thread_name(name)
         .enable_all()
         .build()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the tokio runtime: {e}")))
 }

@@ -8,6 +8,7 @@
 
 use super::{Error, Hook, HookContext};
 use crate::machine::{CpuTicks as Times, parse_proc_stat as parse_stat};
+use crate::stats::round2;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -233,10 +234,6 @@ fn sample_loop(
         "avg_iowait_pct": round2(all_iowait / n),
         "per_cpu_avg_busy_pct": per_cpu,
     }))
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 impl Hook for Mpstat {

@@ -12,7 +12,6 @@ use crate::sys::sysreqs::SysReq;
 use harness::Cancel;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What `format`/`summary` pass a bench beyond the job.
 pub struct FormatArgs<'a> {
@@ -249,12 +248,7 @@ pub enum Outcome {
 }
 
 /// Seconds since the epoch (0 if the clock is before it).
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+pub(crate) use harness::record::now_secs;
 
 /// Starts `cmd` inside `cg`: the child writes 0 to each `cgroup.procs`
 /// before exec, so everything it allocates is charged there.
