@@ -50,6 +50,9 @@ impl Workload for AdSim {
         crate::directions::TABLES
     }
 
+    fn benchpress(&self) -> &'static [harness::benchpress_yaml::Upstream] {
+        crate::benchpress::BENCHPRESS
+    }
     fn name(&self) -> &'static str {
         "adsim"
     }

@@ -13,6 +13,7 @@
 //! - [`cli`], [`command`]: the command lines and the harness entry.
 
 pub mod addr;
+pub mod benchpress;
 pub mod cli;
 pub mod client;
 pub mod command;

@@ -67,6 +67,9 @@ impl Workload for FeedSim {
         crate::directions::TABLES
     }
 
+    fn benchpress(&self) -> &'static [harness::benchpress_yaml::Upstream] {
+        crate::benchpress::BENCHPRESS
+    }
     fn name(&self) -> &'static str {
         "feedsim"
     }

@@ -7,6 +7,7 @@
 //! (upstream run.sh, flags in [`cli`]): it starts a leaf process, waits until
 //! it is ready and runs the load core's SLO search against it.
 
+pub mod benchpress;
 pub mod cli;
 pub mod dataset;
 pub mod directions;

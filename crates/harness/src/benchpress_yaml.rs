@@ -24,8 +24,9 @@
 //! benchmark is usable when rackbench implements it ([`workload_for`]);
 //! its `path` and scripts name upstream's programs and are not run. Without
 //! `-b`, the benchmarks are upstream's for the workloads rackbench has
-//! (`feedsim`, `feedsim_autoscale`) plus each rackbench workload under its
-//! own name.
+//! (those the workloads declare) plus each rackbench workload under its
+//! own name. Which upstream benchmark a workload runs, and how its args
+//! translate, the workload declares ([`crate::Workload::benchpress`]).
 //!
 //! As benchpress, `-j` replaces the default jobs (the embedded catalogue);
 //! `--jobs-dir` folders still add theirs. A key benchpress does not know, or
@@ -70,56 +71,72 @@ fn at(path: &Path, line: usize, message: impl Into<String>) -> Error {
     }
 }
 
-/// How a benchpress benchmark's args become the rackbench workload's.
+/// How a benchpress benchmark's args become its rackbench workload's.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Translate {
+pub enum Translate {
     /// The workload takes the upstream program's flags as they are.
     Same,
-    /// `run-feedsim-multi.sh`: `-n N` is feedsim's `--num-instances N`, and
-    /// without it the script still autoscales (`--num-instances -1`).
-    FeedsimMulti,
-    /// `run_adsim.py`: its server always listens on every address with TLS
-    /// (the bundled certificate) and its client always speaks TLS, so a
-    /// `server` command gets `--bind :: --tls=1` and a `client` command
-    /// `--tls=1`, unless the args already give them.
-    AdSim,
+    /// The upstream script's flag `from` is the workload's `to`; without
+    /// it, `absent` goes first (a script's default the workload does not
+    /// share).
+    RenameFlag {
+        from: &'static str,
+        to: &'static str,
+        absent: &'static str,
+    },
+    /// Arguments the upstream script always gives: for a command (an args'
+    /// first word) in the list, `arg` is appended unless the args already
+    /// give `flag` (alone or as `flag=`).
+    Defaults(&'static [DefaultArg]),
 }
 
-/// An upstream benchmark rackbench implements.
-struct Upstream {
+/// One of [`Translate::Defaults`]' arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultArg {
+    pub commands: &'static [&'static str],
+    pub flag: &'static str,
+    pub arg: &'static str,
+}
+
+/// A benchmark of benchpress' benchmarks.yml that a rackbench workload
+/// runs, as the workload declares it ([`crate::Workload::benchpress`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Upstream {
     /// Its name in benchpress' benchmarks.yml (and its parser's).
-    name: &'static str,
+    pub name: &'static str,
     /// The rackbench workload that runs it.
-    workload: &'static str,
-    translate: Translate,
+    pub workload: &'static str,
+    pub translate: Translate,
     /// Its tags in upstream's benchmarks.yml.
-    scope: &'static [&'static str],
-    component: &'static [&'static str],
+    pub scope: &'static [&'static str],
+    pub component: &'static [&'static str],
+    /// benchpress' named suites (`-b NAME`) it belongs to besides the
+    /// default one.
+    pub suites: &'static [&'static str],
 }
 
-const UPSTREAM: &[Upstream] = &[
-    Upstream {
-        name: "feedsim",
-        workload: "feedsim",
-        translate: Translate::Same,
-        scope: &["app", "feed"],
-        component: &["cpu", "memory"],
-    },
-    Upstream {
-        name: "feedsim_autoscale",
-        workload: "feedsim",
-        translate: Translate::FeedsimMulti,
-        scope: &["app", "feed"],
-        component: &["cpu", "memory"],
-    },
-    Upstream {
-        name: "adsim",
-        workload: "adsim",
-        translate: Translate::AdSim,
-        scope: &[],
-        component: &[],
-    },
-];
+/// The registry's workloads, as benchpress files see them: their names
+/// and the upstream benchmarks they run.
+#[derive(Debug, Clone, Default)]
+pub struct Workloads<'a> {
+    pub names: Vec<&'a str>,
+    pub upstream: Vec<Upstream>,
+}
+
+impl Workloads<'_> {
+    fn has(&self, name: &str) -> bool {
+        self.names.contains(&name)
+    }
+
+    /// The workloads of benchpress suite `suite`.
+    fn of_suite(&self, suite: &str) -> Vec<&'static str> {
+        self.upstream
+            .iter()
+            .filter(|u| u.suites.contains(&suite))
+            .map(|u| u.workload)
+            .collect()
+    }
+}
 
 /// benchpress' alternative suites (`-b NAME`), none of which rackbench has.
 const ALT_SUITES: &[(&str, &str)] = &[
@@ -129,35 +146,34 @@ const ALT_SUITES: &[(&str, &str)] = &[
 ];
 
 /// benchpress' AI suite (`-b ai`, its benchmarks_ai.yml and jobs_ai.yml):
-/// of its benchmarks rackbench has AdSim, whose jobs (`adsim`,
-/// `adsim_inference_a`) it selects.
+/// it selects the jobs of the workloads whose benchmarks are in it.
 const AI_SUITE: &str = "ai";
-const AI_SUITE_WORKLOADS: &[&str] = &["adsim"];
 
 /// The rackbench workload for benchpress benchmark `name`, given the
 /// workloads this binary has; None when rackbench does not implement it.
-pub fn workload_for(name: &str, workloads: &[&str]) -> Option<String> {
+pub fn workload_for(name: &str, workloads: &Workloads) -> Option<String> {
     workload_and_translation(name, workloads).map(|(w, _)| w)
 }
 
-fn workload_and_translation(name: &str, workloads: &[&str]) -> Option<(String, Translate)> {
-    if let Some(u) = UPSTREAM.iter().find(|u| u.name == name) {
+fn workload_and_translation(name: &str, workloads: &Workloads) -> Option<(String, Translate)> {
+    if let Some(u) = workloads.upstream.iter().find(|u| u.name == name) {
         return workloads
-            .contains(&u.workload)
+            .has(u.workload)
             .then(|| (u.workload.to_string(), u.translate));
     }
     workloads
-        .contains(&name)
+        .has(name)
         .then(|| (name.to_string(), Translate::Same))
 }
 
 /// The benchpress benchmark names rackbench implements, sorted.
-pub fn implemented(workloads: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = UPSTREAM
+pub fn implemented(workloads: &Workloads) -> Vec<String> {
+    let mut v: Vec<String> = workloads
+        .upstream
         .iter()
-        .filter(|u| workloads.contains(&u.workload))
+        .filter(|u| workloads.has(u.workload))
         .map(|u| u.name.to_string())
-        .chain(workloads.iter().map(|w| w.to_string()))
+        .chain(workloads.names.iter().map(|w| w.to_string()))
         .collect();
     v.sort();
     v.dedup();
@@ -173,17 +189,18 @@ pub fn catalogue(
     jobs_dirs: &[PathBuf],
     jobs_file: Option<&Path>,
     benchmarks_file: Option<&Path>,
-    workloads: &[&str],
+    workloads: &Workloads,
 ) -> Result<Catalogue, Error> {
     // `-b ai` names a suite, not a file (unless a file of that name exists).
     if let Some(b) = benchmarks_file
         && b == Path::new(AI_SUITE)
         && !b.exists()
     {
+        let suite = workloads.of_suite(AI_SUITE);
         if let Some(j) = jobs_file {
             let benchmarks: BTreeMap<String, Benchmark> = default_benchmarks(workloads)
                 .into_iter()
-                .filter(|(name, _)| AI_SUITE_WORKLOADS.contains(&name.as_str()))
+                .filter(|(name, _)| suite.contains(&name.as_str()))
                 .collect();
             let mut cat = Catalogue::load(&[], jobs_dirs)?;
             for job in load_jobs(j, &benchmarks, false, workloads)? {
@@ -192,7 +209,7 @@ pub fn catalogue(
             return Ok(cat);
         }
         let mut cat = Catalogue::load(embedded, jobs_dirs)?;
-        cat.retain(|j| AI_SUITE_WORKLOADS.contains(&j.benchmark.as_str()));
+        cat.retain(|j| suite.contains(&j.benchmark.as_str()));
         return Ok(cat);
     }
     let Some(jobs_file) = jobs_file else {
@@ -243,9 +260,9 @@ pub struct Benchmark {
 }
 
 /// Upstream's benchmarks rackbench implements plus each workload by name.
-pub fn default_benchmarks(workloads: &[&str]) -> BTreeMap<String, Benchmark> {
+pub fn default_benchmarks(workloads: &Workloads) -> BTreeMap<String, Benchmark> {
     let mut out = BTreeMap::new();
-    for w in workloads {
+    for w in &workloads.names {
         out.insert(
             w.to_string(),
             Benchmark {
@@ -256,8 +273,8 @@ pub fn default_benchmarks(workloads: &[&str]) -> BTreeMap<String, Benchmark> {
             },
         );
     }
-    for u in UPSTREAM {
-        if workloads.contains(&u.workload) {
+    for u in &workloads.upstream {
+        if workloads.has(u.workload) {
             out.insert(
                 u.name.to_string(),
                 Benchmark {
@@ -287,7 +304,7 @@ const BENCHMARK_KEYS: &[&str] = &[
 /// are kept (a job naming one is the error), their keys checked all the same.
 pub fn load_benchmarks(
     path: &Path,
-    workloads: &[&str],
+    workloads: &Workloads,
 ) -> Result<BTreeMap<String, Benchmark>, Error> {
     if !path.exists()
         && let Some((suite, holds)) = ALT_SUITES.iter().find(|(s, _)| Path::new(s) == path)
@@ -332,7 +349,7 @@ pub fn load_benchmarks(
             match key.as_str() {
                 "parser" => {
                     let parser = string(path, fv, "the parser's name")?;
-                    if UPSTREAM.iter().any(|u| u.name == name) {
+                    if workloads.upstream.iter().any(|u| u.name == name) {
                         // Upstream pairs each benchmark with its own parser.
                         if parser != name {
                             return Err(at(
@@ -461,7 +478,7 @@ pub fn load_jobs(
     path: &Path,
     benchmarks: &BTreeMap<String, Benchmark>,
     from_file: bool,
-    workloads: &[&str],
+    workloads: &Workloads,
 ) -> Result<Vec<Loaded>, Error> {
     let root = read_yaml(path, "jobs")?;
     let Node::Seq(items) = &root.node else {
@@ -504,7 +521,7 @@ fn job(
     item: &Marked,
     benchmarks: &BTreeMap<String, Benchmark>,
     from_file: bool,
-    workloads: &[&str],
+    workloads: &Workloads,
 ) -> Result<Loaded, Error> {
     let Node::Map(fields) = &item.node else {
         return Err(at(
@@ -662,7 +679,7 @@ fn check_job_keys(
 }
 
 /// Why a job's benchmark cannot be run, with the close names.
-fn unrunnable_why(bench: Option<&Benchmark>, bench_name: &str, workloads: &[&str]) -> String {
+fn unrunnable_why(bench: Option<&Benchmark>, bench_name: &str, workloads: &Workloads) -> String {
     let defined = bench
         .map(|b| format!(" (defined at {})", b.defined_at))
         .unwrap_or_default();
@@ -823,7 +840,7 @@ fn flat_tags(bench: (Vec<String>, Vec<String>), job: (Vec<String>, Vec<String>))
 fn translate_args(translate: Translate, args: Vec<String>) -> Vec<String> {
     match translate {
         Translate::Same => args,
-        Translate::AdSim => {
+        Translate::Defaults(defaults) => {
             let mut args = args;
             let gives = |flag: &str, args: &[String]| {
                 args.iter().any(|a| {
@@ -835,25 +852,26 @@ fn translate_args(translate: Translate, args: Vec<String>) -> Vec<String> {
                 .first()
                 .and_then(|a| a.split_whitespace().next())
                 .map(str::to_string);
-            if matches!(command.as_deref(), Some("server")) && !gives("--bind", &args) {
-                args.push("--bind ::".into());
-            }
-            if matches!(command.as_deref(), Some("server" | "client")) && !gives("--tls", &args) {
-                args.push("--tls=1".into());
+            for d in defaults {
+                if command.as_deref().is_some_and(|c| d.commands.contains(&c))
+                    && !gives(d.flag, &args)
+                {
+                    args.push(d.arg.into());
+                }
             }
             args
         }
-        Translate::FeedsimMulti => {
+        Translate::RenameFlag { from, to, absent } => {
             let mut seen = false;
             let mut out: Vec<String> = args
                 .into_iter()
                 .map(|a| {
                     let words: Vec<&str> = a.split_whitespace().collect();
-                    if words.contains(&"-n") {
+                    if words.contains(&from) {
                         seen = true;
                         words
                             .iter()
-                            .map(|w| if *w == "-n" { "--num-instances" } else { w })
+                            .map(|w| if *w == from { to } else { w })
                             .collect::<Vec<_>>()
                             .join(" ")
                     } else {
@@ -862,7 +880,7 @@ fn translate_args(translate: Translate, args: Vec<String>) -> Vec<String> {
                 })
                 .collect();
             if !seen {
-                out.insert(0, "--num-instances -1".into());
+                out.insert(0, absent.into());
             }
             out
         }
@@ -1305,13 +1323,56 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    const WORKLOADS: &[&str] = &["calibrate", "feedsim", "adsim"];
+    /// The bindings FeedSim and AdSim declare (`crates/rackbench/tests/
+    /// benchpress_yaml.rs` runs their real ones through the binary).
+    const FEEDSIM_MULTI: Translate = Translate::RenameFlag {
+        from: "-n",
+        to: "--num-instances",
+        absent: "--num-instances -1",
+    };
+
+    fn workloads() -> Workloads<'static> {
+        let feed = |name, translate| Upstream {
+            name,
+            workload: "feedsim",
+            translate,
+            scope: &["app", "feed"],
+            component: &["cpu", "memory"],
+            suites: &[],
+        };
+        Workloads {
+            names: vec!["calibrate", "feedsim", "adsim"],
+            upstream: vec![
+                feed("feedsim", Translate::Same),
+                feed("feedsim_autoscale", FEEDSIM_MULTI),
+                Upstream {
+                    name: "adsim",
+                    workload: "adsim",
+                    translate: Translate::Defaults(&[
+                        DefaultArg {
+                            commands: &["server"],
+                            flag: "--bind",
+                            arg: "--bind ::",
+                        },
+                        DefaultArg {
+                            commands: &["server", "client"],
+                            flag: "--tls",
+                            arg: "--tls=1",
+                        },
+                    ]),
+                    scope: &[],
+                    component: &[],
+                    suites: &["ai"],
+                },
+            ],
+        }
+    }
 
     fn loaded(text: &str) -> Result<Vec<Loaded>, Error> {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("jobs.yml");
         std::fs::write(&p, text).unwrap();
-        load_jobs(&p, &default_benchmarks(WORKLOADS), false, WORKLOADS)
+        load_jobs(&p, &default_benchmarks(&workloads()), false, &workloads())
     }
 
     /// The runnable jobs of `text`; a job rackbench cannot run is an error
@@ -1497,19 +1558,19 @@ mod tests {
             "feedsim:\n  parser: feedsim\n  path: ./run.sh\n  tags: {scope: [a]}\n  metrics: [x]\ntao_bench:\n  parser: tao_bench\n  roles: [server, client]\n",
         )
         .unwrap();
-        let b = load_benchmarks(&p, WORKLOADS).unwrap();
+        let b = load_benchmarks(&p, &workloads()).unwrap();
         assert_eq!(b["feedsim"].scope, vec!["a"]);
         assert!(b.contains_key("tao_bench"));
         std::fs::write(&p, "feedsim:\n  parser: tao_bench\n").unwrap();
-        let e = load_benchmarks(&p, WORKLOADS).unwrap_err().to_string();
+        let e = load_benchmarks(&p, &workloads()).unwrap_err().to_string();
         assert!(
             e.contains("b.yml:2") && e.contains("parser 'tao_bench'"),
             "{e}"
         );
         std::fs::write(&p, "feedsim:\n  pth: x\n").unwrap();
-        let e = load_benchmarks(&p, WORKLOADS).unwrap_err().to_string();
+        let e = load_benchmarks(&p, &workloads()).unwrap_err().to_string();
         assert!(e.contains("unknown key 'pth'"), "{e}");
-        let e = load_benchmarks(Path::new("wdl"), WORKLOADS)
+        let e = load_benchmarks(Path::new("wdl"), &workloads())
             .unwrap_err()
             .to_string();
         assert!(e.contains("wdl_bench"), "{e}");

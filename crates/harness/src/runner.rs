@@ -181,6 +181,12 @@ pub trait Workload: Send + Sync {
         let _ = record;
         Vec::new()
     }
+    /// The benchmarks of benchpress' benchmarks.yml this workload runs, and
+    /// how their args translate (for `-j/-b` files); none by default (a
+    /// workload is still one under its own name).
+    fn benchpress(&self) -> &'static [crate::benchpress_yaml::Upstream] {
+        &[]
+    }
     /// What the report page draws across the stored runs of one of its jobs
     /// (`job`); none by default.
     fn history_charts(
@@ -222,6 +228,19 @@ impl Registry {
 
     pub fn names(&self) -> Vec<&'static str> {
         self.workloads.iter().map(|w| w.name()).collect()
+    }
+
+    /// The workloads as benchpress files see them: names and the upstream
+    /// benchmarks each declares.
+    pub fn benchpress(&self) -> crate::benchpress_yaml::Workloads<'static> {
+        crate::benchpress_yaml::Workloads {
+            names: self.names(),
+            upstream: self
+                .workloads
+                .iter()
+                .flat_map(|w| w.benchpress().iter().copied())
+                .collect(),
+        }
     }
 }
 

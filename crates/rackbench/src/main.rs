@@ -1074,7 +1074,7 @@ fn store_path(cli_db: &Option<PathBuf>) -> PathBuf {
 }
 
 fn run(mut cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
-    let names = reg.names();
+    let workloads = reg.benchpress();
     let override_args = cli
         .override_job_args
         .as_deref()
@@ -1090,7 +1090,7 @@ fn run(mut cli: Cli, reg: Registry) -> anyhow::Result<ExitCode> {
             &cli.jobs_dir,
             cli.jobs_file.as_deref(),
             cli.benchmarks.as_deref(),
-            &names,
+            &workloads,
         )?;
         if let Some((job, args)) = &override_args {
             cat.override_args(job, args.clone())?;

@@ -209,7 +209,9 @@ fn the_harness_names_no_workload_metric() {
     }
     assert!(keys.contains("final_achieved_qps") && keys.contains("hit_ratio_pct"));
     let names: Vec<&str> = reg.names();
-    let allowed_names = ["benchpress_yaml.rs", "score.rs"];
+    // score.rs holds DCPerf's own table of the benchmarks it scores (benchpress'
+    // BASELINES), whose "feedsim" is DCPerf's name, not a workload's.
+    let allowed_names = ["score.rs"];
     let mut found = Vec::new();
     for (file, code) in harness_sources() {
         for k in &keys {
