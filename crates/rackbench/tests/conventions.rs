@@ -115,8 +115,9 @@ fn returns_string_error(sig: &str) -> bool {
     ret.contains("Result<") && ret.replace(' ', "").contains(",String>")
 }
 
-/// `file:line name` of each public function, and each method of a public
-/// trait, that returns `Result<_, String>`.
+/// `file:line name` of each public function, each method of a public
+/// trait, and each public type alias of a function (`pub type F = dyn
+/// Fn(..) -> ..`), that returns `Result<_, String>`.
 fn string_errors(files: &[(PathBuf, Vec<String>)]) -> Vec<String> {
     let mut out = Vec::new();
     for (f, lines) in files {
@@ -132,6 +133,13 @@ fn string_errors(files: &[(PathBuf, Vec<String>)]) -> Vec<String> {
             }
             if body.starts_with("pub trait ") && l.trim_end().ends_with('{') {
                 in_trait = Some(indent.to_string());
+                continue;
+            }
+            if let Some(alias) = body.strip_prefix("pub type ")
+                && returns_string_error(&signature(lines, i))
+            {
+                let name = alias.split(['<', ' ', '=']).next().unwrap_or_default();
+                out.push(format!("{}:{} {name}", f.display(), i + 1));
                 continue;
             }
             let Some((_, name)) = fn_start(l) else {
@@ -167,12 +175,18 @@ fn the_checks_find_what_they_look_for() {
         "pub trait Hook {",
         "    fn before(&mut self) -> Result<(), String>;",
         "}",
+        "pub type Save<'a> = dyn Fn(&str) -> Result<(), String> + 'a;",
+        "pub type Typed<'a> = dyn Fn(&str) -> Result<(), Error> + 'a;",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
     let found = string_errors(&[(f, code)]);
-    assert_eq!(found, ["t.rs:1 a", "t.rs:9 before"], "{found:?}");
+    assert_eq!(
+        found,
+        ["t.rs:1 a", "t.rs:9 before", "t.rs:11 Save"],
+        "{found:?}"
+    );
 }
 
 #[test]

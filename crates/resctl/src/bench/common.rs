@@ -203,8 +203,9 @@ pub struct Options {
     pub tune_fit: Option<crate::bench::iocost_tune::fit::Fit>,
 }
 
-/// Saves a running job's record so far in the journal.
-pub type Checkpoint<'a> = dyn Fn(&Value) -> Result<(), String> + 'a;
+/// Saves a running job's record so far in the journal (a failure is the
+/// host's: the journal was read when the job started).
+pub type Checkpoint<'a> = dyn Fn(&Value) -> crate::Result<()> + 'a;
 
 /// What a running job can use.
 pub struct Ctx<'a> {

@@ -1177,13 +1177,14 @@ impl JobRunner<'_> {
         // stays the job's record if it then fails or is interrupted.
         let checkpointed: std::cell::RefCell<Option<serde_json::Value>> = Default::default();
         let template = data.clone();
-        let checkpoint = |rec: &serde_json::Value| -> Result<(), String> {
-            let mut j = Journal::open(result).map_err(|e| e.to_string())?;
+        let checkpoint = |rec: &serde_json::Value| -> crate::Result<()> {
+            let host = |e: crate::journal::JournalError| crate::Error::Host(e.to_string());
+            let mut j = Journal::open(result).map_err(host)?;
             let mut d = template.clone();
             d.record = Some(rec.clone());
             d.period.1 = now_secs();
             j.upsert(d);
-            j.save().map_err(|e| e.to_string())?;
+            j.save().map_err(host)?;
             *checkpointed.borrow_mut() = Some(rec.clone());
             Ok(())
         };
