@@ -1,20 +1,26 @@
 //! Server addresses as the client options give them. Below both the
 //! client command and the `Client` kernels, which resolve the same way.
 
-use anyhow::Context;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// Resolves `server:port` (an IPv6 address needs no brackets).
-pub fn resolve(server: &str, port: u16) -> anyhow::Result<SocketAddr> {
+/// Resolves `server:port` (an IPv6 address needs no brackets). A name
+/// that does not resolve is the user's to fix (`--server`).
+pub fn resolve(server: &str, port: u16) -> crate::Result<SocketAddr> {
     let host = server.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(SocketAddr::new(ip, port));
     }
     (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("--server {server:?}: cannot resolve the host name"))?
+        .map_err(|e| {
+            crate::Error::Input(format!(
+                "--server {server:?}: cannot resolve the host name: {e}"
+            ))
+        })?
         .next()
-        .with_context(|| format!("--server {server:?}: the host name has no address"))
+        .ok_or_else(|| {
+            crate::Error::Input(format!("--server {server:?}: the host name has no address"))
+        })
 }
 
 #[cfg(test)]

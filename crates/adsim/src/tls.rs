@@ -7,7 +7,6 @@
 //! unverified, as upstream's client does with its bundled example pair:
 //! the point is the cost of encryption, not authentication.
 
-use anyhow::{Context, bail};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use std::net::{IpAddr, SocketAddr};
@@ -28,20 +27,25 @@ pub struct Pair {
 
 /// The server's pair: the given files, or a fresh self-signed one valid for
 /// localhost, the loopback addresses and `bind`.
-pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> anyhow::Result<Pair> {
+pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> crate::Result<Pair> {
     if let (Some(c), Some(k)) = (cert, key) {
         let read = |p: &Path, what: &str| {
-            std::fs::read(p).with_context(|| format!("cannot read the TLS {what} {}", p.display()))
+            std::fs::read(p).map_err(|e| {
+                crate::Error::Input(format!("cannot read the TLS {what} {}: {e}", p.display()))
+            })
         };
         let (cert_pem, key_pem) = (read(c, "certificate")?, read(k, "key")?);
         if CertificateDer::pem_slice_iter(&cert_pem).next().is_none() {
-            bail!(
+            return Err(crate::Error::Input(format!(
                 "{}: no PEM certificate in the file (expected -----BEGIN CERTIFICATE-----)",
                 c.display()
-            );
+            )));
         }
         if rustls_pki_types::PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
-            bail!("{}: no PEM private key in the file", k.display());
+            return Err(crate::Error::Input(format!(
+                "{}: no PEM private key in the file",
+                k.display()
+            )));
         }
         return Ok(Pair {
             cert_pem,
@@ -53,8 +57,9 @@ pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> any
     if !bind.is_unspecified() && !bind.is_loopback() {
         names.push(bind.to_string());
     }
-    let ck = rcgen::generate_simple_self_signed(names)
-        .context("cannot generate a self-signed certificate")?;
+    let ck = rcgen::generate_simple_self_signed(names).map_err(|e| {
+        crate::Error::Host(format!("cannot generate a self-signed certificate: {e}"))
+    })?;
     Ok(Pair {
         cert_pem: ck.cert.pem().into_bytes(),
         key_pem: ck.signing_key.serialize_pem().into_bytes(),
@@ -63,26 +68,36 @@ pub fn server_pair(cert: Option<&Path>, key: Option<&Path>, bind: IpAddr) -> any
 }
 
 /// The client's TLS settings: trust `ca` (PEM file) or accept any server.
-pub fn client_connector(ca: Option<&Path>) -> anyhow::Result<TlsConnector> {
+pub fn client_connector(ca: Option<&Path>) -> crate::Result<TlsConnector> {
     let provider = Arc::new(ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?;
+        .map_err(|e| crate::Error::Host(format!("TLS protocol versions: {e}")))?;
     let mut cfg = match ca {
         Some(p) => {
-            let pem =
-                std::fs::read(p).with_context(|| format!("cannot read --ca {}", p.display()))?;
+            let pem = std::fs::read(p).map_err(|e| {
+                crate::Error::Input(format!("cannot read --ca {}: {e}", p.display()))
+            })?;
             let mut roots = RootCertStore::empty();
             for c in CertificateDer::pem_slice_iter(&pem) {
-                let c = c.with_context(|| {
-                    format!("--ca {}: a certificate is not valid PEM", p.display())
+                let c = c.map_err(|e| {
+                    crate::Error::Input(format!(
+                        "--ca {}: a certificate is not valid PEM: {e}",
+                        p.display()
+                    ))
                 })?;
-                roots.add(c).with_context(|| {
-                    format!("--ca {}: a certificate cannot be used", p.display())
+                roots.add(c).map_err(|e| {
+                    crate::Error::Input(format!(
+                        "--ca {}: a certificate cannot be used: {e}",
+                        p.display()
+                    ))
                 })?;
             }
             if roots.is_empty() {
-                bail!("--ca {}: no PEM certificate in the file", p.display());
+                return Err(crate::Error::Input(format!(
+                    "--ca {}: no PEM certificate in the file",
+                    p.display()
+                )));
             }
             builder.with_root_certificates(roots).with_no_client_auth()
         }

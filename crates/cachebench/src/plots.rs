@@ -12,6 +12,7 @@
 //! - `<stem>_throughput.png`, `<stem>_hit_ratio.png` and, with NVM,
 //!   `<stem>_read_latency.png` and `<stem>_write_latency.png`.
 
+use crate::error::Error;
 use crate::output::HitRatios;
 use chart::Chart;
 use hdrhistogram::Histogram;
@@ -148,7 +149,8 @@ fn latency_chart(samples: &[Sample], read: bool) -> Chart {
 
 /// Writes the tables and charts into `dir` named after `stem`; returns the
 /// files written.
-pub fn write_all(dir: &Path, stem: &str, samples: &[Sample]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn write_all(dir: &Path, stem: &str, samples: &[Sample]) -> Result<Vec<PathBuf>, Error> {
+    let png = |c: &Chart, p: &Path| c.write_png(p).map_err(|e| Error::Host(e.to_string()));
     let mut written = Vec::new();
     let path = |suffix: &str| dir.join(format!("{stem}_{suffix}"));
     let throughput = Chart::new("CacheBench throughput", "time (s)", "operations per second")
@@ -158,7 +160,7 @@ pub fn write_all(dir: &Path, stem: &str, samples: &[Sample]) -> anyhow::Result<V
             samples.iter().map(|s| (s.t, s.ops_per_sec)).collect(),
         );
     let p = path("throughput.png");
-    throughput.write_png(&p)?;
+    png(&throughput, &p)?;
     written.push(p);
     let nvm = samples
         .iter()
@@ -175,15 +177,16 @@ pub fn write_all(dir: &Path, stem: &str, samples: &[Sample]) -> anyhow::Result<V
             .series("NVM", samples.iter().map(|s| (s.t, s.hit.nvm)).collect());
     }
     let p = path("hit_ratio.png");
-    hit.write_png(&p)?;
+    png(&hit, &p)?;
     written.push(p);
     if nvm {
         for (read, name) in [(true, "read"), (false, "write")] {
             let p = path(&format!("{name}_latency.tsv"));
-            harness::fsutil::write_atomic(&p, latency_tsv(samples, read).as_bytes())?;
+            harness::fsutil::write_atomic(&p, latency_tsv(samples, read).as_bytes())
+                .map_err(|e| Error::Host(format!("cannot write {}: {e}", p.display())))?;
             written.push(p);
             let p = path(&format!("{name}_latency.png"));
-            latency_chart(samples, read).write_png(&p)?;
+            png(&latency_chart(samples, read), &p)?;
             written.push(p);
         }
     }

@@ -24,14 +24,14 @@ fn link_local(a: &IpAddr) -> bool {
 /// `GetBestAddress`: the first non-link-local address of the preferred
 /// family (IPv6, or IPv4 with `--prefer_ipv4`), else the first
 /// non-link-local address of the other family (with a warning on stderr).
-pub fn device_address(dev: &str) -> anyhow::Result<IpAddr> {
+pub fn device_address(dev: &str) -> crate::Result<IpAddr> {
     device_address_preferring(dev, PREFER_IPV4.load(Ordering::Relaxed))
 }
 
 /// [`device_address`] with the preference given.
-pub fn device_address_preferring(dev: &str, prefer_ipv4: bool) -> anyhow::Result<IpAddr> {
+pub fn device_address_preferring(dev: &str, prefer_ipv4: bool) -> crate::Result<IpAddr> {
     let ifaces = nix::ifaddrs::getifaddrs()
-        .map_err(|e| anyhow::anyhow!("cannot list network interfaces: {e}"))?;
+        .map_err(|e| crate::Error::Host(format!("cannot list network interfaces: {e}")))?;
     let mut mine: Vec<IpAddr> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for ifa in ifaces {
@@ -60,17 +60,17 @@ pub fn device_address_preferring(dev: &str, prefer_ipv4: bool) -> anyhow::Result
         );
         return Ok(*a);
     }
-    Err(anyhow::anyhow!(
+    Err(crate::Error::Input(format!(
         "network interface '{dev}' not found or has no address (prefer_ipv4={prefer_ipv4}; \
          interfaces: {})",
         names.join(", ")
-    ))
+    )))
 }
 
 /// Every (device, address) of this host.
-fn addresses() -> anyhow::Result<Vec<(String, IpAddr)>> {
+fn addresses() -> crate::Result<Vec<(String, IpAddr)>> {
     let ifaces = nix::ifaddrs::getifaddrs()
-        .map_err(|e| anyhow::anyhow!("cannot list network interfaces: {e}"))?;
+        .map_err(|e| crate::Error::Host(format!("cannot list network interfaces: {e}")))?;
     Ok(ifaces
         .filter_map(|ifa| {
             let a = ifa.address.as_ref()?;
@@ -109,7 +109,7 @@ fn private(a: &IpAddr) -> bool {
 /// address of the highest score, one point for the preferred family
 /// (IPv6, or IPv4 with `--prefer_ipv4`), one for a private address, two
 /// for any device but `lo`.
-pub fn best_address() -> anyhow::Result<IpAddr> {
+pub fn best_address() -> crate::Result<IpAddr> {
     let prefer_ipv4 = PREFER_IPV4.load(Ordering::Relaxed);
     let mut best: Option<(i32, IpAddr)> = None;
     for (dev, a) in addresses()? {
@@ -124,7 +124,9 @@ pub fn best_address() -> anyhow::Result<IpAddr> {
         }
     }
     best.map(|(_, a)| a).ok_or_else(|| {
-        anyhow::anyhow!("no address found on any network interface (prefer_ipv4={prefer_ipv4})")
+        crate::Error::Host(format!(
+            "no address found on any network interface (prefer_ipv4={prefer_ipv4})"
+        ))
     })
 }
 
