@@ -12,10 +12,12 @@
 pub mod cache;
 pub mod charts;
 pub mod chunked;
+mod cli;
 mod command;
 pub mod config;
 pub mod counters;
 pub mod directions;
+mod drive;
 pub mod error;
 pub mod generator;
 pub mod latency;
@@ -25,7 +27,9 @@ pub mod nvm;
 pub mod output;
 pub mod plots;
 pub mod record;
+mod render;
 pub mod replay;
+mod setup;
 pub mod stats;
 pub mod stressor;
 
@@ -35,5 +39,5 @@ pub use record::{CacheBenchRecord, GeneratorStats, InstanceRecord};
 
 /// The config-to-engine mapping the command uses, for benchmarks.
 pub mod command_support {
-    pub use crate::command::{dram_config as dram_config_of, spec as spec_of};
+    pub use crate::setup::{dram_config as dram_config_of, spec as spec_of};
 }

@@ -7,7 +7,7 @@ use crate::stats::RunStats;
 
 /// What a CacheBench run keeps with its stored run: each instance's
 /// end-of-run figures and failure lines, and with several instances their
-/// sums. The command's `write_record` prints upstream's end-of-run text from it.
+/// sums. `render.rs`'s `write_record` prints upstream's end-of-run text from it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CacheBenchRecord {
     pub instances: Vec<InstanceRecord>,
