@@ -3,9 +3,12 @@
 //! [`leaf`] is the server: per-request graph ranking ([`graph`]),
 //! instruction-cache pressure ([`icache`]), compression, serialization
 //! ([`story`]), pointer chasing over per-thread data ([`dataset`]) and an
-//! off-CPU wait, on fixed thread pools ([`pool`]). [`command`] is the driver
-//! (upstream run.sh, flags in [`cli`]): it starts a leaf process, waits until
-//! it is ready and runs the load core's SLO search against it.
+//! off-CPU wait, on fixed thread pools ([`pool`]). [`command`] is the entry
+//! point; the driver (upstream run.sh, flags in [`cli`], set up in [`setup`],
+//! run in [`drive`]) starts a leaf process ([`leaf_process`]), waits until it
+//! is ready and runs the load core's SLO search against it ([`prober`]). Its
+//! typed record is in [`record`], printed by [`printer`]; `rackbench feedsim
+//! leaf` runs in [`serve`].
 
 pub mod benchpress;
 pub mod cli;
@@ -20,6 +23,15 @@ pub mod metrics;
 pub mod perf_record;
 pub use rpc::pool;
 pub mod command;
+pub mod drive;
+#[cfg(test)]
+mod fixtures;
+pub mod leaf_process;
+pub mod printer;
+pub mod prober;
+pub mod record;
+pub mod serve;
+pub mod setup;
 pub mod story;
 /// FeedSim's leaf service (`proto/feedsim.proto`), generated at build time.
 pub mod proto {

@@ -3,13 +3,18 @@
 //! the harness flattens [`FeedSimMetrics`] into the report's JSON.
 
 use crate::cli::Threads;
-use crate::command::*;
+use crate::record::*;
 use load::hostspeed::HostSpeed;
 use load::recorder::SecondSummary;
 use load::report::round3;
 use load::{Arrival, ProbeRecord, SloTarget};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Upstream's baseline: score = final_achieved_qps / 57.
+pub const BASELINE_QPS: f64 = 57.0;
+/// Host speed drift past which a result is flagged as not comparable.
+pub(crate) const SPEED_DRIFT_WARN_PCT: f64 = 10.0;
 
 /// The report's metrics of each mode.
 #[derive(Debug, Clone, Serialize)]
