@@ -368,17 +368,13 @@ fn parse(args: &[String]) -> anyhow::Result<Args> {
     Args::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))
 }
 
-fn runtime(threads: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    rpc::runtime(threads, name).context("cannot start the tokio runtime")
-}
-
 fn serve(
     a: &Args,
     listen: SocketAddr,
     threads: usize,
     ctx: &RunContext,
 ) -> anyhow::Result<Outcome> {
-    let rt = runtime(threads, "calib-server")?;
+    let rt = rpc::runtime(threads, "calib-server")?;
     let service = Service::new(
         a.workers,
         Duration::from_secs_f64(a.service_time_ms / 1000.0),
@@ -434,7 +430,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     // The host before the run (and after it, below): whether it was busy
     // or changed speed, which the result cannot be trusted through.
     let host = load::hostspeed::HostChecker::start();
-    let server_rt = runtime(1, "calib-server")?;
+    let server_rt = rpc::runtime(1, "calib-server")?;
     let service = Service::new(a.workers, Duration::from_secs_f64(service_s), a.stall());
     let stats = service.stats.clone();
     let (addr, running) = match a.server {
@@ -444,7 +440,7 @@ fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             (addr, Some(running))
         }
     };
-    let client_rt = runtime(a.client_threads, "calib-client")?;
+    let client_rt = rpc::runtime(a.client_threads, "calib-client")?;
     let alive = running.clone();
     let check: CheckFn = Box::new(move || match &alive {
         Some(r) if r.is_finished() => Err(load::Error::Host(

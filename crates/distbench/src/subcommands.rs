@@ -20,7 +20,6 @@ mod run_tests;
 mod servers;
 
 pub use addresses::{node_addresses, sequencer_addresses};
-use anyhow::Context;
 pub use cli::{
     LocalhostArgs, NodeArguments, NodeManagerArgs, RpcServerArgs, RunTestsArgs, SequencerArgs,
     TestPreviewArgs, attributes, node_arguments, normalize, parse_args, parse_max_test_duration,
@@ -55,5 +54,5 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .max(2);
-    rpc::runtime(threads, "distbench").context("cannot start the tokio runtime")
+    Ok(rpc::runtime(threads, "distbench")?)
 }

@@ -6,6 +6,7 @@ use crate::metrics::SPEED_DRIFT_WARN_PCT;
 use crate::record::{
     AutoscaleRun, FeedSimRecord, InstanceRecord, InstanceResult, LeafRecord, overall,
 };
+use harness::stats::round2;
 use load::hostspeed::HostSpeed;
 use load::report::{SearchRecord, final_line, write_search};
 use load::{ProbeRecord, SloTarget};
@@ -184,10 +185,6 @@ fn upstream_summary(
     out.push(format!("  \"is_fixed_qps\": {}", u8::from(fixed)));
     out.push("}".into());
     out
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 /// The mark of a run during which the machine's speed changed.

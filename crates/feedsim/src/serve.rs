@@ -6,21 +6,17 @@ use crate::leaf::{LeafService, LeafState, proc_self};
 use crate::printer::ready_line;
 use crate::record::{FeedSimRecord, LeafRecord, RECORD_VERSION};
 use crate::setup::{check_memory, leaf_config, topology};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use harness::{Outcome, Record, RunContext};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-fn runtime(threads: usize, name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    rpc::runtime(threads, name).context("cannot start the tokio runtime")
-}
 
 pub(crate) fn run_leaf(a: &LeafArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let (nproc, smt) = topology();
     let t = a.shape.threads(nproc, smt).map_err(anyhow::Error::msg)?;
     let cfg = leaf_config(&a.shape, t);
     check_memory(&cfg, 1)?;
-    let rt = runtime(2, "leaf-grpc")?;
+    let rt = rpc::runtime(2, "leaf-grpc")?;
     let state = LeafState::new(cfg.clone());
     let running = {
         let _g = rt.enter();
