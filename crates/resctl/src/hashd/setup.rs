@@ -567,12 +567,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// What the bench starts from: `params` with the `--bench-*` values given.
-fn bench_base(
-    a: &HashdArgs,
-    bo: &BenchOpts,
-    params: &Params,
-    search_single: bool,
-) -> Params {
+fn bench_base(a: &HashdArgs, bo: &BenchOpts, params: &Params, search_single: bool) -> Params {
     let mut base = params.clone();
     if let Some(h) = bo.hash_size {
         base.file_size_mean = h;
