@@ -172,7 +172,7 @@ impl Journal {
                     "entry {i} (a JSON {kind}) is not a job: {e}; expected an object with spec, period [start, end], sysinfo, record and result"
                 ))
             })?;
-            crate::bench::knobs::JobSysInfo::from_json(&job.sysinfo).map_err(|e| {
+            crate::jobinfo::JobSysInfo::from_json(&job.sysinfo).map_err(|e| {
                 refuse(format!(
                     "entry {i} ({}) has a system info that cannot be read: {e}; expected upstream resctl-bench's sysinfo object",
                     job.spec

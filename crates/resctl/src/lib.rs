@@ -51,6 +51,7 @@ pub mod fmt;
 pub mod hashd;
 pub mod hog;
 pub mod jobfile;
+pub mod jobinfo;
 pub mod journal;
 pub mod merge;
 pub mod pack;

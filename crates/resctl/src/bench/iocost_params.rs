@@ -1,13 +1,19 @@
-//! The `iocost-params` bench; what it does, for users, is [`DOC`].
+//! The `iocost-params` bench; what it does, for users, is [`DOC`]. It
+//! owns the io.cost files: it writes and restores io.cost.model and
+//! io.cost.qos, and reads them (with io.stat) back into knobs and reports.
 
 use super::common::{Bench, BenchInfo, Ctx, Outcome};
-use super::knobs::{IoCostKnobs, IoCostModel, IoCostQos};
+use super::knobs::{
+    IoCostKnobs, IoCostModel, IoCostModelReport, IoCostQos, IoCostQosReport, IoCostReport,
+};
 use crate::bench::metrics::IoCostParamsMetrics;
 use crate::journal::JobData;
 use crate::spec::{JobSpec, check_keys};
+use crate::sys::cgroup::Cgroups;
 use crate::sys::sysreqs::SysReq;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -363,6 +369,135 @@ impl Drop for IoCostRestore {
 
 pub use crate::sys::iocost_restore_line as restore_line;
 
+/// One device's `key=value` pairs in a io.cost.model/io.cost.qos file.
+fn iocost_line(text: &str, devnr: &str) -> Option<BTreeMap<String, String>> {
+    let l = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(devnr))?;
+    Some(
+        l.split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+/// `--iocost-from-sys`: the scratch device's model and QoS as the
+/// kernel has them (`model` and `qos`: the io.cost.model and io.cost.qos
+/// texts); refused when iocost is off for the device.
+pub fn iocost_knobs_from_sys(
+    model: &str,
+    qos: &str,
+    devnr: &str,
+) -> Result<IoCostKnobs, crate::Error> {
+    let what = "--iocost-from-sys";
+    let m = iocost_line(model, devnr).ok_or_else(|| {
+        crate::Error::Host(format!(
+            "{what}: io.cost.model has no line for the scratch device {devnr}"
+        ))
+    })?;
+    let q = iocost_line(qos, devnr).ok_or_else(|| {
+        crate::Error::Host(format!(
+            "{what}: io.cost.qos has no line for the scratch device {devnr}"
+        ))
+    })?;
+    if q.get("enable").map(String::as_str) != Some("1") {
+        return Err(crate::Error::Host(format!(
+            "{what}: iocost is disabled for the scratch device {devnr} (io.cost.qos enable=0)"
+        )));
+    }
+    // Every figure must be there: a missing one is not read as 0.
+    const MODEL_KEYS: [&str; 6] = [
+        "rbps",
+        "rseqiops",
+        "rrandiops",
+        "wbps",
+        "wseqiops",
+        "wrandiops",
+    ];
+    const QOS_KEYS: [&str; 6] = ["rpct", "rlat", "wpct", "wlat", "min", "max"];
+    for (map, keys) in [(&m, MODEL_KEYS), (&q, QOS_KEYS)] {
+        if let Some(k) = keys.iter().find(|k| figure(map, k).is_none()) {
+            return Err(crate::Error::Host(format!(
+                "{what}: no {k}= for {devnr} in io.cost.model/io.cost.qos"
+            )));
+        }
+    }
+    Ok(IoCostKnobs {
+        devnr: devnr.to_string(),
+        ..iocost_report(Some(model), Some(qos), None, devnr).knobs()
+    })
+}
+
+/// A `key=value` figure of an iocost line: a finite, non-negative number.
+fn figure(map: &BTreeMap<String, String>, k: &str) -> Option<f64> {
+    map.get(k)
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// The scratch device's iocost state as upstream's `sysinfo.iocost` keeps
+/// it, from the io.cost.model, io.cost.qos and io.stat texts of the
+/// cgroup2 root (`None` where a file is missing: all empty, as upstream
+/// writes it for a device without iocost). `vrate` is the device's
+/// `cost.vrate` in io.stat when read (upstream: the job's mean).
+pub fn iocost_report(
+    model: Option<&str>,
+    qos: Option<&str>,
+    io_stat: Option<&str>,
+    devnr: &str,
+) -> IoCostReport {
+    let m = model
+        .and_then(|t| iocost_line(t, devnr))
+        .unwrap_or_default();
+    let q = qos.and_then(|t| iocost_line(t, devnr)).unwrap_or_default();
+    let v = io_stat
+        .and_then(|t| iocost_line(t, devnr))
+        .unwrap_or_default();
+    let f = |map: &BTreeMap<String, String>, k: &str| figure(map, k).unwrap_or(0.0);
+    let s = |map: &BTreeMap<String, String>, k: &str| map.get(k).cloned().unwrap_or_default();
+    IoCostReport {
+        vrate: f(&v, "cost.vrate"),
+        model: IoCostModelReport {
+            ctrl: s(&m, "ctrl"),
+            model: s(&m, "model"),
+            knobs: IoCostModel {
+                rbps: f(&m, "rbps") as u64,
+                rseqiops: f(&m, "rseqiops") as u64,
+                rrandiops: f(&m, "rrandiops") as u64,
+                wbps: f(&m, "wbps") as u64,
+                wseqiops: f(&m, "wseqiops") as u64,
+                wrandiops: f(&m, "wrandiops") as u64,
+            },
+        },
+        qos: IoCostQosReport {
+            enable: f(&q, "enable") as u32,
+            ctrl: s(&q, "ctrl"),
+            knobs: IoCostQos {
+                rpct: f(&q, "rpct"),
+                rlat: f(&q, "rlat") as u64,
+                wpct: f(&q, "wpct"),
+                wlat: f(&q, "wlat") as u64,
+                min: f(&q, "min"),
+                max: f(&q, "max"),
+            },
+        },
+    }
+}
+
+/// [`iocost_report`] for the scratch device, read from this host.
+pub(crate) fn iocost_report_now(cgroups: &Cgroups, devnr: (u32, u32)) -> IoCostReport {
+    let root = cgroups.v2_root();
+    let read = |name: &str| root.and_then(|r| std::fs::read_to_string(r.join(name)).ok());
+    iocost_report(
+        read("io.cost.model").as_deref(),
+        read("io.cost.qos").as_deref(),
+        read("io.stat").as_deref(),
+        &format!("{}:{}", devnr.0, devnr.1),
+    )
+}
+
 /// Enables iocost with `k` for the length of a bench (protection): the
 /// outcome in words, and the guard that restores what was there.
 pub fn enable_for_run(ctx: &Ctx, k: &IoCostKnobs) -> (String, Option<IoCostRestore>) {
@@ -478,6 +613,40 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn iocost_state_is_read_as_upstream_keeps_it() {
+        let model = "8:16 ctrl=auto model=linear rbps=1\n\
+                     8:0 ctrl=user model=linear rbps=2000000000 rseqiops=300000 rrandiops=200000 \
+                     wbps=1500000000 wseqiops=250000 wrandiops=150000\n";
+        let qos = "8:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=90.00 wlat=10000 min=50.00 max=150.00\n";
+        let stat =
+            "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0 cost.vrate=87.50 cost.usage=9\n";
+        let r = iocost_report(Some(model), Some(qos), Some(stat), "8:0");
+        assert!(r.enabled());
+        assert_eq!(
+            (r.model.ctrl.as_str(), r.model.model.as_str()),
+            ("user", "linear")
+        );
+        assert_eq!(
+            (r.model.knobs.rbps, r.model.knobs.wrandiops),
+            (2_000_000_000, 150_000)
+        );
+        assert_eq!(
+            (r.qos.knobs.rlat, r.qos.knobs.wpct, r.qos.knobs.max),
+            (5000, 90.0, 150.0)
+        );
+        assert_eq!(r.vrate, 87.5);
+        // No iocost files: upstream's empty object, iocost off (not null).
+        let none = iocost_report(None, None, None, "8:0");
+        assert!(!none.enabled());
+        let v = serde_json::to_value(&none).unwrap();
+        assert_eq!(v["qos"]["enable"], 0);
+        assert_eq!(v["model"]["rbps"], 0);
+        // Another device's lines are not this one's.
+        assert!(!iocost_report(Some(model), Some(qos), None, "8:16").enabled());
+    }
+
     use crate::spec::parse;
 
     #[test]
