@@ -213,7 +213,7 @@ pub struct ClientMetrics<'a> {
     pub csv: &'a str,
     pub client_cpu_seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerMetrics<'a>>,
+    pub server: Option<ServerStatusMetrics<'a>>,
     pub search: &'a [ProbeRecord],
     /// The host before and after the search.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,18 +222,18 @@ pub struct ClientMetrics<'a> {
 
 /// The server's side of the client run: the counters' change over it.
 #[derive(Debug, serde::Serialize)]
-pub struct ServerMetrics<'a> {
+pub struct ServerStatusMetrics<'a> {
     pub requests: u64,
     pub failed: u64,
     pub cpu_seconds: f64,
     pub rss_bytes: u64,
     pub init_seconds: f64,
-    pub kernels: Vec<KernelMetrics<'a>>,
+    pub kernels: Vec<KernelStatusMetrics<'a>>,
 }
 
 /// One kernel's fires and cost per fire over the client run.
 #[derive(Debug, serde::Serialize)]
-pub struct KernelMetrics<'a> {
+pub struct KernelStatusMetrics<'a> {
     pub index: u32,
     pub name: &'a str,
     pub fired: u64,
@@ -260,7 +260,7 @@ pub fn client_metrics(r: &ClientRecord) -> ClientMetrics<'_> {
         csv: &r.csv,
         client_cpu_seconds: round3(r.client_cpu_seconds),
         server: match (&r.server_before, &r.server_after) {
-            (Some(b), Some(a)) => Some(server_metrics(b, a)),
+            (Some(b), Some(a)) => Some(server_status_metrics(b, a)),
             _ => None,
         },
         search: &r.probes,
@@ -695,7 +695,10 @@ impl CsvOut {
 
 /// The server's side of the final run: per-kernel fires and CPU per fire
 /// over the whole client run, the server's CPU and memory.
-fn server_metrics<'a>(before: &ServerStatus, after: &'a ServerStatus) -> ServerMetrics<'a> {
+fn server_status_metrics<'a>(
+    before: &ServerStatus,
+    after: &'a ServerStatus,
+) -> ServerStatusMetrics<'a> {
     let kernels = after
         .kernels
         .iter()
@@ -712,7 +715,7 @@ fn server_metrics<'a>(before: &ServerStatus, after: &'a ServerStatus) -> ServerM
                     0.0
                 }
             };
-            KernelMetrics {
+            KernelStatusMetrics {
                 index: k.index,
                 name: &k.name,
                 fired,
@@ -722,7 +725,7 @@ fn server_metrics<'a>(before: &ServerStatus, after: &'a ServerStatus) -> ServerM
             }
         })
         .collect();
-    ServerMetrics {
+    ServerStatusMetrics {
         requests: after.requests - before.requests,
         failed: after.failed - before.failed,
         cpu_seconds: after.cpu_seconds - before.cpu_seconds,

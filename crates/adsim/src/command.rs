@@ -1,14 +1,14 @@
 //! `rackbench adsim`: the workload entry (server, client, kernel).
 
 use crate::cli::{ClientArgs, KernelArgs, ServerArgs};
-use crate::client::ClientRecord;
 use crate::config::{self, ServerConfig};
-use crate::kernels::bench::Standalone;
+use crate::record::{
+    AdSimRecord, KernelRecord, RECORD_VERSION, ServerRecord, kernel_run_metrics, server_run_metrics,
+};
 use crate::server::{Engine, Service};
 use anyhow::{Context, bail};
 use clap::Parser;
 use harness::{Outcome, Record, RunContext, Workload};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -159,11 +159,11 @@ impl Workload for AdSim {
         record: &Record,
     ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
         match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION)? {
-            AdSimRecord::Server(r) => harness::record::metrics_map(&server_metrics(&r)),
+            AdSimRecord::Server(r) => harness::record::metrics_map(&server_run_metrics(&r)),
             AdSimRecord::Client(r) => {
                 harness::record::metrics_map(&crate::client::client_metrics(&r))
             }
-            AdSimRecord::Kernel(r) => harness::record::metrics_map(&kernel_metrics(&r)),
+            AdSimRecord::Kernel(r) => harness::record::metrics_map(&kernel_run_metrics(&r)),
         }
     }
 
@@ -190,67 +190,6 @@ impl Workload for AdSim {
             }
             Parsed::Kernel(a) => run_kernel(&a),
         }
-    }
-}
-
-/// The version of [`AdSimRecord`]; raise it when its shape changes.
-pub const RECORD_VERSION: u32 = 2;
-
-/// What an AdSim run keeps with its stored run, by command.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum AdSimRecord {
-    /// `adsim server`: served until stopped.
-    Server(ServerRecord),
-    /// `adsim client`: the search against a server.
-    Client(Box<ClientRecord>),
-    /// `adsim kernel`: one kernel benchmarked alone.
-    Kernel(KernelRecord),
-}
-
-/// A server run: where it listened, its kernels' build time and what it
-/// served until it was stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerRecord {
-    /// The addresses it listened on (`127.0.0.1:10086 and [::1]:10086`).
-    pub address: String,
-    pub tls: bool,
-    /// Time to build every kernel instance.
-    pub init_seconds: f64,
-    pub requests: u64,
-    pub failed_requests: u64,
-    pub rss_bytes: u64,
-    /// The server process's CPU time.
-    pub cpu_seconds: f64,
-    /// The first request that failed, why.
-    pub first_error: Option<String>,
-}
-
-/// The report's metrics of a server run.
-#[derive(Debug, Serialize)]
-pub struct ServerMetrics<'a> {
-    pub address: &'a str,
-    pub tls: bool,
-    pub init_seconds: f64,
-    pub requests: u64,
-    pub failed_requests: u64,
-    pub rss_bytes: u64,
-    pub cpu_seconds: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_error: Option<&'a str>,
-}
-
-/// The report's metrics of a server run, from its record.
-pub fn server_metrics(r: &ServerRecord) -> ServerMetrics<'_> {
-    ServerMetrics {
-        address: &r.address,
-        tls: r.tls,
-        init_seconds: r.init_seconds,
-        requests: r.requests,
-        failed_requests: r.failed_requests,
-        rss_bytes: r.rss_bytes,
-        cpu_seconds: r.cpu_seconds,
-        first_error: r.first_error.as_deref(),
     }
 }
 
@@ -282,23 +221,6 @@ fn write_server(r: &ServerRecord, out: &mut dyn std::io::Write) -> std::io::Resu
         writeln!(out, "{l}")?;
     }
     out.flush()
-}
-
-/// A kernel run: the stand-alone result and whether it was printed as JSON
-/// (`--json`) or as a line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KernelRecord {
-    pub result: Standalone,
-    pub json: bool,
-}
-
-/// The report's metrics of a kernel run: the stand-alone result's fields,
-/// one metric each.
-pub type KernelMetrics<'a> = &'a Standalone;
-
-/// The report's metrics of a kernel run, from its record.
-pub fn kernel_metrics(r: &KernelRecord) -> KernelMetrics<'_> {
-    &r.result
 }
 
 /// What a kernel run prints: the result as JSON (`--json`, on stdout) or
@@ -534,7 +456,8 @@ fn run_kernel(a: &KernelArgs) -> anyhow::Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{KernelCounters, ServerStatus};
+    use crate::client::{ClientRecord, KernelCounters, ServerStatus};
+    use crate::kernels::bench::Standalone;
     use load::search::Phase;
     use load::{LatencySummary, ProbeRecord};
 

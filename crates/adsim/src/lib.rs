@@ -10,7 +10,8 @@
 //! - [`server`]: the engine (pools, stages, counters) and its gRPC service.
 //! - [`client`]: the load, the search, the CSV and the metrics.
 //! - [`tls`]: `--tls` on both sides.
-//! - [`cli`], [`command`]: the command lines and the harness entry.
+//! - [`cli`], [`command`]: the command lines and the harness entry;
+//!   [`record`]: the typed record it stores.
 
 pub mod addr;
 pub mod benchpress;
@@ -21,6 +22,7 @@ pub mod config;
 pub mod directions;
 pub mod error;
 pub mod kernels;
+pub mod record;
 pub mod server;
 pub mod tls;
 /// AdSim's inference service and serialization payload (`proto/adsim.proto`),

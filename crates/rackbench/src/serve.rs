@@ -13,7 +13,8 @@ use harness::Cancel;
 use harness::cancel::StopReason;
 use harness::store::Store;
 
-use crate::{HtmlSelection, html_page};
+use crate::cli::HtmlSelection;
+use crate::html::html_page;
 
 /// Seconds between the page's own reloads.
 const REFRESH_SECS: u32 = 10;

@@ -16,10 +16,10 @@
 
 use crate::Error;
 pub mod bench;
-pub mod client;
 pub mod codec;
 pub mod concurrent_hash_map;
 pub mod data;
+pub mod downstream;
 pub mod ibrun;
 pub mod io;
 pub mod ml;
@@ -449,8 +449,8 @@ pub fn build(
         "TensorDeser" => Box::new(tensordeser::TensorDeser::new(&p, h, fidx)?),
         "ConcurrentHashMap" => Box::new(concurrent_hash_map::ConcurrentHashMap::new(&p, h, fidx)?),
         "Rebatch" => Box::new(rebatch::Rebatch::new(&p, h, fidx)?),
-        "Client" => Box::new(client::RpcClient::new(&p, h, rand, false)?),
-        "ClientLite" => Box::new(client::RpcClient::new(&p, h, rand, true)?),
+        "Client" => Box::new(downstream::RpcClient::new(&p, h, rand, false)?),
+        "ClientLite" => Box::new(downstream::RpcClient::new(&p, h, rand, true)?),
         "GEMM" | "Embedding" | "DenseFP32" | "Interaction" | "Features" => {
             ml::build(name, &p, h, rand)?
         }
