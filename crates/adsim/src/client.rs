@@ -523,7 +523,7 @@ fn drive(
     stop: Arc<AtomicBool>,
     (quantile, latency_ms): (&str, f64),
 ) -> anyhow::Result<Driven> {
-    let rt = rpc::runtime(a.client_threads, "adsim-client").context("cannot start the runtime")?;
+    let rt = rpc::runtime(a.client_threads, "adsim-client")?;
     let link = if a.tls {
         Link::Tls {
             connector: crate::tls::client_connector(a.ca.as_deref())?,

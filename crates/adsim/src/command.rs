@@ -336,8 +336,7 @@ fn run_server(a: &ServerArgs, ctx: &RunContext) -> anyhow::Result<Outcome> {
         None
     };
     let plan = cfg.plan();
-    let rt =
-        rpc::runtime(cfg.num_io_handle_threads, "adsim-io").context("cannot start the runtime")?;
+    let rt = rpc::runtime(cfg.num_io_handle_threads, "adsim-io")?;
     let engine = Engine::new(cfg.clone());
     let running = {
         let _g = rt.enter();
