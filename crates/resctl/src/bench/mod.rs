@@ -14,6 +14,7 @@
 
 pub mod common;
 pub mod hashd_params;
+mod host;
 pub mod iocost_params;
 pub mod iocost_qos;
 pub mod iocost_tune;
