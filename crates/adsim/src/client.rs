@@ -586,6 +586,7 @@ fn drive(
         workers: Box::new(move |_| workers),
         max_in_flight: 1000,
         drain,
+        send_ahead: None,
         seed: a.seed,
         stop: stop.clone(),
         check: Box::new(|| Ok(())),

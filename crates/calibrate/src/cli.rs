@@ -38,6 +38,11 @@ pub struct Args {
     /// Arrival process: poisson (the M in M/D/c), constant or burst:N.
     #[arg(long, default_value = "poisson")]
     pub arrival: Arrival,
+    /// Open loop: a wake-up also sends the requests due within this many
+    /// microseconds after it, early, each timed from its send (default 1000
+    /// for constant arrivals, 0 otherwise; 0 sends each at its own time).
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
+    pub send_ahead_us: Option<u64>,
     /// Relative tolerance at which the bisection stops.
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = search_tolerance)]
     pub tolerance: f64,

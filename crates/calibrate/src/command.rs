@@ -226,6 +226,7 @@ mod tests {
                 final_secs: 15.0,
                 peak_concurrency: 32,
                 client: Some(ClientKind::H2),
+                send_ahead_us: None,
             },
             own_server: Some(ServerStats {
                 requests: 12345,

@@ -192,6 +192,7 @@ pub(crate) fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
         probe_csv: csv_path.display().to_string(),
         settings: SearchSettings {
             client: Some(a.client),
+            send_ahead_us: Some(a.effective_send_ahead_us()),
             ..SearchSettings::of(&cfg)
         },
         own_server: a.server.is_none().then_some(ServerStats {

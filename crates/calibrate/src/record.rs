@@ -104,6 +104,11 @@ pub struct SearchSettings {
     /// there was a choice: those used tonic's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientKind>,
+    /// The open loop's wake-up coalescing window, microseconds (absent in
+    /// records from before there was one: those sent each request at its
+    /// own time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_ahead_us: Option<u64>,
 }
 
 impl SearchSettings {
@@ -118,6 +123,7 @@ impl SearchSettings {
             final_secs: c.final_duration.as_secs_f64(),
             peak_concurrency: c.peak_concurrency,
             client: None,
+            send_ahead_us: None,
         }
     }
 }

@@ -26,6 +26,12 @@ impl Args {
         }
     }
 
+    /// The wake-up coalescing window the driver uses for `--arrival`.
+    pub(crate) fn effective_send_ahead_us(&self) -> u64 {
+        self.send_ahead_us
+            .unwrap_or_else(|| load::driver::default_send_ahead(self.arrival).as_micros() as u64)
+    }
+
     pub(crate) fn search_config(&self) -> SearchConfig {
         let mut c = SearchConfig::new(self.target);
         c.arrival = self.arrival;
@@ -132,6 +138,7 @@ pub(crate) fn prober<S, F>(
         workers: Box::new(move |_| threads),
         max_in_flight: a.max_in_flight,
         drain: Duration::from_secs(2),
+        send_ahead: a.send_ahead_us.map(Duration::from_micros),
         seed: a.seed,
         stop: ctx.cancel.flag(),
         check,

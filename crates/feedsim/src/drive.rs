@@ -300,6 +300,7 @@ fn drive_instance(
         workers: driver_workers(auto),
         max_in_flight: 100_000,
         drain,
+        send_ahead: None,
         seed,
         stop: stop.clone(),
         check: leaf_alive_check(leaf.clone()),

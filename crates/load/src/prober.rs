@@ -20,6 +20,9 @@ pub struct ServiceProber<S, F> {
     pub max_in_flight: usize,
     /// How long to wait for replies after a probe's window.
     pub drain: Duration,
+    /// The open loop's wake-up coalescing window (`RunConfig::send_ahead`);
+    /// `None` takes the arrival process' default.
+    pub send_ahead: Option<Duration>,
     /// Seed of the first probe; each probe uses the next.
     pub seed: u64,
     pub stop: Arc<AtomicBool>,
@@ -82,6 +85,11 @@ where
             max_in_flight: self.max_in_flight,
             drain: self.drain,
             seed: self.seed,
+            send_ahead: match (self.send_ahead, mode) {
+                (Some(ahead), _) => ahead,
+                (None, Mode::Open { arrival, .. }) => crate::driver::default_send_ahead(arrival),
+                (None, _) => Duration::ZERO,
+            },
         };
         self.seed = self.seed.wrapping_add(1);
         let make = self.make.clone();

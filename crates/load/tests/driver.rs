@@ -193,3 +193,42 @@ async fn capped_mode_sends_into_free_slots_and_times_from_the_send() {
         o.recorder.summary()
     );
 }
+
+/// Constant arrivals with a coalescing window: a wake-up sends what is due
+/// within the window with it, so sends come in groups a few ms apart (the
+/// timer's wake-ups and the replies' each send a group; each request at its
+/// own time would be 1,000 sends 0.5 ms apart),
+/// and a request sent early is timed from its send, so no latency is
+/// shorter than the service's 3 ms (timed from the intended start, the
+/// early ones would show up to 5 ms less).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_ahead_coalesces_wake_ups_and_times_early_sends_from_the_send() {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let seen = calls.clone();
+    let svc = service_fn(move |_: ()| {
+        seen.lock().unwrap().push(Instant::now());
+        async {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            Ok::<_, Infallible>(())
+        }
+    });
+    let mut cfg = RunConfig::open(2000.0, Arrival::Constant, Duration::from_millis(500));
+    assert_eq!(cfg.send_ahead, Duration::from_millis(1), "constant's default");
+    cfg.send_ahead = Duration::from_millis(5);
+    let r = run(svc, |_| (), &cfg, no_stop()).await;
+    assert_eq!(r.recorder.scheduled, 1000);
+    assert_eq!(r.recorder.ok, 1000);
+    let calls = calls.lock().unwrap();
+    let groups = 1 + calls
+        .windows(2)
+        .filter(|w| w[1].saturating_duration_since(w[0]) > Duration::from_micros(100))
+        .count();
+    assert!(groups <= 400, "{groups} groups of sends for 1000 requests");
+    let min_ms = r.recorder.latency.min() as f64 / 1000.0;
+    assert!(min_ms >= 3.0, "shortest latency {min_ms} ms, below the service's 3 ms");
+    assert_eq!(
+        RunConfig::open(10.0, Arrival::Poisson, Duration::from_secs(1)).send_ahead,
+        Duration::ZERO,
+        "Poisson keeps exact times"
+    );
+}
