@@ -23,6 +23,9 @@ same round, so the machine's drift and its other tenants cancel out:
    by the requests it completed in it (its achieved rate x the span). The
    two run one after the other, their order alternating by round. An idle
    line gives both clients' CPU at 10 req/s, in percent of a core.
+   rackbench's constant arrivals run with their default wake-up window
+   (a wake-up sends what is due within the next 1 ms, `--send-ahead-us`),
+   so the --before binary of an earlier build shows what it saves.
 2. Closed loop, 64 requests in flight: h2load `-c 2 -m 32` against the
    peak probe of rackbench's search (`--peak-concurrency 64`), h2load
    before and after it; ratio against their mean.
@@ -34,9 +37,10 @@ same round, so the machine's drift and its other tenants cancel out:
    search should lie within 10% of the highest rate the sweep passes.
    Done on the quiet machine and again with a CPU hog alongside (one
    busy-looping process per CPU, normal priority).
-4. The floor of constant arrivals: each round also times a bare timer
-   wake-up at each rate's spacing (a C loop of timerfd and epoll_wait,
-   built with the system's cc), and the summary puts constant arrivals'
+4. The floor of sending each request at its own time (`--send-ahead-us
+   0`, what constant arrivals did before the window): each round also
+   times a bare timer wake-up at each rate's spacing (a C loop of timerfd
+   and epoll_wait, built with the system's cc), and the summary puts that
    expected cost beside h2load's: the tick shape's cost per request plus
    two wake-ups (the request's timer, and its reply, which comes back
    while the client sleeps).
@@ -331,16 +335,16 @@ def main():
                       f" {'n/a' if wake is None else f'{wake:.1f}'} CPU-us (load {loadavg()})", flush=True)
             if a.no_closed:
                 continue
-            before = h2load_closed(h2load, body, 5)
+            h_first = h2load_closed(h2load, body, 5)
             # The closed-loop peak: the search's warm-up and peak probe alone.
             out = subprocess.run(common.pinned(calibrate_cmd(binary, [
                 "--peak-only", "--peak-secs", "5", "--warmup-secs", "1", "--peak-concurrency", str(IN_FLIGHT)]), 0),
                 cwd=cwd, env=env, capture_output=True, text=True)
             peak = common.report(out.stdout)["metrics"]["peak_qps"]
-            after = h2load_closed(h2load, body, 5)
-            ref = (before + after) / 2
+            h_last = h2load_closed(h2load, body, 5)
+            ref = (h_first + h_last) / 2
             closed.append(peak / ref)
-            print(f"round {n}: closed loop ({IN_FLIGHT} in flight): h2load {before:.0f}/s and {after:.0f}/s,"
+            print(f"round {n}: closed loop ({IN_FLIGHT} in flight): h2load {h_first:.0f}/s and {h_last:.0f}/s,"
                   f" rackbench {peak:.0f}/s; ratio {peak / ref:.2f}", flush=True)
         if not a.no_search:
             dists["quiet"], _ = search_vs_sweep(binary, env, cwd, a.search_secs, "quiet")
@@ -363,7 +367,7 @@ def main():
             w, h, t = statistics.median(wakes[r]), statistics.median(per_tool[r][0]), statistics.median(per_tool[r][2])
             # Constant arrivals: the request's work (as in ticks, where
             # wake-ups are shared) plus two wake-ups of their own.
-            print(f"{r}/s: a bare timer wake-up costs {w:.1f} CPU-us here; constant arrivals cost about"
+            print(f"{r}/s: a bare timer wake-up costs {w:.1f} CPU-us here; each request at its own time would cost about"
                   f" the tick shape's {t:.1f} + 2 x {w:.1f} = {t + 2 * w:.1f} CPU-us per request,"
                   f" {(t + 2 * w) / h:.2f}x h2load's {h:.1f} (median of {len(wakes[r])})")
     if a.before:
