@@ -213,7 +213,11 @@ async fn send_ahead_coalesces_wake_ups_and_times_early_sends_from_the_send() {
         }
     });
     let mut cfg = RunConfig::open(2000.0, Arrival::Constant, Duration::from_millis(500));
-    assert_eq!(cfg.send_ahead, Duration::from_millis(1), "constant's default");
+    assert_eq!(
+        cfg.send_ahead,
+        Duration::from_millis(1),
+        "constant's default"
+    );
     cfg.send_ahead = Duration::from_millis(5);
     let r = run(svc, |_| (), &cfg, no_stop()).await;
     assert_eq!(r.recorder.scheduled, 1000);
@@ -225,7 +229,10 @@ async fn send_ahead_coalesces_wake_ups_and_times_early_sends_from_the_send() {
         .count();
     assert!(groups <= 400, "{groups} groups of sends for 1000 requests");
     let min_ms = r.recorder.latency.min() as f64 / 1000.0;
-    assert!(min_ms >= 3.0, "shortest latency {min_ms} ms, below the service's 3 ms");
+    assert!(
+        min_ms >= 3.0,
+        "shortest latency {min_ms} ms, below the service's 3 ms"
+    );
     assert_eq!(
         RunConfig::open(10.0, Arrival::Poisson, Duration::from_secs(1)).send_ahead,
         Duration::ZERO,
