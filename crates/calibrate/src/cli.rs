@@ -41,7 +41,7 @@ pub struct Args {
     /// Open loop: a wake-up also sends the requests due within this many
     /// microseconds after it, early, each timed from its send (default 1000
     /// for constant arrivals, 0 otherwise; 0 sends each at its own time).
-    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
+    #[arg(long, allow_negative_numbers = true, value_parser = send_ahead_us)]
     pub send_ahead_us: Option<u64>,
     /// Relative tolerance at which the bisection stops.
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true, value_parser = search_tolerance)]
@@ -190,5 +190,16 @@ impl Args {
         } else {
             self.overhead_secs
         }
+    }
+}
+
+/// `--send-ahead-us`: microseconds, 0 to one second (a longer window would
+/// send a second's requests at once, which is no arrival process).
+fn send_ahead_us(s: &str) -> Result<u64, harness::error::Error> {
+    match whole::<u64>(s)? {
+        n if n > 1_000_000 => Err(harness::error::Error::Input(
+            "must be at most 1000000 (one second)".into(),
+        )),
+        n => Ok(n),
     }
 }

@@ -394,7 +394,7 @@ where
         let ahead = self.cfg.send_ahead;
         while let Some(due) = next {
             let now = Instant::now();
-            if due <= now + ahead {
+            if now.checked_add(ahead).is_none_or(|horizon| due <= horizon) {
                 let measuring = due >= measure_from;
                 if measuring {
                     rec.scheduled += 1;

@@ -214,6 +214,11 @@ const REFUSED: &[(&[&str], &str, &str)] = &[
         "must be at least 1",
     ),
     (
+        &["calibrate", "--send-ahead-us", "2000000"],
+        "--send-ahead-us",
+        "must be at most 1000000",
+    ),
+    (
         &["calibrate", "--max-in-flight", "0"],
         "--max-in-flight",
         "must be at least 1",
