@@ -103,7 +103,7 @@ pub(crate) fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             (addr, Some(running))
         }
     };
-    let client_rt = rpc::runtime(a.client_threads, "calib-client")?;
+    let client_rt = rpc::client_runtime(a.client_threads, "calib-client")?;
     let alive = running.clone();
     let check: CheckFn = Box::new(move || match &alive {
         Some(r) if r.is_finished() => Err(load::Error::Host(
@@ -160,6 +160,10 @@ pub(crate) fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
         }
     };
+    // The client's connections close with its runtime (a current-thread
+    // one runs their tasks only inside its block_on), so the server's
+    // graceful shutdown below does not wait for them.
+    drop(client_rt);
     progress.finish();
     if let Some(e) = &reporter.csv_error {
         eprintln!(
