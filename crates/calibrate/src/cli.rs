@@ -91,10 +91,11 @@ pub struct Args {
     /// Length of each stall, seconds.
     #[arg(long, requires = "stall_every_secs", allow_negative_numbers = true, value_parser = positive_secs)]
     pub stall_secs: Option<f64>,
-    /// The load generator's gRPC client: h2 (a lean unary client on the h2
-    /// crate, the request encoded once) or tonic (tonic's generated client,
-    /// slower per call; kept to compare).
-    #[arg(long, value_enum, default_value_t = ClientKind::H2)]
+    /// The load generator's gRPC client: lean (HTTP/2 framing of our own
+    /// for unary calls, the request encoded once), h2 (the same calls on the
+    /// h2 crate) or tonic (tonic's generated client); the last two are kept
+    /// to compare.
+    #[arg(long, value_enum, default_value_t = ClientKind::Lean)]
     pub client: ClientKind,
     /// Confidence of the interval the search judges close calls and the
     /// final run with (0 = off: every probe judged on its point estimate,
@@ -129,6 +130,8 @@ pub struct Args {
 pub enum ClientKind {
     H2,
     Tonic,
+    /// HTTP/2 framing of our own for unary calls (`rpc::lean`).
+    Lean,
 }
 
 #[derive(Debug, clap::Subcommand)]

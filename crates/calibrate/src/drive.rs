@@ -147,6 +147,18 @@ pub(crate) fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
             let p = prober(a, ctx, client, move |_| body.clone(), check);
             client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
         }
+        ClientKind::Lean => {
+            let client = client_rt
+                .block_on(rpc::lean::LeanClient::connect(
+                    addr,
+                    a.connections,
+                    WORK_PATH,
+                ))
+                .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
+            let body = rpc::unary::frame_message(&request);
+            let p = prober(a, ctx, client, move |_| body.clone(), check);
+            client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
+        }
         ClientKind::Tonic => {
             let pool = client_rt
                 .block_on(rpc::client::connect_pool(addr, a.connections))

@@ -4,39 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 use calibrate::proto::calibrate_client::CalibrateClient;
-use calibrate::proto::calibrate_server::{Calibrate, CalibrateServer};
+use calibrate::proto::calibrate_server::CalibrateServer;
 use calibrate::proto::{WorkReply, WorkRequest};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tonic::{Request, Response, Status};
 
-struct Echo;
-
-/// A reply size the echo server refuses with INVALID_ARGUMENT.
-const REFUSED: usize = 4_000_000;
-
-#[tonic::async_trait]
-impl Calibrate for Echo {
-    async fn work(&self, r: Request<WorkRequest>) -> Result<Response<WorkReply>, Status> {
-        let n = r.into_inner().reply_bytes as usize;
-        if n == REFUSED {
-            return Err(Status::invalid_argument("100% refused"));
-        }
-        Ok(Response::new(WorkReply {
-            payload: vec![7; n],
-            queue_us: 0,
-            service_us: 0,
-        }))
-    }
-}
-
-fn start() -> (rpc::server::Running, SocketAddr) {
-    let bound = rpc::server::bind(SocketAddr::new(rpc::server::LOOPBACK, 0)).unwrap();
-    assert!(bound.addr.ip().is_loopback());
-    let addr = bound.addr;
-    let router = tonic::transport::Server::builder().add_service(CalibrateServer::new(Echo));
-    (rpc::server::spawn(router, bound), addr)
-}
+mod echo;
+use echo::{Echo, REFUSED, start};
 
 /// Without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold small
 /// responses back ~40 ms on loopback; with it a sequential RPC takes well

@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod frame;
+pub mod lean;
 pub mod pool;
 pub mod procstat;
 pub mod server;

@@ -276,10 +276,10 @@ struct Conn {
 }
 
 /// Counts a call in flight on its connection until it ends or is dropped.
-struct Busy(Arc<AtomicUsize>);
+pub(crate) struct Busy(Arc<AtomicUsize>);
 
 impl Busy {
-    fn new(n: &Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(n: &Arc<AtomicUsize>) -> Self {
         n.fetch_add(1, Ordering::Relaxed);
         Busy(n.clone())
     }
@@ -344,11 +344,16 @@ async fn call(
         Some(code) => status(code, trailers.get("grpc-message"))?,
         None => return Err(UnaryError::Malformed("no grpc-status in the trailers")),
     }
-    let mut data = match (first, rest) {
+    let data = match (first, rest) {
         (_, Some(b)) => b.freeze(),
         (Some(f), None) => f,
         (None, None) => return Err(UnaryError::Malformed("no message in the reply")),
     };
+    message(data)
+}
+
+/// The reply's one gRPC message: uncompressed, its length as its prefix says.
+pub(crate) fn message(mut data: Bytes) -> Result<Reply, UnaryError> {
     if data.len() < PREFIX {
         return Err(UnaryError::Malformed(
             "shorter than the 5-byte message prefix",
@@ -371,8 +376,12 @@ async fn call(
 
 /// OK, or the status as an error.
 fn status(code: &http::HeaderValue, message: Option<&http::HeaderValue>) -> Result<(), UnaryError> {
-    let code: u32 = code
-        .to_str()
+    status_bytes(code.as_bytes(), message.map(|m| m.as_bytes()))
+}
+
+/// [`status`] from the header values' bytes.
+pub(crate) fn status_bytes(code: &[u8], message: Option<&[u8]>) -> Result<(), UnaryError> {
+    let code: u32 = std::str::from_utf8(code)
         .ok()
         .and_then(|c| c.trim().parse().ok())
         .ok_or(UnaryError::Malformed("grpc-status is not a number"))?;
@@ -380,7 +389,7 @@ fn status(code: &http::HeaderValue, message: Option<&http::HeaderValue>) -> Resu
         return Ok(());
     }
     let message = message
-        .and_then(|m| m.to_str().ok())
+        .and_then(|m| std::str::from_utf8(m).ok())
         .map(percent_decode)
         .unwrap_or_default();
     Err(UnaryError::Status { code, message })

@@ -113,7 +113,7 @@ fn h2_settings() -> rpc::unary::H2Settings {
 /// serves its traffic (upstream's `SetupConnection`; its answer, for the
 /// gRPC driver, is a serialized `ServerAddress`).
 async fn setup_connection(
-    client: &rpc::unary::UnaryClient,
+    client: &rpc::lean::LeanClient,
     endpoint: SocketAddr,
 ) -> Result<SocketAddr, String> {
     use prost::Message;
@@ -154,12 +154,13 @@ pub fn server_address(addr: SocketAddr) -> ServerAddress {
     }
 }
 
-/// A gRPC connection to one peer, through [`rpc::unary::UnaryClient`]:
-/// each call encodes and frames its request and sends it on h2 directly,
-/// without tonic's per-call tower stack (issue 26 measured that stack at
-/// ~45% of a load generator's client time).
+/// A gRPC connection to one peer, through [`rpc::lean::LeanClient`]:
+/// each call encodes and frames its request and sends it with HTTP/2
+/// framing of our own, without tonic's per-call tower stack (issue 26
+/// measured that stack at ~45% of a load generator's client time) or the h2
+/// crate's stream machinery (issue 47).
 pub struct GrpcPeer {
-    client: rpc::unary::UnaryClient,
+    client: rpc::lean::LeanClient,
 }
 
 impl GrpcPeer {
@@ -168,7 +169,7 @@ impl GrpcPeer {
     /// when that is the endpoint itself). TCP_NODELAY, 5 s connect timeout.
     pub async fn connect(endpoint: SocketAddr) -> Result<GrpcPeer, Error> {
         let setup =
-            rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
+            rpc::lean::LeanClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
                 .await
                 .map_err(|e| Error::Host(format!("cannot connect to {endpoint}: {e}")))?;
         let data = setup_connection(&setup, endpoint)
@@ -178,7 +179,7 @@ impl GrpcPeer {
             setup.with_path(GENERIC_RPC)
         } else {
             drop(setup);
-            rpc::unary::UnaryClient::connect_with(data, 1, GENERIC_RPC, h2_settings()).await
+            rpc::lean::LeanClient::connect_with(data, 1, GENERIC_RPC, h2_settings()).await
         }
         .map_err(|e| Error::Host(format!("cannot connect to {data}: {e}")))?;
         Ok(GrpcPeer { client })
@@ -235,7 +236,7 @@ impl TcpPeer {
     /// handshake there, then its frame server (5 s timeout).
     pub async fn connect(endpoint: SocketAddr) -> Result<TcpPeer, Error> {
         let setup =
-            rpc::unary::UnaryClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
+            rpc::lean::LeanClient::connect_with(endpoint, 1, SETUP_CONNECTION, h2_settings())
                 .await
                 .map_err(|e| Error::Host(format!("cannot connect to {endpoint}: {e}")))?;
         let addr = setup_connection(&setup, endpoint)
