@@ -80,6 +80,24 @@ async fn flow_control_carries_megabytes_both_ways_through_small_windows() {
     server.shutdown().await.unwrap();
 }
 
+/// Frames of up to 1 MiB (Distbench's setting), each read over several
+/// reads of the socket, arrive whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_larger_than_a_read_arrive_whole() {
+    let (server, addr) = start_with(tonic::transport::Server::builder().max_frame_size(1 << 20));
+    let big = H2Settings {
+        stream_window: 4 << 20,
+        connection_window: 8 << 20,
+        max_frame: Some(1 << 20),
+    };
+    let client = LeanClient::connect_with(addr, 1, WORK, big).await.unwrap();
+    let run = round_trips(&client, 8, 1 << 20, 500_000);
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .unwrap();
+    server.shutdown().await.unwrap();
+}
+
 /// More calls at once than the server's stream limit: the rest wait for a
 /// stream to close, none is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

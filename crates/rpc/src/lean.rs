@@ -441,7 +441,7 @@ impl Task {
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(transport("reading", e))),
                 Poll::Ready(Ok(())) => {}
             }
-            self.rbuf.reserve(self.max_frame + 9);
+            self.rbuf.reserve(self.room_wanted());
             match self.io.try_read_buf(&mut self.rbuf) {
                 Ok(0) => {
                     return Poll::Ready(Err(UnaryError::Transport(
@@ -453,6 +453,18 @@ impl Task {
                 Err(e) => return Poll::Ready(Err(transport("reading", e))),
             }
         }
+    }
+
+    /// Room to ask of the read buffer: what the frame begun in it still
+    /// needs, and at least 16 KiB. Not the largest frame allowed: with
+    /// replies still holding parts of the buffer, reserving a 1 MiB frame's
+    /// room on every read would allocate a new megabyte each time.
+    fn room_wanted(&self) -> usize {
+        let need = match &self.rbuf[..] {
+            [a, b, c, ..] => (usize::from(*a) << 16 | usize::from(*b) << 8 | usize::from(*c)) + 9,
+            _ => 0,
+        };
+        need.saturating_sub(self.rbuf.len()).max(16 * 1024)
     }
 
     /// Starts the calls that wait, as far as the peer's stream limit allows.

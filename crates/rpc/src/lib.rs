@@ -7,6 +7,9 @@
 //!   over several HTTP/2 connections ([`client::Pool`]).
 //! - [`pool`]: fixed thread pools whose tasks are awaited from async code.
 //! - [`procstat`]: process and thread CPU time and memory.
+//! - [`unary`]: a unary gRPC client on the h2 crate, and the gRPC checks of
+//!   a reply; [`lean`]: the same calls with HTTP/2 framing of our own, the
+//!   load generators' client.
 //! - [`frame`]: multiplexed request/response frames over plain TCP, a
 //!   lighter transport than gRPC.
 
