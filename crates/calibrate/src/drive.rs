@@ -134,30 +134,21 @@ pub(crate) fn search(a: &Args, ctx: &RunContext) -> anyhow::Result<Outcome> {
     let mut reporter = Reporter::new(csv, &println, &phase);
     let mut on_event = |e: Event<'_>| reporter.handle(e);
     let (overhead, outcome) = match a.client {
-        ClientKind::H2 => {
-            let client = client_rt
-                .block_on(rpc::unary::UnaryClient::connect(
-                    addr,
-                    a.connections,
-                    WORK_PATH,
-                ))
-                .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
+        ClientKind::H2 | ClientKind::Lean => {
+            let cannot = || format!("cannot connect to the calibration server at {addr}");
             // The request is encoded once; each call sends the same bytes.
             let body = rpc::unary::frame_message(&request);
-            let p = prober(a, ctx, client, move |_| body.clone(), check);
-            client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
-        }
-        ClientKind::Lean => {
-            let client = client_rt
-                .block_on(rpc::lean::LeanClient::connect(
-                    addr,
-                    a.connections,
-                    WORK_PATH,
-                ))
-                .with_context(|| format!("cannot connect to the calibration server at {addr}"))?;
-            let body = rpc::unary::frame_message(&request);
-            let p = prober(a, ctx, client, move |_| body.clone(), check);
-            client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
+            let make = move |_| body.clone();
+            let (n, path) = (a.connections, WORK_PATH);
+            if a.client == ClientKind::Lean {
+                let client = client_rt.block_on(rpc::lean::LeanClient::connect(addr, n, path));
+                let p = prober(a, ctx, client.with_context(cannot)?, make, check);
+                client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
+            } else {
+                let client = client_rt.block_on(rpc::unary::UnaryClient::connect(addr, n, path));
+                let p = prober(a, ctx, client.with_context(cannot)?, make, check);
+                client_rt.block_on(drive(p, a, &cfg, overhead_plan, &mut on_event))
+            }
         }
         ClientKind::Tonic => {
             let pool = client_rt

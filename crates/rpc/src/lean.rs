@@ -25,10 +25,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures::task::AtomicWaker;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
@@ -137,12 +136,7 @@ impl LeanClient {
         check_path(path)?;
         let mut conns = Vec::with_capacity(connections.max(1));
         for _ in 0..connections.max(1) {
-            let tcp = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
-                .await
-                .map_err(|_| UnaryError::Transport(format!("connecting to {addr} timed out")))?
-                .map_err(|e| UnaryError::Transport(format!("cannot connect to {addr}: {e}")))?;
-            tcp.set_nodelay(true)
-                .map_err(|e| UnaryError::Transport(e.to_string()))?;
+            let tcp = crate::unary::connect_tcp(addr).await?;
             let shared = Arc::new(Shared {
                 queue: Mutex::new(Queue::default()),
                 waker: AtomicWaker::new(),
@@ -185,12 +179,7 @@ impl LeanClient {
     /// One unary call with a framed request ([`crate::unary::frame`]).
     pub fn call(&self, request: Bytes) -> impl Future<Output = Result<Reply, UnaryError>> + use<> {
         let inner = &*self.inner;
-        let conn = inner
-            .conns
-            .iter()
-            .min_by_key(|c| c.in_flight.load(Ordering::Relaxed))
-            .unwrap_or(&inner.conns[0]);
-        let busy = crate::unary::Busy::new(&conn.in_flight);
+        let (conn, busy) = crate::unary::least_busy(&inner.conns, |c| &c.in_flight);
         let (tx, rx) = oneshot::channel();
         let refused = {
             let mut q = lock(&conn.shared.queue);

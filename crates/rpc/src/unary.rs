@@ -184,13 +184,7 @@ impl UnaryClient {
             .map_err(|e| UnaryError::Transport(format!("bad method path {path:?}: {e}")))?;
         let mut conns = Vec::with_capacity(connections.max(1));
         for _ in 0..connections.max(1) {
-            let tcp =
-                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-                    .await
-                    .map_err(|_| UnaryError::Transport(format!("connecting to {addr} timed out")))?
-                    .map_err(|e| UnaryError::Transport(format!("cannot connect to {addr}: {e}")))?;
-            tcp.set_nodelay(true)
-                .map_err(|e| UnaryError::Transport(e.to_string()))?;
+            let tcp = connect_tcp(addr).await?;
             let mut builder = h2::client::Builder::new();
             builder
                 .initial_window_size(settings.stream_window)
@@ -251,12 +245,7 @@ impl UnaryClient {
     /// One unary call with a framed request ([`frame`]).
     pub fn call(&self, request: Bytes) -> impl Future<Output = Result<Reply, UnaryError>> + use<> {
         let inner = &*self.inner;
-        let conn = inner
-            .conns
-            .iter()
-            .min_by_key(|c| c.in_flight.load(Ordering::Relaxed))
-            .unwrap_or(&inner.conns[0]);
-        let busy = Busy::new(&conn.in_flight);
+        let (conn, busy) = least_busy(&inner.conns, |c| &c.in_flight);
         let send = conn.send.clone();
         let mut req = http::Request::new(());
         *req.method_mut() = http::Method::POST;
@@ -269,6 +258,18 @@ impl UnaryClient {
     }
 }
 
+/// A TCP connection to `addr` with TCP_NODELAY, in at most 5 s; the error
+/// names the address.
+pub(crate) async fn connect_tcp(addr: SocketAddr) -> Result<tokio::net::TcpStream, UnaryError> {
+    let tcp = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| UnaryError::Transport(format!("connecting to {addr} timed out")))?
+        .map_err(|e| UnaryError::Transport(format!("cannot connect to {addr}: {e}")))?;
+    tcp.set_nodelay(true)
+        .map_err(|e| UnaryError::Transport(e.to_string()))?;
+    Ok(tcp)
+}
+
 /// One connection of the pool and its calls in flight.
 struct Conn {
     send: h2::client::SendRequest<Bytes>,
@@ -278,8 +279,21 @@ struct Conn {
 /// Counts a call in flight on its connection until it ends or is dropped.
 pub(crate) struct Busy(Arc<AtomicUsize>);
 
+/// The connection with the fewest calls in flight (the first of equals;
+/// `conns` is never empty), its count raised until the guard drops.
+pub(crate) fn least_busy<C>(
+    conns: &[C],
+    in_flight: impl Fn(&C) -> &Arc<AtomicUsize>,
+) -> (&C, Busy) {
+    let conn = conns
+        .iter()
+        .min_by_key(|c| in_flight(c).load(Ordering::Relaxed))
+        .unwrap_or(&conns[0]);
+    (conn, Busy::new(in_flight(conn)))
+}
+
 impl Busy {
-    pub(crate) fn new(n: &Arc<AtomicUsize>) -> Self {
+    fn new(n: &Arc<AtomicUsize>) -> Self {
         n.fetch_add(1, Ordering::Relaxed);
         Busy(n.clone())
     }
