@@ -577,48 +577,7 @@ impl Task {
 
     fn frame(&mut self, kind: u8, flags: u8, id: u32, mut p: Bytes) -> Result<(), UnaryError> {
         match kind {
-            DATA => {
-                let len = p.len() as u32;
-                self.conn_recv_unacked += len;
-                if self.conn_recv_unacked >= self.conn_window / 2 {
-                    put_head(&mut self.wbuf, 4, WINDOW_UPDATE, 0, 0);
-                    self.wbuf.put_u32(self.conn_recv_unacked);
-                    self.conn_recv_unacked = 0;
-                }
-                let data = unpad(p, flags)?;
-                let end = flags & END_STREAM != 0;
-                let Some(s) = self.streams.get_mut(&id) else {
-                    return Ok(());
-                };
-                if !s.got_headers {
-                    return Err(protocol("DATA before the response's headers"));
-                }
-                match (&mut s.first, &mut s.rest) {
-                    (None, _) => s.first = Some(data),
-                    (Some(f), None) => {
-                        let mut b = BytesMut::with_capacity(f.len() + data.len());
-                        b.put_slice(f);
-                        b.put_slice(&data);
-                        s.rest = Some(b);
-                    }
-                    (Some(_), Some(b)) => b.put_slice(&data),
-                }
-                if end {
-                    self.finish(
-                        id,
-                        Err(UnaryError::Malformed(
-                            "no trailers (grpc-status) after the message",
-                        )),
-                    );
-                } else {
-                    s.recv_unacked += len;
-                    if s.recv_unacked >= self.stream_window / 2 {
-                        put_head(&mut self.wbuf, 4, WINDOW_UPDATE, 0, id);
-                        self.wbuf.put_u32(s.recv_unacked);
-                        s.recv_unacked = 0;
-                    }
-                }
-            }
+            DATA => self.data(flags, id, p)?,
             HEADERS => {
                 let mut block = unpad(p, flags)?;
                 if flags & PRIORITY != 0 {
@@ -658,40 +617,7 @@ impl Task {
                     ))),
                 );
             }
-            SETTINGS => {
-                if flags & ACK != 0 {
-                    return Ok(());
-                }
-                if !p.len().is_multiple_of(6) {
-                    return Err(protocol("SETTINGS not a multiple of 6 bytes long"));
-                }
-                while p.has_remaining() {
-                    let key = p.get_u16();
-                    let v = p.get_u32();
-                    match key {
-                        0x3 => self.peer_max_streams = v as usize,
-                        0x4 => {
-                            if i64::from(v) > MAX_WINDOW {
-                                return Err(protocol("INITIAL_WINDOW_SIZE above 2^31-1"));
-                            }
-                            let delta = i64::from(v) - self.peer_stream_window;
-                            self.peer_stream_window = i64::from(v);
-                            for s in self.streams.values_mut() {
-                                s.send_window += delta;
-                            }
-                        }
-                        0x5 => {
-                            if !(16_384..=16_777_215).contains(&v) {
-                                return Err(protocol("MAX_FRAME_SIZE out of range"));
-                            }
-                            self.peer_max_frame = v as usize;
-                        }
-                        _ => {}
-                    }
-                }
-                put_head(&mut self.wbuf, 0, SETTINGS, ACK, 0);
-                self.unblock();
-            }
+            SETTINGS if flags & ACK == 0 => self.settings(p)?,
             PING if flags & ACK == 0 => {
                 if p.len() != 8 {
                     return Err(protocol("PING not 8 bytes long"));
@@ -739,6 +665,87 @@ impl Task {
             PUSH_PROMISE => return Err(protocol("PUSH_PROMISE, though push was disabled")),
             _ => {} // PRIORITY and unknown types are ignored (RFC 9113 section 5.5).
         }
+        Ok(())
+    }
+
+    /// A DATA frame: counted against both receive windows (replenished at
+    /// half), its content added to its stream's message.
+    fn data(&mut self, flags: u8, id: u32, p: Bytes) -> Result<(), UnaryError> {
+        let len = p.len() as u32;
+        self.conn_recv_unacked += len;
+        if self.conn_recv_unacked >= self.conn_window / 2 {
+            put_head(&mut self.wbuf, 4, WINDOW_UPDATE, 0, 0);
+            self.wbuf.put_u32(self.conn_recv_unacked);
+            self.conn_recv_unacked = 0;
+        }
+        let data = unpad(p, flags)?;
+        let end = flags & END_STREAM != 0;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return Ok(());
+        };
+        if !s.got_headers {
+            return Err(protocol("DATA before the response's headers"));
+        }
+        match (&mut s.first, &mut s.rest) {
+            (None, _) => s.first = Some(data),
+            (Some(f), None) => {
+                let mut b = BytesMut::with_capacity(f.len() + data.len());
+                b.put_slice(f);
+                b.put_slice(&data);
+                s.rest = Some(b);
+            }
+            (Some(_), Some(b)) => b.put_slice(&data),
+        }
+        if end {
+            self.finish(
+                id,
+                Err(UnaryError::Malformed(
+                    "no trailers (grpc-status) after the message",
+                )),
+            );
+        } else {
+            s.recv_unacked += len;
+            if s.recv_unacked >= self.stream_window / 2 {
+                put_head(&mut self.wbuf, 4, WINDOW_UPDATE, 0, id);
+                self.wbuf.put_u32(s.recv_unacked);
+                s.recv_unacked = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// The peer's SETTINGS: its stream limit, initial stream window (every
+    /// open stream's send window moves by the change) and frame size.
+    fn settings(&mut self, mut p: Bytes) -> Result<(), UnaryError> {
+        if !p.len().is_multiple_of(6) {
+            return Err(protocol("SETTINGS not a multiple of 6 bytes long"));
+        }
+        while p.has_remaining() {
+            let key = p.get_u16();
+            let v = p.get_u32();
+            match key {
+                0x3 => self.peer_max_streams = v as usize,
+                0x4 => {
+                    if i64::from(v) > MAX_WINDOW {
+                        return Err(protocol("INITIAL_WINDOW_SIZE above 2^31-1"));
+                    }
+                    let delta = i64::from(v) - self.peer_stream_window;
+                    self.peer_stream_window = i64::from(v);
+                    for s in self.streams.values_mut() {
+                        s.send_window += delta;
+                    }
+                }
+                0x5 => {
+                    if !(16_384..=16_777_215).contains(&v) {
+                        return Err(protocol("MAX_FRAME_SIZE out of range"));
+                    }
+                    self.peer_max_frame = v as usize;
+                }
+                _ => {}
+            }
+        }
+        put_head(&mut self.wbuf, 0, SETTINGS, ACK, 0);
+        self.unblock();
         Ok(())
     }
 
