@@ -24,6 +24,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tower::{Service, ServiceExt};
 
+/// How often a worker looks at its stop flag while it waits (an open-loop
+/// worker also looks before every request it sends); each look is a
+/// timer wake-up of the client's thread and an eventfd write (at 20 ms, 50
+/// of each a second whatever the rate), and 100 ms plus the 200 ms drain
+/// keeps Ctrl-C well within a second.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// How load is offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -385,7 +392,7 @@ where
         let mut inflight = FuturesUnordered::new();
         // Requests of the warm-up are tracked separately so they are not recorded.
         let mut seq = self.index as u64;
-        let mut stop_tick = tokio::time::interval(Duration::from_millis(20));
+        let mut stop_tick = tokio::time::interval(STOP_CHECK);
         let mut stopped = false;
         let mut next = sched.peek().map(|o| self.start + o).filter(|t| *t < end);
         // The pacer wakes at the first due request; the requests due within
@@ -393,6 +400,10 @@ where
         // worker first), so wake-ups are at least `ahead` apart.
         let ahead = self.cfg.send_ahead;
         while let Some(due) = next {
+            if self.stop.load(Ordering::Relaxed) {
+                stopped = true;
+                break;
+            }
             let now = Instant::now();
             if now.checked_add(ahead).is_none_or(|horizon| due <= horizon) {
                 let measuring = due >= measure_from;
@@ -443,8 +454,12 @@ where
             inflight.push(self.send(seq, now, &mut rec, measuring));
             seq += self.workers as u64;
         }
-        let mut stop_tick = tokio::time::interval(Duration::from_millis(20));
+        let mut stop_tick = tokio::time::interval(STOP_CHECK);
         let mut stopped = false;
+        // One timer for the end, not one per reply (each new one is an
+        // insertion into and removal from tokio's timer wheel).
+        let at_end = tokio::time::sleep_until(end.into());
+        tokio::pin!(at_end);
         loop {
             tokio::select! {
                 biased;
@@ -460,7 +475,7 @@ where
                         break;
                     }
                 }
-                _ = tokio::time::sleep_until(end.into()), if Instant::now() < end => {}
+                _ = &mut at_end, if !at_end.is_elapsed() => {}
                 _ = stop_tick.tick() => {
                     if self.stop.load(Ordering::Relaxed) { stopped = true; break; }
                     if Instant::now() >= end { break; }
@@ -492,7 +507,7 @@ where
         let mut inflight = FuturesUnordered::new();
         let mut seq = self.index as u64;
         let mut backlog: u64 = 0;
-        let mut stop_tick = tokio::time::interval(Duration::from_millis(20));
+        let mut stop_tick = tokio::time::interval(STOP_CHECK);
         let mut stopped = false;
         let mut next = sched.peek().map(|o| self.start + o).filter(|t| *t < end);
         loop {
