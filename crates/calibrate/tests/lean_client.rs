@@ -98,6 +98,32 @@ async fn frames_larger_than_a_read_arrive_whole() {
     server.shutdown().await.unwrap();
 }
 
+/// Requests of megabytes under windows wide enough that the socket, not
+/// flow control, limits the client: writes find the socket full and wait
+/// for room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_wait_for_room_in_a_full_socket() {
+    let (server, addr) = start_with(
+        tonic::transport::Server::builder()
+            .initial_stream_window_size(Some(32 << 20))
+            .initial_connection_window_size(Some(256 << 20))
+            .max_frame_size(1 << 20),
+    );
+    let wide = H2Settings {
+        stream_window: 4 << 20,
+        connection_window: 8 << 20,
+        max_frame: Some(1 << 20),
+    };
+    let client = LeanClient::connect_with(addr, 1, WORK, wide).await.unwrap();
+    // The server's windows arrive in its SETTINGS; let them land first.
+    client.call(request(1, 1)).await.unwrap();
+    let run = round_trips(&client, 24, 8 << 20, 1000);
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("a write never found room again");
+    server.shutdown().await.unwrap();
+}
+
 /// More calls at once than the server's stream limit: the rest wait for a
 /// stream to close, none is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,7 @@
 use crate::unary::{H2Settings, Reply, UnaryError, message, status_bytes};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures::task::AtomicWaker;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
@@ -75,7 +76,7 @@ struct Conn {
     shared: Arc<Shared>,
     in_flight: Arc<AtomicUsize>,
     /// Wakes the connection's task when the last handle goes.
-    _handle: Arc<Handle>,
+    _handle: Handle,
 }
 
 /// What callers and a connection's task share: the calls not yet taken.
@@ -144,7 +145,7 @@ impl LeanClient {
             let mut task = Task::new(tcp, shared.clone(), settings);
             tokio::spawn(async move { std::future::poll_fn(|cx| task.poll(cx)).await });
             conns.push(Conn {
-                _handle: Arc::new(Handle(shared.clone())),
+                _handle: Handle(shared.clone()),
                 shared,
                 in_flight: Arc::new(AtomicUsize::new(0)),
             });
@@ -296,12 +297,22 @@ struct Stream {
     recv_unacked: u32,
 }
 
-/// What a header block says, of what a unary call reads.
+/// What a header block says, of what a unary call reads. The values every
+/// successful call carries (`200`, `0`) are kept without an allocation.
 #[derive(Default)]
 struct Fields {
-    status: Option<Vec<u8>>,
-    grpc_status: Option<Vec<u8>>,
+    status: Option<Cow<'static, [u8]>>,
+    grpc_status: Option<Cow<'static, [u8]>>,
     grpc_message: Option<Vec<u8>>,
+}
+
+/// `value`, borrowed from `usual` when it is that.
+fn kept(value: Cow<'_, [u8]>, usual: &'static [u8]) -> Cow<'static, [u8]> {
+    if *value == *usual {
+        Cow::Borrowed(usual)
+    } else {
+        Cow::Owned(value.into_owned())
+    }
 }
 
 /// A connection's task: its socket, its streams and both directions' state.
@@ -757,8 +768,8 @@ impl Task {
         let mut f = Fields::default();
         self.hpack
             .decode_with_cb(block, |name, value| match &name[..] {
-                b":status" => f.status = Some(value.into_owned()),
-                b"grpc-status" => f.grpc_status = Some(value.into_owned()),
+                b":status" => f.status = Some(kept(value, b"200")),
+                b"grpc-status" => f.grpc_status = Some(kept(value, b"0")),
                 b"grpc-message" => f.grpc_message = Some(value.into_owned()),
                 _ => {}
             })
