@@ -9,9 +9,10 @@
 //! per stream event) and the allocations it makes were most of the client's
 //! user-space CPU per request. Here a connection is one task that owns its
 //! socket: a call is queued with its reply channel, the task writes every
-//! queued call's frames in one write (the request's header block is encoded
-//! once, as literals that leave the server's HPACK table alone), reads every
-//! frame the socket has, and completes each stream on its trailers.
+//! queued call's frames in one write (header blocks from [`crate::hpack`]:
+//! after a connection's first request, its fields are named by their index
+//! in the server's table), reads every frame the socket has, and completes
+//! each stream on its trailers.
 //!
 //! HTTP/2 as RFC 9113 asks of a client: the preface and SETTINGS (and their
 //! ACK), PING replies, both directions' flow control (send windows from the
@@ -20,6 +21,7 @@
 //! MAX_FRAME_SIZE, CONTINUATION, padding, RST_STREAM and GOAWAY. gRPC's
 //! conventions are [`crate::unary`]'s, and so are its errors.
 
+use crate::hpack::{Encoder, RequestHead};
 use crate::unary::{H2Settings, Reply, UnaryError, message, status_bytes};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures::task::AtomicWaker;
@@ -68,8 +70,8 @@ pub struct LeanClient {
 struct Inner {
     conns: Arc<[Conn]>,
     authority: String,
-    /// The request's HPACK header block, encoded once.
-    block: Bytes,
+    /// The request's header fields, encoded by each connection.
+    head: Arc<RequestHead>,
 }
 
 struct Conn {
@@ -104,7 +106,7 @@ impl Drop for Handle {
 }
 
 struct Call {
-    block: Bytes,
+    head: Arc<RequestHead>,
     body: Bytes,
     reply: oneshot::Sender<Result<Reply, UnaryError>>,
 }
@@ -153,7 +155,7 @@ impl LeanClient {
         let authority = addr.to_string();
         Ok(LeanClient {
             inner: Arc::new(Inner {
-                block: request_block(&authority, path),
+                head: Arc::new(RequestHead::new(&authority, path)),
                 authority,
                 conns: conns.into(),
             }),
@@ -166,7 +168,7 @@ impl LeanClient {
         Ok(LeanClient {
             inner: Arc::new(Inner {
                 conns: self.inner.conns.clone(),
-                block: request_block(&self.inner.authority, path),
+                head: Arc::new(RequestHead::new(&self.inner.authority, path)),
                 authority: self.inner.authority.clone(),
             }),
         })
@@ -188,7 +190,7 @@ impl LeanClient {
                 Some(e) => Some(e.clone()),
                 None => {
                     q.calls.push(Call {
-                        block: inner.block.clone(),
+                        head: inner.head.clone(),
                         body: request,
                         reply: tx,
                     });
@@ -236,48 +238,6 @@ fn check_path(path: &str) -> Result<(), UnaryError> {
     Ok(())
 }
 
-/// An HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1), the
-/// prefix's upper bits `flags`.
-fn put_int(b: &mut BytesMut, flags: u8, n: u32, mut v: usize) {
-    let max = (1usize << n) - 1;
-    if v < max {
-        b.put_u8(flags | v as u8);
-        return;
-    }
-    b.put_u8(flags | max as u8);
-    v -= max;
-    while v >= 128 {
-        b.put_u8((v % 128) as u8 | 0x80);
-        v /= 128;
-    }
-    b.put_u8(v as u8);
-}
-
-/// An HPACK string literal, not Huffman-coded.
-fn put_str(b: &mut BytesMut, s: &[u8]) {
-    put_int(b, 0, 7, s.len());
-    b.put_slice(s);
-}
-
-/// The request's header block: `:method POST` and `:scheme http` from the
-/// static table, the rest literals without indexing (RFC 7541 section
-/// 6.2.2), so the same bytes are valid for every request on any connection.
-fn request_block(authority: &str, path: &str) -> Bytes {
-    let mut b = BytesMut::with_capacity(64 + path.len() + authority.len());
-    b.put_u8(0x83); // :method POST (static index 3)
-    b.put_u8(0x86); // :scheme http (static index 6)
-    put_int(&mut b, 0, 4, 4); // :path, name at static index 4
-    put_str(&mut b, path.as_bytes());
-    put_int(&mut b, 0, 4, 1); // :authority, name at static index 1
-    put_str(&mut b, authority.as_bytes());
-    put_int(&mut b, 0, 4, 31); // content-type, name at static index 31
-    put_str(&mut b, b"application/grpc");
-    b.put_u8(0); // te: a new name
-    put_str(&mut b, b"te");
-    put_str(&mut b, b"trailers");
-    b.freeze()
-}
-
 fn put_head(b: &mut BytesMut, len: usize, kind: u8, flags: u8, stream: u32) {
     b.put_uint(len as u64, 3);
     b.put_u8(kind);
@@ -322,6 +282,9 @@ struct Task {
     rbuf: BytesMut,
     wbuf: BytesMut,
     hpack: loona_hpack::Decoder<'static>,
+    /// Request header blocks, and the one being written.
+    encoder: Encoder,
+    block: BytesMut,
     streams: HashMap<u32, Stream>,
     waiting: VecDeque<Call>,
     /// Streams with body left and no window to send it.
@@ -367,6 +330,8 @@ impl Task {
             rbuf: BytesMut::with_capacity(64 * 1024),
             wbuf,
             hpack: loona_hpack::Decoder::new(),
+            encoder: Encoder::new(),
+            block: BytesMut::with_capacity(256),
             streams: HashMap::new(),
             waiting: VecDeque::new(),
             blocked: Vec::new(),
@@ -481,7 +446,9 @@ impl Task {
             }
             let id = self.next_id;
             self.next_id += 2;
-            let mut block = call.block;
+            self.block.clear();
+            self.encoder.encode(&call.head, &mut self.block);
+            let mut block = &self.block[..];
             let mut kind = HEADERS;
             loop {
                 let n = block.len().min(self.peer_max_frame);
@@ -494,7 +461,7 @@ impl Task {
                     id,
                 );
                 self.wbuf.put_slice(&block[..n]);
-                block.advance(n);
+                block = &block[n..];
                 kind = CONTINUATION;
                 if last {
                     break;
@@ -735,6 +702,7 @@ impl Task {
             let key = p.get_u16();
             let v = p.get_u32();
             match key {
+                0x1 => self.encoder.peer_limit(v),
                 0x3 => self.peer_max_streams = v as usize,
                 0x4 => {
                     if i64::from(v) > MAX_WINDOW {
@@ -904,38 +872,6 @@ fn reason(code: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hpack_integers_follow_rfc_7541_c_1() {
-        // RFC 7541 appendix C.1: 10 in a 5-bit prefix, 1337 in a 5-bit
-        // prefix, 42 in an 8-bit prefix.
-        let mut b = BytesMut::new();
-        put_int(&mut b, 0, 5, 10);
-        put_int(&mut b, 0, 5, 1337);
-        put_int(&mut b, 0, 8, 42);
-        assert_eq!(&b[..], &[0x0a, 0x1f, 0x9a, 0x0a, 0x2a]);
-    }
-
-    #[test]
-    fn the_request_block_decodes_to_a_grpc_request() {
-        let block = request_block("127.0.0.1:50051", "/a.B/C");
-        let mut got = Vec::new();
-        loona_hpack::Decoder::new()
-            .decode_with_cb(&block, |n, v| got.push((n.into_owned(), v.into_owned())))
-            .unwrap();
-        let want: Vec<(Vec<u8>, Vec<u8>)> = [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":path", "/a.B/C"),
-            (":authority", "127.0.0.1:50051"),
-            ("content-type", "application/grpc"),
-            ("te", "trailers"),
-        ]
-        .iter()
-        .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
-        .collect();
-        assert_eq!(got, want);
-    }
 
     #[test]
     fn padding_is_removed_and_bad_padding_refused() {

@@ -15,6 +15,7 @@
 
 pub mod client;
 pub mod frame;
+mod hpack;
 pub mod lean;
 pub mod pool;
 pub mod procstat;
