@@ -28,7 +28,13 @@ same round, so the machine's drift and its other tenants cancel out:
    so the --before binary of an earlier build shows what it saves.
 2. Closed loop, 64 requests in flight: h2load `-c 2 -m 32` against the
    peak probe of rackbench's search (`--peak-concurrency 64`), h2load
-   before and after it; ratio against their mean.
+   before and after it; ratio against their mean. Each run also gives,
+   over the middle of its run, the client's CPU-us per request, its
+   sleeps per request (voluntary context switches) and the server's busy
+   share. When the server is busy all the time the peak is the server's
+   rate: a client that sleeps between replies makes the server pay a
+   cross-CPU wake-up per reply, so the peak ratio then says how each
+   client's traffic suits the server, and the CPU ratio what it costs.
 3. The SLO search against a fixed-rate sweep in the same run: the search
    (p99 <= 10 ms, >= 98% completed, constant arrivals, calibrate's
    defaults otherwise: 95% intervals, the failure that bounds the result
@@ -93,19 +99,34 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0, ok=(0,)):
+def sleeps(pid):
+    """Times a process (all its threads) gave up its CPU to wait."""
+    n = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/status") as f:
+            n += sum(int(l.split()[1]) for l in f if l.startswith("voluntary_ctxt_switches"))
+    return n
+
+
+def cpu_over_middle(cmd, env, cwd, secs, skip=2.0, tail=1.0, ok=(0,), watch=None):
     """Runs cmd (pinned to CPU 0) for about secs seconds and returns
     (CPU seconds, wall seconds) over [skip, secs - tail] of its run, and
-    its stdout; an exit code outside `ok` stops the benchmark."""
+    its stdout; an exit code outside `ok` stops the benchmark. With
+    `watch` (a pid), also returns that process's CPU seconds and the
+    command's sleeps over the same span: (cpu, span, out, watched, sleeps)."""
     p = subprocess.Popen(common.pinned(cmd, 0), cwd=cwd, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(skip)
     c0, t0 = proc_cpu(p.pid), time.time()
+    w0, s0 = (proc_cpu(watch), sleeps(p.pid)) if watch else (0, 0)
     time.sleep(max(0.5, secs - skip - tail))
     c1, t1 = proc_cpu(p.pid), time.time()
+    w1, s1 = (proc_cpu(watch), sleeps(p.pid)) if watch else (0, 0)
     out, err = p.communicate()
     if p.returncode not in ok:
         raise SystemExit(f"{cmd[0]} failed ({p.returncode}):\n{out[-1500:]}{err[-1500:]}")
+    if watch:
+        return c1 - c0, t1 - t0, out, w1 - w0, s1 - s0
     return c1 - c0, t1 - t0, out
 
 
@@ -127,11 +148,31 @@ def h2load_rate(out):
     return float(rate.group(1))
 
 
-def h2load_closed(h2load, body, secs):
-    cmd = common.pinned([h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1",
-                         "-D", str(secs), "-d", body, "-H", "content-type: application/grpc",
-                         "-H", "te: trailers", URL], 0)
-    return h2load_rate(subprocess.run(cmd, capture_output=True, text=True).stdout)
+CLOSED_SECS = 6
+
+
+def closed_figures(cpu, span, rate, server_cpu, slept):
+    """A closed-loop run's figures over its measured span: its rate, the
+    client's CPU-us and sleeps per request, the server's busy share."""
+    done = rate * span
+    return {"rate": rate, "cpu_us": cpu / done * 1e6, "sleeps": slept / done, "server": server_cpu / span}
+
+
+def h2load_closed(h2load, body, env, cwd, server):
+    cmd = [h2load, "-c", str(CONNECTIONS), "-m", str(IN_FLIGHT // CONNECTIONS), "-t", "1",
+           "-D", str(CLOSED_SECS), "-d", body, "-H", "content-type: application/grpc", "-H", "te: trailers", URL]
+    cpu, span, out, srv, slept = cpu_over_middle(cmd, env, cwd, CLOSED_SECS, watch=server)
+    return closed_figures(cpu, span, h2load_rate(out), srv, slept)
+
+
+def rackbench_closed(binary, env, cwd, server):
+    """The closed-loop peak: the search's warm-up (1 s) and peak probe
+    alone, measured over the peak probe's middle."""
+    cmd = calibrate_cmd(binary, ["--peak-only", "--peak-secs", str(CLOSED_SECS - 1), "--warmup-secs", "1",
+                                 "--peak-concurrency", str(IN_FLIGHT)])
+    # Exit code 1: the host checks marked the run (its figures stand).
+    cpu, span, out, srv, slept = cpu_over_middle(cmd, env, cwd, CLOSED_SECS + 0.3, ok=(0, 1), watch=server)
+    return closed_figures(cpu, span, common.report(out)["metrics"]["peak_qps"], srv, slept)
 
 
 WAKE_C = r"""
@@ -294,6 +335,8 @@ def main():
     before_ratios = {r: [] for r in rates}
     wakes = {r: [] for r in rates}
     closed = []
+    closed_cpu = []
+    servers = []
     dists = {}
     try:
         # Idle: a trickle, in percent of a core.
@@ -335,17 +378,20 @@ def main():
                       f" {'n/a' if wake is None else f'{wake:.1f}'} CPU-us (load {loadavg()})", flush=True)
             if a.no_closed:
                 continue
-            h_first = h2load_closed(h2load, body, 5)
-            # The closed-loop peak: the search's warm-up and peak probe alone.
-            out = subprocess.run(common.pinned(calibrate_cmd(binary, [
-                "--peak-only", "--peak-secs", "5", "--warmup-secs", "1", "--peak-concurrency", str(IN_FLIGHT)]), 0),
-                cwd=cwd, env=env, capture_output=True, text=True)
-            peak = common.report(out.stdout)["metrics"]["peak_qps"]
-            h_last = h2load_closed(h2load, body, 5)
-            ref = (h_first + h_last) / 2
-            closed.append(peak / ref)
-            print(f"round {n}: closed loop ({IN_FLIGHT} in flight): h2load {h_first:.0f}/s and {h_last:.0f}/s,"
-                  f" rackbench {peak:.0f}/s; ratio {peak / ref:.2f}", flush=True)
+            h_first = h2load_closed(h2load, body, env, cwd, server.pid)
+            r = rackbench_closed(binary, env, cwd, server.pid)
+            h_last = h2load_closed(h2load, body, env, cwd, server.pid)
+            ref = {k: (h_first[k] + h_last[k]) / 2 for k in h_first}
+            closed.append(r["rate"] / ref["rate"])
+            closed_cpu.append(r["cpu_us"] / ref["cpu_us"])
+            servers.extend(x["server"] for x in (h_first, r, h_last))
+
+            def fig(x):
+                return (f"{x['rate']:.0f}/s ({x['cpu_us']:.1f} CPU-us and {x['sleeps']:.2f} sleeps per request,"
+                        f" server {x['server'] * 100:.0f}% busy)")
+            print(f"round {n}: closed loop ({IN_FLIGHT} in flight): h2load {fig(h_first)} and {fig(h_last)};"
+                  f" rackbench {fig(r)}; peak ratio {closed[-1]:.2f}, client CPU per request ratio"
+                  f" {closed_cpu[-1]:.2f}", flush=True)
         if not a.no_search:
             dists["quiet"], _ = search_vs_sweep(binary, env, cwd, a.search_secs, "quiet")
             hogs = hog_start()
@@ -383,6 +429,15 @@ def main():
     ticks = ", ".join(f"{k(r)} {statistics.median(tick_ratios[r]):.2f}" for r in rates)
     print(f"in h2load's own 10 ms ticks (rackbench --arrival burst:rate/100): client CPU per request vs h2load"
           f" at {ticks}")
+    if closed:
+        # With the one-threaded server busy all the time, the peak is the
+        # server's rate under each client's traffic, not the client's limit.
+        print(f"closed loop ({IN_FLIGHT} in flight, median of {len(closed)} rounds): peak vs h2load"
+              f" {statistics.median(closed):.2f} (rounds: {', '.join(f'{x:.2f}' for x in closed)}); client CPU per"
+              f" request vs h2load {statistics.median(closed_cpu):.2f} (rounds:"
+              f" {', '.join(f'{x:.2f}' for x in closed_cpu)}); the server was {min(servers) * 100:.0f}-"
+              f"{max(servers) * 100:.0f}% busy"
+              + (" (server-bound: the peak is the server's rate)" if min(servers) >= 0.95 else ""))
     known = [d for d in dists.values() if d is not None]
     within = f"{max(known):.1f}" if known and len(known) == len(dists) else "n/a"
     closed_text = f"{statistics.median(closed):.2f}" if closed else "n/a"
