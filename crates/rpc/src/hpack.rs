@@ -1,6 +1,6 @@
-//! The request side of HPACK (RFC 7541) for [`crate::lean`]: a unary gRPC
-//! request's header block, with the server's dynamic table used as real
-//! clients use it.
+//! The request side of HPACK (RFC 7541) for the lean client (`lean.rs`):
+//! a unary gRPC request's header block, with the server's dynamic table
+//! used as real clients use it.
 //!
 //! A connection's first request sends `:path`, `:authority`,
 //! `content-type` and `te` as literals with incremental indexing; every
