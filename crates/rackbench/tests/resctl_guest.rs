@@ -72,10 +72,24 @@ fn read_json(p: &Path) -> serde_json::Value {
 /// Where the guest's scratch disk is (`MAJ:MIN`), for the commands.
 const DEVNR: &str = "$(cat /sys/block/vda/dev)";
 
+/// How many vrate rungs `--test`'s ladder (vrate-max=125, 4 intervals
+/// from 0, so 31.25 apart, with `dither`) has. As upstream, the lowest
+/// rung is clamped to 1%, so the ladder loses it when the random dither
+/// is within 1% of its -31.25 end (about 1 draw in 31): 4 rungs or 3.
+fn test_ladder_rungs(dither: f64) -> usize {
+    assert!((-31.25..0.0).contains(&dither), "dither {dither}");
+    let (click, hi) = (31.25, 125.0 + dither);
+    let lo = (click + dither).max(1.0);
+    (0..=4)
+        .map(|k| hi - f64::from(k) * click)
+        .take_while(|v| *v > lo - 0.001)
+        .count()
+}
+
 /// `run iocost-tune` on a fresh journal, as upstream: iocost-params, then
-/// the nested iocost-qos ladder (--test's: the baseline and four dithered
-/// rungs up to 125%, those below the device's minimum skipped), then the
-/// solutions. Each run applies its QoS to the scratch device, vrate is
+/// the nested iocost-qos ladder (--test's: the baseline and three or four
+/// dithered rungs up to 125%, those below the device's minimum skipped),
+/// then the solutions. Each run applies its QoS to the scratch device, vrate is
 /// sampled while iocost is on, the record and result are upstream's
 /// shape, `format`, `summary`, `study` and `solve` read them in the guest
 /// and `summary` and `merge` on the host; the device's io.cost.qos is
@@ -111,14 +125,19 @@ rackbench resctl -r out/r.json solve iocost-tune > out/solve.txt 2>&1"
     assert_eq!(kinds, ["iocost-params", "iocost-qos", "iocost-tune"]);
     let qos = &jobs[1];
     let runs = qos["record"]["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 5, "{}", qos["record"]);
+    let dither = qos["record"]["dither_dist"].as_f64().unwrap();
+    assert_eq!(
+        runs.len(),
+        1 + test_ladder_rungs(dither),
+        "{}",
+        qos["record"]
+    );
     assert!(runs[0]["qos"].is_null(), "the baseline has iocost off");
     assert!(qos["record"]["inc_runs"].as_array().unwrap().is_empty());
-    assert!(qos["record"]["dither_dist"].is_number());
     let res = qos["result"]["runs"].as_array().unwrap();
-    assert_eq!(res.len(), 5);
+    assert_eq!(res.len(), runs.len());
     assert_eq!(res[0]["vrate"]["mean"], 0.0, "no vrate with iocost off");
-    let ran: Vec<usize> = (1..5).filter(|i| !runs[*i].is_null()).collect();
+    let ran: Vec<usize> = (1..runs.len()).filter(|i| !runs[*i].is_null()).collect();
     assert!(!ran.is_empty(), "every rung was skipped:\n{err}");
     for i in ran {
         // The QoS asked for is what io.cost.qos held, and vrate was
