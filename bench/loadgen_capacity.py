@@ -38,8 +38,9 @@ same round, so the machine's drift and its other tenants cancel out:
 3. The SLO search against a fixed-rate sweep in the same run: the search
    (p99 <= 10 ms, >= 98% completed, constant arrivals, calibrate's
    defaults otherwise: 95% intervals, the failure that bounds the result
-   confirmed) and then fixed rates from 0.6x to 1.6x its result in 5%
-   steps (`--fixed-qps`, the same criterion, each judged alone); the
+   confirmed, a probe whose requests left late repeated) and then fixed
+   rates from 0.6x to 1.6x its result in 5% steps (`--fixed-qps`, the
+   same criterion, each judged alone, a late one repeated); the
    search should lie within 10% of the highest rate the sweep passes.
    Done on the quiet machine and again with a CPU hog alongside (one
    busy-looping process per CPU, normal priority).
@@ -263,12 +264,25 @@ def search(binary, env, cwd, secs):
     return rate, m["peak_qps"], m["probes"], m.get("marks", [])
 
 
-def sweep(binary, env, cwd, secs, rates):
+def fixed_rates(binary, env, cwd, secs, rates):
     cmd = calibrate_cmd(binary, ["--fixed-qps", ",".join(f"{q:.0f}" for q in rates), "--probe-secs", str(secs)])
     out = subprocess.run(common.pinned(cmd, 0), cwd=cwd, env=env, capture_output=True, text=True)
     probes = common.report(out.stdout)["metrics"]["probes"]
-    return [(p["requested_qps"], p["passed"], p["target_value_ms"], p["verdict"]) for p in probes
+    return [(p["requested_qps"], p["passed"], p["target_value_ms"], p.get("from_send_ms")) for p in probes
             if p["phase"] == "fixed"]
+
+
+def sweep(binary, env, cwd, secs, rates):
+    """The sweep, judged as the search judges: a rate that failed only
+    because its requests left late (from_send_ms: the client's host
+    stalled) runs once more, and the repeat stands."""
+    rows = fixed_rates(binary, env, cwd, secs, rates)
+    late = [q for q, ok, _, fs in rows if not ok and fs is not None]
+    if late:
+        again = {q: r for q, *r in fixed_rates(binary, env, cwd, secs, late)}
+        print(f"  (sweep: {len(late)} rates whose requests left late ran again)")
+        rows = [(q, *again[q]) if q in again else (q, ok, v, fs) for q, ok, v, fs in rows]
+    return rows
 
 
 def search_vs_sweep(binary, env, cwd, secs, label):

@@ -180,6 +180,7 @@ mod tests {
             start_unix_ms: 1,
             end_unix_ms: 2,
             interval: None,
+            from_send_ms: None,
         }
     }
 

@@ -45,6 +45,7 @@ pub(crate) fn probe(
         start_unix_ms: 1,
         end_unix_ms: 2,
         interval: None,
+        from_send_ms: None,
     }
 }
 

@@ -108,6 +108,7 @@ mod tests {
             start_unix_ms: 0,
             end_unix_ms: 0,
             interval: None,
+            from_send_ms: None,
         };
         let r = row(&p);
         let cols: Vec<&str> = r.split(',').collect();

@@ -301,6 +301,12 @@ impl Recorder {
         LatencySummary::of(&self.latency)
     }
 
+    /// Percentiles of latency from each request's send (ours): below
+    /// [`Recorder::summary`]'s only by how late the requests left.
+    pub fn from_send(&self) -> LatencySummary {
+        LatencySummary::of(&self.service)
+    }
+
     /// Percentiles of the requests that completed in the last `fraction` of
     /// the seconds that saw completions (at least one second), with the
     /// length of that tail in seconds; `None` when nothing completed.

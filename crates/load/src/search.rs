@@ -19,6 +19,12 @@
 //!    fails, the rate steps down and the final run is repeated (at most three
 //!    times): a rate that failed is never reported.
 //!
+//! A probe that failed only because its requests left late (measured from
+//! each send, the target was met: the client or its host stalled, see
+//! [`SearchConfig::sender_lag`]) is run once more at the same rate, and the
+//! repeat's verdict stands; a final is repeated so once in a search. Both
+//! records are kept, the first with `from_send_ms`.
+//!
 //! A probe passes only when (a) the target percentile is within the target,
 //! and (b) at least `min_completion` (98%) of the requests scheduled in the
 //! window got a successful reply. Comparing against the *scheduled* count
@@ -127,6 +133,12 @@ pub struct ProbeRecord {
     /// the search judged with one ([`SearchConfig::confidence`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
+    /// Set when the probe missed the latency target only because its
+    /// requests left late (ours): the target percentile measured from each
+    /// request's send, which met the target. The client, or the host under
+    /// it, stalled; the server kept up (see [`SearchConfig::sender_lag`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_send_ms: Option<f64>,
 }
 
 fn unix_ms() -> u64 {
@@ -433,6 +445,30 @@ impl SearchConfig {
         (tail.count >= self.steady_min_samples && v > self.target.latency_ms).then_some((v, secs))
     }
 
+    /// The target percentile measured from each request's send, when the
+    /// probe missed the target only because its requests left late: every
+    /// request scheduled got a reply (no error, drop or cut-off), and from
+    /// the send the percentile met the target. A host that freezes the
+    /// whole machine for milliseconds (a VM's vCPU descheduled) does that:
+    /// the requests due during the freeze leave when it ends, and the
+    /// server then answers them at once. One such probe says nothing about
+    /// the server, so the search repeats it (see [`Search`]).
+    pub fn sender_lag(&self, r: &RunResult) -> Option<f64> {
+        let rec = &r.recorder;
+        let clean = !r.interrupted
+            && rec.ok > 0
+            && rec.errors == 0
+            && rec.dropped == 0
+            && rec.unfinished == 0
+            && r.completion_ratio() >= self.min_completion;
+        let p = self.target.percentile;
+        let from_send = rec.from_send().get(p);
+        (clean
+            && rec.summary().get(p) > self.target.latency_ms
+            && from_send <= self.target.latency_ms)
+            .then_some(from_send)
+    }
+
     /// Judges a probe against the target and the completion rule.
     pub fn judge(&self, r: &RunResult) -> (bool, String) {
         let s = r.recorder.summary();
@@ -462,13 +498,17 @@ impl SearchConfig {
             );
         }
         if value > self.target.latency_ms {
+            let late = self.sender_lag(r).map(|v| {
+                format!("; {v:.3} ms from the send: the requests left late (the client or its host stalled)")
+            });
             return (
                 false,
                 format!(
-                    "{} latency {:.3} ms > target {} ms",
+                    "{} latency {:.3} ms > target {} ms{}",
                     self.target.percentile.label(),
                     value,
-                    self.target.latency_ms
+                    self.target.latency_ms,
+                    late.unwrap_or_default()
                 ),
             );
         }
@@ -677,6 +717,10 @@ impl<'a, P: Prober> Search<'a, P> {
             start_unix_ms,
             end_unix_ms: unix_ms(),
             interval,
+            from_send_ms: match phase {
+                Phase::Warmup | Phase::Peak => None,
+                _ => self.cfg.sender_lag(r),
+            },
         };
         (self.on_event)(Event::Done(&rec));
         self.out.probes.push(rec);
@@ -791,6 +835,14 @@ impl<'a, P: Prober> Search<'a, P> {
             rate,
             arrival: self.cfg.arrival,
         };
+        let (ok, r) = self
+            .run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe)
+            .await?;
+        if ok || self.cfg.sender_lag(&r).is_none() || self.out.probes.len() >= self.cfg.max_probes {
+            return Ok(ok);
+        }
+        // The requests left late, not the server: once more, and that
+        // probe's verdict stands.
         let (ok, _) = self
             .run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe)
             .await?;
@@ -881,7 +933,9 @@ impl<'a, P: Prober> Search<'a, P> {
         // probe passed below it (so the step down is as small as what was
         // measured allows), and at least 2 x tolerance lower.
         let mut rate = lo;
-        for _ in 0..c.final_attempts.max(1) {
+        let mut repeated = false;
+        let mut attempt = 0;
+        while attempt < c.final_attempts.max(1) {
             let mode = Mode::Open {
                 rate,
                 arrival: c.arrival,
@@ -889,6 +943,13 @@ impl<'a, P: Prober> Search<'a, P> {
             let (ok, r) = self
                 .run_probe(Phase::Final, mode, c.probe_warmup, c.final_duration)
                 .await?;
+            // A final that failed only because its requests left late runs
+            // again at the same rate, once in the search.
+            if !ok && !repeated && c.sender_lag(&r).is_some() {
+                repeated = true;
+                continue;
+            }
+            attempt += 1;
             if ok {
                 self.out.final_series = r.recorder.series_summary();
                 self.out.final_probe = self.out.probes.last().cloned();

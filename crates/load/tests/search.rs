@@ -23,6 +23,10 @@ struct Model {
     /// The probe (1-based, in call order) that a host stall spoils: its
     /// latency is 900 ms whatever the rate.
     bad_probe: Option<usize>,
+    /// Probes (1-based) whose requests leave late (the client's host
+    /// froze): 900 ms from the intended start, the server's own latency
+    /// from the send.
+    late_probes: Vec<usize>,
 }
 
 impl Model {
@@ -35,6 +39,7 @@ impl Model {
             fail_after: None,
             warming: Vec::new(),
             bad_probe: None,
+            late_probes: Vec::new(),
         }
     }
 }
@@ -81,9 +86,16 @@ impl load::Prober for Model {
         } else {
             scheduled
         };
+        let late =
+            matches!(mode, Mode::Open { .. }) && self.late_probes.contains(&self.calls.len());
         for _ in 0..completed {
             let d = Duration::from_secs_f64(lat_ms / 1000.0);
-            rec.record_ok(d, d, Duration::ZERO, 100);
+            let from_intended = if late {
+                d.max(Duration::from_millis(900))
+            } else {
+                d
+            };
+            rec.record_ok(from_intended, d, Duration::ZERO, 100);
         }
         rec.unfinished = rec.scheduled - completed;
         Ok(RunResult {
@@ -221,6 +233,74 @@ async fn one_bad_probe_cannot_hold_the_result_below_the_knee() {
         fooled_without > 0,
         "the unconfirmed search was never fooled"
     );
+}
+
+#[tokio::test]
+async fn a_probe_whose_requests_left_late_is_repeated_and_the_repeat_stands() {
+    let mut clean = Model::new(700.0, 1000.0);
+    let mut on = |_: Event<'_>| {};
+    let out = Search::new(cfg(), &mut clean, &mut on).run().await;
+    let steps = |out: &load::SearchOutcome| -> Vec<(Phase, f64, bool)> {
+        out.probes
+            .iter()
+            .filter(|p| p.from_send_ms.is_none())
+            .map(|p| (p.phase, p.requested_qps, p.passed))
+            .collect()
+    };
+    let clean_steps = steps(&out);
+    let n = clean.calls.len();
+    // Each judged probe in turn sent late (call k is record k - 1: one
+    // warm-up piece): the search repeats it at the same rate and then goes
+    // exactly as the clean search did.
+    for bad in 3..=n {
+        let mut m = Model::new(700.0, 1000.0);
+        m.late_probes = vec![bad];
+        let out = Search::new(cfg(), &mut m, &mut on).run().await;
+        assert!(out.success, "late probe {bad}: {:?}", out.failure);
+        assert_eq!(steps(&out), clean_steps, "late probe {bad}");
+        let late: Vec<_> = out
+            .probes
+            .iter()
+            .filter(|p| p.from_send_ms.is_some())
+            .collect();
+        // A rate the server fails from the send as well is no late probe:
+        // it fails on its own and is not repeated.
+        if !clean_steps[bad - 1].2 {
+            assert!(late.is_empty(), "late probe {bad}");
+            assert_eq!(out.probes.len(), clean_steps.len(), "late probe {bad}");
+            continue;
+        }
+        assert_eq!(late.len(), 1, "late probe {bad}");
+        assert_eq!(out.probes.len(), clean_steps.len() + 1, "late probe {bad}");
+        let (first, repeat) = (late[0], &out.probes[late[0].seq + 1]);
+        assert!(!first.passed && first.target_value_ms >= 900.0);
+        let from_send = first.from_send_ms.unwrap();
+        assert!(
+            (from_send - 10.0).abs() < 0.05,
+            "the server's own p95: {from_send}"
+        );
+        assert!(
+            first
+                .verdict
+                .contains("ms from the send: the requests left late"),
+            "{}",
+            first.verdict
+        );
+        assert_eq!(
+            (repeat.phase, repeat.requested_qps),
+            (first.phase, first.requested_qps)
+        );
+        assert!(repeat.from_send_ms.is_none());
+    }
+    // A client that is always late (one that cannot keep up, or a host
+    // that always freezes) is believed the second time: its probes fail
+    // and the search says so, never passing a rate on the server's figure.
+    let mut m = Model::new(700.0, 1000.0);
+    m.late_probes = (3..200).collect();
+    let out = Search::new(cfg(), &mut m, &mut on).run().await;
+    assert!(!out.success);
+    let judged: Vec<_> = out.probes.iter().filter(|p| p.seq >= 2).collect();
+    assert!(judged.iter().all(|p| !p.passed), "{judged:?}");
 }
 
 #[tokio::test]
