@@ -43,7 +43,11 @@ same round, so the machine's drift and its other tenants cancel out:
    same criterion, each judged alone, a late one repeated); the
    search should lie within 10% of the highest rate the sweep passes.
    Done on the quiet machine and again with a CPU hog alongside (one
-   busy-looping process per CPU, normal priority).
+   busy-looping process per CPU, normal priority). Each condition first
+   prints the host's own tail at 5,000/s: p99 of a C sender and echo over
+   loopback from each request's due time, and of its round trips alone
+   (a gap between the two is the host waking timers late, which no
+   client can undo).
 4. The floor of sending each request at its own time (`--send-ahead-us
    0`, what constant arrivals did before the window): each round also
    times a bare timer wake-up at each rate's spacing (a C loop of timerfd
@@ -214,6 +218,104 @@ int main(int argc, char **argv) {
 """
 
 
+ECHO_C = r"""
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+/* The host's own tail: 64 bytes over loopback at their own times
+   (clock_nanosleep to each due time, blocking send and recv), echoed by a
+   thread on CPU 1 while the sender runs on CPU 0. Prints p99 from the
+   due time and p99 of the round trip alone, ms. */
+static int lfd;
+static void pin(int cpu) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    sched_setaffinity(0, sizeof s, &s);
+}
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static void *echo(void *arg) {
+    (void)arg;
+    pin(1);
+    int c = accept(lfd, NULL, NULL), one = 1;
+    char b[64];
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    while (recv(c, b, sizeof b, MSG_WAITALL) == (ssize_t)sizeof b) send(c, b, sizeof b, 0);
+    return NULL;
+}
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+int main(int argc, char **argv) {
+    double rate = atof(argv[1]), secs = atof(argv[2]);
+    long n = (long)(rate * secs);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    int one = 1;
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (n < 100 || lfd < 0 || bind(lfd, (void *)&sa, sizeof sa) || listen(lfd, 1) ||
+        getsockname(lfd, (void *)&sa, &len))
+        return 1;
+    pthread_t t;
+    pthread_create(&t, NULL, echo, NULL);
+    pin(0);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, (void *)&sa, sizeof sa)) return 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    double *late = malloc(n * sizeof *late), *rtt = malloc(n * sizeof *rtt), t0 = now() + 0.1;
+    char b[64] = {0};
+    for (long i = 0; i < n; i++) {
+        double due = t0 + i / rate, wait = due - now();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
+            clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+        }
+        double sent = now();
+        if (send(c, b, sizeof b, 0) != (ssize_t)sizeof b || recv(c, b, sizeof b, MSG_WAITALL) != (ssize_t)sizeof b)
+            return 1;
+        double done = now();
+        late[i] = done - due;
+        rtt[i] = done - sent;
+    }
+    qsort(late, n, sizeof *late, cmp);
+    qsort(rtt, n, sizeof *rtt, cmp);
+    printf("%.3f %.3f\n", late[n * 99 / 100] * 1e3, rtt[n * 99 / 100] * 1e3);
+    return 0;
+}
+"""
+
+
+def host_tail(cwd, rate, secs=5.0):
+    """The host's own p99 at `rate` (a C sender and echo over loopback,
+    pinned as the clients and server are): (p99 from the due time, p99 of
+    the round trip alone) in ms, or None without a C compiler. When the
+    first is far above the second, the host wakes its timers late."""
+    exe = os.path.join(cwd, "echo_floor")
+    if not os.path.exists(exe):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            return None
+        src = exe + ".c"
+        with open(src, "w") as f:
+            f.write(ECHO_C)
+        if subprocess.run([cc, "-O2", "-pthread", "-o", exe, src], capture_output=True).returncode != 0:
+            return None
+    out = subprocess.run([exe, str(rate), str(secs)], capture_output=True, text=True)
+    return tuple(float(v) for v in out.stdout.split()) if out.returncode == 0 else None
+
+
 def wake_cost(cwd, rate, secs=3.0):
     """CPU-us of one bare timer wake-up at the rate's spacing on CPU 0 (a
     C loop: timerfd, epoll_wait, nothing else), or None without a C
@@ -286,6 +388,10 @@ def sweep(binary, env, cwd, secs, rates):
 
 
 def search_vs_sweep(binary, env, cwd, secs, label):
+    tail = host_tail(cwd, 5000)
+    if tail:
+        print(f"{label}: the host's own tail at 5000/s (C sender and echo over loopback): p99 {tail[0]:.2f} ms"
+              f" from the due time, round trip alone {tail[1]:.2f} ms", flush=True)
     rate, peak, probes, marks = search(binary, env, cwd, secs)
     steps = ", ".join(f"{p['phase']} {p['requested_qps']:.0f} {'pass' if p['passed'] else 'FAIL'}"
                       for p in probes if p["requested_qps"] > 0)
