@@ -297,21 +297,30 @@ int main(int argc, char **argv) {
 """
 
 
-def host_tail(cwd, rate, secs=5.0):
-    """The host's own p99 at `rate` (a C sender and echo over loopback,
-    pinned as the clients and server are): (p99 from the due time, p99 of
-    the round trip alone) in ms, or None without a C compiler. When the
-    first is far above the second, the host wakes its timers late."""
-    exe = os.path.join(cwd, "echo_floor")
+def c_program(cwd, name, source, flags=()):
+    """`source` built once with the system's C compiler into cwd/name: its
+    path, or None without a compiler or when it does not build."""
+    exe = os.path.join(cwd, name)
     if not os.path.exists(exe):
         cc = shutil.which("cc") or shutil.which("gcc")
         if not cc:
             return None
         src = exe + ".c"
         with open(src, "w") as f:
-            f.write(ECHO_C)
-        if subprocess.run([cc, "-O2", "-pthread", "-o", exe, src], capture_output=True).returncode != 0:
+            f.write(source)
+        if subprocess.run([cc, "-O2", *flags, "-o", exe, src], capture_output=True).returncode != 0:
             return None
+    return exe
+
+
+def host_tail(cwd, rate, secs=5.0):
+    """The host's own p99 at `rate` (a C sender and echo over loopback,
+    pinned as the clients and server are): (p99 from the due time, p99 of
+    the round trip alone) in ms, or None without a C compiler. When the
+    first is far above the second, the host wakes its timers late."""
+    exe = c_program(cwd, "echo_floor", ECHO_C, ["-pthread"])
+    if not exe:
+        return None
     out = subprocess.run([exe, str(rate), str(secs)], capture_output=True, text=True)
     return tuple(float(v) for v in out.stdout.split()) if out.returncode == 0 else None
 
@@ -321,16 +330,9 @@ def wake_cost(cwd, rate, secs=3.0):
     C loop: timerfd, epoll_wait, nothing else), or None without a C
     compiler. Constant arrivals cost at least one per request, and the
     reply usually a second (it comes back while the client sleeps)."""
-    exe = os.path.join(cwd, "wake_floor")
-    if not os.path.exists(exe):
-        cc = shutil.which("cc") or shutil.which("gcc")
-        if not cc:
-            return None
-        src = exe + ".c"
-        with open(src, "w") as f:
-            f.write(WAKE_C)
-        if subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True).returncode != 0:
-            return None
+    exe = c_program(cwd, "wake_floor", WAKE_C)
+    if not exe:
+        return None
     out = subprocess.run(common.pinned([exe, str(int(1e9 / rate)), str(secs)], 0), capture_output=True, text=True)
     return float(out.stdout) if out.returncode == 0 else None
 
