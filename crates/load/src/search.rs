@@ -16,8 +16,11 @@
 //!    the repeat passes, the failure was noise and the search goes on
 //!    above it, so one bad probe cannot hold the result down;
 //! 4. one longer final run at the highest passing rate. If the final run
-//!    fails, the rate steps down and the final run is repeated (at most three
-//!    times): a rate that failed is never reported.
+//!    fails, the rate steps down, by more each time a final fails, until a
+//!    final passes, then bisects between the finals that passed and failed
+//!    (`final_attempts` finals at most; see [`next_final_rate`]): a rate
+//!    that failed is never reported, and one whose final-length window
+//!    fails well below the probes' knee still ends on a passing final.
 //!
 //! A probe that failed only because its requests left late (measured from
 //! each send, the target was met: the client or its host stalled, see
@@ -241,7 +244,8 @@ pub struct SearchConfig {
     pub steady_tail: f64,
     /// Fewest completions in that tail for the rule to apply.
     pub steady_min_samples: u64,
-    /// Final runs tried, each lower than the last, before the search gives up.
+    /// Final runs tried before the search gives up or settles (see
+    /// [`next_final_rate`]).
     pub final_attempts: usize,
     /// Confirm the failure that bounds the result (true, the default):
     /// once the bisection has closed on `[low, high]`, the failing rate
@@ -339,7 +343,7 @@ impl SearchConfig {
             extended_finals: 0,
             steady_tail: 0.0,
             steady_min_samples: 20,
-            final_attempts: 3,
+            final_attempts: 6,
             confirm_failures: true,
             confidence: 0.0,
         }
@@ -573,7 +577,47 @@ impl<'a, P: Prober> Search<'a, P> {
         self
     }
 
+    /// Measures and files one probe. A bracket, bisection, confirming or
+    /// final probe that failed only because its requests left late (its
+    /// record has `from_send_ms`) is measured once more at the same rate
+    /// and the repeat's verdict stands: any such probe while the probe
+    /// budget lasts, a final once in a search.
     async fn run_probe(
+        &mut self,
+        phase: Phase,
+        mode: Mode,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<(bool, RunResult), Halt> {
+        let (ok, r) = self.measure(phase, mode, warmup, duration).await?;
+        let late = self
+            .out
+            .probes
+            .last()
+            .is_some_and(|p| p.from_send_ms.is_some());
+        let again = late
+            && match phase {
+                Phase::Bracket | Phase::Bisect | Phase::Confirm => {
+                    self.out.probes.len() < self.cfg.max_probes
+                }
+                Phase::Final => {
+                    let late_finals = self
+                        .out
+                        .probes
+                        .iter()
+                        .filter(|p| p.phase == Phase::Final && p.from_send_ms.is_some());
+                    late_finals.count() == 1
+                }
+                Phase::Warmup | Phase::Peak | Phase::Fixed => false,
+            };
+        if ok || !again {
+            return Ok((ok, r));
+        }
+        self.measure(phase, mode, warmup, duration).await
+    }
+
+    /// One probe, extended while it is a close call, judged and filed.
+    async fn measure(
         &mut self,
         phase: Phase,
         mode: Mode,
@@ -835,14 +879,6 @@ impl<'a, P: Prober> Search<'a, P> {
             rate,
             arrival: self.cfg.arrival,
         };
-        let (ok, r) = self
-            .run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe)
-            .await?;
-        if ok || self.cfg.sender_lag(&r).is_none() || self.out.probes.len() >= self.cfg.max_probes {
-            return Ok(ok);
-        }
-        // The requests left late, not the server: once more, and that
-        // probe's verdict stands.
         let (ok, _) = self
             .run_probe(phase, mode, self.cfg.probe_warmup, self.cfg.probe)
             .await?;
@@ -928,14 +964,12 @@ impl<'a, P: Prober> Search<'a, P> {
         if let Some(f) = self.before_final.as_mut() {
             f().map_err(|e| Halt(e.to_string()))?;
         }
-        // Confirmation: never report a rate whose final run failed. After a
-        // failed final, the next one runs at the highest rate a shorter
-        // probe passed below it (so the step down is as small as what was
-        // measured allows), and at least 2 x tolerance lower.
+        // Confirmation: never report a rate whose final run failed. The
+        // finals start at the bisection's result and look for the highest
+        // rate a final-length window passes (see `next_final_rate`).
         let mut rate = lo;
-        let mut repeated = false;
-        let mut attempt = 0;
-        while attempt < c.final_attempts.max(1) {
+        let (mut passed, mut failed) = (None, None);
+        for _ in 0..c.final_attempts.max(1) {
             let mode = Mode::Open {
                 rate,
                 arrival: c.arrival,
@@ -943,40 +977,66 @@ impl<'a, P: Prober> Search<'a, P> {
             let (ok, r) = self
                 .run_probe(Phase::Final, mode, c.probe_warmup, c.final_duration)
                 .await?;
-            // A final that failed only because its requests left late runs
-            // again at the same rate, once in the search.
-            if !ok && !repeated && c.sender_lag(&r).is_some() {
-                repeated = true;
-                continue;
-            }
-            attempt += 1;
             if ok {
+                passed = Some(rate);
                 self.out.final_series = r.recorder.series_summary();
                 self.out.final_probe = self.out.probes.last().cloned();
-                self.out.success = true;
-                return Ok(());
+            } else {
+                failed = Some(rate);
             }
-            rate = next_final_rate(&self.out.probes, rate, c.tolerance);
-            if rate < c.min_qps {
-                break;
+            match next_final_rate(&self.out.probes, lo, passed, failed, c.tolerance) {
+                Some(next) if next >= c.min_qps => rate = next,
+                _ => break,
             }
+        }
+        if passed.is_some() {
+            self.out.success = true;
+            return Ok(());
         }
         Err(Halt("the final run failed at every rate tried".into()))
     }
 }
 
-/// The rate of the final run after one at `failed` QPS failed: the highest
-/// rate a bracket, bisection or confirming probe passed that is at least half a
-/// tolerance below `failed`, but never more than 2 x tolerance below it.
-pub fn next_final_rate(probes: &[ProbeRecord], failed: f64, tolerance: f64) -> f64 {
-    let floor = failed * (1.0 - 2.0 * tolerance.max(0.01));
+/// The rate of the next final run, or `None` once the finals have settled.
+/// `found` is the bisection's result (the first final's rate), `passed`
+/// the highest rate a final passed and `failed` the lowest one a final
+/// failed at. With `step` = 2 x tolerance (at least 2%):
+/// - a final passed and none failed above it: settled;
+/// - the first final failed: the highest rate a bracket, bisection or
+///   confirming probe passed at least half a tolerance below it, but never
+///   more than `step` below (a final that missed by noise costs little);
+/// - later finals failed too, and none passed: the finals' knee is below
+///   what the shorter probes measured, so the step grows, the distance
+///   below `found` doubling each time (2%, 6%, 12%, 24% ... with the
+///   default tolerance) until a final passes;
+/// - a final passed below one that failed: bisection between them, with
+///   final-length runs, until they are within `step` of each other.
+///
+/// So a search whose final-length windows fail well below the probes'
+/// knee still ends on a rate a final passed, near the finals' own knee.
+pub fn next_final_rate(
+    probes: &[ProbeRecord],
+    found: f64,
+    passed: Option<f64>,
+    failed: Option<f64>,
+    tolerance: f64,
+) -> Option<f64> {
+    let step = 2.0 * tolerance.max(0.01);
+    let failed = failed?;
+    if let Some(passed) = passed.filter(|&p| p < failed) {
+        return (failed > passed * (1.0 + step)).then_some((passed + failed) / 2.0);
+    }
+    if failed < found {
+        return Some((2.0 * failed - found).min(failed - found * step));
+    }
     let below = failed * (1.0 - tolerance / 2.0);
-    probes
+    let nearest = probes
         .iter()
         .filter(|p| p.passed && matches!(p.phase, Phase::Bracket | Phase::Bisect | Phase::Confirm))
         .map(|p| p.requested_qps)
         .filter(|&q| q < below)
-        .fold(floor, f64::max)
+        .fold(failed * (1.0 - step), f64::max);
+    Some(nearest)
 }
 
 /// The lowest rate above `rate` that a bracket, bisection or confirming

@@ -336,6 +336,50 @@ async fn a_failing_final_steps_down_instead_of_being_reported() {
 }
 
 #[tokio::test]
+async fn finals_that_fail_well_below_the_probes_knee_still_end_on_a_passing_rate() {
+    // 5 s probes pass up to 700 QPS, but 10 s finals only up to `f` (a
+    // queue that builds slowly, or a host slower over longer windows).
+    // Stepping down by two tolerances at most, three finals never got
+    // more than about 4% below the probes' knee: the search ended with no
+    // result. Now the step grows until a final passes, and the finals
+    // bisect between the two.
+    for below in [0.03, 0.05, 0.08, 0.10, 0.20] {
+        let f = 700.0 * (1.0 - below);
+        let mut m = Model::new(700.0, 1000.0);
+        m.flaky_final_above = Some(f);
+        let c = cfg();
+        let (attempts, step) = (c.final_attempts, 2.0 * c.tolerance);
+        let mut on = |_: Event<'_>| {};
+        let out = Search::new(c, &mut m, &mut on).run().await;
+        let finals: Vec<(f64, bool)> = finals_of(&out)
+            .iter()
+            .map(|p| (p.requested_qps, p.passed))
+            .collect();
+        assert!(out.success, "{below}: {:?} {finals:?}", out.failure);
+        assert!(finals.len() <= attempts, "{below}: {finals:?}");
+        let reported = out.final_probe.as_ref().unwrap();
+        assert!(reported.passed && reported.phase == Phase::Final);
+        let r = reported.requested_qps;
+        assert!(r <= f, "{below}: reported {r} above the finals' knee {f}");
+        // Within two tolerances of the finals' knee while the finals'
+        // budget lasts (10% below takes five); at 20% below, six finals
+        // end on the best one that passed.
+        let within = if below <= 0.10 { step } else { 0.10 };
+        assert!(
+            r >= f * (1.0 - within),
+            "{below}: reported {r}; finals {finals:?}"
+        );
+        // Never a rate above one a final failed at.
+        let lowest_failed = finals
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(q, _)| *q)
+            .fold(f64::INFINITY, f64::min);
+        assert!(r < lowest_failed, "{below}: {finals:?}");
+    }
+}
+
+#[tokio::test]
 async fn the_search_gives_up_after_its_final_attempts() {
     // Every final-length run fails: the search tries `final_attempts`
     // finals, each lower, and fails rather than report any of them.
