@@ -343,7 +343,7 @@ impl SearchConfig {
             extended_finals: 0,
             steady_tail: 0.0,
             steady_min_samples: 20,
-            final_attempts: 6,
+            final_attempts: 8,
             confirm_failures: true,
             confidence: 0.0,
         }

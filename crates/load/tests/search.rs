@@ -343,11 +343,15 @@ async fn finals_that_fail_well_below_the_probes_knee_still_end_on_a_passing_rate
     // more than about 4% below the probes' knee: the search ended with no
     // result. Now the step grows until a final passes, and the finals
     // bisect between the two.
-    for below in [0.03, 0.05, 0.08, 0.10, 0.20] {
+    for (tolerance, below) in [0.02, 0.01]
+        .into_iter()
+        .flat_map(|t| [0.03, 0.05, 0.08, 0.10, 0.20].map(|b| (t, b)))
+    {
         let f = 700.0 * (1.0 - below);
         let mut m = Model::new(700.0, 1000.0);
         m.flaky_final_above = Some(f);
-        let c = cfg();
+        let mut c = cfg();
+        c.tolerance = tolerance;
         let (attempts, step) = (c.final_attempts, 2.0 * c.tolerance);
         let mut on = |_: Event<'_>| {};
         let out = Search::new(c, &mut m, &mut on).run().await;
@@ -361,12 +365,10 @@ async fn finals_that_fail_well_below_the_probes_knee_still_end_on_a_passing_rate
         assert!(reported.passed && reported.phase == Phase::Final);
         let r = reported.requested_qps;
         assert!(r <= f, "{below}: reported {r} above the finals' knee {f}");
-        // Within two tolerances of the finals' knee while the finals'
-        // budget lasts (10% below takes five); at 20% below, six finals
-        // end on the best one that passed.
-        let within = if below <= 0.10 { step } else { 0.10 };
+        // Within two tolerances of the finals' knee (20% below takes seven
+        // finals: five on the way down, two to bisect).
         assert!(
-            r >= f * (1.0 - within),
+            r >= f * (1.0 - step),
             "{below}: reported {r}; finals {finals:?}"
         );
         // Never a rate above one a final failed at.
