@@ -1006,9 +1006,10 @@ impl<'a, P: Prober> Search<'a, P> {
 ///   confirming probe passed at least half a tolerance below it, but never
 ///   more than `step` below (a final that missed by noise costs little);
 /// - later finals failed too, and none passed: the finals' knee is below
-///   what the shorter probes measured, so the step grows, the distance
-///   below `found` doubling each time (2%, 6%, 12%, 24% ... with the
-///   default tolerance) until a final passes;
+///   what the shorter probes measured, so the step grows: the distance
+///   below `found` at least doubles and grows by at least `step` each
+///   time (2%, 6%, 12%, 24% ... at the default tolerance, after a first
+///   step of 2%) until a final passes;
 /// - a final passed below one that failed: bisection between them, with
 ///   final-length runs, until they are within `step` of each other.
 ///
