@@ -11,7 +11,7 @@ use calibrate::proto::{WorkReply, WorkRequest};
 use echo::{REFUSED, start, start_with};
 use rpc::lean::LeanClient;
 use rpc::unary::{H2Settings, UnaryError, frame_message};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const WORK: &str = "/rackbench.calibrate.Calibrate/Work";
 
@@ -29,11 +29,23 @@ async fn round_trips(client: &LeanClient, n: u32, payload: usize, step: u32) {
         let c = client.clone();
         let size = i * step;
         let body = request(payload, size);
-        tasks.push(tokio::spawn(async move { (size, c.call(body).await) }));
+        tasks.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let r = c.call(body).await;
+            (size, sent, r, Instant::now())
+        }));
     }
     for t in tasks {
-        let (size, r) = t.await.unwrap();
+        let (size, sent, r, got) = t.await.unwrap();
         let r = r.unwrap();
+        // The kernel stamped the reply's arrival, between send and hand-over.
+        let arrived = r.arrived.expect("a reply without its receive stamp");
+        assert!(
+            arrived + Duration::from_millis(1) >= sent && arrived <= got,
+            "arrival stamp {:?} after the send, hand-over {:?} after it",
+            arrived.checked_duration_since(sent),
+            got.checked_duration_since(arrived)
+        );
         let reply: WorkReply = r.decode().unwrap();
         assert_eq!(reply.payload.len(), size as usize);
         assert!(reply.payload.iter().all(|b| *b == 7));

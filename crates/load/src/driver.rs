@@ -194,6 +194,23 @@ impl RunResult {
 
 type Outcome<E> = (Instant, Instant, Instant, Result<u64, E>);
 
+/// When a request sent at `sent` ended, and its reply's size: the reply's
+/// arrival where the transport stamps it ([`WireSize::arrived`]; never
+/// before the send nor after now), else now.
+fn finished<T: WireSize, E: Display>(
+    sent: Instant,
+    result: Result<T, E>,
+) -> (Instant, Result<u64, String>) {
+    let now = Instant::now();
+    match result {
+        Ok(r) => {
+            let done = r.arrived().map_or(now, |a| a.clamp(sent, now));
+            (done, Ok(r.wire_size()))
+        }
+        Err(e) => (now, Err(e.to_string())),
+    }
+}
+
 /// Runs load against `svc`, building request `n` with `make(n)`.
 ///
 /// Workers are spawned on the current tokio runtime; its worker threads are the
@@ -315,8 +332,8 @@ where
                     let call = self.svc.call(req);
                     Box::pin(async move {
                         let _guard = guard;
-                        let result = call.await.map(|r| r.wire_size()).map_err(|e| e.to_string());
-                        (intended, sent, Instant::now(), result)
+                        let (done, result) = finished(sent, call.await);
+                        (intended, sent, done, result)
                     })
                 }
                 std::task::Poll::Ready(Err(e)) => {
@@ -331,19 +348,17 @@ where
                     let svc = self.svc.clone();
                     Box::pin(async move {
                         let _guard = guard;
-                        let mut sent = Instant::now();
-                        let result = match svc.ready_oneshot().await {
+                        match svc.ready_oneshot().await {
                             Ok(mut ready) => {
-                                sent = Instant::now();
-                                ready
-                                    .call(req)
-                                    .await
-                                    .map(|r| r.wire_size())
-                                    .map_err(|e| e.to_string())
+                                let sent = Instant::now();
+                                let (done, result) = finished(sent, ready.call(req).await);
+                                (intended, sent, done, result)
                             }
-                            Err(e) => Err(e.to_string()),
-                        };
-                        (intended, sent, Instant::now(), result)
+                            Err(e) => {
+                                let now = Instant::now();
+                                (intended, now, now, Err(e.to_string()))
+                            }
+                        }
                     })
                 }
             };

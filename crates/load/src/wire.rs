@@ -1,9 +1,20 @@
-//! Byte accounting for requests and responses.
+//! Byte accounting for requests and responses, and when a reply arrived.
+
+use std::time::Instant;
 
 /// Anything whose size on the wire can be counted (for `bytes_tx`/`bytes_rx`).
 pub trait WireSize {
     /// Bytes this message occupies on the wire, framing included where known.
     fn wire_size(&self) -> u64;
+
+    /// When a reply's last bytes reached this host, where the transport
+    /// knows it (the kernel's receive timestamp): the driver ends the
+    /// request's latency there rather than when the client's thread got
+    /// round to reading it, so a client woken late is not charged to the
+    /// server. `None` (the default) ends it when the reply is read.
+    fn arrived(&self) -> Option<Instant> {
+        None
+    }
 }
 
 impl WireSize for () {

@@ -239,3 +239,45 @@ async fn send_ahead_coalesces_wake_ups_and_times_early_sends_from_the_send() {
         "Poisson keeps exact times"
     );
 }
+
+/// A reply that says when it arrived (as the lean gRPC client's do, from
+/// the kernel's receive stamp).
+struct Stamped(Option<Instant>);
+
+impl load::WireSize for Stamped {
+    fn wire_size(&self) -> u64 {
+        1
+    }
+
+    fn arrived(&self) -> Option<Instant> {
+        self.0
+    }
+}
+
+/// A reply that arrived 1 ms after its send but was handed over 50 ms
+/// later (a client thread that woke late) is timed to its arrival; a stamp
+/// after the hand-over (a clock gone wrong) is no later than the
+/// hand-over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_ends_when_the_reply_arrived_not_when_it_was_read() {
+    let run_with = |offset: Duration| async move {
+        let svc = service_fn(move |_: ()| {
+            let at = Instant::now() + offset;
+            async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok::<_, Infallible>(Stamped(Some(at)))
+            }
+        });
+        let cfg = RunConfig::open(100.0, Arrival::Constant, Duration::from_millis(300));
+        let r = run(svc, |_| (), &cfg, no_stop()).await;
+        assert_eq!(r.recorder.ok, 30);
+        r.recorder.summary()
+    };
+    let early = run_with(Duration::from_millis(1)).await;
+    assert!(early.max_ms < 25.0, "timed to the hand-over: {early:?}");
+    let late = run_with(Duration::from_secs(10)).await;
+    assert!(
+        late.p50_ms >= 50.0 && late.max_ms < 1000.0,
+        "not clamped to the hand-over: {late:?}"
+    );
+}

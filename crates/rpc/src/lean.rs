@@ -140,6 +140,7 @@ impl LeanClient {
         let mut conns = Vec::with_capacity(connections.max(1));
         for _ in 0..connections.max(1) {
             let tcp = crate::unary::connect_tcp(addr).await?;
+            crate::rxstamp::enable(&tcp);
             let shared = Arc::new(Shared {
                 queue: Mutex::new(Queue::default()),
                 waker: AtomicWaker::new(),
@@ -280,6 +281,9 @@ struct Task {
     io: TcpStream,
     shared: Arc<Shared>,
     rbuf: BytesMut,
+    /// When the last read's bytes arrived (the kernel's stamp): replies
+    /// completed by that read end there.
+    arrived: Option<std::time::Instant>,
     wbuf: BytesMut,
     hpack: loona_hpack::Decoder<'static>,
     /// Request header blocks, and the one being written.
@@ -328,6 +332,7 @@ impl Task {
             io,
             shared,
             rbuf: BytesMut::with_capacity(64 * 1024),
+            arrived: None,
             wbuf,
             hpack: loona_hpack::Decoder::new(),
             encoder: Encoder::new(),
@@ -407,7 +412,14 @@ impl Task {
                 Poll::Ready(Ok(())) => {}
             }
             self.rbuf.reserve(self.room_wanted());
-            match self.io.try_read_buf(&mut self.rbuf) {
+            let (io, rbuf) = (&self.io, &mut self.rbuf);
+            let read = io.try_io(tokio::io::Interest::READABLE, || {
+                crate::rxstamp::recv(io, rbuf)
+            });
+            match read.map(|(n, at)| {
+                self.arrived = at;
+                n
+            }) {
                 Ok(0) => {
                     return Poll::Ready(Err(UnaryError::Transport(
                         "the server closed the connection".into(),
@@ -799,7 +811,10 @@ impl Task {
             self.wbuf.put_u32(CANCEL);
         }
         if let Some(r) = s.reply.take() {
-            let _ = r.send(result);
+            let _ = r.send(result.map(|reply| Reply {
+                arrived: self.arrived,
+                ..reply
+            }));
         }
     }
 

@@ -19,6 +19,7 @@ mod hpack;
 pub mod lean;
 pub mod pool;
 pub mod procstat;
+mod rxstamp;
 pub mod server;
 pub mod unary;
 

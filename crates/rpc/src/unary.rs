@@ -95,6 +95,10 @@ impl From<h2::Error> for UnaryError {
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub message: Bytes,
+    /// When its last bytes reached this host, by the kernel's receive
+    /// timestamp ([`crate::lean::LeanClient`]'s replies; `None` from the
+    /// h2 client or where the socket gave none).
+    pub arrived: Option<std::time::Instant>,
 }
 
 impl Reply {
@@ -385,7 +389,10 @@ pub(crate) fn message(mut data: Bytes) -> Result<Reply, UnaryError> {
             "message length differs from its prefix (or more than one message)",
         ));
     }
-    Ok(Reply { message: data })
+    Ok(Reply {
+        message: data,
+        arrived: None,
+    })
 }
 
 /// OK, or the status as an error.
@@ -420,6 +427,10 @@ fn percent_decode(s: &str) -> String {
 impl load::wire::WireSize for Reply {
     fn wire_size(&self) -> u64 {
         self.wire_len()
+    }
+
+    fn arrived(&self) -> Option<std::time::Instant> {
+        self.arrived
     }
 }
 
