@@ -96,7 +96,7 @@ impl From<h2::Error> for UnaryError {
 pub struct Reply {
     pub message: Bytes,
     /// When its last bytes reached this host, by the kernel's receive
-    /// timestamp ([`crate::lean::LeanClient`]'s replies; `None` from the
+    /// timestamp (the lean client's replies; `None` from the
     /// h2 client or where the socket gave none).
     pub arrived: Option<std::time::Instant>,
 }
