@@ -169,7 +169,11 @@ impl Workload for AdSim {
 
     fn marks(&self, record: &Record) -> Vec<String> {
         match record.decode::<AdSimRecord>(self.name(), RECORD_VERSION) {
-            Ok(AdSimRecord::Client(r)) => r.host.map(|h| h.concerns()).unwrap_or_default(),
+            Ok(AdSimRecord::Client(r)) => {
+                let mut out = r.host.map(|h| h.concerns()).unwrap_or_default();
+                out.extend(load::search::unsteady(&r.probes, r.reported.as_ref()));
+                out
+            }
             _ => Vec::new(),
         }
     }

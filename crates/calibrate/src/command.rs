@@ -266,7 +266,8 @@ mod tests {
             &CalibrateRecord::Search(Box::new(r.clone())),
         );
         assert!(Calibrate.marks(&rec).is_empty());
-        // A ratio of 0.13 (the loaded run) and a busy host: both named.
+        // A ratio of 0.13 (the loaded run) on a busy host, its
+        // bisection having passed 500 QPS: all three named.
         if let Some(p) = r.search.reported.as_mut() {
             p.requested_qps = an * 0.13;
         }
@@ -280,14 +281,18 @@ mod tests {
             &CalibrateRecord::Search(Box::new(r)),
         );
         let marks = Calibrate.marks(&rec);
-        assert_eq!(marks.len(), 2, "{marks:?}");
+        assert_eq!(marks.len(), 3, "{marks:?}");
         assert!(
             marks[0].starts_with("host busy before the run: a thread got 45% of a core"),
             "{marks:?}"
         );
         assert!(
-            marks[1].starts_with("measured/model ratio 0.130 (")
-                && marks[1].contains("is outside 0.90-1.10, what calibrate vouches for"),
+            marks[1].starts_with("search unsteady: its result 80.4 QPS is 84% below 500.0 QPS"),
+            "{marks:?}"
+        );
+        assert!(
+            marks[2].starts_with("measured/model ratio 0.130 (")
+                && marks[2].contains("is outside 0.90-1.10, what calibrate vouches for"),
             "{marks:?}"
         );
     }

@@ -255,6 +255,10 @@ pub const RATIO_VOUCHED: f64 = 0.10;
 /// probe ran, else the pure M/D/c value).
 pub fn marks_of(r: &SearchRun) -> Vec<String> {
     let mut out = r.host.map(|h| h.concerns()).unwrap_or_default();
+    out.extend(load::search::unsteady(
+        &r.search.probes,
+        r.search.reported.as_ref(),
+    ));
     let Some(f) = &r.search.reported else {
         return out;
     };

@@ -5,7 +5,7 @@
 use crate::cli::{DriverArgs, LeafArgs};
 use crate::drive::run_driver;
 use crate::printer::{speed_warning, write_record};
-use crate::record::{FeedSimRecord, RECORD_VERSION};
+use crate::record::{FeedSimRecord, InstanceResult, RECORD_VERSION};
 use crate::serve::run_leaf;
 use crate::setup::check_driver;
 use clap::Parser;
@@ -148,17 +148,38 @@ impl Workload for FeedSim {
     }
 
     /// A search whose host changed speed (the sampler's drift) or was busy
-    /// at its start or end (the sampler's looks) is marked.
+    /// at its start or end (the sampler's looks), or whose result lies far
+    /// below what its own probes passed ([`load::search::unsteady`]), is
+    /// marked.
     fn marks(&self, record: &Record) -> Vec<String> {
-        let speed = match record.decode::<FeedSimRecord>(self.name(), RECORD_VERSION) {
-            Ok(FeedSimRecord::Search(s)) => s.host_speed,
-            Ok(FeedSimRecord::Autoscale(a)) => a.host_speed,
-            _ => None,
+        let (speed, unsteady) = match record.decode::<FeedSimRecord>(self.name(), RECORD_VERSION) {
+            Ok(FeedSimRecord::Search(s)) => {
+                let o = &s.instance.outcome;
+                let mark = load::search::unsteady(&o.probes, o.final_probe.as_ref());
+                (s.host_speed, mark.into_iter().collect())
+            }
+            Ok(FeedSimRecord::Autoscale(a)) => {
+                let marks = a
+                    .instances
+                    .iter()
+                    .filter_map(|i| match &i.result {
+                        InstanceResult::Ran(r) => load::search::unsteady(
+                            &r.outcome.probes,
+                            r.outcome.final_probe.as_ref(),
+                        )
+                        .map(|m| format!("{}{m}", i.label)),
+                        InstanceResult::Failed(_) => None,
+                    })
+                    .collect();
+                (a.host_speed, marks)
+            }
+            _ => (None, Vec::new()),
         };
         let mut out: Vec<String> = speed_warning(speed.as_ref()).into_iter().collect();
         if let Some(c) = speed.and_then(|h| h.check) {
             out.extend(c.concerns());
         }
+        out.extend(unsteady);
         out
     }
 
@@ -505,6 +526,51 @@ mod tests {
         );
         assert!(text.ends_with("\"is_fixed_qps\": 1\n}"), "{text}");
         assert!(text.contains("\"final_achieved_qps\": 20.5,"), "{text}");
+    }
+
+    #[test]
+    fn a_result_far_below_what_the_search_passed_is_marked() {
+        // The bisection passed 14 QPS; a final at 13.5 is within 10% of
+        // it, one at 11 is not.
+        let searched = |final_qps: f64| {
+            let mut run = instance(Some(probe(Phase::Final, final_qps, final_qps, 400.0, true)));
+            run.outcome.probes = vec![
+                probe(Phase::Bisect, 14.0, 14.0, 380.0, true),
+                probe(Phase::Bisect, 15.0, 14.6, 900.0, false),
+                probe(Phase::Final, final_qps, final_qps, 400.0, true),
+            ];
+            run
+        };
+        let search = |run: InstanceRecord| {
+            let r = FeedSimRecord::Search(Box::new(SearchRun {
+                target: target(),
+                arrival: Arrival::Poisson,
+                compat_driver_threads: None,
+                driver_threads: None,
+                threads: THREADS,
+                instance: run,
+                host_speed: None,
+            }));
+            FeedSim.marks(&Record::of("feedsim", RECORD_VERSION, &r))
+        };
+        assert!(search(searched(13.5)).is_empty());
+        let marks = search(searched(11.0));
+        assert_eq!(marks.len(), 1, "{marks:?}");
+        assert!(
+            marks[0].starts_with("search unsteady: its result 11.0 QPS is 21% below 14.0 QPS"),
+            "{marks:?}"
+        );
+        // Autoscale names the instance whose search it was.
+        let r = autoscale(
+            searched(13.5),
+            InstanceResult::Ran(Box::new(searched(11.0))),
+        );
+        let marks = FeedSim.marks(&Record::of("feedsim", RECORD_VERSION, &r));
+        assert_eq!(marks.len(), 1, "{marks:?}");
+        assert!(
+            marks[0].starts_with("instance 2: search unsteady: its result 11.0 QPS"),
+            "{marks:?}"
+        );
     }
 
     #[test]

@@ -1040,6 +1040,37 @@ pub fn next_final_rate(
     Some(nearest)
 }
 
+/// How far below a rate the search's own probes passed its reported rate
+/// may lie before the search cannot vouch for it ([`unsteady`]): the
+/// distance issue 47 allows between a search and a fixed-rate sweep.
+pub const UNSTEADY_GAP: f64 = 0.10;
+
+/// Why a search's result cannot be vouched for by the search itself, or
+/// `None`: the reported (final) rate lies more than [`UNSTEADY_GAP`] below
+/// the highest rate a bracket, bisection or confirming probe passed. The
+/// finals then failed again and again where the shorter probes passed: the
+/// capacity moved during the run (the host's speed, or the service's), or
+/// windows of the final's length catch stalls the probes' missed. Either
+/// way the result is the capacity of the run's worst stretch, not a
+/// steady one, and a report says so rather than print it as plain "ok".
+/// The host checks before and after a run cannot see a slow stretch in
+/// its middle; this sees it in the probes.
+pub fn unsteady(probes: &[ProbeRecord], reported: Option<&ProbeRecord>) -> Option<String> {
+    let got = reported?.requested_qps;
+    let passed = probes
+        .iter()
+        .filter(|p| p.passed && matches!(p.phase, Phase::Bracket | Phase::Bisect | Phase::Confirm))
+        .map(|p| p.requested_qps)
+        .fold(0.0, f64::max);
+    (got > 0.0 && got < passed * (1.0 - UNSTEADY_GAP)).then(|| {
+        format!(
+            "search unsteady: its result {got:.1} QPS is {:.0}% below {passed:.1} QPS, which its own shorter probes passed (more than {:.0}% apart): the capacity moved during the run or the finals' longer windows met stalls the probes did not, so the result is the run's worst stretch, not a steady capacity; run it again on a quieter host",
+            (1.0 - got / passed) * 100.0,
+            UNSTEADY_GAP * 100.0
+        )
+    })
+}
+
 /// The lowest rate above `rate` that a bracket, bisection or confirming
 /// probe failed at, if any.
 fn lowest_failure_above(probes: &[ProbeRecord], rate: f64) -> Option<f64> {

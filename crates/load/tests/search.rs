@@ -382,6 +382,40 @@ async fn finals_that_fail_well_below_the_probes_knee_still_end_on_a_passing_rate
 }
 
 #[tokio::test]
+async fn a_result_far_below_what_the_probes_passed_is_marked_unsteady() {
+    // Finals that fail 3% below the probes' knee end near it: the search
+    // vouches for its result. Finals that fail 20% below it end on a rate
+    // the shorter probes beat by far: the capacity moved during the run,
+    // and the result says so.
+    for (below, marked) in [(0.03, false), (0.20, true)] {
+        let mut m = Model::new(700.0, 1000.0);
+        m.flaky_final_above = Some(700.0 * (1.0 - below));
+        let mut on = |_: Event<'_>| {};
+        let out = Search::new(cfg(), &mut m, &mut on).run().await;
+        assert!(out.success, "{below}: {:?}", out.failure);
+        let reported = out.final_probe.as_ref().unwrap();
+        let mark = load::search::unsteady(&out.probes, Some(reported));
+        assert_eq!(mark.is_some(), marked, "{below}: {mark:?}");
+        if let Some(mark) = mark {
+            let best = out
+                .probes
+                .iter()
+                .filter(|p| p.passed && p.phase == Phase::Bisect)
+                .map(|p| p.requested_qps)
+                .fold(0.0, f64::max);
+            assert!(mark.starts_with("search unsteady"), "{mark}");
+            assert!(
+                mark.contains(&format!("{:.1} QPS", reported.requested_qps)),
+                "{mark}"
+            );
+            assert!(mark.contains(&format!("{best:.1} QPS")), "{mark}");
+        }
+        // A search with no result has nothing to mark.
+        assert!(load::search::unsteady(&out.probes, None).is_none());
+    }
+}
+
+#[tokio::test]
 async fn the_search_gives_up_after_its_final_attempts() {
     // Every final-length run fails: the search tries `final_attempts`
     // finals, each lower, and fails rather than report any of them.
