@@ -246,17 +246,28 @@ mod tests {
         );
     }
 
-    #[test]
-    fn search_metrics_come_from_its_record() {
-        let r = FeedSimRecord::Search(Box::new(SearchRun {
+    /// A single-instance search run of `instance`.
+    fn search_run(instance: InstanceRecord) -> FeedSimRecord {
+        FeedSimRecord::Search(Box::new(SearchRun {
             target: target(),
             arrival: Arrival::Poisson,
             compat_driver_threads: None,
             driver_threads: None,
             threads: THREADS,
-            instance: instance(Some(probe(Phase::Final, 11.4, 11.4, 420.1234, true))),
+            instance,
             host_speed: None,
-        }));
+        }))
+    }
+
+    #[test]
+    fn search_metrics_come_from_its_record() {
+        let r = search_run(instance(Some(probe(
+            Phase::Final,
+            11.4,
+            11.4,
+            420.1234,
+            true,
+        ))));
         let FeedSimMetrics::Search(typed) = r.metrics() else {
             panic!("not a search's metrics")
         };
@@ -542,16 +553,7 @@ mod tests {
             run
         };
         let search = |run: InstanceRecord| {
-            let r = FeedSimRecord::Search(Box::new(SearchRun {
-                target: target(),
-                arrival: Arrival::Poisson,
-                compat_driver_threads: None,
-                driver_threads: None,
-                threads: THREADS,
-                instance: run,
-                host_speed: None,
-            }));
-            FeedSim.marks(&Record::of("feedsim", RECORD_VERSION, &r))
+            FeedSim.marks(&Record::of("feedsim", RECORD_VERSION, &search_run(run)))
         };
         assert!(search(searched(13.5)).is_empty());
         let marks = search(searched(11.0));
