@@ -9,7 +9,9 @@
 //! does not wait for the client. A read that copies several segments gets
 //! the last one's stamp (`tcp_recvmsg`), so a reply read together with a
 //! later one is charged up to that later arrival: never less than the
-//! truth, and never more than reading it when the thread woke.
+//! truth, and never more than reading it when the thread woke. The kernel
+//! turns stamping on in a deferred work item when the first socket asks,
+//! so the first segments can come unstamped: their replies end when read.
 //!
 //! Kept here rather than in a crate: nix's `recvmsg` wants initialised
 //! buffers, and the read goes into the read buffer's spare room.
@@ -99,6 +101,23 @@ mod tests {
             std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (rx, _) = listener.accept().expect("accept");
         assert!(enable(&rx), "SO_TIMESTAMPNS refused on a TCP socket");
+        // The kernel turns receive stamping on in a deferred work item, so
+        // the first segments after the first socket asks can come
+        // unstamped: wait until a byte comes stamped (a reply read then
+        // ends when it was read, as without stamps).
+        let mut stamped = false;
+        for _ in 0..500 {
+            tx.write_all(b"x").expect("write");
+            std::thread::sleep(Duration::from_millis(2));
+            let mut scratch = BytesMut::with_capacity(64);
+            let (n, at) = recv(&rx, &mut scratch).expect("recvmsg");
+            assert_eq!(n, 1, "{scratch:?}");
+            if at.is_some() {
+                stamped = true;
+                break;
+            }
+        }
+        assert!(stamped, "no receive timestamp within a second of asking");
         let before = Instant::now();
         tx.write_all(b"reply").expect("write");
         // The reader is late: the bytes wait in the socket meanwhile.
